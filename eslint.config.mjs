@@ -1,0 +1,27 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+// The core, the shared protocol and the webview run outside the extension host (plain Node, workers, the CLI,
+// the browser): `vscode` must never be imported there.
+export const noVscode = {
+  'no-restricted-imports': ['error', {
+    paths: [{ name: 'vscode', message: 'src/core, src/shared and webview must not import vscode (they run outside the extension host).' }],
+  }],
+};
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'out/**', '.vscode-test/**', 'test/fixtures/**/build/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { ecmaVersion: 2022, sourceType: 'module' },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    files: ['**/*.mjs', '**/*.cjs', '**/*.js'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly' } },
+  },
+  { files: ['src/core/**/*.ts', 'src/shared/**/*.ts', 'webview/**/*.ts'], rules: noVscode },
+);

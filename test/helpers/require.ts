@@ -1,0 +1,22 @@
+// Node's test runner counts a skip as a pass. A prerequisite that is missing (no root, no tracefs, no sshd)
+// therefore skips with its reason on a developer's machine, but fails under CI=true, where every tier
+// must really run.
+import type { TestContext } from 'node:test';
+
+export const IN_CI = process.env.CI === 'true' || process.env.CI === '1';
+
+export class PrerequisiteMissing extends Error {
+  constructor(what: string) {
+    super(`prerequisite missing: ${what}`);
+    this.name = 'PrerequisiteMissing';
+  }
+}
+
+/**
+ * Call when a prerequisite is missing. Returns normally after marking the test skipped (the caller must
+ * then return); under CI it throws so the test fails.
+ */
+export function missing(t: TestContext, what: string): void {
+  if (IN_CI) throw new PrerequisiteMissing(`${what} (CI=true: tests that need it must run)`);
+  t.skip(what);
+}
