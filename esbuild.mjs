@@ -6,6 +6,22 @@ import * as esbuild from 'esbuild';
 const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
 
+// src/core/demangle/wasmBytes.ts reads the demangler's WASM from node_modules; a packaged extension has no
+// node_modules, so the bundles get a stand-in module with the bytes embedded.
+const embedDemanglerWasm = {
+  name: 'embed-demangler-wasm',
+  setup(build) {
+    build.onResolve({ filter: /[\\/]wasmBytes$/ }, (args) =>
+      args.importer.includes('demangle') ? { path: 'demangler-wasm', namespace: 'probelens-embed' } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'probelens-embed' }, () => ({
+      contents: "import bytes from 'gecko-profiler-demangle/index_bg.wasm'; export function demanglerWasm() { return bytes; }",
+      loader: 'js',
+      resolveDir: process.cwd(),
+    }));
+  },
+};
+
 const common = {
   bundle: true,
   sourcemap: production ? false : 'linked',
@@ -20,6 +36,7 @@ const nodeCommon = {
   format: 'cjs',
   external: ['vscode', 'cpu-features', '*.node'],
   loader: { '.wasm': 'binary' },
+  plugins: [embedDemanglerWasm],
 };
 
 const builds = [
