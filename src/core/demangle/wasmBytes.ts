@@ -3,6 +3,6 @@
 // extension ships no node_modules.
 import { readFileSync } from 'node:fs';
 
-export function demanglerWasm(): Uint8Array {
-  return readFileSync(require.resolve('gecko-profiler-demangle/index_bg.wasm'));
+export function demanglerWasm(): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(readFileSync(require.resolve('gecko-profiler-demangle/index_bg.wasm')));
 }
