@@ -1,0 +1,79 @@
+// Compressed debug sections, decoded to the bytes `objcopy --decompress-debug-sections` would give:
+//  - SHF_COMPRESSED (gABI): an Elf32_Chdr/Elf64_Chdr, then a zlib (ELFCOMPRESS_ZLIB 1) or zstd
+//    (ELFCOMPRESS_ZSTD 2) stream;
+//  - legacy GNU `.zdebug_*`: "ZLIB", the size as 8 big-endian bytes, then a zlib stream.
+// The declared size is attacker-controlled: it is checked against a hard cap and a ratio to the compressed
+// size before anything is allocated, and the decoder is limited to exactly that size.
+import { inflateSync } from 'node:zlib';
+import { Cursor } from './cursor';
+import { ElfFormatError } from './errors';
+import { zstdDecompressExact } from './zstd';
+
+export const ELFCOMPRESS_ZLIB = 1;
+export const ELFCOMPRESS_ZSTD = 2;
+
+/** No debug section we read is anywhere near this; larger declared sizes are treated as hostile. */
+export const MAX_DECOMPRESSED_BYTES = 1024 * 1024 * 1024;
+/** deflate cannot exceed ~1032:1; zstd can, but not on real DWARF. Small sections get a fixed allowance. */
+const MAX_RATIO = 2048;
+const SMALL_ALLOWANCE = 1024 * 1024;
+
+export function maxDecompressedSize(compressedBytes: number): number {
+  return Math.min(MAX_DECOMPRESSED_BYTES, Math.max(SMALL_ALLOWANCE, compressedBytes * MAX_RATIO));
+}
+
+/** Decodes an SHF_COMPRESSED section's raw bytes. */
+export function decompressGabi(raw: Uint8Array, elfClass: 32 | 64, littleEndian: boolean, where: string, fileOffset: number): Uint8Array {
+  const c = new Cursor(raw, littleEndian, where, fileOffset);
+  const chType = c.u32();
+  let size: number;
+  if (elfClass === 64) {
+    c.u32(); // ch_reserved
+    size = c.u64Number('ch_size');
+    c.u64(); // ch_addralign
+  } else {
+    size = c.u32();
+    c.u32(); // ch_addralign
+  }
+  const payload = raw.subarray(c.pos);
+  checkSize(size, payload.length, where, fileOffset);
+  if (chType === ELFCOMPRESS_ZLIB) return inflateExact(payload, size, where, fileOffset + c.pos);
+  if (chType === ELFCOMPRESS_ZSTD) {
+    try {
+      return zstdDecompressExact(payload, size);
+    } catch (e) {
+      throw new ElfFormatError(where, fileOffset + c.pos, (e as Error).message);
+    }
+  }
+  throw new ElfFormatError(where, fileOffset, `unknown compression type ${chType} (expected zlib 1 or zstd 2)`);
+}
+
+/** Decodes a legacy `.zdebug_*` section's raw bytes. */
+export function decompressZdebug(raw: Uint8Array, where: string, fileOffset: number): Uint8Array {
+  const c = new Cursor(raw, false, where, fileOffset);
+  const magic = Buffer.from(c.bytesAt(4)).toString('latin1');
+  if (magic !== 'ZLIB') throw new ElfFormatError(where, fileOffset, `expected "ZLIB" header of a .zdebug section, found ${JSON.stringify(magic)}`);
+  const size = c.u64Number('.zdebug size');
+  const payload = raw.subarray(c.pos);
+  checkSize(size, payload.length, where, fileOffset);
+  return inflateExact(payload, size, where, fileOffset + c.pos);
+}
+
+function checkSize(size: number, compressed: number, where: string, off: number): void {
+  const max = maxDecompressedSize(compressed);
+  if (size > max) {
+    throw new ElfFormatError(where, off, `declared uncompressed size ${size} is implausible for ${compressed} compressed bytes (limit ${max})`);
+  }
+}
+
+function inflateExact(payload: Uint8Array, size: number, where: string, off: number): Uint8Array {
+  let out: Buffer;
+  try {
+    // maxOutputLength stops a stream that would inflate past the declared size instead of letting it grow.
+    out = inflateSync(payload, { maxOutputLength: Math.max(1, size) });
+  } catch (e) {
+    throw new ElfFormatError(where, off, `zlib data is corrupt or larger than declared (${(e as Error).message})`);
+  }
+  if (out.length !== size) throw new ElfFormatError(where, off, `zlib data inflates to ${out.length} bytes, the header says ${size}`);
+  return out;
+}

@@ -1,0 +1,212 @@
+// One ELF object (executable, shared library or separate debug file) over its bytes in memory. Addresses are
+// bigint (a 64-bit address may exceed 2^53); file offsets and sizes within the file are numbers, checked
+// against the file size before use.
+import { Cursor, hex } from './cursor';
+import { decompressGabi, decompressZdebug } from './compressed';
+import { ElfFormatError, NotElfError, UnsupportedArchError } from './errors';
+import {
+  PT_LOAD, PT_NOTE, SHF_COMPRESSED, SHT_DYNSYM, SHT_NOBITS, SHT_NOTE, SHT_SYMTAB,
+  parseElfContainer, type RawElf, type RawSection, type RawSegment,
+} from './elfyAdapter';
+import { NT_GNU_BUILD_ID, parseNotes, type ElfNote } from './notes';
+import { checkStrtab, groupSymbols, readFunctionSymbols, type FunctionSymbol, type SymbolGroup } from './symbols';
+import type { SectionSource } from './sections';
+
+export type Arch = 'x86_64' | 'aarch64';
+export type ElfType = 'REL' | 'EXEC' | 'DYN' | 'CORE' | 'UNKNOWN';
+export type ElfSection = RawSection;
+export type ElfSegment = RawSegment;
+
+const MACHINES: Record<number, string> = {
+  3: 'i386', 8: 'MIPS', 20: 'PowerPC', 21: 'PowerPC64', 22: 'S/390', 40: 'ARM (32-bit)', 62: 'x86-64',
+  183: 'AArch64', 243: 'RISC-V', 258: 'LoongArch',
+};
+const TYPES: Record<number, ElfType> = { 1: 'REL', 2: 'EXEC', 3: 'DYN', 4: 'CORE' };
+
+export interface DebugLink {
+  /** File name as stored (no directory). */
+  file: string;
+  crc32: number;
+}
+
+export class ElfFile {
+  readonly elfClass: 32 | 64;
+  readonly littleEndian: boolean;
+  readonly addressSize: 4 | 8;
+  /** e_machine number. */
+  readonly machine: number;
+  /** Human name of the machine ("x86-64", "AArch64", "RISC-V", "machine 1234"). */
+  readonly machineName: string;
+  /** The probe-able architectures; undefined for any other machine. */
+  readonly arch: Arch | undefined;
+  readonly type: ElfType;
+  readonly entry: bigint;
+  readonly sections: readonly ElfSection[];
+  readonly segments: readonly ElfSegment[];
+  readonly loadSegments: readonly ElfSegment[];
+
+  private readonly byName = new Map<string, ElfSection>();
+  private readonly contents = new Map<number, Uint8Array | undefined>();
+  private symbolCache?: { symbols: FunctionSymbol[]; groups: SymbolGroup[] };
+
+  private constructor(readonly path: string, readonly data: Buffer, raw: RawElf) {
+    const h = raw.header;
+    this.elfClass = h.elfClass;
+    this.littleEndian = h.littleEndian;
+    this.addressSize = h.elfClass === 64 ? 8 : 4;
+    this.machine = h.machine;
+    this.machineName = MACHINES[h.machine] ?? `machine ${h.machine}`;
+    this.arch = h.machine === 62 ? 'x86_64' : h.machine === 183 ? 'aarch64' : undefined;
+    this.type = TYPES[h.type] ?? 'UNKNOWN';
+    this.entry = h.entry;
+    this.sections = raw.sections;
+    this.segments = raw.segments;
+    this.loadSegments = raw.segments.filter((s) => s.type === PT_LOAD);
+    for (const s of raw.sections) if (!this.byName.has(s.name)) this.byName.set(s.name, s);
+  }
+
+  /** Parses an ELF image. Throws NotElfError for non-ELF data, ElfFormatError for a damaged one. */
+  static parse(data: Buffer, path = '<memory>'): ElfFile {
+    if (data.length < 4 || data[0] !== 0x7f || data[1] !== 0x45 || data[2] !== 0x4c || data[3] !== 0x46) {
+      const head = data.subarray(0, 2).toString('latin1');
+      throw new NotElfError(path, data.length === 0 ? 'the file is empty' : head === '#!' ? 'it is a script' : 'no ELF magic number');
+    }
+    return new ElfFile(path, data, parseElfContainer(data));
+  }
+
+  /** Throws UnsupportedArchError unless this is an x86-64 or AArch64 object. */
+  requireProbeableArch(): Arch {
+    if (!this.arch) throw new UnsupportedArchError(this.machineName, this.path);
+    return this.arch;
+  }
+
+  section(name: string): ElfSection | undefined {
+    return this.byName.get(name);
+  }
+
+  /** The section's bytes as stored in the file (still compressed if it is). Undefined for SHT_NOBITS. */
+  rawSectionBytes(sec: ElfSection): Uint8Array | undefined {
+    if (sec.type === SHT_NOBITS) return undefined;
+    if (sec.size === 0) return new Uint8Array(0);
+    if (sec.offset + sec.size > this.data.length) {
+      throw new ElfFormatError(sec.name || `section ${sec.index}`, sec.offset, `${sec.size} bytes run past the end of the ${this.data.length}-byte file`);
+    }
+    return this.data.subarray(sec.offset, sec.offset + sec.size);
+  }
+
+  /**
+   * Decompressed contents of a section by name, decoded once and cached. `.debug_x` is also found as a legacy
+   * `.zdebug_x`. Undefined when absent or SHT_NOBITS (a stripped debug file's placeholder).
+   */
+  sectionContents(name: string): Uint8Array | undefined {
+    let sec = this.byName.get(name);
+    if (!sec && name.startsWith('.debug_')) sec = this.byName.get(`.zdebug_${name.slice(7)}`);
+    if (!sec) return undefined;
+    if (this.contents.has(sec.index)) return this.contents.get(sec.index);
+    const raw = this.rawSectionBytes(sec);
+    let out = raw;
+    if (raw && (sec.flags & SHF_COMPRESSED) !== 0n) out = decompressGabi(raw, this.elfClass, this.littleEndian, sec.name, sec.offset);
+    else if (raw && sec.name.startsWith('.zdebug_')) out = decompressZdebug(raw, sec.name, sec.offset);
+    this.contents.set(sec.index, out);
+    return out;
+  }
+
+  /** True when the file carries DWARF data (not just SHT_NOBITS placeholders). */
+  get hasDebugInfo(): boolean {
+    const s = this.byName.get('.debug_info') ?? this.byName.get('.zdebug_info');
+    return !!s && s.type !== SHT_NOBITS && s.size > 0;
+  }
+
+  /** A SectionSource for the DWARF reader over this file's sections. */
+  sectionSource(): SectionSource {
+    return { section: (name) => this.sectionContents(name), littleEndian: this.littleEndian, addressSize: this.addressSize };
+  }
+
+  /** Defined function symbols of .symtab and .dynsym (aliases kept), and the same grouped by address. */
+  functionSymbols(): { symbols: FunctionSymbol[]; groups: SymbolGroup[] } {
+    if (this.symbolCache) return this.symbolCache;
+    const tables: FunctionSymbol[][] = [];
+    for (const type of [SHT_SYMTAB, SHT_DYNSYM]) {
+      for (const t of this.sections) {
+        if (t.type !== type) continue;
+        const strSec = checkStrtab(this.sections as RawSection[], t);
+        const strtab = this.rawSectionBytes(strSec) ?? new Uint8Array(0);
+        const bytes = this.rawSectionBytes(t) ?? new Uint8Array(0);
+        tables.push(readFunctionSymbols(t, bytes, strtab, strSec.name, this.elfClass, this.littleEndian));
+      }
+    }
+    this.symbolCache = groupSymbols(tables);
+    return this.symbolCache;
+  }
+
+  /** The PT_LOAD segment whose file-backed part contains vaddr, if any. */
+  loadSegmentOf(vaddr: bigint): ElfSegment | undefined {
+    return this.loadSegments.find((s) => vaddr >= s.vaddr && vaddr < s.vaddr + BigInt(s.filesz));
+  }
+
+  /**
+   * File offset of a virtual address: vaddr − p_vaddr + p_offset of the PT_LOAD containing it (what uprobes
+   * and `perf probe` use). Throws ElfFormatError when no loadable, file-backed segment contains it.
+   */
+  fileOffsetOf(vaddr: bigint): number {
+    const seg = this.loadSegmentOf(vaddr);
+    if (!seg) throw new ElfFormatError('program headers', undefined, `address ${hex(vaddr)} is in no file-backed PT_LOAD segment`);
+    const off = Number(vaddr - seg.vaddr) + seg.offset;
+    if (off >= this.data.length) throw new ElfFormatError(`program header ${seg.index}`, seg.offset, `address ${hex(vaddr)} maps past the end of the file`);
+    return off;
+  }
+
+  /** `size` bytes of the loaded image at vaddr (e.g. a function's code), from the file. */
+  bytesAt(vaddr: bigint, size: number): Uint8Array {
+    const seg = this.loadSegmentOf(vaddr);
+    const off = this.fileOffsetOf(vaddr);
+    if (!seg || size < 0 || vaddr + BigInt(size) > seg.vaddr + BigInt(seg.filesz) || off + size > this.data.length) {
+      throw new ElfFormatError(`program header ${seg?.index ?? '?'}`, off, `${size} bytes at ${hex(vaddr)} run past the end of the segment`);
+    }
+    return this.data.subarray(off, off + size);
+  }
+
+  /** Code bytes of a function symbol (st_size bytes from its entry). */
+  functionBytes(sym: Pick<FunctionSymbol, 'address' | 'size'>): Uint8Array {
+    if (sym.size > BigInt(this.data.length)) throw new ElfFormatError('symbol table', undefined, `function at ${hex(sym.address)} claims ${sym.size} bytes, more than the file`);
+    return this.bytesAt(sym.address, Number(sym.size));
+  }
+
+  /** Notes from SHT_NOTE sections, or from PT_NOTE segments when the section table is gone. */
+  notes(sectionName?: string): ElfNote[] {
+    const out: ElfNote[] = [];
+    const noteSections = this.sections.filter((s) => s.type === SHT_NOTE && (sectionName === undefined || s.name === sectionName));
+    for (const s of noteSections) {
+      const bytes = this.rawSectionBytes(s);
+      if (bytes) out.push(...parseNotes(bytes, this.littleEndian, Number(s.addralign), s.name, s.offset));
+    }
+    if (sectionName === undefined && noteSections.length === 0) {
+      for (const p of this.segments) {
+        if (p.type !== PT_NOTE || p.filesz === 0) continue;
+        if (p.offset + p.filesz > this.data.length) throw new ElfFormatError(`program header ${p.index}`, p.offset, 'PT_NOTE runs past the end of the file');
+        out.push(...parseNotes(this.data.subarray(p.offset, p.offset + p.filesz), this.littleEndian, Number(p.align), `PT_NOTE ${p.index}`, p.offset));
+      }
+    }
+    return out;
+  }
+
+  /** GNU build-id as lower-case hex, or undefined. */
+  get buildId(): string | undefined {
+    const pick = (notes: ElfNote[]) => notes.find((n) => n.owner === 'GNU' && n.type === NT_GNU_BUILD_ID && n.desc.length > 0);
+    const n = pick(this.notes('.note.gnu.build-id')) ?? pick(this.notes());
+    return n ? Buffer.from(n.desc).toString('hex') : undefined;
+  }
+
+  /** Contents of .gnu_debuglink: the debug file's name and the CRC32 of its whole contents. */
+  get debugLink(): DebugLink | undefined {
+    const sec = this.byName.get('.gnu_debuglink');
+    const bytes = sec && this.rawSectionBytes(sec);
+    if (!sec || !bytes) return undefined;
+    const c = new Cursor(bytes, this.littleEndian, '.gnu_debuglink', sec.offset);
+    const file = c.cstring();
+    c.align(4);
+    const crc32 = c.u32();
+    if (file === '' || file.includes('/')) throw new ElfFormatError('.gnu_debuglink', sec.offset, `debug file name ${JSON.stringify(file)} is not a plain file name`);
+    return { file, crc32 };
+  }
+}

@@ -1,0 +1,120 @@
+// Function symbols from .symtab and .dynsym. Entry sizes come from the ELF class (Elf64_Sym is 24 bytes,
+// Elf32_Sym 16), never from sh_entsize, which elfy misreads and a hostile file may set to anything.
+import { Cursor, stringAt } from './cursor';
+import { ElfFormatError } from './errors';
+import type { RawSection } from './elfyAdapter';
+
+export type SymbolBinding = 'local' | 'global' | 'weak' | 'unique';
+
+export interface FunctionSymbol {
+  name: string;
+  /** st_value: the entry address (virtual address in the object's own address space). */
+  address: bigint;
+  /** st_size in bytes (0 when the assembler gave none). */
+  size: bigint;
+  binding: SymbolBinding;
+  /** 'ifunc' for STT_GNU_IFUNC: the address is the resolver, not the implementation. */
+  kind: 'func' | 'ifunc';
+  /** st_shndx: the section the code is in. */
+  sectionIndex: number;
+  table: '.symtab' | '.dynsym';
+}
+
+/** All the names one address is known by (aliases such as `__libc_malloc`/`malloc`). */
+export interface SymbolGroup {
+  address: bigint;
+  /** The largest size among the aliases. */
+  size: bigint;
+  symbols: FunctionSymbol[];
+}
+
+const STT_FUNC = 2;
+const STT_GNU_IFUNC = 10;
+const SHN_UNDEF = 0;
+const SHN_LORESERVE = 0xff00;
+const BINDINGS: Record<number, SymbolBinding | undefined> = { 0: 'local', 1: 'global', 2: 'weak', 10: 'unique' };
+
+/** Defined STT_FUNC/STT_GNU_IFUNC symbols of one symbol table. */
+export function readFunctionSymbols(
+  table: RawSection,
+  tableBytes: Uint8Array,
+  strtab: Uint8Array,
+  strtabName: string,
+  elfClass: 32 | 64,
+  littleEndian: boolean,
+): FunctionSymbol[] {
+  const entsize = elfClass === 64 ? 24 : 16;
+  const count = Math.floor(tableBytes.length / entsize);
+  const where = table.name || `section ${table.index}`;
+  const c = new Cursor(tableBytes, littleEndian, where, table.offset);
+  const out: FunctionSymbol[] = [];
+  for (let i = 1; i < count; i++) {
+    c.seek(i * entsize);
+    let nameOff: number, info: number, shndx: number, value: bigint, size: bigint;
+    if (elfClass === 64) {
+      nameOff = c.u32();
+      info = c.u8();
+      c.u8(); // st_other
+      shndx = c.u16();
+      value = c.u64();
+      size = c.u64();
+    } else {
+      nameOff = c.u32();
+      value = BigInt(c.u32());
+      size = BigInt(c.u32());
+      info = c.u8();
+      c.u8();
+      shndx = c.u16();
+    }
+    const type = info & 0xf;
+    if (type !== STT_FUNC && type !== STT_GNU_IFUNC) continue;
+    // Undefined (imported) functions and absolute/common pseudo-sections have no code in this file.
+    if (shndx === SHN_UNDEF || shndx >= SHN_LORESERVE) continue;
+    const binding = BINDINGS[info >> 4];
+    if (!binding) continue;
+    const name = stringAt(strtab, nameOff, strtabName);
+    if (name === '') continue;
+    out.push({
+      name,
+      address: value,
+      size,
+      binding,
+      kind: type === STT_GNU_IFUNC ? 'ifunc' : 'func',
+      sectionIndex: shndx,
+      table: table.name === '.dynsym' ? '.dynsym' : '.symtab',
+    });
+  }
+  return out;
+}
+
+/** Merges tables (first wins on equal name+address) and groups aliases by address, sorted by address. */
+export function groupSymbols(tables: FunctionSymbol[][]): { symbols: FunctionSymbol[]; groups: SymbolGroup[] } {
+  const seen = new Set<string>();
+  const symbols: FunctionSymbol[] = [];
+  for (const t of tables) {
+    for (const s of t) {
+      const key = `${s.name}\0${s.address}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      symbols.push(s);
+    }
+  }
+  const byAddr = new Map<bigint, SymbolGroup>();
+  for (const s of symbols) {
+    const g = byAddr.get(s.address);
+    if (g) {
+      g.symbols.push(s);
+      if (s.size > g.size) g.size = s.size;
+    } else byAddr.set(s.address, { address: s.address, size: s.size, symbols: [s] });
+  }
+  const groups = [...byAddr.values()].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+  return { symbols, groups };
+}
+
+export function checkStrtab(sections: RawSection[], table: RawSection): RawSection {
+  const s = sections[table.link];
+  if (!s || table.link === 0) {
+    throw new ElfFormatError(table.name, undefined, `sh_link ${table.link} names no string table`);
+  }
+  return s;
+}

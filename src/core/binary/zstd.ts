@@ -1,0 +1,48 @@
+// The one place fzstd is used (Node 20's zlib has no zstd). fzstd allocates whatever window a frame header
+// declares (up to 2 GiB) unless it is given the output buffer, so we always give it one, sized by the
+// caller's already-bounded expectation; it then allocates only its small decoding tables.
+import { decompress } from 'fzstd';
+
+export class ZstdDataError extends Error {
+  constructor(detail: string) {
+    super(detail);
+    this.name = 'ZstdDataError';
+  }
+}
+
+/** Decodes a single zstd frame into exactly `expectedSize` bytes. Throws ZstdDataError on any inconsistency. */
+export function zstdDecompressExact(input: Uint8Array, expectedSize: number): Uint8Array {
+  const declared = frameContentSize(input);
+  if (declared !== undefined && declared !== expectedSize) {
+    throw new ZstdDataError(`zstd frame declares ${declared} bytes but the section header says ${expectedSize}`);
+  }
+  const out = new Uint8Array(expectedSize);
+  try {
+    const got = decompress(input, out);
+    // Given a buffer, fzstd returns that buffer; a different object means it did not decode into it.
+    if (got.buffer !== out.buffer) throw new ZstdDataError('zstd data did not decode into the expected size');
+  } catch (e) {
+    if (e instanceof ZstdDataError) throw e;
+    throw new ZstdDataError(`zstd data is corrupt (${(e as Error).message})`);
+  }
+  return out;
+}
+
+/** Frame_Content_Size from a zstd frame header (RFC 8878 §3.1.1.1), or undefined when absent/not a frame. */
+function frameContentSize(d: Uint8Array): number | undefined {
+  if (d.length < 6 || d[0] !== 0x28 || d[1] !== 0xb5 || d[2] !== 0x2f || d[3] !== 0xfd) {
+    throw new ZstdDataError('not a zstd frame (bad magic)');
+  }
+  const fhd = d[4];
+  const fcsFlag = fhd >> 6;
+  const singleSegment = (fhd >> 5) & 1;
+  const dictFlag = fhd & 3;
+  let pos = 5 + (singleSegment ? 0 : 1) + [0, 1, 2, 4][dictFlag];
+  const fcsBytes = fcsFlag === 0 ? singleSegment : [1, 2, 4, 8][fcsFlag];
+  if (fcsBytes === 0) return undefined;
+  if (pos + fcsBytes > d.length) throw new ZstdDataError('zstd frame header is truncated');
+  let v = 0;
+  for (let i = 0; i < fcsBytes; i++) v += d[pos + i] * 2 ** (8 * i);
+  pos += fcsBytes;
+  return fcsBytes === 2 ? v + 256 : v;
+}
