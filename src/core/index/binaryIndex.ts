@@ -1,0 +1,181 @@
+// Queries over one binary's IndexData. Lookup tables are built lazily on first use, so loading an index from
+// the cache costs only the deserialisation.
+import { posix } from 'node:path';
+import {
+  LINE_END_SEQUENCE, LINE_IS_STMT, type IndexData, type IndexedFunction, type IndexedUsdt,
+} from './model';
+
+export interface LineLocation {
+  file: string;
+  line: number;
+}
+
+/** Glob (`*`, `?`) to an anchored RegExp; every other character is literal. */
+export function globToRegExp(glob: string): RegExp {
+  let re = '';
+  for (const ch of glob) re += ch === '*' ? '.*' : ch === '?' ? '.' : ch.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`^${re}$`);
+}
+
+export class BinaryIndex {
+  private byName?: Map<string, IndexedFunction[]>;
+  private byFile?: Map<string, IndexedFunction[]>;
+  private fileIds?: Map<string, number>;
+  private byEntry?: IndexedFunction[];
+
+  constructor(readonly data: IndexData) {}
+
+  get path(): string { return this.data.path; }
+  get buildId(): string | undefined { return this.data.buildId; }
+  get arch(): IndexData['arch'] { return this.data.arch; }
+  get isGo(): boolean { return this.data.go !== undefined; }
+
+  functions(): readonly IndexedFunction[] {
+    return this.data.functions;
+  }
+
+  usdtProbes(): readonly IndexedUsdt[] {
+    return this.data.usdt;
+  }
+
+  /**
+   * Functions called `name` (its qualified name, linkage name, or the qualified name without a C++ parameter
+   * list), optionally only those declared in a source file whose path ends with `src`.
+   */
+  function(name: string, src?: string): IndexedFunction[] {
+    if (!this.byName) {
+      const m = new Map<string, IndexedFunction[]>();
+      const add = (k: string | undefined, f: IndexedFunction) => {
+        if (!k) return;
+        const l = m.get(k);
+        if (!l) m.set(k, [f]);
+        else if (!l.includes(f)) l.push(f);
+      };
+      for (const f of this.data.functions) {
+        add(f.name, f);
+        add(f.linkageName, f);
+      }
+      this.byName = m;
+    }
+    return this.filterBySource(this.byName.get(name) ?? [], src);
+  }
+
+  /** Functions whose name matches a glob; exact names win over the glob reading (Go's `(*T)` has a star). */
+  findFunctions(pattern: string, src?: string): IndexedFunction[] {
+    const exact = this.function(pattern, src);
+    if (exact.length > 0 || !/[*?]/.test(pattern)) return exact;
+    const re = globToRegExp(pattern);
+    return this.filterBySource(this.data.functions.filter((f) => re.test(f.name)), src);
+  }
+
+  functionsInFile(file: string): IndexedFunction[] {
+    if (!this.byFile) {
+      const m = new Map<string, IndexedFunction[]>();
+      for (const f of this.data.functions) {
+        if (!f.file) continue;
+        const l = m.get(f.file);
+        if (l) l.push(f);
+        else m.set(f.file, [f]);
+      }
+      for (const l of m.values()) l.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+      this.byFile = m;
+    }
+    return this.byFile.get(posix.normalize(file)) ?? [];
+  }
+
+  /** Source files the binary's line table mentions. */
+  sourceFiles(): readonly string[] {
+    return this.data.files;
+  }
+
+  /** The function whose code holds `line` of `file` (by the line table), else the nearest declared above it. */
+  functionAt(file: string, line: number): IndexedFunction | undefined {
+    for (const addr of this.addressesForLine(file, line)) {
+      const f = this.functionContaining(addr);
+      if (f) return f;
+    }
+    let best: IndexedFunction | undefined;
+    for (const f of this.functionsInFile(file)) if (f.line !== undefined && f.line <= line) best = f;
+    return best;
+  }
+
+  /** The function whose entry range [address, address+size) contains `address`. */
+  functionContaining(address: bigint): IndexedFunction | undefined {
+    if (!this.byEntry) {
+      this.byEntry = this.data.functions.filter((f) => f.address !== undefined && f.size > 0)
+        .sort((a, b) => (a.address! < b.address! ? -1 : a.address! > b.address! ? 1 : 0));
+    }
+    const list = this.byEntry;
+    let lo = 0;
+    let hi = list.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (list[mid].address! <= address) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    for (let i = found; i >= 0 && i > found - 8; i--) {
+      const f = list[i];
+      if (address < f.address! + BigInt(f.size)) return f;
+    }
+    return undefined;
+  }
+
+  /** Every distinct `is_stmt` address of `file:line`, ascending. */
+  addressesForLine(file: string, line: number): bigint[] {
+    const id = this.fileId(file);
+    if (id === undefined) return [];
+    const { address, line: lines, file: files, flags } = this.data.lines;
+    const out = new Set<number>();
+    for (let i = 0; i < address.length; i++) {
+      if (lines[i] === line && files[i] === id && (flags[i] & LINE_IS_STMT) && !(flags[i] & LINE_END_SEQUENCE)) out.add(address[i]);
+    }
+    return [...out].sort((a, b) => a - b).map((a) => BigInt(a));
+  }
+
+  /** Lines of `file` that have at least one is_stmt address (where a line probe can go). */
+  probeableLines(file: string): number[] {
+    const id = this.fileId(file);
+    if (id === undefined) return [];
+    const { line: lines, file: files, flags } = this.data.lines;
+    const out = new Set<number>();
+    for (let i = 0; i < lines.length; i++) if (files[i] === id && (flags[i] & LINE_IS_STMT) && !(flags[i] & LINE_END_SEQUENCE)) out.add(lines[i]);
+    return [...out].sort((a, b) => a - b);
+  }
+
+  /** The source line of an address (the last row at or below it in its sequence). */
+  lineForAddress(addr: bigint): LineLocation | undefined {
+    const a = Number(addr);
+    const { address, line, file, flags } = this.data.lines;
+    let lo = 0;
+    let hi = address.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (address[mid] <= a) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    // Rows are sorted with end-of-sequence rows first among equal addresses, so landing on one means the
+    // address lies in a gap between sequences.
+    if (found < 0 || flags[found] & LINE_END_SEQUENCE) return undefined;
+    return { file: this.data.files[file[found]], line: line[found] };
+  }
+
+  private fileId(file: string): number | undefined {
+    if (!this.fileIds) {
+      this.fileIds = new Map();
+      this.data.files.forEach((f, i) => this.fileIds!.set(f, i));
+    }
+    return this.fileIds.get(posix.normalize(file));
+  }
+
+  private filterBySource(list: IndexedFunction[], src?: string): IndexedFunction[] {
+    if (!src) return list;
+    const s = posix.normalize(src);
+    return list.filter((f) => f.file !== undefined && (f.file === s || f.file.endsWith(`/${s.replace(/^\.\//, '')}`)));
+  }
+}

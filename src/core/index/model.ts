@@ -1,0 +1,96 @@
+// The serialisable full index of one binary (issue 3, item 7): every function with its declaring file/line,
+// entry address, file offset and parameters, plus the line table. It is what the worker builds, what the cache
+// stores (v8.serialize) and what BinaryIndex answers queries from. Locals and struct layouts are not in it:
+// they are decoded per unit on demand from the binary itself.
+
+export const INDEX_FORMAT = 1;
+
+export interface IndexedParam {
+  name: string;
+  /** C-like type string: "struct account *", "const char *", "int64_t". */
+  type: string;
+  /** Where the value is at the function's entry, as tracefs fetcharg text ("%di", "+8(%sp)"), or "optimized out". */
+  location: string;
+}
+
+export interface IndexedFunction {
+  /** Qualified, demangled name users type: "add_ints", "shapes::Circle::area", "main.(*Account).Deposit". */
+  name: string;
+  /** The symbol as stored (mangled for C++/Rust), when it differs from name. */
+  linkageName?: string;
+  /** Declaring source file, absolute and normalised (comp_dir resolved). */
+  file?: string;
+  /** Declaration line. */
+  line?: number;
+  /** Entry address (the symbol's value); undefined when the function has no code of its own. */
+  address?: bigint;
+  /** File offset of the entry address by the PT_LOAD formula. */
+  fileOffset?: bigint;
+  /** Code size in bytes of the entry range. */
+  size: number;
+  params: IndexedParam[];
+  /** Number of DW_TAG_inlined_subroutine instances of this function elsewhere. */
+  inlinedInstances: number;
+  probeable: boolean;
+  /** Why not probe-able ("fully inlined", "no code", "discarded section"). */
+  reason?: string;
+  external: boolean;
+  /** Section offsets of its unit and DIE in .debug_info, for on-demand decoding; -1 for symbol-only entries. */
+  unitOffset: number;
+  dieOffset: number;
+}
+
+/**
+ * Line-table rows of the whole binary, sorted by address (end-of-sequence rows first among equal addresses);
+ * parallel arrays keep the cache small and fast to load.
+ */
+export interface LineRows {
+  address: Float64Array;
+  line: Uint32Array;
+  /** Index into IndexData.files. */
+  file: Uint32Array;
+  /** Bit flags: LINE_IS_STMT, LINE_PROLOGUE_END, LINE_END_SEQUENCE. */
+  flags: Uint8Array;
+}
+export const LINE_IS_STMT = 1;
+export const LINE_PROLOGUE_END = 2;
+export const LINE_END_SEQUENCE = 4;
+
+export interface UsdtArg {
+  size: number;
+  signed: boolean;
+  /** The operand as written in the note ("%rdi", "-16(%rbp)", "$5", "[sp, 8]"). */
+  operand: string;
+}
+export interface IndexedUsdt {
+  provider: string;
+  name: string;
+  address: bigint;
+  fileOffset: bigint;
+  semaphore?: bigint;
+  semaphoreFileOffset?: bigint;
+  args: UsdtArg[];
+}
+
+export interface IndexData {
+  format: typeof INDEX_FORMAT;
+  path: string;
+  size: number;
+  mtimeMs: number;
+  buildId?: string;
+  arch: 'x86_64' | 'aarch64';
+  elfType: string;
+  /** Where DWARF came from when it was not the binary itself. */
+  debugFile?: string;
+  /** True when no DWARF was found: functions come from the symbol table only. */
+  symbolsOnly: boolean;
+  go?: { version: string; regabi: boolean };
+  functions: IndexedFunction[];
+  files: string[];
+  lines: LineRows;
+  usdt: IndexedUsdt[];
+}
+
+export function isIndexData(v: unknown): v is IndexData {
+  return typeof v === 'object' && v !== null && (v as { format?: unknown }).format === INDEX_FORMAT && Array.isArray((v as IndexData).functions);
+}
