@@ -1,0 +1,125 @@
+// User authentication in OpenSSH's order: the agent's keys (unless IdentitiesOnly), identity files
+// (encrypted ones unlocked through the passphrase callback), keyboard-interactive, then password — each only
+// when the server still offers that method. Every attempt is remembered for the "permission denied" message.
+import { readFileSync } from 'node:fs';
+import { utils, type AnyAuthMethod, type AuthHandlerMiddleware, type AuthenticationType } from 'ssh2';
+import type { ResolvedHost } from './config';
+import type { AuthAttempt } from './errors';
+
+export interface AuthCallbacks {
+  /** Asked for an encrypted identity file's passphrase; undefined skips the key. `attempt` starts at 1. */
+  passphrase?: (keyFile: string, attempt: number) => string | undefined | Promise<string | undefined>;
+  /** Asked for the password (password and keyboard-interactive methods); undefined skips them. */
+  password?: (user: string, host: string) => string | undefined | Promise<string | undefined>;
+}
+
+interface AuthState extends AuthCallbacks {
+  agent: string | undefined;
+  tried: AuthAttempt[];
+  serverMethods: string[];
+  where: string;
+  log?: (msg: string) => void;
+}
+
+type Step = () => Promise<AnyAuthMethod | undefined>;
+
+const PASSPHRASE_TRIES = 3;
+
+function isEncryptedKeyError(e: Error): boolean {
+  return /encrypted|passphrase/i.test(e.message);
+}
+
+async function loadIdentity(file: string, explicit: boolean, st: AuthState, user: string): Promise<AnyAuthMethod | undefined> {
+  let data: Buffer;
+  try {
+    data = readFileSync(file);
+  } catch (e) {
+    if (explicit) st.log?.(`identity file ${file} not readable: ${(e as Error).message}`);
+    return undefined;
+  }
+  let parsed = utils.parseKey(data);
+  if (!(parsed instanceof Error)) return { type: 'publickey', username: user, key: data };
+  if (!isEncryptedKeyError(parsed)) {
+    st.log?.(`identity file ${file} is not a private key ssh2 can read (${parsed.message}); skipped`);
+    return undefined;
+  }
+  if (!st.passphrase) {
+    st.log?.(`identity file ${file} is encrypted and no passphrase prompt is available; skipped`);
+    return undefined;
+  }
+  for (let attempt = 1; attempt <= PASSPHRASE_TRIES; attempt++) {
+    const pass = await st.passphrase(file, attempt);
+    if (pass === undefined) return undefined;
+    parsed = utils.parseKey(data, pass);
+    if (!(parsed instanceof Error)) return { type: 'publickey', username: user, key: data, passphrase: pass };
+    st.log?.(`wrong passphrase for ${file}`);
+  }
+  return undefined;
+}
+
+function steps(hop: ResolvedHost, st: AuthState): { method: AuthenticationType; detail?: string; run: Step }[] {
+  const user = hop.user;
+  const out: { method: AuthenticationType; detail?: string; run: Step }[] = [];
+  if (st.agent && !hop.identitiesOnly) {
+    const agent = st.agent;
+    out.push({ method: 'agent', detail: `ssh-agent ${agent}`, run: async () => ({ type: 'agent', username: user, agent }) });
+  }
+  for (const file of hop.identityFiles) {
+    out.push({ method: 'publickey', detail: file, run: () => loadIdentity(file, hop.identityFilesExplicit, st, user) });
+  }
+  let password: Promise<string | undefined> | undefined;
+  const askPassword = () => (password ??= Promise.resolve(st.password?.(user, hop.hostName)));
+  if (st.password && hop.kbdInteractiveAuthentication) {
+    out.push({
+      method: 'keyboard-interactive',
+      run: async () => {
+        const pw = await askPassword();
+        if (pw === undefined) return undefined;
+        return {
+          type: 'keyboard-interactive',
+          username: user,
+          // Only the usual single hidden "Password:" prompt can be answered without a terminal.
+          prompt: (_name, _instr, _lang, prompts, finish) => finish(prompts.map((p) => (p.echo ? '' : pw))),
+        };
+      },
+    });
+  }
+  if (st.password && hop.passwordAuthentication) {
+    out.push({
+      method: 'password',
+      run: async () => {
+        const pw = await askPassword();
+        return pw === undefined ? undefined : { type: 'password', username: user, password: pw };
+      },
+    });
+  }
+  return out;
+}
+
+/** An ssh2 authHandler that walks the steps above and fills `tried`/`serverMethods` as it goes. */
+export function authHandlerFor(hop: ResolvedHost, st: AuthState): AuthHandlerMiddleware {
+  const queue = steps(hop, st);
+  let first = true;
+  return (methodsLeft, _partial, next) => {
+    if (first) {
+      first = false;
+      // `none` first, as OpenSSH does: the refusal tells us which methods the server takes.
+      next({ type: 'none', username: hop.user });
+      return;
+    }
+    if (methodsLeft) st.serverMethods.splice(0, st.serverMethods.length, ...methodsLeft);
+    const allowed = (m: AuthenticationType) => !methodsLeft || methodsLeft.includes(m === 'agent' ? 'publickey' : m);
+    void (async () => {
+      while (queue.length) {
+        const step = queue.shift()!;
+        if (!allowed(step.method)) continue;
+        const auth = await step.run();
+        if (!auth) continue;
+        st.tried.push({ method: step.method, ...(step.detail ? { detail: step.detail } : {}) });
+        next(auth);
+        return;
+      }
+      next(false as unknown as AnyAuthMethod);
+    })().catch(() => next(false as unknown as AnyAuthMethod));
+  };
+}

@@ -1,0 +1,84 @@
+// The SSH implementation of Target: one verified connection (see src/core/ssh), one exec channel per fixed
+// program. The remote login shell receives only the quoted fixed argv (plus `sudo -n --`); the elements are
+// also checked to be plain text so nothing invisible or NUL-bearing can reach a command line.
+import type { ClientChannel } from 'ssh2';
+import { connectSsh, type SshConnectOptions, type SshConnection } from '../ssh/connect';
+import { SshError } from '../ssh/errors';
+import { formatDestination, parseDestination } from '../ssh/destination';
+import { quoteArgv, type ExecChannel, type ExecExit, type ExecOptions, type Target } from './target';
+
+export class SshExecError extends SshError {}
+
+// Printable ASCII plus newline and tab: the fixed agent script is multi-line text, never binary.
+const ARGV_ELEMENT = /^[\x20-\x7e\n\t]*$/;
+
+export class SshTarget implements Target {
+  private constructor(
+    readonly host: string,
+    private readonly conn: SshConnection,
+  ) {}
+
+  /**
+   * Connect (resolving ssh config, ProxyJump, verifying every host key) and return a ready target.
+   * `host` labels hits; it defaults to the destination as the user wrote it.
+   */
+  static async connect(opts: SshConnectOptions & { label?: string }): Promise<SshTarget> {
+    const dest = typeof opts.destination === 'string' ? parseDestination(opts.destination) : opts.destination;
+    const conn = await connectSsh({ ...opts, destination: dest });
+    return new SshTarget(opts.label ?? (typeof opts.destination === 'string' ? opts.destination : formatDestination(dest)), conn);
+  }
+
+  describe(): string {
+    return this.conn.describe();
+  }
+
+  /** Settles when the connection is gone; carries the reason when it died (e.g. keepalive timeout). */
+  get disconnected(): Promise<Error | undefined> {
+    return this.conn.closed;
+  }
+
+  exec(argv: readonly string[], opts: ExecOptions = {}): Promise<ExecChannel> {
+    if (argv.length === 0) return Promise.reject(new SshExecError('ssh exec: empty argv (internal error; please report)'));
+    for (const a of argv) {
+      if (!ARGV_ELEMENT.test(a)) return Promise.reject(new SshExecError('ssh exec: a program argument contains control characters (internal error; please report)'));
+    }
+    const command = (opts.sudo ? 'sudo -n -- ' : '') + quoteArgv(argv);
+    return new Promise((resolve, reject) => {
+      this.conn.client.exec(command, (err, ch) => {
+        if (err) {
+          reject(new SshExecError(`ssh ${this.describe()}: could not start the remote program (${err.message}); check MaxSessions in the server's sshd_config`));
+          return;
+        }
+        resolve(wrapChannel(ch));
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.conn.close();
+  }
+}
+
+function wrapChannel(ch: ClientChannel): ExecChannel {
+  let code: number | null = null;
+  let signal: string | null = null;
+  ch.on('exit', (c: number | null, sig?: string) => {
+    code = typeof c === 'number' ? c : null;
+    signal = sig ? sig.replace(/^SIG/, '') : null;
+  });
+  const exit = new Promise<ExecExit>((resolve) => ch.once('close', () => resolve({ code, signal })));
+  return {
+    stdin: ch,
+    stdout: ch,
+    stderr: ch.stderr,
+    exit,
+    kill(sig = 'TERM') {
+      // OpenSSH's sshd honours "signal" requests since 7.9; older servers ignore it (the agent also exits on EOF).
+      try {
+        ch.signal(sig);
+      } catch {
+        // channel already closed
+      }
+    },
+  };
+}
