@@ -1,0 +1,71 @@
+// tracefs uprobe definition text (Documentation/trace/uprobetracer.rst):
+//   p[:[GRP/]EVENT] PATH:OFFSET[(REF_CTR_OFFSET)] [NAME=FETCHARG[:TYPE] …]
+//   r[:[GRP/]EVENT] PATH:OFFSET [NAME=FETCHARG[:TYPE] …]
+// Everything written here is later checked again by the target-side agent against the same strict shape.
+
+export interface FetchArg {
+  /** Field name in the event (a C identifier). */
+  name: string;
+  /** Fetcharg text: %di, +8(%sp), +0(+16(%di)), $retval, $comm. */
+  fetch: string;
+  /** u8…u64, s8…s64, x8…x64, string, ustring; omitted for the kernel's default (register width, hex). */
+  type?: string;
+}
+
+export interface ProbeDefinition {
+  kind: 'p' | 'r';
+  group: string;
+  event: string;
+  path: string;
+  offset: bigint;
+  refCtrOffset?: bigint;
+  args: FetchArg[];
+}
+
+export class DefinitionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DefinitionError';
+  }
+}
+
+export const GROUP_PATTERN = /^probelens_[0-9]+_[a-z0-9]+$/;
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const MAX_EVENT = 63;
+// Fetchargs: registers, stack, memory and dereference chains; no spaces, quotes or shell/tracefs separators.
+const FETCH = /^(%[a-z][a-z0-9]{1,5}|\$retval|\$comm|\$stack[0-9]{0,3}|@\+?(0x[0-9a-f]+|[0-9]+)|([+-](0x[0-9a-f]+|[0-9]+)\()+(%[a-z][a-z0-9]{1,5}|\$stack[0-9]{0,3}|@\+?(0x[0-9a-f]+|[0-9]+))\)+)$/;
+const TYPE = /^([sux](8|16|32|64)|string|ustring|b[0-9]{1,2}@[0-9]{1,2}\/(8|16|32|64))(\[[0-9]{1,4}\])?$/;
+
+/** A valid, unique tracefs event name derived from `base` (a function or spec name). */
+export function uniqueEventName(base: string, used: Set<string>): string {
+  let name = base.replace(/[^A-Za-z0-9_]+/g, '_').replace(/^_+|_+$/g, '').replace(/__+/g, '_');
+  if (!name || !/^[A-Za-z_]/.test(name)) name = `p_${name}`;
+  name = name.slice(0, MAX_EVENT);
+  let candidate = name;
+  for (let n = 2; used.has(candidate); n++) {
+    const suffix = `_${n}`;
+    candidate = name.slice(0, MAX_EVENT - suffix.length) + suffix;
+  }
+  used.add(candidate);
+  return candidate;
+}
+
+export function formatDefinition(d: ProbeDefinition): string {
+  if (!GROUP_PATTERN.test(d.group)) throw new DefinitionError(`invalid probe group '${d.group}'`);
+  if (!IDENT.test(d.event) || d.event.length > MAX_EVENT) throw new DefinitionError(`invalid event name '${d.event}'`);
+  if (!d.path.startsWith('/') || /[\s:()'"\\]/.test(d.path) || d.path.length > 4095)
+    throw new DefinitionError(`the binary path '${d.path}' cannot be used in a uprobe definition (it must be absolute, without spaces, colons, parentheses or quotes); use --remote-path with a plain path or a symlink`);
+  if (d.offset < 0n) throw new DefinitionError('negative file offset');
+  const names = new Set<string>();
+  const args = d.args.map((a) => {
+    if (!IDENT.test(a.name) || a.name.length > 63) throw new DefinitionError(`invalid argument name '${a.name}'`);
+    if (names.has(a.name)) throw new DefinitionError(`duplicate argument name '${a.name}'`);
+    names.add(a.name);
+    if (!FETCH.test(a.fetch)) throw new DefinitionError(`invalid fetch argument '${a.fetch}' for '${a.name}'`);
+    if (a.type !== undefined && !TYPE.test(a.type)) throw new DefinitionError(`invalid fetch type '${a.type}' for '${a.name}'`);
+    return `${a.name}=${a.fetch}${a.type ? `:${a.type}` : ''}`;
+  });
+  if (d.kind === 'r' && d.refCtrOffset !== undefined) throw new DefinitionError('return probes take no semaphore');
+  const ref = d.refCtrOffset !== undefined ? `(0x${d.refCtrOffset.toString(16)})` : '';
+  return [`${d.kind}:${d.group}/${d.event}`, `${d.path}:0x${d.offset.toString(16)}${ref}`, ...args].join(' ');
+}
