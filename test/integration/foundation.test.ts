@@ -86,6 +86,21 @@ test('the sudo user reads uprobe_events over ssh with sudo -n, and cannot withou
   });
 });
 
+test('requireTracefs mounts tracefs where it is missing (in a private mount namespace)', { timeout: TIMEOUT }, (t) => {
+  const tracefs = requireTracefs(t);
+  if (!tracefs) return;
+  // Unmounting for real would pull tracefs from under every other test on this machine: do it in a private copy.
+  const probe = `const m = require(${JSON.stringify(join(__dirname, '..', 'helpers', 'tracefs.ts'))}); console.log(JSON.stringify(m.locateTracefs()));`;
+  const script = `umount ${tracefs} && ! test -e ${tracefs}/uprobe_events && echo unmounted && "$0" --import tsx -e "$1" && grep -c ' ${tracefs} tracefs ' /proc/self/mounts`;
+  const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script, process.execPath, probe], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  if (r.status !== 0 && !r.stdout.includes('unmounted')) return missing(t, `no private mount namespace to unmount tracefs in: ${r.stderr.trim()}`);
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(r.stdout.split('\n'), ['unmounted', JSON.stringify({ path: tracefs }), '1', '']);
+});
+
 test('ssh with StrictHostKeyChecking=yes accepts the helper known_hosts line and refuses other keys', { timeout: TIMEOUT }, async (t) => {
   const sshd = await requireSshd(t);
   if (!sshd) return;
