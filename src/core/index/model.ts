@@ -3,6 +3,8 @@
 // stores (v8.serialize) and what BinaryIndex answers queries from. Locals and struct layouts are not in it:
 // they are decoded per unit on demand from the binary itself.
 
+import type { UsdtOperand } from '../binary/usdt';
+
 export const INDEX_FORMAT = 1;
 
 export interface IndexedParam {
@@ -61,6 +63,7 @@ export interface UsdtArg {
   signed: boolean;
   /** The operand as written in the note ("%rdi", "-16(%rbp)", "$5", "[sp, 8]"). */
   operand: string;
+  parsed: UsdtOperand;
 }
 export interface IndexedUsdt {
   provider: string;
