@@ -1,0 +1,170 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { resolveHost } from '../../../../src/core/ssh/config';
+import { resolveChain } from '../../../../src/core/ssh/connect';
+
+function home(t: { after(fn: () => void): void }, files: Record<string, string>): string {
+  const h = mkdtempSync(join(tmpdir(), 'pl-sshcfg-'));
+  t.after(() => rmSync(h, { recursive: true, force: true }));
+  for (const [rel, text] of Object.entries(files)) {
+    mkdirSync(join(h, rel, '..'), { recursive: true });
+    writeFileSync(join(h, rel), text);
+  }
+  return h;
+}
+
+test('ssh config: first obtained value wins, Host patterns with negation, defaults', (t) => {
+  const h = home(t, {
+    '.ssh/config': [
+      'Host db? !db9',
+      '  HostName %h.internal.example',
+      '  Port 2201',
+      '  User dbadmin',
+      'Host db*',
+      '  Port 9999',
+      '  User nobody',
+      '  ServerAliveInterval 7',
+      'Host *',
+      '  ServerAliveCountMax 5',
+      '  ConnectTimeout 4',
+      '',
+    ].join('\n'),
+  });
+  const r = resolveHost('db1', { home: h, localUser: 'me' });
+  assert.equal(r.hostName, 'db1.internal.example');
+  assert.equal(r.port, 2201, 'the first Port obtained wins');
+  assert.equal(r.user, 'dbadmin');
+  assert.equal(r.serverAliveInterval, 7);
+  assert.equal(r.serverAliveCountMax, 5);
+  assert.equal(r.connectTimeout, 4);
+  assert.deepEqual(r.userKnownHostsFiles, [join(h, '.ssh/known_hosts'), join(h, '.ssh/known_hosts2')]);
+  assert.equal(r.strictHostKeyChecking, 'ask');
+
+  const neg = resolveHost('db9', { home: h, localUser: 'me' });
+  assert.equal(neg.hostName, 'db9', 'the negated pattern kept the first block out');
+  assert.equal(neg.port, 9999);
+
+  const cli = resolveHost('db1', { home: h, localUser: 'me', user: 'alice', port: 22 });
+  assert.equal(cli.user, 'alice', 'command-line user beats the config');
+  assert.equal(cli.port, 22);
+
+  const other = resolveHost('web', { home: h, localUser: 'me' });
+  assert.equal(other.user, 'me');
+  assert.equal(other.port, 22);
+  assert.equal(other.serverAliveInterval, 0);
+  assert.equal(other.identityFilesExplicit, false);
+  assert.ok(other.identityFiles.includes(join(h, '.ssh/id_ed25519')));
+});
+
+test('ssh config: Include relative to ~/.ssh with globs, conditional inside a Host block', (t) => {
+  const h = home(t, {
+    '.ssh/config': ['Include conf.d/*.conf', 'Host special', '  Include special.inc', 'Host *', '  User fallback', ''].join('\n'),
+    '.ssh/conf.d/10-a.conf': 'Host alpha\n  HostName 10.1.1.1\n  Port 2022\n',
+    '.ssh/conf.d/20-b.conf': 'Host alpha\n  Port 3033\n  User fromb\n',
+    '.ssh/conf.d/ignored.txt': 'Host alpha\n  User wrong\n',
+    '.ssh/special.inc': 'User specialuser\nHost *\n  Port 4044\n',
+  });
+  const a = resolveHost('alpha', { home: h, localUser: 'me' });
+  assert.equal(a.hostName, '10.1.1.1');
+  assert.equal(a.port, 2022, 'included files are read in sorted order; first value wins');
+  assert.equal(a.user, 'fromb');
+  const s = resolveHost('special', { home: h, localUser: 'me' });
+  assert.equal(s.user, 'specialuser');
+  assert.equal(s.port, 4044);
+  const o = resolveHost('other', { home: h, localUser: 'me' });
+  assert.equal(o.user, 'fallback', 'an Include inside a non-matching Host block contributes nothing');
+  assert.equal(o.port, 22);
+});
+
+test('ssh config: IdentityFile accumulates with ~ and %h/%u/%p/%r tokens; known_hosts and IdentitiesOnly', (t) => {
+  const h = home(t, {
+    '.ssh/config': [
+      'Host box',
+      '  HostName box.example.org',
+      '  User deploy',
+      '  Port 2222',
+      '  IdentityFile ~/.ssh/id_%h_%r',
+      '  IdentityFile /keys/%u-%p-%n-%%',
+      '  IdentitiesOnly yes',
+      '  UserKnownHostsFile ~/.ssh/kh_%h /etc/kh',
+      '  StrictHostKeyChecking accept-new',
+      '  HashKnownHosts yes',
+      '',
+    ].join('\n'),
+  });
+  const r = resolveHost('box', { home: h, localUser: 'me', identityFiles: ['~/cli_key'] });
+  assert.deepEqual(r.identityFiles, [join(h, 'cli_key'), join(h, '.ssh/id_box.example.org_deploy'), '/keys/me-2222-box-%']);
+  assert.equal(r.identitiesOnly, true);
+  assert.deepEqual(r.userKnownHostsFiles, [join(h, '.ssh/kh_box.example.org'), '/etc/kh']);
+  assert.equal(r.strictHostKeyChecking, 'accept-new');
+  assert.equal(r.hashKnownHosts, true);
+});
+
+test('ssh config: Match host/user/all apply; Match exec is never run (canary stays absent) and is reported', (t) => {
+  const h = home(t, {});
+  const canary = join(h, 'CANARY');
+  writeFileSync(
+    join(h, 'config'),
+    [
+      `Match exec "touch ${canary}"`,
+      '  User fromexec',
+      `Match !exec "touch ${canary}.neg"`,
+      '  Port 1111',
+      `Match host *.example.com exec "touch ${canary}.2"`,
+      '  Port 2222',
+      'Host short',
+      '  HostName short.example.com',
+      'Match host *.example.com user alice',
+      '  Port 3333',
+      'Match originalhost short',
+      '  ConnectTimeout 9',
+      'Match all',
+      '  ServerAliveInterval 11',
+      '',
+    ].join('\n'),
+  );
+  const r = resolveHost('short', { home: h, localUser: 'me', user: 'alice', configFile: join(h, 'config') });
+  for (const f of [canary, `${canary}.neg`, `${canary}.2`]) assert.equal(existsSync(f), false, `${f} must not exist: Match exec ran`);
+  assert.equal(r.user, 'alice');
+  assert.equal(r.port, 3333, 'Match host sees HostName; Match user sees the remote user');
+  assert.equal(r.connectTimeout, 9);
+  assert.equal(r.serverAliveInterval, 11);
+  assert.equal(r.notes.filter((n) => /Match exec/.test(n) && /not run/.test(n)).length, 3);
+  const bob = resolveHost('short', { home: h, localUser: 'me', user: 'bob', configFile: join(h, 'config') });
+  assert.equal(bob.port, 22);
+});
+
+test('ssh config: ProxyJump chains (user@host:port, a jump host\'s own ProxyJump, none)', (t) => {
+  const h = home(t, {
+    '.ssh/config': [
+      'Host target',
+      '  ProxyJump jumper@bastion2:2200,inner',
+      'Host inner',
+      '  HostName 10.9.9.9',
+      '  User innie',
+      'Host bastion2',
+      '  ProxyJump outer.example.net',
+      'Host direct',
+      '  ProxyJump none',
+      'Host direct inner',
+      '  ProxyJump shouldnotapply',
+      'Host loopa',
+      '  ProxyJump loopb',
+      'Host loopb',
+      '  ProxyJump loopa',
+      '',
+    ].join('\n'),
+  });
+  const chain = resolveChain({ host: 'target' }, { destination: 'target', home: h, configFile: join(h, '.ssh/config') });
+  const me = userInfo().username;
+  // Only the first hop's own ProxyJump counts (later hops are reached through the chain, as with `ssh -J`).
+  assert.deepEqual(
+    chain.map((c) => `${c.user}@${c.hostName}:${c.port}`),
+    [`${me}@outer.example.net:22`, 'jumper@bastion2:2200', 'innie@10.9.9.9:22', `${me}@target:22`],
+  );
+  assert.deepEqual(resolveHost('direct', { home: h }).proxyJump, [], '"none" is a value too: the first one wins');
+  assert.throws(() => resolveChain({ host: 'loopa' }, { destination: 'loopa', home: h }), /more than 8 hops/);
+});
