@@ -1,10 +1,294 @@
-import type { FromWebview, ToWebview } from '../src/shared/protocol';
+// The live panel's webview: wires the protocol to the hit view, the virtual table and the stats.
+// Messages only update models; drawing happens in at most one requestAnimationFrame callback per frame.
+import './panel.css';
+import {
+  RequestTracker,
+  emptyStats,
+  type ExportFormat,
+  type FromWebview,
+  type PanelStats,
+  type ProbeInfo,
+  type SessionInfo,
+  type ToWebview,
+} from '../src/shared/protocol';
+import { button, registerToolkit, textField } from './toolkit';
+import { HitView } from './table/hitView';
+import { emptyRow } from './table/hitRing';
+import { VirtualTable, type Column, type TableModel } from './table/virtualTable';
+import { HistogramView, sumHistograms } from './stats/histogram';
+import { ProbeCountsView } from './stats/probeCounts';
+import { formatCount, formatDuration, formatTs } from './format';
 
-declare function acquireVsCodeApi(): { postMessage(msg: FromWebview): void };
+interface SavedState {
+  filter: string;
+  follow: boolean;
+  scrollRow: number;
+  histogramProbe: string | null;
+}
+
+interface VsCodeApi {
+  postMessage(msg: FromWebview): void;
+  getState(): SavedState | undefined;
+  setState(s: SavedState): void;
+}
+declare function acquireVsCodeApi(): VsCodeApi;
+
+const DEFAULT_CAPACITY = 100_000;
+const ROW_HEIGHT = 22;
 
 const vscodeApi = acquireVsCodeApi();
+const post = (m: FromWebview): void => vscodeApi.postMessage(m);
+const saved = vscodeApi.getState();
+const requests = new RequestTracker();
+
+registerToolkit();
+
+let view = new HitView(DEFAULT_CAPACITY);
+let stats: PanelStats = emptyStats();
+let session: SessionInfo = { state: 'idle' };
+const probes = new Map<string, ProbeInfo>();
+let snapshotRemaining = 0;
+let scrollToRestore: { row: number; follow: boolean } | null = saved ? { row: saved.scrollRow, follow: saved.follow } : null;
+let notice = '';
+
+// ---- layout -------------------------------------------------------------------------------------------
+const toolbar = el('div', 'pl-toolbar');
+const filter = textField({
+  placeholder: 'Filter: words, probe:NAME host:NAME comm:NAME pid:N kind:return',
+  ariaLabel: 'Filter hits',
+  id: 'pl-filter',
+  onInput: (text) => {
+    view.setFilter(text);
+    table.resetAnchor();
+    table.invalidate();
+    post({ type: 'filter', text });
+    saveState();
+    scheduleRender();
+  },
+});
+const pauseBtn = button({ label: 'Pause', id: 'pl-pause', title: 'Stop adding rows (hits keep being counted)', onClick: togglePause });
+const clearBtn = button({ label: 'Clear', id: 'pl-clear', onClick: clearAll });
+const jsonBtn = button({ label: 'Export JSON', id: 'pl-export-json', onClick: () => exportAs('json') });
+const csvBtn = button({ label: 'Export CSV', id: 'pl-export-csv', onClick: () => exportAs('csv') });
+const status = el('span', 'pl-status');
+status.id = 'pl-status';
+status.setAttribute('role', 'status');
+toolbar.append(filter.element, pauseBtn.element, clearBtn.element, jsonBtn.element, csvBtn.element, status);
+
+const lostBanner = el('div', 'pl-banner pl-lost');
+lostBanner.id = 'pl-lost';
+lostBanner.setAttribute('role', 'alert');
+lostBanner.hidden = true;
+const droppedNotice = el('div', 'pl-notice');
+droppedNotice.id = 'pl-dropped';
+droppedNotice.hidden = true;
+
+const columns: Column[] = [
+  { id: 'time', title: 'Time' },
+  { id: 'host', title: 'Host' },
+  { id: 'pid', title: 'PID/TID' },
+  { id: 'comm', title: 'Comm' },
+  { id: 'probe', title: 'Probe' },
+  { id: 'args', title: 'Arguments' },
+  { id: 'retval', title: 'Return' },
+  { id: 'latency', title: 'Latency' },
+];
+const table = new VirtualTable(
+  columns,
+  { rowHeight: ROW_HEIGHT, onActivate: openSource, onViewChange: () => saveStateSoon() },
+  () => scheduleRender(),
+);
+const scratch = emptyRow();
+const model: TableModel = {
+  get length() {
+    return view.length;
+  },
+  keyAt: (i) => view.seqAt(i),
+  indexOfKey: (k) => view.indexOfSeq(k),
+  fill(i, cells) {
+    if (!view.read(view.seqAt(i), scratch)) return;
+    cells[0].textContent = formatTs(scratch.ts);
+    cells[1].textContent = view.str(scratch.host);
+    cells[2].textContent = `${scratch.pid}/${scratch.tid}`;
+    cells[3].textContent = view.str(scratch.comm);
+    cells[4].textContent = view.str(scratch.probe);
+    cells[5].textContent = scratch.argText;
+    cells[6].textContent = scratch.retText;
+    cells[7].textContent = scratch.latencyNs >= 0 ? formatDuration(scratch.latencyNs) : '';
+  },
+};
+
+let histogramProbe: string | null = saved?.histogramProbe ?? null;
+const counts = new ProbeCountsView((p) => {
+  histogramProbe = p;
+  statsDirty = true;
+  saveState();
+  scheduleRender();
+});
+counts.selected = histogramProbe;
+const histogram = new HistogramView();
+const side = el('aside', 'pl-side');
+side.append(counts.element, histogram.element);
+const main = el('div', 'pl-main');
+main.append(table.element, side);
+document.body.append(toolbar, lostBanner, droppedNotice, main);
+
+if (saved?.filter) {
+  filter.value = saved.filter;
+  view.setFilter(saved.filter);
+}
+
+// ---- rendering ----------------------------------------------------------------------------------------
+let framePending = false;
+let statsDirty = true;
+
+function scheduleRender(): void {
+  if (framePending) return;
+  framePending = true;
+  requestAnimationFrame(renderFrame);
+}
+
+function renderFrame(): void {
+  framePending = false;
+  if (scrollToRestore && snapshotRemaining <= 0) {
+    table.render(model);
+    table.restoreScroll(scrollToRestore.row, scrollToRestore.follow);
+    scrollToRestore = null;
+  }
+  table.render(model);
+
+  const lost = stats.lost;
+  lostBanner.hidden = lost <= 0;
+  if (lost > 0) {
+    setText(lostBanner, `${formatCount(lost)} events lost — the kernel buffer overflowed; raise buffer size or add a filter`);
+  }
+  const dropped = view.dropped + stats.historyDropped;
+  droppedNotice.hidden = dropped <= 0;
+  if (dropped > 0) setText(droppedNotice, `${formatCount(dropped)} older hits dropped from view`);
+
+  const shown = formatCount(view.length);
+  const base = `${session.state}${session.detail ? ` (${session.detail})` : ''} · ${shown} rows`;
+  const paused = view.paused ? ` · paused, ${formatCount(view.queued)} new hits waiting` : '';
+  setText(status, `${base}${paused}${notice ? ` · ${notice}` : ''}`);
+
+  if (statsDirty) {
+    statsDirty = false;
+    counts.render(stats.counts);
+    if (histogramProbe && !(histogramProbe in stats.counts)) histogramProbe = null;
+    const h = histogramProbe
+      ? stats.latency[histogramProbe] ?? null
+      : Object.keys(stats.latency).length > 0 ? sumHistograms(Object.values(stats.latency)) : null;
+    histogram.render(histogramProbe ?? 'all probes', h);
+  }
+}
+
+// ---- messages -----------------------------------------------------------------------------------------
 window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
   const msg = ev.data;
-  if (msg.type === 'init') document.body.dataset.version = msg.version;
+  switch (msg.type) {
+    case 'init':
+      view = new HitView(msg.historyCapacity > 0 ? msg.historyCapacity : DEFAULT_CAPACITY);
+      if (filter.value) view.setFilter(filter.value);
+      table.invalidate();
+      table.resetAnchor();
+      document.body.dataset.version = msg.version;
+      setProbes(msg.probes);
+      stats = msg.stats;
+      session = msg.session;
+      snapshotRemaining = msg.snapshotRows;
+      statsDirty = true;
+      break;
+    case 'hits':
+      view.receive(msg.batch);
+      snapshotRemaining -= msg.batch.n;
+      break;
+    case 'probes':
+      setProbes(msg.probes);
+      break;
+    case 'stats':
+      stats = msg.stats;
+      statsDirty = true;
+      break;
+    case 'session':
+      session = msg.session;
+      break;
+    case 'cleared':
+      view.clear();
+      table.invalidate();
+      stats = emptyStats();
+      statsDirty = true;
+      break;
+    case 'response':
+      requests.settle(msg);
+      break;
+  }
+  scheduleRender();
 });
-vscodeApi.postMessage({ type: 'ready' });
+
+function setProbes(list: readonly ProbeInfo[]): void {
+  probes.clear();
+  for (const p of list) probes.set(p.name, p);
+}
+
+// ---- actions ------------------------------------------------------------------------------------------
+function togglePause(): void {
+  if (view.paused) view.resume();
+  else view.pause();
+  pauseBtn.setLabel(view.paused ? 'Resume' : 'Pause');
+  pauseBtn.setPressed(view.paused);
+  post({ type: 'pause', paused: view.paused });
+  scheduleRender();
+}
+
+function clearAll(): void {
+  view.clear();
+  table.invalidate();
+  stats = emptyStats();
+  statsDirty = true;
+  post({ type: 'clear' });
+  scheduleRender();
+}
+
+function exportAs(format: ExportFormat): void {
+  notice = `exporting ${format.toUpperCase()}…`;
+  scheduleRender();
+  requests
+    .request(post, (requestId) => ({ type: 'export', requestId, format, filter: view.filterString }))
+    .then((result) => {
+      notice = result;
+    })
+    .catch((e: Error) => {
+      notice = `export failed: ${e.message}`;
+    })
+    .finally(scheduleRender);
+}
+
+function openSource(key: number): void {
+  if (!view.read(key, scratch)) return;
+  const probe = view.str(scratch.probe);
+  const info = probes.get(probe);
+  post({ type: 'openSource', probe, file: info?.file, line: info?.line });
+}
+
+// ---- state --------------------------------------------------------------------------------------------
+function saveState(): void {
+  vscodeApi.setState({ filter: view.filterString, follow: table.follow, scrollRow: table.scrollRow, histogramProbe });
+}
+
+let saveTimer: ReturnType<typeof setTimeout> | undefined;
+function saveStateSoon(): void {
+  clearTimeout(saveTimer);
+  saveTimer = setTimeout(saveState, 250);
+}
+
+function el(tag: string, className: string): HTMLElement {
+  const e = document.createElement(tag);
+  e.className = className;
+  return e;
+}
+
+function setText(e: HTMLElement, t: string): void {
+  if (e.textContent !== t) e.textContent = t;
+}
+
+post({ type: 'ready' });

@@ -1,8 +1,252 @@
 // The typed message protocol between the extension host and the live panel (vscode-hexeditor's shape:
-// one union each way). Side-effect free: both the host bundle and the browser bundle import it.
+// one union each way, plus a small request/response helper). Side-effect free: both the host bundle and
+// the browser bundle import it.
+//
+// Hits travel column-oriented with a per-batch string table: at 100,000 hits/s the structured clone of
+// one object per hit (with repeated host/probe/comm/arg-name strings) costs far more than a few flat
+// arrays of numbers.
+
+export const PROTOCOL_VERSION = 1;
+
+export type HitKind = 'entry' | 'return' | 'line' | 'usdt';
+export const HIT_KINDS: readonly HitKind[] = ['entry', 'return', 'line', 'usdt'];
+
+/** A value as contracts.md's JSON writes it: a number when |v| < 2^53, otherwise a decimal or "0x…" string. */
+export type ArgValue = number | string;
+
+/** One hit in contracts.md's JSON shape, plus the paired entry→return latency when the engine knows it. */
+export interface PanelHit {
+  host: string;
+  probe: string;
+  kind: HitKind;
+  pid: number;
+  tid: number;
+  comm: string;
+  cpu: number;
+  /** seconds on the target's `mono` trace clock */
+  ts: number;
+  args: Record<string, ArgValue>;
+  retval?: ArgValue;
+  /** entry→return latency in nanoseconds (return hits only) */
+  latencyNs?: number;
+}
+
+/** What the panel knows about a probe: its name and where it sits in the source (for "open source"). */
+export interface ProbeInfo {
+  name: string;
+  file?: string;
+  line?: number;
+}
+
+/** log2 latency histogram: `buckets[i]` counts latencies in [2^i, 2^(i+1)) ns (bucket 0 also holds 0 ns). */
+export interface LatencyHistogram {
+  buckets: number[];
+  count: number;
+  maxNs: number;
+}
+
+export interface PanelStats {
+  /** hits per probe since the session (or the last clear) began */
+  counts: Record<string, number>;
+  latency: Record<string, LatencyHistogram>;
+  /** events the kernel dropped (ring-buffer overflow), as the engine reports them */
+  lost: number;
+  /** hits the host dropped before they reached the panel (its bounded queue overflowed) */
+  historyDropped: number;
+}
+
+export type SessionState = 'idle' | 'starting' | 'tracing' | 'stopping' | 'stopped' | 'error';
+
+export interface SessionInfo {
+  state: SessionState;
+  /** e.g. the error text, or "2 hosts" */
+  detail?: string;
+}
+
+/** Column-oriented batch of hits. Every column has `n` entries. */
+export interface HitBatch {
+  n: number;
+  /** strings referenced by index from host, probe, comm and shapes */
+  strings: string[];
+  /** each shape is the list of arg names (string indices) a row's `args` values follow */
+  shapes: number[][];
+  ts: number[];
+  host: number[];
+  probe: number[];
+  /** index into HIT_KINDS */
+  kind: number[];
+  pid: number[];
+  tid: number[];
+  comm: number[];
+  cpu: number[];
+  shape: number[];
+  /** all rows' arg values, flattened in shape order */
+  args: ArgValue[];
+  retval: (ArgValue | null)[];
+  /** -1 when the hit has no latency */
+  latencyNs: number[];
+}
 
 export type ToWebview =
-  | { type: 'init'; version: string };
+  | {
+      type: 'init';
+      version: string;
+      protocol: number;
+      probes: ProbeInfo[];
+      stats: PanelStats;
+      session: SessionInfo;
+      /** the ring capacity the host keeps; the webview bounds its own history to the same */
+      historyCapacity: number;
+      /** how many hits the `hits` messages right after this one replay (the snapshot), for scroll restore */
+      snapshotRows: number;
+    }
+  | { type: 'hits'; batch: HitBatch }
+  | { type: 'probes'; probes: ProbeInfo[] }
+  | { type: 'stats'; stats: PanelStats }
+  | { type: 'session'; session: SessionInfo }
+  | { type: 'cleared' }
+  | Response;
+
+export type ExportFormat = 'json' | 'csv';
 
 export type FromWebview =
-  | { type: 'ready' };
+  | { type: 'ready' }
+  | { type: 'filter'; text: string }
+  | { type: 'pause'; paused: boolean }
+  | { type: 'export'; requestId: number; format: ExportFormat; filter: string }
+  | { type: 'openSource'; probe: string; file?: string; line?: number }
+  | { type: 'clear' };
+
+export type Response =
+  | { type: 'response'; requestId: number; ok: true; result: string }
+  | { type: 'response'; requestId: number; ok: false; error: string };
+
+export type RequestMessage = Extract<FromWebview, { requestId: number }>;
+
+/**
+ * The webview side of request/response: hands out ids and settles the promise when the matching
+ * `response` arrives. Unanswered requests are rejected on `dispose()` (the panel closed).
+ */
+export class RequestTracker {
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve(v: string): void; reject(e: Error): void }>();
+
+  request<M extends RequestMessage>(
+    send: (msg: M) => void,
+    build: (requestId: number) => M,
+  ): Promise<string> {
+    const requestId = this.nextId++;
+    const p = new Promise<string>((resolve, reject) => this.pending.set(requestId, { resolve, reject }));
+    send(build(requestId));
+    return p;
+  }
+
+  /** Returns false when the response matches no request (late, duplicated or foreign). */
+  settle(msg: Response): boolean {
+    const waiter = this.pending.get(msg.requestId);
+    if (!waiter) return false;
+    this.pending.delete(msg.requestId);
+    if (msg.ok) waiter.resolve(msg.result);
+    else waiter.reject(new Error(msg.error));
+    return true;
+  }
+
+  get outstanding(): number {
+    return this.pending.size;
+  }
+
+  dispose(): void {
+    for (const w of this.pending.values()) w.reject(new Error('the panel was closed before the host answered'));
+    this.pending.clear();
+  }
+}
+
+/** Encode hits column-oriented; strings and arg-name lists are interned once per batch. */
+export function encodeHits(hits: readonly PanelHit[]): HitBatch {
+  const strings: string[] = [];
+  const stringIds = new Map<string, number>();
+  const intern = (s: string): number => {
+    let id = stringIds.get(s);
+    if (id === undefined) {
+      id = strings.length;
+      strings.push(s);
+      stringIds.set(s, id);
+    }
+    return id;
+  };
+  const shapes: number[][] = [];
+  const shapeIds = new Map<string, number>();
+  const b: HitBatch = {
+    n: hits.length, strings, shapes,
+    ts: [], host: [], probe: [], kind: [], pid: [], tid: [], comm: [], cpu: [], shape: [], args: [], retval: [], latencyNs: [],
+  };
+  for (const h of hits) {
+    const names = Object.keys(h.args);
+    // The same probe yields the same arg names, so a key of the joined names collapses shapes cheaply.
+    const key = names.join('\u0000');
+    let shape = shapeIds.get(key);
+    if (shape === undefined) {
+      shape = shapes.length;
+      shapes.push(names.map(intern));
+      shapeIds.set(key, shape);
+    }
+    b.ts.push(h.ts);
+    b.host.push(intern(h.host));
+    b.probe.push(intern(h.probe));
+    b.kind.push(Math.max(0, HIT_KINDS.indexOf(h.kind)));
+    b.pid.push(h.pid);
+    b.tid.push(h.tid);
+    b.comm.push(intern(h.comm));
+    b.cpu.push(h.cpu);
+    b.shape.push(shape);
+    for (const name of names) b.args.push(h.args[name]);
+    b.retval.push(h.retval ?? null);
+    b.latencyNs.push(h.latencyNs ?? -1);
+  }
+  return b;
+}
+
+/** Visit each row of a batch without building objects (the webview's hot path). */
+export function forEachHitRow(
+  b: HitBatch,
+  visit: (row: number, argNames: readonly number[], argOffset: number) => void,
+): void {
+  let off = 0;
+  for (let i = 0; i < b.n; i++) {
+    const names = b.shapes[b.shape[i]];
+    visit(i, names, off);
+    off += names.length;
+  }
+}
+
+/** The inverse of encodeHits (tests, export of what the webview holds). */
+export function decodeHits(b: HitBatch): PanelHit[] {
+  const out: PanelHit[] = [];
+  forEachHitRow(b, (i, names, off) => {
+    const args: Record<string, ArgValue> = {};
+    for (let k = 0; k < names.length; k++) args[b.strings[names[k]]] = b.args[off + k];
+    const hit: PanelHit = {
+      host: b.strings[b.host[i]], probe: b.strings[b.probe[i]], kind: HIT_KINDS[b.kind[i]] ?? 'entry',
+      pid: b.pid[i], tid: b.tid[i], comm: b.strings[b.comm[i]], cpu: b.cpu[i], ts: b.ts[i], args,
+    };
+    const rv = b.retval[i];
+    if (rv !== null) hit.retval = rv;
+    if (b.latencyNs[i] >= 0) hit.latencyNs = b.latencyNs[i];
+    out.push(hit);
+  });
+  return out;
+}
+
+/** Index of the log2 bucket a latency falls in: [2^i, 2^(i+1)) ns; 0 and 1 ns share bucket 0. */
+export function log2Bucket(ns: number): number {
+  if (!(ns >= 2)) return 0;
+  let i = Math.floor(Math.log2(ns));
+  // log2 rounds near large powers of two; settle the edge exactly.
+  if (2 ** i > ns) i--;
+  else if (2 ** (i + 1) <= ns) i++;
+  return Math.min(63, i);
+}
+
+export function emptyStats(): PanelStats {
+  return { counts: {}, latency: {}, lost: 0, historyDropped: 0 };
+}

@@ -1,0 +1,73 @@
+// The live panel's filter language, shared so the host's export writes exactly the rows the webview shows.
+//   free words        every word must occur (case-insensitive) in probe, host, comm, arguments or return value
+//   probe:NAME        probe name contains NAME      host:NAME   host contains NAME      comm:NAME   comm contains NAME
+//   pid:N  tid:N      exact thread-group / thread id             kind:entry|return|line|usdt
+// Side-effect free.
+import type { ArgValue } from './protocol';
+
+export interface HitFields {
+  probe: string;
+  host: string;
+  comm: string;
+  kind: string;
+  pid: number;
+  tid: number;
+  /** arguments as the panel shows them ("a=3 b=-7") */
+  argText: string;
+  retText: string;
+}
+
+export interface HitFilter {
+  readonly empty: boolean;
+  matches(h: HitFields): boolean;
+}
+
+const FIELD_TOKENS = ['probe', 'host', 'comm', 'kind', 'pid', 'tid'] as const;
+type FieldToken = (typeof FIELD_TOKENS)[number];
+
+export function parseFilter(text: string): HitFilter {
+  const words: string[] = [];
+  const fields: { field: FieldToken; value: string }[] = [];
+  for (const tok of text.trim().split(/\s+/)) {
+    if (!tok) continue;
+    const colon = tok.indexOf(':');
+    const field = colon > 0 ? tok.slice(0, colon).toLowerCase() : '';
+    if ((FIELD_TOKENS as readonly string[]).includes(field) && colon < tok.length - 1) {
+      fields.push({ field: field as FieldToken, value: tok.slice(colon + 1).toLowerCase() });
+    } else {
+      words.push(tok.toLowerCase());
+    }
+  }
+  if (words.length === 0 && fields.length === 0) return { empty: true, matches: () => true };
+  return {
+    empty: false,
+    matches(h: HitFields): boolean {
+      for (const { field, value } of fields) {
+        switch (field) {
+          case 'pid':
+          case 'tid':
+            if (String(h[field]) !== value) return false;
+            break;
+          case 'kind':
+            if (h.kind !== value) return false;
+            break;
+          default:
+            if (!h[field].toLowerCase().includes(value)) return false;
+        }
+      }
+      if (words.length === 0) return true;
+      const hay = `${h.probe}\n${h.host}\n${h.comm}\n${h.argText}\n${h.retText}`.toLowerCase();
+      return words.every((w) => hay.includes(w));
+    },
+  };
+}
+
+/** "a=3 b=-7 name=hello": how the panel shows a hit's arguments. */
+export function formatArgs(names: readonly string[], values: readonly ArgValue[], offset = 0): string {
+  let s = '';
+  for (let i = 0; i < names.length; i++) {
+    if (i > 0) s += ' ';
+    s += `${names[i]}=${values[offset + i]}`;
+  }
+  return s;
+}

@@ -1,0 +1,206 @@
+// The host half of the live panel that does not need VS Code: it keeps the session's bounded history
+// (as the same column batches it sends), the per-probe counts and latency histograms, and batches hits
+// to whichever webview is attached. It outlives the panel: closing and reopening the panel replays the
+// history from here. No `vscode` import, so the benchmark and tests drive it directly.
+import {
+  PROTOCOL_VERSION,
+  emptyStats,
+  decodeHits,
+  encodeHits,
+  log2Bucket,
+  type HitBatch,
+  type PanelHit,
+  type PanelStats,
+  type ProbeInfo,
+  type SessionInfo,
+  type ToWebview,
+} from '../../shared/protocol';
+import { parseFilter, formatArgs } from '../../shared/hitFilter';
+
+export interface PanelFeedOptions {
+  version: string;
+  /** hits kept for replay and export (the webview bounds its own view the same) */
+  historyCapacity?: number;
+  /** how long hits wait to be batched */
+  flushIntervalMs?: number;
+  /** a batch this big is sent at once */
+  maxBatch?: number;
+}
+
+/** Posts one message to the attached webview (fire and forget, as webview.postMessage is). */
+export type PanelSink = (msg: ToWebview) => unknown;
+
+export class PanelFeed {
+  readonly historyCapacity: number;
+  private readonly flushIntervalMs: number;
+  private readonly maxBatch: number;
+  private pending: PanelHit[] = [];
+  private history: HitBatch[] = [];
+  private historyRows = 0;
+  private evicted = 0;
+  private stats: PanelStats = emptyStats();
+  private statsDirty = false;
+  private probes: ProbeInfo[] = [];
+  private session: SessionInfo = { state: 'idle' };
+  private sink: PanelSink | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private disposed = false;
+
+  constructor(private readonly opts: PanelFeedOptions) {
+    this.historyCapacity = opts.historyCapacity ?? 100_000;
+    this.flushIntervalMs = opts.flushIntervalMs ?? 50;
+    this.maxBatch = opts.maxBatch ?? 5_000;
+  }
+
+  post(hits: readonly PanelHit[]): void {
+    if (this.disposed) return;
+    const { counts, latency } = this.stats;
+    for (const h of hits) {
+      this.pending.push(h);
+      counts[h.probe] = (counts[h.probe] ?? 0) + 1;
+      if (h.latencyNs !== undefined && h.latencyNs >= 0) {
+        const hist = (latency[h.probe] ??= { buckets: [], count: 0, maxNs: 0 });
+        const b = log2Bucket(h.latencyNs);
+        while (hist.buckets.length <= b) hist.buckets.push(0);
+        hist.buckets[b]++;
+        hist.count++;
+        if (h.latencyNs > hist.maxNs) hist.maxNs = h.latencyNs;
+      }
+    }
+    this.statsDirty = true;
+    if (this.pending.length >= this.maxBatch) this.flush();
+    else this.schedule();
+  }
+
+  /** Total events the kernel reported lost so far (not a delta). */
+  setLost(total: number): void {
+    if (total === this.stats.lost) return;
+    this.stats.lost = total;
+    this.statsDirty = true;
+    this.schedule();
+  }
+
+  setProbes(probes: readonly ProbeInfo[]): void {
+    this.probes = [...probes];
+    this.send({ type: 'probes', probes: this.probes });
+  }
+
+  setSession(session: SessionInfo): void {
+    this.session = session;
+    this.send({ type: 'session', session });
+  }
+
+  probeInfo(name: string): ProbeInfo | undefined {
+    return this.probes.find((p) => p.name === name);
+  }
+
+  clear(): void {
+    this.pending = [];
+    this.history = [];
+    this.historyRows = 0;
+    this.evicted = 0;
+    this.stats = emptyStats();
+    this.statsDirty = false;
+    this.send({ type: 'cleared' });
+  }
+
+  /**
+   * Connect a webview and replay the state to it (init, then the history as batches). Call on the
+   * webview's `ready`, which it sends on every (re)load.
+   */
+  attach(sink: PanelSink): void {
+    this.flush();
+    this.sink = sink;
+    // Rows evicted before this replay are ones the webview never receives; later evictions it sees itself.
+    this.stats.historyDropped = this.evicted;
+    this.send({
+      type: 'init', version: this.opts.version, protocol: PROTOCOL_VERSION, probes: this.probes,
+      stats: this.stats, session: this.session, historyCapacity: this.historyCapacity, snapshotRows: this.historyRows,
+    });
+    for (const batch of this.history) this.send({ type: 'hits', batch });
+    this.statsDirty = false;
+  }
+
+  detach(): void {
+    this.sink = undefined;
+  }
+
+  get attached(): boolean {
+    return this.sink !== undefined;
+  }
+
+  /** The retained hits, oldest first, narrowed by the panel's filter text (what the user sees). */
+  retainedHits(filterText = ''): PanelHit[] {
+    this.flush();
+    const filter = parseFilter(filterText);
+    const out: PanelHit[] = [];
+    for (const b of this.history) {
+      for (const h of decodeHits(b)) {
+        if (filter.empty) {
+          out.push(h);
+          continue;
+        }
+        const names = Object.keys(h.args);
+        const ok = filter.matches({
+          probe: h.probe, host: h.host, comm: h.comm, kind: h.kind, pid: h.pid, tid: h.tid,
+          argText: formatArgs(names, names.map((n) => h.args[n])),
+          retText: h.retval === undefined ? '' : String(h.retval),
+        });
+        if (ok) out.push(h);
+      }
+    }
+    return out;
+  }
+
+  /** Encode what is pending, keep it in the history and send it (with the stats when they changed). */
+  flush(): void {
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    if (this.pending.length > 0) {
+      for (let i = 0; i < this.pending.length; i += this.maxBatch) {
+        const batch = encodeHits(this.pending.slice(i, i + this.maxBatch));
+        this.remember(batch);
+        this.send({ type: 'hits', batch });
+      }
+      this.pending = [];
+    }
+    if (this.statsDirty) {
+      this.statsDirty = false;
+      this.send({ type: 'stats', stats: this.stats });
+    }
+  }
+
+  dispose(): void {
+    this.flush();
+    this.disposed = true;
+    this.sink = undefined;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+  }
+
+  private remember(batch: HitBatch): void {
+    this.history.push(batch);
+    this.historyRows += batch.n;
+    // Whole batches go, so the history holds between capacity and capacity + one batch.
+    while (this.history.length > 1 && this.historyRows - this.history[0].n >= this.historyCapacity) {
+      const old = this.history.shift() as HitBatch;
+      this.historyRows -= old.n;
+      this.evicted += old.n;
+    }
+  }
+
+  private schedule(): void {
+    if (this.timer === undefined && !this.disposed) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.flush();
+      }, this.flushIntervalMs);
+    }
+  }
+
+  private send(msg: ToWebview): void {
+    if (!this.sink) return;
+    this.sink(msg);
+  }
+}

@@ -1,0 +1,67 @@
+// Per-probe hit counts (the host's authoritative totals, not just what the history still holds).
+// Clicking a probe shows its latency histogram; clicking it again goes back to all probes.
+import { badge, type ToolkitBadge } from '../toolkit';
+import { formatCount } from '../format';
+
+export class ProbeCountsView {
+  readonly element: HTMLElement;
+  private readonly list: HTMLElement;
+  private readonly items = new Map<string, { li: HTMLElement; badge: ToolkitBadge }>();
+  selected: string | null = null;
+
+  constructor(private readonly onSelect: (probe: string | null) => void) {
+    this.element = document.createElement('section');
+    this.element.className = 'pl-counts';
+    const h = document.createElement('h3');
+    h.textContent = 'Probes';
+    this.list = document.createElement('ul');
+    this.list.setAttribute('role', 'listbox');
+    this.list.setAttribute('aria-label', 'Hits per probe');
+    this.element.append(h, this.list);
+  }
+
+  render(counts: Record<string, number>): void {
+    const names = Object.keys(counts).sort();
+    for (const name of names) {
+      let item = this.items.get(name);
+      if (!item) {
+        const li = document.createElement('li');
+        li.setAttribute('role', 'option');
+        li.tabIndex = 0;
+        li.dataset.probe = name;
+        const label = document.createElement('span');
+        label.className = 'pl-probe-name';
+        label.textContent = name;
+        const b = badge('0');
+        li.append(label, b.element);
+        const pick = (): void => {
+          this.selected = this.selected === name ? null : name;
+          this.onSelect(this.selected);
+          this.markSelection();
+        };
+        li.addEventListener('click', pick);
+        li.addEventListener('keydown', (e) => {
+          if (e.key === 'Enter' || e.key === ' ') {
+            e.preventDefault();
+            pick();
+          }
+        });
+        item = { li, badge: b };
+        this.items.set(name, item);
+        this.list.appendChild(li);
+      }
+      item.badge.set(formatCount(counts[name]));
+    }
+    for (const [name, item] of this.items) {
+      if (!(name in counts)) {
+        item.li.remove();
+        this.items.delete(name);
+      }
+    }
+    this.markSelection();
+  }
+
+  private markSelection(): void {
+    for (const [name, item] of this.items) item.li.setAttribute('aria-selected', String(name === this.selected));
+  }
+}
