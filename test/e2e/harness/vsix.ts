@@ -1,0 +1,22 @@
+// The e2e tier installs ProbeLens the way users do: from the .vsix `npm run package` builds, so packaging
+// (the manifest, .vscodeignore, the production bundles) is tested with every run.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const REPO_ROOT = join(__dirname, '..', '..', '..');
+export const VSIX_PATH = join(REPO_ROOT, 'dist', 'probelens.vsix');
+
+let packaged: string | undefined;
+
+/** Runs `npm run package` once per process and returns the .vsix path. */
+export function packageVsix(): string {
+  if (packaged) return packaged;
+  const r = spawnSync('npm', ['run', 'package'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 300_000 });
+  if (r.status !== 0 || !existsSync(VSIX_PATH)) {
+    throw new Error(`npm run package failed (exit ${r.status ?? r.signal}):\n${r.stdout}${r.stderr}\n` +
+      '  next step: run `npm run package` and fix what vsce reports');
+  }
+  packaged = VSIX_PATH;
+  return packaged;
+}

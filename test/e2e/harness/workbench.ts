@@ -1,0 +1,155 @@
+// What a user does in the workbench, as bounded steps: every wait has a timeout and fails with what it was
+// waiting for, never hangs. Selectors are the workbench's own stable class names and ARIA attributes.
+import type { Frame, Locator, Page } from 'playwright-core';
+
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+export interface WaitOptions {
+  timeout?: number;
+}
+
+const QUICK_INPUT = '.quick-input-widget';
+const QUICK_INPUT_BOX = `${QUICK_INPUT} .quick-input-box input`;
+const QUICK_INPUT_ROW = `${QUICK_INPUT} .quick-input-list .monaco-list-row`;
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Opens `relPath` with Quick Open (Ctrl+P) and waits for its editor tab to be active. */
+export async function openFile(page: Page, relPath: string, opts: WaitOptions = {}): Promise<void> {
+  const timeout = opts.timeout ?? DEFAULT_TIMEOUT_MS;
+  const base = relPath.split('/').pop()!;
+  await focusWorkbench(page);
+  await page.keyboard.press('Control+P');
+  const input = page.locator(QUICK_INPUT_BOX);
+  await input.waitFor({ state: 'visible', timeout });
+  await input.fill(relPath);
+  // The file search runs in the server; pick the row for this file, not whatever is highlighted first.
+  const row = page.locator(QUICK_INPUT_ROW).filter({ hasText: new RegExp(`^\\s*${escapeRegExp(base)}`) }).first();
+  await row.waitFor({ state: 'visible', timeout });
+  await row.click();
+  await activeTab(page, base).waitFor({ state: 'visible', timeout });
+  await page.locator('.editor-instance .monaco-editor').first().waitFor({ state: 'visible', timeout });
+}
+
+/** The active editor tab whose label is `name`. */
+export function activeTab(page: Page, name: string): Locator {
+  return page.locator(`.tabs-container .tab.active[aria-label^="${name}"], .title .label-name:text-is("${name}")`).first();
+}
+
+/**
+ * Runs a command from the palette (F1) by its full title, e.g. "ProbeLens: Show Version". Extensions register
+ * their commands when they activate, after the workbench is up, so this retries until the command is listed.
+ */
+export async function runCommand(page: Page, title: string, opts: WaitOptions = {}): Promise<void> {
+  const timeout = opts.timeout ?? DEFAULT_TIMEOUT_MS;
+  const deadline = Date.now() + timeout;
+  const row = page.locator(QUICK_INPUT_ROW).filter({ hasText: title }).first();
+  for (;;) {
+    await focusWorkbench(page);
+    await page.keyboard.press('F1');
+    const input = page.locator(QUICK_INPUT_BOX);
+    await input.waitFor({ state: 'visible', timeout: Math.max(1_000, deadline - Date.now()) });
+    await input.fill(`>${title}`);
+    try {
+      await row.waitFor({ state: 'visible', timeout: Math.min(5_000, Math.max(1_000, deadline - Date.now())) });
+      await row.click();
+      await page.locator(QUICK_INPUT).waitFor({ state: 'hidden', timeout: 5_000 });
+      return;
+    } catch (e) {
+      await page.keyboard.press('Escape');
+      if (Date.now() >= deadline) {
+        throw new Error(`command "${title}" not in the command palette after ${timeout} ms (${(e as Error).message.split('\n')[0]})`);
+      }
+    }
+  }
+}
+
+/** Waits for a notification toast containing `text` and returns it. */
+export async function waitForNotification(page: Page, text: string | RegExp, opts: WaitOptions = {}): Promise<Locator> {
+  const toast = page.locator('.notifications-toasts .notification-toast').filter({ hasText: text }).first();
+  await toast.waitFor({ state: 'visible', timeout: opts.timeout ?? DEFAULT_TIMEOUT_MS });
+  return toast;
+}
+
+/** The code lens links of the visible editor(s) whose text matches `text`. */
+export function codeLens(page: Page, text: string | RegExp): Locator {
+  return page.locator('.monaco-editor .codelens-decoration a').filter({ hasText: text });
+}
+
+/** Clicks the first code lens link matching `text` (optionally the `nth`), waiting for lenses to render. */
+export async function clickCodeLens(page: Page, text: string | RegExp, opts: WaitOptions & { nth?: number } = {}): Promise<void> {
+  const lens = codeLens(page, text).nth(opts.nth ?? 0);
+  await lens.waitFor({ state: 'visible', timeout: opts.timeout ?? DEFAULT_TIMEOUT_MS });
+  await lens.click();
+}
+
+/** Moves the cursor of the active editor to `line` (1-based) with Go to Line (Ctrl+G). */
+export async function goToLine(page: Page, line: number, opts: WaitOptions = {}): Promise<void> {
+  const timeout = opts.timeout ?? DEFAULT_TIMEOUT_MS;
+  await page.locator('.editor-instance .monaco-editor textarea').first().focus();
+  await page.keyboard.press('Control+G');
+  const input = page.locator(QUICK_INPUT_BOX);
+  await input.waitFor({ state: 'visible', timeout });
+  await input.fill(`:${line}`);
+  await page.keyboard.press('Enter');
+  await page.locator(QUICK_INPUT).waitFor({ state: 'hidden', timeout });
+  await page.locator('.statusbar-item', { hasText: new RegExp(`Ln ${line},`) }).first().waitFor({ state: 'visible', timeout });
+}
+
+/** Right-clicks in the active editor at `line`, where the cursor is, and returns the context menu. */
+export async function openEditorContextMenu(page: Page, line: number, opts: WaitOptions = {}): Promise<Locator> {
+  const timeout = opts.timeout ?? DEFAULT_TIMEOUT_MS;
+  await goToLine(page, line, opts);
+  const cursor = page.locator('.editor-instance .monaco-editor.focused .cursors-layer .cursor').first();
+  await cursor.waitFor({ state: 'visible', timeout });
+  const box = await cursor.boundingBox();
+  if (!box) throw new Error(`no cursor box at line ${line}`);
+  await page.mouse.click(box.x + 1, box.y + box.height / 2, { button: 'right' });
+  const menu = page.locator('.context-view .monaco-menu').first();
+  await menu.waitFor({ state: 'visible', timeout });
+  return menu;
+}
+
+/** Clicks the context menu entry labelled exactly `label` (the menu must be open). */
+export async function clickContextMenuItem(page: Page, label: string, opts: WaitOptions = {}): Promise<void> {
+  const item = page.locator('.context-view .monaco-menu .action-item .action-label')
+    .filter({ hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) }).first();
+  await item.waitFor({ state: 'visible', timeout: opts.timeout ?? DEFAULT_TIMEOUT_MS });
+  await item.click();
+}
+
+/** The labels of the open context menu's entries, in order (separators left out). */
+export async function contextMenuLabels(page: Page): Promise<string[]> {
+  const labels = await page.locator('.context-view .monaco-menu .action-item .action-label').allInnerTexts();
+  return labels.map((l) => l.trim()).filter((l) => l.length > 0);
+}
+
+/**
+ * The content frame of a webview (editor panel or view) that contains `selector`. Webviews are nested
+ * iframes (a host frame and its `active-frame`), so this polls every frame until one matches.
+ */
+export async function webviewFrame(page: Page, selector: string, opts: WaitOptions = {}): Promise<Frame> {
+  const timeout = opts.timeout ?? DEFAULT_TIMEOUT_MS;
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    for (const frame of page.frames()) {
+      if (frame === page.mainFrame()) continue;
+      if ((await frame.locator(selector).count().catch(() => 0)) > 0) return frame;
+    }
+    if (Date.now() >= deadline) throw new Error(`no webview frame containing ${selector} within ${timeout} ms`);
+    await page.waitForTimeout(250);
+  }
+}
+
+/** The status bar entry containing `text`. */
+export function statusBarItem(page: Page, text: string | RegExp): Locator {
+  return page.locator('.part.statusbar .statusbar-item').filter({ hasText: text }).first();
+}
+
+/** Closes any quick input or menu and leaves keyboard focus in the workbench, not in the page's URL bar. */
+async function focusWorkbench(page: Page): Promise<void> {
+  if (await page.locator(QUICK_INPUT).isVisible()) await page.keyboard.press('Escape');
+  if (await page.locator('.context-view .monaco-menu').isVisible()) await page.keyboard.press('Escape');
+}
