@@ -1,0 +1,269 @@
+// The function pass: one walk over every unit's DIE tree that decodes only subprograms, their direct
+// parameters, inlined-subroutine sites and the names of enclosing scopes (for qualified C++/Rust names).
+// Every other DIE is skipped by its abbreviation's precomputed size; struct/enum/array subtrees of C units
+// are jumped over with DW_AT_sibling when the compiler emitted it.
+import { AT, FORM, LANG_C, TAG } from './constants';
+import { rangesOf } from './lists';
+import { isTombstone } from './reader';
+import { nextAbbrev, num, readAttrs, skipAttrs, skipChildren, type Die, type Unit } from './unit';
+
+export interface ParamInfo {
+  readonly name: string;
+  /** Offset of the type DIE (undefined: void / unknown). */
+  readonly typeOffset: number | undefined;
+  /** Offset of the DW_TAG_formal_parameter DIE in the concrete (or abstract) function. */
+  readonly dieOffset: number;
+}
+
+export interface InlinedInstance {
+  readonly dieOffset: number;
+  /** Entry pc of the inlined copy (DW_AT_entry_pc, else the start of its first range). */
+  readonly entryPc: number | undefined;
+  readonly ranges: number[];
+  readonly callFile: string;
+  readonly callLine: number;
+}
+
+export interface FunctionInfo {
+  /** Qualified source name (`shapes::Circle::area`, `main.main`), or the linkage name if there is none. */
+  readonly name: string;
+  readonly linkageName: string | undefined;
+  /** Declaring file (normalised absolute path) and line. */
+  readonly file: string;
+  readonly line: number;
+  /** Entry address (low_pc or the first range's start); undefined when there is no out-of-line code. */
+  readonly entryPc: number | undefined;
+  /** Flat [lo, hi, lo, hi…] code ranges. */
+  readonly ranges: number[];
+  readonly external: boolean;
+  /** DW_AT_inline of the abstract instance (0 when none). */
+  readonly inline: number;
+  readonly params: ParamInfo[];
+  readonly inlinedInstances: InlinedInstance[];
+  readonly probeable: boolean;
+  /** Why not probeable: 'fully inlined' | 'no code' | 'discarded section'. */
+  readonly reason: string | undefined;
+  /** Offset of the DIE holding the code (or the abstract/declaring DIE when there is none). */
+  readonly dieOffset: number;
+  readonly unitOffset: number;
+}
+
+interface Rec {
+  die: Die;
+  prefix: string;
+  params: ParamInfo[];
+  hasCode: boolean;
+  discarded: boolean;
+}
+
+/** Everything the pass collects; FunctionInfo records are assembled from it once all units are walked. */
+export class FunctionPass {
+  readonly recs = new Map<number, Rec>();
+  readonly inlined = new Map<number, Array<{ die: Die }>>();
+
+  walk(u: Unit): void {
+    const r = u.reader(u.dieStart);
+    const isC = LANG_C.has(u.language);
+    // Per depth: the scope prefix, and the subprogram record when the parent is a subprogram.
+    const prefixes: string[] = [''];
+    const fns: Array<Rec | undefined> = [undefined];
+    let depth = 0;
+    while (r.pos < u.end) {
+      const at = r.pos;
+      const a = nextAbbrev(u, r);
+      if (a === null) {
+        if (--depth <= 0) break;
+        prefixes.pop();
+        fns.pop();
+        continue;
+      }
+      const ab = a!;
+      const tag = ab.tag;
+      let prefix = prefixes[prefixes.length - 1];
+      let fn: Rec | undefined;
+      switch (tag) {
+        case TAG.subprogram: {
+          const d = readAttrs(u, r, ab, at);
+          const rec = this.record(u, d, prefix);
+          fn = rec;
+          break;
+        }
+        case TAG.formal_parameter: {
+          const parent = fns[fns.length - 1];
+          if (parent) {
+            const d = readAttrs(u, r, ab, at);
+            parent.params.push({ name: u.str(d, AT.name) ?? '', typeOffset: u.ref(d, AT.type), dieOffset: at });
+          } else skipAttrs(u, r, ab);
+          break;
+        }
+        case TAG.inlined_subroutine: {
+          const d = readAttrs(u, r, ab, at);
+          const origin = u.ref(d, AT.abstract_origin);
+          if (origin !== undefined) {
+            let list = this.inlined.get(origin);
+            if (!list) this.inlined.set(origin, (list = []));
+            list.push({ die: d });
+          }
+          break;
+        }
+        case TAG.namespace: case TAG.class_type: case TAG.structure_type: case TAG.union_type:
+        case TAG.interface_type: case TAG.module: {
+          if (isC && tag !== TAG.namespace && ab.hasChildren) {
+            jumpOver(u, r, ab, at);
+            continue;
+          }
+          const d = readAttrs(u, r, ab, at);
+          const nm = u.str(d, AT.name);
+          // Rust and C++ anonymous namespaces have no name; keep the enclosing prefix.
+          if (nm) prefix = `${prefix}${nm}::`;
+          break;
+        }
+        case TAG.enumeration_type: case TAG.array_type: case TAG.subroutine_type:
+          if (ab.hasChildren) {
+            jumpOver(u, r, ab, at);
+            continue;
+          }
+          skipAttrs(u, r, ab);
+          break;
+        case TAG.compile_unit: case TAG.partial_unit: case TAG.type_unit: case TAG.skeleton_unit:
+          skipAttrs(u, r, ab);
+          prefix = '';
+          break;
+        default:
+          skipAttrs(u, r, ab);
+      }
+      if (ab.hasChildren) {
+        depth++;
+        prefixes.push(prefix);
+        // Parameters belong to the nearest subprogram only when they are its direct children.
+        fns.push(fn);
+      } else if (depth === 0) break;
+    }
+  }
+
+  private record(u: Unit, d: Die, prefix: string): Rec {
+    const ranges = rangesOf(u, d);
+    const lowIdx = d.index(AT.low_pc);
+    let discarded = false;
+    if (ranges.length === 0 && lowIdx >= 0) {
+      const lo = u.addr(d, AT.low_pc) ?? 0;
+      discarded = lo === 0 || isTombstone(lo) || (u.enc.addrSize === 4 && lo >= 0xfffffff0);
+    }
+    const rec: Rec = { die: d, prefix, params: [], hasCode: ranges.length > 0, discarded };
+    this.recs.set(d.offset, rec);
+    return rec;
+  }
+}
+
+function jumpOver(u: Unit, r: ReturnType<Unit['reader']>, ab: Parameters<typeof skipAttrs>[2], at: number): void {
+  if (ab.siblingIndex >= 0) {
+    const d = readAttrs(u, r, ab, at);
+    const sib = d.vals[ab.siblingIndex];
+    if (d.forms[ab.siblingIndex] !== FORM.ref_addr && sib > r.pos && sib <= u.end) {
+      r.seek(sib);
+      return;
+    }
+  } else skipAttrs(u, r, ab);
+  skipChildren(u, r);
+}
+
+export interface Resolver {
+  unitOf(offset: number): Unit;
+  dieAt(offset: number): Die;
+  fileName(u: Unit, index: number): string;
+}
+
+/** Follows specification/abstract_origin links (bounded, across units) to find an attribute. */
+export function inherited<T>(res: Resolver, d: Die, get: (d: Die) => T | undefined): T | undefined {
+  let cur: Die | undefined = d;
+  for (let i = 0; i < 8 && cur; i++) {
+    const v = get(cur);
+    if (v !== undefined) return v;
+    const next: number | undefined = cur.unit.ref(cur, AT.specification) ?? cur.unit.ref(cur, AT.abstract_origin);
+    cur = next === undefined ? undefined : res.dieAt(next);
+  }
+  return undefined;
+}
+
+/** Assembles the FunctionInfo list from a completed pass. */
+export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
+  const out: FunctionInfo[] = [];
+  const originOf = (d: Die): number | undefined => d.unit.ref(d, AT.abstract_origin);
+  // The abstract root of an inline chain: where inlined instances are filed.
+  const abstractRoot = (off: number): number => {
+    let cur = off;
+    for (let i = 0; i < 8; i++) {
+      const rec = pass.recs.get(cur);
+      const next = rec ? originOf(rec.die) : undefined;
+      if (next === undefined) return cur;
+      cur = next;
+    }
+    return cur;
+  };
+  const claimed = new Set<number>();
+  const build = (rec: Rec, inl: Array<{ die: Die }>): FunctionInfo => {
+    const d = rec.die, u = d.unit;
+    const nameDie = inherited(res, d, (x) => (x.has(AT.name) ? x : undefined)) ?? d;
+    const name = u === nameDie.unit ? nameDie.unit.str(nameDie, AT.name) : nameDie.unit.str(nameDie, AT.name);
+    const linkageName = inherited(res, d, (x) => x.unit.str(x, AT.linkage_name) ?? x.unit.str(x, AT.MIPS_linkage_name));
+    const prefix = pass.recs.get(nameDie.offset)?.prefix ?? rec.prefix;
+    const fileDie = inherited(res, d, (x) => (x.has(AT.decl_file) ? x : undefined));
+    const file = fileDie ? res.fileName(fileDie.unit, num(fileDie, AT.decl_file) ?? 0) : '';
+    const line = inherited(res, d, (x) => num(x, AT.decl_line)) ?? 0;
+    const external = inherited(res, d, (x) => (x.has(AT.external) ? x.unit.flag(x, AT.external) : undefined)) ?? false;
+    const inline = inherited(res, d, (x) => num(x, AT.inline)) ?? 0;
+    const ranges = rec.hasCode ? rangesOf(u, d) : [];
+    const entry = rec.hasCode ? (u.addr(d, AT.low_pc) ?? Math.min(...ranges.filter((_, i) => i % 2 === 0))) : undefined;
+    let params = rec.params;
+    if (params.some((p) => !p.name || p.typeOffset === undefined)) {
+      params = params.map((p) => {
+        const pd = res.dieAt(p.dieOffset);
+        return {
+          name: inherited(res, pd, (x) => x.unit.str(x, AT.name)) ?? p.name,
+          typeOffset: inherited(res, pd, (x) => x.unit.ref(x, AT.type)),
+          dieOffset: p.dieOffset,
+        };
+      });
+    }
+    const inlinedInstances = inl.map(({ die }) => {
+      const iu = die.unit;
+      const r = rangesOf(iu, die);
+      return {
+        dieOffset: die.offset,
+        entryPc: iu.addr(die, AT.entry_pc) ?? (r.length ? r[0] : undefined),
+        ranges: r,
+        callFile: res.fileName(iu, num(die, AT.call_file) ?? 0),
+        callLine: num(die, AT.call_line) ?? 0,
+      };
+    });
+    let reason: string | undefined;
+    // DW_AT_inline 1/3 says the compiler did inline it even when it left no inlined_subroutine DIE behind.
+    const wasInlined = inlinedInstances.length > 0 || inline === 1 || inline === 3;
+    if (!rec.hasCode) reason = rec.discarded ? 'discarded section' : wasInlined ? 'fully inlined' : 'no code';
+    return {
+      name: name ? prefix + name : (linkageName ?? ''),
+      linkageName, file, line, entryPc: entry, ranges, external, inline, params, inlinedInstances,
+      probeable: rec.hasCode, reason, dieOffset: d.offset, unitOffset: u.offset,
+    };
+  };
+  // Concrete functions first; each claims the inlined instances of its abstract root once.
+  for (const rec of pass.recs.values()) {
+    if (!rec.hasCode) continue;
+    const root = abstractRoot(rec.die.offset);
+    const inl = claimed.has(root) ? [] : pass.inlined.get(root) ?? [];
+    claimed.add(root);
+    out.push(build(rec, inl));
+  }
+  // Then functions without code: abstract instances never emitted out of line, and discarded/empty ones.
+  for (const rec of pass.recs.values()) {
+    if (rec.hasCode || claimed.has(rec.die.offset)) continue;
+    const d = rec.die, u = d.unit;
+    const isDecl = u.flag(d, AT.declaration);
+    if (isDecl && !pass.inlined.has(d.offset)) continue;
+    // An origin-linked DIE without code is a stray piece of an abstract instance already listed elsewhere.
+    if (originOf(d) !== undefined && !rec.discarded) continue;
+    claimed.add(d.offset);
+    out.push(build(rec, pass.inlined.get(d.offset) ?? []));
+  }
+  return out;
+}

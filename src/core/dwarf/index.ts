@@ -1,0 +1,152 @@
+// ProbeLens DWARF reader (DWARF 2–5, 32- and 64-bit), modelled on gimli/pyelftools: a bounds-checked Reader,
+// abbreviation tables cached by offset, units with their bases resolved once, lazily decoded sections.
+//
+// Public surface (wrapped by BinaryIndex):
+//   const dw = openDwarf(src: SectionSource, arch: 'x86_64' | 'aarch64')
+//   dw.functions(): FunctionInfo[]        the cheap full pass: names (qualified), decl file/line, entry pc,
+//                                         ranges, params (name + type offset), inlined instances, verdict
+//   dw.typeName(offset) / dw.typeOf(offset): C-like type string / structural TypeDesc (members, bounds…)
+//   dw.lineTables(): LineTable[]          every unit's line table (file:line ⇄ address, afterPrologue)
+//   dw.lineTableFor(pc) / dw.addressesForLine(file, line) / dw.lineAt(pc)
+//   dw.variablesAt(scopeDieOffset, pc): VariableInfo[]  params + locals in scope at pc, location reduced there
+//   dw.frameBase(fn): LocDesc             the function's DW_AT_frame_base (usually {kind:'cfa'})
+//   dw.locationOf(varDieOffset, pc): LocDesc
+//
+// Representation: addresses, offsets and constants are JS numbers (see reader.ts for why that is exact for
+// every user-space address); -1/-2 tombstones are recognised and dropped. Errors are DwarfFormatError.
+import type { SectionSource } from '../binary/sections';
+import { AT } from './constants';
+import { describeLocation, type Arch, type LocDesc } from './expr';
+import { assemble, FunctionPass, type FunctionInfo, type Resolver } from './functions';
+import { parseLineTable, type LineTable } from './line';
+import { locationAtPc, locationOf } from './lists';
+import { DwarfFormatError } from './reader';
+import { Types, type TypeDesc } from './types';
+import { parseUnits, Sections, isTypeUnit, type Die, type Unit } from './unit';
+import { variablesAt, type VariableInfo } from './vars';
+
+export { DwarfFormatError, isTombstone } from './reader';
+export { registerName } from './expr';
+export type { Arch, LocDesc } from './expr';
+export type { FunctionInfo, ParamInfo, InlinedInstance } from './functions';
+export type { LineTable } from './line';
+export type { TypeDesc, Member } from './types';
+export type { VariableInfo } from './vars';
+
+export class Dwarf implements Resolver {
+  private readonly dw: Sections;
+  private unitList: Unit[] | undefined;
+  private fns: FunctionInfo[] | undefined;
+  private readonly lines = new Map<number, LineTable | null>();
+  readonly types: Types;
+
+  constructor(src: SectionSource, readonly arch: Arch) {
+    this.dw = new Sections(src);
+    this.types = new Types(this);
+  }
+
+  /** True when the object has any DWARF debug info. */
+  get present(): boolean {
+    return this.dw.get('.debug_info') !== undefined;
+  }
+
+  units(): Unit[] {
+    return (this.unitList ??= this.present ? parseUnits(this.dw) : []);
+  }
+
+  /** The .debug_info unit containing a DIE offset. */
+  unitOf(offset: number): Unit {
+    const us = this.units();
+    let lo = 0, hi = us.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const u = us[mid];
+      if (u.section !== '.debug_info' || offset < u.offset) hi = mid - 1;
+      else if (offset >= u.end) lo = mid + 1;
+      else return u;
+    }
+    throw new DwarfFormatError('.debug_info', offset, 'reference outside every unit');
+  }
+
+  dieAt(offset: number): Die {
+    return this.unitOf(offset).dieAt(offset);
+  }
+
+  functions(): FunctionInfo[] {
+    if (this.fns) return this.fns;
+    const pass = new FunctionPass();
+    for (const u of this.units()) if (!isTypeUnit(u)) pass.walk(u);
+    return (this.fns = assemble(pass, this));
+  }
+
+  /** The line table of a unit (undefined when it has none). */
+  lineTable(u: Unit): LineTable | undefined {
+    if (u.stmtList < 0) return undefined;
+    let t = this.lines.get(u.offset);
+    if (t === undefined) {
+      t = parseLineTable(u, u.stmtList);
+      this.lines.set(u.offset, t);
+    }
+    return t ?? undefined;
+  }
+
+  lineTables(): LineTable[] {
+    const out: LineTable[] = [];
+    const seen = new Set<number>();
+    for (const u of this.units()) {
+      if (isTypeUnit(u) || u.stmtList < 0 || seen.has(u.stmtList)) continue;
+      seen.add(u.stmtList);
+      const t = this.lineTable(u);
+      if (t) out.push(t);
+    }
+    return out;
+  }
+
+  fileName(u: Unit, index: number): string {
+    return this.lineTable(u)?.files[index] ?? '';
+  }
+
+  lineTableFor(pc: number): LineTable | undefined {
+    for (const t of this.lineTables()) if (t.rowAt(pc) >= 0) return t;
+    return undefined;
+  }
+
+  lineAt(pc: number): { file: string; line: number; column: number } | undefined {
+    return this.lineTableFor(pc)?.lineAt(pc);
+  }
+
+  /** is_stmt addresses for a normalised absolute source path and line, across all units. */
+  addressesForLine(file: string, line: number): number[] {
+    const s = new Set<number>();
+    for (const t of this.lineTables()) for (const a of t.addressesForLine(file, line)) s.add(a);
+    return [...s].sort((a, b) => a - b);
+  }
+
+  typeName(offset: number | undefined): string {
+    return this.types.name(offset);
+  }
+
+  typeOf(offset: number | undefined): TypeDesc {
+    return this.types.describe(offset);
+  }
+
+  /** Variables visible at `pc` in a subprogram or inlined_subroutine DIE (FunctionInfo.dieOffset). */
+  variablesAt(scopeDieOffset: number, pc: number): VariableInfo[] {
+    return variablesAt(this, this.types, this.arch, this.dieAt(scopeDieOffset), pc);
+  }
+
+  /** Location of one variable/parameter DIE at `pc`. */
+  locationOf(varDieOffset: number, pc: number): LocDesc {
+    const d = this.dieAt(varDieOffset);
+    return describeLocation(d.unit, locationAtPc(locationOf(d.unit, d), pc), this.arch);
+  }
+
+  frameBase(fn: FunctionInfo): LocDesc {
+    const d = this.dieAt(fn.dieOffset);
+    return describeLocation(d.unit, locationAtPc(locationOf(d.unit, d, AT.frame_base), fn.entryPc ?? 0), this.arch);
+  }
+}
+
+export function openDwarf(src: SectionSource, arch: Arch): Dwarf {
+  return new Dwarf(src, arch);
+}

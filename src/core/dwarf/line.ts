@@ -1,0 +1,287 @@
+// The line-number program (.debug_line) for DWARF 2–5: header (v5 entry formats included), the state machine
+// (op_index for VLIW, special/standard/extended opcodes, define_file in 2–4) and the queries a probe needs.
+// Rows are kept column-wise in plain number arrays (V8 stores them unboxed) rather than one object per row.
+import { posix } from 'node:path';
+import { FORM, LNCT, LNE, LNS } from './constants';
+import { Reader, isTombstone, stringAt } from './reader';
+import type { Unit } from './unit';
+
+export const ROW_STMT = 1, ROW_PROLOGUE_END = 2, ROW_EPILOGUE_BEGIN = 4, ROW_END_SEQUENCE = 8;
+
+export interface LineRows {
+  readonly address: number[];
+  /** Index into LineTable.files. */
+  readonly file: number[];
+  readonly line: number[];
+  readonly column: number[];
+  /** ROW_* bits. */
+  readonly flags: number[];
+  readonly discriminator: number[];
+}
+
+export class LineTable {
+  constructor(
+    readonly offset: number,
+    readonly version: number,
+    /** Normalised absolute paths by the file numbers the program uses (holes are ''). */
+    readonly files: string[],
+    readonly rows: LineRows,
+    /** Row ranges [start, end) of each kept sequence, sorted by start address; end is the end_sequence row. */
+    readonly sequences: Array<[number, number]>,
+  ) {}
+
+  /** Addresses of the is_stmt rows for a file (normalised absolute path) and line, ascending, de-duplicated. */
+  addressesForLine(file: string, line: number): number[] {
+    const fileIds = new Set<number>();
+    this.files.forEach((f, i) => f === file && fileIds.add(i));
+    if (fileIds.size === 0) return [];
+    const out = new Set<number>();
+    const { address, file: fi, line: li, flags } = this.rows;
+    for (const [s, e] of this.sequences) {
+      for (let i = s; i < e; i++) {
+        if (li[i] === line && flags[i] & ROW_STMT && fileIds.has(fi[i])) out.add(address[i]);
+      }
+    }
+    return [...out].sort((a, b) => a - b);
+  }
+
+  /** The row describing `pc` (last row at or before it within its sequence), or -1. */
+  rowAt(pc: number): number {
+    const { address } = this.rows;
+    for (const [s, e] of this.sequences) {
+      if (pc < address[s] || pc >= address[e]) continue;
+      let lo = s, hi = e - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (address[mid] <= pc) lo = mid;
+        else hi = mid - 1;
+      }
+      return lo;
+    }
+    return -1;
+  }
+
+  /** file:line of `pc`, or undefined when no sequence covers it. */
+  lineAt(pc: number): { file: string; line: number; column: number } | undefined {
+    const i = this.rowAt(pc);
+    if (i < 0) return undefined;
+    return { file: this.files[this.rows.file[i]] ?? '', line: this.rows.line[i], column: this.rows.column[i] };
+  }
+
+  /**
+   * The address after the prologue of the function starting at `lo` (ending at `hi`): the first prologue_end
+   * row when the compiler marked one, else, as gdb does, the next is_stmt row after the entry.
+   */
+  afterPrologue(lo: number, hi: number): number {
+    const { address, flags, line } = this.rows;
+    let next = -1;
+    for (const [s, e] of this.sequences) {
+      if (address[e] <= lo || address[s] >= hi) continue;
+      for (let i = s; i < e; i++) {
+        const a = address[i];
+        if (a < lo || a >= hi) continue;
+        if (flags[i] & ROW_PROLOGUE_END) return a;
+        if (next < 0 && a > lo && flags[i] & ROW_STMT && line[i] !== 0) next = a;
+      }
+    }
+    return next >= 0 ? next : lo;
+  }
+
+  /** Every (file, line) with its is_stmt addresses; the data behind `probelens lines`. */
+  *stmtRows(): Iterable<{ file: string; line: number; address: number }> {
+    const { address, file, line, flags } = this.rows;
+    for (const [s, e] of this.sequences) {
+      for (let i = s; i < e; i++) if (flags[i] & ROW_STMT) yield { file: this.files[file[i]] ?? '', line: line[i], address: address[i] };
+    }
+  }
+}
+
+function join(dir: string, name: string): string {
+  return posix.normalize(posix.isAbsolute(name) ? name : posix.join(dir, name));
+}
+
+interface EntryFormat {
+  content: number;
+  form: number;
+}
+
+function readEntryValue(r: Reader, form: number, u: Unit, is64: boolean): number | string | undefined {
+  switch (form) {
+    case FORM.string: return r.cstr();
+    case FORM.line_strp: return stringAt(u.dw.get('.debug_line_str'), '.debug_line_str', r.offset(is64));
+    case FORM.strp: return stringAt(u.dw.get('.debug_str'), '.debug_str', r.offset(is64));
+    case FORM.strx: case FORM.GNU_str_index: return u.strx(r.uleb());
+    case FORM.strx1: return u.strx(r.u8());
+    case FORM.strx2: return u.strx(r.u16());
+    case FORM.strx3: return u.strx(r.u24());
+    case FORM.strx4: return u.strx(r.u32());
+    case FORM.udata: return r.uleb();
+    case FORM.data1: return r.u8();
+    case FORM.data2: return r.u16();
+    case FORM.data4: return r.u32();
+    case FORM.data8: return r.u64();
+    case FORM.data16: r.skip(16); return undefined;
+    case FORM.block: r.skip(r.uleb()); return undefined;
+    default: return r.fail(`unsupported form 0x${form.toString(16)} in a line table entry`);
+  }
+}
+
+function readEntries(r: Reader, u: Unit, is64: boolean): Array<{ path: string; dir: number }> {
+  const nfmt = r.u8();
+  const fmts: EntryFormat[] = [];
+  for (let i = 0; i < nfmt; i++) fmts.push({ content: r.uleb(), form: r.uleb() });
+  const count = r.uleb();
+  if (count > r.left) r.fail('line table entry count exceeds the section');
+  const out: Array<{ path: string; dir: number }> = [];
+  for (let i = 0; i < count; i++) {
+    let path = '', dir = 0;
+    for (const f of fmts) {
+      const v = readEntryValue(r, f.form, u, is64);
+      if (f.content === LNCT.path && typeof v === 'string') path = v;
+      else if (f.content === LNCT.directory_index && typeof v === 'number') dir = v;
+    }
+    out.push({ path, dir });
+  }
+  return out;
+}
+
+/** Decodes the line program at `offset` of .debug_line for unit `u` (which supplies comp_dir and string bases). */
+export function parseLineTable(u: Unit, offset: number): LineTable {
+  const r = u.dw.reader('.debug_line', offset);
+  const { length, is64 } = r.initialLength();
+  const end = r.pos + length;
+  if (end > r.end) r.fail('line table runs past the section', offset);
+  r.end = end;
+  const version = r.u16();
+  if (version < 2 || version > 5) r.fail(`unsupported line table version ${version}`, offset);
+  let addrSize = u.enc.addrSize;
+  if (version >= 5) {
+    addrSize = r.u8();
+    r.u8(); // segment selector size
+  }
+  const headerLength = r.offset(is64);
+  const progStart = r.pos + headerLength;
+  if (progStart > end) r.fail('line table header runs past the table', offset);
+  const minInst = r.u8();
+  const maxOps = version >= 4 ? r.u8() || 1 : 1;
+  const defaultStmt = r.u8() !== 0;
+  const lineBase = r.s8();
+  const lineRange = r.u8();
+  const opcodeBase = r.u8();
+  if (lineRange === 0) r.fail('line_range of 0', offset);
+  const stdLens: number[] = [0];
+  for (let i = 1; i < opcodeBase; i++) stdLens.push(r.u8());
+
+  const compDir = u.compDir || '/';
+  const files: string[] = [];
+  const dirs: string[] = [compDir];
+  if (version >= 5) {
+    const dirs = readEntries(r, u, is64).map((d) => d.path);
+    const base = join(compDir, dirs[0] ?? '');
+    const dirPaths = dirs.map((d, i) => (i === 0 ? base : join(base, d)));
+    for (const f of readEntries(r, u, is64)) files.push(join(dirPaths[f.dir] ?? base, f.path));
+  } else {
+    for (;;) {
+      const d = r.cstr();
+      if (d === '') break;
+      dirs.push(join(compDir, d));
+    }
+    files.push(''); // DWARF 2–4 file numbers start at 1
+    for (;;) {
+      const name = r.cstr();
+      if (name === '') break;
+      const dir = r.uleb();
+      r.uleb();
+      r.uleb();
+      files.push(join(dirs[dir] ?? compDir, name));
+    }
+  }
+
+  r.seek(progStart);
+  const rows: LineRows = { address: [], file: [], line: [], column: [], flags: [], discriminator: [] };
+  const sequences: Array<[number, number]> = [];
+  let address = 0, opIndex = 0, file = 1, line = 1, column = 0, isStmt = defaultStmt;
+  let prologueEnd = false, epilogueBegin = false, discriminator = 0;
+  let seqStart = 0;
+  // 32-bit targets tombstone with 0xffffffff/0xfffffffe; 0 marks a discarded function in executables where
+  // the linker resolved the relocation to nothing (no real code starts at 0 in an ELF executable).
+  const dead = (a: number) => a === 0 || isTombstone(a) || (addrSize === 4 && a >= 0xfffffff0);
+  const reset = () => {
+    address = 0; opIndex = 0; file = 1; line = 1; column = 0; isStmt = defaultStmt;
+    prologueEnd = false; epilogueBegin = false; discriminator = 0;
+  };
+  const emit = (endSeq: boolean) => {
+    rows.address.push(address);
+    rows.file.push(file);
+    rows.line.push(line);
+    rows.column.push(column);
+    rows.flags.push((isStmt ? ROW_STMT : 0) | (prologueEnd ? ROW_PROLOGUE_END : 0) |
+      (epilogueBegin ? ROW_EPILOGUE_BEGIN : 0) | (endSeq ? ROW_END_SEQUENCE : 0));
+    rows.discriminator.push(discriminator);
+    discriminator = 0; prologueEnd = false; epilogueBegin = false;
+  };
+  const advance = (opAdvance: number) => {
+    if (maxOps === 1) address += minInst * opAdvance;
+    else {
+      address += minInst * Math.floor((opIndex + opAdvance) / maxOps);
+      opIndex = (opIndex + opAdvance) % maxOps;
+    }
+  };
+  const endSequence = () => {
+    const endRow = rows.address.length - 1;
+    if (endRow > seqStart && !dead(rows.address[seqStart])) sequences.push([seqStart, endRow]);
+    seqStart = rows.address.length;
+  };
+
+  while (r.pos < end) {
+    const op = r.u8();
+    if (op >= opcodeBase) {
+      const adj = op - opcodeBase;
+      advance(Math.floor(adj / lineRange));
+      line += lineBase + (adj % lineRange);
+      emit(false);
+    } else if (op === 0) {
+      const len = r.uleb();
+      const next = r.pos + len;
+      if (len === 0 || next > end) r.fail('bad extended opcode length');
+      const sub = r.u8();
+      switch (sub) {
+        case LNE.end_sequence:
+          emit(true);
+          endSequence();
+          reset();
+          break;
+        case LNE.set_address: address = r.uN(len - 1); opIndex = 0; break;
+        case LNE.define_file: {
+          const name = r.cstr();
+          const dir = r.uleb();
+          files.push(join(dirs[dir] ?? compDir, name));
+          break;
+        }
+        case LNE.set_discriminator: discriminator = r.uleb(); break;
+        default: break; // vendor extensions: skipped by length
+      }
+      r.seek(next);
+    } else {
+      switch (op) {
+        case LNS.copy: emit(false); break;
+        case LNS.advance_pc: advance(r.uleb()); break;
+        case LNS.advance_line: line += r.sleb(); break;
+        case LNS.set_file: file = r.uleb(); break;
+        case LNS.set_column: column = r.uleb(); break;
+        case LNS.negate_stmt: isStmt = !isStmt; break;
+        case LNS.set_basic_block: break;
+        case LNS.const_add_pc: advance(Math.floor((255 - opcodeBase) / lineRange)); break;
+        case LNS.fixed_advance_pc: address += r.u16(); opIndex = 0; break;
+        case LNS.set_prologue_end: prologueEnd = true; break;
+        case LNS.set_epilogue_begin: epilogueBegin = true; break;
+        case LNS.set_isa: r.uleb(); break;
+        default:
+          // Unknown standard opcode: skip its ULEB operands as the header declares.
+          for (let i = 0; i < stdLens[op]; i++) r.uleb();
+      }
+    }
+  }
+  sequences.sort((a, b) => rows.address[a[0]] - rows.address[b[0]]);
+  return new LineTable(offset, version, files, rows, sequences);
+}

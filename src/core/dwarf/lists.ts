@@ -1,0 +1,189 @@
+// Range lists (.debug_ranges for DWARF 2–4, .debug_rnglists for 5) and location lists (.debug_loc for 2–4,
+// .debug_loclists for 5), all entry kinds. Ranges come back as a flat [lo0, hi0, lo1, hi1, …] array so a
+// function's ranges cost one allocation.
+import { AT, FORM, LLE, RLE } from './constants';
+import { isTombstone, type Reader } from './reader';
+import { isAddrx, type Block, type Die, type Unit } from './unit';
+
+const TWO32 = 2 ** 32;
+
+// Reads an address and reports whether all its bits are set (a base-address selection entry in the DWARF 2–4
+// lists); the check must be exact because the -2 tombstone rounds to the same double as -1.
+function addrAllOnes(r: Reader, size: number): [number, boolean] {
+  if (size === 8) {
+    const a = r.u32(), b = r.u32();
+    const v = r.le ? b * TWO32 + a : a * TWO32 + b;
+    return [v, a === 0xffffffff && b === 0xffffffff];
+  }
+  const v = r.uN(size);
+  return [v, v === 2 ** (8 * size) - 1];
+}
+
+function push(out: number[], lo: number, hi: number): void {
+  if (hi > lo && !isTombstone(lo)) out.push(lo, hi);
+}
+
+/** The code ranges of a DIE: low_pc/high_pc (high_pc as an offset in DWARF 4+) or DW_AT_ranges. */
+export function rangesOf(u: Unit, d: Die): number[] {
+  const out: number[] = [];
+  const lo = u.addr(d, AT.low_pc);
+  const hi = d.index(AT.high_pc);
+  if (lo !== undefined && hi >= 0) {
+    const f = d.forms[hi];
+    const end = f === FORM.addr || isAddrx(f) ? u.addr(d, AT.high_pc)! : lo + d.vals[hi];
+    push(out, lo, end);
+    return out;
+  }
+  const ri = d.index(AT.ranges);
+  if (ri < 0) return out;
+  const f = d.forms[ri];
+  let v = d.vals[ri];
+  if (u.version >= 5 || f === FORM.rnglistx) {
+    if (f === FORM.rnglistx) v = listIndex(u, '.debug_rnglists', u.rnglistsBase, v);
+    else if (u.unitType === 5 /* split_compile */) v += u.rnglistsBase;
+    readRnglist(u, v, out);
+  } else {
+    readRanges(u, v, out);
+  }
+  return out;
+}
+
+/** Resolves a rnglistx/loclistx index through the offsets table that starts at the unit's base. */
+function listIndex(u: Unit, section: string, base: number, index: number): number {
+  const sz = u.enc.is64 ? 8 : 4;
+  const r = u.dw.reader(section, 0);
+  r.seek(Math.min(base + index * sz, r.end));
+  return base + r.uN(sz);
+}
+
+function readRanges(u: Unit, offset: number, out: number[]): void {
+  const r = u.dw.reader('.debug_ranges', 0);
+  r.seek(offset);
+  const sz = u.enc.addrSize;
+  let base = u.lowPc;
+  for (let n = 0; ; n++) {
+    if (n > 1e6) r.fail('range list too long');
+    const [a, allOnes] = addrAllOnes(r, sz);
+    const b = r.uN(sz);
+    if (a === 0 && b === 0) return;
+    if (allOnes) base = b;
+    else push(out, base + a, base + b);
+  }
+}
+
+function readRnglist(u: Unit, offset: number, out: number[]): void {
+  const r = u.dw.reader('.debug_rnglists', 0);
+  r.seek(offset);
+  const sz = u.enc.addrSize;
+  let base = u.lowPc;
+  for (let n = 0; ; n++) {
+    if (n > 1e6) r.fail('range list too long');
+    const kind = r.u8();
+    switch (kind) {
+      case RLE.end_of_list: return;
+      case RLE.base_addressx: base = u.addrx(r.uleb()); break;
+      case RLE.startx_endx: { const a = u.addrx(r.uleb()); push(out, a, u.addrx(r.uleb())); break; }
+      case RLE.startx_length: { const a = u.addrx(r.uleb()); push(out, a, a + r.uleb()); break; }
+      case RLE.offset_pair: { const a = r.uleb(); push(out, base + a, base + r.uleb()); break; }
+      case RLE.base_address: base = r.uN(sz); break;
+      case RLE.start_end: { const a = r.uN(sz); push(out, a, r.uN(sz)); break; }
+      case RLE.start_length: { const a = r.uN(sz); push(out, a, a + r.uleb()); break; }
+      default: r.fail(`unknown range list entry kind ${kind}`, r.pos - 1);
+    }
+  }
+}
+
+/** One entry of a location list: the expression valid in [lo, hi) (default entries use lo=0, hi=Infinity). */
+export interface LocEntry {
+  readonly lo: number;
+  readonly hi: number;
+  readonly expr: Block;
+}
+
+/**
+ * The location of a variable: a single expression (valid everywhere in its scope), a location list, or
+ * none (no DW_AT_location: optimised out).
+ */
+export type Location =
+  | { kind: 'expr'; expr: Block }
+  | { kind: 'list'; entries: LocEntry[] }
+  | { kind: 'none' };
+
+export function locationOf(u: Unit, d: Die, at: number = AT.location): Location {
+  const i = d.index(at);
+  if (i < 0) return { kind: 'none' };
+  const f = d.forms[i];
+  const blk = u.block(d, at);
+  if (blk) return { kind: 'expr', expr: blk };
+  let off = d.vals[i];
+  if (f === FORM.loclistx) off = listIndex(u, '.debug_loclists', u.loclistsBase, off);
+  else if (f !== FORM.sec_offset && f !== FORM.data4 && f !== FORM.data8) return { kind: 'none' };
+  return { kind: 'list', entries: u.version >= 5 ? readLoclist(u, off) : readLoc(u, off) };
+}
+
+function exprAt(r: Reader, len: number): Block {
+  const start = r.pos;
+  r.skip(len);
+  return { buf: r.buf, start, len };
+}
+
+function readLoc(u: Unit, offset: number): LocEntry[] {
+  const r = u.dw.reader('.debug_loc', 0);
+  r.seek(offset);
+  const sz = u.enc.addrSize;
+  let base = u.lowPc;
+  const out: LocEntry[] = [];
+  for (let n = 0; ; n++) {
+    if (n > 1e6) r.fail('location list too long');
+    const [a, allOnes] = addrAllOnes(r, sz);
+    const b = r.uN(sz);
+    if (a === 0 && b === 0) return out;
+    if (allOnes) {
+      base = b;
+      continue;
+    }
+    const e = exprAt(r, r.u16());
+    if (!isTombstone(base + a) && b > a) out.push({ lo: base + a, hi: base + b, expr: e });
+  }
+}
+
+function readLoclist(u: Unit, offset: number): LocEntry[] {
+  const r = u.dw.reader('.debug_loclists', 0);
+  r.seek(offset);
+  const sz = u.enc.addrSize;
+  let base = u.lowPc;
+  const out: LocEntry[] = [];
+  const add = (lo: number, hi: number) => {
+    const e = exprAt(r, r.uleb());
+    if (!isTombstone(lo) && hi > lo) out.push({ lo, hi, expr: e });
+  };
+  for (let n = 0; ; n++) {
+    if (n > 1e6) r.fail('location list too long');
+    const kind = r.u8();
+    switch (kind) {
+      case LLE.end_of_list: return out;
+      case LLE.base_addressx: base = u.addrx(r.uleb()); break;
+      case LLE.startx_endx: { const a = u.addrx(r.uleb()); add(a, u.addrx(r.uleb())); break; }
+      case LLE.startx_length: { const a = u.addrx(r.uleb()); add(a, a + r.uleb()); break; }
+      case LLE.offset_pair: { const a = r.uleb(); const b = r.uleb(); add(base + a, base + b); break; }
+      case LLE.default_location: out.push({ lo: 0, hi: Infinity, expr: exprAt(r, r.uleb()) }); break;
+      case LLE.base_address: base = r.uN(sz); break;
+      case LLE.start_end: { const a = r.uN(sz); add(a, r.uN(sz)); break; }
+      case LLE.start_length: { const a = r.uN(sz); add(a, a + r.uleb()); break; }
+      case LLE.GNU_view_pair: r.uleb(); r.uleb(); break;
+      default: r.fail(`unknown location list entry kind ${kind}`, r.pos - 1);
+    }
+  }
+}
+
+/** The expression valid at `pc`, or undefined when the variable has no location there (optimised out). */
+export function locationAtPc(loc: Location, pc: number): Block | undefined {
+  if (loc.kind === 'expr') return loc.expr;
+  if (loc.kind === 'none') return undefined;
+  let dflt: Block | undefined;
+  for (const e of loc.entries) {
+    if (e.hi === Infinity) dflt = e.expr;
+    else if (pc >= e.lo && pc < e.hi) return e.expr;
+  }
+  return dflt;
+}

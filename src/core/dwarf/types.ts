@@ -1,0 +1,281 @@
+// Types: a C-like renderer ("struct account *", "const char *", "int64_t", typedef names kept) and a
+// structural description (size, signedness, members with byte/bit offsets, array bounds, enumerators) used
+// to fetch `p->field`. Both are computed on demand per type DIE and cached by DIE offset.
+import { AT, ATE, FORM, LANG_C, OP, TAG } from './constants';
+import { Reader } from './reader';
+import { isConstantForm, num, skipAttrs, type Die, type Unit } from './unit';
+
+export type TypeKind =
+  | 'void' | 'base' | 'pointer' | 'reference' | 'typedef' | 'const' | 'volatile' | 'restrict' | 'atomic'
+  | 'struct' | 'union' | 'class' | 'enum' | 'array' | 'function' | 'unspecified' | 'ptr_to_member' | 'other';
+
+export interface Member {
+  readonly name: string;
+  readonly typeOffset: number | undefined;
+  readonly type: string;
+  /** Byte offset from the start of the aggregate (undefined for members located by an expression we can't fold). */
+  readonly offset: number | undefined;
+  /** Bitfields: size in bits and offset in bits from the start of the aggregate. */
+  readonly bitSize?: number;
+  readonly bitOffset?: number;
+}
+
+export interface TypeDesc {
+  readonly offset: number | undefined;
+  readonly kind: TypeKind;
+  /** The C-like rendering. */
+  readonly name: string;
+  readonly byteSize: number | undefined;
+  /** For base types and enums: integer signedness; floats, bools and chars are flagged too. */
+  readonly signed?: boolean;
+  readonly float?: boolean;
+  readonly bool?: boolean;
+  readonly char?: boolean;
+  /** Pointee / aliased / element type. */
+  readonly targetOffset?: number;
+  readonly members?: Member[];
+  /** Arrays: element counts per dimension (undefined for flexible/unknown). */
+  readonly dims?: Array<number | undefined>;
+  readonly enumerators?: Array<{ name: string; value: number }>;
+}
+
+export interface TypeResolver {
+  unitOf(offset: number): Unit;
+  dieAt(offset: number): Die;
+}
+
+const KIND: Record<number, TypeKind> = {
+  [TAG.base_type]: 'base', [TAG.pointer_type]: 'pointer', [TAG.reference_type]: 'reference',
+  [TAG.rvalue_reference_type]: 'reference', [TAG.typedef]: 'typedef', [TAG.const_type]: 'const',
+  [TAG.volatile_type]: 'volatile', [TAG.restrict_type]: 'restrict', [TAG.atomic_type]: 'atomic',
+  [TAG.structure_type]: 'struct', [TAG.union_type]: 'union', [TAG.class_type]: 'class',
+  [TAG.enumeration_type]: 'enum', [TAG.array_type]: 'array', [TAG.subroutine_type]: 'function',
+  [TAG.unspecified_type]: 'unspecified', [TAG.ptr_to_member_type]: 'ptr_to_member', [TAG.interface_type]: 'struct',
+};
+
+export class Types {
+  private readonly names = new Map<number, string>();
+
+  constructor(private readonly res: TypeResolver) {}
+
+  /** C-like rendering of the type at `offset` (undefined offset = void). */
+  name(offset: number | undefined): string {
+    if (offset === undefined) return 'void';
+    const hit = this.names.get(offset);
+    if (hit !== undefined) return hit;
+    const s = this.render(offset, '', 0);
+    this.names.set(offset, s);
+    return s;
+  }
+
+  private target(d: Die): number | undefined {
+    return d.unit.ref(d, AT.type);
+  }
+
+  // Renders with a declarator suffix so pointers to arrays and functions come out as C writes them.
+  private render(offset: number | undefined, decl: string, depth: number): string {
+    if (depth > 64) return '?';
+    if (offset === undefined) return join('void', decl);
+    const d = this.res.dieAt(offset);
+    const u = d.unit;
+    const nm = u.str(d, AT.name);
+    switch (d.tag) {
+      case TAG.base_type: case TAG.typedef: case TAG.unspecified_type:
+        return join(nm ?? (d.tag === TAG.unspecified_type ? 'void' : '?'), decl);
+      // Only C spells the tag keyword; C++, Rust and Go name aggregates by their type name alone.
+      case TAG.structure_type: case TAG.interface_type: return join(nm ?? 'struct {...}', decl, nm && isC(u) ? 'struct ' : '');
+      case TAG.class_type: return join(nm ?? 'class {...}', decl);
+      case TAG.union_type: return join(nm ?? 'union {...}', decl, nm && isC(u) ? 'union ' : '');
+      case TAG.enumeration_type: return join(nm ?? 'enum {...}', decl, nm && isC(u) ? 'enum ' : '');
+      case TAG.pointer_type: case TAG.reference_type: case TAG.rvalue_reference_type: case TAG.ptr_to_member_type: {
+        const sym = d.tag === TAG.pointer_type ? '*' : d.tag === TAG.reference_type ? '&' : d.tag === TAG.rvalue_reference_type ? '&&' : '::*';
+        return this.render(this.target(d), sym + (/^[A-Za-z_]/.test(decl) ? ' ' + decl : decl), depth + 1);
+      }
+      case TAG.const_type: case TAG.volatile_type: case TAG.restrict_type: case TAG.atomic_type: {
+        const q = d.tag === TAG.const_type ? 'const' : d.tag === TAG.volatile_type ? 'volatile' : d.tag === TAG.restrict_type ? 'restrict' : '_Atomic';
+        // Qualifying a pointer puts the qualifier after the star ("char *const"); otherwise before the type.
+        const t = this.target(d);
+        const tt = t === undefined ? -1 : this.res.dieAt(t).tag;
+        if (tt === TAG.pointer_type || tt === TAG.reference_type || tt === TAG.rvalue_reference_type) {
+          return this.render(t, q + (decl ? ' ' + decl : ''), depth + 1);
+        }
+        return `${q} ${this.render(t, decl, depth + 1)}`;
+      }
+      case TAG.array_type: {
+        const dims = this.dims(d).map((n) => `[${n ?? ''}]`).join('');
+        const inner = decl.startsWith('*') ? `(${decl})${dims}` : decl + dims;
+        return this.render(this.target(d), inner, depth + 1);
+      }
+      case TAG.subroutine_type: {
+        const args = this.params(d, depth);
+        const inner = decl ? `(${decl})(${args})` : `(${args})`;
+        return this.render(this.target(d), inner, depth + 1);
+      }
+      default:
+        return join(nm ?? '?', decl);
+    }
+  }
+
+  private params(d: Die, depth: number): string {
+    const out: string[] = [];
+    this.children(d, (c) => {
+      if (c.tag === TAG.formal_parameter) out.push(this.render(this.target(c), '', depth + 1));
+      else if (c.tag === TAG.unspecified_parameters) out.push('...');
+    });
+    return out.join(', ') || (d.unit.language && isCxx(d.unit) ? '' : 'void');
+  }
+
+  /** Calls `f` for each direct child DIE of `d`. */
+  children(d: Die, f: (c: Die) => void): void {
+    if (!d.abbrev.hasChildren) return;
+    const u = d.unit;
+    const r = u.reader(d.end);
+    for (let n = 0; n < 1e6; n++) {
+      const at = r.pos;
+      const code = r.uleb();
+      if (code === 0) return;
+      r.seek(at);
+      const c = this.res.dieAt(at);
+      f(c);
+      r.seek(c.end);
+      if (c.abbrev.hasChildren) skipSubtree(u, r);
+    }
+  }
+
+  private dims(d: Die): Array<number | undefined> {
+    const out: Array<number | undefined> = [];
+    this.children(d, (c) => {
+      if (c.tag !== TAG.subrange_type && c.tag !== TAG.enumeration_type) return;
+      const count = constVal(c, AT.count);
+      const ub = constVal(c, AT.upper_bound);
+      const lb = constVal(c, AT.lower_bound) ?? (isFortranLike(c.unit) ? 1 : 0);
+      out.push(count ?? (ub !== undefined ? ub - lb + 1 : undefined));
+    });
+    return out.length ? out : [undefined];
+  }
+
+  /** The structural description of the type at `offset`. */
+  describe(offset: number | undefined): TypeDesc {
+    if (offset === undefined) return { offset, kind: 'void', name: 'void', byteSize: undefined };
+    const d = this.res.dieAt(offset);
+    const u = d.unit;
+    const kind = KIND[d.tag] ?? 'other';
+    const byteSize = num(d, AT.byte_size);
+    const base: TypeDesc = { offset, kind, name: this.name(offset), byteSize, targetOffset: this.target(d) };
+    switch (d.tag) {
+      case TAG.base_type: {
+        const e = num(d, AT.encoding) ?? 0;
+        return {
+          ...base,
+          signed: e === ATE.signed || e === ATE.signed_char,
+          float: e === ATE.float || e === ATE.complex_float,
+          bool: e === ATE.boolean,
+          char: e === ATE.signed_char || e === ATE.unsigned_char || e === ATE.UTF,
+        };
+      }
+      case TAG.pointer_type: case TAG.reference_type: case TAG.rvalue_reference_type:
+        return { ...base, byteSize: byteSize ?? u.enc.addrSize };
+      case TAG.typedef: case TAG.const_type: case TAG.volatile_type: case TAG.restrict_type: case TAG.atomic_type: {
+        const t = this.describe(base.targetOffset);
+        return { ...t, offset, kind, name: base.name, targetOffset: base.targetOffset };
+      }
+      case TAG.enumeration_type: {
+        const enumerators: Array<{ name: string; value: number }> = [];
+        this.children(d, (c) => {
+          if (c.tag === TAG.enumerator) enumerators.push({ name: u.str(c, AT.name) ?? '', value: constVal(c, AT.const_value) ?? 0 });
+        });
+        const t = base.targetOffset !== undefined ? this.describe(base.targetOffset) : undefined;
+        return { ...base, enumerators, signed: t?.signed ?? enumerators.some((e) => e.value < 0) };
+      }
+      case TAG.array_type: {
+        const dims = this.dims(d);
+        const el = this.describe(base.targetOffset).byteSize;
+        const total = byteSize ?? (el !== undefined && dims.every((x) => x !== undefined) ? dims.reduce<number>((a, x) => a * x!, el) : undefined);
+        return { ...base, dims, byteSize: total };
+      }
+      case TAG.structure_type: case TAG.class_type: case TAG.union_type: case TAG.interface_type:
+        return { ...base, members: this.members(d) };
+      default:
+        return base;
+    }
+  }
+
+  private members(d: Die): Member[] {
+    const u = d.unit;
+    const out: Member[] = [];
+    this.children(d, (c) => {
+      if (c.tag !== TAG.member && !(c.tag === TAG.variable && !u.flag(c, AT.external) && c.has(AT.data_member_location))) return;
+      if (u.flag(c, AT.declaration)) return; // static members
+      const typeOffset = c.unit.ref(c, AT.type);
+      let offset = memberOffset(c);
+      const bitSize = num(c, AT.bit_size);
+      let bitOffset: number | undefined;
+      if (bitSize !== undefined) {
+        const dbo = num(c, AT.data_bit_offset);
+        if (dbo !== undefined) bitOffset = dbo;
+        else {
+          // DWARF 2/3 DW_AT_bit_offset counts from the most significant bit of the storage unit.
+          const bo = num(c, AT.bit_offset) ?? 0;
+          const storage = num(c, AT.byte_size) ?? this.describe(typeOffset).byteSize ?? 0;
+          bitOffset = (offset ?? 0) * 8 + (u.dw.le ? storage * 8 - bo - bitSize : bo);
+        }
+        offset = Math.floor(bitOffset / 8);
+      }
+      out.push({ name: u.str(c, AT.name) ?? '', typeOffset, type: this.name(typeOffset), offset: offset ?? (d.tag === TAG.union_type ? 0 : undefined), bitSize, bitOffset });
+    });
+    return out;
+  }
+}
+
+function join(base: string, decl: string, prefix = ''): string {
+  if (!decl) return prefix + base;
+  return `${prefix}${base} ${decl}`;
+}
+
+function isC(u: Unit): boolean {
+  return LANG_C.has(u.language) || u.language === 0;
+}
+
+function isCxx(u: Unit): boolean {
+  return u.language === 0x04 || u.language === 0x1a || u.language === 0x21 || u.language === 0x2b;
+}
+
+function isFortranLike(u: Unit): boolean {
+  return [0x07, 0x08, 0x0e, 0x22, 0x23, 0x0d, 0x0f, 0x10, 0x11].includes(u.language);
+}
+
+/** A constant attribute, sign-extending data1/2/4 for signed contexts is not attempted (DWARF leaves it open). */
+function constVal(d: Die, at: number): number | undefined {
+  const i = d.index(at);
+  if (i < 0 || !isConstantForm(d.forms[i])) return undefined;
+  return d.vals[i];
+}
+
+function memberOffset(c: Die): number | undefined {
+  const i = c.index(AT.data_member_location);
+  if (i < 0) return undefined;
+  const f = c.forms[i];
+  if (isConstantForm(f)) return c.vals[i];
+  const blk = c.unit.block(c, AT.data_member_location);
+  if (!blk || f === FORM.string) return undefined;
+  // DWARF 2 writes member offsets as DW_OP_plus_uconst N (or constu N; plus).
+  const r = new Reader(blk.buf, c.unit.section, c.unit.dw.le, blk.start, blk.start + blk.len);
+  const op = r.u8();
+  if (op === OP.plus_uconst || op === OP.constu) return r.uleb();
+  return undefined;
+}
+
+function skipSubtree(u: Unit, r: Reader): void {
+  let depth = 1;
+  while (depth > 0) {
+    const code = r.uleb();
+    if (code === 0) {
+      depth--;
+      continue;
+    }
+    const a = u.abbrevs.get(code);
+    if (!a) r.fail(`unknown abbreviation code ${code}`);
+    skipAttrs(u, r, a);
+    if (a.hasChildren) depth++;
+  }
+}

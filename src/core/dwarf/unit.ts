@@ -1,0 +1,414 @@
+// Units and DIEs. A Unit holds its header, abbreviations and the bases its root DIE declares
+// (str_offsets_base, addr_base, rnglists_base, loclists_base, low_pc, comp_dir), resolved once. DIEs are
+// decoded only on request: `skipDie` moves past one without allocating, `readDie` materialises the raw
+// attribute values (numbers: constants, addresses, absolute section offsets, or indexes still to resolve).
+import type { SectionSource } from '../binary/sections';
+import { abbrevTable, type Abbrev, type AbbrevTable, type Encoding } from './abbrev';
+import { AT, FORM, TAG, UT } from './constants';
+import { DwarfFormatError, Reader, decodeString, stringAt } from './reader';
+
+/** The sections of one object file, fetched lazily. */
+export class Sections {
+  private readonly got = new Map<string, Uint8Array | undefined>();
+  readonly le: boolean;
+  readonly addressSize: number;
+  /** Type-unit signature → offset of its type DIE (DW_FORM_ref_sig8 targets), filled by parseUnits. */
+  readonly typeBySignature = new Map<bigint, number>();
+  constructor(private readonly src: SectionSource) {
+    this.le = src.littleEndian;
+    this.addressSize = src.addressSize;
+  }
+  get(name: string): Uint8Array | undefined {
+    if (!this.got.has(name)) this.got.set(name, this.src.section(name));
+    return this.got.get(name);
+  }
+  reader(name: string, at = 0): Reader {
+    const b = this.get(name);
+    if (!b) throw new DwarfFormatError(name, at, 'section is missing');
+    const r = new Reader(b, name, this.le);
+    r.seek(at);
+    return r;
+  }
+}
+
+export class Die {
+  constructor(
+    readonly unit: Unit,
+    /** Section offset of the DIE. */
+    readonly offset: number,
+    readonly abbrev: Abbrev,
+    readonly forms: readonly number[],
+    /** Raw values per attribute (see readDie). */
+    readonly vals: number[],
+    /** For block/exprloc forms: length in bytes (vals holds the data's section offset). */
+    readonly lens: number[] | undefined,
+    /** Section offset just past the attributes (first child, if any). */
+    readonly end: number,
+  ) {}
+  get tag(): number {
+    return this.abbrev.tag;
+  }
+  index(at: number): number {
+    return this.abbrev.attrs.indexOf(at);
+  }
+  has(at: number): boolean {
+    return this.abbrev.attrs.indexOf(at) >= 0;
+  }
+}
+
+export interface Block {
+  readonly buf: Uint8Array;
+  readonly start: number;
+  readonly len: number;
+}
+
+export class Unit {
+  /** Where the first DIE starts. */
+  readonly dieStart: number;
+  readonly abbrevs: AbbrevTable;
+  strOffsetsBase = 0;
+  addrBase = 0;
+  rnglistsBase = 0;
+  loclistsBase = 0;
+  /** Base address for range and location lists (the CU's low_pc). */
+  lowPc = 0;
+  compDir = '';
+  name = '';
+  language = 0;
+  stmtList = -1;
+  producer = '';
+  root!: Die;
+
+  constructor(
+    readonly dw: Sections,
+    readonly section: string,
+    readonly offset: number,
+    readonly end: number,
+    readonly enc: Encoding,
+    readonly unitType: number,
+    abbrevOffset: number,
+    headerEnd: number,
+    readonly typeSignature?: bigint,
+    readonly typeOffset?: number,
+  ) {
+    this.dieStart = headerEnd;
+    const ab = dw.get('.debug_abbrev');
+    if (!ab) throw new DwarfFormatError('.debug_abbrev', 0, 'section is missing');
+    if (abbrevOffset >= ab.length) throw new DwarfFormatError(section, offset, 'abbreviation offset out of range');
+    this.abbrevs = abbrevTable(ab, abbrevOffset, enc, dw.le);
+  }
+
+  get version(): number {
+    return this.enc.version;
+  }
+
+  reader(at: number): Reader {
+    const r = new Reader(this.dw.get(this.section)!, this.section, this.dw.le, 0, this.end);
+    r.seek(at);
+    return r;
+  }
+
+  /** Reads the root DIE and resolves the unit bases, then the names that may depend on them. */
+  init(): void {
+    const r = this.reader(this.dieStart);
+    const root = readDie(this, r);
+    if (!root) throw new DwarfFormatError(this.section, this.dieStart, 'unit has no root DIE');
+    this.root = root;
+    // Bases first: a DW_FORM_strx name may precede DW_AT_str_offsets_base in the same DIE.
+    const hdr = this.enc.is64 ? 16 : 8;
+    this.strOffsetsBase = num(root, AT.str_offsets_base) ?? hdr;
+    this.addrBase = num(root, AT.addr_base) ?? num(root, AT.GNU_addr_base) ?? hdr;
+    this.rnglistsBase = num(root, AT.rnglists_base) ?? num(root, AT.GNU_ranges_base) ?? 0;
+    this.loclistsBase = num(root, AT.loclists_base) ?? 0;
+    if (root.has(AT.low_pc)) this.lowPc = this.addr(root, AT.low_pc) ?? 0;
+    this.compDir = this.str(root, AT.comp_dir) ?? '';
+    this.name = this.str(root, AT.name) ?? '';
+    this.language = num(root, AT.language) ?? 0;
+    this.stmtList = num(root, AT.stmt_list) ?? -1;
+    this.producer = this.str(root, AT.producer) ?? '';
+  }
+
+  /** A DIE of this unit by section offset. */
+  dieAt(offset: number): Die {
+    if (offset < this.dieStart || offset >= this.end) throw new DwarfFormatError(this.section, offset, 'DIE reference outside its unit');
+    const d = readDie(this, this.reader(offset));
+    if (!d) throw new DwarfFormatError(this.section, offset, 'reference to a null DIE');
+    return d;
+  }
+
+  str(d: Die, at: number): string | undefined {
+    const i = d.index(at);
+    if (i < 0) return undefined;
+    const v = d.vals[i];
+    switch (d.forms[i]) {
+      case FORM.string: {
+        const b = this.dw.get(this.section)!;
+        return decodeString(b, v, b.indexOf(0, v));
+      }
+      case FORM.strp: return stringAt(this.dw.get('.debug_str'), '.debug_str', v);
+      case FORM.line_strp: return stringAt(this.dw.get('.debug_line_str'), '.debug_line_str', v);
+      case FORM.strx: case FORM.strx1: case FORM.strx2: case FORM.strx3: case FORM.strx4: case FORM.GNU_str_index:
+        return this.strx(v);
+      default: return undefined; // strp_sup/GNU_strp_alt live in a supplementary file we do not load
+    }
+  }
+
+  strx(index: number): string {
+    const sz = this.enc.is64 ? 8 : 4;
+    const r = this.dw.reader('.debug_str_offsets', 0);
+    r.seek(Math.min(this.strOffsetsBase + index * sz, r.end));
+    return stringAt(this.dw.get('.debug_str'), '.debug_str', r.uN(sz));
+  }
+
+  addrx(index: number): number {
+    const r = this.dw.reader('.debug_addr', 0);
+    r.seek(Math.min(this.addrBase + index * this.enc.addrSize, r.end));
+    return r.uN(this.enc.addrSize);
+  }
+
+  /** An address-class attribute (addr or addrx*). */
+  addr(d: Die, at: number): number | undefined {
+    const i = d.index(at);
+    if (i < 0) return undefined;
+    const f = d.forms[i];
+    if (f === FORM.addr) return d.vals[i];
+    if (isAddrx(f)) return this.addrx(d.vals[i]);
+    return undefined;
+  }
+
+  /** A reference attribute as an absolute .debug_info (or .debug_types) offset. */
+  ref(d: Die, at: number): number | undefined {
+    const i = d.index(at);
+    if (i < 0) return undefined;
+    const f = d.forms[i];
+    if (f === FORM.ref_sig8) {
+      const sig = this.reader(d.vals[i]).u64big();
+      return this.dw.typeBySignature.get(sig);
+    }
+    if (isRef(f)) return d.vals[i];
+    return undefined;
+  }
+
+  flag(d: Die, at: number): boolean {
+    const i = d.index(at);
+    return i >= 0 && (d.forms[i] === FORM.flag_present || d.vals[i] !== 0);
+  }
+
+  block(d: Die, at: number): Block | undefined {
+    const i = d.index(at);
+    if (i < 0 || !d.lens || !isBlock(d.forms[i])) return undefined;
+    return { buf: this.dw.get(this.section)!, start: d.vals[i], len: d.lens[i] };
+  }
+}
+
+/** Numeric (constant, offset or flag) attribute value, or undefined. */
+export function num(d: Die, at: number): number | undefined {
+  const i = d.index(at);
+  if (i < 0) return undefined;
+  const f = d.forms[i];
+  return isBlock(f) || f === FORM.string ? undefined : d.vals[i];
+}
+
+export function isBlock(f: number): boolean {
+  return f === FORM.block || f === FORM.block1 || f === FORM.block2 || f === FORM.block4 || f === FORM.exprloc;
+}
+export function isAddrx(f: number): boolean {
+  return f === FORM.addrx || (f >= FORM.addrx1 && f <= FORM.addrx4) || f === FORM.GNU_addr_index;
+}
+export function isRef(f: number): boolean {
+  return (f >= FORM.ref_addr && f <= FORM.ref_udata);
+}
+export function isConstantForm(f: number): boolean {
+  return f === FORM.data1 || f === FORM.data2 || f === FORM.data4 || f === FORM.data8 || f === FORM.sdata ||
+    f === FORM.udata || f === FORM.implicit_const;
+}
+
+/**
+ * Reads the abbreviation code at the cursor; returns undefined for a null entry (end of siblings).
+ */
+export function nextAbbrev(u: Unit, r: Reader): Abbrev | undefined | null {
+  const at = r.pos;
+  const code = r.uleb();
+  if (code === 0) return null;
+  const a = u.abbrevs.get(code);
+  if (!a) r.fail(`unknown abbreviation code ${code}`, at);
+  return a;
+}
+
+/** Moves the cursor past the attributes of a DIE whose abbreviation was just read. */
+export function skipAttrs(u: Unit, r: Reader, a: Abbrev): void {
+  if (a.fixedSize >= 0) {
+    r.skip(a.fixedSize);
+    return;
+  }
+  const forms = a.forms;
+  for (let i = 0; i < forms.length; i++) skipForm(u, r, forms[i], 0);
+}
+
+function skipForm(u: Unit, r: Reader, form: number, depth: number): void {
+  switch (form) {
+    case FORM.string: r.skipCstr(); return;
+    case FORM.udata: case FORM.sdata: case FORM.ref_udata: case FORM.strx: case FORM.addrx:
+    case FORM.loclistx: case FORM.rnglistx: case FORM.GNU_addr_index: case FORM.GNU_str_index:
+      r.skipLeb(); return;
+    case FORM.block1: r.skip(r.u8()); return;
+    case FORM.block2: r.skip(r.u16()); return;
+    case FORM.block4: r.skip(r.u32()); return;
+    case FORM.block: case FORM.exprloc: r.skip(r.uleb()); return;
+    case FORM.indirect:
+      if (depth > 4) r.fail('DW_FORM_indirect chain');
+      skipForm(u, r, r.uleb(), depth + 1);
+      return;
+    default: {
+      const sz = fixedSizeOf(u, form);
+      if (sz < 0) r.fail(`unknown attribute form 0x${form.toString(16)}`);
+      r.skip(sz);
+    }
+  }
+}
+
+function fixedSizeOf(u: Unit, form: number): number {
+  const off = u.enc.is64 ? 8 : 4;
+  switch (form) {
+    case FORM.addr: return u.enc.addrSize;
+    case FORM.data1: case FORM.ref1: case FORM.flag: case FORM.strx1: case FORM.addrx1: return 1;
+    case FORM.data2: case FORM.ref2: case FORM.strx2: case FORM.addrx2: return 2;
+    case FORM.strx3: case FORM.addrx3: return 3;
+    case FORM.data4: case FORM.ref4: case FORM.ref_sup4: case FORM.strx4: case FORM.addrx4: return 4;
+    case FORM.data8: case FORM.ref8: case FORM.ref_sig8: case FORM.ref_sup8: return 8;
+    case FORM.data16: return 16;
+    case FORM.strp: case FORM.line_strp: case FORM.sec_offset: case FORM.strp_sup:
+    case FORM.GNU_ref_alt: case FORM.GNU_strp_alt: return off;
+    case FORM.ref_addr: return u.enc.version <= 2 ? u.enc.addrSize : off;
+    case FORM.flag_present: case FORM.implicit_const: return 0;
+    default: return -1;
+  }
+}
+
+/** Skips a DIE's whole subtree (the abbreviation and attributes already consumed, cursor at children). */
+export function skipChildren(u: Unit, r: Reader): void {
+  let depth = 1;
+  while (depth > 0) {
+    const a = nextAbbrev(u, r);
+    if (a === null) {
+      depth--;
+      continue;
+    }
+    skipAttrs(u, r, a!);
+    if (a!.hasChildren) depth++;
+  }
+}
+
+/** Reads a whole DIE at the cursor (abbrev code included); undefined for a null entry. */
+export function readDie(u: Unit, r: Reader): Die | undefined {
+  const offset = r.pos;
+  const a = nextAbbrev(u, r);
+  if (a === null) return undefined;
+  return readAttrs(u, r, a!, offset);
+}
+
+/** Materialises the attributes of a DIE whose abbreviation was just read. */
+export function readAttrs(u: Unit, r: Reader, a: Abbrev, offset: number): Die {
+  const n = a.forms.length;
+  let forms = a.forms;
+  const vals = new Array<number>(n);
+  let lens: number[] | undefined;
+  for (let i = 0; i < n; i++) {
+    let f = forms[i];
+    let depth = 0;
+    while (f === FORM.indirect) {
+      if (depth++ > 4) r.fail('DW_FORM_indirect chain');
+      f = r.uleb();
+      if (forms === a.forms) forms = a.forms.slice();
+      (forms as number[])[i] = f;
+    }
+    let v: number;
+    switch (f) {
+      case FORM.addr: v = r.uN(u.enc.addrSize); break;
+      case FORM.data1: case FORM.flag: case FORM.strx1: case FORM.addrx1: v = r.u8(); break;
+      case FORM.data2: case FORM.strx2: case FORM.addrx2: v = r.u16(); break;
+      case FORM.strx3: case FORM.addrx3: v = r.u24(); break;
+      case FORM.data4: case FORM.strx4: case FORM.addrx4: case FORM.ref_sup4: v = r.u32(); break;
+      case FORM.data8: case FORM.ref_sup8: v = r.u64(); break;
+      case FORM.ref1: v = u.offset + r.u8(); break;
+      case FORM.ref2: v = u.offset + r.u16(); break;
+      case FORM.ref4: v = u.offset + r.u32(); break;
+      case FORM.ref8: v = u.offset + r.u64(); break;
+      case FORM.ref_udata: v = u.offset + r.uleb(); break;
+      case FORM.ref_addr: v = u.enc.version <= 2 ? r.uN(u.enc.addrSize) : r.offset(u.enc.is64); break;
+      case FORM.ref_sig8: v = r.pos; r.skip(8); break;
+      case FORM.data16: v = r.pos; r.skip(16); break;
+      case FORM.sdata: v = r.sleb(); break;
+      case FORM.udata: case FORM.strx: case FORM.addrx: case FORM.loclistx: case FORM.rnglistx:
+      case FORM.GNU_addr_index: case FORM.GNU_str_index:
+        v = r.uleb(); break;
+      case FORM.strp: case FORM.line_strp: case FORM.sec_offset: case FORM.strp_sup:
+      case FORM.GNU_ref_alt: case FORM.GNU_strp_alt:
+        v = r.offset(u.enc.is64); break;
+      case FORM.string: v = r.pos; r.skipCstr(); break;
+      case FORM.flag_present: v = 1; break;
+      case FORM.implicit_const: v = a.implicit[i]; break;
+      case FORM.block1: case FORM.block2: case FORM.block4: case FORM.block: case FORM.exprloc: {
+        const len = f === FORM.block1 ? r.u8() : f === FORM.block2 ? r.u16() : f === FORM.block4 ? r.u32() : r.uleb();
+        v = r.pos;
+        r.skip(len);
+        (lens ??= new Array<number>(n))[i] = len;
+        break;
+      }
+      default: r.fail(`unknown attribute form 0x${f.toString(16)}`);
+    }
+    vals[i] = v;
+  }
+  return new Die(u, offset, a, forms, vals, lens, r.pos);
+}
+
+/** Parses every unit header of .debug_info (and .debug_types, DWARF 4 type units). */
+export function parseUnits(dw: Sections): Unit[] {
+  const out: Unit[] = [];
+  for (const section of ['.debug_info', '.debug_types']) {
+    const buf = dw.get(section);
+    if (!buf) continue;
+    const r = new Reader(buf, section, dw.le);
+    while (r.pos < r.end) {
+      const offset = r.pos;
+      const { length, is64 } = r.initialLength();
+      const end = r.pos + length;
+      if (end > r.end) r.fail(`unit length 0x${length.toString(16)} runs past the section`, offset);
+      const version = r.u16();
+      if (version < 2 || version > 5) r.fail(`unsupported DWARF version ${version}`, offset + (is64 ? 12 : 4));
+      let unitType: number = UT.compile, addrSize: number, abbrevOffset: number;
+      let sig: bigint | undefined, typeOff: number | undefined;
+      if (version >= 5) {
+        unitType = r.u8();
+        addrSize = r.u8();
+        abbrevOffset = r.offset(is64);
+        if (unitType === UT.skeleton || unitType === UT.split_compile) r.skip(8);
+        else if (unitType === UT.type || unitType === UT.split_type) {
+          sig = r.u64big();
+          typeOff = offset + r.offset(is64);
+        }
+      } else {
+        abbrevOffset = r.offset(is64);
+        addrSize = r.u8();
+        if (section === '.debug_types') {
+          unitType = UT.type;
+          sig = r.u64big();
+          typeOff = offset + r.offset(is64);
+        }
+      }
+      if (addrSize !== 4 && addrSize !== 8 && addrSize !== 2) r.fail(`unsupported address size ${addrSize}`, offset);
+      const u = new Unit(dw, section, offset, end, { version, is64, addrSize }, unitType, abbrevOffset, r.pos, sig, typeOff);
+      u.init();
+      // DIE offsets of .debug_types overlap those of .debug_info; only DWARF 5 type units (in .debug_info)
+      // are addressable by the single offset space this reader uses.
+      if (sig !== undefined && typeOff !== undefined && section === '.debug_info') dw.typeBySignature.set(sig, typeOff);
+      out.push(u);
+      r.seek(end);
+    }
+  }
+  return out;
+}
+
+export function isTypeUnit(u: Unit): boolean {
+  return u.unitType === UT.type || u.unitType === UT.split_type || u.root?.tag === TAG.type_unit;
+}
