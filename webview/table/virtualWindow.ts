@@ -28,7 +28,8 @@ export function scrollToReveal(index: number, scrollTop: number, viewportHeight:
   const top = index * rowHeight;
   const bottom = top + rowHeight;
   if (top < scrollTop) return top;
-  if (bottom > scrollTop + viewportHeight) return Math.max(0, bottom - viewportHeight);
+  // A viewport shorter than a row shows the row's top.
+  if (bottom > scrollTop + viewportHeight) return Math.max(0, Math.min(top, bottom - viewportHeight));
   return scrollTop;
 }
 

@@ -1,0 +1,67 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  RequestTracker,
+  decodeHits,
+  encodeHits,
+  log2Bucket,
+  type FromWebview,
+  type PanelHit,
+} from '../../../src/shared/protocol';
+
+const hits: PanelHit[] = [
+  { host: 'local', probe: 'add', kind: 'entry', pid: 10, tid: 11, comm: 'calc', cpu: 0, ts: 1.5, args: { a: 3, b: -7 } },
+  {
+    host: 'web1', probe: 'add', kind: 'return', pid: 10, tid: 12, comm: 'calc', cpu: 1, ts: 1.75,
+    args: {}, retval: '18446744073709551615', latencyNs: 2100,
+  },
+  { host: 'local', probe: 'greet', kind: 'line', pid: 20, tid: 20, comm: 'calc', cpu: 1, ts: 2, args: { name: 'a "b",\nc', p: '0x7ffd1234' } },
+  { host: 'local', probe: 'add', kind: 'usdt', pid: 10, tid: 11, comm: 'calc', cpu: 0, ts: 3, args: { a: 0, b: 1 } },
+];
+
+test('a hit batch decodes to exactly the hits encoded (u64 strings, hex, quotes, kinds, missing fields)', () => {
+  assert.deepEqual(decodeHits(encodeHits(hits)), hits);
+});
+
+test('a batch interns repeated strings and arg-name lists once', () => {
+  const b = encodeHits(hits);
+  assert.equal(b.n, 4);
+  assert.equal(b.strings.filter((s) => s === 'calc').length, 1);
+  assert.equal(b.strings.filter((s) => s === 'add').length, 1);
+  assert.equal(b.shapes.length, 3, 'shapes: (a,b), (), (name,p)');
+  assert.deepEqual(b.latencyNs, [-1, 2100, -1, -1]);
+});
+
+test('an empty batch round-trips', () => {
+  assert.deepEqual(decodeHits(encodeHits([])), []);
+});
+
+test('log2Bucket puts each latency in [2^i, 2^(i+1))', () => {
+  assert.equal(log2Bucket(0), 0);
+  assert.equal(log2Bucket(1), 0);
+  assert.equal(log2Bucket(2), 1);
+  assert.equal(log2Bucket(3), 1);
+  assert.equal(log2Bucket(1024), 10);
+  assert.equal(log2Bucket(1023), 9);
+  assert.equal(log2Bucket(2 ** 49), 49);
+  assert.equal(log2Bucket(2 ** 49 - 1), 48);
+});
+
+test('RequestTracker matches responses to requests by id and rejects the rest on dispose', async () => {
+  const sent: FromWebview[] = [];
+  const tr = new RequestTracker();
+  const a = tr.request((m) => sent.push(m), (requestId) => ({ type: 'export', requestId, format: 'json', filter: '' }));
+  const b = tr.request((m) => sent.push(m), (requestId) => ({ type: 'export', requestId, format: 'csv', filter: 'x' }));
+  const c = tr.request((m) => sent.push(m), (requestId) => ({ type: 'export', requestId, format: 'csv', filter: '' }));
+  const ids = sent.map((m) => (m.type === 'export' ? m.requestId : -1));
+  assert.equal(new Set(ids).size, 3);
+  assert.equal(tr.settle({ type: 'response', requestId: ids[1], ok: false, error: 'disk full' }), true);
+  assert.equal(tr.settle({ type: 'response', requestId: ids[0], ok: true, result: '/tmp/x.json' }), true);
+  assert.equal(tr.settle({ type: 'response', requestId: ids[0], ok: true, result: 'again' }), false, 'a duplicate is ignored');
+  assert.equal(tr.settle({ type: 'response', requestId: 999, ok: true, result: '' }), false);
+  assert.equal(await a, '/tmp/x.json');
+  await assert.rejects(b, /disk full/);
+  assert.equal(tr.outstanding, 1);
+  tr.dispose();
+  await assert.rejects(c, /closed/);
+});

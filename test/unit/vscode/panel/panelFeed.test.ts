@@ -1,0 +1,102 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { decodeHits, type PanelHit, type ToWebview } from '../../../../src/shared/protocol';
+import { PanelFeed } from '../../../../src/vscode/panel/panelFeed';
+
+function hits(from: number, count: number): PanelHit[] {
+  return Array.from({ length: count }, (_, k) => {
+    const i = from + k;
+    return {
+      host: 'local', probe: i % 2 ? 'sub' : 'add', kind: i % 2 ? 'return' : 'entry', pid: 1, tid: 1, comm: 'calc', cpu: 0,
+      ts: i, args: { i }, ...(i % 2 ? { retval: -1, latencyNs: 1000 * (i + 1) } : {}),
+    };
+  });
+}
+
+const hitsIn = (msgs: ToWebview[]): PanelHit[] => msgs.flatMap((m) => (m.type === 'hits' ? decodeHits(m.batch) : []));
+
+test('ready replays init then the history, and later hits arrive batched with stats', () => {
+  const feed = new PanelFeed({ version: '9.9.9', flushIntervalMs: 60_000, maxBatch: 4 });
+  feed.setProbes([{ name: 'add', file: '/src/calc.c', line: 3 }]);
+  feed.post(hits(0, 6));
+  feed.setLost(7);
+  const msgs: ToWebview[] = [];
+  feed.attach((m) => msgs.push(m));
+  const init = msgs[0];
+  assert.equal(init.type, 'init');
+  if (init.type !== 'init') return;
+  assert.equal(init.snapshotRows, 6);
+  assert.deepEqual(init.probes, [{ name: 'add', file: '/src/calc.c', line: 3 }]);
+  assert.deepEqual(init.stats.counts, { add: 3, sub: 3 });
+  assert.equal(init.stats.lost, 7);
+  assert.deepEqual(hitsIn(msgs), hits(0, 6));
+  msgs.length = 0;
+  feed.post(hits(6, 3));
+  assert.equal(msgs.length, 0, 'below maxBatch and before the timer: nothing sent yet');
+  feed.post(hits(9, 1));
+  assert.deepEqual(hitsIn(msgs), hits(6, 4), 'a full batch goes at once');
+  assert.ok(msgs.some((m) => m.type === 'stats'));
+  feed.dispose();
+});
+
+test('the timer flushes a partial batch', async () => {
+  const feed = new PanelFeed({ version: 'x', flushIntervalMs: 5 });
+  const msgs: ToWebview[] = [];
+  feed.attach((m) => msgs.push(m));
+  feed.post(hits(0, 2));
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(hitsIn(msgs), hits(0, 2));
+  feed.dispose();
+});
+
+test('latency histograms are log2 buckets per probe', () => {
+  const feed = new PanelFeed({ version: 'x', flushIntervalMs: 60_000 });
+  feed.post(hits(0, 6)); // sub returns with latencies 2000, 4000, 6000 ns
+  const msgs: ToWebview[] = [];
+  feed.attach((m) => msgs.push(m));
+  const init = msgs[0];
+  if (init.type !== 'init') throw new Error('no init');
+  const h = init.stats.latency.sub;
+  assert.equal(h.count, 3);
+  assert.equal(h.maxNs, 6000);
+  assert.equal(h.buckets[10], 1, '2000 ns is in [1024, 2048)');
+  assert.equal(h.buckets[11], 1, '4000 ns is in [2048, 4096)');
+  assert.equal(h.buckets[12], 1, '6000 ns is in [4096, 8192)');
+  assert.equal(init.stats.latency.add, undefined);
+  feed.dispose();
+});
+
+test('the history is bounded; what was evicted before a replay is reported as historyDropped', () => {
+  const feed = new PanelFeed({ version: 'x', flushIntervalMs: 60_000, maxBatch: 10, historyCapacity: 20 });
+  for (let i = 0; i < 10; i++) {
+    feed.post(hits(i * 10, 10));
+  }
+  const msgs: ToWebview[] = [];
+  feed.attach((m) => msgs.push(m));
+  const init = msgs[0];
+  if (init.type !== 'init') throw new Error('no init');
+  const replayed = hitsIn(msgs);
+  assert.equal(replayed.length, 20);
+  assert.equal(replayed[0].ts, 80);
+  assert.equal(init.stats.historyDropped, 80);
+  assert.equal(init.stats.counts.add + init.stats.counts.sub, 100, 'counts cover every hit, not just the retained');
+  feed.dispose();
+});
+
+test('retainedHits applies the panel filter for export; clear forgets everything and tells the webview', () => {
+  const feed = new PanelFeed({ version: 'x', flushIntervalMs: 60_000 });
+  feed.post(hits(0, 6));
+  assert.deepEqual(feed.retainedHits('probe:sub').map((h) => h.ts), [1, 3, 5]);
+  assert.deepEqual(feed.retainedHits('i=4').map((h) => h.ts), [4]);
+  assert.equal(feed.retainedHits().length, 6);
+  const msgs: ToWebview[] = [];
+  feed.attach((m) => msgs.push(m));
+  feed.clear();
+  assert.equal(msgs.at(-1)?.type, 'cleared');
+  assert.equal(feed.retainedHits().length, 0);
+  feed.detach();
+  feed.post(hits(0, 1));
+  feed.flush();
+  assert.equal(msgs.at(-1)?.type, 'cleared', 'a detached feed sends nothing');
+  feed.dispose();
+});
