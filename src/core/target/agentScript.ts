@@ -1,0 +1,310 @@
+// The target-side agent: one fixed POSIX sh script, run as `sh -c AGENT_SCRIPT probelens-agent` (dash, busybox
+// ash and bash). It is fixed text: nothing the client sends is ever evaluated. Every value arrives as one stdin
+// line, is checked against a strict pattern, and reaches tracefs only as the argument of `printf '%s\n'`.
+//
+// Streams: stdout carries the instance's trace_pipe and nothing else (a `cat` writes it directly); control
+// replies go to stderr, each prefixed with the client's per-session nonce so stray tool messages can't pass
+// for replies. See agentProtocol.ts for the client side and the command list.
+//
+// The script avoids `${` and backquotes so it can live in a String.raw template.
+export const AGENT_PROTOCOL_VERSION = 1;
+
+export const AGENT_ARGV0 = 'probelens-agent';
+
+export const AGENT_SCRIPT = String.raw`
+set -u
+umask 077
+PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
+export PATH
+N=-
+T=
+G=
+I=
+CAT=
+WD=
+STATE=init
+trap '' PIPE
+
+say() { printf '%s %s\n' "$N" "$*" >&2; }
+
+matches() { printf '%s\n' "$2" | grep -Eq -- "$1"; }
+
+alive_owner() {
+  kill -0 "$1" 2>/dev/null || return 1
+  grep -q probelens-agent "/proc/$1/cmdline" 2>/dev/null
+}
+
+find_tracefs() {
+  for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+    if [ -f "$d/README" ]; then T=$d; return 0; fi
+  done
+  m=$(sed -n 's/^[^ ]* \([^ ]*\) tracefs .*/\1/p' /proc/mounts 2>/dev/null | head -n 1)
+  if [ -n "$m" ] && [ -f "$m/README" ]; then T=$m; return 0; fi
+  if [ -d /sys/kernel/tracing ]; then
+    mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+    if [ -f /sys/kernel/tracing/README ]; then T=/sys/kernel/tracing; return 0; fi
+  fi
+  return 1
+}
+
+caps() {
+  c=
+  grep -q 'ref_ctr_offset' "$T/README" 2>/dev/null && c="$c,ref_ctr"
+  grep -q '%return' "$T/README" 2>/dev/null && c="$c,return_suffix"
+  grep -q 'ustring' "$T/README" 2>/dev/null && c="$c,ustring"
+  grep -qF '[u]<offset>' "$T/README" 2>/dev/null && c="$c,user_deref"
+  grep -q 'hist:' "$T/README" 2>/dev/null && c="$c,hist"
+  for f in uprobe_events kprobe_events dynamic_events error_log uprobe_profile set_event_pid instances; do
+    [ -e "$T/$f" ] && c="$c,$f"
+  done
+  printf '%s\n' "$c" | sed 's/^,//'
+}
+
+kill_readers() {
+  for p in $(grep -lF "instances/$1/trace_pipe" /proc/[0-9]*/cmdline 2>/dev/null | sed -n 's,^/proc/\([0-9]*\)/cmdline$,\1,p'); do
+    [ "$p" = "$$" ] || kill "$p" 2>/dev/null
+  done
+}
+
+rmdir_retry() {
+  k=0
+  while [ -d "$1" ] && [ $k -lt 20 ]; do
+    rmdir "$1" 2>/dev/null && return 0
+    k=$((k + 1)); sleep 0.1 2>/dev/null || sleep 1
+  done
+  [ ! -d "$1" ]
+}
+
+# Remove every definition of group $1. A still-enabled event refuses removal (EBUSY): disable it in every
+# instance and at the top level, then retry once.
+remove_group() {
+  for ev in $(sed -n "s/^[pr]:$1\/\([A-Za-z0-9_]*\) .*/\1/p" "$T/uprobe_events"); do
+    if ! printf '%s\n' "-:$1/$ev" 2>/dev/null >> "$T/uprobe_events"; then
+      for f in "$T"/instances/*/events/"$1"/"$ev"/enable "$T/events/$1/$ev/enable"; do
+        [ -f "$f" ] && echo 0 2>/dev/null > "$f"
+      done
+      printf '%s\n' "-:$1/$ev" 2>/dev/null >> "$T/uprobe_events" || say INFO CLEANUP cannot remove "$1/$ev"
+    fi
+  done
+}
+
+sweep() {
+  groups=$( { sed -n 's/^[pr]:\(probelens_[0-9]*_[a-z0-9]*\)\/.*/\1/p' "$T/uprobe_events"
+    for d in "$T"/instances/probelens_*; do [ -d "$d" ] && printf '%s\n' "$d" | sed 's,.*/,,'; done; } 2>/dev/null)
+  done_list=' '
+  for g in $groups; do
+    case "$done_list" in *" $g "*) continue ;; esac
+    done_list="$done_list$g "
+    owner=$(printf '%s\n' "$g" | sed -n 's/^probelens_\([0-9][0-9]*\)_[a-z0-9][a-z0-9]*$/\1/p')
+    [ -n "$owner" ] || continue
+    alive_owner "$owner" && continue
+    [ -f "$T/instances/$g/events/$g/enable" ] && echo 0 2>/dev/null > "$T/instances/$g/events/$g/enable"
+    [ -f "$T/events/$g/enable" ] && echo 0 2>/dev/null > "$T/events/$g/enable"
+    remove_group "$g"
+    kill_readers "$g"
+    [ -d "$T/instances/$g" ] && rmdir_retry "$T/instances/$g"
+    say INFO HELLO swept "$g"
+  done
+}
+
+stop_reader() {
+  [ -n "$CAT" ] || return 0
+  kill "$CAT" 2>/dev/null
+  wait "$CAT" 2>/dev/null
+  CAT=
+}
+
+# After something was read, trace_pipe returns EOF once the instance's tracing is off and its buffer is empty:
+# the reader then ends by itself having delivered everything. A reader that never read anything keeps
+# blocking, hence the bounded wait before the kill.
+drain_reader() {
+  [ -n "$CAT" ] || return 0
+  echo 0 2>/dev/null > "$I/tracing_on"
+  k=0
+  while kill -0 "$CAT" 2>/dev/null && [ $k -lt 30 ]; do
+    k=$((k + 1)); sleep 0.1 2>/dev/null || sleep 1
+  done
+  stop_reader
+}
+
+report_stats() {
+  for d in "$I"/per_cpu/cpu*; do
+    [ -f "$d/stats" ] || continue
+    cpu=$(printf '%s\n' "$d" | sed 's,.*/cpu,,')
+    ov=$(sed -n 's/^overrun: *//p' "$d/stats")
+    co=$(sed -n 's/^commit overrun: *//p' "$d/stats")
+    dr=$(sed -n 's/^dropped events: *//p' "$d/stats")
+    en=$(sed -n 's/^entries: *//p' "$d/stats")
+    say INFO STOP cpu "$cpu" "overrun=$ov" "commit_overrun=$co" "dropped=$dr" "entries=$en"
+  done
+  # uprobe_profile names events without their group; it lists them in the same order as uprobe_events,
+  # so walk both together and keep the lines whose definition is ours.
+  [ -f "$T/uprobe_profile" ] || return 0
+  exec 3< "$T/uprobe_events" 4< "$T/uprobe_profile"
+  while IFS= read -r def <&3 && IFS= read -r prof <&4; do
+    case "$def" in
+      [pr]:"$G"/*)
+        ev=$(printf '%s\n' "$def" | sed -n "s/^[pr]:$G\/\([A-Za-z0-9_]*\) .*/\1/p")
+        hits=$(printf '%s\n' "$prof" | sed -n "s/^ *[^ ]* *$ev *\([0-9][0-9]*\)\( .*\)*$/\1/p")
+        [ -n "$hits" ] && say INFO STOP profile "$ev" "$hits"
+        ;;
+    esac
+  done
+  exec 3<&- 4<&-
+}
+
+cleanup() {
+  [ "$STATE" = done ] && return 0
+  STATE=done
+  trap '' TERM INT HUP ALRM USR1
+  [ -n "$WD" ] && kill "$WD" 2>/dev/null
+  if [ -n "$G" ]; then
+    [ -f "$I/events/$G/enable" ] && echo 0 2>/dev/null > "$I/events/$G/enable"
+    drain_reader
+    remove_group "$G"
+    kill_readers "$G"
+    [ -d "$I" ] && rmdir_retry "$I"
+  fi
+}
+
+quit() {
+  exec > /dev/null 2>&1
+  cleanup
+  exit "$1"
+}
+
+start_watchdog() {
+  (
+    trap 'seen=1' USR1
+    while :; do
+      seen=0
+      sleep "$1"
+      if [ "$seen" = 0 ]; then kill -ALRM $$ 2>/dev/null; exit 0; fi
+    done
+  ) < /dev/null > /dev/null 2>&1 &
+  WD=$!
+}
+
+hello() {
+  set -f; set -- $1; set +f
+  [ $# -ge 2 ] || { say ERR HELLO EPROTO "usage: HELLO <version> <nonce> [heartbeat-seconds]"; exit 2; }
+  matches '^[a-z0-9]{6,32}$' "$2" || { say ERR HELLO EPROTO "bad nonce"; exit 2; }
+  N=$2
+  [ "$1" = 1 ] || { say ERR HELLO EVERSION "agent speaks protocol 1, client asked for $1"; exit 2; }
+  find_tracefs || { say ERR HELLO ENOTRACEFS "no tracefs at /sys/kernel/tracing or /sys/kernel/debug/tracing and mounting it failed: mount it or run as root"; exit 3; }
+  [ -e "$T/uprobe_events" ] || { say ERR HELLO ENOUPROBES "this kernel has no uprobe_events (CONFIG_UPROBE_EVENTS is off)"; exit 3; }
+  uid=$(id -u 2>/dev/null || sed -n 's/^Uid:[^0-9]*\([0-9]*\).*/\1/p' /proc/self/status)
+  if [ "$uid" != 0 ] || [ ! -w "$T/uprobe_events" ]; then
+    say ERR HELLO EPERM "needs root or passwordless sudo (uid $uid cannot write $T/uprobe_events)"; exit 3
+  fi
+  [ -d "$T/instances" ] || { say ERR HELLO ENOINSTANCES "this kernel has no tracefs instances"; exit 3; }
+  sweep
+  G="probelens_$$_$N"
+  I="$T/instances/$G"
+  mkdir "$I" 2>/dev/null || { say ERR HELLO EINSTANCE "cannot create $I"; G=; exit 3; }
+  STATE=ready
+  if [ $# -ge 3 ] && matches '^[0-9]{1,4}$' "$3" && [ "$3" -gt 0 ]; then start_watchdog "$3"; fi
+  say OK HELLO 1 "pid=$$" "group=$G" "tracefs=$T" "uid=$uid" "caps=$(caps)"
+}
+
+def() {
+  re='^[pr]:'"$G"'/[A-Za-z_][A-Za-z0-9_]{0,62} /[A-Za-z0-9._/+@,=~-]+:0x[0-9a-fA-F]+(%return)?(\(0x[0-9a-fA-F]+\))?( [A-Za-z_][A-Za-z0-9_]{0,62}=[]A-Za-z0-9_%@$+().:[/-]+)*$'
+  matches "$re" "$1" || { say ERR DEF EINVAL "definition refused by the agent's pattern"; return; }
+  if printf '%s\n' "$1" 2>/dev/null >> "$T/uprobe_events"; then
+    say OK DEF
+  else
+    if [ -f "$T/error_log" ]; then
+      a=; b=; c=
+      while IFS= read -r l; do a=$b; b=$c; c=$l; done < "$T/error_log"
+      say INFO DEF "$a"; say INFO DEF "$b"; say INFO DEF "$c"
+    fi
+    say ERR DEF EKERNEL "the kernel rejected the definition"
+  fi
+}
+
+buildid() {
+  set -f; set -- $1; set +f
+  [ $# -eq 4 ] && matches '^[0-9]{1,12}$' "$1" && matches '^[0-9]{1,2}$' "$2" && matches '^[0-9a-f]{2,128}$' "$3" \
+    && matches '^/[A-Za-z0-9._/+@,=~-]+$' "$4" || { say ERR BUILDID EPROTO "usage: BUILDID <offset> <length> <hex> <path>"; return; }
+  [ -f "$4" ] && [ -r "$4" ] || { say ERR BUILDID ENOENT "no readable file $4 on the target"; return; }
+  got=
+  for w in $(dd if="$4" bs=1 skip="$1" count="$2" 2>/dev/null | od -An -v -tx1); do got="$got$w"; done
+  if [ "$got" = "$3" ]; then say OK BUILDID; else say ERR BUILDID EMISMATCH "$got"; fi
+}
+
+pid_filter() {
+  matches '^[0-9]{1,10}$' "$1" || { say ERR PID EINVAL "not a pid"; return; }
+  [ -d "/proc/$1/task" ] || { say ERR PID ESRCH "no process $1 on the target"; return; }
+  # set_event_pid matches thread ids: add every thread now, and event-fork follows threads created later.
+  [ -f "$I/options/event-fork" ] && echo 1 2>/dev/null > "$I/options/event-fork"
+  for t in /proc/"$1"/task/*; do
+    printf '%s\n' "$t" | sed 's,.*/,,' 2>/dev/null >> "$I/set_event_pid"
+  done
+  say OK PID
+}
+
+filter() {
+  ev=$(printf '%s\n' "$1" | sed 's/ .*//')
+  ex=$(printf '%s\n' "$1" | sed 's/^[^ ]* *//')
+  matches '^[A-Za-z_][A-Za-z0-9_]{0,62}$' "$ev" && matches '^[A-Za-z0-9_ =!<>&|()~*".,+/:-]+$' "$ex" \
+    || { say ERR FILTER EINVAL "filter refused by the agent's pattern"; return; }
+  [ -f "$I/events/$G/$ev/filter" ] || { say ERR FILTER ENOENT "no event $ev"; return; }
+  if printf '%s\n' "$ex" 2>/dev/null > "$I/events/$G/$ev/filter"; then say OK FILTER; else
+    while IFS= read -r l; do say INFO FILTER "$l"; done < "$I/events/$G/$ev/filter"
+    say ERR FILTER EKERNEL "the kernel rejected the filter"
+  fi
+}
+
+buf() {
+  matches '^[0-9]{1,8}$' "$1" && [ "$1" -gt 0 ] || { say ERR BUF EINVAL "not a size in KiB"; return; }
+  if printf '%s\n' "$1" 2>/dev/null > "$I/buffer_size_kb"; then say OK BUF; else say ERR BUF EKERNEL "cannot set buffer_size_kb"; fi
+}
+
+arm() {
+  [ -d "$I/events/$G" ] || { say ERR ARM ENOEVENTS "no definitions"; return; }
+  if [ -f "$I/options/record-tgid" ]; then echo 1 2>/dev/null > "$I/options/record-tgid"; else say INFO ARM no record-tgid; fi
+  grep -q mono "$I/trace_clock" && echo mono 2>/dev/null > "$I/trace_clock"
+  echo 1 2>/dev/null > "$I/tracing_on"
+  cat "$I/trace_pipe" < /dev/null 2>/dev/null &
+  CAT=$!
+  if echo 1 2>/dev/null > "$I/events/$G/enable"; then STATE=armed; say OK ARM "clock=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$I/trace_clock")"
+  else say ERR ARM EKERNEL "enabling the events failed"; fi
+}
+
+stop() {
+  trap '' TERM INT HUP ALRM
+  [ -n "$WD" ] && kill "$WD" 2>/dev/null
+  WD=
+  if [ -n "$G" ]; then
+    [ -f "$I/events/$G/enable" ] && echo 0 2>/dev/null > "$I/events/$G/enable"
+    drain_reader
+    report_stats
+  fi
+  cleanup
+  say OK STOP
+  exit 0
+}
+
+trap 'quit 129' HUP
+trap 'quit 130' INT
+trap 'quit 143' TERM
+trap 'quit 142' ALRM
+
+while :; do
+  if ! read -r cmd rest; then quit 0; fi
+  [ -n "$WD" ] && kill -USR1 "$WD" 2>/dev/null
+  case "$STATE:$cmd" in
+    init:HELLO) hello "$rest" ;;
+    init:*) say ERR PROTO EPROTO "expected HELLO"; exit 2 ;;
+    *:HB) ;;
+    *:DEF) def "$rest" ;;
+    *:BUILDID) buildid "$rest" ;;
+    *:PID) pid_filter "$rest" ;;
+    *:FILTER) filter "$rest" ;;
+    *:BUF) buf "$rest" ;;
+    ready:ARM) arm ;;
+    *:STOP) stop ;;
+    *) say ERR PROTO EPROTO "unknown or misplaced command" ;;
+  esac
+done
+`;

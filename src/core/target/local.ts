@@ -1,0 +1,61 @@
+// This machine as a target: the fixed program runs as a child process (never through a shell), as root
+// directly or through `sudo -n` when configured.
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { ExecChannel, ExecExit, ExecOptions, Target } from './target';
+
+export class LocalTarget implements Target {
+  readonly host: string;
+  private readonly children = new Set<ChildProcess>();
+
+  constructor(private readonly options: { sudo?: boolean; host?: string } = {}) {
+    this.host = options.host ?? 'local';
+  }
+
+  describe(): string {
+    const uid = process.getuid?.();
+    return `local (${uid === 0 ? 'root' : this.options.sudo ? 'sudo -n' : `uid ${uid}`})`;
+  }
+
+  exec(argv: readonly string[], opts: ExecOptions = {}): Promise<ExecChannel> {
+    const sudo = opts.sudo ?? this.options.sudo ?? false;
+    const full = sudo ? ['sudo', '-n', '--', ...argv] : [...argv];
+    return new Promise((resolve, reject) => {
+      const child = spawn(full[0], full.slice(1), { stdio: ['pipe', 'pipe', 'pipe'] });
+      this.children.add(child);
+      const exit = new Promise<ExecExit>((res) => {
+        child.once('close', (code, signal) => {
+          this.children.delete(child);
+          res({ code, signal: signal ? signal.replace(/^SIG/, '') : null });
+        });
+      });
+      child.once('error', (err) => {
+        this.children.delete(child);
+        reject(new LocalExecError(full[0], err));
+      });
+      child.once('spawn', () => {
+        // A client that vanishes must not crash on EPIPE: the agent notices stdin EOF and cleans up itself.
+        child.stdin.on('error', () => undefined);
+        resolve({
+          stdin: child.stdin,
+          stdout: child.stdout,
+          stderr: child.stderr,
+          exit,
+          kill: (signal = 'TERM') => {
+            child.kill(`SIG${signal}` as NodeJS.Signals);
+          },
+        });
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    for (const child of this.children) child.stdin?.end();
+  }
+}
+
+export class LocalExecError extends Error {
+  constructor(program: string, cause: Error) {
+    super(`cannot start ${program} on this machine (${cause.message}): check that it is installed and on PATH`);
+    this.name = 'LocalExecError';
+  }
+}

@@ -1,0 +1,315 @@
+// Client side of the tracefs agent protocol (version 1). One agent per session, over one exec channel.
+//
+// stdin  (client → agent), one command per line:
+//   HELLO 1 <nonce> [heartbeat-seconds]   find tracefs, check root, sweep dead owners' leftovers, create the instance
+//   BUILDID <offset> <length> <hex> <path> compare <length> bytes at <offset> of <path> with <hex>
+//   DEF <definition>                      append one definition (must name our group)
+//   BUF <kib>                             instance buffer_size_kb
+//   PID <pid>                             trace only that process's threads (set_event_pid + event-fork)
+//   FILTER <event> <expr>                 the event's filter in the instance
+//   ARM                                   record-tgid, trace_clock mono, start the reader, enable the group
+//   HB                                    heartbeat (no reply); any line also counts
+//   STOP                                  disable, drain, report stats, clean up, exit
+// stderr (agent → client), each line `<nonce> OK <VERB> …`, `<nonce> ERR <VERB> <CODE> <message>` or
+//   `<nonce> INFO <VERB> …` (INFO lines precede the OK/ERR they belong to). Lines without the nonce are tool
+//   chatter, kept as diagnostics.
+// stdout: the instance's trace_pipe, verbatim.
+import { StringDecoder } from 'node:string_decoder';
+import { randomBytes } from 'node:crypto';
+import { AGENT_ARGV0, AGENT_PROTOCOL_VERSION, AGENT_SCRIPT } from '../target/agentScript';
+import type { ExecChannel, ExecExit, Target } from '../target/target';
+
+export interface AgentHello {
+  pid: number;
+  group: string;
+  tracefs: string;
+  uid: number;
+  caps: Set<string>;
+  /** Groups/instances of dead owners removed by the start-of-session sweep. */
+  swept: string[];
+}
+
+export interface CpuBufferStats {
+  cpu: number;
+  overrun: number;
+  commitOverrun: number;
+  dropped: number;
+  entries: number;
+}
+
+export interface StopReport {
+  cpus: CpuBufferStats[];
+  /** uprobe_profile hits per event name of our group. */
+  kernelHits: Map<string, number>;
+}
+
+export interface AgentOptions {
+  sudo?: boolean;
+  /** The agent cleans up after this many seconds without a line from us (0: never). Default 5. */
+  heartbeatTimeoutSeconds?: number;
+  /** How often we send HB (ms). Default 1000. */
+  heartbeatIntervalMs?: number;
+  /** Per-session nonce ([a-z0-9]{6,32}); random when absent. */
+  nonce?: string;
+}
+
+/** A command the agent (or the kernel behind it) refused. `details` holds the INFO lines, e.g. error_log. */
+export class AgentError extends Error {
+  constructor(
+    readonly verb: string,
+    readonly code: string,
+    message: string,
+    readonly details: string[] = [],
+  ) {
+    super(message);
+    this.name = 'AgentError';
+  }
+}
+
+export class AgentExitedError extends Error {
+  constructor(readonly exitInfo: ExecExit, readonly diagnostics: string[]) {
+    const tail = diagnostics.slice(-3).join(' | ');
+    const sudo = /password is required|sudo:/.test(tail);
+    super(
+      sudo
+        ? `the agent could not start: sudo needs a password (${tail}): run as root or configure passwordless sudo for sh`
+        : `the tracefs agent exited (code ${exitInfo.code}, signal ${exitInfo.signal})${tail ? `: ${tail}` : ''}`,
+    );
+    this.name = 'AgentExitedError';
+  }
+}
+
+interface Pending {
+  verb: string;
+  info: string[];
+  resolve: (rest: { text: string; info: string[] }) => void;
+  reject: (err: Error) => void;
+}
+
+/** Splits a byte stream into '\n'-terminated lines (only '\n': traced strings may contain '\r'). */
+export function lineSplitter(onLine: (line: string) => void): { push(chunk: Buffer): void; end(): void } {
+  const decoder = new StringDecoder('utf8');
+  let carry = '';
+  return {
+    push(chunk) {
+      const text = carry + decoder.write(chunk);
+      let start = 0;
+      for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
+        onLine(text.slice(start, nl));
+        start = nl + 1;
+      }
+      carry = text.slice(start);
+    },
+    end() {
+      const rest = carry + decoder.end();
+      carry = '';
+      if (rest) onLine(rest);
+    },
+  };
+}
+
+export class TracefsAgent {
+  readonly nonce: string;
+  hello!: AgentHello;
+  /** stderr lines that were not protocol replies (sudo, shell errors), newest last, bounded. */
+  readonly diagnostics: string[] = [];
+  readonly exit: Promise<ExecExit>;
+  private readonly pending: Pending[] = [];
+  private exited: ExecExit | null = null;
+  private hbTimer: NodeJS.Timeout | null = null;
+  private traceListeners: Array<(line: string) => void> = [];
+  private endListeners: Array<() => void> = [];
+
+  private constructor(
+    private readonly channel: ExecChannel,
+    nonce: string,
+  ) {
+    this.nonce = nonce;
+    const err = lineSplitter((l) => this.onStderr(l));
+    channel.stderr.on('data', (c: Buffer) => err.push(c));
+    channel.stderr.on('end', () => err.end());
+    const out = lineSplitter((l) => {
+      for (const f of this.traceListeners) f(l);
+    });
+    channel.stdout.on('data', (c: Buffer) => out.push(c));
+    channel.stdout.on('end', () => {
+      out.end();
+      for (const f of this.endListeners) f();
+    });
+    this.exit = channel.exit.then((e) => {
+      this.exited = e;
+      this.stopHeartbeat();
+      for (const p of this.pending.splice(0)) p.reject(new AgentExitedError(e, this.diagnostics));
+      return e;
+    });
+  }
+
+  /** Start the agent on `target` and say HELLO. Rejects with AgentError (EPERM, ENOTRACEFS…) or AgentExitedError. */
+  static async start(target: Target, opts: AgentOptions = {}): Promise<TracefsAgent> {
+    const nonce = opts.nonce ?? randomBytes(6).toString('hex');
+    if (!/^[a-z0-9]{6,32}$/.test(nonce)) throw new Error(`bad nonce ${JSON.stringify(nonce)}`);
+    const channel = await target.exec(['sh', '-c', AGENT_SCRIPT, AGENT_ARGV0], { sudo: opts.sudo });
+    const agent = new TracefsAgent(channel, nonce);
+    const timeout = opts.heartbeatTimeoutSeconds ?? 5;
+    try {
+      const r = await agent.command('HELLO', `${AGENT_PROTOCOL_VERSION} ${nonce} ${Math.max(0, Math.floor(timeout))}`);
+      agent.hello = parseHello(r.text, r.info);
+    } catch (e) {
+      channel.stdin.end();
+      throw e;
+    }
+    if (timeout > 0) agent.startHeartbeat(opts.heartbeatIntervalMs ?? 1000);
+    return agent;
+  }
+
+  get group(): string {
+    return this.hello.group;
+  }
+
+  onTraceLine(f: (line: string) => void): void {
+    this.traceListeners.push(f);
+  }
+
+  /** Called once the trace stream has ended (after STOP, or when the agent died). */
+  onTraceEnd(f: () => void): void {
+    this.endListeners.push(f);
+  }
+
+  async define(definition: string): Promise<void> {
+    await this.command('DEF', definition);
+  }
+
+  /** Compare the target file's build-id bytes (file offset and length computed locally) with `hex`. */
+  async checkBuildId(path: string, offset: number, length: number, hex: string): Promise<void> {
+    await this.command('BUILDID', `${offset} ${length} ${hex.toLowerCase()} ${path}`);
+  }
+
+  async setBufferKb(kib: number): Promise<void> {
+    await this.command('BUF', String(kib));
+  }
+
+  async filterPid(pid: number): Promise<void> {
+    await this.command('PID', String(pid));
+  }
+
+  async setFilter(event: string, expr: string): Promise<void> {
+    await this.command('FILTER', `${event} ${expr}`);
+  }
+
+  async arm(): Promise<void> {
+    await this.command('ARM');
+  }
+
+  /** Disable, drain the stream, collect loss and profile counters, clean up. The agent exits afterwards. */
+  async stop(): Promise<StopReport> {
+    this.stopHeartbeat();
+    const r = await this.command('STOP');
+    return parseStop(r.info);
+  }
+
+  /** Drop the channel without STOP: the agent sees EOF and cleans up on its own. */
+  abandon(): void {
+    this.stopHeartbeat();
+    this.channel.stdin.end();
+  }
+
+  kill(signal: 'TERM' | 'INT' | 'HUP' | 'KILL' = 'TERM'): void {
+    this.stopHeartbeat();
+    this.channel.kill(signal);
+  }
+
+  /** Stop sending heartbeats while keeping the channel open (the agent's watchdog then fires). For tests. */
+  stopHeartbeat(): void {
+    if (this.hbTimer) clearInterval(this.hbTimer);
+    this.hbTimer = null;
+  }
+
+  private startHeartbeat(ms: number): void {
+    this.hbTimer = setInterval(() => {
+      if (!this.exited) this.channel.stdin.write('HB\n');
+    }, ms);
+    this.hbTimer.unref();
+  }
+
+  private command(verb: string, arg?: string): Promise<{ text: string; info: string[] }> {
+    if (arg !== undefined && /[\r\n\0]/.test(arg)) {
+      return Promise.reject(new AgentError(verb, 'EINVAL', `${verb} argument contains a line break or NUL`));
+    }
+    if (this.exited) return Promise.reject(new AgentExitedError(this.exited, this.diagnostics));
+    return new Promise((resolve, reject) => {
+      this.pending.push({ verb, info: [], resolve, reject });
+      this.channel.stdin.write(arg === undefined ? `${verb}\n` : `${verb} ${arg}\n`);
+    });
+  }
+
+  private onStderr(line: string): void {
+    const prefix = `${this.nonce} `;
+    if (!line.startsWith(prefix)) {
+      this.diagnostics.push(line);
+      if (this.diagnostics.length > 50) this.diagnostics.shift();
+      return;
+    }
+    const m = /^(OK|ERR|INFO) (\S+) ?(.*)$/.exec(line.slice(prefix.length));
+    const head = this.pending[0];
+    if (!m || !head) {
+      this.diagnostics.push(line);
+      return;
+    }
+    const [, kind, verb, rest] = m;
+    if (kind === 'INFO') {
+      head.info.push(rest);
+      return;
+    }
+    this.pending.shift();
+    if (kind === 'OK') {
+      head.resolve({ text: rest, info: head.info });
+    } else {
+      const em = /^(\S+) ?(.*)$/.exec(rest);
+      const code = em?.[1] ?? 'EUNKNOWN';
+      const msg = em?.[2] ?? rest;
+      head.reject(new AgentError(verb, code, describeAgentError(verb, code, msg, head.info), head.info));
+    }
+  }
+}
+
+function describeAgentError(verb: string, code: string, msg: string, info: string[]): string {
+  if (verb === 'BUILDID' && code === 'EMISMATCH') {
+    return `binary on the target differs from the local build (its build-id is ${msg}): rebuild or deploy, or pass --no-build-id-check`;
+  }
+  if (verb === 'DEF' && code === 'EKERNEL') {
+    const log = info.filter((l) => l.trim()).join('\n');
+    return `the kernel rejected a probe definition${log ? `:\n${log}` : ''}`;
+  }
+  return `${verb} failed (${code}): ${msg}`;
+}
+
+function parseHello(text: string, info: string[]): AgentHello {
+  const kv = new Map<string, string>();
+  for (const w of text.split(' ')) {
+    const eq = w.indexOf('=');
+    if (eq > 0) kv.set(w.slice(0, eq), w.slice(eq + 1));
+  }
+  return {
+    pid: Number(kv.get('pid')),
+    group: kv.get('group') ?? '',
+    tracefs: kv.get('tracefs') ?? '',
+    uid: Number(kv.get('uid')),
+    caps: new Set((kv.get('caps') ?? '').split(',').filter(Boolean)),
+    swept: info.map((l) => /^swept (\S+)$/.exec(l)?.[1]).filter((x): x is string => !!x),
+  };
+}
+
+function parseStop(info: string[]): StopReport {
+  const cpus: CpuBufferStats[] = [];
+  const kernelHits = new Map<string, number>();
+  for (const l of info) {
+    let m = /^cpu (\d+) overrun=(\d*) commit_overrun=(\d*) dropped=(\d*) entries=(\d*)$/.exec(l);
+    if (m) {
+      cpus.push({ cpu: +m[1], overrun: +m[2] || 0, commitOverrun: +m[3] || 0, dropped: +m[4] || 0, entries: +m[5] || 0 });
+      continue;
+    }
+    m = /^profile (\S+) (\d+)$/.exec(l);
+    if (m) kernelHits.set(m[1], +m[2]);
+  }
+  return { cpus, kernelHits };
+}
