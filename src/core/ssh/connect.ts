@@ -186,7 +186,7 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
     });
     client.once('close', () => fail(failure ?? new SshConnectError('closed', where, 'the server closed the connection before login finished; check its sshd log')));
 
-    const authFailure = () => new SshAuthError(where, tried, serverMethods);
+    const authFailure = () => new SshAuthError(where, tried, serverMethods, hop.identityFiles);
 
     const config: ConnectConfig = {
       sock,

@@ -47,8 +47,11 @@ export class SshAuthError extends SshError {
     readonly destination: string,
     readonly tried: AuthAttempt[],
     readonly serverMethods: string[],
+    lookedFor: readonly string[] = [],
   ) {
-    const triedText = tried.length ? tried.map((a) => (a.detail ? `${a.method} (${a.detail})` : a.method)).join(', ') : 'nothing usable';
+    const triedText = tried.length
+      ? tried.map((a) => (a.detail ? `${a.method} (${a.detail})` : a.method)).join(', ')
+      : `nothing: no agent, no password prompt, and no readable identity file${lookedFor.length ? ` among ${lookedFor.join(', ')}` : ''}`;
     super(
       `ssh: permission denied for ${destination}; tried ${triedText}` +
         (serverMethods.length ? `; the server accepts ${serverMethods.join(', ')}` : '') +
