@@ -61,37 +61,53 @@ export class LineTable {
     return -1;
   }
 
-  /** file:line of `pc`, or undefined when no sequence covers it. */
+  /**
+   * file:line of `pc`, or undefined when no sequence covers it. Like gdb, a non-statement row yields to an
+   * is_stmt row at the same address (optimised code stacks several lines on one address).
+   */
   lineAt(pc: number): { file: string; line: number; column: number } | undefined {
-    const i = this.rowAt(pc);
+    let i = this.rowAt(pc);
     if (i < 0) return undefined;
+    const { address, flags } = this.rows;
+    for (let j = i; j >= 0 && address[j] === address[i] && !(flags[j] & ROW_END_SEQUENCE); j--) {
+      if (flags[j] & ROW_STMT) {
+        i = j;
+        break;
+      }
+    }
     return { file: this.files[this.rows.file[i]] ?? '', line: this.rows.line[i], column: this.rows.column[i] };
   }
 
   /**
    * The address after the prologue of the function starting at `lo` (ending at `hi`): the first prologue_end
-   * row when the compiler marked one, else, as gdb does, the next is_stmt row after the entry.
+   * row when the compiler marked one; else gdb's rule — when the entry address already carries a second,
+   * different line (optimised code: a zero-length first line) there is no prologue to skip, otherwise the
+   * next is_stmt row after the entry.
    */
   afterPrologue(lo: number, hi: number): number {
     const { address, flags, line } = this.rows;
-    let next = -1;
+    let next = -1, firstLine = -1, zeroLength = false;
     for (const [s, e] of this.sequences) {
       if (address[e] <= lo || address[s] >= hi) continue;
       for (let i = s; i < e; i++) {
         const a = address[i];
         if (a < lo || a >= hi) continue;
         if (flags[i] & ROW_PROLOGUE_END) return a;
-        if (next < 0 && a > lo && flags[i] & ROW_STMT && line[i] !== 0) next = a;
+        if (!(flags[i] & ROW_STMT) || line[i] === 0) continue;
+        if (a === lo) {
+          if (firstLine < 0) firstLine = line[i];
+          else if (line[i] !== firstLine) zeroLength = true;
+        } else if (next < 0) next = a;
       }
     }
-    return next >= 0 ? next : lo;
+    return zeroLength || next < 0 ? lo : next;
   }
 
   /** Every (file, line) with its is_stmt addresses; the data behind `probelens lines`. */
   *stmtRows(): Iterable<{ file: string; line: number; address: number }> {
     const { address, file, line, flags } = this.rows;
     for (const [s, e] of this.sequences) {
-      for (let i = s; i < e; i++) if (flags[i] & ROW_STMT) yield { file: this.files[file[i]] ?? '', line: line[i], address: address[i] };
+      for (let i = s; i < e; i++) if (flags[i] & ROW_STMT && !(flags[i] & ROW_END_SEQUENCE)) yield { file: this.files[file[i]] ?? '', line: line[i], address: address[i] };
     }
   }
 }
