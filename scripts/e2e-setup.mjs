@@ -2,9 +2,9 @@
 // Installs the e2e tier's tools into the test cache (Node 24, code-server with its native modules, a Chromium
 // check); idempotent and quick when the cache is complete. The logic lives with the harness that uses it.
 // usage: node scripts/e2e-setup.mjs [--json]   (--json prints the resulting paths as the last line)
-import { tsImport } from 'tsx/esm/api';
+import { require as tsxRequire } from 'tsx/cjs/api';
 
-const { ensureE2eSetup, E2eSetupError } = await tsImport('../test/e2e/harness/setup.ts', import.meta.url);
+const { ensureE2eSetup, E2eSetupError } = tsxRequire('../test/e2e/harness/setup.ts', import.meta.url);
 try {
   const paths = ensureE2eSetup();
   if (process.argv.includes('--json')) console.log(JSON.stringify(paths));

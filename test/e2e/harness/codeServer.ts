@@ -26,6 +26,8 @@ export interface CodeServerOptions {
   vsix?: string;
   /** Open Chromium (default true); `npm start` leaves the browser to the user. */
   browser?: boolean;
+  /** Port on 127.0.0.1; default 0, a free one chosen by the kernel. */
+  port?: number;
 }
 
 export interface CodeServer {
@@ -38,6 +40,8 @@ export interface CodeServer {
   logPath: string;
   browser?: Browser;
   page?: Page;
+  /** Settles when code-server exits, with its exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
   /** Saves a full-page screenshot and returns its path. */
   screenshot(path: string): Promise<string>;
   /** Closes the browser, stops code-server and deletes the throwaway folder unless `keep`. */
@@ -101,7 +105,7 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<CodeServ
     [
       paths.codeServerEntry,
       // Port 0: the kernel picks a free port and code-server logs it, so parallel runs never collide.
-      '--bind-addr', '127.0.0.1:0',
+      '--bind-addr', `127.0.0.1:${opts.port ?? 0}`,
       '--auth', 'none',
       '--disable-telemetry',
       '--disable-update-check',
@@ -114,6 +118,7 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<CodeServ
     // Its own process group, so stop() also ends the extension host and the other helpers it forks.
     { cwd: workDir, env: codeServerEnv(paths, workDir), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.stdout!.pipe(log, { end: false });
   child.stderr!.pipe(log, { end: false });
 
@@ -141,7 +146,7 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<CodeServ
       await page.screenshot({ path, fullPage: true });
       return path;
     };
-    return { url, workspaceDir, workDir, logPath, browser, page, screenshot, stop };
+    return { url, workspaceDir, workDir, logPath, browser, page, exited, screenshot, stop };
   } catch (e) {
     await stop({ keep: true });
     throw new CodeServerError(
