@@ -65,10 +65,10 @@ export function readelfFunctions(bin: string, table: '.symtab' | '.dynsym'): Map
   const text = run('readelf', ['-W', table === '.symtab' ? '--syms' : '--dyn-syms', bin]);
   const part = text.split(/Symbol table '/).find((p) => p.startsWith(table)) ?? '';
   for (const l of part.split('\n')) {
-    const f = l.trim().split(/\s+/);
-    // Num: Value Size Type Bind Vis Ndx Name[@version]
-    if (f.length < 8 || !/^(FUNC|IFUNC)$/.test(f[3]) || f[6] === 'UND' || f[6] === 'ABS') continue;
-    m.set(f[7].replace(/@.*$/, ''), BigInt(`0x${f[1]}`));
+    // Num: Value Size Type Bind Vis Ndx Name[@version] — Go names may contain spaces ("struct { … }").
+    const f = l.match(/^\s*\d+:\s+([0-9a-f]+)\s+\S+\s+(\S+)\s+\S+\s+\S+\s+(\S+)\s+(.+)$/);
+    if (!f || !/^(FUNC|IFUNC)$/.test(f[2]) || f[3] === 'UND' || f[3] === 'ABS') continue;
+    m.set(f[4].replace(/@.*$/, ''), BigInt(`0x${f[1]}`));
   }
   return m;
 }
