@@ -132,7 +132,12 @@ async function lock(lockFile: string, finalDir: string): Promise<boolean> {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
-    const holder = Number(readFileSync(lockFile, 'utf8').trim() || '0');
+    let holder: number;
+    try {
+      holder = Number(readFileSync(lockFile, 'utf8').trim() || '0');
+    } catch {
+      continue; // released between our attempt and this read
+    }
     // A lock with no pid yet is being written right now; one whose process is gone is stale.
     if (holder > 0 && !pidAlive(holder)) rmSync(lockFile, { force: true });
     else await sleep(150);
