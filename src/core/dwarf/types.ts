@@ -53,6 +53,10 @@ const KIND: Record<number, TypeKind> = {
   [TAG.unspecified_type]: 'unspecified', [TAG.ptr_to_member_type]: 'ptr_to_member', [TAG.interface_type]: 'struct',
 };
 
+const QUAL: Record<number, string> = {
+  [TAG.const_type]: 'const', [TAG.volatile_type]: 'volatile', [TAG.restrict_type]: 'restrict', [TAG.atomic_type]: '_Atomic',
+};
+
 export class Types {
   private readonly names = new Map<number, string>();
 
@@ -99,7 +103,22 @@ export class Types {
         if (tt === TAG.pointer_type || tt === TAG.reference_type || tt === TAG.rvalue_reference_type) {
           return this.render(t, q + (decl ? ' ' + decl : ''), depth + 1);
         }
-        return `${q} ${this.render(t, decl, depth + 1)}`;
+        // Consecutive qualifiers print in the canonical order gdb and C programmers use ("const volatile int").
+        const quals = new Set([q]);
+        let inner = t;
+        for (let i = 0; i < 8 && inner !== undefined; i++) {
+          const dd = this.res.dieAt(inner);
+          const qq = QUAL[dd.tag];
+          if (!qq) break;
+          quals.add(qq);
+          inner = this.target(dd);
+        }
+        const innerTag = inner === undefined ? -1 : this.res.dieAt(inner).tag;
+        if (innerTag === TAG.pointer_type || innerTag === TAG.reference_type || innerTag === TAG.rvalue_reference_type) {
+          return `${q} ${this.render(t, decl, depth + 1)}`;
+        }
+        const ordered = ['const', 'volatile', 'restrict', '_Atomic'].filter((x) => quals.has(x)).join(' ');
+        return `${ordered} ${this.render(inner, decl, depth + 1)}`;
       }
       case TAG.array_type: {
         const dims = this.dims(d).map((n) => `[${n ?? ''}]`).join('');
