@@ -181,6 +181,14 @@ test('known_hosts hashed by ssh-keygen -H matches [host]:port without asking', a
   const target = await SshTarget.connect(opts(sshd, dir, { knownHostsFile: kh, onUnknownHost: neverAsked }));
   assert.equal((await run(target, ['true'])).code, 0);
   await target.close();
+
+  // HostKeyAlias: the alias is looked up (as written, no port), hashed too.
+  const cfg = join(dir, 'config');
+  writeFileSync(cfg, `Host aliased\n  HostName 127.0.0.1\n  Port ${sshd.port}\n  User root\n  HostKeyAlias prod-db\n`);
+  writeFileSync(kh, `prod-db ${sshd.hostKey}\n`);
+  execFileSync('ssh-keygen', ['-H', '-f', kh], { stdio: 'ignore' });
+  const aliased = await SshTarget.connect(opts(sshd, dir, { destination: 'aliased', knownHostsFile: kh, configFile: cfg, onUnknownHost: neverAsked }));
+  await aliased.close();
 });
 
 test('ProxyJump through a second sshd verifies both host keys; a wrong jump host key fails', async (t) => {

@@ -29,6 +29,10 @@ export interface ResolvedHost {
   /** Expanded agent socket from IdentityAgent, `none` → null, absent → undefined (use SSH_AUTH_SOCK). */
   identityAgent: string | null | undefined;
   userKnownHostsFiles: string[];
+  /** Read-only system files (GlobalKnownHostsFile), consulted after the user's. */
+  globalKnownHostsFiles: string[];
+  /** HostKeyAlias: the name looked up in known_hosts instead of the host (no `[…]:port` form). */
+  hostKeyAlias: string | undefined;
   strictHostKeyChecking: StrictHostKeyChecking;
   hashKnownHosts: boolean;
   /** Jump hosts in order (first is contacted first); [] when none. */
@@ -45,8 +49,13 @@ export interface ResolvedHost {
 }
 
 export interface ResolveOptions {
-  /** Config file to read; default ~/.ssh/config. `null` reads none. */
+  /**
+   * Config file to read. Default: ~/.ssh/config then /etc/ssh/ssh_config, as `ssh` does; a given file is
+   * read alone (like `ssh -F`); `null` reads none.
+   */
   configFile?: string | null;
+  /** The system-wide file read after the user's default one; default /etc/ssh/ssh_config. */
+  systemConfigFile?: string;
   /** From the command line; these win over the config, as for `ssh -l/-p/-i`. */
   user?: string;
   port?: number;
@@ -273,16 +282,24 @@ export function resolveHost(alias: string, opts: ResolveOptions = {}): ResolvedH
   // Command-line values are "obtained first", so the config cannot override them (as with ssh -l/-p).
   if (opts.user !== undefined) ctx.values.set('user', [opts.user]);
   if (opts.port !== undefined) ctx.values.set('port', [String(opts.port)]);
-  const configFile = opts.configFile === undefined ? join(home, '.ssh', 'config') : opts.configFile;
-  if (configFile !== null) {
+  // Relative Include paths are relative to ~/.ssh in user files and to /etc/ssh in the system file.
+  const files: { path: string; includeBase: string; mustExist: boolean }[] =
+    opts.configFile === undefined
+      ? [
+          { path: join(home, '.ssh', 'config'), includeBase: join(home, '.ssh'), mustExist: false },
+          { path: opts.systemConfigFile ?? '/etc/ssh/ssh_config', includeBase: '/etc/ssh', mustExist: false },
+        ]
+      : opts.configFile === null
+        ? []
+        : [{ path: opts.configFile, includeBase: join(home, '.ssh'), mustExist: true }];
+  for (const f of files) {
     let text: string | undefined;
     try {
-      text = readFileSync(configFile, 'utf8');
+      text = readFileSync(f.path, 'utf8');
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || opts.configFile) throw new SshConfigError(`ssh config ${configFile} cannot be read: ${(e as Error).message}`);
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || f.mustExist) throw new SshConfigError(`ssh config ${f.path} cannot be read: ${(e as Error).message}; fix its permissions or pass another file`);
     }
-    // Relative Include paths in the user's config are relative to ~/.ssh (ssh_config(5)), whatever the file.
-    if (text !== undefined) evaluate(parseConfigText(text, configFile), true, ctx, join(home, '.ssh'));
+    if (text !== undefined) evaluate(parseConfigText(text, f.path), true, ctx, f.includeBase);
   }
 
   const hostName = currentHostName(ctx);
@@ -307,6 +324,12 @@ export function resolveHost(alias: string, opts: ResolveOptions = {}): ResolvedH
   const userKnownHostsFiles = khRaw
     ? khRaw.filter((f) => f.toLowerCase() !== 'none').map((f) => expandTokens(f, tokens))
     : [join(home, '.ssh', 'known_hosts'), join(home, '.ssh', 'known_hosts2')];
+
+  const gkh = ctx.values.get('globalknownhostsfile');
+  const globalKnownHostsFiles = gkh
+    ? gkh.filter((f) => f.toLowerCase() !== 'none').map((f) => expandTokens(f, tokens))
+    : ['/etc/ssh/ssh_known_hosts', '/etc/ssh/ssh_known_hosts2'];
+  const alias_ = first(ctx, 'hostkeyalias');
 
   const shk = (first(ctx, 'stricthostkeychecking') ?? 'ask').toLowerCase();
   const strictHostKeyChecking: StrictHostKeyChecking =
@@ -335,6 +358,8 @@ export function resolveHost(alias: string, opts: ResolveOptions = {}): ResolvedH
     identitiesOnly: yesNo(first(ctx, 'identitiesonly'), false),
     identityAgent,
     userKnownHostsFiles,
+    globalKnownHostsFiles,
+    hostKeyAlias: alias_ === undefined || alias_.toLowerCase() === 'none' ? undefined : alias_,
     strictHostKeyChecking,
     hashKnownHosts: yesNo(first(ctx, 'hashknownhosts'), false),
     proxyJump,

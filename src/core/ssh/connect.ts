@@ -137,6 +137,13 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
   const timeoutMs = hop.connectTimeout !== undefined ? hop.connectTimeout * 1000 : (opts.connectTimeoutMs ?? 15000);
   const sock: Duplex = tunnel ?? (await openTcp(hop, timeoutMs));
   const knownHostsFiles = opts.knownHostsFile ? [opts.knownHostsFile] : hop.userKnownHostsFiles;
+  const keyPolicy = {
+    host: hop.hostName,
+    port: hop.port,
+    hostKeyAlias: hop.hostKeyAlias,
+    knownHostsFiles,
+    globalKnownHostsFiles: hop.globalKnownHostsFiles,
+  };
   const where = label(hop) + via;
   const client = new Client();
   let failure: Error | undefined;
@@ -194,14 +201,12 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
       readyTimeout: 0,
       keepaliveInterval: opts.keepaliveIntervalMs ?? hop.serverAliveInterval * 1000,
       keepaliveCountMax: opts.keepaliveCountMax ?? hop.serverAliveCountMax,
-      algorithms: { serverHostKey: preferredHostKeyAlgorithms({ host: hop.hostName, port: hop.port, knownHostsFiles }) as never },
+      algorithms: { serverHostKey: preferredHostKeyAlgorithms(keyPolicy) as never },
       hostVerifier: (key: Buffer, verify: (ok: boolean) => void) => {
         if (kexTimer) clearTimeout(kexTimer);
         kexTimer = undefined;
         verifyHostKey(key, {
-          host: hop.hostName,
-          port: hop.port,
-          knownHostsFiles,
+          ...keyPolicy,
           strict: hop.strictHostKeyChecking,
           hashKnownHosts: hop.hashKnownHosts,
           onUnknownHost: opts.onUnknownHost,

@@ -32,8 +32,12 @@ export type UnknownHostCallback = (info: UnknownHostInfo) => UnknownHostDecision
 export interface HostKeyPolicyOptions {
   host: string;
   port: number;
+  /** HostKeyAlias: looked up as written, without the `[…]:port` form. */
+  hostKeyAlias?: string;
   /** Files to read, in order; the first one receives recorded keys. */
   knownHostsFiles: string[];
+  /** Read-only files consulted after `knownHostsFiles` (GlobalKnownHostsFile). */
+  globalKnownHostsFiles?: string[];
   strict: StrictHostKeyChecking;
   hashKnownHosts: boolean;
   onUnknownHost?: UnknownHostCallback;
@@ -48,11 +52,20 @@ export interface HostKeyVerdict {
 }
 
 /** ssh2's host key algorithms with the types already known for this host first, as OpenSSH orders them. */
-export function preferredHostKeyAlgorithms(opts: Pick<HostKeyPolicyOptions, 'host' | 'port' | 'knownHostsFiles'>): string[] {
+/** The name looked up in known_hosts for this hop. */
+export function lookupName(opts: Pick<HostKeyPolicyOptions, 'host' | 'port' | 'hostKeyAlias'>): string {
+  return opts.hostKeyAlias ? opts.hostKeyAlias.toLowerCase() : knownHostsName(opts.host, opts.port);
+}
+
+function allFiles(opts: Pick<HostKeyPolicyOptions, 'knownHostsFiles' | 'globalKnownHostsFiles'>): string[] {
+  return [...opts.knownHostsFiles, ...(opts.globalKnownHostsFiles ?? [])];
+}
+
+export function preferredHostKeyAlgorithms(opts: Pick<HostKeyPolicyOptions, 'host' | 'port' | 'hostKeyAlias' | 'knownHostsFiles' | 'globalKnownHostsFiles'>): string[] {
   const all = ['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'];
   let known: string[] = [];
   try {
-    known = knownKeyTypes(readKnownHostsFiles(opts.knownHostsFiles).entries, knownHostsName(opts.host, opts.port));
+    known = knownKeyTypes(readKnownHostsFiles(allFiles(opts)).entries, lookupName(opts));
   } catch {
     // Unreadable files surface in verifyHostKey with a proper message.
   }
@@ -61,8 +74,8 @@ export function preferredHostKeyAlgorithms(opts: Pick<HostKeyPolicyOptions, 'hos
 }
 
 export async function verifyHostKey(key: Buffer, opts: HostKeyPolicyOptions): Promise<HostKeyVerdict> {
-  const name = knownHostsName(opts.host, opts.port);
-  const { entries, invalid } = readKnownHostsFiles(opts.knownHostsFiles);
+  const name = lookupName(opts);
+  const { entries, invalid } = readKnownHostsFiles(allFiles(opts));
   for (const bad of invalid) opts.log?.(`known_hosts ${bad.file}:${bad.line} skipped: ${bad.reason}`);
   const status = checkHostKey(entries, name, key);
   const recordFile = opts.knownHostsFiles[0] ?? '';

@@ -44,13 +44,14 @@ export class SshTarget implements Target {
     }
     const command = (opts.sudo ? 'sudo -n -- ' : '') + quoteArgv(argv);
     return new Promise((resolve, reject) => {
-      this.conn.client.exec(command, (err, ch) => {
-        if (err) {
-          reject(new SshExecError(`ssh ${this.describe()}: could not start the remote program (${err.message}); check MaxSessions in the server's sshd_config`));
-          return;
-        }
-        resolve(wrapChannel(ch));
-      });
+      const failed = (err: Error) =>
+        reject(new SshExecError(`ssh ${this.describe()}: could not start the remote program (${err.message}); reconnect, or check MaxSessions in the server's sshd_config`));
+      try {
+        this.conn.client.exec(command, (err, ch) => (err ? failed(err) : resolve(wrapChannel(ch))));
+      } catch (e) {
+        // ssh2 throws synchronously once the connection is gone.
+        failed(e as Error);
+      }
     });
   }
 

@@ -168,3 +168,23 @@ test('ssh config: ProxyJump chains (user@host:port, a jump host\'s own ProxyJump
   assert.deepEqual(resolveHost('direct', { home: h }).proxyJump, [], '"none" is a value too: the first one wins');
   assert.throws(() => resolveChain({ host: 'loopa' }, { destination: 'loopa', home: h }), /more than 8 hops/);
 });
+
+test('ssh config: the system file is read after the user\'s (Debian\'s HashKnownHosts yes); -F style files alone', (t) => {
+  const h = home(t, {
+    '.ssh/config': 'Host box\n  Port 2022\n',
+    'etc/ssh_config': 'Include sys.d/*.conf\nHost *\n  HashKnownHosts yes\n  Port 9\n',
+    'etc/sys.d/a.conf': 'Host box\n  HostKeyAlias box-key\n  GlobalKnownHostsFile /etc/kh_%h\n',
+  });
+  // Relative Includes in the system file are relative to /etc/ssh; point the test's Include at its own dir.
+  const sys = join(h, 'etc/ssh_config');
+  writeFileSync(sys, `Include ${join(h, 'etc/sys.d')}/*.conf\nHost *\n  HashKnownHosts yes\n  Port 9\n`);
+  const r = resolveHost('box', { home: h, systemConfigFile: sys });
+  assert.equal(r.port, 2022, 'the user file comes first');
+  assert.equal(r.hashKnownHosts, true);
+  assert.equal(r.hostKeyAlias, 'box-key');
+  assert.deepEqual(r.globalKnownHostsFiles, ['/etc/kh_box']);
+  const only = resolveHost('box', { home: h, configFile: join(h, '.ssh/config'), systemConfigFile: sys });
+  assert.equal(only.hashKnownHosts, false, 'an explicit config file is read alone, like ssh -F');
+  assert.deepEqual(only.globalKnownHostsFiles, ['/etc/ssh/ssh_known_hosts', '/etc/ssh/ssh_known_hosts2']);
+  assert.throws(() => resolveHost('box', { home: h, configFile: join(h, 'missing') }), /cannot be read/);
+});

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DestinationError, formatDestination, parseDestination, parseProxyJump } from '../../../../src/core/ssh/destination';
+import { sshOptionsFromCli } from '../../../../src/core/ssh/cliOptions';
 
 test('--host [USER@]HOST[:PORT] parses names, IPv4 and bracketed IPv6', () => {
   assert.deepEqual(parseDestination('db1'), { host: 'db1' });
@@ -45,4 +46,15 @@ test('ProxyJump lists: commas, ssh:// URIs and none', () => {
   assert.deepEqual(parseProxyJump('ssh://u@[::1]:22'), [{ user: 'u', host: '::1', port: 22 }]);
   assert.deepEqual(parseProxyJump('none'), []);
   assert.throws(() => parseProxyJump('j1,$(touch x)'), DestinationError);
+});
+
+test('CLI flags: --host is checked up front; unknown hosts are refused unless --accept-new', async () => {
+  assert.throws(() => sshOptionsFromCli({ host: 'h;reboot' }), DestinationError);
+  const info = { hostName: 'h', keyType: 'ssh-ed25519', fingerprint: 'SHA256:x', knownHostsFile: 'f' };
+  const strict = sshOptionsFromCli({ host: 'alice@h:2222', identity: ['/k'], knownHosts: '/kh' });
+  assert.equal(strict.destination, 'alice@h:2222');
+  assert.deepEqual(strict.identityFiles, ['/k']);
+  assert.equal(strict.knownHostsFile, '/kh');
+  assert.equal(await strict.onUnknownHost?.(info), 'reject');
+  assert.equal(await sshOptionsFromCli({ host: 'h', acceptNew: true }).onUnknownHost?.(info), 'accept-and-record');
 });
