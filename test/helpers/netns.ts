@@ -6,7 +6,7 @@ import type { TestContext } from 'node:test';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmdirSync, statSync } from 'node:fs';
 import { missing } from './require';
-import { startSshd, SshdUnavailable, type Sshd, type SshdOptions } from './sshd';
+import { atProcessEnd, startSshd, SshdUnavailable, type Sshd, type SshdOptions } from './sshd';
 
 export interface NetNs {
   /** Namespace name (`ip netns exec NAME …`, `/run/netns/NAME`). */
@@ -107,9 +107,7 @@ export function createNetns(): NetNs {
   created.add(name);
   if (!hookInstalled) {
     hookInstalled = true;
-    process.on('exit', () => {
-      for (const n of [...created]) deleteNs(n);
-    });
+    atProcessEnd(() => [...created].forEach(deleteNs));
   }
   try {
     withLock(() => {

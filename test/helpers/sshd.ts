@@ -92,8 +92,31 @@ export function generateKeyPair(dir: string, type: KeyType = 'ed25519', name = `
   return { privateKeyFile, publicKeyFile, publicKey: readFileSync(publicKeyFile, 'utf8').trim() };
 }
 
-/** A port that was free on `address` a moment ago (the kernel picks it; sshd binds it right after). */
+function bindable(port: number, address: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, address, () => srv.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A port that was free on `address` a moment ago. Chosen below the kernel's ephemeral range, so the source port
+ * of some outgoing connection (tests make many) cannot take it between this check and sshd's bind.
+ */
 export async function freePort(address = '127.0.0.1'): Promise<number> {
+  let low = 32768;
+  try {
+    low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || low;
+  } catch {
+    /* not Linux: keep the usual default */
+  }
+  const from = Math.max(1024, low - 12_000);
+  for (let i = 0; i < 50 && low - from > 100; i++) {
+    const port = from + Math.floor(Math.random() * (low - from));
+    if (await bindable(port, address)) return port;
+  }
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();
@@ -114,7 +137,8 @@ function sshdVersion(): [number, number] {
 
 // --- process bookkeeping: no sshd may outlive the test process, however it ends ---
 
-const live = new Set<number>();
+/** pid of each running listener → its temp dir. */
+const live = new Map<number, string>();
 let hooksInstalled = false;
 
 function childrenOf(pid: number): number[] {
@@ -165,21 +189,47 @@ function killTree(pid: number, signal: NodeJS.Signals): void {
   signalAll(sshdTree(pid), signal);
 }
 
+const endHooks: Array<() => void> = [];
+
+/**
+ * Runs `fn` (synchronous) when this process ends: normally, by an uncaught exception, or by SIGINT/SIGTERM/SIGHUP,
+ * after which the process still dies by that signal.
+ */
+export function atProcessEnd(fn: () => void): void {
+  if (endHooks.length === 0) {
+    const runAll = (): void => {
+      for (const hook of endHooks.splice(0)) {
+        try {
+          hook();
+        } catch {
+          /* best effort: the others must still run */
+        }
+      }
+    };
+    process.on('exit', runAll);
+    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+      const onSignal = (): void => {
+        runAll();
+        process.removeListener(sig, onSignal);
+        // Let the default action (death by this signal) happen as if we had never listened.
+        if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
+      };
+      process.on(sig, onSignal);
+    }
+  }
+  endHooks.push(fn);
+}
+
 function installHooks(): void {
   if (hooksInstalled) return;
   hooksInstalled = true;
-  process.on('exit', () => {
-    for (const pid of live) killTree(pid, 'SIGTERM');
+  atProcessEnd(() => {
+    for (const [pid, dir] of live) {
+      killTree(pid, 'SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    }
+    live.clear();
   });
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    const onSignal = (): void => {
-      for (const pid of live) killTree(pid, 'SIGTERM');
-      process.removeListener(sig, onSignal);
-      // Let the default action (death by this signal) happen as if we had never listened.
-      if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
-    };
-    process.on(sig, onSignal);
-  }
 }
 
 function alive(pid: number): boolean {
@@ -216,7 +266,20 @@ function bracketed(host: string, port: number): string {
   return port === 22 ? host : `[${host}]:${port}`;
 }
 
+class PortTaken extends Error {}
+
 export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
+  // Another process may bind the port we picked before sshd does: pick again (only if the caller did not fix it).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(opts);
+    } catch (e) {
+      if (!(e instanceof PortTaken) || opts.port !== undefined || attempt >= 5) throw e;
+    }
+  }
+}
+
+async function startOnce(opts: SshdOptions): Promise<Sshd> {
   if (!existsSync(SSHD)) throw new SshdUnavailable(`${SSHD} is not installed (apt-get install openssh-server)`);
   if (process.getuid?.() !== 0) throw new SshdUnavailable('root is needed to accept logins as root and other users');
   // sshd refuses to start without its privilege-separation directory, which only the distro's unit creates.
@@ -301,7 +364,7 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
   const exitedP = new Promise<void>((resolve) => child.once('exit', () => ((exited = true), resolve())));
   const pid = child.pid;
   if (pid === undefined) throw new SshdUnavailable(`spawning ${cmd.join(' ')} failed`);
-  live.add(pid);
+  live.set(pid, dir);
   installHooks();
 
   let stopped: Promise<void> | undefined;
@@ -323,11 +386,16 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
   };
   opts.t?.after(stop);
 
+  // Our own sshd saying it listens is what counts: a banner alone could come from whoever else holds the port.
+  const level = (opts.logLevel ?? 'VERBOSE').toUpperCase();
+  const announces = !['QUIET', 'FATAL', 'ERROR'].includes(level);
+  const listening = (): boolean => !announces || logText.includes(`Server listening on ${host} port ${port}.`);
   const deadline = Date.now() + 15_000;
-  while (!(await sshBanner(host, port))) {
+  while (!(listening() && !exited && (await sshBanner(host, port)))) {
     if (exited || Date.now() > deadline) {
       await stop();
-      throw new Error(`sshd on ${host}:${port} did not come up${exited ? ' (it exited)' : ' within 15 s'}:\n${logText}`);
+      const why = `sshd on ${host}:${port} did not come up${exited ? ' (it exited)' : ' within 15 s'}:\n${logText}`;
+      throw exited && /Address already in use/.test(logText) ? new PortTaken(why) : new Error(why);
     }
     await sleep(50);
   }

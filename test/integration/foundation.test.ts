@@ -182,6 +182,30 @@ test('stop() ends sshd and its sessions and removes its files', { timeout: TIMEO
   assert.equal(alive(remotePid), false, `remote session process ${remotePid} outlived stop()`);
 });
 
+for (const ending of ['an uncaught exception', 'SIGTERM'] as const) {
+  test(`no sshd outlives a test process that ends by ${ending}`, { timeout: TIMEOUT }, async (t) => {
+    if (!(await requireSshd(t))) return;
+    const helper = JSON.stringify(join(__dirname, '..', 'helpers', 'sshd.ts'));
+    // No TestContext here: only the helper's process hooks stand between this sshd and an orphan.
+    const script = `require(${helper}).startSshd().then((s) => { console.log(s.pid); ${
+      ending === 'SIGTERM' ? 'setInterval(() => {}, 1000);' : "setTimeout(() => { throw new Error('boom'); }, 100);"
+    } });`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    t.after(() => void child.kill('SIGKILL'));
+    const pid = await new Promise<number>((resolve, reject) => {
+      child.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
+      child.once('exit', (code) => reject(new Error(`helper process exited ${code} before starting sshd`)));
+    });
+    assert.ok(alive(pid), 'sshd was not running');
+    const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once('exit', (code, sig) => resolve(sig ?? code)));
+    if (ending === 'SIGTERM') child.kill('SIGTERM');
+    // The process still dies the way it would have without the hooks.
+    assert.equal(await exited, ending === 'SIGTERM' ? 'SIGTERM' : 1);
+    for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(alive(pid), false, `sshd ${pid} outlived its test process`);
+  });
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
