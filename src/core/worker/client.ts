@@ -21,12 +21,14 @@ export class WorkerJobError extends Error {
   }
 }
 
+type ResultOf<K extends WorkerRequest['kind']> = Extract<WorkerResponse, { kind: K }>['result'];
+
 /** Runs one request in a fresh worker and resolves with its result; the worker exits afterwards. */
 export function runWorkerJob<K extends WorkerRequest['kind']>(
   request: Extract<WorkerRequest, { kind: K }>,
   onProgress?: (message: string) => void,
-): Promise<Extract<WorkerResponse, { kind: K }>['result']> {
-  return new Promise((resolve, reject) => {
+): Promise<ResultOf<K>> {
+  return new Promise<unknown>((resolve, reject) => {
     const worker = startWorker();
     let settled = false;
     const finish = (fn: () => void) => {
@@ -38,10 +40,10 @@ export function runWorkerJob<K extends WorkerRequest['kind']>(
     worker.on('message', (msg: WorkerResponse | { progress: string } | { error: string; name: string }) => {
       if ('progress' in msg) onProgress?.(msg.progress);
       else if ('error' in msg) finish(() => reject(new WorkerJobError(msg.error, msg.name)));
-      else finish(() => resolve((msg as Extract<WorkerResponse, { kind: K }>).result));
+      else finish(() => resolve((msg as { result: unknown }).result));
     });
     worker.on('error', (e) => finish(() => reject(e)));
     worker.on('exit', (code) => finish(() => reject(new Error(`index worker exited with code ${code} before answering`))));
     worker.postMessage(request);
-  });
+  }) as Promise<ResultOf<K>>;
 }

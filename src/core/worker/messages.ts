@@ -1,6 +1,10 @@
 // Requests and responses between runWorkerJob() and the index worker.
+import type { IndexData } from '../index/model';
+
 export type WorkerRequest =
-  | { kind: 'ping'; text: string };
+  | { kind: 'ping'; text: string }
+  | { kind: 'index'; path: string; debugDirs?: string[] };
 
 export type WorkerResponse =
-  | { kind: 'ping'; result: string };
+  | { kind: 'ping'; result: string }
+  | { kind: 'index'; result: IndexData };

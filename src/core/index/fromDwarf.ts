@@ -1,0 +1,139 @@
+// The DWARF half of the full index: functions with their parameters located at the entry pc, and the line
+// tables of every unit merged into one address-sorted table with a shared file list.
+import type { BinaryImage } from '../binary/binaryImage';
+import { openDwarf, type Dwarf, type FunctionInfo } from '../dwarf';
+import { ROW_END_SEQUENCE, ROW_PROLOGUE_END, ROW_STMT } from '../dwarf/line';
+import { placeArguments, type CallingConvention } from '../probes/abi';
+import { abiTypeOf, entryCfa, fetchForLocation, stripQualifiers, type Arch } from '../probes/fetch';
+import { LINE_END_SEQUENCE, LINE_IS_STMT, LINE_PROLOGUE_END, type IndexedFunction, type IndexedParam, type LineRows } from './model';
+
+export interface DwarfIndexPart {
+  functions: IndexedFunction[];
+  files: string[];
+  lines: LineRows;
+}
+
+export function callingConvention(arch: Arch, go: { regabi: boolean } | undefined): CallingConvention {
+  if (go) return go.regabi && arch === 'x86_64' ? 'go-regabi' : 'go-stack';
+  return arch === 'x86_64' ? 'sysv' : 'aapcs64';
+}
+
+export function dwarfIndexPart(image: BinaryImage): DwarfIndexPart {
+  const arch = image.elf.requireProbeableArch();
+  const dw = openDwarf(image.dwarf(), arch);
+  const goInfo = image.goInfo();
+  const conv = callingConvention(arch, goInfo ? { regabi: goInfo.abi === 'register' } : undefined);
+  const functions = dw.functions().map((f) => indexFunction(dw, f, arch, conv));
+  const { files, lines } = mergeLineTables(dw);
+  return { functions, files, lines };
+}
+
+function entrySize(f: FunctionInfo): number {
+  if (f.entryPc === undefined) return 0;
+  for (let i = 0; i < f.ranges.length; i += 2) if (f.entryPc >= f.ranges[i] && f.entryPc < f.ranges[i + 1]) return f.ranges[i + 1] - f.ranges[i];
+  return 0;
+}
+
+/**
+ * Parameter locations at the entry pc: a register the DWARF location names there is trusted; anything else
+ * (-O0's stack slots are filled only by the prologue) comes from the calling convention, typed by DWARF.
+ */
+export function entryParams(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: CallingConvention): IndexedParam[] {
+  const describe = (o: number | undefined) => dw.typeOf(o);
+  let placements: ReturnType<typeof placeArguments> | undefined;
+  const abi = (i: number) => {
+    placements ??= placeArguments(conv, f.params.map((p) => abiTypeOf(stripQualifiers(describe(p.typeOffset), describe), describe, conv.startsWith('go'))));
+    return placements[i];
+  };
+  return f.params.map((p, i): IndexedParam => {
+    const type = dw.typeName(p.typeOffset);
+    if (f.entryPc !== undefined) {
+      const loc = dw.locationOf(p.dieOffset, f.entryPc);
+      if (loc.kind === 'register') {
+        const r = fetchForLocation(loc, { arch, cfa: entryCfa(arch) });
+        if (r.ok && r.isValue) return { name: p.name, type, location: r.fetch };
+      }
+    }
+    const placed = abi(i);
+    if (!placed.ok) return { name: p.name, type, location: `unavailable: ${placed.reason}` };
+    const text = placed.parts.map((x) => x.fetch).join(',');
+    return { name: p.name, type, location: placed.byReference ? `*${text}` : text };
+  });
+}
+
+function indexFunction(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: CallingConvention): IndexedFunction {
+  let params: IndexedParam[];
+  try {
+    params = entryParams(dw, f, arch, conv);
+  } catch (e) {
+    // One damaged type or location must not hide the function; say what went wrong in its place.
+    const why = e instanceof Error ? e.message : String(e);
+    params = f.params.map((p) => ({ name: p.name, type: '?', location: `unavailable: ${why}` }));
+  }
+  return {
+    name: f.name,
+    linkageName: f.linkageName && f.linkageName !== f.name ? f.linkageName : undefined,
+    file: f.file || undefined,
+    line: f.line || undefined,
+    address: f.entryPc !== undefined ? BigInt(f.entryPc) : undefined,
+    size: entrySize(f),
+    params,
+    inlinedInstances: f.inlinedInstances.length,
+    probeable: f.probeable,
+    reason: f.reason,
+    external: f.external,
+    unitOffset: f.unitOffset,
+    dieOffset: f.dieOffset,
+  };
+}
+
+function mergeLineTables(dw: Dwarf): { files: string[]; lines: LineRows } {
+  const files: string[] = [];
+  const fileIds = new Map<string, number>();
+  const address: number[] = [];
+  const line: number[] = [];
+  const file: number[] = [];
+  const flags: number[] = [];
+  for (const t of dw.lineTables()) {
+    const local = t.files.map((f) => {
+      if (!f) return 0xffffffff;
+      let id = fileIds.get(f);
+      if (id === undefined) {
+        id = files.length;
+        files.push(f);
+        fileIds.set(f, id);
+      }
+      return id;
+    });
+    const r = t.rows;
+    for (const [s, e] of t.sequences) {
+      for (let i = s; i <= e; i++) {
+        const fl = r.flags[i];
+        address.push(r.address[i]);
+        line.push(r.line[i]);
+        file.push(local[r.file[i]] ?? 0xffffffff);
+        flags.push((fl & ROW_STMT ? LINE_IS_STMT : 0) | (fl & ROW_PROLOGUE_END ? LINE_PROLOGUE_END : 0) | (i === e || fl & ROW_END_SEQUENCE ? LINE_END_SEQUENCE : 0));
+      }
+    }
+  }
+  const n = address.length;
+  const order = new Uint32Array(n);
+  let sorted = true;
+  for (let i = 0; i < n; i++) {
+    order[i] = i;
+    if (i > 0 && (address[i] < address[i - 1] || (address[i] === address[i - 1] && flags[i] & LINE_END_SEQUENCE && !(flags[i - 1] & LINE_END_SEQUENCE)))) sorted = false;
+  }
+  if (!sorted) {
+    // Stable by address, end-of-sequence rows first among equal addresses (see LineRows).
+    order.sort((a, b) => address[a] - address[b] || (flags[b] & LINE_END_SEQUENCE) - (flags[a] & LINE_END_SEQUENCE) || a - b);
+  }
+  const out: LineRows = { address: new Float64Array(n), line: new Uint32Array(n), file: new Uint32Array(n), flags: new Uint8Array(n) };
+  for (let k = 0; k < n; k++) {
+    const i = order[k];
+    out.address[k] = address[i];
+    out.line[k] = line[i];
+    out.file[k] = file[i];
+    out.flags[k] = flags[i];
+  }
+  return { files, lines: out };
+}

@@ -1,0 +1,57 @@
+// Loading a binary's index: from the on-disk cache when its identity matches, else built (in a worker thread
+// when asked, so an editor never blocks) and stored.
+import { resolve } from 'node:path';
+import { buildIndex, type BuildOptions } from './build';
+import { BinaryIndex } from './binaryIndex';
+import { cacheKey, readCache, writeCache } from './cache';
+import { readBinaryIdentity } from './identity';
+import { runWorkerJob } from '../worker/client';
+import { INDEX_FORMAT, isIndexData, type IndexData } from './model';
+
+export interface LoadOptions {
+  /** Ignore and do not write the cache. */
+  noCache?: boolean;
+  /** Extra directories searched for separate debug files (before /usr/lib/debug). */
+  debugDirs?: string[];
+  /** Build in a worker thread (the extension); the CLI builds in-process. */
+  inWorker?: boolean;
+  /** Cache directory override (tests). */
+  cacheDir?: string;
+  onProgress?: (message: string) => void;
+}
+
+export interface LoadedIndex {
+  index: BinaryIndex;
+  fromCache: boolean;
+}
+
+function keyFor(path: string, debugDirs: string[] | undefined): string {
+  const id = readBinaryIdentity(path);
+  // The build-id names the code; path and debug directories decide where its DWARF was found.
+  return cacheKey({ ...id, path, salt: `format ${INDEX_FORMAT}\0${path}\0${(debugDirs ?? []).join('\0')}` });
+}
+
+export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Promise<LoadedIndex> {
+  const path = resolve(binaryPath);
+  const key = opts.noCache ? undefined : keyFor(path, opts.debugDirs);
+  if (key) {
+    const cached = readCache(key, isCurrent(path), opts.cacheDir);
+    if (cached) return { index: new BinaryIndex(cached), fromCache: true };
+  }
+  const data = opts.inWorker ? await buildInWorker(path, opts) : await buildIndex(path, { debugDirs: opts.debugDirs, onProgress: opts.onProgress });
+  if (key) writeCache(key, data, opts.cacheDir);
+  return { index: new BinaryIndex(data), fromCache: false };
+}
+
+function isCurrent(path: string) {
+  return (v: unknown): v is IndexData => {
+    if (!isIndexData(v) || v.path !== path) return false;
+    const id = readBinaryIdentity(path);
+    // A binary rebuilt without a build-id keeps its path: size and mtime tell the builds apart.
+    return v.buildId !== undefined ? v.buildId === id.buildId : v.size === id.size && v.mtimeMs === id.mtimeMs;
+  };
+}
+
+async function buildInWorker(path: string, opts: BuildOptions & LoadOptions): Promise<IndexData> {
+  return runWorkerJob({ kind: 'index', path, debugDirs: opts.debugDirs }, opts.onProgress);
+}

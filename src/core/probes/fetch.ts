@@ -1,0 +1,173 @@
+// Translating DWARF facts into tracefs fetch arguments: register names, location descriptions at a given pc,
+// and types (fetch type suffix, calling-convention class). Shared by the index (parameter locations at entry)
+// and the probe compiler (arguments, struct fields, line-probe variables).
+import type { LocDesc, TypeDesc } from '../dwarf';
+import type { AbiType } from './abi';
+
+export type Arch = 'x86_64' | 'aarch64';
+
+const X86_REG: Record<string, string> = {
+  rax: 'ax', rbx: 'bx', rcx: 'cx', rdx: 'dx', rsi: 'si', rdi: 'di', rbp: 'bp', rsp: 'sp', rip: 'ip',
+  r8: 'r8', r9: 'r9', r10: 'r10', r11: 'r11', r12: 'r12', r13: 'r13', r14: 'r14', r15: 'r15',
+};
+
+/** tracefs register name (without %) for a DWARF register name, or undefined when uprobes cannot read it. */
+export function tracefsRegister(arch: Arch, dwarfName: string): string | undefined {
+  if (arch === 'x86_64') return X86_REG[dwarfName];
+  if (/^x([0-9]|[12][0-9]|30)$/.test(dwarfName) || dwarfName === 'sp') return dwarfName;
+  return undefined;
+}
+
+export type FetchResult =
+  | { ok: true; fetch: string; /** true when fetch yields the value itself, false when it is the value's address */ isValue: true }
+  | { ok: true; address: string; isValue: false }
+  | { ok: false; reason: string };
+
+export interface FrameContext {
+  arch: Arch;
+  /** The CFA at this pc as register + offset (at a function's entry: %sp+8 on x86-64, %sp+0 on AArch64). */
+  cfa?: { reg: string; offset: number };
+  /** The function's frame base description (DW_AT_frame_base), usually { kind: 'cfa' }. */
+  frameBase?: LocDesc;
+  /** File offset of a link-time address, for globals (fetched as @+OFFSET, which works for PIE too). */
+  fileOffsetOf?: (address: number) => number;
+}
+
+const memAt = (offset: number, base: string): string => `${offset >= 0 ? '+' : '-'}${Math.abs(offset)}(${base})`;
+
+export function entryCfa(arch: Arch): { reg: string; offset: number } {
+  return arch === 'x86_64' ? { reg: 'sp', offset: 8 } : { reg: 'sp', offset: 0 };
+}
+
+/**
+ * Where a variable described by `loc` is: a fetch for its value (registers) or for its address (memory), so
+ * a caller can dereference with a type or add a member offset.
+ */
+export function fetchForLocation(loc: LocDesc, ctx: FrameContext): FetchResult {
+  switch (loc.kind) {
+    case 'register': {
+      const r = tracefsRegister(ctx.arch, loc.name);
+      return r ? { ok: true, fetch: `%${r}`, isValue: true } : { ok: false, reason: `the value is in ${loc.name}, which uprobes cannot fetch` };
+    }
+    case 'breg': {
+      const r = tracefsRegister(ctx.arch, loc.name);
+      return r ? { ok: true, address: memAt(loc.offset, `%${r}`), isValue: false } : { ok: false, reason: `based on ${loc.name}, which uprobes cannot fetch` };
+    }
+    case 'breg-value': {
+      const r = tracefsRegister(ctx.arch, loc.name);
+      if (r && loc.offset === 0) return { ok: true, fetch: `%${r}`, isValue: true };
+      return { ok: false, reason: `the value is computed (${loc.name}${loc.offset >= 0 ? '+' : ''}${loc.offset}), which a fetch argument cannot express` };
+    }
+    case 'fbreg': {
+      const fb = ctx.frameBase;
+      if (!fb || fb.kind === 'cfa') {
+        if (!ctx.cfa) return { ok: false, reason: 'the frame base (CFA) at this address is unknown' };
+        return { ok: true, address: memAt(ctx.cfa.offset + loc.offset, `%${ctx.cfa.reg}`), isValue: false };
+      }
+      if (fb.kind === 'breg' || fb.kind === 'breg-value' || fb.kind === 'register') {
+        const r = tracefsRegister(ctx.arch, fb.name);
+        const base = fb.kind === 'register' ? 0 : fb.offset;
+        if (r) return { ok: true, address: memAt(base + loc.offset, `%${r}`), isValue: false };
+      }
+      return { ok: false, reason: `unsupported frame base (${fb.kind})` };
+    }
+    case 'cfa':
+      return ctx.cfa ? { ok: false, reason: 'the value is the CFA itself, which a fetch argument cannot express' } : { ok: false, reason: 'the CFA here is unknown' };
+    case 'address':
+      if (!ctx.fileOffsetOf) return { ok: false, reason: 'a global whose file offset is unknown' };
+      try {
+        return { ok: true, address: `@+${ctx.fileOffsetOf(loc.address)}`, isValue: false };
+      } catch {
+        return { ok: false, reason: 'a global in no file-backed segment (e.g. .bss), which uprobes cannot address by file offset' };
+      }
+    case 'optimized-out':
+      return { ok: false, reason: 'optimized out' };
+    case 'value':
+      return { ok: false, reason: `a constant (${loc.value}) folded by the compiler` };
+    case 'implicit':
+      return { ok: false, reason: 'an implicit value folded by the compiler' };
+    case 'tls':
+      return { ok: false, reason: 'thread-local storage, which uprobes cannot address' };
+    case 'entry-value':
+      return { ok: false, reason: 'only known as the value on entry (DW_OP_entry_value)' };
+    case 'pieces':
+      return { ok: false, reason: 'split across several places (DW_OP_piece)' };
+    case 'unsupported':
+      return { ok: false, reason: loc.why };
+  }
+}
+
+/** Follows typedef/const/volatile/restrict/atomic to the type that decides layout. */
+export function stripQualifiers(t: TypeDesc, describe: (offset: number | undefined) => TypeDesc): TypeDesc {
+  let cur = t;
+  for (let i = 0; i < 32 && ['typedef', 'const', 'volatile', 'restrict', 'atomic'].includes(cur.kind); i++) cur = describe(cur.targetOffset);
+  return cur;
+}
+
+/** The fetch type suffix for a scalar of type `t` (already stripped), or undefined when not a scalar. */
+export function fetchTypeOf(t: TypeDesc, describe: (offset: number | undefined) => TypeDesc, opts: { stringsForCharPointers?: boolean } = {}): string | undefined {
+  const size = t.byteSize ?? 0;
+  const bits = size === 1 ? 8 : size === 2 ? 16 : size === 4 ? 32 : size === 8 ? 64 : undefined;
+  switch (t.kind) {
+    case 'base':
+      if (t.float || bits === undefined) return undefined;
+      if (t.bool) return `u${bits}`;
+      return `${t.signed ? 's' : 'u'}${bits}`;
+    case 'enum':
+      return bits ? `${t.signed ? 's' : 'u'}${bits}` : undefined;
+    case 'pointer': {
+      if (opts.stringsForCharPointers !== false) {
+        const pointee = stripQualifiers(describe(t.targetOffset), describe);
+        if (pointee.kind === 'base' && pointee.char && pointee.byteSize === 1) return 'string';
+      }
+      return `x${bits ?? 64}`;
+    }
+    case 'reference':
+      return `x${bits ?? 64}`;
+    default:
+      return undefined;
+  }
+}
+
+/** Calling-convention class of a parameter type (stripped), for placing it in registers/stack at entry. */
+export function abiTypeOf(t: TypeDesc, describe: (offset: number | undefined) => TypeDesc, go: boolean): AbiType {
+  const size = t.byteSize ?? 8;
+  if (go && t.kind === 'struct') {
+    if (t.name === 'string') return { kind: 'go-string' };
+    if (t.name.startsWith('[]')) return { kind: 'go-slice' };
+    if (t.name === 'interface {}' || t.name.startsWith('interface') || t.name === 'error' || t.name.startsWith('runtime.iface') || t.name.startsWith('runtime.eface'))
+      return { kind: 'go-interface' };
+  }
+  switch (t.kind) {
+    case 'base':
+      return t.float ? { kind: 'float', size } : { kind: 'int', size };
+    case 'struct': case 'class': case 'union': case 'array': {
+      if (go) {
+        // Go's register ABI assigns each (flattened) field its own register.
+        const fields: ('int' | 'float')[] = [];
+        for (const m of t.members ?? []) {
+          const mt = stripQualifiers(describe(m.typeOffset), describe);
+          fields.push(mt.kind === 'base' && mt.float ? 'float' : 'int');
+        }
+        return { kind: 'aggregate', size, eightbytes: fields };
+      }
+      const n = Math.ceil(size / 8);
+      const eightbytes: ('int' | 'float')[] = Array.from({ length: n }, () => 'float' as const);
+      const mark = (i: number, c: 'int' | 'float') => {
+        if (i >= 0 && i < n && c === 'int') eightbytes[i] = 'int';
+      };
+      const members = t.members ?? [];
+      if (t.kind === 'array' || members.length === 0) eightbytes.fill('int');
+      for (const m of members) {
+        const mt = stripQualifiers(describe(m.typeOffset), describe);
+        const msize = mt.byteSize ?? 8;
+        const off = m.offset ?? 0;
+        const cls = mt.kind === 'base' && mt.float ? 'float' : 'int';
+        for (let b = Math.floor(off / 8); b <= Math.floor((off + Math.max(1, msize) - 1) / 8); b++) mark(b, cls);
+      }
+      return { kind: 'aggregate', size, eightbytes };
+    }
+    default:
+      return { kind: 'int', size: Math.min(size, 8) || 8 };
+  }
+}

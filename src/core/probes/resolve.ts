@@ -1,0 +1,110 @@
+// From a parsed probe point to concrete addresses in one binary, with errors a user can act on.
+import type { BinaryIndex } from '../index/binaryIndex';
+import type { IndexedFunction, IndexedUsdt } from '../index/model';
+import type { ProbePoint } from './spec';
+
+export class ResolveError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ResolveError';
+  }
+}
+
+export interface ResolvedSite {
+  kind: 'entry' | 'return' | 'line' | 'usdt';
+  /** The function the site is in (line probes: the one containing the address). */
+  fn?: IndexedFunction;
+  usdt?: IndexedUsdt;
+  address: bigint;
+  /** Source position of the site, when known (function: its declaration; line: the line). */
+  file?: string;
+  line?: number;
+}
+
+/** The index's source file that `src` names: the same absolute path, or a unique path suffix (`calls.c`, `src/a.c`). */
+export function resolveSourceFile(index: BinaryIndex, src: string): string {
+  const files = index.sourceFiles();
+  if (src.startsWith('/') && files.includes(src)) return src;
+  const tail = `/${src.replace(/^\.\//, '')}`;
+  const hits = files.filter((f) => f.endsWith(tail) || f === src);
+  if (hits.length === 1) return hits[0];
+  if (hits.length === 0) throw new ResolveError(`${index.path} has no line information for source file '${src}': check the name, or that this binary was built from it with -g`);
+  throw new ResolveError(`source file '${src}' is ambiguous in ${index.path}: ${hits.slice(0, 5).join(', ')}${hits.length > 5 ? ', …' : ''}; give more of the path`);
+}
+
+function suggest(index: BinaryIndex, name: string): string {
+  const lower = name.toLowerCase();
+  const close = index.functions().filter((f) => f.name.toLowerCase().includes(lower) || lower.includes(f.name.toLowerCase())).slice(0, 3);
+  return close.length ? ` (did you mean ${close.map((f) => `'${f.name}'`).join(', ')}?)` : '';
+}
+
+function lineSites(index: BinaryIndex, file: string, line: number, within?: IndexedFunction): ResolvedSite[] {
+  let addrs = index.addressesForLine(file, line);
+  if (within?.address !== undefined) {
+    const lo = within.address;
+    const hi = lo + BigInt(within.size);
+    addrs = addrs.filter((a) => a >= lo && a < hi);
+  }
+  // One probe per contiguous block of the line: an address whose preceding row is the same line adds nothing.
+  const sites: ResolvedSite[] = [];
+  for (const a of addrs) {
+    const prev = a > 0n ? index.lineForAddress(a - 1n) : undefined;
+    if (prev && prev.file === file && prev.line === line && sites.length > 0) continue;
+    sites.push({ kind: 'line', address: a, fn: within ?? index.functionContaining(a), file, line });
+  }
+  return sites;
+}
+
+/**
+ * Every site a point names. Globs may name many functions (only probe-able ones are kept, and it is an error
+ * when none is); an exact name that matches several functions (statics in different files) is ambiguous
+ * unless @SRC picks one.
+ */
+export function resolvePoint(point: ProbePoint, index: BinaryIndex): ResolvedSite[] {
+  if (point.kind === 'usdt') {
+    const hits = index.usdtProbes().filter((p) => p.provider === point.provider && p.name === point.name);
+    if (hits.length === 0) throw new ResolveError(`${index.path} has no USDT probe ${point.provider}:${point.name} (list them with 'probelens usdt')`);
+    return hits.map((u) => ({ kind: 'usdt', usdt: u, address: u.address }));
+  }
+  if (point.kind === 'line') {
+    const file = resolveSourceFile(index, point.src);
+    const sites = lineSites(index, file, point.line);
+    if (sites.length === 0) {
+      const near = index.probeableLines(file).filter((l) => Math.abs(l - point.line) <= 5);
+      throw new ResolveError(`line ${point.line} of ${file} has no code in ${index.path}${near.length ? ` (lines with code nearby: ${near.join(', ')})` : ''}`);
+    }
+    return sites;
+  }
+  let fns = index.findFunctions(point.func, point.src);
+  if (fns.length === 0) {
+    const where = point.src ? ` in ${point.src}` : '';
+    throw new ResolveError(`${index.path} has no function ${point.glob ? 'matching ' : ''}'${point.func}'${where}${point.glob ? '' : suggest(index, point.func)}`);
+  }
+  if (point.glob) {
+    fns = fns.filter((f) => f.probeable && f.address !== undefined);
+    if (fns.length === 0) throw new ResolveError(`no probe-able function matches '${point.func}' in ${index.path}`);
+  } else {
+    const withCode = fns.filter((f) => f.address !== undefined);
+    const distinct = new Map(withCode.map((f) => [f.address, f]));
+    if (distinct.size > 1) {
+      throw new ResolveError(`'${point.func}' is ambiguous in ${index.path}: ${[...distinct.values()].map((f) => `${f.file ?? '?'}:${f.line ?? '?'}`).join(', ')}; write ${point.func}@FILE to pick one`);
+    }
+    const f = withCode[0] ?? fns[0];
+    if (!f.probeable || f.address === undefined) throw new ResolveError(`'${f.name}' cannot be probed: ${f.reason ?? 'it has no code of its own'}${f.inlinedInstances ? ` (inlined in ${f.inlinedInstances} place(s))` : ''}`);
+    fns = [f];
+  }
+  return fns.flatMap((f): ResolvedSite[] => {
+    if (point.relLine !== undefined) {
+      if (!f.file || f.line === undefined) throw new ResolveError(`'${f.name}' has no source position, so :${point.relLine} cannot be resolved`);
+      const line = f.line + point.relLine;
+      const sites = lineSites(index, f.file, line, f);
+      if (sites.length === 0) throw new ResolveError(`line ${line} (${f.name}:${point.relLine}) has no code inside ${f.name}`);
+      return sites;
+    }
+    if (point.offset !== undefined) {
+      if (point.offset >= f.size && f.size > 0) throw new ResolveError(`${f.name}+${point.offset} is past the end of the function (${f.size} bytes)`);
+      return [{ kind: 'entry', fn: f, address: f.address! + BigInt(point.offset), file: f.file, line: f.line }];
+    }
+    return [{ kind: point.ret ? 'return' : 'entry', fn: f, address: f.address!, file: f.file, line: f.line }];
+  });
+}
