@@ -132,6 +132,8 @@ function simple(u: Unit, ops: Op[], arch: Arch): LocDesc {
     if (o.op === OP.addr) return { kind: 'address', address: o.a };
     if (o.op === OP.addrx || o.op === OP.GNU_addr_index) return { kind: 'address', address: u.addrx(o.a) };
     if (o.op === OP.call_frame_cfa) return { kind: 'cfa', offset: 0 };
+    // Inside DW_OP_entry_value, a typed register read names the register just like DW_OP_regN.
+    if (o.op === OP.regval_type || o.op === OP.GNU_regval_type) return { kind: 'register', reg: o.a, name: reg(o.a) };
     if (o.op === OP.implicit_value) return { kind: 'implicit', bytes: o.block!.buf.slice(o.block!.start, o.block!.start + o.block!.len) };
     if (o.op === OP.entry_value || o.op === OP.GNU_entry_value) return { kind: 'entry-value', inner: describeLocation(u, o.block, arch) };
   }
