@@ -111,7 +111,8 @@ export class CallFrameInfo {
       if (end > this.bytes.length) throw new CfiError(name, start, 'entry runs past the end of the section');
       const idPos = c.pos;
       const id = is64 ? c.u64() : c.u32();
-      const isCie = this.ehFrame ? id === 0 : id === (is64 ? 0xffffffffffffffff : 0xffffffff);
+      // A 64-bit CIE id of all ones reads as 2^64 through Number(); that is still exact enough to compare.
+      const isCie = this.ehFrame ? id === 0 : id === (is64 ? 2 ** 64 : 0xffffffff);
       const body = new Cur(this.bytes, dv, this.le, name, c.pos, end);
       if (isCie) cies.set(start, this.parseCie(body));
       else {
