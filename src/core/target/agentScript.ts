@@ -54,6 +54,7 @@ caps() {
   grep -q 'ustring' "$T/README" 2>/dev/null && c="$c,ustring"
   grep -qF '[u]<offset>' "$T/README" 2>/dev/null && c="$c,user_deref"
   grep -q 'hist:' "$T/README" 2>/dev/null && c="$c,hist"
+  grep -qF '\imm-value' "$T/README" 2>/dev/null && c="$c,imm"
   for f in uprobe_events kprobe_events dynamic_events error_log uprobe_profile set_event_pid instances; do
     [ -e "$T/$f" ] && c="$c,$f"
   done
@@ -208,7 +209,7 @@ hello() {
 }
 
 def() {
-  re='^[pr]:'"$G"'/[A-Za-z_][A-Za-z0-9_]{0,62} /[A-Za-z0-9._/+@,=~-]+:0x[0-9a-fA-F]+(%return)?(\(0x[0-9a-fA-F]+\))?( [A-Za-z_][A-Za-z0-9_]{0,62}=[]A-Za-z0-9_%@$+().:[/-]+)*$'
+  re='^[pr]:'"$G"'/[A-Za-z_][A-Za-z0-9_]{0,62} /[A-Za-z0-9._/+@,=~-]+:0x[0-9a-fA-F]+(%return)?(\(0x[0-9a-fA-F]+\))?( [A-Za-z_][A-Za-z0-9_]{0,62}=[]\A-Za-z0-9_%@$+().:[/-]+)*$'
   matches "$re" "$1" || { say ERR DEF EINVAL "definition refused by the agent's pattern"; return; }
   if printf '%s\n' "$1" 2>/dev/null >> "$T/uprobe_events"; then
     say OK DEF

@@ -18,6 +18,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { randomBytes } from 'node:crypto';
 import { AGENT_ARGV0, AGENT_PROTOCOL_VERSION, AGENT_SCRIPT } from '../target/agentScript';
 import type { ExecChannel, ExecExit, Target } from '../target/target';
+import { sentinelFetcharg, type Sentinel } from './hitParser';
 
 export interface AgentHello {
   pid: number;
@@ -51,6 +52,8 @@ export interface AgentOptions {
   heartbeatIntervalMs?: number;
   /** Per-session nonce ([a-z0-9]{6,32}); random when absent. */
   nonce?: string;
+  /** Append the anti-forgery sentinel fetcharg to definitions when supported (default true). */
+  sentinel?: boolean;
 }
 
 /** A command the agent (or the kernel behind it) refused. `details` holds the INFO lines, e.g. error_log. */
@@ -116,6 +119,8 @@ export class TracefsAgent {
   readonly exit: Promise<ExecExit>;
   private readonly pending: Pending[] = [];
   private exited: ExecExit | null = null;
+  private sentinelArg: string | null = null;
+  private sentinelValue: Sentinel | null = null;
   private hbTimer: NodeJS.Timeout | null = null;
   private traceListeners: Array<(line: string) => void> = [];
   private endListeners: Array<() => void> = [];
@@ -154,6 +159,11 @@ export class TracefsAgent {
     try {
       const r = await agent.command('HELLO', `${AGENT_PROTOCOL_VERSION} ${nonce} ${Math.max(0, Math.floor(timeout))}`);
       agent.hello = parseHello(r.text, r.info);
+      if (agent.hello.caps.has('imm') && opts.sentinel !== false) {
+        const s = sentinelFetcharg(randomBytes(8).readBigUInt64LE(0));
+        agent.sentinelArg = s.fetcharg;
+        agent.sentinelValue = s.sentinel;
+      }
     } catch (e) {
       channel.stdin.end();
       throw e;
@@ -175,8 +185,17 @@ export class TracefsAgent {
     this.endListeners.push(f);
   }
 
+  /**
+   * Append one definition. When the kernel supports immediate fetchargs, the session's sentinel is appended as
+   * the last fetcharg (see hitParser: it makes forged records impossible); pass `this.sentinel` to HitParser.
+   */
   async define(definition: string): Promise<void> {
-    await this.command('DEF', definition);
+    await this.command('DEF', this.sentinelArg ? `${definition} ${this.sentinelArg}` : definition);
+  }
+
+  /** What every record ends with, or null when the kernel has no immediate fetchargs. */
+  get sentinel(): Sentinel | null {
+    return this.sentinelValue;
   }
 
   /** Compare the target file's build-id bytes (file offset and length computed locally) with `hex`. */
