@@ -24,6 +24,8 @@ export interface CodeServerOptions {
   settings?: Record<string, unknown>;
   /** The .vsix to install; default: `npm run package` once per test process. */
   vsix?: string;
+  /** More .vsix files to install beside ProbeLens (test-only helper extensions). */
+  extraVsix?: string[];
   /** Open Chromium (default true); `npm start` leaves the browser to the user. */
   browser?: boolean;
   /** Port on 127.0.0.1; default 0, a free one chosen by the kernel. */
@@ -96,7 +98,7 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<CodeServ
   );
   const workspaceDir = opts.workspace.startsWith('/') ? opts.workspace : prepareWorkspace(opts.workspace, workDir);
   const vsix = opts.vsix ?? packageVsix();
-  installExtension(paths, vsix, workDir, userData, extensions);
+  for (const v of [vsix, ...(opts.extraVsix ?? [])]) installExtension(paths, v, workDir, userData, extensions);
 
   const logPath = join(workDir, 'code-server.log');
   const log = createWriteStream(logPath);

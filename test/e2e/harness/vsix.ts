@@ -2,7 +2,7 @@
 // (the manifest, .vscodeignore, the production bundles) is tested with every run.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 
 export const REPO_ROOT = join(__dirname, '..', '..', '..');
 export const VSIX_PATH = join(REPO_ROOT, 'dist', 'probelens.vsix');
@@ -19,4 +19,17 @@ export function packageVsix(): string {
   }
   packaged = VSIX_PATH;
   return packaged;
+}
+
+/** Packages a test-only extension folder (plain JS, no build) into `outDir` and returns the .vsix path. */
+export function packageTestExtension(dir: string, outDir: string): string {
+  const out = join(outDir, `${basename(dir)}.vsix`);
+  const vsce = join(REPO_ROOT, 'node_modules', '.bin', 'vsce');
+  const r = spawnSync(vsce, ['package', '--no-dependencies', '--allow-missing-repository', '--skip-license', '--out', out], {
+    cwd: dir, encoding: 'utf8', timeout: 120_000,
+  });
+  if (r.status !== 0 || !existsSync(out)) {
+    throw new Error(`vsce package in ${dir} failed (exit ${r.status ?? r.signal}):\n${r.stdout}${r.stderr}`);
+  }
+  return out;
 }

@@ -78,11 +78,47 @@ export function codeLens(page: Page, text: string | RegExp): Locator {
   return page.locator('.monaco-editor .codelens-decoration a').filter({ hasText: text });
 }
 
-/** Clicks the first code lens link matching `text` (optionally the `nth`), waiting for lenses to render. */
-export async function clickCodeLens(page: Page, text: string | RegExp, opts: WaitOptions & { nth?: number } = {}): Promise<void> {
-  const lens = codeLens(page, text).nth(opts.nth ?? 0);
-  await lens.waitFor({ state: 'visible', timeout: opts.timeout ?? DEFAULT_TIMEOUT_MS });
-  await lens.click();
+/**
+ * Clicks a code lens link matching `text`. With `line`, first moves the cursor there (which scrolls it into view:
+ * lenses exist in the DOM only for visible lines) and clicks the matching lens drawn right above that line;
+ * without it, the first matching lens on screen.
+ */
+export async function clickCodeLens(page: Page, text: string | RegExp, opts: WaitOptions & { line?: number } = {}): Promise<void> {
+  const timeout = opts.timeout ?? DEFAULT_TIMEOUT_MS;
+  const lenses = codeLens(page, text);
+  if (opts.line === undefined) {
+    await lenses.first().waitFor({ state: 'visible', timeout });
+    await lenses.first().click();
+    return;
+  }
+  await goToLine(page, opts.line, opts);
+  const cursor = await cursorBox(page, timeout);
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    // The lens row sits directly above its line: the matching lens whose box ends closest above the cursor.
+    let best: { i: number; bottom: number } | undefined;
+    const n = await lenses.count();
+    for (let i = 0; i < n; i++) {
+      const box = await lenses.nth(i).boundingBox();
+      if (!box) continue;
+      const bottom = box.y + box.height;
+      if (bottom <= cursor.y + 2 && cursor.y - bottom < cursor.height * 1.5 && (!best || bottom > best.bottom)) best = { i, bottom };
+    }
+    if (best) {
+      await lenses.nth(best.i).click();
+      return;
+    }
+    if (Date.now() >= deadline) throw new Error(`no code lens matching ${String(text)} above line ${opts.line} within ${timeout} ms`);
+    await page.waitForTimeout(250);
+  }
+}
+
+async function cursorBox(page: Page, timeout: number): Promise<{ x: number; y: number; height: number }> {
+  const cursor = page.locator('.editor-instance .monaco-editor.focused .cursors-layer .cursor').first();
+  await cursor.waitFor({ state: 'visible', timeout });
+  const box = await cursor.boundingBox();
+  if (!box) throw new Error('the editor cursor has no box (editor hidden?)');
+  return box;
 }
 
 /** Moves the cursor of the active editor to `line` (1-based) with Go to Line (Ctrl+G). */
@@ -102,10 +138,7 @@ export async function goToLine(page: Page, line: number, opts: WaitOptions = {})
 export async function openEditorContextMenu(page: Page, line: number, opts: WaitOptions = {}): Promise<Locator> {
   const timeout = opts.timeout ?? DEFAULT_TIMEOUT_MS;
   await goToLine(page, line, opts);
-  const cursor = page.locator('.editor-instance .monaco-editor.focused .cursors-layer .cursor').first();
-  await cursor.waitFor({ state: 'visible', timeout });
-  const box = await cursor.boundingBox();
-  if (!box) throw new Error(`no cursor box at line ${line}`);
+  const box = await cursorBox(page, timeout);
   await page.mouse.click(box.x + 1, box.y + box.height / 2, { button: 'right' });
   const menu = page.locator('.context-view .monaco-menu').first();
   await menu.waitFor({ state: 'visible', timeout });
