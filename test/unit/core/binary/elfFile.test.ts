@@ -118,6 +118,26 @@ test('a 32-bit i386 object is read with Elf32 layouts and refused for probing', 
   assert.equal((await openBinary(bin, { anyArch: true })).elf.machineName, 'i386');
 });
 
+test('a big-endian AArch64 object: byte order from EI_DATA drives every field', async (t) => {
+  if (!have('aarch64-linux-gnu-as') || !have('aarch64-linux-gnu-ld')) return missing(t, 'binutils-aarch64-linux-gnu');
+  const dir = join(workDir, 'be');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'be.s'), '.globl _start\n.type _start,%function\n_start: mov x0, #0\n ret\n.size _start,.-_start\n.type helper,%function\nhelper: ret\n.size helper,4\n');
+  run('aarch64-linux-gnu-as', ['-EB', '-o', join(dir, 'be.o'), join(dir, 'be.s')]);
+  run('aarch64-linux-gnu-ld', ['-EB', '--build-id', '-o', join(dir, 'be'), join(dir, 'be.o')]);
+  const bin = join(dir, 'be');
+  const elf = ElfFile.parse(readFileSync(bin), bin);
+  assert.equal(elf.littleEndian, false);
+  assert.equal(elf.arch, 'aarch64');
+  assert.equal(elf.type, 'EXEC');
+  assert.deepEqual(new Map(elf.functionSymbols().symbols.map((s) => [s.name, s.address])), readelfFunctions(bin, '.symtab'));
+  assert.equal(elf.buildId, buildIdOf(bin));
+  assert.deepEqual(elf.loadSegments.map((s) => ({ type: 'LOAD', offset: s.offset, vaddr: s.vaddr, filesz: s.filesz, memsz: s.memsz })), readelfLoads(bin));
+  const start = elf.functionSymbols().symbols.find((s) => s.name === '_start')!;
+  // `mov x0, #0` is d2800000 in every byte order's instruction stream (AArch64 code is always little-endian).
+  assert.equal(Buffer.from(elf.functionBytes(start)).subarray(0, 4).toString('hex'), '000080d2');
+});
+
 test('non-ELF inputs are refused with NotElfError and a sentence the user can act on', async () => {
   const script = join(workDir, 'script.sh');
   writeFileSync(script, '#!/bin/sh\necho hi\n');
