@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HitParser, matchArgs, sentinelFetcharg, type EventSchema, type Hit, type Sentinel } from '../../../../src/core/tracefs/hitParser';
 
-const samples = join(import.meta.dirname, '../../../fixtures/trace-samples');
+const samples = join(__dirname, '../../../fixtures/trace-samples');
 
 interface SampleMeta {
   sentinel: Sentinel | null;
