@@ -45,12 +45,13 @@ function passwordLocked(name: string): boolean {
  * it may not or cannot (not root, no sudo, creation not allowed here).
  */
 export function ensureSudoUser(): string {
+  // Checking the shadow and sudoers files needs root as much as creating them does.
+  if (process.getuid?.() !== 0) throw new SudoUserUnavailable('setting up or checking the test user needs root');
   const ready = userExists(SUDO_USER) && sudoersInstalled() && !passwordLocked(SUDO_USER);
   if (ready) return SUDO_USER;
   if (!(IN_CI || process.env.PROBELENS_TEST_CREATE_USER === '1')) {
     throw new SudoUserUnavailable(`user ${SUDO_USER} is not set up; set PROBELENS_TEST_CREATE_USER=1 to let the tests create it`);
   }
-  if (process.getuid?.() !== 0) throw new SudoUserUnavailable('creating a user needs root');
   if (!existsSync('/usr/bin/sudo')) throw new SudoUserUnavailable('sudo is not installed (apt-get install sudo)');
   if (!userExists(SUDO_USER)) {
     run('useradd', ['--create-home', '--shell', '/bin/sh', '--comment', 'ProbeLens test user', SUDO_USER]);

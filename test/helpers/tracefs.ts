@@ -30,7 +30,11 @@ function isRoot(): boolean {
 export function locateTracefs(): { path: string } | { reason: string } {
   let path: string | undefined = [TRACEFS, LEGACY].find((p) => existsSync(join(p, 'uprobe_events')));
   if (!path) {
-    if (!isRoot()) return { reason: `tracefs is not mounted at ${TRACEFS} and mounting it needs root` };
+    if (!isRoot()) {
+      return isTracefsMount(TRACEFS)
+        ? { reason: `tracefs at ${TRACEFS} is not accessible to this user (run the tests as root)` }
+        : { reason: `tracefs is not mounted at ${TRACEFS} and mounting it needs root` };
+    }
     if (!existsSync(TRACEFS)) return { reason: `${TRACEFS} does not exist: the kernel lacks tracefs (CONFIG_TRACING)` };
     if (!isTracefsMount(TRACEFS)) {
       try {

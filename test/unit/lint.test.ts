@@ -12,9 +12,12 @@ const source = `import * as vscode from 'vscode';\n\nexport const probe = vscode
 async function lintProbeFile(dir: string): Promise<ESLint.LintResult> {
   // Unique per process and dir, so parallel runs and other engineers' files never collide with it.
   const file = join(root, dir, `__lint_probe_${process.pid}.ts`);
+  const eslint = new ESLint({ cwd: root, overrideConfigFile: join(root, 'eslint.config.mjs') });
+  // Load the config and plugins first: the probe file then exists only for the lint itself, so a developer's
+  // `npm run lint` running at the same moment is unlikely to trip over it.
+  await eslint.calculateConfigForFile(file);
   writeFileSync(file, source);
   try {
-    const eslint = new ESLint({ cwd: root, overrideConfigFile: join(root, 'eslint.config.mjs') });
     const [result] = await eslint.lintFiles([file]);
     assert.equal(result.filePath, file);
     return result;
