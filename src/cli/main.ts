@@ -1,13 +1,29 @@
 import { PROBELENS_VERSION } from '../core/version';
+import { UsageError } from './args';
+import { functionsCommand, linesCommand, usdtCommand, varsCommand, type Io } from './commands/inspect';
 
-const USAGE = `probelens ${PROBELENS_VERSION}
-usage: probelens <command> [options]
-commands: functions, lines, vars, usdt, define, trace, cleanup
+const USAGE = `probelens ${PROBELENS_VERSION} — dynamic tracing with uprobes
+
+usage:
+  probelens functions BIN [--match GLOB] [--json] [--no-cache]
+  probelens lines     BIN SRC[:LINE]     [--json] [--no-cache]
+  probelens vars      BIN POINT          [--json] [--no-cache]
+  probelens usdt      BIN                [--json] [--no-cache]
+
+POINT is FUNC[@SRC][:RLN|+OFFS] or SRC:LINE (perf probe's syntax). --debug-dir DIR (repeatable) adds a
+directory searched for separate debug files. Exit status is 0 on success, 1 on an error, 2 on bad usage.
 `;
 
-function main(argv: string[]): number {
-  const [cmd] = argv;
-  if (!cmd || cmd === '--help' || cmd === '-h') {
+const COMMANDS: Record<string, (argv: string[], io: Io) => Promise<void>> = {
+  functions: functionsCommand,
+  lines: linesCommand,
+  vars: varsCommand,
+  usdt: usdtCommand,
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
     process.stdout.write(USAGE);
     return 0;
   }
@@ -15,8 +31,36 @@ function main(argv: string[]): number {
     process.stdout.write(`${PROBELENS_VERSION}\n`);
     return 0;
   }
-  process.stderr.write(`probelens: unknown command '${cmd}'; run 'probelens --help' for the list.\n`);
-  return 2;
+  const run = COMMANDS[cmd];
+  if (!run) {
+    process.stderr.write(`probelens: unknown command '${cmd}'; run 'probelens --help' for the list.\n`);
+    return 2;
+  }
+  const io: Io = { out: (text) => void process.stdout.write(text) };
+  try {
+    await run(rest, io);
+    return 0;
+  } catch (e) {
+    return report(e);
+  }
 }
 
-process.exitCode = main(process.argv.slice(2));
+function report(e: unknown): number {
+  if (e instanceof UsageError) {
+    process.stderr.write(`probelens: ${e.message}; run 'probelens --help' for usage.\n`);
+    return 2;
+  }
+  const err = e as NodeJS.ErrnoException;
+  if (err && (err.code === 'ENOENT' || err.code === 'EACCES') && err.path) {
+    process.stderr.write(`probelens: ${err.code === 'ENOENT' ? 'no such file' : 'permission denied'}: ${err.path}\n`);
+    return 1;
+  }
+  const msg = e instanceof Error ? e.message : String(e);
+  process.stderr.write(`probelens: ${msg.split('\n')[0]}\n`);
+  if (process.env.PROBELENS_DEBUG && e instanceof Error && e.stack) process.stderr.write(`${e.stack}\n`);
+  return 1;
+}
+
+void main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});

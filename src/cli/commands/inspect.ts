@@ -1,0 +1,114 @@
+// probelens functions | lines | vars | usdt — what a binary offers to probe (contracts.md's JSON shapes).
+import type { BinaryIndex } from '../../core/index/binaryIndex';
+import { loadIndex } from '../../core/index/load';
+import type { IndexedFunction } from '../../core/index/model';
+import { hexAddress, jsonInteger, toJson } from '../../core/format/json';
+import { resolvePoint, resolveSourceFile } from '../../core/probes/resolve';
+import { parsePoint } from '../../core/probes/spec';
+import { variablesAtSite } from '../../core/probes/variables';
+import { globToRegExp } from '../../core/index/binaryIndex';
+import { oneValue, parseArgs, UsageError, type ParsedArgs } from '../args';
+
+const COMMON = { json: { kind: 'flag' }, 'no-cache': { kind: 'flag' }, 'debug-dir': { kind: 'value', repeat: true } } as const;
+
+export interface Io {
+  out(text: string): void;
+}
+
+async function indexFor(args: ParsedArgs): Promise<BinaryIndex> {
+  const bin = args.positionals[0];
+  if (!bin) throw new UsageError('missing BIN (the binary to inspect)');
+  const { index } = await loadIndex(bin, { noCache: args.flags.has('no-cache'), debugDirs: args.values.get('debug-dir') });
+  return index;
+}
+
+export function functionJson(f: IndexedFunction) {
+  return {
+    name: f.name,
+    linkageName: f.linkageName ?? f.name,
+    file: f.file ?? null,
+    line: f.line ?? null,
+    address: f.address !== undefined ? hexAddress(f.address) : null,
+    fileOffset: f.fileOffset !== undefined ? hexAddress(f.fileOffset) : null,
+    size: jsonInteger(f.size),
+    params: f.params.map((p) => ({ name: p.name, type: p.type, location: p.location })),
+    inlinedInstances: f.inlinedInstances,
+    probeable: f.probeable,
+    reason: f.reason ?? null,
+  };
+}
+
+export async function functionsCommand(argv: string[], io: Io): Promise<void> {
+  const args = parseArgs(argv, { ...COMMON, match: { kind: 'value' } });
+  if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
+  const index = await indexFor(args);
+  const glob = oneValue(args, 'match');
+  const re = glob ? globToRegExp(glob) : undefined;
+  const fns = index.functions().filter((f) => !re || re.test(f.name) || (f.linkageName !== undefined && re.test(f.linkageName)))
+    .slice().sort((a, b) => a.name.localeCompare(b.name) || Number((a.address ?? 0n) - (b.address ?? 0n)));
+  if (args.flags.has('json')) {
+    io.out(`${toJson(fns.map(functionJson), 2)}\n`);
+    return;
+  }
+  for (const f of fns) {
+    const where = f.file ? `${f.file}:${f.line ?? '?'}` : '(no source)';
+    const addr = f.address !== undefined ? hexAddress(f.address) : '-';
+    const params = f.params.map((p) => `${p.type} ${p.name}@${p.location}`).join(', ');
+    const note = f.probeable ? '' : `  [not probe-able: ${f.reason ?? 'no code'}]`;
+    io.out(`${addr.padEnd(12)} ${f.name}(${params})  ${where}${note}\n`);
+  }
+}
+
+export async function linesCommand(argv: string[], io: Io): Promise<void> {
+  const args = parseArgs(argv, COMMON);
+  const [, target, extra] = args.positionals;
+  if (!target) throw new UsageError('missing SRC[:LINE] (a source file of the binary, optionally with a line)');
+  if (extra) throw new UsageError(`unexpected argument '${extra}'`);
+  const index = await indexFor(args);
+  const m = /^(.*?)(?::([0-9]+))?$/.exec(target)!;
+  const file = resolveSourceFile(index, m[1]);
+  const lines = m[2] !== undefined ? [Number(m[2])] : index.probeableLines(file);
+  const rows = lines.map((line) => ({ file, line, addresses: index.addressesForLine(file, line).map(hexAddress) })).filter((r) => r.addresses.length > 0);
+  if (m[2] !== undefined && rows.length === 0) throw new UsageError(`line ${m[2]} of ${file} has no code in ${index.path}`);
+  if (args.flags.has('json')) io.out(`${toJson(rows, 2)}\n`);
+  else for (const r of rows) io.out(`${r.file}:${r.line}\t${r.addresses.join(' ')}\n`);
+}
+
+export async function varsCommand(argv: string[], io: Io): Promise<void> {
+  const args = parseArgs(argv, COMMON);
+  const [bin, point, extra] = args.positionals;
+  if (!point) throw new UsageError('missing POINT (FUNC[@SRC][:RLN] or SRC:LINE)');
+  if (extra) throw new UsageError(`unexpected argument '${extra}'`);
+  const p = parsePoint(point);
+  if (p.kind === 'usdt') throw new UsageError('vars takes a function or source line; USDT arguments are listed by `probelens usdt`');
+  const index = await indexFor(args);
+  const sites = resolvePoint(p, index);
+  const out: Array<{ address: string; function: string | null; vars: Awaited<ReturnType<typeof variablesAtSite>> }> = [];
+  for (const site of sites) out.push({ address: hexAddress(site.address), function: site.fn?.name ?? null, vars: await variablesAtSite(index, site, args.values.get('debug-dir')) });
+  if (args.flags.has('json')) {
+    // One site is the common case and the contract's shape; several (a line emitted in many places) nest.
+    io.out(`${toJson(out.length === 1 ? out[0].vars : out, 2)}\n`);
+    return;
+  }
+  for (const s of out) {
+    io.out(`Available variables at ${s.function ?? '?'} (${s.address})\n`);
+    for (const v of s.vars) io.out(`\t${v.kind.padEnd(6)} ${v.type} ${v.name}\t${v.location}\n`);
+  }
+}
+
+export async function usdtCommand(argv: string[], io: Io): Promise<void> {
+  const args = parseArgs(argv, COMMON);
+  if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
+  const index = await indexFor(args);
+  const rows = index.usdtProbes().map((p) => ({
+    provider: p.provider,
+    name: p.name,
+    address: hexAddress(p.address),
+    fileOffset: hexAddress(p.fileOffset),
+    semaphore: p.semaphore !== undefined ? hexAddress(p.semaphore) : null,
+    semaphoreFileOffset: p.semaphoreFileOffset !== undefined ? hexAddress(p.semaphoreFileOffset) : null,
+    args: p.args.map((a) => ({ size: a.size, signed: a.signed, operand: a.operand })),
+  }));
+  if (args.flags.has('json')) io.out(`${toJson(rows, 2)}\n`);
+  else for (const r of rows) io.out(`${r.provider}:${r.name}\t${r.address}${r.semaphore ? ` semaphore ${r.semaphore}` : ''}\t${r.args.map((a) => `${a.signed ? '-' : ''}${a.size}@${a.operand}`).join(' ')}\n`);
+}

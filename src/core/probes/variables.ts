@@ -1,0 +1,72 @@
+// The variables visible at a probe site and where each is at that address, as tracefs fetch text: what
+// `probelens vars` lists and what "Trace this line" offers.
+import type { FunctionInfo } from '../dwarf';
+import type { BinaryIndex } from '../index/binaryIndex';
+import { openDebugAccess, type DebugAccess } from '../index/debugAccess';
+import { callFrameInfo, type CallFrameInfo } from '../unwind';
+import { registerName } from '../dwarf';
+import { entryCfa, fetchForLocation, tracefsRegister, type FrameContext } from './fetch';
+import type { ResolvedSite } from './resolve';
+
+export interface SiteVariable {
+  name: string;
+  type: string;
+  /** Fetch argument text for the value, or "optimized out" / "unavailable: reason". */
+  location: string;
+  kind: 'param' | 'local';
+  /** Type DIE offset, for field access (not serialised to users). */
+  typeOffset?: number;
+}
+
+export interface SiteContext {
+  access: DebugAccess;
+  cfi: CallFrameInfo | undefined;
+}
+
+const contexts = new WeakMap<BinaryIndex, Promise<SiteContext>>();
+
+export function siteContext(index: BinaryIndex, debugDirs?: string[]): Promise<SiteContext> {
+  let c = contexts.get(index);
+  if (!c) {
+    c = openDebugAccess(index.path, debugDirs).then((access) => ({ access, cfi: callFrameInfo(access.image) }));
+    contexts.set(index, c);
+  }
+  return c;
+}
+
+/** Frame context at `pc`: the CFA from CFI (at a function's entry it is known without CFI). */
+export function frameAt(ctx: SiteContext, index: BinaryIndex, fnDie: number, entryPc: number | undefined, pc: number): FrameContext {
+  const arch = index.arch;
+  const { dwarf, image } = ctx.access;
+  let cfa: FrameContext['cfa'];
+  if (pc === entryPc) cfa = entryCfa(arch);
+  else {
+    const rule = ctx.cfi?.cfaAt(pc);
+    const reg = rule ? tracefsRegister(arch, registerName(arch, rule.reg)) : undefined;
+    if (rule && reg) cfa = { reg, offset: rule.offset };
+  }
+  // frameBase() reads only the DIE and the pc it is evaluated at.
+  const frameBase = dwarf.frameBase({ dieOffset: fnDie, entryPc: pc } as unknown as FunctionInfo);
+  return { arch, cfa, frameBase, fileOffsetOf: (a) => image.fileOffsetOf(BigInt(a)) };
+}
+
+export async function variablesAtSite(index: BinaryIndex, site: ResolvedSite, debugDirs?: string[]): Promise<SiteVariable[]> {
+  const fn = site.fn;
+  if (!fn || fn.dieOffset < 0) return [];
+  const ctx = await siteContext(index, debugDirs);
+  const pc = Number(site.address);
+  const entry = fn.address !== undefined ? Number(fn.address) : undefined;
+  const frame = frameAt(ctx, index, fn.dieOffset, entry, pc);
+  const vars = ctx.access.dwarf.variablesAt(fn.dieOffset, pc);
+  return vars.map((v): SiteVariable => {
+    // At the entry pc, parameters come from the index, which applies the calling convention where DWARF's
+    // location only becomes true after the prologue.
+    if (pc === entry && v.kind === 'param') {
+      const p = fn.params.find((x) => x.name === v.name);
+      if (p) return { name: v.name, type: v.type, location: p.location, kind: 'param', typeOffset: v.typeOffset };
+    }
+    const r = fetchForLocation(v.location, frame);
+    const location = r.ok ? (r.isValue ? r.fetch : r.address) : r.reason === 'optimized out' ? 'optimized out' : `unavailable: ${r.reason}`;
+    return { name: v.name, type: v.type, location, kind: v.kind, typeOffset: v.typeOffset };
+  });
+}
