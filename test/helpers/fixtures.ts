@@ -144,6 +144,15 @@ async function lock(lockFile: string, finalDir: string): Promise<boolean> {
   }
 }
 
+/** Half-built directories of this unit left by processes that died mid-build (we hold the unit's lock). */
+function removeAbandoned(root: string, unitId: string): void {
+  const re = /^\.tmp-(.+)-(\d+)-[0-9a-f]{8}$/;
+  for (const name of readdirSync(root)) {
+    const m = re.exec(name);
+    if (m && m[1] === unitId && !pidAlive(Number(m[2]))) rmSync(join(root, name), { recursive: true, force: true });
+  }
+}
+
 async function buildUnit(unit: Unit, fixtureName: string, root: string): Promise<string> {
   const finalDir = join(root, `${unit.id}-${unitKey(unit, fixtureName)}`);
   if (existsSync(finalDir)) return finalDir;
@@ -153,6 +162,7 @@ async function buildUnit(unit: Unit, fixtureName: string, root: string): Promise
   const tmp = join(root, `.tmp-${unit.id}-${process.pid}-${randomBytes(4).toString('hex')}`);
   try {
     if (existsSync(finalDir)) return finalDir;
+    removeAbandoned(root, unit.id);
     mkdirSync(tmp, { recursive: true });
     const srcDir = join(SRC_ROOT, unit.src);
     await unit.build({
