@@ -60,6 +60,8 @@ export function textField(o: TextFieldOptions): ToolkitTextField {
   el.setAttribute('placeholder', o.placeholder);
   el.setAttribute('aria-label', o.ariaLabel);
   if (o.id) el.id = o.id;
+  // The component replaces a missing label with "Text field" when it upgrades; put ours back after that.
+  void customElements.whenDefined('vscode-text-field').then(() => queueMicrotask(() => el.setAttribute('aria-label', o.ariaLabel)));
   // 'input' is composed, so it leaves the component's shadow root and reaches the host element.
   el.addEventListener('input', () => o.onInput(el.value ?? ''));
   return {

@@ -1,7 +1,8 @@
 // The live panel's HTML page. A pure function (no `vscode` import) so the Chromium tests and the benchmark
-// load exactly the page VS Code shows. Nonce-based CSP: only our bundle runs; styles only from our
-// extension's origin (the toolkit's constructable stylesheets are not inline <style> and need no
-// 'unsafe-inline'; positions set through CSSOM are allowed too).
+// load exactly the page VS Code shows. Nonce-based CSP, no 'unsafe-inline': only our bundle runs; styles
+// come from our extension's origin, the toolkit's constructable stylesheets (not subject to style-src),
+// CSSOM writes (allowed), and one probe <style> FAST adds to detect :focus-visible, which carries the
+// nonce it reads from <meta property="csp-nonce">.
 import { randomBytes } from 'node:crypto';
 
 export interface PanelHtmlOptions {
@@ -20,7 +21,7 @@ export function panelCsp(cspSource: string, nonce: string): string {
   return [
     "default-src 'none'",
     `script-src 'nonce-${nonce}'`,
-    `style-src ${cspSource}`,
+    `style-src ${cspSource} 'nonce-${nonce}'`,
     `font-src ${cspSource}`,
     `img-src ${cspSource} data:`,
   ].join('; ');
@@ -36,6 +37,7 @@ export function renderPanelHtml(o: PanelHtmlOptions): string {
 <head>
 <meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="${escapeAttr(panelCsp(o.cspSource, nonce))}">
+<meta property="csp-nonce" content="${escapeAttr(nonce)}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <link rel="stylesheet" href="${escapeAttr(o.styleUri)}">
 <title>ProbeLens: Live Hits</title>

@@ -1,0 +1,283 @@
+// The live panel's webview in real Chromium: the real bundle, the real page and CSP, a fake VS Code host.
+import { after, before, describe, test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Browser } from 'playwright-core';
+import { missing } from '../../helpers/require';
+import { buildWebview, chromiumMissing, launchChromium, openPanelPage, type PanelBundle, type PanelPage } from '../../../bench/panelPage';
+import { emptyStats, encodeHits, type PanelHit, type PanelStats, type ToWebview } from '../../../src/shared/protocol';
+
+function hits(from: number, count: number): PanelHit[] {
+  return Array.from({ length: count }, (_, k) => {
+    const i = from + k;
+    const ret = i % 4 === 3;
+    return {
+      host: i % 2 ? 'web2' : 'web1', probe: ret ? 'sub' : 'add', kind: ret ? 'return' : 'entry', pid: 500, tid: 500 + (i % 3),
+      comm: 'calc', cpu: i % 2, ts: 1000 + i / 1000, args: ret ? {} : { a: i, b: -i },
+      ...(ret ? { retval: '18446744073709551615', latencyNs: 1500 } : {}),
+    };
+  });
+}
+
+function init(over: Partial<Extract<ToWebview, { type: 'init' }>> = {}): ToWebview {
+  return {
+    type: 'init', version: '0.1.0', protocol: 1, historyCapacity: 100_000, snapshotRows: 0,
+    probes: [{ name: 'add', file: '/src/calc.c', line: 12 }, { name: 'sub', file: '/src/calc.c', line: 20 }],
+    stats: emptyStats(), session: { state: 'tracing' }, ...over,
+  };
+}
+
+const stats = (over: Partial<PanelStats>): ToWebview => ({ type: 'stats', stats: { ...emptyStats(), ...over } });
+
+async function frames(p: PanelPage): Promise<void> {
+  await p.page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+}
+
+/** The rows in the DOM that are displayed, top to bottom, as their cell texts. */
+async function domRows(p: PanelPage): Promise<string[][]> {
+  return p.page.evaluate(() =>
+    [...document.querySelectorAll<HTMLElement>('.pl-spacer > .pl-row')]
+      .filter((r) => r.style.display !== 'none')
+      .sort((a, b) => Number(a.getAttribute('aria-rowindex')) - Number(b.getAttribute('aria-rowindex')))
+      .map((r) => [...r.children].map((c) => c.textContent ?? '')),
+  );
+}
+
+async function visibleRows(p: PanelPage): Promise<string[][]> {
+  return p.page.evaluate(() => {
+    const vp = document.querySelector('.pl-viewport') as HTMLElement;
+    const box = vp.getBoundingClientRect();
+    return [...document.querySelectorAll<HTMLElement>('.pl-spacer > .pl-row')]
+      .filter((r) => r.style.display !== 'none')
+      .filter((r) => {
+        const b = r.getBoundingClientRect();
+        return b.top >= box.top - 1 && b.bottom <= box.bottom + 1;
+      })
+      .sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)
+      .map((r) => [...r.children].map((c) => c.textContent ?? ''));
+  });
+}
+
+const selectedRow = (p: PanelPage): Promise<string[] | null> =>
+  p.page.evaluate(() => {
+    const r = document.querySelector('.pl-row.pl-selected');
+    return r ? [...r.children].map((c) => c.textContent ?? '') : null;
+  });
+
+const text = (p: PanelPage, sel: string): Promise<string> =>
+  p.page.evaluate((s) => (document.querySelector(s) as HTMLElement).textContent ?? '', sel);
+const hidden = (p: PanelPage, sel: string): Promise<boolean> =>
+  p.page.evaluate((s) => (document.querySelector(s) as HTMLElement).hidden, sel);
+
+describe('live panel webview in Chromium', () => {
+  let browser: Browser | undefined;
+  let bundle: PanelBundle;
+  const skip = chromiumMissing();
+
+  before(async () => {
+    if (skip) return;
+    bundle = await buildWebview();
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  async function open(t: TestContext, state?: unknown): Promise<PanelPage | null> {
+    if (skip || !browser) {
+      missing(t, skip ?? 'Chromium did not start');
+      return null;
+    }
+    const p = await openPanelPage(browser, { bundle, state });
+    t.after(() => p.close());
+    return p;
+  }
+
+  test('loads under the nonce CSP with no violations, says ready, and registers the toolkit controls', async (t) => {
+    const p = await open(t);
+    if (!p) return;
+    await p.page.waitForFunction(() => customElements.get('vscode-button') !== undefined);
+    assert.deepEqual(await p.posted(), [{ type: 'ready' }]);
+    await p.send(init());
+    await frames(p);
+    const ui = await p.page.evaluate(() => ({
+      buttons: [...document.querySelectorAll('vscode-button')].map((b) => [b.textContent, b.shadowRoot !== null]),
+      field: document.querySelector('vscode-text-field')?.shadowRoot?.querySelector('input') !== null,
+      version: document.body.dataset.version,
+    }));
+    assert.deepEqual(ui.buttons, [['Pause', true], ['Clear', true], ['Export JSON', true], ['Export CSV', true]]);
+    assert.equal(ui.field, true);
+    assert.equal(ui.version, '0.1.0');
+    assert.deepEqual(await p.cspViolations(), []);
+    assert.deepEqual(p.errors, []);
+  });
+
+  test('10,000 hits: only a window of rows is in the DOM, the tail is followed, values are shown as sent', async (t) => {
+    const p = await open(t);
+    if (!p) return;
+    await p.send(init(), { type: 'hits', batch: encodeHits(hits(0, 5000)) }, { type: 'hits', batch: encodeHits(hits(5000, 5000)) });
+    await frames(p);
+    const dom = await domRows(p);
+    assert.ok(dom.length > 10 && dom.length < 80, `DOM holds ${dom.length} rows`);
+    const shown = await visibleRows(p);
+    const last = shown.at(-1) as string[];
+    assert.deepEqual(last, ['1009.999000', 'web2', '500/500', 'calc', 'sub', '', '18446744073709551615', '1.5µs']);
+    const entry = shown.at(-2) as string[];
+    assert.deepEqual(entry.slice(4, 6), ['add', 'a=9998 b=-9998']);
+    assert.match(await text(p, '#pl-status'), /tracing · 10,000 rows/);
+    assert.equal(await hidden(p, '#pl-lost'), true);
+    assert.equal(await hidden(p, '#pl-dropped'), true);
+    assert.deepEqual(await p.cspViolations(), []);
+    assert.deepEqual(p.errors, []);
+  });
+
+  test('keyboard: Home, arrows, PageDown, End move the selection; Enter and click open the source', async (t) => {
+    const p = await open(t);
+    if (!p) return;
+    await p.send(init(), { type: 'hits', batch: encodeHits(hits(0, 1000)) });
+    await frames(p);
+    await p.page.focus('.pl-viewport');
+    await p.page.keyboard.press('Home');
+    await frames(p);
+    assert.equal((await selectedRow(p))?.[0], '1000.000000');
+    assert.equal((await visibleRows(p))[0][0], '1000.000000', 'Home scrolled to the top');
+    await p.page.keyboard.press('ArrowDown');
+    await p.page.keyboard.press('ArrowDown');
+    await p.page.keyboard.press('ArrowUp');
+    await frames(p);
+    assert.equal((await selectedRow(p))?.[0], '1000.001000');
+    await p.page.keyboard.press('PageDown');
+    await frames(p);
+    const page = (await visibleRows(p)).length;
+    assert.equal((await selectedRow(p))?.[0], (1000 + (1 + page) / 1000).toFixed(6));
+    await p.page.keyboard.press('End');
+    await frames(p);
+    assert.equal((await selectedRow(p))?.[0], '1000.999000');
+    await p.page.keyboard.press('ArrowUp');
+    await p.page.keyboard.press('Enter');
+    await frames(p);
+    assert.deepEqual((await p.posted()).at(-1), { type: 'openSource', probe: 'add', file: '/src/calc.c', line: 12 });
+    // rows 0..: entry, entry, entry, return(sub) → the 4th visible row from the top after Home is a 'sub'
+    await p.page.keyboard.press('Home');
+    await frames(p);
+    await p.page.click('.pl-spacer > .pl-row[aria-rowindex="5"]');
+    await frames(p);
+    assert.deepEqual((await p.posted()).at(-1), { type: 'openSource', probe: 'sub', file: '/src/calc.c', line: 20 });
+    assert.equal((await selectedRow(p))?.[4], 'sub');
+  });
+
+  test('the filter box narrows rows, tells the host, and is saved for restore', async (t) => {
+    const p = await open(t);
+    if (!p) return;
+    await p.send(init(), { type: 'hits', batch: encodeHits(hits(0, 400)) });
+    await p.page.locator('#pl-filter input').fill('probe:sub host:web2');
+    await frames(p);
+    const rows = await domRows(p);
+    assert.ok(rows.length > 0);
+    assert.ok(rows.every((r) => r[4] === 'sub' && r[1] === 'web2'), JSON.stringify(rows.slice(0, 3)));
+    assert.match(await text(p, '#pl-status'), / 100 rows/);
+    assert.deepEqual((await p.posted()).at(-1), { type: 'filter', text: 'probe:sub host:web2' });
+    assert.equal((await p.savedState() as { filter: string }).filter, 'probe:sub host:web2');
+    // New hits are filtered as they arrive.
+    await p.send({ type: 'hits', batch: encodeHits(hits(400, 8)) });
+    await frames(p);
+    assert.match(await text(p, '#pl-status'), / 102 rows/);
+    await p.page.locator('#pl-filter input').fill('a=398');
+    await frames(p);
+    assert.deepEqual((await domRows(p)).map((r) => r[5]), ['a=398 b=-398']);
+  });
+
+  test('a restored panel gets its filter back from the saved state', async (t) => {
+    const p = await open(t, { filter: 'kind:return', follow: true, scrollRow: 0, histogramProbe: null });
+    if (!p) return;
+    await p.send(init({ snapshotRows: 40 }), { type: 'hits', batch: encodeHits(hits(0, 40)) });
+    await frames(p);
+    assert.equal(await p.page.locator('#pl-filter input').inputValue(), 'kind:return');
+    const rows = await domRows(p);
+    assert.equal(rows.length, 10);
+    assert.ok(rows.every((r) => r[4] === 'sub'));
+  });
+
+  test('pause keeps the rows still while hits keep arriving; resume catches up', async (t) => {
+    const p = await open(t);
+    if (!p) return;
+    await p.send(init(), { type: 'hits', batch: encodeHits(hits(0, 100)) });
+    await frames(p);
+    await p.page.click('#pl-pause');
+    await p.send({ type: 'hits', batch: encodeHits(hits(100, 50)) });
+    await frames(p);
+    assert.equal((await visibleRows(p)).at(-1)?.[0], '1000.099000');
+    assert.match(await text(p, '#pl-status'), /100 rows · paused, 50 new hits waiting/);
+    assert.equal(await text(p, '#pl-pause'), 'Resume');
+    assert.deepEqual((await p.posted()).at(-1), { type: 'pause', paused: true });
+    await p.page.click('#pl-pause');
+    await frames(p);
+    assert.equal((await visibleRows(p)).at(-1)?.[0], '1000.149000');
+    assert.match(await text(p, '#pl-status'), /150 rows/);
+  });
+
+  test('loss shows a banner; a bounded history says how many older hits left the view', async (t) => {
+    const p = await open(t);
+    if (!p) return;
+    await p.send(init({ historyCapacity: 1000 }), { type: 'hits', batch: encodeHits(hits(0, 1500)) });
+    await frames(p);
+    assert.equal(await hidden(p, '#pl-lost'), true);
+    assert.equal(await text(p, '#pl-dropped'), '500 older hits dropped from view');
+    assert.match(await text(p, '#pl-status'), /1,000 rows/);
+    await p.send(stats({ lost: 1234, historyDropped: 10, counts: { add: 1125, sub: 375 } }));
+    await frames(p);
+    assert.equal(await hidden(p, '#pl-lost'), false);
+    assert.equal(await text(p, '#pl-lost'), '1,234 events lost — the kernel buffer overflowed; raise buffer size or add a filter');
+    assert.equal(await text(p, '#pl-dropped'), '510 older hits dropped from view');
+  });
+
+  test('per-probe counts and the latency histogram follow the stats; a probe can be picked', async (t) => {
+    const p = await open(t);
+    if (!p) return;
+    await p.send(init(), stats({
+      counts: { add: 1204, sub: 7 },
+      latency: {
+        sub: { buckets: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4], count: 7, maxNs: 4000 },
+        add: { buckets: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], count: 1, maxNs: 1_500_000 },
+      },
+    }));
+    await frames(p);
+    const counts = await p.page.evaluate(() =>
+      [...document.querySelectorAll('.pl-counts li')].map((li) => [li.querySelector('.pl-probe-name')?.textContent, li.querySelector('vscode-badge')?.textContent]),
+    );
+    assert.deepEqual(counts, [['add', '1,204'], ['sub', '7']]);
+    const bars = () => p.page.evaluate(() => [...document.querySelectorAll('.pl-bar')].map((b) => Number((b as HTMLElement).dataset.count)));
+    assert.equal((await bars()).length, 11, 'buckets 10..20 across all probes');
+    assert.match(await text(p, '.pl-histogram h3'), /all probes · 8 calls · max 1\.5ms/);
+    await p.page.click('.pl-counts li[data-probe="sub"]');
+    await frames(p);
+    assert.deepEqual(await bars(), [3, 4]);
+    assert.match(await text(p, '.pl-histogram h3'), /sub · 7 calls · max 4\.0µs/);
+    assert.equal((await p.savedState() as { histogramProbe: string }).histogramProbe, 'sub');
+  });
+
+  test('export asks the host with the current filter and shows its answer; clear empties the table', async (t) => {
+    const p = await open(t);
+    if (!p) return;
+    await p.send(init(), { type: 'hits', batch: encodeHits(hits(0, 20)) });
+    await p.page.locator('#pl-filter input').fill('probe:add');
+    await p.page.click('#pl-export-csv');
+    await frames(p);
+    const req = (await p.posted()).at(-1);
+    assert.ok(req && req.type === 'export');
+    assert.equal(req.format, 'csv');
+    assert.equal(req.filter, 'probe:add');
+    await p.send({ type: 'response', requestId: req.requestId, ok: true, result: 'exported 15 hits to /tmp/h.csv' });
+    await frames(p);
+    assert.match(await text(p, '#pl-status'), /exported 15 hits to \/tmp\/h\.csv/);
+    await p.page.click('#pl-export-json');
+    const req2 = (await p.posted()).at(-1);
+    assert.ok(req2 && req2.type === 'export' && req2.format === 'json');
+    await p.send({ type: 'response', requestId: req2.requestId, ok: false, error: 'EACCES: permission denied' });
+    await frames(p);
+    assert.match(await text(p, '#pl-status'), /export failed: EACCES/);
+    await p.page.click('#pl-clear');
+    await frames(p);
+    assert.deepEqual((await p.posted()).at(-1), { type: 'clear' });
+    assert.equal((await domRows(p)).length, 0);
+  });
+});
