@@ -23,8 +23,18 @@ export function dwarfIndexPart(image: BinaryImage): DwarfIndexPart {
   const dw = openDwarf(image.dwarf(), arch);
   const goInfo = image.goInfo();
   const conv = callingConvention(arch, goInfo ? { regabi: goInfo.abi === 'register' } : undefined);
-  const functions = dw.functions().map((f) => indexFunction(dw, f, arch, conv));
+  const functions = dw.functions().map((f) => indexFunction(dw, f, arch, conv, conv.startsWith('go')));
   const { files, lines } = mergeLineTables(dw);
+  // Go emits no DW_AT_decl_line for functions: use the line of the entry address (the `func` line, or the
+  // first statement for small leaf functions; the editor snaps to the `func` line above it).
+  for (const f of functions) {
+    if (f.line !== undefined || f.address === undefined) continue;
+    const at = dw.lineAt(Number(f.address));
+    if (at && at.line > 0) {
+      f.line = at.line;
+      f.file ??= at.file || undefined;
+    }
+  }
   return { functions, files, lines };
 }
 
@@ -61,7 +71,16 @@ export function entryParams(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: Callin
   });
 }
 
-function indexFunction(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: CallingConvention): IndexedFunction {
+const DW_AT_variable_parameter = 0x4b;
+
+/** Go lists results (~r0, named results) as formal parameters marked DW_AT_variable_parameter: not inputs. */
+function isGoResult(dw: Dwarf, paramDie: number): boolean {
+  const d = dw.dieAt(paramDie);
+  return d.unit.flag(d, DW_AT_variable_parameter);
+}
+
+function indexFunction(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: CallingConvention, go: boolean): IndexedFunction {
+  if (go) f = { ...f, params: f.params.filter((p) => !isGoResult(dw, p.dieOffset)) };
   let params: IndexedParam[];
   try {
     params = entryParams(dw, f, arch, conv);
@@ -137,3 +156,4 @@ function mergeLineTables(dw: Dwarf): { files: string[]; lines: LineRows } {
   }
   return { files, lines: out };
 }
+
