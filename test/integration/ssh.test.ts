@@ -307,6 +307,11 @@ test('ssh-agent: a key held by a real ssh-agent logs in', async (t) => {
   await target.close();
   await sshd.waitForLog(new RegExp(`Accepted publickey for root .*${fingerprintSha256(Buffer.from(key.publicKey.split(' ')[1], 'base64')).replace(/[+/]/g, '.')}`));
   await assert.rejects(SshTarget.connect(opts(sshd, dir, { identityFiles: [], agentSocket: null })), SshAuthError);
+  // A dead agent socket is skipped and the next method (the identity file) still logs in.
+  const notes: string[] = [];
+  const viaKey = await SshTarget.connect(opts(sshd, dir, { agentSocket: join(dir, 'dead.sock'), log: (m) => notes.push(m) }));
+  await viaKey.close();
+  assert.ok(notes.some((n) => /trying the next authentication method/.test(n)), notes.join('\n'));
 });
 
 // Without keepalives the awaited disconnect never comes and the test fails on its timeout.

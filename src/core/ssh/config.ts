@@ -7,8 +7,8 @@
 import type * as SshConfigModule from 'ssh-config' with { 'resolution-mode': 'import' };
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { homedir, hostname as localHostName, userInfo } from 'node:os';
-import { dirname, isAbsolute, join, basename } from 'node:path';
-import { matchPatternList } from './knownHosts';
+import { isAbsolute, join } from 'node:path';
+import { globMatch, matchPatternList } from './knownHosts';
 import { parseProxyJump, type Destination } from './destination';
 import { SshConfigError } from './errors';
 
@@ -165,24 +165,32 @@ function matchCriteria(tokens: string[], ctx: Ctx): boolean {
   return result;
 }
 
+/** Expand `~` and globs (in any path component, `*` and `?` as OpenSSH's glob(3) use); sorted like glob(3). */
 function expandInclude(pattern: string, ctx: Ctx, baseDir: string): string[] {
   const p = tilde(pattern, ctx.home);
   const full = isAbsolute(p) ? p : join(baseDir, p);
-  if (!/[*?[]/.test(full)) return [full];
-  // Globs in the last path component only cover the common `conf.d/*` form; deeper globs are rare.
-  const dir = dirname(full);
-  const pat = basename(full);
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return [];
+  let paths = ['/'];
+  for (const part of full.split('/').filter(Boolean)) {
+    if (!/[*?]/.test(part)) {
+      paths = paths.map((d) => join(d, part));
+      continue;
+    }
+    const next: string[] = [];
+    for (const d of paths) {
+      let names: string[];
+      try {
+        names = readdirSync(d);
+      } catch {
+        continue;
+      }
+      for (const n of names.sort()) {
+        if (n.startsWith('.') && !part.startsWith('.')) continue;
+        if (globMatch(part, n)) next.push(join(d, n));
+      }
+    }
+    paths = next;
   }
-  return names
-    .filter((n) => !n.startsWith('.') || pat.startsWith('.'))
-    .filter((n) => matchPatternList(n, pat))
-    .sort()
-    .map((n) => join(dir, n));
+  return paths;
 }
 
 function evaluate(lines: readonly Line[], active: boolean, ctx: Ctx, baseDir: string): void {
@@ -220,9 +228,18 @@ function evaluate(lines: readonly Line[], active: boolean, ctx: Ctx, baseDir: st
   }
 }
 
-/** A `Host` line: any positive pattern matches and no negated one does (patterns may be space separated). */
+/** A `Host` line: each word is one pattern (commas are not separators here); a matching negation vetoes. */
 function hostLineMatches(patterns: string[], alias: string): boolean {
-  return matchPatternList(alias, patterns.join(','));
+  let matched = false;
+  const name = alias.toLowerCase();
+  for (const raw of patterns) {
+    const negated = raw.startsWith('!');
+    if (globMatch((negated ? raw.slice(1) : raw).toLowerCase(), name)) {
+      if (negated) return false;
+      matched = true;
+    }
+  }
+  return matched;
 }
 
 function parseConfigText(text: string, file: string): Line[] {
@@ -244,7 +261,13 @@ export interface TokenValues {
 
 /** ssh_config(5) TOKENS used in IdentityFile / UserKnownHostsFile / IdentityAgent, then `~` expansion. */
 export function expandTokens(text: string, t: TokenValues): string {
-  const out = text.replace(/%(.)/g, (m, c: string) => {
+  // `${VAR}` environment references are allowed in the same keywords (ssh_config(5) ENVIRONMENT VARIABLES).
+  const withEnv = text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+    const v = process.env[name];
+    if (v === undefined) throw new SshConfigError(`ssh config: environment variable ${name} in "${text}" is not set`);
+    return v;
+  });
+  const out = withEnv.replace(/%(.)/g, (m, c: string) => {
     switch (c) {
       case '%': return '%';
       case 'h': return t.hostName;

@@ -186,6 +186,12 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
     client.on('error', (err: Error & { level?: string; code?: string }) => {
       if (settled) return;
       if (failure) return fail(failure);
+      // ssh2 reports a dead agent or a key that cannot sign as errors too, then goes on with the next
+      // method; only its final "all methods failed" ends the attempt.
+      if (err.level === 'agent' || (err.level === 'client-authentication' && !/All configured authentication methods failed/.test(err.message))) {
+        opts.log?.(`ssh ${where}: ${err.message}; trying the next authentication method`);
+        return;
+      }
       if (err.level === 'client-authentication') return fail(authFailure());
       if (err.level === 'client-socket') return fail(connectErrorFor(where, hop.hostName, hop.port, err, timeoutMs));
       if (err.level === 'client-timeout') return fail(new SshConnectError('timeout', where, `${err.message}; check the network or raise ConnectTimeout`));

@@ -113,7 +113,7 @@ export function keyTypeLabel(keyType: string): string {
 }
 
 /** OpenSSH's match_pattern: `*` any run, `?` exactly one character, nothing else special. */
-function globMatch(pattern: string, text: string): boolean {
+export function globMatch(pattern: string, text: string): boolean {
   let p = 0;
   let t = 0;
   let starP = -1;

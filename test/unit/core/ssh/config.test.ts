@@ -3,7 +3,10 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { resolveHost } from '../../../../src/core/ssh/config';
+import { resolveHost as resolveHostReal, type ResolveOptions } from '../../../../src/core/ssh/config';
+
+// The machine's /etc/ssh/ssh_config must not leak into these expectations unless a test names a system file.
+const resolveHost = (alias: string, o: ResolveOptions = {}) => resolveHostReal(alias, { systemConfigFile: '/nonexistent/ssh_config', ...o });
 import { resolveChain } from '../../../../src/core/ssh/connect';
 
 function home(t: { after(fn: () => void): void }, files: Record<string, string>): string {
@@ -187,4 +190,21 @@ test('ssh config: the system file is read after the user\'s (Debian\'s HashKnown
   assert.equal(only.hashKnownHosts, false, 'an explicit config file is read alone, like ssh -F');
   assert.deepEqual(only.globalKnownHostsFiles, ['/etc/ssh/ssh_known_hosts', '/etc/ssh/ssh_known_hosts2']);
   assert.throws(() => resolveHost('box', { home: h, configFile: join(h, 'missing') }), /cannot be read/);
+});
+
+test('ssh config: globs in directory components of Include, ${VAR} in IdentityFile', (t) => {
+  const h = home(t, {
+    '.ssh/config': 'Include teams/*/hosts.conf\n',
+    '.ssh/teams/a/hosts.conf': 'Host one\n  Port 1001\n  IdentityFile ${PL_TEST_KEYDIR}/k_%h\n',
+    '.ssh/teams/b/hosts.conf': 'Host one two\n  Port 2002\n',
+    '.ssh/teams/.hidden/hosts.conf': 'Host two\n  Port 6666\n',
+  });
+  process.env.PL_TEST_KEYDIR = '/keys';
+  t.after(() => delete process.env.PL_TEST_KEYDIR);
+  const one = resolveHost('one', { home: h, systemConfigFile: join(h, 'none') });
+  assert.equal(one.port, 1001);
+  assert.deepEqual(one.identityFiles, ['/keys/k_one']);
+  assert.equal(resolveHost('two', { home: h, systemConfigFile: join(h, 'none') }).port, 2002, 'dot-directories are not matched by *');
+  delete process.env.PL_TEST_KEYDIR;
+  assert.throws(() => resolveHost('one', { home: h, systemConfigFile: join(h, 'none') }), /PL_TEST_KEYDIR .*not set/);
 });
