@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { openBinary } from '../../../../src/core/binary/binaryImage';
 import { parseUsdtArgs, type UsdtProbe } from '../../../../src/core/binary/usdt';
@@ -19,10 +19,15 @@ function readelfProbes(bin: string): ReadelfProbe[] {
 }
 
 /** perf probe -D's `BIN:0xOFF(0xREFCTR)` for one probe: the oracle for both file offsets. */
-function perfSdt(bin: string, p: UsdtProbe): { offset: number; refctr?: number } | undefined {
-  const r = spawnSync('perf', ['probe', '-x', bin, '-D', `sdt_${p.provider}:${p.name}`], { encoding: 'utf8' });
-  const m = (r.stdout ?? '').match(/:0x([0-9a-f]+)(?:\(0x([0-9a-f]+)\))?/);
-  return m ? { offset: parseInt(m[1], 16), refctr: m[2] ? parseInt(m[2], 16) : undefined } : undefined;
+function perfSdt(bin: string, p: UsdtProbe): { offset: number; refctr?: number; output: string } {
+  // perf answers sdt_ points from its build-id cache, so give it a private one holding just this binary
+  // (the user's ~/.debug may lack it, or list other copies of the same build).
+  const cache = mkdtempSync(join(workDir, 'perf-buildid-'));
+  run('perf', ['--buildid-dir', cache, 'buildid-cache', '--add', bin]);
+  const r = spawnSync('perf', ['--buildid-dir', cache, 'probe', '-x', bin, '-D', `sdt_${p.provider}:${p.name}`], { encoding: 'utf8' });
+  const line = (r.stdout ?? '').split('\n').find((l) => l.includes(`${bin}:0x`)) ?? '';
+  const m = line.match(/:0x([0-9a-f]+)(?:\(0x([0-9a-f]+)\))?/);
+  return { offset: m ? parseInt(m[1], 16) : -1, refctr: m?.[2] ? parseInt(m[2], 16) : undefined, output: `${r.stdout}${r.stderr}` };
 }
 
 for (const name of ['usdt', 'usdt-O0'] as const) {
@@ -47,8 +52,7 @@ for (const name of ['usdt', 'usdt-O0'] as const) {
     if (!have('perf')) return missing(t, 'perf (linux-perf) for the perf probe -D oracle');
     for (const p of probes) {
       const perf = perfSdt(f.path, p);
-      assert.ok(perf, `perf probe -D sdt_${p.provider}:${p.name}`);
-      assert.equal(p.fileOffset, perf.offset, `${p.name} offset`);
+      assert.equal(p.fileOffset, perf.offset, `${p.name} offset; perf probe -D said: ${perf.output}`);
       assert.equal(p.semaphoreFileOffset, perf.refctr, `${p.name} semaphore offset`);
     }
     for (const p of probes) {
@@ -84,7 +88,7 @@ int main(int argc, char **argv) { struct s v = {1, argc}; (void)argv; DTRACE_PRO
   assert.ok(kinds.includes('register'));
   assert.ok(probes.every((p) => p.args.every((a) => a.operand.kind !== 'unknown')), JSON.stringify(probes.map((p) => p.argsText)));
   if (have('perf')) {
-    for (const p of probes) assert.equal(p.fileOffset, perfSdt(bin, p)?.offset, p.name);
+    for (const p of probes) assert.equal(p.fileOffset, perfSdt(bin, p).offset, p.name);
   }
 });
 
