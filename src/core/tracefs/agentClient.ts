@@ -291,6 +291,23 @@ export class TracefsAgent {
   }
 }
 
+/**
+ * From a rejected definition's error_log lines (`Command: …` then a line with a caret), the whitespace-separated
+ * token of the definition the caret points into — the ARG to name in the user's error — or null.
+ */
+export function offendingToken(details: readonly string[]): string | null {
+  const ci = details.findIndex((l) => /^\s*Command: /.test(l));
+  if (ci < 0 || ci + 1 >= details.length) return null;
+  const cmd = details[ci];
+  const caret = details[ci + 1].indexOf('^');
+  if (caret < 0 || caret >= cmd.length) return null;
+  let start = caret;
+  while (start > 0 && cmd[start - 1] !== ' ') start--;
+  let end = caret;
+  while (end < cmd.length && cmd[end] !== ' ') end++;
+  return cmd.slice(start, end) || null;
+}
+
 function describeAgentError(verb: string, code: string, msg: string, info: string[]): string {
   if (verb === 'BUILDID' && code === 'EMISMATCH') {
     return `binary on the target differs from the local build (its build-id is ${msg}): rebuild or deploy, or pass --no-build-id-check`;

@@ -1,0 +1,121 @@
+// The tracefs agent on this machine's real tracefs, under dash, busybox ash and bash: arming, hits, and cleanup
+// on every way out.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { requireTracefs } from '../helpers/tracefs';
+import { IN_CI } from '../helpers/require';
+import { TracefsAgent, offendingToken } from '../../src/core/tracefs/agentClient';
+import { SHELLS, ShellTarget, buildWorkload, collectHits, defineWorkloadProbes, leftovers, runWorkload, waitClean, type Workload } from './agentHarness';
+
+let workload: Workload | undefined;
+const getWorkload = () => (workload ??= buildWorkload());
+
+for (const [name, shell] of Object.entries(SHELLS)) {
+  test(`${name}: arms entry and return probes, streams typed hits, STOP reports kernel hits and cleans up`, async (t) => {
+    if (!requireTracefs(t)) return;
+    const w = getWorkload();
+    const agent = await TracefsAgent.start(new ShellTarget(shell), {});
+    const group = agent.group;
+    try {
+      assert.match(group, /^probelens_\d+_[a-z0-9]+$/);
+      assert.ok(agent.hello.caps.has('uprobe_events'));
+      const { hits, ended } = collectHits(agent);
+      await agent.checkBuildId(w.path, w.buildIdOffset, 20, w.buildId);
+      await defineWorkloadProbes(agent, w);
+      await agent.arm();
+      const str = 'hi "x"\nCPU:0 [LOST 7 EVENTS]';
+      let sum = 0;
+      for (let i = 0; i < 5; i++) sum += -(i + 1) + (255 - i) + Buffer.byteLength(str) + 2 * -(i + 1);
+      assert.equal(runWorkload(w, 5, str), String(sum));
+      const report = await agent.stop();
+      await ended;
+      const entries = hits.filter((h) => h.kind === 'entry');
+      assert.deepEqual(entries.map((h) => h.args.a), [-1, -2, -3, -4, -5]);
+      assert.deepEqual(entries.map((h) => h.args.b), ['18446744073709551615', '18446744073709551614', '18446744073709551613', '18446744073709551612', '18446744073709551611']);
+      assert.ok(entries.every((h) => h.args.s === 'hi "x"\nCPU:0 [LOST 7 EVENTS]'));
+      assert.deepEqual(hits.filter((h) => h.kind === 'return').map((h) => h.retval), [-2, -4, -6, -8, -10]);
+      assert.ok(entries.every((h) => h.comm === 'workload' && h.pid === h.tid && h.pid > 0));
+      assert.deepEqual(Object.fromEntries(report.kernelHits), { pl_add: 5, pl_leaf_ret: 5 });
+      assert.equal(report.cpus.reduce((s, c) => s + c.overrun + c.dropped, 0), 0);
+      assert.equal((await agent.exit).code, 0);
+      assert.deepEqual(leftovers(group), []);
+    } finally {
+      agent.kill('KILL');
+    }
+  });
+
+  const ways: Array<[string, (a: TracefsAgent) => void, number | null]> = [
+    ['stdin EOF (client gone)', (a) => a.abandon(), 0],
+    ['SIGTERM', (a) => a.kill('TERM'), 143],
+    ['SIGHUP', (a) => a.kill('HUP'), 129],
+    ['heartbeat silence', (a) => a.stopHeartbeat(), 142],
+  ];
+  for (const [way, end, code] of ways) {
+    test(`${name}: cleans up after ${way} within 10 s`, async (t) => {
+      if (!requireTracefs(t)) return;
+      const w = getWorkload();
+      const agent = await TracefsAgent.start(new ShellTarget(shell), { heartbeatTimeoutSeconds: 2, heartbeatIntervalMs: 300 });
+      const group = agent.group;
+      try {
+        await defineWorkloadProbes(agent, w);
+        await agent.arm();
+        runWorkload(w, 2);
+        assert.ok(leftovers(group).length >= 3, 'armed: two definitions, the instance and a reader');
+        end(agent);
+        assert.deepEqual(await waitClean(group), []);
+        assert.equal((await agent.exit).code, code);
+      } finally {
+        agent.kill('KILL');
+      }
+    });
+  }
+}
+
+test('build-id mismatch is refused with the next step', async (t) => {
+  if (!requireTracefs(t)) return;
+  const w = getWorkload();
+  const agent = await TracefsAgent.start(new ShellTarget(['dash']), {});
+  try {
+    await assert.rejects(agent.checkBuildId(w.path, w.buildIdOffset, 20, '00'.repeat(20)), (e: Error) => {
+      assert.match(e.message, new RegExp(`build-id is ${w.buildId}.*--no-build-id-check`));
+      return true;
+    });
+    await assert.rejects(agent.checkBuildId('/nonexistent/bin', 0, 20, w.buildId), /no readable file/);
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('a rejected definition returns the kernel error_log with its caret', async (t) => {
+  if (!requireTracefs(t)) return;
+  const w = getWorkload();
+  const agent = await TracefsAgent.start(new ShellTarget(['dash']), { sentinel: false });
+  try {
+    await assert.rejects(agent.define(`p:${agent.group}/bad ${w.path}:${w.addOffset} a=%nosuchreg:s32`), (e: Error & { details?: string[] }) => {
+      assert.match(e.message, /Invalid register name|Invalid fetch argument|Unknown register/i);
+      assert.equal(offendingToken(e.details!), 'a=%nosuchreg:s32');
+      return true;
+    });
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('a dead owner\'s leftovers (agent killed with -9, its reader orphaned) are swept by the next session', async (t) => {
+  if (!requireTracefs(t)) return;
+  const w = getWorkload();
+  const first = await TracefsAgent.start(new ShellTarget(['dash']), { heartbeatTimeoutSeconds: 0 });
+  await defineWorkloadProbes(first, w);
+  await first.arm();
+  process.kill(first.hello.pid, 'SIGKILL');
+  // Other sessions on this machine sweep too, so the leftovers may already be going; if any remain, this
+  // session's sweep must name them.
+  const before = leftovers(first.group);
+  assert.ok(before.length > 0 || !IN_CI);
+  const second = await TracefsAgent.start(new ShellTarget(['busybox', 'sh']), {});
+  try {
+    assert.deepEqual(await waitClean(first.group), []);
+  } finally {
+    await second.stop();
+  }
+});

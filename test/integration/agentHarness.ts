@@ -1,0 +1,111 @@
+// Shared by the agent integration tests: a throwaway gcc-built workload, a Target that runs the agent under a
+// chosen shell (dash, busybox ash, bash), and checks of what a session left on the machine.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { LocalTarget } from '../../src/core/target/local';
+import type { ExecChannel, ExecOptions, Target } from '../../src/core/target/target';
+import { HitParser, type EventSchema, type Hit } from '../../src/core/tracefs/hitParser';
+import type { TracefsAgent } from '../../src/core/tracefs/agentClient';
+
+export const SHELLS: Record<string, string[]> = { dash: ['dash'], 'busybox sh': ['busybox', 'sh'], bash: ['bash'] };
+
+/** Runs the agent's `sh -c …` under another shell. */
+export class ShellTarget implements Target {
+  readonly host = 'local';
+  private readonly local = new LocalTarget();
+  constructor(private readonly shell: string[]) {}
+  describe(): string {
+    return `local (${this.shell.join(' ')})`;
+  }
+  exec(argv: readonly string[], opts?: ExecOptions): Promise<ExecChannel> {
+    if (argv[0] !== 'sh') throw new Error(`unexpected program ${argv[0]}`);
+    return this.local.exec([...this.shell, ...argv.slice(1)], opts);
+  }
+  close(): Promise<void> {
+    return this.local.close();
+  }
+}
+
+export interface Workload {
+  path: string;
+  addOffset: string;
+  leafOffset: string;
+  buildIdOffset: number;
+  buildId: string;
+}
+
+export function buildWorkload(): Workload {
+  const dir = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'probelens-test', 'agent');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, 'workload');
+  execFileSync('gcc', ['-O0', '-g', '-Wl,--build-id', '-o', path, join(__dirname, '../fixtures/trace-samples/workload.c')]);
+  const nm = execFileSync('nm', [path]).toString();
+  const sym = (name: string) => BigInt('0x' + new RegExp(`^([0-9a-f]+) T ${name}$`, 'm').exec(nm)![1]);
+  // File offset from the PT_LOAD containing the symbol (tracefs-facts: never a single-base shortcut).
+  const loads = [...execFileSync('readelf', ['-lW', path]).toString().matchAll(/^\s*LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+\S+\s+\S+\s+(0x[0-9a-f]+)/gm)]
+    .map((m) => ({ off: BigInt(m[1]), vaddr: BigInt(m[2]), memsz: BigInt(m[3]) }));
+  const fileOffset = (v: bigint) => {
+    const l = loads.find((s) => v >= s.vaddr && v < s.vaddr + s.memsz)!;
+    return '0x' + (v - l.vaddr + l.off).toString(16);
+  };
+  const sec = /\.note\.gnu\.build-id\s+NOTE\s+[0-9a-f]+\s+([0-9a-f]+)/.exec(execFileSync('readelf', ['-SW', path]).toString())!;
+  const noteOff = parseInt(sec[1], 16);
+  const buildIdOffset = noteOff + 16; // namesz, descsz, type, "GNU\0"
+  const buildId = readFileSync(path).subarray(buildIdOffset, buildIdOffset + 20).toString('hex');
+  return { path, addOffset: fileOffset(sym('pl_add')), leafOffset: fileOffset(sym('pl_leaf')), buildIdOffset, buildId };
+}
+
+export const ADD_SCHEMA: EventSchema = {
+  event: 'pl_add', probe: 'pl_add', kind: 'entry',
+  args: [{ name: 'a', type: 's32' }, { name: 'b', type: 'u64' }, { name: 's', type: 'string' }],
+};
+export const LEAF_SCHEMA: EventSchema = {
+  event: 'pl_leaf_ret', probe: 'pl_leaf%return', kind: 'return', args: [{ name: 'retval', type: 's64' }],
+};
+
+export async function defineWorkloadProbes(agent: TracefsAgent, w: Workload): Promise<void> {
+  await agent.define(`p:${agent.group}/pl_add ${w.path}:${w.addOffset} a=%di:s32 b=%si:u64 s=+0(%dx):string`);
+  await agent.define(`r:${agent.group}/pl_leaf_ret ${w.path}:${w.leafOffset} retval=$retval:s64`);
+}
+
+export function collectHits(agent: TracefsAgent, events: EventSchema[] = [ADD_SCHEMA, LEAF_SCHEMA]) {
+  const hits: Hit[] = [];
+  const parser = new HitParser({ host: 'local', events, sentinel: agent.sentinel, onHit: (h) => hits.push(h) });
+  agent.onTraceLine((l) => parser.push(l));
+  const ended = new Promise<void>((res) => agent.onTraceEnd(() => { parser.end(); res(); }));
+  return { hits, parser, ended };
+}
+
+const T = '/sys/kernel/tracing';
+
+/** What of `group` is still on the machine: definitions, the instance, reader processes. */
+export function leftovers(group: string): string[] {
+  const out: string[] = [];
+  for (const l of readFileSync(join(T, 'uprobe_events'), 'utf8').split('\n')) if (l.includes(`:${group}/`)) out.push(l);
+  if (existsSync(join(T, 'instances', group))) out.push(`instance ${group}`);
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (cmd.includes(`instances/${group}/trace_pipe`)) out.push(`reader pid ${pid}: ${cmd.replace(/\0/g, ' ')}`);
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return out;
+}
+
+/** Polls until `group` has no leftovers, up to `ms`; returns what remains. */
+export async function waitClean(group: string, ms = 10_000): Promise<string[]> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const left = leftovers(group);
+    if (left.length === 0 || Date.now() > until) return left;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export function runWorkload(w: Workload, n: number, s = 'hi'): string {
+  return execFileSync(w.path, [String(n), s]).toString().trim();
+}
