@@ -333,6 +333,22 @@ test('keepalive from ServerAliveInterval/CountMax ends a connection whose server
   assert.ok(why instanceof SshConnectError && why.failure === 'keepalive', String(why));
 });
 
+test('a connection killed under a running program: exit settles, disconnected resolves, new execs are refused', async (t) => {
+  const sshd = await requireSshd(t);
+  if (!sshd) return;
+  const target = await SshTarget.connect(opts(sshd, scratch(t)));
+  t.after(() => target.close());
+  const ch = await target.exec(['cat']);
+  ch.stdin.write('ping\n');
+  await new Promise<void>((resolve) => ch.stdout.once('data', () => resolve()));
+  for (const p of descendants(sshd.pid)) process.kill(p, 'SIGKILL');
+  const exit = await ch.exit;
+  assert.equal(exit.code, null);
+  ch.stdin.write('after the end\n');
+  await target.disconnected;
+  await assert.rejects(target.exec(['true']), /could not start the remote program/);
+});
+
 function descendants(pid: number): number[] {
   const out: number[] = [];
   const walk = (p: number) => {

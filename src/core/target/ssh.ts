@@ -61,6 +61,10 @@ export class SshTarget implements Target {
 }
 
 function wrapChannel(ch: ClientChannel): ExecChannel {
+  // Writing to a channel whose connection died emits 'error'; unhandled, that would end the whole process.
+  // The agent notices the lost client by itself and `exit` settles on close, so the error carries nothing new.
+  ch.on('error', () => undefined);
+  ch.stderr.on('error', () => undefined);
   let code: number | null = null;
   let signal: string | null = null;
   ch.on('exit', (c: number | null, sig?: string) => {
