@@ -6,7 +6,7 @@ import { openBinary } from '../../../../src/core/binary/binaryImage';
 import { crc32 } from '../../../../src/core/binary/crc32';
 import { DebugFileMismatchError } from '../../../../src/core/binary/errors';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
-import { buildIdOf, readelfFunctions, run, workDir } from './build';
+import { CALLS_C, buildC, buildIdOf, readelfFunctions, run, workDir } from './build';
 
 test('CRC-32 matches the standard check value, natively and table-driven', () => {
   const check = Buffer.from('123456789');
@@ -82,4 +82,24 @@ test('an explicit debug file of another build is refused by build-id', async (t)
   if (!f || !other?.debugFile) return;
   await assert.rejects(openBinary(f.path, { debugFile: other.debugFile, noSystemDebugDir: true }),
     (e: Error) => e instanceof DebugFileMismatchError && /build-id/.test(e.message) && /install the debug file from the same build/.test(e.message));
+});
+
+test('without build-ids only the debuglink CRC proves a match: a changed debug file is refused, also when named explicitly', async () => {
+  const full = buildC('nobuildid', CALLS_C, ['-g', '-O1', '-Wl,--build-id=none']);
+  const dir = join(workDir, 'nobuildid-split');
+  mkdirSync(join(dir, '.debug'), { recursive: true });
+  const debug = join(dir, '.debug', 'prog.debug');
+  run('objcopy', ['--only-keep-debug', full, debug]);
+  run('objcopy', ['--strip-debug', `--add-gnu-debuglink=${debug}`, full, join(dir, 'prog')]);
+  const bin = join(dir, 'prog');
+  const ok = await openBinary(bin, { noSystemDebugDir: true });
+  assert.equal(ok.buildId, undefined);
+  assert.equal(ok.debugVia, 'debuglink');
+  assert.equal(ok.debugPath, debug);
+  appendFileSync(debug, Buffer.from([0]));
+  const refused = await openBinary(bin, { noSystemDebugDir: true });
+  assert.equal(refused.hasDwarf, false);
+  assert.equal(refused.debugCandidates.find((c) => c.path === debug)?.verdict, 'crc mismatch');
+  await assert.rejects(openBinary(bin, { debugFile: debug, noSystemDebugDir: true }),
+    (e: Error) => e instanceof DebugFileMismatchError && /CRC32 0x[0-9a-f]+ vs \.gnu_debuglink's 0x[0-9a-f]+/.test(e.message));
 });
