@@ -97,7 +97,7 @@ function indexFunction(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: CallingConv
     address: f.entryPc !== undefined ? BigInt(f.entryPc) : undefined,
     size: entrySize(f),
     params,
-    inlinedInstances: f.inlinedInstances.length,
+    inlinedInstances: f.inlinedDies.length,
     probeable: f.probeable,
     reason: f.reason,
     external: f.external,

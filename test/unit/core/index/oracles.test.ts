@@ -70,7 +70,7 @@ for (const opt of ['O0', 'O2']) {
   });
 
   test(`calls-${opt}: file offsets equal perf probe -D, parameters and types equal perf probe -V`, async (t) => {
-    const f = await fixtureOrSkip(t, `calls-${opt}`);
+    const f = await fixtureOrSkip(t, `calls-${opt}` as FixtureName);
     if (!f) return;
     const idx = await indexOf(f);
     for (const name of PROBED) {
@@ -96,7 +96,7 @@ for (const opt of ['O0', 'O2']) {
   });
 
   test(`calls-${opt}: line rows equal readelf's is_stmt rows`, async (t) => {
-    const f = await fixtureOrSkip(t, `calls-${opt}`);
+    const f = await fixtureOrSkip(t, `calls-${opt}` as FixtureName);
     if (!f) return;
     const idx = await indexOf(f);
     const expected = new Set<string>();
