@@ -119,7 +119,8 @@ export function stringAt(table: Uint8Array, off: number, where: string): string 
   if (off < 0 || off >= table.length) throw new ElfFormatError(where, off, `string offset 0x${off.toString(16)} is outside the ${table.length}-byte string table`);
   const end = table.indexOf(0, off);
   if (end < 0) throw new ElfFormatError(where, off, 'string runs past the end of the string table');
-  return Buffer.from(table.buffer, table.byteOffset + off, end - off).toString('utf8');
+  // Symbol tables ask this ~100k times: decode in place rather than wrapping a new Buffer each time.
+  return Buffer.isBuffer(table) ? table.toString('utf8', off, end) : Buffer.from(table.buffer, table.byteOffset + off, end - off).toString('utf8');
 }
 
 /** `0x…` lower-case hex, the one address format of the contracts. */

@@ -89,25 +89,36 @@ export function readFunctionSymbols(
 
 /** Merges tables (first wins on equal name+address) and groups aliases by address, sorted by address. */
 export function groupSymbols(tables: FunctionSymbol[][]): { symbols: FunctionSymbol[]; groups: SymbolGroup[] } {
-  const seen = new Set<string>();
+  // One stable sort and a linear pass: Maps keyed by bigint (or by strings built from them) cost seconds on
+  // binaries with ~100k symbols.
+  const all = tables.flat();
+  // Number(address) is monotonic (exact below 2^53, rounded above), so it orders by address cheaply; the
+  // bigint compare only settles rounding ties.
+  const keys = Float64Array.from(all, (s) => Number(s.address));
+  const order = Uint32Array.from(all.keys());
+  order.sort((i, j) => {
+    const d = keys[i] - keys[j];
+    if (d !== 0) return d;
+    const a = all[i].address;
+    const b = all[j].address;
+    return a < b ? -1 : a > b ? 1 : i - j;
+  });
   const symbols: FunctionSymbol[] = [];
-  for (const t of tables) {
-    for (const s of t) {
-      const key = `${s.name}\0${s.address}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
+  const groups: SymbolGroup[] = [];
+  let g: SymbolGroup | undefined;
+  for (const i of order) {
+    const s = all[i];
+    if (!g || g.address !== s.address) {
+      g = { address: s.address, size: s.size, symbols: [s] };
+      groups.push(g);
       symbols.push(s);
+      continue;
     }
+    if (g.symbols.some((x) => x.name === s.name)) continue;
+    g.symbols.push(s);
+    symbols.push(s);
+    if (s.size > g.size) g.size = s.size;
   }
-  const byAddr = new Map<bigint, SymbolGroup>();
-  for (const s of symbols) {
-    const g = byAddr.get(s.address);
-    if (g) {
-      g.symbols.push(s);
-      if (s.size > g.size) g.size = s.size;
-    } else byAddr.set(s.address, { address: s.address, size: s.size, symbols: [s] });
-  }
-  const groups = [...byAddr.values()].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
   return { symbols, groups };
 }
 
