@@ -14,6 +14,8 @@ import { fingerprintSha256 } from '../../src/core/ssh/knownHosts';
 import type { UnknownHostInfo } from '../../src/core/ssh/hostKeyPolicy';
 import { freePort, generateKeyPair, requireSshd, type Sshd } from '../helpers/sshd';
 import { missing } from '../helpers/require';
+import { requireTracefs } from '../helpers/tracefs';
+import { TracefsAgent } from '../../src/core/tracefs/agentClient';
 
 function scratch(t: TestContext): string {
   const d = mkdtempSync(join(tmpdir(), 'pl-ssh-it-'));
@@ -347,6 +349,21 @@ test('a connection killed under a running program: exit settles, disconnected re
   ch.stdin.write('after the end\n');
   await target.disconnected;
   await assert.rejects(target.exec(['true']), /could not start the remote program/);
+});
+
+test('the fixed tracefs agent (multi-line, quotes, backslashes) starts and stops over SSH', async (t) => {
+  const tracefs = requireTracefs(t);
+  if (!tracefs) return;
+  const sshd = await requireSshd(t);
+  if (!sshd) return;
+  const target = await SshTarget.connect(opts(sshd, scratch(t)));
+  t.after(() => target.close());
+  const agent = await TracefsAgent.start(target);
+  assert.match(agent.hello.group, /^probelens_\d+_[0-9a-f]+$/);
+  assert.ok(agent.hello.caps.has('uprobe_events'));
+  assert.ok(existsSync(join(tracefs, 'instances', agent.hello.group)), 'the agent made its instance on the target');
+  await agent.stop();
+  assert.equal(existsSync(join(tracefs, 'instances', agent.hello.group)), false, 'and removed it at stop');
 });
 
 function descendants(pid: number): number[] {

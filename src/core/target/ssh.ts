@@ -1,16 +1,23 @@
 // The SSH implementation of Target: one verified connection (see src/core/ssh), one exec channel per fixed
-// program. The remote login shell receives only the quoted fixed argv (plus `sudo -n --`); the elements are
-// also checked to be plain text so nothing invisible or NUL-bearing can reach a command line.
+// program. The remote login shell receives plain words or a fixed bootstrap (see ssh/remoteCommand.ts), never
+// quoted text; the argv elements are also checked to be plain text so nothing NUL-bearing can travel.
 import type { ClientChannel } from 'ssh2';
 import { connectSsh, type SshConnectOptions, type SshConnection } from '../ssh/connect';
 import { SshError } from '../ssh/errors';
 import { formatDestination, parseDestination } from '../ssh/destination';
-import { quoteArgv, type ExecChannel, type ExecExit, type ExecOptions, type Target } from './target';
+import { remoteCommand } from '../ssh/remoteCommand';
+import { type ExecChannel, type ExecExit, type ExecOptions, type Target } from './target';
 
 export class SshExecError extends SshError {}
 
-// Printable ASCII plus newline and tab: the fixed agent script is multi-line text, never binary.
-const ARGV_ELEMENT = /^[\x20-\x7e\n\t]*$/;
+// Text with newlines and tabs but no other control characters: the fixed agent script is text, never binary.
+function isText(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if ((c < 0x20 && c !== 0x0a && c !== 0x09) || c === 0x7f) return false;
+  }
+  return true;
+}
 
 export class SshTarget implements Target {
   private constructor(
@@ -40,14 +47,18 @@ export class SshTarget implements Target {
   exec(argv: readonly string[], opts: ExecOptions = {}): Promise<ExecChannel> {
     if (argv.length === 0) return Promise.reject(new SshExecError('ssh exec: empty argv (internal error; please report)'));
     for (const a of argv) {
-      if (!ARGV_ELEMENT.test(a)) return Promise.reject(new SshExecError('ssh exec: a program argument contains control characters (internal error; please report)'));
+      if (!isText(a)) return Promise.reject(new SshExecError('ssh exec: a program argument contains control characters (internal error; please report)'));
     }
-    const command = (opts.sudo ? 'sudo -n -- ' : '') + quoteArgv(argv);
+    const { command, stdinPrefix } = remoteCommand(argv, opts.sudo ?? false);
     return new Promise((resolve, reject) => {
       const failed = (err: Error) =>
         reject(new SshExecError(`ssh ${this.describe()}: could not start the remote program (${err.message}); reconnect, or check MaxSessions in the server's sshd_config`));
       try {
-        this.conn.client.exec(command, (err, ch) => (err ? failed(err) : resolve(wrapChannel(ch))));
+        this.conn.client.exec(command, (err, ch) => {
+          if (err) return failed(err);
+          if (stdinPrefix.length) ch.write(stdinPrefix);
+          resolve(wrapChannel(ch));
+        });
       } catch (e) {
         // ssh2 throws synchronously once the connection is gone.
         failed(e as Error);
