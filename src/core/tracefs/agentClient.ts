@@ -336,16 +336,24 @@ function parseHello(text: string, info: string[]): AgentHello {
 }
 
 function parseStop(info: string[]): StopReport {
-  const cpus: CpuBufferStats[] = [];
+  const byCpu = new Map<number, CpuBufferStats>();
   const kernelHits = new Map<string, number>();
   for (const l of info) {
-    let m = /^cpu (\d+) overrun=(\d*) commit_overrun=(\d*) dropped=(\d*) entries=(\d*)$/.exec(l);
+    let m = /^stat \S*\/cpu(\d+) ([a-z ]+): *(\d+)/.exec(l);
     if (m) {
-      cpus.push({ cpu: +m[1], overrun: +m[2] || 0, commitOverrun: +m[3] || 0, dropped: +m[4] || 0, entries: +m[5] || 0 });
+      const cpu = +m[1];
+      const c = byCpu.get(cpu) ?? { cpu, overrun: 0, commitOverrun: 0, dropped: 0, entries: 0 };
+      byCpu.set(cpu, c);
+      const v = +m[3];
+      if (m[2] === 'overrun') c.overrun = v;
+      else if (m[2] === 'commit overrun') c.commitOverrun = v;
+      else if (m[2] === 'dropped events') c.dropped = v;
+      else if (m[2] === 'entries') c.entries = v;
       continue;
     }
-    m = /^profile (\S+) (\d+)$/.exec(l);
+    // uprobe_profile: `  PATH EVENT HITS` (the path has no spaces: the agent's pattern forbids them).
+    m = /^profile\s+\S+\s+([A-Za-z_][A-Za-z0-9_]*)\s+(\d+)\s*$/.exec(l);
     if (m) kernelHits.set(m[1], +m[2]);
   }
-  return { cpus, kernelHits };
+  return { cpus: [...byCpu.values()].sort((a, b) => a.cpu - b.cpu), kernelHits };
 }

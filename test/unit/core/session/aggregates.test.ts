@@ -1,0 +1,85 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Aggregates } from '../../../../src/core/session/aggregates';
+import type { Hit } from '../../../../src/core/tracefs/hitParser';
+
+function hit(probe: string, ts: number, extra: Partial<Hit> = {}): Hit {
+  return { host: 'h', probe, kind: 'entry', pid: 10, tid: 10, comm: 'c', cpu: 0, ts, args: {}, event: probe, ...extra };
+}
+
+test('counts per probe and per source line; last N values per argument', () => {
+  const sites = new Map([['f', { file: '/src/a.c', line: 12 }], ['g', { file: '/src/a.c', line: 12 }]]);
+  const agg = new Aggregates(sites, [], { lastN: 3 });
+  for (let i = 0; i < 5; i++) agg.add(hit('f', i, { args: { x: i, s: `v${i}` } }));
+  agg.add(hit('g', 9, { args: {} }));
+  agg.add(hit('h', 10, { args: {} }));
+  const s = agg.snapshot();
+  assert.deepEqual(s.hits, { f: 5, g: 1, h: 1 });
+  assert.deepEqual(s.lines, { '/src/a.c:12': 6 });
+  assert.deepEqual(s.lastValues.f.x, [{ ts: 2, value: 2 }, { ts: 3, value: 3 }, { ts: 4, value: 4 }]);
+  assert.deepEqual(s.lastValues.f.s.map((v) => v.value), ['v2', 'v3', 'v4']);
+});
+
+test('latency pairs per thread, with recursion on a stack, and ignores returns without an entry', () => {
+  const agg = new Aggregates(new Map(), [{ entry: 'f', exit: 'f%return' }]);
+  agg.add(hit('f%return', 0.5, { kind: 'return', retval: 1 }));
+  agg.add(hit('f', 1.0, { tid: 11 }));
+  agg.add(hit('f', 1.0, { tid: 12 }));
+  agg.add(hit('f', 1.000002, { tid: 11 })); // recursive call on thread 11
+  agg.add(hit('f%return', 1.000003, { tid: 11, kind: 'return' })); // inner: 1 µs
+  agg.add(hit('f%return', 1.000010, { tid: 12, kind: 'return' })); // 10 µs
+  agg.add(hit('f%return', 1.000100, { tid: 11, kind: 'return' })); // outer: 100 µs
+  const s = agg.snapshot();
+  assert.equal(s.unpairedReturns, 1);
+  const l = s.latency.f;
+  assert.equal(l.count, 3);
+  assert.equal(Math.round(l.max), 100_000);
+  assert.equal(Math.round(l.min), 1000);
+  assert.ok(Math.abs(l.p50 - 10_000) / 10_000 < 0.07, `p50 ${l.p50}`);
+  assert.equal(l.log2.reduce((a, b) => a + b, 0), 3);
+  assert.equal(l.log2[Math.floor(Math.log2(10_000))], 1);
+  assert.deepEqual(s.lastValues['f%return'].retval.map((v) => v.value), [1]);
+});
+
+test('Go: pairs by goroutine across threads and across several RET probes', () => {
+  const agg = new Aggregates(new Map(), [{ entry: 'main.work', exit: ['main.work%ret0', 'main.work%ret1'], by: 'g' }]);
+  agg.add(hit('main.work', 1, { tid: 1, args: { g: '0xc000001' } }));
+  agg.add(hit('main.work', 1, { tid: 1, args: { g: '0xc000002' } }));
+  // goroutine 1 resumes on another thread and leaves through the second RET
+  agg.add(hit('main.work%ret1', 1.000005, { tid: 2, args: { g: '0xc000001' } }));
+  agg.add(hit('main.work%ret0', 1.000050, { tid: 3, args: { g: '0xc000002' } }));
+  const l = agg.snapshot().latency['main.work'];
+  assert.equal(l.count, 2);
+  assert.equal(Math.round(l.min), 5000);
+  assert.equal(Math.round(l.max), 50_000);
+});
+
+test('percentiles stay within the histogram resolution over many values', () => {
+  const agg = new Aggregates(new Map(), [{ entry: 'f', exit: 'r' }]);
+  let ts = 0;
+  for (let i = 1; i <= 1000; i++) {
+    agg.add(hit('f', ts));
+    ts += i * 1e-6; // i µs
+    agg.add(hit('r', ts));
+    ts += 1;
+  }
+  const l = agg.snapshot().latency.f;
+  for (const [got, want] of [[l.p50, 500_000], [l.p90, 900_000], [l.p99, 990_000]]) {
+    assert.ok(Math.abs(got - want) / want < 0.07, `${got} vs ${want}`);
+  }
+  assert.equal(Math.round(l.max), 1_000_000);
+});
+
+test('memory stays bounded: deep recursion and many threads never grow the open-entry state past the caps', () => {
+  const agg = new Aggregates(new Map(), [{ entry: 'f', exit: 'r' }], { maxDepth: 4, maxKeys: 8 });
+  for (let i = 0; i < 100; i++) agg.add(hit('f', i, { tid: 1 }));
+  for (let t = 0; t < 1000; t++) agg.add(hit('f', 1, { tid: 100 + t }));
+  // thread 1 was the least recently active: evicted, so its return is unpaired
+  agg.add(hit('r', 200, { tid: 1 }));
+  assert.equal(agg.snapshot().unpairedReturns, 1);
+  // the 8 most recent threads still pair; each had depth 1
+  for (let t = 992; t < 1000; t++) agg.add(hit('r', 2, { tid: 100 + t }));
+  assert.equal(agg.snapshot().latency.f.count, 8);
+  agg.add(hit('r', 2, { tid: 100 + 991 }));
+  assert.equal(agg.snapshot().unpairedReturns, 2);
+});
