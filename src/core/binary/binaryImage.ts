@@ -69,6 +69,11 @@ export class BinaryImage {
     return this.elf.fileOffsetOf(vaddr);
   }
 
+  /** N for a tracefs `@+N` fetch of the global at `address` from a probe at `probeAddress` (see ElfFile). */
+  fetchOffsetOf(address: bigint, probeAddress: bigint): bigint {
+    return this.elf.fetchOffsetOf(address, probeAddress);
+  }
+
   functionBytes(sym: Pick<FunctionSymbol, 'address' | 'size'>): Uint8Array {
     return this.elf.functionBytes(sym);
   }

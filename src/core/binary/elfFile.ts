@@ -156,6 +156,20 @@ export class ElfFile {
     return off;
   }
 
+  /**
+   * The N of a tracefs `@+N` fetcharg that reads `address` (a global) from a uprobe at `probeAddress`. The kernel
+   * computes @+N as (runtime probe address − probe file offset) + N (trace_uprobe.c, translate_user_vaddr), i.e.
+   * through the *probed* segment's vaddr−offset delta — so N is not fileOffsetOf(address) whenever the data
+   * segment's delta differs (gcc PIE: text 0x1000/0x1000, data 0x3dd0/0x2dd0). Also valid for .bss.
+   */
+  fetchOffsetOf(address: bigint, probeAddress: bigint): bigint {
+    const seg = this.loadSegmentOf(probeAddress);
+    if (!seg) throw new ElfFormatError('program headers', undefined, `probe address ${hex(probeAddress)} is in no file-backed PT_LOAD segment`);
+    const n = address - (seg.vaddr - BigInt(seg.offset));
+    if (n < 0n) throw new ElfFormatError('program headers', undefined, `${hex(address)} lies below the probed segment's base and cannot be fetched as @+N`);
+    return n;
+  }
+
   /** `size` bytes of the loaded image at vaddr (e.g. a function's code), from the file. */
   bytesAt(vaddr: bigint, size: number): Uint8Array {
     const seg = this.loadSegmentOf(vaddr);

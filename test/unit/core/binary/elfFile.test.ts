@@ -94,6 +94,26 @@ for (const v of variants) {
   });
 }
 
+test('@+N for globals is relative to the probed segment, not the data segment (kernel translate_user_vaddr)', async (t) => {
+  if (!have('gcc')) return missing(t, 'gcc');
+  const bin = buildC('globals', 'int g_data = 42;\nint g_bss;\nint __attribute__((noinline)) f(int x) { return x + g_data + g_bss; }\nint main(void) { g_bss = 7; return f(1); }\n', ['-O0', '-g', '-fpie', '-pie']);
+  const elf = ElfFile.parse(readFileSync(bin), bin);
+  const syms = new Map<string, bigint>();
+  for (const l of run('readelf', ['-sW', bin]).split('\n')) {
+    const m = l.match(/^\s*\d+:\s+([0-9a-f]+)\s+\d+\s+(?:OBJECT|FUNC)\s+\S+\s+\S+\s+\S+\s+(\S+)$/);
+    if (m) syms.set(m[2], BigInt(`0x${m[1]}`));
+  }
+  const loads = readelfLoads(bin);
+  const text = loads.find((l) => syms.get('f')! >= l.vaddr && syms.get('f')! < l.vaddr + BigInt(l.filesz))!;
+  const data = loads.find((l) => syms.get('g_data')! >= l.vaddr && syms.get('g_data')! < l.vaddr + BigInt(l.filesz))!;
+  assert.notEqual(text.vaddr - BigInt(text.offset), data.vaddr - BigInt(data.offset), 'gcc lays data out with another delta');
+  for (const g of ['g_data', 'g_bss']) {
+    assert.equal(elf.fetchOffsetOf(syms.get(g)!, syms.get('f')!), syms.get(g)! - (text.vaddr - BigInt(text.offset)), g);
+  }
+  assert.notEqual(elf.fetchOffsetOf(syms.get('g_data')!, syms.get('f')!), BigInt(elf.fileOffsetOf(syms.get('g_data')!)));
+  assert.throws(() => elf.fileOffsetOf(syms.get('g_bss')!), ElfFormatError, '.bss has no file offset');
+});
+
 test('a 32-bit i386 object is read with Elf32 layouts and refused for probing', async (t) => {
   if (!have('as') || !have('ld')) return missing(t, 'binutils');
   const dir = join(workDir, 'i386');
