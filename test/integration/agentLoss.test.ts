@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { requireTracefs } from '../helpers/tracefs';
 import { TracefsAgent, AgentError } from '../../src/core/tracefs/agentClient';
-import { ShellTarget, buildWorkload, collectHits, defineWorkloadProbes, leftovers, runWorkload, waitClean, ADD_SCHEMA, type Workload } from './agentHarness';
+import { ShellTarget, buildWorkload, collectHits, leftovers, runWorkload, waitClean, ADD_SCHEMA, type Workload } from './agentHarness';
 
 let workload: Workload | undefined;
 const getWorkload = () => (workload ??= buildWorkload());
