@@ -1,8 +1,11 @@
 // Abbreviation tables (.debug_abbrev), parsed once per offset and shared by every unit that points there.
 // Each abbreviation also gets a precomputed byte size when all its forms are fixed-size for the unit's
 // encoding: skipping a DIE nobody asked about is then a single cursor bump, the hot path of the index pass.
-import { AT, FORM } from './constants';
+import * as K from './constants';
 import { DwarfFormatError, Reader } from './reader';
+
+// Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
+const { AT, FORM } = K;
 
 export interface Encoding {
   readonly version: number;

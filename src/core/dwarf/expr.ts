@@ -1,9 +1,12 @@
 // Location expressions reduced to the forms a uprobe fetcharg can express: a register, frame base + offset,
 // register + offset, a static address, an implicit/constant value, pieces, an entry value — or a clear
 // "optimized out" / "unsupported" verdict. No general stack machine: a probe can only read what it can name.
-import { OP } from './constants';
+import * as K from './constants';
 import { Reader } from './reader';
 import type { Block, Unit } from './unit';
+
+// Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
+const { OP } = K;
 
 export type Arch = 'x86_64' | 'aarch64';
 

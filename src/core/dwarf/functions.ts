@@ -2,10 +2,13 @@
 // parameters, inlined-subroutine sites and the names of enclosing scopes (for qualified C++/Rust names).
 // Every other DIE is skipped by its abbreviation's precomputed size; struct/enum/array subtrees of C units
 // are jumped over with DW_AT_sibling when the compiler emitted it.
-import { AT, FORM, LANG_C, TAG } from './constants';
+import * as K from './constants';
 import { rangesOf } from './lists';
 import { isTombstone } from './reader';
-import { nextAbbrev, num, readAttrs, skipAttrs, skipChildren, type Die, type Unit } from './unit';
+import { nextAbbrev, num, readAttrs, scanRef, skipAttrs, skipChildren, type Die, type Unit } from './unit';
+
+// Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
+const { AT, FORM, LANG_C, TAG } = K;
 
 export interface ParamInfo {
   readonly name: string;
@@ -39,7 +42,11 @@ export interface FunctionInfo {
   /** DW_AT_inline of the abstract instance (0 when none). */
   readonly inline: number;
   readonly params: ParamInfo[];
-  readonly inlinedInstances: InlinedInstance[];
+  /**
+   * DIE offsets of the DW_TAG_inlined_subroutine copies of this function; `Dwarf.inlinedInstances(fn)` decodes
+   * their call sites and ranges on demand (std-heavy Rust binaries carry tens of thousands).
+   */
+  readonly inlinedDies: number[];
   readonly probeable: boolean;
   /** Why not probeable: 'fully inlined' | 'no code' | 'discarded section'. */
   readonly reason: string | undefined;
@@ -50,6 +57,7 @@ export interface FunctionInfo {
 
 interface Rec {
   die: Die;
+  ranges: number[];
   prefix: string;
   params: ParamInfo[];
   hasCode: boolean;
@@ -59,7 +67,7 @@ interface Rec {
 /** Everything the pass collects; FunctionInfo records are assembled from it once all units are walked. */
 export class FunctionPass {
   readonly recs = new Map<number, Rec>();
-  readonly inlined = new Map<number, Array<{ die: Die }>>();
+  readonly inlined = new Map<number, number[]>();
 
   walk(u: Unit): void {
     const r = u.reader(u.dieStart);
@@ -97,12 +105,11 @@ export class FunctionPass {
           break;
         }
         case TAG.inlined_subroutine: {
-          const d = readAttrs(u, r, ab, at);
-          const origin = u.ref(d, AT.abstract_origin);
+          const origin = scanRef(u, r, ab, AT.abstract_origin);
           if (origin !== undefined) {
             let list = this.inlined.get(origin);
             if (!list) this.inlined.set(origin, (list = []));
-            list.push({ die: d });
+            list.push(at);
           }
           break;
         }
@@ -149,7 +156,7 @@ export class FunctionPass {
       const lo = u.addr(d, AT.low_pc) ?? 0;
       discarded = lo === 0 || isTombstone(lo) || (u.enc.addrSize === 4 && lo >= 0xfffffff0);
     }
-    const rec: Rec = { die: d, prefix, params: [], hasCode: ranges.length > 0, discarded };
+    const rec: Rec = { die: d, ranges, prefix, params: [], hasCode: ranges.length > 0, discarded };
     this.recs.set(d.offset, rec);
     return rec;
   }
@@ -201,19 +208,35 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
     return cur;
   };
   const claimed = new Set<number>();
-  const build = (rec: Rec, inl: Array<{ die: Die }>): FunctionInfo => {
+  // Subprogram DIEs are already decoded; chains mostly stay among them.
+  const dieAt = (off: number): Die => pass.recs.get(off)?.die ?? res.dieAt(off);
+  const build = (rec: Rec, inl: number[]): FunctionInfo => {
     const d = rec.die, u = d.unit;
-    const nameDie = inherited(res, d, (x) => (x.has(AT.name) ? x : undefined)) ?? d;
-    const name = u === nameDie.unit ? nameDie.unit.str(nameDie, AT.name) : nameDie.unit.str(nameDie, AT.name);
-    const linkageName = inherited(res, d, (x) => x.unit.str(x, AT.linkage_name) ?? x.unit.str(x, AT.MIPS_linkage_name));
+    // One walk down the specification/abstract_origin chain collects every inherited attribute.
+    let nameDie: Die | undefined, linkageName: string | undefined, fileDie: Die | undefined;
+    let line: number | undefined, external: boolean | undefined, inline: number | undefined;
+    let cur: Die | undefined = d;
+    for (let i = 0; i < 8 && cur; i++) {
+      const cu: Unit = cur.unit;
+      if (!nameDie && cur.has(AT.name)) nameDie = cur;
+      linkageName ??= cu.str(cur, AT.linkage_name) ?? cu.str(cur, AT.MIPS_linkage_name);
+      if (!fileDie && cur.has(AT.decl_file)) fileDie = cur;
+      line ??= num(cur, AT.decl_line);
+      if (external === undefined && cur.has(AT.external)) external = cu.flag(cur, AT.external);
+      inline ??= num(cur, AT.inline);
+      const next: number | undefined = cu.ref(cur, AT.specification) ?? cu.ref(cur, AT.abstract_origin);
+      cur = next === undefined ? undefined : dieAt(next);
+    }
+    nameDie ??= d;
+    const name = nameDie.unit.str(nameDie, AT.name);
     const prefix = pass.recs.get(nameDie.offset)?.prefix ?? rec.prefix;
-    const fileDie = inherited(res, d, (x) => (x.has(AT.decl_file) ? x : undefined));
     const file = fileDie ? res.fileName(fileDie.unit, num(fileDie, AT.decl_file) ?? 0) : '';
-    const line = inherited(res, d, (x) => num(x, AT.decl_line)) ?? 0;
-    const external = inherited(res, d, (x) => (x.has(AT.external) ? x.unit.flag(x, AT.external) : undefined)) ?? false;
-    const inline = inherited(res, d, (x) => num(x, AT.inline)) ?? 0;
-    const ranges = rec.hasCode ? rangesOf(u, d) : [];
-    const entry = rec.hasCode ? (u.addr(d, AT.low_pc) ?? Math.min(...ranges.filter((_, i) => i % 2 === 0))) : undefined;
+    const ranges = rec.ranges;
+    let entry: number | undefined;
+    if (rec.hasCode) {
+      // DW_AT_entry_pc when given, else low_pc, else (DW_AT_ranges only) the lowest range start.
+      entry = u.addr(d, AT.entry_pc) ?? (d.has(AT.high_pc) ? u.addr(d, AT.low_pc) : undefined) ?? lowestStart(ranges);
+    }
     let params = rec.params;
     if (params.some((p) => !p.name || p.typeOffset === undefined)) {
       params = params.map((p) => {
@@ -225,24 +248,13 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
         };
       });
     }
-    const inlinedInstances = inl.map(({ die }) => {
-      const iu = die.unit;
-      const r = rangesOf(iu, die);
-      return {
-        dieOffset: die.offset,
-        entryPc: iu.addr(die, AT.entry_pc) ?? (r.length ? r[0] : undefined),
-        ranges: r,
-        callFile: res.fileName(iu, num(die, AT.call_file) ?? 0),
-        callLine: num(die, AT.call_line) ?? 0,
-      };
-    });
     let reason: string | undefined;
     // DW_AT_inline 1/3 says the compiler did inline it even when it left no inlined_subroutine DIE behind.
-    const wasInlined = inlinedInstances.length > 0 || inline === 1 || inline === 3;
+    const wasInlined = inl.length > 0 || inline === 1 || inline === 3;
     if (!rec.hasCode) reason = rec.discarded ? 'discarded section' : wasInlined ? 'fully inlined' : 'no code';
     return {
       name: name ? prefix + name : (linkageName ?? ''),
-      linkageName, file, line, entryPc: entry, ranges, external, inline, params, inlinedInstances,
+      linkageName, file, line: line ?? 0, entryPc: entry, ranges, external: external ?? false, inline: inline ?? 0, params, inlinedDies: inl,
       probeable: rec.hasCode, reason, dieOffset: d.offset, unitOffset: u.offset,
     };
   };
@@ -266,4 +278,26 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
     out.push(build(rec, pass.inlined.get(d.offset) ?? []));
   }
   return out;
+}
+
+function lowestStart(ranges: number[]): number {
+  let lo = Infinity;
+  for (let i = 0; i < ranges.length; i += 2) if (ranges[i] < lo) lo = ranges[i];
+  return lo;
+}
+
+/** Decodes the inlined copies listed in `fn.inlinedDies`. */
+export function inlinedInstances(res: Resolver, fn: FunctionInfo): InlinedInstance[] {
+  return fn.inlinedDies.map((off) => {
+    const die = res.dieAt(off);
+    const iu = die.unit;
+    const r = rangesOf(iu, die);
+    return {
+      dieOffset: off,
+      entryPc: iu.addr(die, AT.entry_pc) ?? (r.length ? lowestStart(r) : undefined),
+      ranges: r,
+      callFile: res.fileName(iu, num(die, AT.call_file) ?? 0),
+      callLine: num(die, AT.call_line) ?? 0,
+    };
+  });
 }

@@ -4,26 +4,30 @@
 // Public surface (wrapped by BinaryIndex):
 //   const dw = openDwarf(src: SectionSource, arch: 'x86_64' | 'aarch64')
 //   dw.functions(): FunctionInfo[]        the cheap full pass: names (qualified), decl file/line, entry pc,
-//                                         ranges, params (name + type offset), inlined instances, verdict
+//                                         ranges, params (name + type offset), inlined copies (DIE offsets), verdict
+//   dw.inlinedInstances(fn)               call file/line, entry pc and ranges of each inlined copy
 //   dw.typeName(offset) / dw.typeOf(offset): C-like type string / structural TypeDesc (members, bounds…)
 //   dw.lineTables(): LineTable[]          every unit's line table (file:line ⇄ address, afterPrologue)
 //   dw.lineTableFor(pc) / dw.addressesForLine(file, line) / dw.lineAt(pc)
 //   dw.variablesAt(scopeDieOffset, pc): VariableInfo[]  params + locals in scope at pc, location reduced there
-//   dw.frameBase(fn): LocDesc             the function's DW_AT_frame_base (usually {kind:'cfa'})
+//   dw.frameBase(fn) / frameBaseAt(die, pc): LocDesc  DW_AT_frame_base (usually {kind:'cfa'})
 //   dw.locationOf(varDieOffset, pc): LocDesc
 //
 // Representation: addresses, offsets and constants are JS numbers (see reader.ts for why that is exact for
 // every user-space address); -1/-2 tombstones are recognised and dropped. Errors are DwarfFormatError.
 import type { SectionSource } from '../binary/sections';
-import { AT } from './constants';
+import * as K from './constants';
 import { describeLocation, type Arch, type LocDesc } from './expr';
-import { assemble, FunctionPass, type FunctionInfo, type Resolver } from './functions';
+import { assemble, FunctionPass, inlinedInstances, type FunctionInfo, type InlinedInstance, type Resolver } from './functions';
 import { parseLineTable, type LineTable } from './line';
 import { locationAtPc, locationOf } from './lists';
 import { DwarfFormatError } from './reader';
 import { Types, type TypeDesc } from './types';
 import { parseUnits, Sections, isTypeUnit, type Die, type Unit } from './unit';
 import { variablesAt, type VariableInfo } from './vars';
+
+// Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
+const { AT } = K;
 
 export { DwarfFormatError, isTombstone } from './reader';
 export { registerName } from './expr';
@@ -77,6 +81,11 @@ export class Dwarf implements Resolver {
     const pass = new FunctionPass();
     for (const u of this.units()) if (!isTypeUnit(u)) pass.walk(u);
     return (this.fns = assemble(pass, this));
+  }
+
+  /** Call sites and code ranges of a function's inlined copies (decoded on demand). */
+  inlinedInstances(fn: FunctionInfo): InlinedInstance[] {
+    return inlinedInstances(this, fn);
   }
 
   /** The line table of a unit (undefined when it has none). */
@@ -141,9 +150,15 @@ export class Dwarf implements Resolver {
     return describeLocation(d.unit, locationAtPc(locationOf(d.unit, d), pc), this.arch);
   }
 
-  frameBase(fn: FunctionInfo): LocDesc {
-    const d = this.dieAt(fn.dieOffset);
-    return describeLocation(d.unit, locationAtPc(locationOf(d.unit, d, AT.frame_base), fn.entryPc ?? 0), this.arch);
+  /** The function's DW_AT_frame_base at its entry (usually {kind:'cfa'}: DW_OP_call_frame_cfa). */
+  frameBase(fn: Pick<FunctionInfo, 'dieOffset' | 'entryPc'>): LocDesc {
+    return this.frameBaseAt(fn.dieOffset, fn.entryPc ?? 0);
+  }
+
+  /** DW_AT_frame_base of a subprogram DIE at `pc` (it may be a location list). */
+  frameBaseAt(subprogramDieOffset: number, pc: number): LocDesc {
+    const d = this.dieAt(subprogramDieOffset);
+    return describeLocation(d.unit, locationAtPc(locationOf(d.unit, d, AT.frame_base), pc), this.arch);
   }
 }
 

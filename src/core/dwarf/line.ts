@@ -2,9 +2,12 @@
 // (op_index for VLIW, special/standard/extended opcodes, define_file in 2–4) and the queries a probe needs.
 // Rows are kept column-wise in plain number arrays (V8 stores them unboxed) rather than one object per row.
 import { posix } from 'node:path';
-import { FORM, LNCT, LNE, LNS } from './constants';
+import * as K from './constants';
 import { Reader, isTombstone, stringAt } from './reader';
 import type { Unit } from './unit';
+
+// Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
+const { FORM, LNCT, LNE, LNS } = K;
 
 export const ROW_STMT = 1, ROW_PROLOGUE_END = 2, ROW_EPILOGUE_BEGIN = 4, ROW_END_SEQUENCE = 8;
 

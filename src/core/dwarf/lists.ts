@@ -1,9 +1,12 @@
 // Range lists (.debug_ranges for DWARF 2–4, .debug_rnglists for 5) and location lists (.debug_loc for 2–4,
 // .debug_loclists for 5), all entry kinds. Ranges come back as a flat [lo0, hi0, lo1, hi1, …] array so a
 // function's ranges cost one allocation.
-import { AT, FORM, LLE, RLE } from './constants';
+import * as K from './constants';
 import { isTombstone, type Reader } from './reader';
 import { isAddrx, type Block, type Die, type Unit } from './unit';
+
+// Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
+const { AT, FORM, LLE, RLE } = K;
 
 const TWO32 = 2 ** 32;
 

@@ -1,9 +1,12 @@
 // Types: a C-like renderer ("struct account *", "const char *", "int64_t", typedef names kept) and a
 // structural description (size, signedness, members with byte/bit offsets, array bounds, enumerators) used
 // to fetch `p->field`. Both are computed on demand per type DIE and cached by DIE offset.
-import { AT, ATE, FORM, LANG_C, OP, TAG } from './constants';
+import * as K from './constants';
 import { Reader } from './reader';
 import { isConstantForm, num, skipAttrs, type Die, type Unit } from './unit';
+
+// Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
+const { AT, ATE, FORM, LANG_C, OP, TAG } = K;
 
 export type TypeKind =
   | 'void' | 'base' | 'pointer' | 'reference' | 'typedef' | 'const' | 'volatile' | 'restrict' | 'atomic'
@@ -174,8 +177,10 @@ export class Types {
   }
 
   /** The structural description of the type at `offset`. */
-  describe(offset: number | undefined): TypeDesc {
+  describe(offset: number | undefined, depth = 0): TypeDesc {
     if (offset === undefined) return { offset, kind: 'void', name: 'void', byteSize: undefined };
+    // A typedef or array cycle in corrupt input must not recurse forever.
+    if (depth > 64) return { offset, kind: 'other', name: '?', byteSize: undefined };
     const d = this.res.dieAt(offset);
     const u = d.unit;
     const kind = KIND[d.tag] ?? 'other';
@@ -195,7 +200,7 @@ export class Types {
       case TAG.pointer_type: case TAG.reference_type: case TAG.rvalue_reference_type:
         return { ...base, byteSize: byteSize ?? u.enc.addrSize };
       case TAG.typedef: case TAG.const_type: case TAG.volatile_type: case TAG.restrict_type: case TAG.atomic_type: {
-        const t = this.describe(base.targetOffset);
+        const t = this.describe(base.targetOffset, depth + 1);
         return { ...t, offset, kind, name: base.name, targetOffset: base.targetOffset };
       }
       case TAG.enumeration_type: {
@@ -203,23 +208,23 @@ export class Types {
         this.children(d, (c) => {
           if (c.tag === TAG.enumerator) enumerators.push({ name: u.str(c, AT.name) ?? '', value: constVal(c, AT.const_value) ?? 0 });
         });
-        const t = base.targetOffset !== undefined ? this.describe(base.targetOffset) : undefined;
+        const t = base.targetOffset !== undefined ? this.describe(base.targetOffset, depth + 1) : undefined;
         return { ...base, enumerators, signed: t?.signed ?? enumerators.some((e) => e.value < 0) };
       }
       case TAG.array_type: {
         const dims = this.dims(d);
-        const el = this.describe(base.targetOffset).byteSize;
+        const el = this.describe(base.targetOffset, depth + 1).byteSize;
         const total = byteSize ?? (el !== undefined && dims.every((x) => x !== undefined) ? dims.reduce<number>((a, x) => a * x!, el) : undefined);
         return { ...base, dims, byteSize: total };
       }
       case TAG.structure_type: case TAG.class_type: case TAG.union_type: case TAG.interface_type:
-        return { ...base, members: this.members(d) };
+        return { ...base, members: this.members(d, depth) };
       default:
         return base;
     }
   }
 
-  private members(d: Die): Member[] {
+  private members(d: Die, depth: number): Member[] {
     const u = d.unit;
     const out: Member[] = [];
     this.children(d, (c) => {
@@ -235,7 +240,7 @@ export class Types {
         else {
           // DWARF 2/3 DW_AT_bit_offset counts from the most significant bit of the storage unit.
           const bo = num(c, AT.bit_offset) ?? 0;
-          const storage = num(c, AT.byte_size) ?? this.describe(typeOffset).byteSize ?? 0;
+          const storage = num(c, AT.byte_size) ?? this.describe(typeOffset, depth + 1).byteSize ?? 0;
           bitOffset = (offset ?? 0) * 8 + (u.dw.le ? storage * 8 - bo - bitSize : bo);
         }
         offset = Math.floor(bitOffset / 8);

@@ -4,8 +4,11 @@
 // attribute values (numbers: constants, addresses, absolute section offsets, or indexes still to resolve).
 import type { SectionSource } from '../binary/sections';
 import { abbrevTable, type Abbrev, type AbbrevTable, type Encoding } from './abbrev';
-import { AT, FORM, TAG, UT } from './constants';
+import * as K from './constants';
 import { DwarfFormatError, Reader, decodeString, stringAt } from './reader';
+
+// Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
+const { AT, FORM, TAG, UT } = K;
 
 /** The sections of one object file, fetched lazily. */
 export class Sections {
@@ -283,6 +286,36 @@ function fixedSizeOf(u: Unit, form: number): number {
     case FORM.flag_present: case FORM.implicit_const: return 0;
     default: return -1;
   }
+}
+
+/**
+ * Consumes a DIE's attributes and returns one reference attribute as an absolute offset, without
+ * materialising the DIE (the index pass only needs DW_AT_abstract_origin of inlined copies).
+ */
+export function scanRef(u: Unit, r: Reader, a: Abbrev, at: number): number | undefined {
+  const idx = a.attrs.indexOf(at);
+  const f = idx < 0 ? -1 : a.forms[idx];
+  if (idx < 0 || !(f === FORM.ref1 || f === FORM.ref2 || f === FORM.ref4 || f === FORM.ref8 || f === FORM.ref_udata ||
+    f === FORM.ref_addr)) {
+    skipAttrs(u, r, a);
+    return undefined;
+  }
+  let v: number | undefined;
+  for (let i = 0; i < a.forms.length; i++) {
+    if (i !== idx) {
+      skipForm(u, r, a.forms[i], 0);
+      continue;
+    }
+    switch (f) {
+      case FORM.ref1: v = u.offset + r.u8(); break;
+      case FORM.ref2: v = u.offset + r.u16(); break;
+      case FORM.ref4: v = u.offset + r.u32(); break;
+      case FORM.ref8: v = u.offset + r.u64(); break;
+      case FORM.ref_udata: v = u.offset + r.uleb(); break;
+      default: v = u.enc.version <= 2 ? r.uN(u.enc.addrSize) : r.offset(u.enc.is64);
+    }
+  }
+  return v;
 }
 
 /** Skips a DIE's whole subtree (the abbreviation and attributes already consumed, cursor at children). */

@@ -1,11 +1,14 @@
 // Parameters and local variables in scope at an address, with their location reduced at that address.
 // Decoded on demand per function: the index pass never touches locals or location lists.
-import { AT, TAG } from './constants';
+import * as K from './constants';
 import { describeLocation, type Arch, type LocDesc } from './expr';
 import { rangesOf, locationAtPc, locationOf } from './lists';
 import { inherited, type Resolver } from './functions';
 import type { Types } from './types';
 import { num, readDie, type Die } from './unit';
+
+// Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
+const { AT, TAG } = K;
 
 export interface VariableInfo {
   readonly name: string;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { FunctionInfo } from '../../../../src/core/dwarf/index';
 import type { FixtureName } from '../../../helpers/fixtures';
 import { nmFunctions, open, perfShape, perfVars } from './oracle';
 
@@ -45,11 +46,12 @@ test('calls-O2: the inline-only helper is reported as fully inlined, not probeab
   // fx_iterations is a static helper gcc inlined into main, with an inlined_subroutine call site.
   const it = o.dw.functions().find((f) => f.name === 'fx_iterations')!;
   assert.equal(it.probeable, false);
-  assert.ok(it.inlinedInstances.length >= 1);
-  assert.ok(it.inlinedInstances.every((i) => i.callLine > 0 && i.callFile.endsWith('calls.c') && i.ranges.length >= 2));
+  const inl = o.dw.inlinedInstances(it);
+  assert.ok(inl.length >= 1);
+  assert.ok(inl.every((i) => i.callLine > 0 && i.callFile.endsWith('calls.c') && i.ranges.length >= 2));
   const syms = nmFunctions(t, o.f.path)!;
   const main = syms.get('main')!;
-  assert.ok(it.inlinedInstances.some((i) => i.entryPc !== undefined && i.entryPc >= main), 'inlined copy lies in main');
+  assert.ok(inl.some((i) => i.entryPc !== undefined && i.entryPc >= main), 'inlined copy lies in main');
 });
 
 for (const name of ['calls-O0', 'calls-O2', 'calls-O0-dwarf2', 'calls-O2-dwarf4', 'calls-O2-dwarf64'] as FixtureName[]) {
@@ -59,11 +61,11 @@ for (const name of ['calls-O0', 'calls-O2', 'calls-O0-dwarf2', 'calls-O2-dwarf4'
     for (const p of PROBED) {
       const perf = perfVars(t, o.f.path, p);
       if (!perf) return;
-      const fn = o.dw.functions().find((f) => f.name === p)!;
-      const ours = fn.params.map((x) => ({ type: perfShape(o.dw.typeName(x.typeOffset)), name: x.name }));
+      const fn: FunctionInfo = o.dw.functions().find((f) => f.name === p)!;
+      const ours: Array<{ type: string; name: string }> = fn.params.map((x) => ({ type: perfShape(o.dw.typeName(x.typeOffset)), name: x.name }));
       // perf lists params and function-level locals it can locate; every param of ours must be there, typed alike.
       for (const q of ours) {
-        const hit = perf.find((v) => v.name === q.name);
+        const hit: { type: string; name: string } | undefined = perf.find((v) => v.name === q.name);
         assert.ok(hit, `${p}: perf lists ${q.name}`);
         assert.equal(q.type, perfShape(hit.type), `${p}(${q.name})`);
       }
@@ -81,7 +83,7 @@ test('DWARF 2, 4, 5 and 64-bit DWARF give identical function answers', async (t)
       const fns = o.dw.functions().map((f) => ({
         name: f.name, file: f.file, line: f.line, entry: f.entryPc, ranges: f.ranges, probeable: f.probeable, reason: f.reason,
         // DWARF 2 has no DW_TAG_restrict_type (added in DWARF 3), so restrict cannot survive there.
-        params: f.params.map((p) => `${o.dw.typeName(p.typeOffset).replace(' restrict', '')} ${p.name}`), inl: f.inlinedInstances.map((i) => [i.callLine, i.ranges]),
+        params: f.params.map((p) => `${o.dw.typeName(p.typeOffset).replace(' restrict', '')} ${p.name}`), inl: o.dw.inlinedInstances(f).map((i) => [i.callLine, i.ranges]),
       })).sort((a, b) => a.name.localeCompare(b.name));
       shapes.push(fns);
     }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import type { LocDesc } from '../../../../src/core/dwarf/index';
+import type { FunctionInfo, LocDesc } from '../../../../src/core/dwarf/index';
 import type { FixtureName } from '../../../helpers/fixtures';
 import { open, tool } from './oracle';
 
@@ -68,7 +68,7 @@ for (const name of ['calls-O0', 'calls-O2', 'calls-O2-dwarf4', 'calls-O2-dwarf2'
     let checked = 0;
     for (const block of perFn) {
       const fnName = block.slice(0, block.indexOf(':'));
-      const fn = o.dw.functions().find((f) => f.name === fnName)!;
+      const fn: FunctionInfo = o.dw.functions().find((f) => f.name === fnName)!;
       for (const s of infoScope(block)) {
         // gdb lists nested blocks' variables too (and their location ranges may reach outside the block): find
         // the variable's DIE where it is in scope, then compare its location over every range gdb printed.
@@ -77,8 +77,8 @@ for (const name of ['calls-O0', 'calls-O2', 'calls-O2-dwarf4', 'calls-O2-dwarf2'
           die = o.dw.variablesAt(fn.dieOffset, pc).find((x) => x.name === s.name)?.dieOffset;
         }
         assert.ok(die !== undefined, `${fnName}: ${s.name} found`);
-        const probes = s.ranges ?? [{ lo: fn.entryPc!, hi: fn.ranges[1], shape: s.single! }];
-        for (const r of probes) {
+        const probes: Array<{ lo: number; hi: number; shape: Shape }> = s.ranges ?? [{ lo: fn.entryPc!, hi: fn.ranges[1], shape: s.single! }];
+        for (const r of probes as Array<{ lo: number; hi: number; shape: Shape }>) {
           assert.deepEqual(ourShape(o.dw.locationOf(die, r.lo)), r.shape, `${fnName}: ${s.name} at 0x${r.lo.toString(16)}`);
           // The last byte of the range still uses it.
           assert.deepEqual(ourShape(o.dw.locationOf(die, r.hi - 1)), r.shape);
@@ -86,8 +86,8 @@ for (const name of ['calls-O0', 'calls-O2', 'calls-O2-dwarf4', 'calls-O2-dwarf2'
         }
         if (s.ranges) {
           // An address of the function that no range covers: gdb would say optimized out.
-          const [lo, hi] = [fn.ranges[0], fn.ranges[1]];
-          for (let pc = lo; pc < hi; pc++) {
+          const lo: number = fn.ranges[0], hi: number = fn.ranges[1];
+          for (let pc: number = lo; pc < hi; pc++) {
             if (s.ranges.some((r) => pc >= r.lo && pc < r.hi)) continue;
             assert.equal(o.dw.locationOf(die, pc).kind, 'optimized-out', `${fnName}: ${s.name} at 0x${pc.toString(16)}`);
             break;

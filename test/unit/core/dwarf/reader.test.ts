@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { DwarfFormatError, openDwarf } from '../../../../src/core/dwarf/index';
+import { Reader } from '../../../../src/core/dwarf/reader';
+import type { FixtureName } from '../../../helpers/fixtures';
+import { fixtureOrSkip } from '../../../helpers/fixtures';
+import { sectionsOf } from './objcopySections';
+
+test('Reader: LEB128, 64-bit initial lengths and bounds are exact', () => {
+  const b = new Uint8Array([0xe5, 0x8e, 0x26, 0x7f, 0x80, 0x7f, 0xff, 0xff, 0xff, 0xff, 0x10, 0, 0, 0, 0, 0, 0, 0]);
+  const r = new Reader(b, '.debug_test', true);
+  assert.equal(r.uleb(), 624485); // the DWARF spec's example
+  assert.equal(r.sleb(), -1);
+  assert.equal(r.sleb(), -128);
+  assert.deepEqual(r.initialLength(), { length: 16, is64: true });
+  assert.equal(r.left, 0);
+  assert.throws(() => r.u8(), (e) => e instanceof DwarfFormatError && e.section === '.debug_test' && e.offset === 18);
+  // An unterminated LEB and a reserved initial length are format errors, not garbage values.
+  assert.throws(() => new Reader(new Uint8Array([0x80, 0x80]), 's', true).uleb(), DwarfFormatError);
+  assert.throws(() => new Reader(new Uint8Array([0xf0, 0xff, 0xff, 0xff]), 's', true).initialLength(), DwarfFormatError);
+  assert.throws(() => new Reader(new Uint8Array(11).fill(0x80), 's', true).uleb(), /longer than 10 bytes/);
+  const big = new Reader(new Uint8Array([0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), 's', true);
+  assert.equal(big.u64big(), 0xfffffffffffffffen);
+});
+
+// Deterministic PRNG so a failure reproduces from its seed.
+function rng(seed: number): () => number {
+  return () => {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    return seed / 2 ** 32;
+  };
+}
+
+const TARGETS = ['.debug_info', '.debug_abbrev', '.debug_line', '.debug_str', '.debug_line_str', '.debug_rnglists',
+  '.debug_loclists', '.debug_ranges', '.debug_loc', '.debug_addr', '.debug_str_offsets'];
+
+test('hostile input: truncated and corrupted .debug_* sections yield only DwarfFormatError, never a crash or hang', async (t) => {
+  const bases: Array<ReturnType<typeof sectionsOf>> = [];
+  for (const name of ['calls-O2', 'calls-O2-dwarf4', 'calls-O0-dwarf2', 'calls-O2-dwarf64', 'cpp-O2'] as FixtureName[]) {
+    const f = await fixtureOrSkip(t, name);
+    if (!f) return;
+    bases.push(sectionsOf(f.path));
+  }
+  const rand = rng(0x5eed);
+  const deadline = Date.now() + 20_000; // a bound on total work, not a timing assertion
+  let runs = 0, typed = 0;
+  for (; runs < 1500 && Date.now() < deadline; runs++) {
+    const base = bases[runs % bases.length];
+    const present = TARGETS.filter((n) => base.sections.has(n));
+    const victim = present[Math.floor(rand() * present.length)];
+    const orig = base.sections.get(victim)!;
+    let mutated: Uint8Array;
+    const mode = rand();
+    if (mode < 0.3) mutated = orig.subarray(0, Math.floor(rand() * orig.length));
+    else {
+      mutated = orig.slice();
+      const flips = 1 + Math.floor(rand() * 8);
+      for (let i = 0; i < flips; i++) {
+        const at = Math.floor(rand() * mutated.length);
+        mutated[at] = mode < 0.7 ? mutated[at] ^ (1 << Math.floor(rand() * 8)) : 0xff;
+      }
+    }
+    const src = { ...base, section: (n: string) => (n === victim ? mutated : base.sections.get(n)) };
+    try {
+      const dw = openDwarf(src, 'x86_64');
+      for (const fn of dw.functions()) {
+        for (const p of fn.params) dw.typeOf(p.typeOffset);
+        if (fn.entryPc !== undefined) {
+          for (const v of dw.variablesAt(fn.dieOffset, fn.entryPc)) dw.typeOf(v.typeOffset);
+          dw.frameBase(fn);
+          dw.lineTableFor(fn.entryPc)?.afterPrologue(fn.ranges[0], fn.ranges[1]);
+        }
+      }
+      for (const lt of dw.lineTables()) for (const r of lt.stmtRows()) void r;
+    } catch (e) {
+      if (!(e instanceof DwarfFormatError)) {
+        assert.fail(`run ${runs} (${victim}, mode ${mode.toFixed(2)}): ${(e as Error).stack}`);
+      }
+      assert.match(e.message, /^malformed DWARF in \.debug_\w+ at offset 0x[0-9a-f]+: /);
+      typed++;
+    }
+  }
+  t.diagnostic(`${runs} mutated inputs, ${typed} rejected with DwarfFormatError`);
+  assert.ok(runs >= 200, `only ${runs} runs within the bound`);
+  assert.ok(typed > runs / 10, `corruption was detected in ${typed}/${runs} runs`);
+});
