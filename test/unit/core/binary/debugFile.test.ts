@@ -103,3 +103,20 @@ test('without build-ids only the debuglink CRC proves a match: a changed debug f
   await assert.rejects(openBinary(bin, { debugFile: debug, noSystemDebugDir: true }),
     (e: Error) => e instanceof DebugFileMismatchError && /CRC32 0x[0-9a-f]+ vs \.gnu_debuglink's 0x[0-9a-f]+/.test(e.message));
 });
+
+test('a fully stripped binary (no .symtab) takes its function symbols from the debug file', async () => {
+  const full = buildC('allstripped', CALLS_C, ['-g', '-O2']);
+  const dir = join(workDir, 'allstripped-split');
+  mkdirSync(dir, { recursive: true });
+  const debug = join(dir, 'prog.debug');
+  run('objcopy', ['--only-keep-debug', full, debug]);
+  run('objcopy', ['--strip-all', `--add-gnu-debuglink=${debug}`, full, join(dir, 'prog')]);
+  const image = await openBinary(join(dir, 'prog'), { noSystemDebugDir: true });
+  assert.equal(image.elf.section('.symtab'), undefined);
+  assert.equal(image.debugVia, 'debuglink');
+  const ours = new Map(image.functionSymbols().symbols.map((s) => [s.name, s.address]));
+  for (const [name, addr] of readelfFunctions(full, '.symtab')) assert.equal(ours.get(name), addr, name);
+  // Offsets still come from the stripped executable's own program headers.
+  const main = image.functionSymbols().symbols.find((s) => s.name === 'main')!;
+  assert.equal(image.fileOffsetOf(main.address), image.elf.fileOffsetOf(main.address));
+});
