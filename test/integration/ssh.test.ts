@@ -158,6 +158,18 @@ test('changed host key: refused always, with the OpenSSH-style warning and FILE:
   }
 });
 
+test('a server with several host keys shows the type known_hosts has (as OpenSSH orders HostKeyAlgorithms)', async (t) => {
+  const dir = scratch(t);
+  const rsaHostKey = generateKeyPair(dir, 'rsa', 'second_host_key');
+  const sshd = await requireSshd(t, { extraConfig: [`HostKey ${rsaHostKey.privateKeyFile}`] });
+  if (!sshd) return;
+  const kh = join(dir, 'known_hosts');
+  // Only the RSA key is known; the server's ed25519 key would otherwise be preferred and look like a change.
+  writeFileSync(kh, `[127.0.0.1]:${sshd.port} ${rsaHostKey.publicKey.split(' ').slice(0, 2).join(' ')}\n`);
+  const target = await SshTarget.connect(opts(sshd, dir, { knownHostsFile: kh, onUnknownHost: neverAsked }));
+  await target.close();
+});
+
 test('@revoked host key: refused always, even next to a matching line and with accept callbacks', async (t) => {
   const sshd = await requireSshd(t);
   if (!sshd) return;
