@@ -76,6 +76,15 @@ test('connects with a known host key and runs a fixed program (uname), also thro
   assert.equal(fail.code, 3);
 });
 
+test('IPv6: --host root@[::1]:PORT connects and is looked up as [::1]:PORT in known_hosts', async (t) => {
+  const sshd = await requireSshd(t, { listenAddress: '::1' });
+  if (!sshd) return;
+  assert.equal(sshd.knownHostsLine.split(' ')[0], `[::1]:${sshd.port}`);
+  const target = await SshTarget.connect(opts(sshd, scratch(t), { destination: `root@[::1]:${sshd.port}`, onUnknownHost: neverAsked }));
+  assert.equal((await run(target, ['sh', '-c', 'echo "$SSH_CONNECTION"'])).out.split(' ')[2], '::1');
+  await target.close();
+});
+
 test('unknown host key: refused by default with its fingerprint; nothing recorded', async (t) => {
   const sshd = await requireSshd(t);
   if (!sshd) return;
