@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { requireTracefs } from '../helpers/tracefs';
 import { TracefsAgent, AgentError } from '../../src/core/tracefs/agentClient';
+import { lossReport } from '../../src/core/tracefs/loss';
 import { ShellTarget, buildWorkload, collectHits, leftovers, runWorkload, waitClean, ADD_SCHEMA, type Workload } from './agentHarness';
 
 let workload: Workload | undefined;
@@ -28,6 +29,9 @@ test('a fixed workload at full speed into a tiny buffer: received + lost == N ==
   assert.equal(parser.stats.malformed, 0);
   assert.equal(hits.length + parser.stats.lost, N);
   assert.equal(stats.overrun + stats.dropped, parser.stats.lost, 'the stream\'s LOST lines agree with the per-CPU counters');
+  const loss = lossReport(parser.stats, report);
+  assert.equal(loss.lost, parser.stats.lost);
+  assert.equal(loss.unaccounted, 0);
   assert.deepEqual(leftovers(agent.group), []);
 });
 

@@ -189,9 +189,12 @@ hello() {
   matches '^[a-z0-9]{6,32}$' "$2" || { say ERR HELLO EPROTO "bad nonce"; exit 2; }
   N=$2
   [ "$1" = 1 ] || { say ERR HELLO EVERSION "agent speaks protocol 1, client asked for $1"; exit 2; }
-  find_tracefs || { say ERR HELLO ENOTRACEFS "no tracefs at /sys/kernel/tracing or /sys/kernel/debug/tracing and mounting it failed: mount it or run as root"; exit 3; }
-  [ -e "$T/uprobe_events" ] || { say ERR HELLO ENOUPROBES "this kernel has no uprobe_events (CONFIG_UPROBE_EVENTS is off)"; exit 3; }
   uid=$(id -u 2>/dev/null || sed -n 's/^Uid:[^0-9]*\([0-9]*\).*/\1/p' /proc/self/status)
+  if ! find_tracefs; then
+    [ "$uid" = 0 ] || { say ERR HELLO EPERM "needs root or passwordless sudo (uid $uid cannot read /sys/kernel/tracing)"; exit 3; }
+    say ERR HELLO ENOTRACEFS "no tracefs at /sys/kernel/tracing or /sys/kernel/debug/tracing and mounting it failed: enable CONFIG_TRACING or mount tracefs"; exit 3
+  fi
+  [ -e "$T/uprobe_events" ] || { say ERR HELLO ENOUPROBES "this kernel has no uprobe_events (CONFIG_UPROBE_EVENTS is off)"; exit 3; }
   if [ "$uid" != 0 ] || [ ! -w "$T/uprobe_events" ]; then
     say ERR HELLO EPERM "needs root or passwordless sudo (uid $uid cannot write $T/uprobe_events)"; exit 3
   fi

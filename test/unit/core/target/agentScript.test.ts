@@ -1,0 +1,35 @@
+// The agent script's protocol checks that need no tracefs: run for real under each shell.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { AGENT_ARGV0, AGENT_SCRIPT } from '../../../../src/core/target/agentScript';
+
+const shells: Array<[string, string[]]> = [['dash', ['dash']], ['busybox sh', ['busybox', 'sh']], ['bash', ['bash']]];
+
+function run(shell: string[], input: string) {
+  const r = spawnSync(shell[0], [...shell.slice(1), '-c', AGENT_SCRIPT, AGENT_ARGV0], { input, encoding: 'utf8', timeout: 20_000 });
+  return { code: r.status, stderr: r.stderr, stdout: r.stdout };
+}
+
+test('the script is fixed text with nothing a template or a remote shell could expand by accident', () => {
+  assert.ok(!AGENT_SCRIPT.includes('${'), 'no ${ (String.raw would interpolate it)');
+  assert.ok(!AGENT_SCRIPT.includes('`'));
+  assert.ok(!/\beval\b/.test(AGENT_SCRIPT), 'nothing received is ever evaluated');
+  assert.ok(!/>\s*"\$T\/uprobe_events"/.test(AGENT_SCRIPT.replace(/>>\s*"\$T\/uprobe_events"/g, '')), 'uprobe_events is only ever appended to');
+});
+
+for (const [name, shell] of shells) {
+  test(`${name}: parses, and refuses anything before a valid HELLO`, () => {
+    const syntax = spawnSync(shell[0], [...shell.slice(1), '-n', '-c', AGENT_SCRIPT], { encoding: 'utf8' });
+    assert.equal(syntax.status, 0, syntax.stderr);
+    let r = run(shell, 'DEF p:x/y /bin/true:0x0\n');
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^- ERR PROTO EPROTO expected HELLO$/m);
+    r = run(shell, 'HELLO 1 $(touch)\n');
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /ERR HELLO EPROTO bad nonce/);
+    r = run(shell, 'HELLO 9 abcdef12\n');
+    assert.match(r.stderr, /^abcdef12 ERR HELLO EVERSION agent speaks protocol 1, client asked for 9$/m);
+    assert.equal(r.stdout, '', 'stdout is reserved for trace_pipe');
+  });
+}
