@@ -135,11 +135,15 @@ drain_reader() {
 }
 
 # Raw lines, no per-line processes (fork is slow on loaded hosts); the client parses them.
-report_stats() {
+cpu_stats() {
   for d in "$I"/per_cpu/cpu*; do
     [ -f "$d/stats" ] || continue
-    while IFS= read -r l; do say INFO STOP stat "$d" "$l"; done < "$d/stats"
+    while IFS= read -r l; do say INFO "$1" stat "$d" "$l"; done < "$d/stats"
   done
+}
+
+report_stats() {
+  cpu_stats STOP
   # uprobe_profile names events without their group; it lists them in the same order as uprobe_events,
   # so walk both together and keep the lines whose definition is ours.
   [ -f "$T/uprobe_profile" ] || return 0
@@ -261,6 +265,13 @@ buf() {
   if printf '%s\n' "$1" 2>/dev/null > "$I/buffer_size_kb"; then say OK BUF; else say ERR BUF EKERNEL "cannot set buffer_size_kb"; fi
 }
 
+# Overwrite on (the kernel default) drops the oldest events and the stream says LOST; off drops the newest,
+# which only the per-CPU dropped-events counter shows, but a slow reader then receives far more.
+overwrite() {
+  case "$1" in 0|1) ;; *) say ERR OVERWRITE EINVAL "0 or 1"; return ;; esac
+  if printf '%s\n' "$1" 2>/dev/null > "$I/options/overwrite"; then say OK OVERWRITE; else say ERR OVERWRITE EKERNEL "cannot set options/overwrite"; fi
+}
+
 arm() {
   [ -d "$I/events/$G" ] || { say ERR ARM ENOEVENTS "no definitions"; return; }
   if [ -f "$I/options/record-tgid" ]; then echo 1 2>/dev/null > "$I/options/record-tgid"; else say INFO ARM no record-tgid; fi
@@ -303,6 +314,8 @@ while :; do
     *:PID) pid_filter "$rest" ;;
     *:FILTER) filter "$rest" ;;
     *:BUF) buf "$rest" ;;
+    *:OVERWRITE) overwrite "$rest" ;;
+    *:STATS) cpu_stats STATS; say OK STATS ;;
     ready:ARM) arm ;;
     *:STOP) stop ;;
     *) say ERR PROTO EPROTO "unknown or misplaced command" ;;

@@ -5,6 +5,8 @@
 //   BUILDID <offset> <length> <hex> <path> compare <length> bytes at <offset> of <path> with <hex>
 //   DEF <definition>                      append one definition (must name our group)
 //   BUF <kib>                             instance buffer_size_kb
+//   OVERWRITE 0|1                         ring-buffer policy (1, the default, drops oldest and says LOST in the stream)
+//   STATS                                 per-CPU ring-buffer counters now (live loss when overwrite is off)
 //   PID <pid>                             trace only that process's threads (set_event_pid + event-fork)
 //   FILTER <event> <expr>                 the event's filter in the instance
 //   ARM                                   record-tgid, trace_clock mono, start the reader, enable the group
@@ -205,6 +207,17 @@ export class TracefsAgent {
 
   async setBufferKb(kib: number): Promise<void> {
     await this.command('BUF', String(kib));
+  }
+
+  /** false: when full, drop new events (counted per CPU as dropped) instead of overwriting old ones. */
+  async setOverwrite(on: boolean): Promise<void> {
+    await this.command('OVERWRITE', on ? '1' : '0');
+  }
+
+  /** Per-CPU ring-buffer counters now. */
+  async cpuStats(): Promise<CpuBufferStats[]> {
+    const r = await this.command('STATS');
+    return parseStop(r.info).cpus;
   }
 
   async filterPid(pid: number): Promise<void> {
