@@ -15,6 +15,7 @@ import type { UnknownHostInfo } from '../../src/core/ssh/hostKeyPolicy';
 import { freePort, generateKeyPair, requireSshd, type Sshd } from '../helpers/sshd';
 import { missing } from '../helpers/require';
 import { requireTracefs } from '../helpers/tracefs';
+import { sudoUser } from '../helpers/sudo';
 import { TracefsAgent } from '../../src/core/tracefs/agentClient';
 
 function scratch(t: TestContext): string {
@@ -74,6 +75,18 @@ test('connects with a known host key and runs a fixed program (uname), also thro
   }
   const fail = await run(target, ['sh', '-c', 'exit 3']);
   assert.equal(fail.code, 3);
+});
+
+test('a non-root login runs the fixed program through sudo -n when asked (also via the stdin bootstrap)', async (t) => {
+  const sshd = await requireSshd(t);
+  if (!sshd) return;
+  const user = sudoUser(t, sshd);
+  if (!user) return;
+  const target = await SshTarget.connect(opts(sshd, scratch(t), { destination: `${user}@127.0.0.1:${sshd.port}` }));
+  t.after(() => target.close());
+  assert.notEqual((await run(target, ['id', '-u'])).out, '0\n');
+  assert.equal((await run(target, ['id', '-u'], true)).out, '0\n');
+  assert.equal((await run(target, ['sh', '-c', 'id -u; echo "$1"', 'x', "it's root"], true)).out, "0\nit's root\n");
 });
 
 test('IPv6: --host root@[::1]:PORT connects and is looked up as [::1]:PORT in known_hosts', async (t) => {
