@@ -183,8 +183,54 @@ export function ensureE2eSetup(): E2ePaths {
   const p = e2ePaths();
   mkdirSync(p.cache, { recursive: true });
   checkChromium(p);
-  ensureNode(p);
-  ensureCodeServer(p);
+  withSetupLock(p.cache, () => {
+    ensureNode(p);
+    ensureCodeServer(p);
+  });
   log(`all set in ${seconds(t0)}`);
   return p;
+}
+
+/**
+ * Serialises setups across processes (`npm start` beside `npm run test:e2e`, say): both would otherwise build
+ * into the same staging folder. The lock is a directory holding the owner's pid; a dead owner's lock is taken over.
+ */
+function withSetupLock(cache: string, fn: () => void): void {
+  const lock = join(cache, '.setup.lock');
+  const deadline = Date.now() + 30 * 60_000;
+  let announced = false;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      writeFileSync(join(lock, 'pid'), String(process.pid));
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const owner = Number(readFileSync(join(lock, 'pid'), { encoding: 'utf8', flag: 'a+' }) || 0);
+      if (owner > 0 && !alive(owner)) {
+        rmSync(lock, { recursive: true, force: true });
+        continue;
+      }
+      if (Date.now() > deadline) {
+        throw new E2eSetupError(`another setup (pid ${owner}) has held ${lock} for 30 minutes`, `if pid ${owner} is gone, rm -r ${lock}`);
+      }
+      if (!announced) log(`waiting for the setup running in pid ${owner || '?'}`);
+      announced = true;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1_000);
+    }
+  }
+  try {
+    fn();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }

@@ -16,6 +16,12 @@ function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
+/** The quick input row whose label is exactly `label` (not merely containing it: "Trace" ≠ "Trace Returns"). */
+function quickInputRow(page: Page, label: string): Locator {
+  const name = page.locator('.label-name', { hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) });
+  return page.locator(QUICK_INPUT_ROW).filter({ has: name }).first();
+}
+
 /** Opens `relPath` with Quick Open (Ctrl+P) and waits for its editor tab to be active. */
 export async function openFile(page: Page, relPath: string, opts: WaitOptions = {}): Promise<void> {
   const timeout = opts.timeout ?? DEFAULT_TIMEOUT_MS;
@@ -26,7 +32,7 @@ export async function openFile(page: Page, relPath: string, opts: WaitOptions = 
   await input.waitFor({ state: 'visible', timeout });
   await input.fill(relPath);
   // The file search runs in the server; pick the row for this file, not whatever is highlighted first.
-  const row = page.locator(QUICK_INPUT_ROW).filter({ hasText: new RegExp(`^\\s*${escapeRegExp(base)}`) }).first();
+  const row = quickInputRow(page, base);
   await row.waitFor({ state: 'visible', timeout });
   await row.click();
   await activeTab(page, base).waitFor({ state: 'visible', timeout });
@@ -45,7 +51,7 @@ export function activeTab(page: Page, name: string): Locator {
 export async function runCommand(page: Page, title: string, opts: WaitOptions = {}): Promise<void> {
   const timeout = opts.timeout ?? DEFAULT_TIMEOUT_MS;
   const deadline = Date.now() + timeout;
-  const row = page.locator(QUICK_INPUT_ROW).filter({ hasText: title }).first();
+  const row = quickInputRow(page, title);
   for (;;) {
     await focusWorkbench(page);
     await page.keyboard.press('F1');
