@@ -2,6 +2,7 @@
 // on every way out.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { requireTracefs } from '../helpers/tracefs';
 import { IN_CI } from '../helpers/require';
 import { TracefsAgent, offendingToken } from '../../src/core/tracefs/agentClient';
@@ -117,5 +118,31 @@ test('a dead owner\'s leftovers (agent killed with -9, its reader orphaned) are 
     assert.deepEqual(await waitClean(first.group), []);
   } finally {
     await second.stop();
+  }
+});
+
+test('--pid keeps only that process (threads included) and --filter applies the kernel filter per event', async (t) => {
+  if (!requireTracefs(t)) return;
+  const w = getWorkload();
+  const agent = await TracefsAgent.start(new ShellTarget(['bash']), {});
+  try {
+    const { hits, ended } = collectHits(agent);
+    await defineWorkloadProbes(agent, w);
+    // The shell waits for a line, then becomes the workload (exec keeps the pid the filter names).
+    const chosen = spawn('sh', ['-c', 'read x; exec "$0" 4 chosen', w.path], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const done = new Promise((r) => chosen.once('exit', r));
+    await agent.filterPid(chosen.pid!);
+    await agent.setFilter('pl_add', 'a <= -2');
+    await agent.arm();
+    runWorkload(w, 4, 'other');
+    chosen.stdin!.end('go\n');
+    await done;
+    await agent.stop();
+    await ended;
+    const entries = hits.filter((h) => h.kind === 'entry');
+    assert.deepEqual(entries.map((h) => [h.pid, h.args.a, h.args.s]), [[chosen.pid, -2, 'chosen'], [chosen.pid, -3, 'chosen'], [chosen.pid, -4, 'chosen']]);
+    assert.equal(hits.filter((h) => h.kind === 'return').length, 4);
+  } finally {
+    agent.kill('KILL');
   }
 });
