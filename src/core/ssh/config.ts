@@ -82,6 +82,9 @@ interface Ctx {
   values: Map<string, string[]>;
   notes: string[];
   depth: number;
+  /** OpenSSH parses twice when a `Match final` exists; such blocks only match in the second pass. */
+  finalPass: boolean;
+  sawFinal: boolean;
 }
 
 function valueText(v: Line & { value?: unknown }): string[] {
@@ -100,7 +103,8 @@ function setValue(ctx: Ctx, key: string, args: string[]): void {
   const k = key.toLowerCase();
   if (ACCUMULATE.has(k)) {
     const list = ctx.values.get(k) ?? [];
-    list.push(args.join(' '));
+    // Duplicates are dropped, as OpenSSH does for identity files (and a second pass would repeat them).
+    if (!list.includes(args.join(' '))) list.push(args.join(' '));
     ctx.values.set(k, list);
   } else if (!ctx.values.has(k)) {
     ctx.values.set(k, args);
@@ -134,8 +138,8 @@ function matchCriteria(tokens: string[], ctx: Ctx): boolean {
         ok = false;
         break;
       case 'final':
-        // Our single pass plays the part of OpenSSH's final pass.
-        ok = true;
+        ctx.sawFinal = true;
+        ok = ctx.finalPass;
         break;
       case 'exec': {
         const cmd = tokens[i++] ?? '';
@@ -301,7 +305,7 @@ function num(v: string | undefined, key: string): number | undefined {
 export function resolveHost(alias: string, opts: ResolveOptions = {}): ResolvedHost {
   const home = opts.home ?? homedir();
   const localUser = opts.localUser ?? userInfo().username;
-  const ctx: Ctx = { alias, home, localUser, cliUser: opts.user, values: new Map(), notes: [], depth: 0 };
+  const ctx: Ctx = { alias, home, localUser, cliUser: opts.user, values: new Map(), notes: [], depth: 0, finalPass: false, sawFinal: false };
   // Command-line values are "obtained first", so the config cannot override them (as with ssh -l/-p).
   if (opts.user !== undefined) ctx.values.set('user', [opts.user]);
   if (opts.port !== undefined) ctx.values.set('port', [String(opts.port)]);
@@ -315,6 +319,7 @@ export function resolveHost(alias: string, opts: ResolveOptions = {}): ResolvedH
       : opts.configFile === null
         ? []
         : [{ path: opts.configFile, includeBase: join(home, '.ssh'), mustExist: true }];
+  const parsed: { lines: Line[]; includeBase: string }[] = [];
   for (const f of files) {
     let text: string | undefined;
     try {
@@ -322,7 +327,13 @@ export function resolveHost(alias: string, opts: ResolveOptions = {}): ResolvedH
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || f.mustExist) throw new SshConfigError(`ssh config ${f.path} cannot be read: ${(e as Error).message}; fix its permissions or pass another file`);
     }
-    if (text !== undefined) evaluate(parseConfigText(text, f.path), true, ctx, f.includeBase);
+    if (text !== undefined) parsed.push({ lines: parseConfigText(text, f.path), includeBase: f.includeBase });
+  }
+  for (const p of parsed) evaluate(p.lines, true, ctx, p.includeBase);
+  if (ctx.sawFinal) {
+    // Values from the first pass stay (first obtained wins); the second pass only fills in what is unset.
+    ctx.finalPass = true;
+    for (const p of parsed) evaluate(p.lines, true, ctx, p.includeBase);
   }
 
   const hostName = currentHostName(ctx);
@@ -367,8 +378,10 @@ export function resolveHost(alias: string, opts: ResolveOptions = {}): ResolvedH
       throw new SshConfigError(`ssh config: ProxyJump for ${alias}: ${(e as Error).message}`);
     }
   }
-  if (first(ctx, 'proxycommand') && first(ctx, 'proxycommand')!.toLowerCase() !== 'none' && !pj) {
-    ctx.notes.push(`ssh config: ProxyCommand for ${alias} is not supported (ProbeLens runs no local commands); use ProxyJump instead`);
+  const proxyCommand = first(ctx, 'proxycommand');
+  if (proxyCommand !== undefined && proxyCommand.toLowerCase() !== 'none' && !pj) {
+    // Connecting directly instead would quietly take another network path than `ssh` does.
+    throw new SshConfigError(`ssh config: ${alias} is reached through ProxyCommand, which ProbeLens does not run (it executes no commands from ssh config); express the route as ProxyJump, or add "ProxyCommand none" for this host`);
   }
 
   return {
@@ -391,6 +404,6 @@ export function resolveHost(alias: string, opts: ResolveOptions = {}): ResolvedH
     connectTimeout: num(first(ctx, 'connecttimeout'), 'ConnectTimeout'),
     passwordAuthentication: yesNo(first(ctx, 'passwordauthentication'), true),
     kbdInteractiveAuthentication: yesNo(first(ctx, 'kbdinteractiveauthentication') ?? first(ctx, 'challengeresponseauthentication'), true),
-    notes: ctx.notes,
+    notes: [...new Set(ctx.notes)],
   };
 }

@@ -208,3 +208,28 @@ test('ssh config: globs in directory components of Include, ${VAR} in IdentityFi
   delete process.env.PL_TEST_KEYDIR;
   assert.throws(() => resolveHost('one', { home: h, systemConfigFile: join(h, 'none') }), /PL_TEST_KEYDIR .*not set/);
 });
+
+test('ssh config: Match final applies only to what the first pass left unset; ProxyCommand is refused, not bypassed', (t) => {
+  const h = home(t, {
+    '.ssh/config': [
+      'Match final',
+      '  User fromfinal',
+      '  Port 2200',
+      '  IdentityFile ~/.ssh/k1',
+      'Host x',
+      '  User fromhost',
+      '  IdentityFile ~/.ssh/k1',
+      'Host piped',
+      '  ProxyCommand nc %h %p',
+      'Host piped-none',
+      '  ProxyCommand none',
+      '',
+    ].join('\n'),
+  });
+  const x = resolveHost('x', { home: h });
+  assert.equal(x.user, 'fromhost', 'the first pass set User; the final pass cannot override it');
+  assert.equal(x.port, 2200);
+  assert.deepEqual(x.identityFiles, [join(h, '.ssh/k1')]);
+  assert.throws(() => resolveHost('piped', { home: h }), /ProxyCommand, which ProbeLens does not run.*ProxyJump/);
+  assert.equal(resolveHost('piped-none', { home: h }).proxyJump.length, 0);
+});
