@@ -19,6 +19,9 @@ export function readBinaryIdentity(path: string): BinaryIdentity {
     const st = fstatSync(fd);
     const id: BinaryIdentity = { size: st.size, mtimeMs: st.mtimeMs };
     const read = (pos: number, len: number): Buffer => {
+      // Header fields of a damaged file can point anywhere: read nothing rather than fail on them.
+      if (!Number.isSafeInteger(pos) || pos < 0 || pos >= st.size || len <= 0) return Buffer.alloc(0);
+      len = Math.min(len, st.size - pos);
       const b = Buffer.alloc(len);
       const n = readSync(fd, b, 0, len, pos);
       return b.subarray(0, n);

@@ -29,8 +29,11 @@ export interface FrameContext {
   cfa?: { reg: string; offset: number };
   /** The function's frame base description (DW_AT_frame_base), usually { kind: 'cfa' }. */
   frameBase?: LocDesc;
-  /** File offset of a link-time address, for globals (fetched as @+OFFSET, which works for PIE too). */
-  fileOffsetOf?: (address: number) => number;
+  /**
+   * The `@+N` operand for a global at a link-time address. The kernel resolves N against the probed file's
+   * mapping of the probe's own (code) segment, so N is not simply the global's file offset.
+   */
+  fetchOffsetOf?: (address: number) => bigint;
 }
 
 const memAt = (offset: number, base: string): string => `${offset >= 0 ? '+' : '-'}${Math.abs(offset)}(${base})`;
@@ -74,11 +77,11 @@ export function fetchForLocation(loc: LocDesc, ctx: FrameContext): FetchResult {
     case 'cfa':
       return ctx.cfa ? { ok: false, reason: 'the value is the CFA itself, which a fetch argument cannot express' } : { ok: false, reason: 'the CFA here is unknown' };
     case 'address':
-      if (!ctx.fileOffsetOf) return { ok: false, reason: 'a global whose file offset is unknown' };
+      if (!ctx.fetchOffsetOf) return { ok: false, reason: 'a global whose offset is unknown' };
       try {
-        return { ok: true, address: `@+${ctx.fileOffsetOf(loc.address)}`, isValue: false };
-      } catch {
-        return { ok: false, reason: 'a global in no file-backed segment (e.g. .bss), which uprobes cannot address by file offset' };
+        return { ok: true, address: `@+${ctx.fetchOffsetOf(loc.address)}`, isValue: false };
+      } catch (e) {
+        return { ok: false, reason: `a global the probe cannot address (${e instanceof Error ? e.message : String(e)})` };
       }
     case 'optimized-out':
       return { ok: false, reason: 'optimized out' };

@@ -47,7 +47,7 @@ export function frameAt(ctx: SiteContext, index: BinaryIndex, fnDie: number, ent
   }
   // frameBase() reads only the DIE and the pc it is evaluated at.
   const frameBase = dwarf.frameBase({ dieOffset: fnDie, entryPc: pc } as unknown as FunctionInfo);
-  return { arch, cfa, frameBase, fileOffsetOf: (a) => image.fileOffsetOf(BigInt(a)) };
+  return { arch, cfa, frameBase, fetchOffsetOf: (a) => image.fetchOffsetOf(BigInt(a), BigInt(pc)) };
 }
 
 export async function variablesAtSite(index: BinaryIndex, site: ResolvedSite, debugDirs?: string[]): Promise<SiteVariable[]> {
