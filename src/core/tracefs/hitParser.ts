@@ -82,6 +82,7 @@ export class HitParser {
   readonly stats: ParserStats = { hits: 0, lost: 0, lostByCpu: new Map(), unparsed: 0, malformed: 0 };
   private readonly schemas = new Map<string, EventSchema>();
   private pending: { header: Header; text: string } | null = null;
+  private sentinelTail: string | undefined;
 
   constructor(
     private readonly opts: {
@@ -137,7 +138,7 @@ export class HitParser {
     let text = p.text;
     const s = this.opts.sentinel;
     if (s) {
-      const tail = ` ${s.name}=${s.printed}`;
+      const tail = (this.sentinelTail ??= ` ${s.name}=${s.printed}`);
       if (!text.endsWith(tail)) return;
       text = text.slice(0, -tail.length);
     }
@@ -160,11 +161,12 @@ export class HitParser {
     const args: Record<string, HitValue> = {};
     let retval: HitValue | undefined;
     const retName = schema.retvalArg ?? (schema.kind === 'return' ? 'retval' : undefined);
-    schema.args.forEach((a, i) => {
+    for (let i = 0; i < schema.args.length; i++) {
+      const a = schema.args[i];
       const v = parseTypedValue(raw[i], a.type);
       if (a.name === retName) retval = v;
       else args[a.name] = v;
-    });
+    }
     const hit: Hit = {
       host: this.opts.host,
       probe: schema.probe,
@@ -194,41 +196,41 @@ function isStringType(type: string): boolean {
  */
 export function matchArgs(text: string, args: ReadonlyArray<{ name: string; type: string }>): Array<string | null> | null {
   const out: Array<string | null> = new Array(args.length);
-  const walk = (pos: number, k: number): boolean => {
-    if (k === args.length) return pos === text.length;
-    const key = ` ${args[k].name}=`;
-    if (!text.startsWith(key, pos)) return false;
-    const v = pos + key.length;
-    const last = k === args.length - 1;
-    if (text.startsWith('(fault)', v)) {
-      const after = v + '(fault)'.length;
-      if ((last && after === text.length) || (!last && text.startsWith(` ${args[k + 1].name}=`, after))) {
-        out[k] = null;
-        if (walk(after, k + 1)) return true;
-      }
-    }
-    if (isStringType(args[k].type)) {
-      if (text[v] !== '"') return false;
-      if (last) {
-        if (text.length - v < 2 || !text.endsWith('"')) return false;
-        out[k] = text.slice(v + 1, -1);
-        return true;
-      }
-      const next = `" ${args[k + 1].name}=`;
-      // Rightmost first: a string's own content then cannot override the args fetched after it.
-      for (let q = text.lastIndexOf(next); q > v; q = text.lastIndexOf(next, q - 1)) {
-        out[k] = text.slice(v + 1, q);
-        if (walk(q + 1, k + 1)) return true;
-      }
-      return false;
-    }
-    let end = text.indexOf(' ', v);
-    if (end < 0) end = text.length;
-    if (end === v) return false;
-    out[k] = text.slice(v, end);
-    return walk(end, k + 1);
-  };
-  return walk(0, 0) ? out : null;
+  return walkArgs(text, args, out, 0, 0) ? out : null;
 }
 
-
+// A plain recursive function rather than a closure: this runs once per hit.
+function walkArgs(text: string, args: ReadonlyArray<{ name: string; type: string }>, out: Array<string | null>, pos: number, k: number): boolean {
+  if (k === args.length) return pos === text.length;
+  const key = ` ${args[k].name}=`;
+  if (!text.startsWith(key, pos)) return false;
+  const v = pos + key.length;
+  const last = k === args.length - 1;
+  if (text.startsWith('(fault)', v)) {
+    const after = v + 7;
+    if ((last && after === text.length) || (!last && text.startsWith(` ${args[k + 1].name}=`, after))) {
+      out[k] = null;
+      if (walkArgs(text, args, out, after, k + 1)) return true;
+    }
+  }
+  if (isStringType(args[k].type)) {
+    if (text.charCodeAt(v) !== 34 /* " */) return false;
+    if (last) {
+      if (text.length - v < 2 || !text.endsWith('"')) return false;
+      out[k] = text.slice(v + 1, -1);
+      return true;
+    }
+    // Rightmost first: a string's own content then cannot override the args fetched after it.
+    const next = `" ${args[k + 1].name}=`;
+    for (let q = text.lastIndexOf(next); q > v; q = text.lastIndexOf(next, q - 1)) {
+      out[k] = text.slice(v + 1, q);
+      if (walkArgs(text, args, out, q + 1, k + 1)) return true;
+    }
+    return false;
+  }
+  let end = text.indexOf(' ', v);
+  if (end < 0) end = text.length;
+  if (end === v) return false;
+  out[k] = text.slice(v, end);
+  return walkArgs(text, args, out, end, k + 1);
+}
