@@ -13,7 +13,7 @@ import {
   readKnownHostsFiles,
   type KnownHostEntry,
 } from './knownHosts';
-import { HostKeyChangedError, HostKeyError, HostKeyRevokedError, HostKeyUnknownError } from './errors';
+import { HostKeyChangedError, HostKeyError, HostKeyRevokedError, HostKeyUnknownError, SshConfigError } from './errors';
 import type { StrictHostKeyChecking } from './config';
 
 export type UnknownHostDecision = 'accept-once' | 'accept-and-record' | 'reject';
@@ -75,7 +75,13 @@ export function preferredHostKeyAlgorithms(opts: Pick<HostKeyPolicyOptions, 'hos
 
 export async function verifyHostKey(key: Buffer, opts: HostKeyPolicyOptions): Promise<HostKeyVerdict> {
   const name = lookupName(opts);
-  const { entries, invalid } = readKnownHostsFiles(allFiles(opts));
+  let read: ReturnType<typeof readKnownHostsFiles>;
+  try {
+    read = readKnownHostsFiles(allFiles(opts));
+  } catch (e) {
+    throw new SshConfigError(`cannot read known_hosts (${(e as Error).message}); fix the file's permissions or pass --known-hosts FILE`);
+  }
+  const { entries, invalid } = read;
   for (const bad of invalid) opts.log?.(`known_hosts ${bad.file}:${bad.line} skipped: ${bad.reason}`);
   const status = checkHostKey(entries, name, key);
   const recordFile = opts.knownHostsFiles[0] ?? '';

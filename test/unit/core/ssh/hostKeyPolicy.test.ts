@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { preferredHostKeyAlgorithms, recordAccepted, verifyHostKey, type HostKeyPolicyOptions } from '../../../../src/core/ssh/hostKeyPolicy';
-import { HostKeyChangedError, HostKeyUnknownError } from '../../../../src/core/ssh/errors';
+import { HostKeyChangedError, HostKeyUnknownError, SshConfigError } from '../../../../src/core/ssh/errors';
 
 function key(dir: string, name: string, type = 'ed25519'): { line: string; blob: Buffer } {
   const f = join(dir, name);
@@ -59,4 +59,15 @@ test('global known_hosts are consulted (a change there is a change) but never wr
   // Known types go first in the host key algorithms, so a server with several keys shows the one we know.
   assert.deepEqual(preferredHostKeyAlgorithms({ host: 'h1', port: 22, knownHostsFiles: [user], globalKnownHostsFiles: [global] }).slice(0, 3), ['rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa']);
   assert.equal(preferredHostKeyAlgorithms({ host: 'other', port: 22, knownHostsFiles: [user] })[0], 'ssh-ed25519');
+});
+
+test('an unreadable known_hosts is a typed error naming the fix, not a crash or a silent "unknown"', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pl-hkp-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const k = key(dir, 'k');
+  // A directory where the file should be: reading fails with EISDIR even as root.
+  await assert.rejects(
+    verifyHostKey(k.blob, { host: 'h', port: 22, knownHostsFiles: [dir], strict: 'accept-new', hashKnownHosts: false }),
+    (e: Error) => e instanceof SshConfigError && /cannot read known_hosts.*--known-hosts FILE/.test(e.message),
+  );
 });
