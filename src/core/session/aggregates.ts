@@ -183,6 +183,15 @@ export class Aggregates {
     };
   }
 
+  /** The contract summary's `hits` and `latency` (ns) parts; the session adds lost, kernelHits and hosts. */
+  summary(): { hits: Record<string, number>; latency: Record<string, { p50: number; p90: number; p99: number; max: number }> } {
+    const latency: Record<string, { p50: number; p90: number; p99: number; max: number }> = {};
+    for (const [probe, h] of this.latency) {
+      latency[probe] = { p50: Math.round(h.quantile(0.5)), p90: Math.round(h.quantile(0.9)), p99: Math.round(h.quantile(0.99)), max: h.max };
+    }
+    return { hits: Object.fromEntries(this.hits), latency };
+  }
+
   private remember(hit: Hit): void {
     let args = this.last.get(hit.probe);
     if (!args) this.last.set(hit.probe, (args = new Map()));

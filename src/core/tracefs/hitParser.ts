@@ -41,6 +41,13 @@ export interface Hit {
   event: string;
 }
 
+/** The contract's NDJSON shape of a hit: `{host, probe, kind, pid, tid, comm, cpu, ts, args, retval}`. */
+export function hitToJson(h: Hit): Record<string, unknown> {
+  const o: Record<string, unknown> = { host: h.host, probe: h.probe, kind: h.kind, pid: h.pid, tid: h.tid, comm: h.comm, cpu: h.cpu, ts: h.ts, args: h.args };
+  if (h.retval !== undefined) o.retval = h.retval;
+  return o;
+}
+
 export interface ParserStats {
   hits: number;
   /** Sum of `CPU:N [LOST M EVENTS]` lines seen. */

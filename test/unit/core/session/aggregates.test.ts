@@ -39,6 +39,10 @@ test('latency pairs per thread, with recursion on a stack, and ignores returns w
   assert.equal(l.log2.reduce((a, b) => a + b, 0), 3);
   assert.equal(l.log2[Math.floor(Math.log2(10_000))], 1);
   assert.deepEqual(s.lastValues['f%return'].retval.map((v) => v.value), [1]);
+  const sum = agg.summary();
+  assert.deepEqual(sum.hits, { f: 3, 'f%return': 4 });
+  assert.deepEqual(Object.keys(sum.latency.f), ['p50', 'p90', 'p99', 'max']);
+  assert.equal(sum.latency.f.max, 100_000);
 });
 
 test('Go: pairs by goroutine across threads and across several RET probes', () => {

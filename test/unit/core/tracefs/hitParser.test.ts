@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { HitParser, matchArgs, sentinelFetcharg, type EventSchema, type Hit, type Sentinel } from '../../../../src/core/tracefs/hitParser';
+import { HitParser, hitToJson, matchArgs, sentinelFetcharg, type EventSchema, type Hit, type Sentinel } from '../../../../src/core/tracefs/hitParser';
 
 const samples = join(__dirname, '../../../fixtures/trace-samples');
 
@@ -61,6 +61,8 @@ for (const name of ['thiskernel', 'thiskernel-sentinel']) {
     assert.deepEqual(rets.slice(0, 2).map((h) => h.retval), [-2, -4]);
     assert.ok(!('ret' in rets[0].args));
     assert.ok(!hits.some((h) => h.comm.includes('forged')));
+    assert.deepEqual(Object.keys(hitToJson(rets[0])), ['host', 'probe', 'kind', 'pid', 'tid', 'comm', 'cpu', 'ts', 'args', 'retval']);
+    assert.deepEqual(Object.keys(hitToJson(first)), ['host', 'probe', 'kind', 'pid', 'tid', 'comm', 'cpu', 'ts', 'args']);
   });
 }
 
