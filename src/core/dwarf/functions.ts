@@ -5,7 +5,7 @@
 import * as K from './constants';
 import { rangesOf } from './lists';
 import { isTombstone } from './reader';
-import { nextAbbrev, num, readAttrs, scanRef, skipAttrs, skipChildren, type Die, type Unit } from './unit';
+import { isRef, nextAbbrev, num, readAttrs, scanAttrs, scanRef, skipAttrs, skipChildren, type Die, type Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
 const { AT, FORM, LANG_C, TAG } = K;
@@ -16,6 +16,8 @@ export interface ParamInfo {
   readonly typeOffset: number | undefined;
   /** Offset of the DW_TAG_formal_parameter DIE in the concrete (or abstract) function. */
   readonly dieOffset: number;
+  /** DW_AT_abstract_origin of the parameter DIE (concrete copies of inline/cloned functions). */
+  readonly origin?: number;
 }
 
 export interface InlinedInstance {
@@ -65,6 +67,9 @@ interface Rec {
 }
 
 /** Everything the pass collects; FunctionInfo records are assembled from it once all units are walked. */
+const PARAM_ATTRS = [AT.name, AT.type, AT.abstract_origin];
+const vals = [0, 0, 0], forms = [0, 0, 0];
+
 export class FunctionPass {
   readonly recs = new Map<number, Rec>();
   readonly inlined = new Map<number, number[]>();
@@ -99,8 +104,13 @@ export class FunctionPass {
         case TAG.formal_parameter: {
           const parent = fns[fns.length - 1];
           if (parent) {
-            const d = readAttrs(u, r, ab, at);
-            parent.params.push({ name: u.str(d, AT.name) ?? '', typeOffset: u.ref(d, AT.type), dieOffset: at });
+            scanAttrs(u, r, ab, PARAM_ATTRS, vals, forms);
+            parent.params.push({
+              name: forms[0] < 0 ? '' : u.strOf(forms[0], vals[0]) ?? '',
+              typeOffset: forms[1] >= 0 && isRef(forms[1]) ? vals[1] : undefined,
+              dieOffset: at,
+              origin: forms[2] >= 0 && isRef(forms[2]) ? vals[2] : undefined,
+            });
           } else skipAttrs(u, r, ab);
           break;
         }
@@ -208,6 +218,8 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
     return cur;
   };
   const claimed = new Set<number>();
+  const paramByOffset = new Map<number, ParamInfo>();
+  for (const rec of pass.recs.values()) for (const p of rec.params) paramByOffset.set(p.dieOffset, p);
   // Subprogram DIEs are already decoded; chains mostly stay among them.
   const dieAt = (off: number): Die => pass.recs.get(off)?.die ?? res.dieAt(off);
   const build = (rec: Rec, inl: number[]): FunctionInfo => {
@@ -240,12 +252,21 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
     let params = rec.params;
     if (params.some((p) => !p.name || p.typeOffset === undefined)) {
       params = params.map((p) => {
-        const pd = res.dieAt(p.dieOffset);
-        return {
-          name: inherited(res, pd, (x) => x.unit.str(x, AT.name)) ?? p.name,
-          typeOffset: inherited(res, pd, (x) => x.unit.ref(x, AT.type)),
-          dieOffset: p.dieOffset,
-        };
+        // Concrete parameters name their abstract twin; it was recorded with its own subprogram.
+        let name = p.name, typeOffset = p.typeOffset, origin = p.origin;
+        for (let i = 0; i < 8 && origin !== undefined && (!name || typeOffset === undefined); i++) {
+          const q: ParamInfo | undefined = paramByOffset.get(origin);
+          if (!q) {
+            const pd = res.dieAt(origin);
+            name ||= inherited(res, pd, (x) => x.unit.str(x, AT.name)) ?? '';
+            typeOffset ??= inherited(res, pd, (x) => x.unit.ref(x, AT.type));
+            break;
+          }
+          name ||= q.name;
+          typeOffset ??= q.typeOffset;
+          origin = q.origin;
+        }
+        return { name, typeOffset, dieOffset: p.dieOffset };
       });
     }
     let reason: string | undefined;

@@ -19,7 +19,7 @@ import type { SectionSource } from '../binary/sections';
 import * as K from './constants';
 import { describeLocation, type Arch, type LocDesc } from './expr';
 import { assemble, FunctionPass, inlinedInstances, type FunctionInfo, type InlinedInstance, type Resolver } from './functions';
-import { parseLineTable, type LineTable } from './line';
+import { parseLineFiles, parseLineTable, type LineTable } from './line';
 import { locationAtPc, locationOf } from './lists';
 import { DwarfFormatError } from './reader';
 import { Types, type TypeDesc } from './types';
@@ -42,6 +42,7 @@ export class Dwarf implements Resolver {
   private unitList: Unit[] | undefined;
   private fns: FunctionInfo[] | undefined;
   private readonly lines = new Map<number, LineTable | null>();
+  private readonly lineFiles = new Map<number, string[]>();
   readonly types: Types;
 
   constructor(src: SectionSource, readonly arch: Arch) {
@@ -112,7 +113,14 @@ export class Dwarf implements Resolver {
   }
 
   fileName(u: Unit, index: number): string {
-    return this.lineTable(u)?.files[index] ?? '';
+    if (u.stmtList < 0) return '';
+    let files = this.lineFiles.get(u.offset);
+    if (!files) {
+      // The function pass needs only the file table; the row program is decoded when lines are asked for.
+      files = this.lines.get(u.offset)?.files ?? parseLineFiles(u, u.stmtList);
+      this.lineFiles.set(u.offset, files);
+    }
+    return files[index] ?? '';
   }
 
   lineTableFor(pc: number): LineTable | undefined {

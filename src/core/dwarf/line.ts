@@ -1,6 +1,7 @@
 // The line-number program (.debug_line) for DWARF 2–5: header (v5 entry formats included), the state machine
 // (op_index for VLIW, special/standard/extended opcodes, define_file in 2–4) and the queries a probe needs.
-// Rows are kept column-wise in plain number arrays (V8 stores them unboxed) rather than one object per row.
+// Rows are kept column-wise in typed arrays (no per-row objects, no boxed doubles, little GC): postgres-size
+// binaries have millions of rows.
 import { posix } from 'node:path';
 import * as K from './constants';
 import { Reader, isTombstone, stringAt } from './reader';
@@ -12,14 +13,51 @@ const { FORM, LNCT, LNE, LNS } = K;
 export const ROW_STMT = 1, ROW_PROLOGUE_END = 2, ROW_EPILOGUE_BEGIN = 4, ROW_END_SEQUENCE = 8;
 
 export interface LineRows {
-  readonly address: number[];
+  readonly address: Float64Array;
   /** Index into LineTable.files. */
-  readonly file: number[];
-  readonly line: number[];
-  readonly column: number[];
+  readonly file: Uint32Array;
+  readonly line: Uint32Array;
+  readonly column: Uint32Array;
   /** ROW_* bits. */
-  readonly flags: number[];
-  readonly discriminator: number[];
+  readonly flags: Uint8Array;
+  readonly discriminator: Uint32Array;
+}
+
+/** Growable column store the state machine appends to. */
+class RowBuilder {
+  n = 0;
+  address: Float64Array;
+  file: Uint32Array;
+  line: Uint32Array;
+  column: Uint32Array;
+  flags: Uint8Array;
+  discriminator: Uint32Array;
+  constructor(cap: number) {
+    cap = Math.max(16, cap);
+    this.address = new Float64Array(cap);
+    this.file = new Uint32Array(cap);
+    this.line = new Uint32Array(cap);
+    this.column = new Uint32Array(cap);
+    this.flags = new Uint8Array(cap);
+    this.discriminator = new Uint32Array(cap);
+  }
+  grow(): void {
+    const cap = this.address.length * 2;
+    const g = <T extends Float64Array | Uint32Array | Uint8Array>(a: T, b: T): T => (b.set(a), b);
+    this.address = g(this.address, new Float64Array(cap));
+    this.file = g(this.file, new Uint32Array(cap));
+    this.line = g(this.line, new Uint32Array(cap));
+    this.column = g(this.column, new Uint32Array(cap));
+    this.flags = g(this.flags, new Uint8Array(cap));
+    this.discriminator = g(this.discriminator, new Uint32Array(cap));
+  }
+  done(): LineRows {
+    const n = this.n;
+    return {
+      address: this.address.subarray(0, n), file: this.file.subarray(0, n), line: this.line.subarray(0, n),
+      column: this.column.subarray(0, n), flags: this.flags.subarray(0, n), discriminator: this.discriminator.subarray(0, n),
+    };
+  }
 }
 
 export class LineTable {
@@ -164,8 +202,13 @@ function readEntries(r: Reader, u: Unit, is64: boolean): Array<{ path: string; d
   return out;
 }
 
+/** Only the file names of the line table at `offset` (what DW_AT_decl_file/call_file index), without the program. */
+export function parseLineFiles(u: Unit, offset: number): string[] {
+  return parseLineTable(u, offset, true).files;
+}
+
 /** Decodes the line program at `offset` of .debug_line for unit `u` (which supplies comp_dir and string bases). */
-export function parseLineTable(u: Unit, offset: number): LineTable {
+export function parseLineTable(u: Unit, offset: number, headerOnly = false): LineTable {
   const r = u.dw.reader('.debug_line', offset);
   const { length, is64 } = r.initialLength();
   const end = r.pos + length;
@@ -216,8 +259,10 @@ export function parseLineTable(u: Unit, offset: number): LineTable {
     }
   }
 
+  if (headerOnly) return new LineTable(offset, version, files, new RowBuilder(0).done(), []);
   r.seek(progStart);
-  const rows: LineRows = { address: [], file: [], line: [], column: [], flags: [], discriminator: [] };
+  // Most rows cost 1–3 bytes of program; start near that and double when needed.
+  const rows = new RowBuilder(Math.ceil((end - progStart) / 3));
   const sequences: Array<[number, number]> = [];
   let address = 0, opIndex = 0, file = 1, line = 1, column = 0, isStmt = defaultStmt;
   let prologueEnd = false, epilogueBegin = false, discriminator = 0;
@@ -230,13 +275,15 @@ export function parseLineTable(u: Unit, offset: number): LineTable {
     prologueEnd = false; epilogueBegin = false; discriminator = 0;
   };
   const emit = (endSeq: boolean) => {
-    rows.address.push(address);
-    rows.file.push(file);
-    rows.line.push(line);
-    rows.column.push(column);
-    rows.flags.push((isStmt ? ROW_STMT : 0) | (prologueEnd ? ROW_PROLOGUE_END : 0) |
-      (epilogueBegin ? ROW_EPILOGUE_BEGIN : 0) | (endSeq ? ROW_END_SEQUENCE : 0));
-    rows.discriminator.push(discriminator);
+    if (rows.n === rows.address.length) rows.grow();
+    const i = rows.n++;
+    rows.address[i] = address;
+    rows.file[i] = file;
+    rows.line[i] = line;
+    rows.column[i] = column;
+    rows.flags[i] = (isStmt ? ROW_STMT : 0) | (prologueEnd ? ROW_PROLOGUE_END : 0) |
+      (epilogueBegin ? ROW_EPILOGUE_BEGIN : 0) | (endSeq ? ROW_END_SEQUENCE : 0);
+    rows.discriminator[i] = discriminator;
     discriminator = 0; prologueEnd = false; epilogueBegin = false;
   };
   const advance = (opAdvance: number) => {
@@ -247,17 +294,21 @@ export function parseLineTable(u: Unit, offset: number): LineTable {
     }
   };
   const endSequence = () => {
-    const endRow = rows.address.length - 1;
+    const endRow = rows.n - 1;
     if (endRow > seqStart && !dead(rows.address[seqStart])) sequences.push([seqStart, endRow]);
-    seqStart = rows.address.length;
+    seqStart = rows.n;
   };
 
+  const buf = r.buf;
   while (r.pos < end) {
-    const op = r.u8();
+    const op = buf[r.pos++];
     if (op >= opcodeBase) {
+      // Special opcodes are most of the program: keep this path free of calls when max_ops is 1.
       const adj = op - opcodeBase;
-      advance(Math.floor(adj / lineRange));
-      line += lineBase + (adj % lineRange);
+      const q = (adj / lineRange) | 0;
+      if (maxOps === 1) address += minInst * q;
+      else advance(q);
+      line += lineBase + (adj - q * lineRange);
       emit(false);
     } else if (op === 0) {
       const len = r.uleb();
@@ -301,6 +352,7 @@ export function parseLineTable(u: Unit, offset: number): LineTable {
       }
     }
   }
-  sequences.sort((a, b) => rows.address[a[0]] - rows.address[b[0]]);
-  return new LineTable(offset, version, files, rows, sequences);
+  const done = rows.done();
+  sequences.sort((a, b) => done.address[a[0]] - done.address[b[0]]);
+  return new LineTable(offset, version, files, done, sequences);
 }

@@ -27,6 +27,8 @@ export function isTombstone(addr: number): boolean {
 }
 
 const TWO32 = 2 ** 32;
+// Readers are cheap and short-lived; the DataView over a section is made once.
+const views = new WeakMap<Uint8Array, DataView>();
 const utf8 = new TextDecoder('utf-8');
 
 export class Reader {
@@ -41,7 +43,9 @@ export class Reader {
     start = 0,
     end = buf.length,
   ) {
-    this.dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    let dv = views.get(buf);
+    if (!dv) views.set(buf, (dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength)));
+    this.dv = dv;
     this.pos = start;
     this.end = Math.min(end, buf.length);
   }
@@ -224,22 +228,26 @@ export class Reader {
 
 /** Decode [start, end) as UTF-8 with an ASCII fast path (most DWARF names are short ASCII identifiers). */
 export function decodeString(buf: Uint8Array, start: number, end: number): string {
-  if (end - start <= 48) {
-    let s = '';
-    for (let i = start; i < end; i++) {
-      const c = buf[i];
-      if (c >= 0x80) return utf8.decode(buf.subarray(start, end));
-      s += String.fromCharCode(c);
-    }
-    return s;
+  if (end - start <= 64) {
+    for (let i = start; i < end; i++) if (buf[i] >= 0x80) return utf8.decode(buf.subarray(start, end));
+    return String.fromCharCode.apply(null, buf.subarray(start, end) as unknown as number[]);
   }
   return utf8.decode(buf.subarray(start, end));
 }
 
+// Names repeat (every `int`, every parameter called `p`): string-section lookups are memoised per buffer.
+const stringCache = new WeakMap<Uint8Array, Map<number, string>>();
+
 /** NUL-terminated string at `offset` of a string section (.debug_str, .debug_line_str). */
 export function stringAt(buf: Uint8Array | undefined, section: string, offset: number): string {
   if (!buf || offset < 0 || offset >= buf.length) throw new DwarfFormatError(section, offset, 'string offset out of range');
+  let cache = stringCache.get(buf);
+  if (!cache) stringCache.set(buf, (cache = new Map()));
+  const hit = cache.get(offset);
+  if (hit !== undefined) return hit;
   const nul = buf.indexOf(0, offset);
   if (nul < 0) throw new DwarfFormatError(section, offset, 'unterminated string');
-  return decodeString(buf, offset, nul);
+  const s = decodeString(buf, offset, nul);
+  cache.set(offset, s);
+  return s;
 }

@@ -141,9 +141,12 @@ export class Unit {
 
   str(d: Die, at: number): string | undefined {
     const i = d.index(at);
-    if (i < 0) return undefined;
-    const v = d.vals[i];
-    switch (d.forms[i]) {
+    return i < 0 ? undefined : this.strOf(d.forms[i], d.vals[i]);
+  }
+
+  /** The string a raw (form, value) pair denotes, or undefined for non-string forms. */
+  strOf(form: number, v: number): string | undefined {
+    switch (form) {
       case FORM.string: {
         const b = this.dw.get(this.section)!;
         return decodeString(b, v, b.indexOf(0, v));
@@ -348,51 +351,90 @@ export function readAttrs(u: Unit, r: Reader, a: Abbrev, offset: number): Die {
   let lens: number[] | undefined;
   for (let i = 0; i < n; i++) {
     let f = forms[i];
-    let depth = 0;
-    while (f === FORM.indirect) {
-      if (depth++ > 4) r.fail('DW_FORM_indirect chain');
-      f = r.uleb();
+    if (f === FORM.indirect) {
+      f = resolveIndirect(r);
       if (forms === a.forms) forms = a.forms.slice();
       (forms as number[])[i] = f;
     }
-    let v: number;
-    switch (f) {
-      case FORM.addr: v = r.uN(u.enc.addrSize); break;
-      case FORM.data1: case FORM.flag: case FORM.strx1: case FORM.addrx1: v = r.u8(); break;
-      case FORM.data2: case FORM.strx2: case FORM.addrx2: v = r.u16(); break;
-      case FORM.strx3: case FORM.addrx3: v = r.u24(); break;
-      case FORM.data4: case FORM.strx4: case FORM.addrx4: case FORM.ref_sup4: v = r.u32(); break;
-      case FORM.data8: case FORM.ref_sup8: v = r.u64(); break;
-      case FORM.ref1: v = u.offset + r.u8(); break;
-      case FORM.ref2: v = u.offset + r.u16(); break;
-      case FORM.ref4: v = u.offset + r.u32(); break;
-      case FORM.ref8: v = u.offset + r.u64(); break;
-      case FORM.ref_udata: v = u.offset + r.uleb(); break;
-      case FORM.ref_addr: v = u.enc.version <= 2 ? r.uN(u.enc.addrSize) : r.offset(u.enc.is64); break;
-      case FORM.ref_sig8: v = r.pos; r.skip(8); break;
-      case FORM.data16: v = r.pos; r.skip(16); break;
-      case FORM.sdata: v = r.sleb(); break;
-      case FORM.udata: case FORM.strx: case FORM.addrx: case FORM.loclistx: case FORM.rnglistx:
-      case FORM.GNU_addr_index: case FORM.GNU_str_index:
-        v = r.uleb(); break;
-      case FORM.strp: case FORM.line_strp: case FORM.sec_offset: case FORM.strp_sup:
-      case FORM.GNU_ref_alt: case FORM.GNU_strp_alt:
-        v = r.offset(u.enc.is64); break;
-      case FORM.string: v = r.pos; r.skipCstr(); break;
-      case FORM.flag_present: v = 1; break;
-      case FORM.implicit_const: v = a.implicit[i]; break;
-      case FORM.block1: case FORM.block2: case FORM.block4: case FORM.block: case FORM.exprloc: {
-        const len = f === FORM.block1 ? r.u8() : f === FORM.block2 ? r.u16() : f === FORM.block4 ? r.u32() : r.uleb();
-        v = r.pos;
-        r.skip(len);
-        (lens ??= new Array<number>(n))[i] = len;
-        break;
-      }
-      default: r.fail(`unknown attribute form 0x${f.toString(16)}`);
-    }
-    vals[i] = v;
+    vals[i] = readValue(u, r, f, a.implicit[i]);
+    if (blockLen >= 0) (lens ??= new Array<number>(n))[i] = blockLen;
   }
   return new Die(u, offset, a, forms, vals, lens, r.pos);
+}
+
+function resolveIndirect(r: Reader): number {
+  let f = FORM.indirect as number;
+  for (let depth = 0; f === FORM.indirect; depth++) {
+    if (depth > 4) r.fail('DW_FORM_indirect chain');
+    f = r.uleb();
+  }
+  return f;
+}
+
+// Length of the block readValue just read (-1 when the form was not a block); a side channel so reading a
+// value allocates nothing.
+let blockLen = -1;
+
+/**
+ * Reads one attribute value: constants, addresses, absolute section offsets for references, indexes for the
+ * *x forms, the data's section offset for blocks, strings and data16.
+ */
+function readValue(u: Unit, r: Reader, f: number, implicit: number): number {
+  blockLen = -1;
+  switch (f) {
+    case FORM.addr: return r.uN(u.enc.addrSize);
+    case FORM.data1: case FORM.flag: case FORM.strx1: case FORM.addrx1: return r.u8();
+    case FORM.data2: case FORM.strx2: case FORM.addrx2: return r.u16();
+    case FORM.strx3: case FORM.addrx3: return r.u24();
+    case FORM.data4: case FORM.strx4: case FORM.addrx4: case FORM.ref_sup4: return r.u32();
+    case FORM.data8: case FORM.ref_sup8: return r.u64();
+    case FORM.ref1: return u.offset + r.u8();
+    case FORM.ref2: return u.offset + r.u16();
+    case FORM.ref4: return u.offset + r.u32();
+    case FORM.ref8: return u.offset + r.u64();
+    case FORM.ref_udata: return u.offset + r.uleb();
+    case FORM.ref_addr: return u.enc.version <= 2 ? r.uN(u.enc.addrSize) : r.offset(u.enc.is64);
+    case FORM.ref_sig8: { const v = r.pos; r.skip(8); return v; }
+    case FORM.data16: { const v = r.pos; r.skip(16); return v; }
+    case FORM.sdata: return r.sleb();
+    case FORM.udata: case FORM.strx: case FORM.addrx: case FORM.loclistx: case FORM.rnglistx:
+    case FORM.GNU_addr_index: case FORM.GNU_str_index:
+      return r.uleb();
+    case FORM.strp: case FORM.line_strp: case FORM.sec_offset: case FORM.strp_sup:
+    case FORM.GNU_ref_alt: case FORM.GNU_strp_alt:
+      return r.offset(u.enc.is64);
+    case FORM.string: { const v = r.pos; r.skipCstr(); return v; }
+    case FORM.flag_present: return 1;
+    case FORM.implicit_const: return implicit;
+    case FORM.block1: case FORM.block2: case FORM.block4: case FORM.block: case FORM.exprloc: {
+      const len = f === FORM.block1 ? r.u8() : f === FORM.block2 ? r.u16() : f === FORM.block4 ? r.u32() : r.uleb();
+      const v = r.pos;
+      r.skip(len);
+      blockLen = len;
+      return v;
+    }
+    default: return r.fail(`unknown attribute form 0x${f.toString(16)}`);
+  }
+}
+
+/**
+ * Consumes a DIE's attributes, keeping only those listed in `ats`: out[k] gets the raw value of ats[k] (as
+ * readDie would store it) and forms[k] its form, or -1 when absent. Nothing is allocated.
+ */
+export function scanAttrs(u: Unit, r: Reader, a: Abbrev, ats: readonly number[], out: number[], forms: number[]): void {
+  for (let k = 0; k < ats.length; k++) forms[k] = -1;
+  const n = a.forms.length;
+  for (let i = 0; i < n; i++) {
+    const k = ats.indexOf(a.attrs[i]);
+    let f = a.forms[i];
+    if (k < 0) {
+      skipForm(u, r, f, 0);
+      continue;
+    }
+    if (f === FORM.indirect) f = resolveIndirect(r);
+    out[k] = readValue(u, r, f, a.implicit[i]);
+    forms[k] = f;
+  }
 }
 
 /** Parses every unit header of .debug_info (and .debug_types, DWARF 4 type units). */
