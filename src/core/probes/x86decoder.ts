@@ -1,0 +1,90 @@
+// The only module that touches iced-x86 (a WASM x86 decoder). It is loaded on first use: compiling its
+// ~800 KB of WASM costs ~100 ms, which only Go return probes on x86-64 should pay.
+import type * as Iced from 'iced-x86';
+
+/** What return-site scanning needs to know about one decoded x86-64 instruction. */
+export type X86Kind =
+  | 'ret' // near RET / RET imm16 (with or without a rep prefix)
+  | 'jmp' // unconditional direct JMP (target set)
+  | 'jcc' // conditional direct jump (target set)
+  | 'jmp-indirect' // JMP r/m, which leaves the function as far as a linear scan can tell
+  | 'stop' // UD2, INT3, far RET/IRET: nothing after it is reached by falling through
+  | 'other';
+
+export interface X86Insn {
+  address: bigint;
+  length: number;
+  kind: X86Kind;
+  /** Branch target of 'jmp' and 'jcc'. */
+  target?: bigint;
+}
+
+export type X86Step = X86Insn | { address: bigint; invalid: true; reason: string };
+
+let iced: typeof Iced | undefined;
+
+function load(): typeof Iced {
+  // A plain require so that esbuild bundles the package like any other CommonJS dependency.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (iced ??= require('iced-x86') as typeof Iced);
+}
+
+/**
+ * Decodes 64-bit code linearly from its first byte (one Decoder over the buffer, one Instruction object
+ * reused) and calls `visit` for each control-flow instruction other than calls; `visit` returns false to stop
+ * early. An undecodable instruction is reported once and ends the walk: the decoder cannot resynchronise
+ * reliably past it. Every property read crosses into WASM, so ordinary instructions are passed over after
+ * reading two.
+ */
+export function decodeX86(code: Uint8Array, address: bigint, visit: (step: X86Step) => boolean): void {
+  const x = load();
+  const decoder = new x.Decoder(64, code, x.DecoderOptions.None);
+  const insn = new x.Instruction();
+  try {
+    decoder.ip = address;
+    while (decoder.canDecode) {
+      decoder.decodeOut(insn);
+      const flow = insn.flowControl;
+      if (flow === x.FlowControl.Next || flow === x.FlowControl.Call || flow === x.FlowControl.IndirectCall) continue;
+      // iced gives Code.INVALID the Exception flow kind, so undecodable bytes always come this way.
+      if (insn.code === x.Code.INVALID) {
+        visit({ address: insn.ip, invalid: true, reason: decoderErrorText(x, decoder.lastError) });
+        return;
+      }
+      const step = classify(x, insn, flow, insn.ip);
+      if (step.kind !== 'other' && !visit(step)) return;
+    }
+  } finally {
+    insn.free();
+    decoder.free();
+  }
+}
+
+function classify(x: typeof Iced, insn: Iced.Instruction, flow: Iced.FlowControl, address: bigint): X86Insn {
+  const length = insn.length;
+  switch (flow) {
+    case x.FlowControl.Return:
+      return { address, length, kind: insn.mnemonic === x.Mnemonic.Ret ? 'ret' : 'stop' };
+    case x.FlowControl.UnconditionalBranch:
+      // JMP FAR ptr16:32 is also an unconditional branch but does not exist in 64-bit mode.
+      return insn.isJmpShortOrNear
+        ? { address, length, kind: 'jmp', target: insn.nearBranchTarget }
+        : { address, length, kind: 'jmp-indirect' };
+    case x.FlowControl.IndirectBranch:
+      return { address, length, kind: 'jmp-indirect' };
+    case x.FlowControl.ConditionalBranch:
+      // JRCXZ/LOOP/Jcc all carry a near target; XBEGIN-style branches are a separate flow kind.
+      return { address, length, kind: 'jcc', target: insn.nearBranchTarget };
+    case x.FlowControl.Exception:
+      return { address, length, kind: 'stop' };
+    case x.FlowControl.Interrupt:
+      return { address, length, kind: insn.mnemonic === x.Mnemonic.Int3 ? 'stop' : 'other' };
+    default:
+      return { address, length, kind: 'other' };
+  }
+}
+
+function decoderErrorText(x: typeof Iced, err: Iced.DecoderError): string {
+  if (err === x.DecoderError.NoMoreBytes) return 'instruction runs past the end of the function';
+  return 'invalid x86-64 instruction';
+}
