@@ -30,6 +30,8 @@ export interface CodeServerOptions {
   browser?: boolean;
   /** Port on 127.0.0.1; default 0, a free one chosen by the kernel. */
   port?: number;
+  /** Aborting (e.g. a test's `t.signal` on timeout) stops a start that is still under way. */
+  signal?: AbortSignal;
 }
 
 export interface CodeServer {
@@ -70,6 +72,8 @@ const DEFAULT_SETTINGS: Record<string, unknown> = {
   'chat.commandCenter.enabled': false,
   'git.enabled': false,
   'editor.minimap.enabled': false,
+  // A blinking cursor is sometimes invisible; the helpers locate lines by the cursor's box.
+  'editor.cursorBlinking': 'solid',
   'editor.codeLens': true,
 };
 
@@ -132,6 +136,8 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<CodeServ
     if (!keep) rmSync(workDir, { recursive: true, force: true });
   };
 
+  const onAbort = (): void => void stop({ keep: true });
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
   try {
     const base = await waitForListening(child, logPath);
     const url = `${base}?folder=${encodeURIComponent(workspaceDir)}`;
@@ -148,8 +154,10 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<CodeServ
       await page.screenshot({ path, fullPage: true });
       return path;
     };
+    opts.signal?.removeEventListener('abort', onAbort);
     return { url, workspaceDir, workDir, logPath, browser, page, exited, screenshot, stop };
   } catch (e) {
+    opts.signal?.removeEventListener('abort', onAbort);
     await stop({ keep: true });
     throw new CodeServerError(
       `code-server did not come up: ${(e as Error).message}\n--- ${logPath} (tail) ---\n${tail(logPath)}`,

@@ -28,25 +28,34 @@ export function e2ePrerequisites(t: TestContext): boolean {
 
 export type OpenWorkbench = CodeServer & { page: Page };
 
+/**
+ * Starts code-server with a browser for test `t`, runs `body`, and stops everything in a `t.after` hook, which
+ * node:test also runs when the test times out: a hung step can neither leak code-server nor keep the test
+ * process alive. A failure or timeout leaves a screenshot in test-results/ and the throwaway folder in place,
+ * and prints where both are.
+ */
 export async function withCodeServer(
   t: TestContext,
   opts: CodeServerOptions,
   body: (cs: OpenWorkbench) => Promise<void>,
 ): Promise<void> {
-  const cs = await startCodeServer({ ...opts, browser: true });
-  try {
-    await body(cs as OpenWorkbench);
-  } catch (e) {
-    mkdirSync(RESULTS_DIR, { recursive: true });
-    const shot = join(RESULTS_DIR, `${slug(t.name)}.png`);
-    const saved = await cs.screenshot(shot).then(() => `failure screenshot: ${shot}`, (err) => `no screenshot (${err})`);
-    const where = `${saved}\ncode-server log: ${cs.logPath}\nuser data (extension host logs under logs/): ${join(cs.workDir, 'user-data')}`;
-    console.error(where);
-    t.diagnostic(where.replace(/\n/g, ' | '));
-    await cs.stop({ keep: true });
-    throw e;
-  }
-  await cs.stop();
+  const cs = await startCodeServer({ ...opts, browser: true, signal: t.signal });
+  let passed = false;
+  t.after(async () => {
+    if (!passed) await reportFailure(t, cs);
+    await cs.stop({ keep: !passed });
+  });
+  await body(cs as OpenWorkbench);
+  passed = true;
+}
+
+async function reportFailure(t: TestContext, cs: CodeServer): Promise<void> {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const shot = join(RESULTS_DIR, `${slug(t.name)}.png`);
+  const saved = await cs.screenshot(shot).then(() => `failure screenshot: ${shot}`, (err) => `no screenshot (${err})`);
+  const where = `${saved}\ncode-server log: ${cs.logPath}\nuser data (extension host logs under logs/): ${join(cs.workDir, 'user-data')}`;
+  console.error(where);
+  t.diagnostic(where.replace(/\n/g, ' | '));
 }
 
 function slug(name: string): string {

@@ -98,9 +98,12 @@ export async function clickCodeLens(page: Page, text: string | RegExp, opts: Wai
     return;
   }
   await goToLine(page, opts.line, opts);
-  const cursor = await cursorBox(page, timeout);
   const deadline = Date.now() + timeout;
+  // Lenses arrive asynchronously and push the lines below them down, so measure the cursor and the lenses
+  // together on every poll and click only once the same lens has been found on two polls in a row.
+  let previous: { i: number; bottom: number } | undefined;
   for (;;) {
+    const cursor = await cursorBox(page, timeout);
     // The lens row sits directly above its line: the matching lens whose box ends closest above the cursor.
     let best: { i: number; bottom: number } | undefined;
     const n = await lenses.count();
@@ -110,12 +113,26 @@ export async function clickCodeLens(page: Page, text: string | RegExp, opts: Wai
       const bottom = box.y + box.height;
       if (bottom <= cursor.y + 2 && cursor.y - bottom < cursor.height * 1.5 && (!best || bottom > best.bottom)) best = { i, bottom };
     }
-    if (best) {
+    if (best && previous && best.i === previous.i && Math.abs(best.bottom - previous.bottom) < 1) {
       await lenses.nth(best.i).click();
       return;
     }
+    previous = best;
     if (Date.now() >= deadline) throw new Error(`no code lens matching ${String(text)} above line ${opts.line} within ${timeout} ms`);
-    await page.waitForTimeout(250);
+    await page.waitForTimeout(300);
+  }
+}
+
+/** The cursor's box once it has stopped moving (code lenses and decorations arriving shift lines down). */
+async function stableCursorBox(page: Page, timeout: number): Promise<{ x: number; y: number; height: number }> {
+  const deadline = Date.now() + timeout;
+  let last = await cursorBox(page, timeout);
+  for (;;) {
+    await page.waitForTimeout(300);
+    const now = await cursorBox(page, timeout);
+    if (Math.abs(now.y - last.y) < 1 && Math.abs(now.x - last.x) < 1) return now;
+    if (Date.now() >= deadline) throw new Error(`the editor cursor kept moving for ${timeout} ms`);
+    last = now;
   }
 }
 
@@ -144,7 +161,7 @@ export async function goToLine(page: Page, line: number, opts: WaitOptions = {})
 export async function openEditorContextMenu(page: Page, line: number, opts: WaitOptions = {}): Promise<Locator> {
   const timeout = opts.timeout ?? DEFAULT_TIMEOUT_MS;
   await goToLine(page, line, opts);
-  const box = await cursorBox(page, timeout);
+  const box = await stableCursorBox(page, timeout);
   await page.mouse.click(box.x + 1, box.y + box.height / 2, { button: 'right' });
   const menu = page.locator('.context-view .monaco-menu').first();
   await menu.waitFor({ state: 'visible', timeout });
