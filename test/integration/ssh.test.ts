@@ -7,6 +7,7 @@ import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSyn
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Server } from 'ssh2';
 import { SshTarget } from '../../src/core/target/ssh';
 import type { SshConnectOptions } from '../../src/core/ssh/connect';
 import { HostKeyChangedError, HostKeyRevokedError, HostKeyUnknownError, SshAuthError, SshConnectError } from '../../src/core/ssh/errors';
@@ -289,6 +290,40 @@ test('encrypted identity file: the passphrase callback unlocks it (a wrong answe
   assert.match(err.message, /permission denied for root@127\.0\.0\.1/);
   assert.match(err.message, /server accepts publickey/);
   assert.match(err.message, /--identity FILE/);
+});
+
+test('login timeout: a server that stalls during login fails in time; slow user prompts do not count', async (t) => {
+  const dir = scratch(t);
+  // A real SSH server (ssh2's) that completes the key exchange and then never answers authentication.
+  const hostKey = generateKeyPair(dir, 'ed25519', 'stall_host');
+  const server = new Server({ hostKeys: [readFileSync(hostKey.privateKeyFile)] }, (client) => {
+    client.on('authentication', () => undefined);
+    client.on('error', () => undefined);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(() => server.close());
+  const port = (server.address() as { port: number }).port;
+  const kh = join(dir, 'known_hosts');
+  writeFileSync(kh, `[127.0.0.1]:${port} ${hostKey.publicKey.split(' ').slice(0, 2).join(' ')}\n`);
+  const key = generateKeyPair(dir, 'ed25519', 'client');
+  const stalled = await SshTarget.connect({
+    destination: `root@127.0.0.1:${port}`, identityFiles: [key.privateKeyFile], knownHostsFile: kh, configFile: null, agentSocket: null, home: dir, connectTimeoutMs: 500,
+  }).then(
+    () => assert.fail('logged in to a server that never answers'),
+    (e: unknown) => e,
+  );
+  assert.ok(stalled instanceof SshConnectError && stalled.failure === 'timeout', String(stalled));
+  assert.match(stalled.message, /login did not finish/);
+
+  // Against a real sshd, a passphrase prompt slower than the timeout still ends in a login.
+  const sshd = await requireSshd(t);
+  if (!sshd) return;
+  const enc = generateKeyPair(dir, 'ed25519', 'slow_enc', 'pw');
+  sshd.authorize('root', enc.publicKey);
+  const slow = await SshTarget.connect(
+    opts(sshd, dir, { identityFiles: [enc.privateKeyFile], connectTimeoutMs: 2000, passphrase: () => new Promise((r) => setTimeout(() => r('pw'), 3000)) }),
+  );
+  await slow.close();
 });
 
 test('an unauthorised key fails with the methods tried', async (t) => {

@@ -51,7 +51,8 @@ async function loadIdentity(file: string, explicit: boolean, st: AuthState, user
     const pass = await st.passphrase(file, attempt);
     if (pass === undefined) return undefined;
     parsed = utils.parseKey(data, pass);
-    if (!(parsed instanceof Error)) return { type: 'publickey', username: user, key: data, passphrase: pass };
+    // The decrypted key itself goes to ssh2: decrypting again (bcrypt KDF) would cost as much a second time.
+    if (!(parsed instanceof Error)) return { type: 'publickey', username: user, key: parsed };
     st.log?.(`wrong passphrase for ${file}`);
   }
   return undefined;

@@ -154,15 +154,34 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
 
   return new Promise<Client>((resolve, reject) => {
     let settled = false;
-    // The key exchange must start within the connect timeout too: a port that accepts but never speaks SSH
-    // would otherwise hang. Once the host key is being checked, user prompts may take as long as they need.
-    let kexTimer: NodeJS.Timeout | undefined = setTimeout(() => {
-      fail(new SshConnectError('timeout', where, `no SSH key exchange within ${timeoutMs / 1000} s (is that port an SSH server?); check the port or raise ConnectTimeout`));
-      sock.destroy();
-    }, timeoutMs);
+    // Every network phase has the connect timeout: a port that accepts but never speaks SSH, or a server that
+    // stalls during login, must not hang a fan-out. Time spent in the user's callbacks (unknown host key,
+    // passphrase, password) does not count.
+    let timer: NodeJS.Timeout | undefined;
+    const pause = () => {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+    };
+    const arm = (what: string) => {
+      pause();
+      timer = setTimeout(() => {
+        fail(new SshConnectError('timeout', where, `${what} within ${timeoutMs / 1000} s; check the host and port, or raise ConnectTimeout`));
+        sock.destroy();
+      }, timeoutMs);
+    };
+    const outsideTimer = <A extends unknown[], R>(fn: ((...a: A) => R) | undefined, resume: string) =>
+      fn &&
+      (async (...a: A): Promise<Awaited<R>> => {
+        pause();
+        try {
+          return await fn(...a);
+        } finally {
+          if (!settled) arm(resume);
+        }
+      });
+    arm('no SSH key exchange (is that port an SSH server?)');
     const fail = (err: Error) => {
-      if (kexTimer) clearTimeout(kexTimer);
-      kexTimer = undefined;
+      pause();
       if (settled) return;
       settled = true;
       client.end();
@@ -180,6 +199,7 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
       }
     });
     client.once('ready', () => {
+      pause();
       settled = true;
       resolve(client);
     });
@@ -209,8 +229,7 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
       keepaliveCountMax: opts.keepaliveCountMax ?? hop.serverAliveCountMax,
       algorithms: { serverHostKey: preferredHostKeyAlgorithms(keyPolicy) as never },
       hostVerifier: (key: Buffer, verify: (ok: boolean) => void) => {
-        if (kexTimer) clearTimeout(kexTimer);
-        kexTimer = undefined;
+        pause();
         verifyHostKey(key, {
           ...keyPolicy,
           strict: hop.strictHostKeyChecking,
@@ -221,6 +240,7 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
           (v) => {
             if (!v.ok) failure = v.error;
             pendingRecord = v.record;
+            if (v.ok) arm('login did not finish');
             verify(v.ok);
           },
           (e: Error) => {
@@ -229,7 +249,15 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
           },
         );
       },
-      authHandler: authHandlerFor(hop, { ...opts, agent, tried, serverMethods, where }),
+      authHandler: authHandlerFor(hop, {
+        log: opts.log,
+        passphrase: outsideTimer(opts.passphrase, 'login did not finish'),
+        password: outsideTimer(opts.password, 'login did not finish'),
+        agent,
+        tried,
+        serverMethods,
+        where,
+      }),
     };
     client.connect(config);
   });
