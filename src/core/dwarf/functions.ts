@@ -156,6 +156,9 @@ export class FunctionPass {
         fns.push(fn);
       } else if (depth === 0) break;
     }
+    // A missing final null for the unit itself is tolerated (some producers drop it); ending inside a nested
+    // DIE's children means DIEs were lost.
+    if (depth > 1) r.fail(`unit at 0x${u.offset.toString(16)} ends inside a DIE's children`);
   }
 
   private record(u: Unit, d: Die, prefix: string): Rec {
