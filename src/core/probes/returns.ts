@@ -22,14 +22,13 @@ export interface ReturnScan {
   undecodable?: { address: bigint; reason: string };
 }
 
-/** Every return of the function whose machine code is `code`, loaded at `address`. Never throws for bad code. */
-export function scanReturns(arch: ReturnArch, code: Uint8Array, address: bigint): ReturnScan {
+/**
+ * Every return of the function whose machine code is `code`, loaded at `address`, with its tail jumps and,
+ * if any, the first bytes that could not be decoded. Never throws for bad code: callers refuse through
+ * `requireReturnSites` or by inspecting the result.
+ */
+export function findReturnSites(arch: ReturnArch, code: Uint8Array, address: bigint): ReturnScan {
   return arch === 'x86_64' ? scanX86(code, address) : scanAarch64(code, address);
-}
-
-/** Addresses of the function's return instructions (possibly none; see `scanReturns` for why). */
-export function findReturnSites(arch: ReturnArch, code: Uint8Array, address: bigint): bigint[] {
-  return scanReturns(arch, code, address).returns;
 }
 
 export class ReturnSitesError extends Error {
@@ -49,7 +48,7 @@ export class ReturnSitesError extends Error {
  * some RETs might be missed.
  */
 export function requireReturnSites(functionName: string, arch: ReturnArch, code: Uint8Array, address: bigint): bigint[] {
-  const scan = scanReturns(arch, code, address);
+  const scan = findReturnSites(arch, code, address);
   if (scan.undecodable) {
     const { address: at, reason } = scan.undecodable;
     throw new ReturnSitesError(functionName, 'undecodable',

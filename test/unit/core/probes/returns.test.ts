@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { openBinary } from '../../../../src/core/binary';
 import {
-  findReturnSites, requireReturnSites, ReturnSitesError, scanReturns, type ReturnArch,
+  findReturnSites, requireReturnSites, ReturnSitesError, type ReturnArch,
 } from '../../../../src/core/probes/returns';
 import { fixtureOrSkip, type FixtureName } from '../../../helpers/fixtures';
 import { missing } from '../../../helpers/require';
@@ -20,7 +20,7 @@ const words = (...w: number[]) => {
 const MOVABS_C3 = [0x48, 0xb8, 0x11, 0xc3, 0xc3, 0xc3, 0xc3, 0xc3, 0xc3, 0x11];
 
 test('x86-64: a 0xc3 byte inside an immediate is not a RET; the RET after it is', () => {
-  assert.deepEqual(findReturnSites('x86_64', bytes(...MOVABS_C3, 0xc3), BASE), [BASE + 10n]);
+  assert.deepEqual(findReturnSites('x86_64', bytes(...MOVABS_C3, 0xc3), BASE), { returns: [BASE + 10n], tailJumps: [] });
 });
 
 test('x86-64: RET imm16 and `repz ret` (reported at its prefix) are returns', () => {
@@ -30,7 +30,7 @@ test('x86-64: RET imm16 and `repz ret` (reported at its prefix) are returns', ()
     0xc2, 0x08, 0x00, //       ret $8
     0xf3, 0xc3, //             repz ret
   );
-  assert.deepEqual(scanReturns('x86_64', code, BASE), { returns: [BASE + 4n, BASE + 7n], tailJumps: [] });
+  assert.deepEqual(findReturnSites('x86_64', code, BASE), { returns: [BASE + 4n, BASE + 7n], tailJumps: [] });
 });
 
 test('x86-64: a function ending in a jmp elsewhere has tail jumps, no returns, and is refused with the next step', () => {
@@ -40,7 +40,7 @@ test('x86-64: a function ending in a jmp elsewhere has tail jumps, no returns, a
     0xe9, 0x00, 0x10, 0x00, 0x00, // jmp +0x1000 (outside)
     0xff, 0xe0, //                   jmp *%rax
   );
-  const scan = scanReturns('x86_64', code, BASE);
+  const scan = findReturnSites('x86_64', code, BASE);
   assert.deepEqual(scan, { returns: [], tailJumps: [BASE + 5n, BASE + 10n] });
   assert.throws(() => requireReturnSites('main.tail', 'x86_64', code, BASE), (e: unknown) => {
     assert.ok(e instanceof ReturnSitesError);
@@ -55,18 +55,18 @@ test('x86-64: a function ending in a jmp elsewhere has tail jumps, no returns, a
 test('x86-64: int3, nop and zero padding after the last instruction end the scan cleanly', () => {
   // The lone trailing zero is an `add` cut short by the end of the function, which is still padding.
   for (const pad of [[0xcc, 0xcc, 0xcc], [0x90, 0x66, 0x90], [0x00, 0x00, 0x00], [0xcc, 0x00, 0x90, 0xcc, 0x00]]) {
-    assert.deepEqual(scanReturns('x86_64', bytes(...MOVABS_C3, 0xc3, ...pad), BASE), { returns: [BASE + 10n], tailJumps: [] });
+    assert.deepEqual(findReturnSites('x86_64', bytes(...MOVABS_C3, 0xc3, ...pad), BASE), { returns: [BASE + 10n], tailJumps: [] });
   }
 });
 
 test('x86-64: an invalid instruction mid-function is reported at its address and refused', () => {
   const code = bytes(0xc3, 0x06, 0x90, 0xc3); // ret; push %es (not an x86-64 instruction); nop; ret
-  const scan = scanReturns('x86_64', code, BASE);
+  const scan = findReturnSites('x86_64', code, BASE);
   assert.deepEqual(scan.undecodable, { address: BASE + 1n, reason: 'invalid x86-64 instruction' });
   assert.throws(() => requireReturnSites('f', 'x86_64', code, BASE), (e: unknown) =>
     e instanceof ReturnSitesError && e.reason === 'undecodable' && /0x401001/.test(e.message));
   // An instruction cut off by the function's end, with something other than padding in it.
-  const cut = scanReturns('x86_64', bytes(0xc3, 0x48, 0xb8, 0x11, 0x22), BASE);
+  const cut = findReturnSites('x86_64', bytes(0xc3, 0x48, 0xb8, 0x11, 0x22), BASE);
   assert.deepEqual(cut.undecodable, { address: BASE + 1n, reason: 'instruction runs past the end of the function' });
 });
 
@@ -83,12 +83,12 @@ test('AArch64: RET to any register, RETAA/RETAB; B outside, BR and BRAAZ are tai
     0xd61f0a1f, // braaz x16
     0x00000000, // padding (udf #0)
   );
-  assert.deepEqual(scanReturns('aarch64', code, BASE), {
+  assert.deepEqual(findReturnSites('aarch64', code, BASE), {
     returns: [BASE, BASE + 8n, BASE + 16n, BASE + 20n],
     tailJumps: [BASE + 24n, BASE + 28n, BASE + 32n],
   });
   // A conditional branch out of the function (cbz to a shared epilogue elsewhere) is an exit too.
-  assert.deepEqual(scanReturns('aarch64', words(0xb4fff800, 0xd65f03c0), BASE).tailJumps, [BASE]); // cbz x0, -0x100
+  assert.deepEqual(findReturnSites('aarch64', words(0xb4fff800, 0xd65f03c0), BASE).tailJumps, [BASE]); // cbz x0, -0x100
 });
 
 // --- against objdump, on the fixtures ------------------------------------------------------------------------
@@ -123,7 +123,7 @@ async function checkAgainstObjdump(t: TestContext, name: FixtureName, arch: Retu
   const byName = new Map<string, bigint[]>();
   for (const g of sized) {
     const code = image.functionBytes(g);
-    const scan = scanReturns(arch, code, g.address);
+    const scan = findReturnSites(arch, code, g.address);
     const names = g.symbols.map((s) => s.name).join('/');
     assert.equal(scan.undecodable, undefined, `${names}: ${JSON.stringify(scan.undecodable, (_k, v) => (typeof v === 'bigint' ? `0x${v.toString(16)}` : v))}`);
     for (const r of scan.returns) ours.add(r);
