@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { decorationText, formatCount, formatNs, hitRate, hoverMarkdown, sparkline } from '../../../../src/vscode/model/format';
+import { statsForSpec, type SessionView } from '../../../../src/vscode/model/stats';
+
+const latency = { count: 10, p50: 2100, p90: 5000, p99: 9000, max: 9500, min: 1000, log2: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 5, 0, 2] };
+
+function view(host: string, hits: number): SessionView {
+  return {
+    host,
+    events: [{ event: 'add_ints', spec: 'add_ints $params' }, { event: 'other', spec: 'other' }],
+    snapshot: {
+      hits: { add_ints: hits, other: 99 },
+      lines: {},
+      lastValues: { add_ints: { a: [{ ts: 1, value: 1 }, { ts: 2, value: 3 }], b: [{ ts: 1, value: 2 }, { ts: 2, value: -7 }] } },
+      latency: { add_ints: latency },
+      unpairedReturns: 0,
+      lost: 0,
+    },
+  };
+}
+
+test('the inline decoration reads like the issue says', () => {
+  const st = statsForSpec('add_ints $params', [view('local', 1000), view('db1', 204)]);
+  assert.equal(st.hits, 1204);
+  assert.deepEqual(st.byHost, { local: 1000, db1: 204 });
+  assert.equal(decorationText(st, 'armed'), '● 1,204 hits · last a=3 b=-7 · p50 2.1µs');
+});
+
+test('states other than armed say so; one hit is singular', () => {
+  assert.equal(decorationText({ hits: 1, byHost: {}, lastHits: [] }, 'armed'), '● 1 hit');
+  assert.equal(decorationText(undefined, 'armed'), '● 0 hits');
+  assert.equal(decorationText(undefined, 'error', 'bad arg'), '● error: bad arg');
+  assert.match(decorationText({ hits: 5, byHost: {}, lastHits: [] }, 'stale'), /^● stale \(binary rebuilt\) · 5 hits$/);
+});
+
+test('numbers and durations', () => {
+  assert.equal(formatCount(0), '0');
+  assert.equal(formatCount(1234567), '1,234,567');
+  assert.equal(formatNs(850), '850ns');
+  assert.equal(formatNs(2100), '2.1µs');
+  assert.equal(formatNs(15_400_000), '15ms');
+  assert.equal(formatNs(1_200_000_000), '1.2s');
+});
+
+test('strings are quoted, pointers and nulls are not', () => {
+  const st = statsForSpec('s', [{ host: 'h', events: [{ event: 'e', spec: 's' }], snapshot: { hits: { e: 1 }, lines: {}, lastValues: { e: { name: [{ ts: 1, value: 'bob' }], p: [{ ts: 1, value: '0x7ffd12' }], q: [{ ts: 1, value: null }] } }, latency: {}, unpairedReturns: 0, lost: 0 } }]);
+  assert.equal(decorationText(st, 'armed'), '● 1 hit · last name="bob" p=0x7ffd12 q=?');
+});
+
+test('the hover lists hosts, last hits (newest first) and a latency sparkline', () => {
+  const st = statsForSpec('add_ints $params', [view('local', 3)]);
+  const md = hoverMarkdown('add_ints $params', st, 'armed', ['a: optimized out']);
+  assert.match(md, /local: 3 hits/);
+  assert.ok(md.indexOf('a=3 b=-7') < md.indexOf('a=1 b=2'), 'newest hit first');
+  assert.match(md, /⚠ a: optimized out/);
+  assert.match(md, /p50 2\.1µs · p90 5µs/);
+  const sp = sparkline(latency.log2)!;
+  assert.equal(sp.bars.length, 4);
+  assert.equal(sp.bars[1], '█');
+  assert.equal(sp.bars[2], ' ');
+  assert.equal(sp.from, 1024);
+  assert.equal(sp.to, 16384);
+});
+
+test('hit rate from two samples', () => {
+  assert.equal(hitRate(undefined, { t: 1000, total: 5 }), 0);
+  assert.equal(hitRate({ t: 0, total: 0 }, { t: 500, total: 50 }), 100);
+});

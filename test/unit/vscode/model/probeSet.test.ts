@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  addProbe, binaryFromKey, binaryKey, emptyProbeSet, enabledSpecs, parseProbeSet, ProbeSetFormatError, removeProbe,
+  serializeProbeSet, setProbeEnabled,
+} from '../../../../src/vscode/model/probeSet';
+
+test('a probe set survives serialise → parse unchanged, disabled probes included', () => {
+  const set = emptyProbeSet();
+  assert.equal(addProbe(set, 'build/calls', 'add_ints $params'), true);
+  addProbe(set, 'build/calls', 'greet%return $retval');
+  addProbe(set, '/opt/lib/libx.so', 'x_init');
+  setProbeEnabled(set, 'build/calls', 'greet%return $retval', false);
+  const text = serializeProbeSet(set);
+  assert.deepEqual(parseProbeSet(text), set);
+  // Reviewable: enabled probes are plain strings.
+  assert.match(text, /"add_ints \$params"/);
+  assert.deepEqual(enabledSpecs(parseProbeSet(text), 'build/calls'), ['add_ints $params']);
+});
+
+test('adding twice does not duplicate; removing the last probe drops the binary', () => {
+  const set = emptyProbeSet();
+  addProbe(set, 'a', 's');
+  assert.equal(addProbe(set, 'a', 's'), false);
+  assert.equal(set.binaries.a.length, 1);
+  assert.equal(removeProbe(set, 'a', 's'), true);
+  assert.deepEqual(set.binaries, {});
+  assert.equal(removeProbe(set, 'a', 's'), false);
+});
+
+test('hand-edited files: comment lines tolerated, bad shapes named', () => {
+  const set = parseProbeSet('// my probes\n{"version":1,"binaries":{"b":["f", {"spec":"g","enabled":false}]}}');
+  assert.deepEqual(set.binaries.b, [{ spec: 'f', enabled: true }, { spec: 'g', enabled: false }]);
+  assert.throws(() => parseProbeSet('{"binaries":{"b":[3]}}', 'x.json'), (e: unknown) => e instanceof ProbeSetFormatError && /x\.json: "binaries"\."b"\[0\]/.test(e.message));
+  assert.throws(() => parseProbeSet('{"version":7}'), /version 7 is not supported/);
+  assert.throws(() => parseProbeSet('nope'), /not valid JSON/);
+});
+
+test('binaries inside the workspace are stored relative, others absolute', () => {
+  assert.equal(binaryKey('/w/build/app', '/w'), 'build/app');
+  assert.equal(binaryKey('/x/app', '/w'), '/x/app');
+  assert.equal(binaryFromKey('build/app', '/w'), '/w/build/app');
+  assert.equal(binaryFromKey('/x/app', '/w'), '/x/app');
+});
