@@ -23,14 +23,16 @@ test('x86-64: a 0xc3 byte inside an immediate is not a RET; the RET after it is'
   assert.deepEqual(findReturnSites('x86_64', bytes(...MOVABS_C3, 0xc3), BASE), { returns: [BASE + 10n], tailJumps: [] });
 });
 
-test('x86-64: RET imm16 and `repz ret` (reported at its prefix) are returns', () => {
+test('x86-64: RET imm16, `repz ret` and `bnd ret` (reported at their prefix) are returns', () => {
   const code = bytes(
     0x85, 0xff, //             test %edi,%edi
     0x74, 0x03, //             je +3 (inside)
     0xc2, 0x08, 0x00, //       ret $8
     0xf3, 0xc3, //             repz ret
+    0xf2, 0xc3, //             bnd ret
   );
-  assert.deepEqual(findReturnSites('x86_64', code, BASE), { returns: [BASE + 4n, BASE + 7n], tailJumps: [] });
+  assert.deepEqual(findReturnSites('x86_64', code, BASE), { returns: [BASE + 4n, BASE + 7n, BASE + 9n], tailJumps: [] });
+  assert.deepEqual(findReturnSites('x86_64', new Uint8Array(0), BASE), { returns: [], tailJumps: [] });
 });
 
 test('x86-64: a function ending in a jmp elsewhere has tail jumps, no returns, and is refused with the next step', () => {
@@ -96,7 +98,7 @@ test('AArch64: RET to any register, RETAA/RETAB; B outside, BR and BRAAZ are tai
 const OBJDUMP: Record<ReturnArch, string> = { x86_64: 'objdump', aarch64: 'aarch64-linux-gnu-objdump' };
 const APT: Record<ReturnArch, string> = { x86_64: 'binutils', aarch64: 'binutils-aarch64-linux-gnu' };
 
-/** Addresses objdump disassembles as ret/retq/repz ret/retaa…, by its own linear sweep from each symbol. */
+/** Addresses objdump disassembles as ret/retq/repz ret/bnd ret/retaa…, by its own linear sweep from each symbol. */
 function objdumpReturns(t: TestContext, arch: ReturnArch, path: string): Set<bigint> | undefined {
   let out: string;
   try {
@@ -107,7 +109,7 @@ function objdumpReturns(t: TestContext, arch: ReturnArch, path: string): Set<big
     return undefined;
   }
   const found = new Set<bigint>();
-  for (const m of out.matchAll(/^\s*([0-9a-f]+):\s+(?:rep[a-z]*\s+)?ret[a-z]*\b/gm)) found.add(BigInt('0x' + m[1]));
+  for (const m of out.matchAll(/^\s*([0-9a-f]+):\s+(?:(?:rep[a-z]*|bnd|notrack)\s+)?ret[a-z]*\b/gm)) found.add(BigInt('0x' + m[1]));
   return found;
 }
 
