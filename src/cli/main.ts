@@ -1,6 +1,7 @@
 import { PROBELENS_VERSION } from '../core/version';
 import { UsageError } from './args';
 import { functionsCommand, linesCommand, usdtCommand, varsCommand, type Io } from './commands/inspect';
+import { cleanupCommand, defineCommand, traceCommand } from './commands/trace';
 
 const USAGE = `probelens ${PROBELENS_VERSION} — dynamic tracing with uprobes
 
@@ -9,16 +10,27 @@ usage:
   probelens lines     BIN SRC[:LINE]     [--json] [--no-cache]
   probelens vars      BIN POINT          [--json] [--no-cache]
   probelens usdt      BIN                [--json] [--no-cache]
+  probelens define    BIN SPEC…          [--json] [--remote-path PATH]
+  probelens trace     BIN SPEC… [--host [USER@]HOST[:PORT]]… [--identity FILE] [--known-hosts FILE] [--accept-new]
+                      [--remote-path PATH] [--pid N] [--filter EXPR] [--duration SECONDS] [--count N] [--json]
+                      [--no-build-id-check] [--buffer-kb N] [--sudo]
+  probelens cleanup   [--host …] [--identity FILE] [--known-hosts FILE] [--sudo]
+
+SPEC is a point and its arguments in one word (quote it): 'add_ints a b', 'deposit%return $retval',
+'calls.c:42 acct->balance', 'sdt:app:request arg1'.
 
 POINT is FUNC[@SRC][:RLN|+OFFS] or SRC:LINE (perf probe's syntax). --debug-dir DIR (repeatable) adds a
 directory searched for separate debug files. Exit status is 0 on success, 1 on an error, 2 on bad usage.
 `;
 
-const COMMANDS: Record<string, (argv: string[], io: Io) => Promise<void>> = {
+const COMMANDS: Record<string, (argv: string[], io: Io) => Promise<void | number>> = {
   functions: functionsCommand,
   lines: linesCommand,
   vars: varsCommand,
   usdt: usdtCommand,
+  define: defineCommand,
+  trace: traceCommand,
+  cleanup: cleanupCommand,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -38,8 +50,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const io: Io = { out: (text) => void process.stdout.write(text) };
   try {
-    await run(rest, io);
-    return 0;
+    return (await run(rest, io)) ?? 0;
   } catch (e) {
     return report(e);
   }

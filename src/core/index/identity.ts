@@ -11,6 +11,9 @@ export interface BinaryIdentity {
   size: number;
   mtimeMs: number;
   buildId?: string;
+  /** File offset and length of the build-id bytes, so a target can compare its copy without parsing ELF. */
+  buildIdOffset?: number;
+  buildIdLength?: number;
 }
 
 export function readBinaryIdentity(path: string): BinaryIdentity {
@@ -56,6 +59,8 @@ export function readBinaryIdentity(path: string): BinaryIdentity {
         if (descStart + descsz > notes.length) break;
         if (type === NT_GNU_BUILD_ID && namesz === 4 && notes.toString('latin1', q + 12, q + 15) === 'GNU' && descsz > 0) {
           id.buildId = notes.toString('hex', descStart, descStart + descsz);
+          id.buildIdOffset = off + descStart;
+          id.buildIdLength = descsz;
           return id;
         }
         q = descStart + descsz + ((align - (descsz % align)) % align);

@@ -1,0 +1,147 @@
+// probelens define | trace | cleanup — compile specs, trace local or SSH targets, sweep leftovers.
+import { loadIndex } from '../../core/index/load';
+import { compileProbes } from '../../core/probes/compiler';
+import { mergeSummaries, startAll, type HostOutcome } from '../../core/session/fanout';
+import type { SessionSummary } from '../../core/session/traceSession';
+import { sshOptionsFromCli } from '../../core/ssh/cliOptions';
+import { LocalTarget } from '../../core/target/local';
+import { SshTarget } from '../../core/target/ssh';
+import type { Target } from '../../core/target/target';
+import { TracefsAgent } from '../../core/tracefs/agentClient';
+import { hitToJson, type Hit } from '../../core/tracefs/hitParser';
+import { toJson } from '../../core/format/json';
+import { oneValue, parseArgs, positiveNumber, UsageError, type ParsedArgs } from '../args';
+import type { Io } from './inspect';
+
+const SSH_OPTS = {
+  host: { kind: 'value', repeat: true }, identity: { kind: 'value', repeat: true }, 'known-hosts': { kind: 'value' },
+  'accept-new': { kind: 'flag' }, sudo: { kind: 'flag' },
+} as const;
+
+function connector(args: ParsedArgs, log: (m: string) => void): (host: string) => Promise<Target> {
+  const sudo = args.flags.has('sudo') || (typeof process.getuid === 'function' && process.getuid() !== 0);
+  return async (host) => {
+    if (host === 'local') return new LocalTarget({ sudo });
+    return SshTarget.connect(sshOptionsFromCli({ host, identity: args.values.get('identity'), knownHosts: oneValue(args, 'known-hosts'), acceptNew: args.flags.has('accept-new'), log }));
+  };
+}
+
+const useSudo = (args: ParsedArgs, host: string) => args.flags.has('sudo') || (host === 'local' && typeof process.getuid === 'function' && process.getuid() !== 0);
+
+export async function defineCommand(argv: string[], io: Io): Promise<void> {
+  const args = parseArgs(argv, { json: { kind: 'flag' }, 'remote-path': { kind: 'value' }, 'debug-dir': { kind: 'value', repeat: true }, group: { kind: 'value' } });
+  const [bin, ...specs] = args.positionals;
+  if (!bin || specs.length === 0) throw new UsageError('usage: probelens define BIN SPEC…');
+  const { index } = await loadIndex(bin, { debugDirs: args.values.get('debug-dir') });
+  const group = oneValue(args, 'group') ?? `probelens_${process.pid}_define`;
+  const probes = await compileProbes(specs, index, { group, targetPath: oneValue(args, 'remote-path'), debugDirs: args.values.get('debug-dir') });
+  if (args.flags.has('json')) io.out(`${toJson(probes.map((p) => ({ event: p.event, definition: p.definition })), 2)}\n`);
+  else for (const p of probes) io.out(`${p.definition}\n`);
+  for (const p of probes) for (const w of p.warnings) process.stderr.write(`probelens: ${p.event}: ${w}\n`);
+}
+
+function formatHitText(h: Hit): string {
+  const args = Object.entries(h.args).map(([k, v]) => `${k}=${typeof v === 'string' && !/^0x/.test(v) ? JSON.stringify(v) : String(v)}`).join(' ');
+  const ret = h.retval !== undefined ? ` → ${String(h.retval)}` : '';
+  return `${h.ts.toFixed(6)} ${h.host} ${h.comm}-${h.pid}/${h.tid} ${h.probe}${args ? ` ${args}` : ''}${ret}\n`;
+}
+
+export async function traceCommand(argv: string[], io: Io): Promise<number> {
+  const args = parseArgs(argv, {
+    ...SSH_OPTS, json: { kind: 'flag' }, 'remote-path': { kind: 'value' }, pid: { kind: 'value' }, filter: { kind: 'value' },
+    duration: { kind: 'value' }, count: { kind: 'value' }, 'no-build-id-check': { kind: 'flag' }, 'buffer-kb': { kind: 'value' },
+    'debug-dir': { kind: 'value', repeat: true }, 'heartbeat': { kind: 'value' },
+  });
+  const [bin, ...specs] = args.positionals;
+  if (!bin || specs.length === 0) throw new UsageError('usage: probelens trace BIN SPEC… [--host [USER@]HOST[:PORT]]…');
+  const duration = positiveNumber(args, 'duration', false);
+  const count = positiveNumber(args, 'count', true);
+  const pid = positiveNumber(args, 'pid', true);
+  const bufferKb = positiveNumber(args, 'buffer-kb', true);
+  const heartbeat = positiveNumber(args, 'heartbeat', true);
+  const json = args.flags.has('json');
+  const hosts = args.values.get('host') ?? ['local'];
+  const { index } = await loadIndex(bin, { debugDirs: args.values.get('debug-dir') });
+
+  let total = 0;
+  let stopRequested: () => void = () => undefined;
+  const stopSignal = new Promise<void>((res) => (stopRequested = res));
+  const onHit = (h: Hit) => {
+    if (count !== undefined && total >= count) return;
+    total++;
+    io.out(json ? `${toJson(hitToJson(h))}\n` : formatHitText(h));
+    if (count !== undefined && total >= count) stopRequested();
+  };
+  const log = (m: string) => process.stderr.write(`probelens: ${m}\n`);
+  const connect = connector(args, log);
+  const outcomes: HostOutcome[] = await startAll(hosts, async (host) => connect(host), {
+    index, specs, remotePath: oneValue(args, 'remote-path'), pid, filter: oneValue(args, 'filter'), bufferKb,
+    noBuildIdCheck: args.flags.has('no-build-id-check'), debugDirs: args.values.get('debug-dir'), heartbeatSeconds: heartbeat, onHit,
+    onLost: (n) => { if (!json) log(`${n} events lost (the trace buffer overflowed)`); },
+    get sudo() { return useSudo(args, hosts[0]); },
+  });
+  for (const o of outcomes) if (o.error) log(`${o.host}: ${o.error.message}`);
+  const live = outcomes.filter((o) => o.session);
+  if (live.length > 0) {
+    if (!json) {
+      const n = live[0].session!.probes.length;
+      log(`tracing ${n} probe${n === 1 ? '' : 's'} on ${live.map((o) => o.host).join(', ')}; Ctrl-C to stop`);
+      for (const p of live[0].session!.probes) for (const w of p.warnings) log(`${p.event}: ${w}`);
+    }
+    const onSignal = () => stopRequested();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    const timer = duration !== undefined ? setTimeout(stopRequested, duration * 1000) : undefined;
+    // A host whose agent dies mid-session ends only its own part; when all are gone there is nothing to wait for.
+    void Promise.all(live.map((o) => o.session!.exited)).then(() => stopRequested());
+    await stopSignal;
+    if (timer) clearTimeout(timer);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+  const results: Array<{ host: string; summary?: SessionSummary; error?: Error }> = await Promise.all(outcomes.map(async (o) => {
+    if (!o.session) return { host: o.host, error: o.error };
+    try {
+      return { host: o.host, summary: await o.session.stop() };
+    } catch (e) {
+      return { host: o.host, error: e instanceof Error ? e : new Error(String(e)) };
+    } finally {
+      await o.session.opts.target.close().catch(() => undefined);
+    }
+  }));
+  const summary = mergeSummaries(results);
+  if (json) io.out(`${toJson({ summary })}\n`);
+  else {
+    for (const [probe, n] of Object.entries(summary.hits)) {
+      const lat = summary.latency[probe];
+      io.out(`${probe}: ${n} hit${n === 1 ? '' : 's'}${summary.kernelHits[probe] !== undefined ? ` (kernel counted ${summary.kernelHits[probe]})` : ''}${lat ? `, p50 ${lat.p50} ns p99 ${lat.p99} ns` : ''}\n`);
+    }
+    if (summary.lost) io.out(`lost: ${summary.lost} events (raise --buffer-kb or add --filter)\n`);
+  }
+  return results.some((r) => r.error) ? 1 : 0;
+}
+
+export async function cleanupCommand(argv: string[], io: Io): Promise<number> {
+  const args = parseArgs(argv, SSH_OPTS);
+  if (args.positionals.length) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
+  const hosts = args.values.get('host') ?? ['local'];
+  const connect = connector(args, (m) => process.stderr.write(`probelens: ${m}\n`));
+  let failed = 0;
+  for (const host of hosts) {
+    let target: Target | undefined;
+    try {
+      target = await connect(host);
+      // The agent's HELLO sweeps every probelens_* group and instance whose owner is gone; STOP removes its own.
+      const agent = await TracefsAgent.start(target, { sudo: useSudo(args, host) });
+      const swept = agent.hello.swept;
+      await agent.stop();
+      io.out(`${host}: ${swept.length ? `removed ${swept.join(', ')}` : 'nothing to clean up'}\n`);
+    } catch (e) {
+      failed++;
+      process.stderr.write(`probelens: ${host}: ${e instanceof Error ? e.message : String(e)}\n`);
+    } finally {
+      await target?.close().catch(() => undefined);
+    }
+  }
+  return failed ? 1 : 0;
+}

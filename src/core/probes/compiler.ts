@@ -1,0 +1,357 @@
+// The probe compiler: probe specs + a binary's index → tracefs uprobe definitions, computed entirely on the
+// user's side (perf probe -D's idea) so only definition text travels to a target.
+import type { TypeDesc } from '../dwarf';
+import { inherited } from '../dwarf/functions';
+import type { BinaryIndex } from '../index/binaryIndex';
+import type { IndexedFunction, IndexedUsdt } from '../index/model';
+import { formatDefinition, uniqueEventName, type FetchArg } from './definition';
+import { stripQualifiers } from './fetch';
+import { ArgError, deref, member, placeFromLocation, scalarFetch, valueFetch, type Place, type TypedFetch } from './places';
+import { resolvePoint, ResolveError, type ResolvedSite } from './resolve';
+import { findReturnSites } from './returns';
+import { parseSpec, type ProbeArg, type ProbeSpec } from './spec';
+import { siteContext, variablesAtSite, type SiteVariable } from './variables';
+
+export interface CompiledArg {
+  name: string;
+  fetch: string;
+  type: string;
+  display: TypedFetch['display'];
+  /** Go strings: the name of the hidden argument holding the length to cut the string at. */
+  lengthArg?: string;
+  /** Present in the definition for ProbeLens's own use (Go string lengths, goroutine pairing), not shown. */
+  hidden?: boolean;
+}
+
+export interface CompiledProbe {
+  event: string;
+  group: string;
+  definition: string;
+  kind: 'entry' | 'return' | 'line' | 'usdt';
+  /** The spec text it came from, and which probe of a multi-site spec this is. */
+  spec: string;
+  function?: string;
+  file?: string;
+  line?: number;
+  address: bigint;
+  fileOffset: bigint;
+  args: CompiledArg[];
+  /** Entry and return probes of one function share a key, for latency pairing. */
+  pairKey?: string;
+  /** What pairs entry with return: the thread, or on Go the goroutine (the `g` pointer in R14). */
+  pairBy: 'tid' | 'goroutine';
+  /** Arguments left out and why (optimized out at this address, …). */
+  warnings: string[];
+}
+
+export interface CompileOptions {
+  group: string;
+  /** The binary's path on the target (defaults to the index's local path). */
+  targetPath?: string;
+  debugDirs?: string[];
+  /** The target kernel supports semaphore (REF_CTR_OFFSET) probes (README mentions ref_ctr_offset). */
+  refCtrOffset?: boolean;
+}
+
+export class CompileError extends Error {
+  constructor(readonly spec: string, message: string) {
+    super(`${spec}: ${message}`);
+    this.name = 'CompileError';
+  }
+}
+
+interface Ctx {
+  index: BinaryIndex;
+  opts: CompileOptions;
+  used: Set<string>;
+  go: boolean;
+}
+
+export async function compileProbes(specs: Array<string | ProbeSpec>, index: BinaryIndex, opts: CompileOptions): Promise<CompiledProbe[]> {
+  const ctx: Ctx = { index, opts, used: new Set(), go: index.isGo };
+  const out: CompiledProbe[] = [];
+  for (const s of specs) {
+    const spec = typeof s === 'string' ? parseSpec(s) : s;
+    try {
+      out.push(...(await compileSpec(spec, ctx)));
+    } catch (e) {
+      if (e instanceof ResolveError || e instanceof ArgError) throw new CompileError(spec.text, e.message);
+      throw e;
+    }
+  }
+  return out;
+}
+
+async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> {
+  const sites = resolvePoint(spec.point, ctx.index);
+  const out: CompiledProbe[] = [];
+  for (const site of sites) {
+    if (site.kind === 'usdt') out.push(compileUsdt(spec, site.usdt!, ctx));
+    else if (site.kind === 'return' && ctx.go) out.push(...(await compileGoReturns(spec, site, ctx)));
+    else out.push(await compileSite(spec, site, ctx));
+  }
+  return out;
+}
+
+function baseName(site: ResolvedSite): string {
+  if (site.kind === 'line') return `${(site.file ?? 'line').replace(/^.*\//, '').replace(/\.[^.]*$/, '')}_L${site.line}`;
+  return site.fn?.name ?? 'probe';
+}
+
+async function compileSite(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): Promise<CompiledProbe> {
+  const { index, opts } = ctx;
+  const fn = site.fn!;
+  const warnings: string[] = [];
+  const args: CompiledArg[] = [];
+  const isReturn = site.kind === 'return';
+  const vars = site.kind === 'entry' && site.address === fn.address ? entryVars(fn) : await variablesAtSite(index, site, opts.debugDirs);
+  for (const a of spec.args) args.push(...(await compileArg(a, site, fn, vars, ctx, warnings)));
+  if (ctx.go && (site.kind === 'entry')) args.push({ name: 'probelens_g', fetch: '%r14', type: 'x64', display: 'hex', hidden: true });
+  const fileOffset = site.address === fn.address && fn.fileOffset !== undefined ? fn.fileOffset : await fileOffsetOf(index, site.address, opts.debugDirs);
+  const event = uniqueEventName(`${baseName(site)}${isReturn ? '__return' : ''}`, ctx.used);
+  return finish({
+    event, group: opts.group, kind: site.kind === 'line' ? 'line' : isReturn ? 'return' : 'entry', spec: spec.text,
+    function: fn.name, file: site.file, line: site.line, address: site.address, fileOffset, args,
+    pairKey: site.kind === 'line' ? undefined : `${fn.name}@${fn.address}`, pairBy: ctx.go ? 'goroutine' : 'tid', warnings,
+  }, isReturn ? 'r' : 'p', opts, index);
+}
+
+function finish(p: Omit<CompiledProbe, 'definition'>, kind: 'p' | 'r', opts: CompileOptions, index: BinaryIndex, refCtr?: bigint): CompiledProbe {
+  const fetchArgs: FetchArg[] = p.args.map((a) => ({ name: a.name, fetch: a.fetch, type: a.type }));
+  const definition = formatDefinition({ kind, group: opts.group, event: p.event, path: opts.targetPath ?? index.path, offset: p.fileOffset, refCtrOffset: refCtr, args: fetchArgs });
+  return { ...p, definition };
+}
+
+async function fileOffsetOf(index: BinaryIndex, address: bigint, debugDirs?: string[]): Promise<bigint> {
+  const { access } = await siteContext(index, debugDirs);
+  return BigInt(access.image.fileOffsetOf(address));
+}
+
+function entryVars(fn: IndexedFunction): SiteVariable[] {
+  return fn.params.map((p) => ({ name: p.name, type: p.type, location: p.location, kind: 'param' as const }));
+}
+
+async function describer(ctx: Ctx): Promise<(o: number | undefined) => TypeDesc> {
+  const { access } = await siteContext(ctx.index, ctx.opts.debugDirs);
+  return (o) => access.dwarf.typeOf(o);
+}
+
+/** Type DIE offset of a variable visible at the site (entry params carry none in the index: look them up). */
+async function typeOffsetOf(v: SiteVariable, site: ResolvedSite, ctx: Ctx): Promise<number | undefined> {
+  if (v.typeOffset !== undefined) return v.typeOffset;
+  const vars = await variablesAtSite(ctx.index, site, ctx.opts.debugDirs);
+  return vars.find((x) => x.name === v.name)?.typeOffset;
+}
+
+async function compileArg(a: ProbeArg, site: ResolvedSite, fn: IndexedFunction, vars: SiteVariable[], ctx: Ctx, warnings: string[]): Promise<CompiledArg[]> {
+  if (a.kind === 'raw') {
+    const m = /^(.*?)(?::([a-z0-9@/[\]]+))?$/.exec(a.fetch)!;
+    const type = m[2] ?? 'x64';
+    return [{ name: a.name, fetch: m[1], type, display: type === 'string' ? 'string' : type.startsWith('s') ? 'signed' : type.startsWith('u') ? 'unsigned' : 'hex' }];
+  }
+  if (a.kind === 'special') {
+    switch (a.which) {
+      case 'comm':
+        return [{ name: a.name, fetch: '$comm', type: 'string', display: 'string' }];
+      case 'retval':
+        return [await retvalArg(a.name, fn, ctx, site.kind === 'return' ? '$retval' : '%ax')];
+      case 'params':
+      case 'vars': {
+        const out: CompiledArg[] = [];
+        for (const v of vars.filter((x) => a.which === 'vars' || x.kind === 'param')) {
+          try {
+            out.push(...(await compileVar({ kind: 'var', name: v.name, base: v.name, path: [], text: v.name }, site, vars, ctx)));
+          } catch (e) {
+            if (!(e instanceof ArgError)) throw e;
+            warnings.push(`${v.name} left out: ${e.message}`);
+          }
+        }
+        return out;
+      }
+    }
+  }
+  return compileVar(a, site, vars, ctx);
+}
+
+async function compileVar(a: Extract<ProbeArg, { kind: 'var' }>, site: ResolvedSite, vars: SiteVariable[], ctx: Ctx): Promise<CompiledArg[]> {
+  const v = vars.find((x) => x.name === a.base);
+  const where = site.kind === 'line' ? `line ${site.line}` : `${site.fn?.name ?? '?'} entry`;
+  if (!v) {
+    const known = vars.map((x) => x.name).join(', ') || 'none';
+    throw new ArgError(`no variable '${a.base}' is visible at ${where} (visible: ${known})`);
+  }
+  const start = placeFromLocation(v.location);
+  if ('unavailable' in start) throw new ArgError(`'${a.base}' cannot be fetched at ${where}: ${start.unavailable}`);
+  const describe = await describer(ctx);
+  let type = describe(await typeOffsetOf(v, site, ctx));
+  let place: Place | { bits: string; reg: string } = start;
+  let path = a.base;
+  for (const step of a.path) {
+    if ('bits' in place) throw new ArgError(`${path} is a bitfield inside a register; it has no members`);
+    const s = stripQualifiers(type, describe);
+    if (step.op === '[]') {
+      if (s.kind === 'pointer') {
+        const el = describe(s.targetOffset);
+        place = deref(place, step.index * (stripQualifiers(el, describe).byteSize ?? 1), path);
+        type = el;
+      } else if (s.kind === 'array') {
+        const el = describe(s.targetOffset);
+        place = member(place, step.index * (stripQualifiers(el, describe).byteSize ?? 1), stripQualifiers(el, describe).byteSize ?? 8, path);
+        type = el;
+      } else throw new ArgError(`${path} is not a pointer or array (${type.name}); [${step.index}] does not apply`);
+      path += `[${step.index}]`;
+      continue;
+    }
+    // `.` on a pointer dereferences it, as Go and Rust spell field access through pointers.
+    let agg = s;
+    if (s.kind === 'pointer' || s.kind === 'reference') {
+      agg = stripQualifiers(describe(s.targetOffset), describe);
+      place = deref(place, 0, path);
+    } else if (step.op === '->') {
+      throw new ArgError(`${path} is not a pointer (${type.name}); use ${path}.${step.field}`);
+    }
+    if (!agg.members) throw new ArgError(`${path} is not a struct, union or class (${type.name}), so it has no field '${step.field}'`);
+    const m = agg.members.find((x) => x.name === step.field);
+    if (!m) throw new ArgError(`${agg.name} has no field '${step.field}' (fields: ${agg.members.map((x) => x.name).join(', ')})`);
+    if (m.offset === undefined) throw new ArgError(`${agg.name}.${step.field} has no fixed offset`);
+    const mt = describe(m.typeOffset);
+    if (place.kind === 'mem' && (place.base.startsWith('+') || place.base.startsWith('-') || place.base.startsWith('%')) && place.off === 0 && (s.kind === 'pointer' || s.kind === 'reference')) {
+      place = { kind: 'mem', base: place.base, off: m.offset };
+    } else {
+      place = member(place, m.offset, stripQualifiers(mt, describe).byteSize ?? 8, path);
+    }
+    if (m.bitSize !== undefined) {
+      const container = (stripQualifiers(mt, describe).byteSize ?? 4) * 8;
+      const bitOff = (m.bitOffset ?? 0) - m.offset * 8;
+      if ('bits' in place) throw new ArgError(`${path}.${step.field} is a bitfield inside a register, which ProbeLens cannot fetch`);
+      return [{ name: a.name, fetch: valueFetch(place, path), type: `b${m.bitSize}@${bitOff}/${container}`, display: stripQualifiers(mt, describe).signed ? 'signed' : 'unsigned' }];
+    }
+    type = mt;
+    path += `${step.op === '->' ? '->' : '.'}${step.field}`;
+  }
+  if ('bits' in place) {
+    const st = stripQualifiers(type, describe);
+    return [{ name: a.name, fetch: place.reg, type: place.bits, display: st.signed ? 'signed' : 'unsigned' }];
+  }
+  // Go strings: (pointer, length) — fetch the bytes and the length, and cut the bytes at the length.
+  const st = stripQualifiers(type, describe);
+  if (ctx.go && st.name === 'string' && st.kind === 'struct' && !a.type) {
+    const ptr = member(place, 0, 8, path);
+    const len = member(place, 8, 8, path);
+    if ('bits' in ptr || 'bits' in len) throw new ArgError(`${path}: unexpected Go string layout`);
+    const lenName = `${a.name}__len`;
+    return [
+      { name: a.name, fetch: `+0(${valueFetch(ptr, path)})`, type: 'string', display: 'string', lengthArg: lenName },
+      { name: lenName, fetch: valueFetch(len, path), type: 's64', display: 'signed', hidden: true },
+    ];
+  }
+  const f = scalarFetch(place, type, describe, path, a.type);
+  return [{ name: a.name, ...f }];
+}
+
+async function returnTypeOf(fn: IndexedFunction, ctx: Ctx): Promise<TypeDesc | undefined> {
+  if (fn.dieOffset < 0) return undefined;
+  const { access } = await siteContext(ctx.index, ctx.opts.debugDirs);
+  const dw = access.dwarf;
+  const DW_AT_type = 0x49;
+  const off = inherited(dw, dw.dieAt(fn.dieOffset), (d) => d.unit.ref(d, DW_AT_type));
+  return off === undefined ? undefined : dw.typeOf(off);
+}
+
+async function retvalArg(name: string, fn: IndexedFunction, ctx: Ctx, fetch: string): Promise<CompiledArg> {
+  const t = await returnTypeOf(fn, ctx);
+  if (!t) return { name, fetch, type: 'x64', display: 'hex' };
+  const describe = await describer(ctx);
+  const s = stripQualifiers(t, describe);
+  if (s.kind === 'void') throw new ArgError(`${fn.name} returns void; drop $retval`);
+  if (s.kind === 'base' && s.float) throw new ArgError(`${fn.name} returns a floating-point value (in an SSE register), which uprobes cannot fetch`);
+  try {
+    const f = scalarFetch({ kind: 'reg', reg: fetch }, t, describe, '$retval');
+    return { name, ...f };
+  } catch {
+    return { name, fetch, type: 'x64', display: 'hex' };
+  }
+}
+
+async function compileGoReturns(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): Promise<CompiledProbe[]> {
+  // A uretprobe rewrites the return address on the stack, and Go moves stacks: "unexpected return pc".
+  // Probe every RET instruction instead; at a RET the first result is in RAX (ABIInternal).
+  const fn = site.fn!;
+  const { access } = await siteContext(ctx.index, ctx.opts.debugDirs);
+  if (ctx.index.arch !== 'x86_64' && ctx.index.arch !== 'aarch64') throw new ArgError(`unsupported architecture for Go return probes`);
+  const code = access.image.functionBytes({ address: fn.address!, size: BigInt(fn.size) });
+  const found = findReturnSites(ctx.index.arch, code, fn.address!);
+  if (found.returns.length === 0) {
+    throw new ArgError(`${fn.name} has no RET instruction${found.tailJumps.length ? ' (it leaves by tail calls)' : ''}, so its returns cannot be probed in a Go binary (uretprobes crash Go programs); probe the functions it jumps to instead`);
+  }
+  const out: CompiledProbe[] = [];
+  for (const ret of found.returns) {
+    const args: CompiledArg[] = [];
+    for (const a of spec.args) {
+      if (a.kind === 'special' && a.which === 'retval') args.push(await retvalArg(a.name, fn, ctx, ctx.index.arch === 'x86_64' ? '%ax' : '%x0'));
+      else throw new ArgError(`only $retval can be fetched on a Go function's return (got ${a.text})`);
+    }
+    args.push({ name: 'probelens_g', fetch: '%r14', type: 'x64', display: 'hex', hidden: true });
+    const event = uniqueEventName(`${fn.name}__return`, ctx.used);
+    out.push(finish({
+      event, group: ctx.opts.group, kind: 'return', spec: spec.text, function: fn.name, file: site.file, line: site.line,
+      address: ret, fileOffset: BigInt(access.image.fileOffsetOf(ret)), args, pairKey: `${fn.name}@${fn.address}`, pairBy: 'goroutine', warnings: [],
+    }, 'p', ctx.opts, ctx.index));
+  }
+  return out;
+}
+
+const X86_USDT_REG: Record<string, string> = {
+  rax: 'ax', eax: 'ax', ax: 'ax', al: 'ax', rbx: 'bx', ebx: 'bx', bx: 'bx', bl: 'bx', rcx: 'cx', ecx: 'cx', cx: 'cx', cl: 'cx',
+  rdx: 'dx', edx: 'dx', dx: 'dx', dl: 'dx', rsi: 'si', esi: 'si', si: 'si', sil: 'si', rdi: 'di', edi: 'di', di: 'di', dil: 'di',
+  rbp: 'bp', ebp: 'bp', bp: 'bp', rsp: 'sp', esp: 'sp', sp: 'sp', rip: 'ip',
+};
+
+function usdtRegister(arch: string, r: string): string | undefined {
+  if (arch === 'x86_64') {
+    const m = /^r(8|9|1[0-5])[dwb]?$/.exec(r);
+    if (m) return `r${m[1]}`;
+    return X86_USDT_REG[r];
+  }
+  const m = /^[xw]([0-9]|[12][0-9]|30)$/.exec(r);
+  if (m) return `x${m[1]}`;
+  return r === 'sp' ? 'sp' : undefined;
+}
+
+function compileUsdt(spec: ProbeSpec, u: IndexedUsdt, ctx: Ctx): CompiledProbe {
+  if (u.semaphoreFileOffset !== undefined && ctx.opts.refCtrOffset === false) {
+    throw new ArgError(`USDT probe ${u.provider}:${u.name} is guarded by a semaphore, and the target kernel has no uprobe reference counters (Linux 4.20+ lists ref_ctr_offset in tracefs README)`);
+  }
+  const arch = ctx.index.arch;
+  const noteArgs: CompiledArg[] = u.args.map((a, i) => {
+    const name = `arg${i + 1}`;
+    const bits = a.size * 8;
+    const type = `${a.signed ? 's' : 'u'}${bits}`;
+    const op = a.parsed;
+    if (op.kind === 'register') {
+      const r = usdtRegister(arch, op.register);
+      if (!r) throw new ArgError(`USDT argument ${name} is in ${op.register}, which uprobes cannot fetch`);
+      return { name, fetch: `%${r}`, type, display: a.signed ? 'signed' : 'unsigned' };
+    }
+    if (op.kind === 'memory') {
+      const r = usdtRegister(arch, op.base);
+      if (!r || op.index || op.symbol) throw new ArgError(`USDT argument ${name} (${a.operand}) uses an addressing mode uprobes cannot fetch`);
+      return { name, fetch: `${op.offset < 0 ? '-' : '+'}${Math.abs(op.offset)}(%${r})`, type, display: a.signed ? 'signed' : 'unsigned' };
+    }
+    if (op.kind === 'constant') throw new ArgError(`USDT argument ${name} is the constant ${op.value}; it needs no probe`);
+    throw new ArgError(`USDT argument ${name} has an operand ProbeLens cannot read (${a.operand})`);
+  });
+  // ARGs name the note's operands: arg1…argN, optionally renamed (NAME=argN) or typed (argN:string).
+  const args: CompiledArg[] = spec.args.length === 0 ? noteArgs : spec.args.map((a) => {
+    if (a.kind !== 'var' || !/^arg[0-9]+$/.test(a.base) || a.path.length > 0) throw new ArgError(`USDT probes take arg1…arg${noteArgs.length} (got ${a.text})`);
+    const base = noteArgs[Number(a.base.slice(3)) - 1];
+    if (!base) throw new ArgError(`${u.provider}:${u.name} has ${noteArgs.length} argument(s); there is no ${a.base}`);
+    if (a.type === 'string') return { name: a.name, fetch: `+0(${base.fetch})`, type: 'string', display: 'string' };
+    return { ...base, name: a.name, ...(a.type ? { type: a.type, display: a.type.startsWith('s') ? 'signed' : a.type.startsWith('x') ? 'hex' : 'unsigned' } : {}) };
+  });
+  const event = uniqueEventName(`${u.provider}_${u.name}`, ctx.used);
+  return finish({
+    event, group: ctx.opts.group, kind: 'usdt', spec: spec.text, address: u.address, fileOffset: u.fileOffset, args, pairBy: 'tid', warnings: [],
+    function: `${u.provider}:${u.name}`,
+  }, 'p', ctx.opts, ctx.index, u.semaphoreFileOffset);
+}
