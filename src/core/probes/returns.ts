@@ -14,8 +14,8 @@ export interface ReturnScan {
   /**
    * Branches that leave the function without returning through it: direct jumps (conditional or not) whose
    * target is outside [address, address + size), and indirect jumps (`jmp *%rax`, `BR Xn`), which a linear
-   * scan cannot follow — some of those are switch tables inside the function. A function with tail jumps but
-   * no return has exits a RET probe would never see.
+   * scan cannot follow — some of those are switch tables inside the function. Each real one is an exit that
+   * no RET probe sees.
    */
   tailJumps: bigint[];
   /** Set when decoding stopped at bytes that are not an instruction and not trailing padding. */
