@@ -76,7 +76,7 @@ export async function linesCommand(argv: string[], io: Io): Promise<void> {
 
 export async function varsCommand(argv: string[], io: Io): Promise<void> {
   const args = parseArgs(argv, COMMON);
-  const [bin, point, extra] = args.positionals;
+  const [, point, extra] = args.positionals;
   if (!point) throw new UsageError('missing POINT (FUNC[@SRC][:RLN] or SRC:LINE)');
   if (extra) throw new UsageError(`unexpected argument '${extra}'`);
   const p = parsePoint(point);
