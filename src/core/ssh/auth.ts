@@ -14,6 +14,8 @@ export interface AuthCallbacks {
 }
 
 interface AuthState extends AuthCallbacks {
+  /** Called around local work (reading and decrypting keys, asking the user), which the login timeout excludes. */
+  localWork?: { begin(): void; end(): void };
   agent: string | undefined;
   tried: AuthAttempt[];
   serverMethods: string[];
@@ -114,7 +116,13 @@ export function authHandlerFor(hop: ResolvedHost, st: AuthState): AuthHandlerMid
       while (queue.length) {
         const step = queue.shift()!;
         if (!allowed(step.method)) continue;
-        const auth = await step.run();
+        st.localWork?.begin();
+        let auth: AnyAuthMethod | undefined;
+        try {
+          auth = await step.run();
+        } finally {
+          st.localWork?.end();
+        }
         if (!auth) continue;
         st.tried.push({ method: step.method, ...(step.detail ? { detail: step.detail } : {}) });
         next(auth);

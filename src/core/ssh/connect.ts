@@ -155,8 +155,8 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
   return new Promise<Client>((resolve, reject) => {
     let settled = false;
     // Every network phase has the connect timeout: a port that accepts but never speaks SSH, or a server that
-    // stalls during login, must not hang a fan-out. Time spent in the user's callbacks (unknown host key,
-    // passphrase, password) does not count.
+    // stalls during login, must not hang a fan-out. Local work and the user's callbacks (unknown host key,
+    // reading and decrypting keys, passphrase, password) do not count.
     let timer: NodeJS.Timeout | undefined;
     const pause = () => {
       if (timer) clearTimeout(timer);
@@ -169,16 +169,6 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
         sock.destroy();
       }, timeoutMs);
     };
-    const outsideTimer = <A extends unknown[], R>(fn: ((...a: A) => R) | undefined, resume: string) =>
-      fn &&
-      (async (...a: A): Promise<Awaited<R>> => {
-        pause();
-        try {
-          return await fn(...a);
-        } finally {
-          if (!settled) arm(resume);
-        }
-      });
     arm('no SSH key exchange (is that port an SSH server?)');
     const fail = (err: Error) => {
       pause();
@@ -251,8 +241,9 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
       },
       authHandler: authHandlerFor(hop, {
         log: opts.log,
-        passphrase: outsideTimer(opts.passphrase, 'login did not finish'),
-        password: outsideTimer(opts.password, 'login did not finish'),
+        passphrase: opts.passphrase,
+        password: opts.password,
+        localWork: { begin: pause, end: () => settled || arm('login did not finish') },
         agent,
         tried,
         serverMethods,
