@@ -4,7 +4,7 @@
 // are jumped over with DW_AT_sibling when the compiler emitted it.
 import * as K from './constants';
 import { rangesOf } from './lists';
-import { isTombstone } from './reader';
+import { isDeadAddress } from './reader';
 import { isRef, nextAbbrev, num, readAttrs, scanAttrs, scanRef, skipAttrs, skipChildren, type Die, type Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -166,8 +166,9 @@ export class FunctionPass {
     const lowIdx = d.index(AT.low_pc);
     let discarded = false;
     if (ranges.length === 0 && lowIdx >= 0) {
-      const lo = u.addr(d, AT.low_pc) ?? 0;
-      discarded = lo === 0 || isTombstone(lo) || (u.enc.addrSize === 4 && lo >= 0xfffffff0);
+      discarded = isDeadAddress(u.addr(d, AT.low_pc) ?? 0, u.enc.addrSize, u.dw.zeroIsCode);
+    } else if (ranges.length === 0 && d.has(AT.ranges)) {
+      discarded = true; // every range was dead
     }
     const rec: Rec = { die: d, ranges, prefix, params: [], hasCode: ranges.length > 0, discarded };
     this.recs.set(d.offset, rec);

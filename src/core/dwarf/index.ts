@@ -2,7 +2,7 @@
 // abbreviation tables cached by offset, units with their bases resolved once, lazily decoded sections.
 //
 // Public surface (wrapped by BinaryIndex):
-//   const dw = openDwarf(src: SectionSource, arch: 'x86_64' | 'aarch64')
+//   const dw = openDwarf(src: SectionSource, arch: 'x86_64' | 'aarch64', { relocatable?: boolean })
 //   dw.functions(): FunctionInfo[]        the cheap full pass: names (qualified), decl file/line, entry pc,
 //                                         ranges, params (name + type offset), inlined copies (DIE offsets), verdict
 //   dw.inlinedInstances(fn)               call file/line, entry pc and ranges of each inlined copy
@@ -45,8 +45,8 @@ export class Dwarf implements Resolver {
   private readonly lineFiles = new Map<number, string[]>();
   readonly types: Types;
 
-  constructor(src: SectionSource, readonly arch: Arch) {
-    this.dw = new Sections(src);
+  constructor(src: SectionSource, readonly arch: Arch, opts: OpenDwarfOptions = {}) {
+    this.dw = new Sections(src, opts.relocatable ?? false);
     this.types = new Types(this);
   }
 
@@ -170,6 +170,15 @@ export class Dwarf implements Resolver {
   }
 }
 
-export function openDwarf(src: SectionSource, arch: Arch): Dwarf {
-  return new Dwarf(src, arch);
+export interface OpenDwarfOptions {
+  /**
+   * The file is a relocatable object (ET_REL): address 0 is real code there. In executables and shared
+   * objects, code and line sequences at address 0 (or at the -1/-2 tombstones) belong to sections the linker
+   * discarded and are dropped.
+   */
+  relocatable?: boolean;
+}
+
+export function openDwarf(src: SectionSource, arch: Arch, opts?: OpenDwarfOptions): Dwarf {
+  return new Dwarf(src, arch, opts);
 }

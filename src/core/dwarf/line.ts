@@ -4,7 +4,7 @@
 // binaries have millions of rows.
 import { posix } from 'node:path';
 import * as K from './constants';
-import { Reader, isTombstone, stringAt } from './reader';
+import { Reader, isDeadAddress, stringAt } from './reader';
 import type { Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -267,9 +267,7 @@ export function parseLineTable(u: Unit, offset: number, headerOnly = false): Lin
   let address = 0, opIndex = 0, file = 1, line = 1, column = 0, isStmt = defaultStmt;
   let prologueEnd = false, epilogueBegin = false, discriminator = 0;
   let seqStart = 0;
-  // 32-bit targets tombstone with 0xffffffff/0xfffffffe; 0 marks a discarded function in executables where
-  // the linker resolved the relocation to nothing (no real code starts at 0 in an ELF executable).
-  const dead = (a: number) => a === 0 || isTombstone(a) || (addrSize === 4 && a >= 0xfffffff0);
+  const dead = (a: number) => isDeadAddress(a, addrSize, u.dw.zeroIsCode);
   const reset = () => {
     address = 0; opIndex = 0; file = 1; line = 1; column = 0; isStmt = defaultStmt;
     prologueEnd = false; epilogueBegin = false; discriminator = 0;

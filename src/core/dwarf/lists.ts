@@ -2,7 +2,7 @@
 // .debug_loclists for 5), all entry kinds. Ranges come back as a flat [lo0, hi0, lo1, hi1, …] array so a
 // function's ranges cost one allocation.
 import * as K from './constants';
-import { isTombstone, type Reader } from './reader';
+import { isDeadAddress, type Reader } from './reader';
 import { isAddrx, type Block, type Die, type Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -22,8 +22,8 @@ function addrAllOnes(r: Reader, size: number): [number, boolean] {
   return [v, v === 2 ** (8 * size) - 1];
 }
 
-function push(out: number[], lo: number, hi: number): void {
-  if (hi > lo && !isTombstone(lo)) out.push(lo, hi);
+function push(u: Unit, out: number[], lo: number, hi: number): void {
+  if (hi > lo && !isDeadAddress(lo, u.enc.addrSize, u.dw.zeroIsCode)) out.push(lo, hi);
 }
 
 /** The code ranges of a DIE: low_pc/high_pc (high_pc as an offset in DWARF 4+) or DW_AT_ranges. */
@@ -34,7 +34,7 @@ export function rangesOf(u: Unit, d: Die): number[] {
   if (lo !== undefined && hi >= 0) {
     const f = d.forms[hi];
     const end = f === FORM.addr || isAddrx(f) ? u.addr(d, AT.high_pc)! : lo + d.vals[hi];
-    push(out, lo, end);
+    push(u, out, lo, end);
     return out;
   }
   const ri = d.index(AT.ranges);
@@ -70,7 +70,7 @@ function readRanges(u: Unit, offset: number, out: number[]): void {
     const b = r.uN(sz);
     if (a === 0 && b === 0) return;
     if (allOnes) base = b;
-    else push(out, base + a, base + b);
+    else push(u, out, base + a, base + b);
   }
 }
 
@@ -85,12 +85,12 @@ function readRnglist(u: Unit, offset: number, out: number[]): void {
     switch (kind) {
       case RLE.end_of_list: return;
       case RLE.base_addressx: base = u.addrx(r.uleb()); break;
-      case RLE.startx_endx: { const a = u.addrx(r.uleb()); push(out, a, u.addrx(r.uleb())); break; }
-      case RLE.startx_length: { const a = u.addrx(r.uleb()); push(out, a, a + r.uleb()); break; }
-      case RLE.offset_pair: { const a = r.uleb(); push(out, base + a, base + r.uleb()); break; }
+      case RLE.startx_endx: { const a = u.addrx(r.uleb()); push(u, out, a, u.addrx(r.uleb())); break; }
+      case RLE.startx_length: { const a = u.addrx(r.uleb()); push(u, out, a, a + r.uleb()); break; }
+      case RLE.offset_pair: { const a = r.uleb(); push(u, out, base + a, base + r.uleb()); break; }
       case RLE.base_address: base = r.uN(sz); break;
-      case RLE.start_end: { const a = r.uN(sz); push(out, a, r.uN(sz)); break; }
-      case RLE.start_length: { const a = r.uN(sz); push(out, a, a + r.uleb()); break; }
+      case RLE.start_end: { const a = r.uN(sz); push(u, out, a, r.uN(sz)); break; }
+      case RLE.start_length: { const a = r.uN(sz); push(u, out, a, a + r.uleb()); break; }
       default: r.fail(`unknown range list entry kind ${kind}`, r.pos - 1);
     }
   }
@@ -146,7 +146,7 @@ function readLoc(u: Unit, offset: number): LocEntry[] {
       continue;
     }
     const e = exprAt(r, r.u16());
-    if (!isTombstone(base + a) && b > a) out.push({ lo: base + a, hi: base + b, expr: e });
+    if (!isDeadAddress(base + a, sz, u.dw.zeroIsCode) && b > a) out.push({ lo: base + a, hi: base + b, expr: e });
   }
 }
 
@@ -158,7 +158,7 @@ function readLoclist(u: Unit, offset: number): LocEntry[] {
   const out: LocEntry[] = [];
   const add = (lo: number, hi: number) => {
     const e = exprAt(r, r.uleb());
-    if (!isTombstone(lo) && hi > lo) out.push({ lo, hi, expr: e });
+    if (!isDeadAddress(lo, sz, u.dw.zeroIsCode) && hi > lo) out.push({ lo, hi, expr: e });
   };
   for (let n = 0; ; n++) {
     if (n > 1e6) r.fail('location list too long');

@@ -26,6 +26,15 @@ export function isTombstone(addr: number): boolean {
   return addr >= MAX_ADDRESS;
 }
 
+/**
+ * An address that marks code the linker discarded: the -1/-2 tombstones (lld, newer binutils), their 32-bit
+ * forms, and 0 — what older linkers resolve a discarded section's relocation to. 0 is real code only in a
+ * relocatable object (.o), hence `zeroIsCode`.
+ */
+export function isDeadAddress(addr: number, addrSize: number, zeroIsCode: boolean): boolean {
+  return (addr === 0 && !zeroIsCode) || addr >= MAX_ADDRESS || (addrSize === 4 && addr >= 0xfffffff0);
+}
+
 const TWO32 = 2 ** 32;
 // Readers are cheap and short-lived; the DataView over a section is made once.
 const views = new WeakMap<Uint8Array, DataView>();

@@ -17,7 +17,11 @@ export class Sections {
   readonly addressSize: number;
   /** Type-unit signature → offset of its type DIE (DW_FORM_ref_sig8 targets), filled by parseUnits. */
   readonly typeBySignature = new Map<bigint, number>();
-  constructor(private readonly src: SectionSource) {
+  constructor(
+    private readonly src: SectionSource,
+    /** Relocatable objects (.o) have real code at address 0; in linked files 0 marks discarded code. */
+    readonly zeroIsCode = false,
+  ) {
     this.le = src.littleEndian;
     this.addressSize = src.addressSize;
   }

@@ -126,7 +126,22 @@ for (const name of ['go', 'rust-O0', 'rust-O2'] as FixtureName[]) {
       assert.equal(add.entryPc, syms.get(add.linkageName!));
       assert.deepEqual(add.params.map((p) => `${o.dw.typeName(p.typeOffset)} ${p.name}`), ['i32 a', 'i32 b']);
       assert.ok(fns.some((f) => f.name === 'main::Account::deposit'));
+      // std is built with gc-sections: functions the linker dropped have low_pc 0 and must not be probeable.
+      assert.ok(fns.some((f) => f.reason === 'discarded section' && !f.probeable));
     }
+    assert.ok(fns.every((f) => !f.probeable || f.entryPc! >= 0x1000), 'no probeable function at a dead address');
+    // Every probeable function whose linkage name is a symbol starts exactly at that symbol (Go also describes
+    // its assembly ABI0 wrappers under the Go name; nm calls those NAME.abi0).
+    let compared = 0;
+    for (const f of fns) {
+      const key = f.linkageName ?? f.name;
+      const sym = f.probeable ? syms.get(key) : undefined;
+      if (sym === undefined) continue;
+      if (f.entryPc !== sym && name === 'go') assert.equal(f.entryPc, syms.get(`${key}.abi0`), key);
+      else assert.equal(f.entryPc, sym, key);
+      compared++;
+    }
+    assert.ok(compared > 100, `${compared} functions compared with nm`);
     assert.ok(o.dw.lineTables().length > 0);
   });
 }
