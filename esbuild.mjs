@@ -2,6 +2,8 @@
 // ssh2 tries to load optional native crypto (cpu-features, sshcrypto.node); keeping those external makes
 // ssh2 fall back to its pure-JS implementation, so the bundle has no native parts to rebuild per Node ABI.
 import * as esbuild from 'esbuild';
+import { readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 
 const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
@@ -22,6 +24,20 @@ const embedDemanglerWasm = {
   },
 };
 
+// iced-x86's Node glue reads iced_x86_bg.wasm from its own directory when loaded; inside a bundle that is dist/,
+// which has no such file, so the bundles embed the bytes (the '.wasm' binary loader) in place of the read.
+const embedIcedWasm = {
+  name: 'embed-iced-wasm',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]iced-x86[\\/]iced_x86\.js$/ }, async (args) => {
+      const src = await readFile(args.path, 'utf8');
+      const read = "require('fs').readFileSync(path)";
+      if (!src.includes(read)) throw new Error(`${args.path} no longer loads its WASM with ${read}; update embed-iced-wasm in esbuild.mjs`);
+      return { contents: src.replace(read, "require('./iced_x86_bg.wasm')"), loader: 'js', resolveDir: dirname(args.path) };
+    });
+  },
+};
+
 const common = {
   bundle: true,
   sourcemap: production ? false : 'linked',
@@ -36,7 +52,7 @@ const nodeCommon = {
   format: 'cjs',
   external: ['vscode', 'cpu-features', '*.node'],
   loader: { '.wasm': 'binary' },
-  plugins: [embedDemanglerWasm],
+  plugins: [embedDemanglerWasm, embedIcedWasm],
 };
 
 const builds = [

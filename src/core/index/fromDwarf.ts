@@ -74,7 +74,7 @@ export function entryParams(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: Callin
 const DW_AT_variable_parameter = 0x4b;
 
 /** Go lists results (~r0, named results) as formal parameters marked DW_AT_variable_parameter: not inputs. */
-function isGoResult(dw: Dwarf, paramDie: number): boolean {
+export function isGoResult(dw: Dwarf, paramDie: number): boolean {
   const d = dw.dieAt(paramDie);
   return d.unit.flag(d, DW_AT_variable_parameter);
 }

@@ -4,6 +4,7 @@ import type { TypeDesc } from '../dwarf';
 import { inherited } from '../dwarf/functions';
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { IndexedFunction, IndexedUsdt } from '../index/model';
+import { isGoResult } from '../index/fromDwarf';
 import { formatDefinition, uniqueEventName, type FetchArg } from './definition';
 import { stripQualifiers } from './fetch';
 import { ArgError, deref, member, placeFromLocation, scalarFetch, valueFetch, type Place, type TypedFetch } from './places';
@@ -255,7 +256,13 @@ async function returnTypeOf(fn: IndexedFunction, ctx: Ctx): Promise<TypeDesc | u
   const dw = access.dwarf;
   const DW_AT_type = 0x49;
   const off = inherited(dw, dw.dieAt(fn.dieOffset), (d) => d.unit.ref(d, DW_AT_type));
-  return off === undefined ? undefined : dw.typeOf(off);
+  if (off !== undefined) return dw.typeOf(off);
+  if (ctx.go && fn.address !== undefined) {
+    // Go declares results as parameters marked DW_AT_variable_parameter (~r0, or the result's name).
+    const result = dw.variablesAt(fn.dieOffset, Number(fn.address)).find((v) => v.kind === 'param' && isGoResult(dw, v.dieOffset));
+    if (result?.typeOffset !== undefined) return dw.typeOf(result.typeOffset);
+  }
+  return undefined;
 }
 
 async function retvalArg(name: string, fn: IndexedFunction, ctx: Ctx, fetch: string): Promise<CompiledArg> {
@@ -281,10 +288,15 @@ async function compileGoReturns(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): 
   if (ctx.index.arch !== 'x86_64' && ctx.index.arch !== 'aarch64') throw new ArgError(`unsupported architecture for Go return probes`);
   const code = access.image.functionBytes({ address: fn.address!, size: BigInt(fn.size) });
   const found = findReturnSites(ctx.index.arch, code, fn.address!);
+  if (found.undecodable) {
+    // Probing only the RETs before an undecodable instruction would silently miss returns.
+    throw new ArgError(`${fn.name}: cannot decode its code at 0x${found.undecodable.address.toString(16)} (${found.undecodable.reason}), so its returns cannot all be found`);
+  }
   if (found.returns.length === 0) {
     throw new ArgError(`${fn.name} has no RET instruction${found.tailJumps.length ? ' (it leaves by tail calls)' : ''}, so its returns cannot be probed in a Go binary (uretprobes crash Go programs); probe the functions it jumps to instead`);
   }
   const out: CompiledProbe[] = [];
+  const tailNote = found.tailJumps.length ? [`${fn.name} also leaves by ${found.tailJumps.length} tail jump(s), which return probes on its RETs do not see`] : [];
   for (const ret of found.returns) {
     const args: CompiledArg[] = [];
     for (const a of spec.args) {
@@ -295,7 +307,7 @@ async function compileGoReturns(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): 
     const event = uniqueEventName(`${fn.name}__return`, ctx.used);
     out.push(finish({
       event, group: ctx.opts.group, kind: 'return', spec: spec.text, function: fn.name, file: site.file, line: site.line,
-      address: ret, fileOffset: BigInt(access.image.fileOffsetOf(ret)), args, pairKey: `${fn.name}@${fn.address}`, pairBy: 'goroutine', warnings: [],
+      address: ret, fileOffset: BigInt(access.image.fileOffsetOf(ret)), args, pairKey: `${fn.name}@${fn.address}`, pairBy: 'goroutine', warnings: tailNote,
     }, 'p', ctx.opts, ctx.index));
   }
   return out;
