@@ -28,7 +28,7 @@ function definitionLine(fn: string): number {
   return i + 1;
 }
 
-test('harness: lenses by line, context menu at a line, palette commands and webview frames', { timeout: 600_000 }, async (t) => {
+test('harness: lenses by line, context menu at a line, palette commands and webview frames', { timeout: 900_000 }, async (t) => {
   if (!e2ePrerequisites(t)) return;
   const scratch = mkdtempSync(join(tmpdir(), 'probelens-harness-vsix-'));
   t.after(() => rmSync(scratch, { recursive: true, force: true }));

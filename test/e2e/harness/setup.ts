@@ -183,7 +183,7 @@ export function ensureE2eSetup(): E2ePaths {
   const p = e2ePaths();
   mkdirSync(p.cache, { recursive: true });
   checkChromium(p);
-  withSetupLock(p.cache, () => {
+  withLock(join(p.cache, '.setup.lock'), () => {
     ensureNode(p);
     ensureCodeServer(p);
   });
@@ -192,11 +192,11 @@ export function ensureE2eSetup(): E2ePaths {
 }
 
 /**
- * Serialises setups across processes (`npm start` beside `npm run test:e2e`, say): both would otherwise build
- * into the same staging folder. The lock is a directory holding the owner's pid; a dead owner's lock is taken over.
+ * Serialises work across processes (`npm start` beside `npm run test:e2e`, say), which would otherwise build into
+ * the same staging folder or write the same .vsix. The lock is a directory holding the owner's pid; a dead
+ * owner's lock is taken over.
  */
-function withSetupLock(cache: string, fn: () => void): void {
-  const lock = join(cache, '.setup.lock');
+export function withLock<T>(lock: string, fn: () => T): T {
   const deadline = Date.now() + 30 * 60_000;
   let announced = false;
   for (;;) {
@@ -212,15 +212,15 @@ function withSetupLock(cache: string, fn: () => void): void {
         continue;
       }
       if (Date.now() > deadline) {
-        throw new E2eSetupError(`another setup (pid ${owner}) has held ${lock} for 30 minutes`, `if pid ${owner} is gone, rm -r ${lock}`);
+        throw new E2eSetupError(`pid ${owner} has held ${lock} for 30 minutes`, `if pid ${owner} is gone, rm -r ${lock}`);
       }
-      if (!announced) log(`waiting for the setup running in pid ${owner || '?'}`);
+      if (!announced) log(`waiting for pid ${owner || '?'} (holds ${lock})`);
       announced = true;
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1_000);
     }
   }
   try {
-    fn();
+    return fn();
   } finally {
     rmSync(lock, { recursive: true, force: true });
   }
