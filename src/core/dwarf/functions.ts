@@ -73,6 +73,8 @@ const vals = [0, 0, 0], forms = [0, 0, 0];
 export class FunctionPass {
   readonly recs = new Map<number, Rec>();
   readonly inlined = new Map<number, number[]>();
+  /** Enclosing namespace/class prefix of named types declared inside one (C++, Rust): type strings use it. */
+  readonly typeScopes = new Map<number, string>();
 
   walk(u: Unit): void {
     const r = u.reader(u.dieStart);
@@ -131,11 +133,17 @@ export class FunctionPass {
           }
           const d = readAttrs(u, r, ab, at);
           const nm = u.str(d, AT.name);
+          if (prefix && tag !== TAG.namespace && tag !== TAG.module) this.typeScopes.set(at, prefix);
           // Rust and C++ anonymous namespaces have no name; keep the enclosing prefix.
           if (nm) prefix = `${prefix}${nm}::`;
           break;
         }
+        case TAG.typedef:
+          if (prefix) this.typeScopes.set(at, prefix);
+          skipAttrs(u, r, ab);
+          break;
         case TAG.enumeration_type: case TAG.array_type: case TAG.subroutine_type:
+          if (prefix && tag === TAG.enumeration_type) this.typeScopes.set(at, prefix);
           if (ab.hasChildren) {
             jumpOver(u, r, ab, at);
             continue;

@@ -41,6 +41,7 @@ export class Dwarf implements Resolver {
   private readonly dw: Sections;
   private unitList: Unit[] | undefined;
   private fns: FunctionInfo[] | undefined;
+  private typeScopes: Map<number, string> | undefined;
   private readonly lines = new Map<number, LineTable | null>();
   private readonly lineFiles = new Map<number, string[]>();
   readonly types: Types;
@@ -81,7 +82,13 @@ export class Dwarf implements Resolver {
     if (this.fns) return this.fns;
     const pass = new FunctionPass();
     for (const u of this.units()) if (!isTypeUnit(u)) pass.walk(u);
+    this.typeScopes = pass.typeScopes;
     return (this.fns = assemble(pass, this));
+  }
+
+  scopeOf(offset: number): string {
+    if (!this.typeScopes) this.functions();
+    return this.typeScopes?.get(offset) ?? '';
   }
 
   /** Call sites and code ranges of a function's inlined copies (decoded on demand). */

@@ -45,6 +45,8 @@ export interface TypeDesc {
 export interface TypeResolver {
   unitOf(offset: number): Unit;
   dieAt(offset: number): Die;
+  /** `ns::Class::` for a type declared inside namespaces/classes (C++, Rust), else ''. */
+  scopeOf(offset: number): string;
 }
 
 const KIND: Record<number, TypeKind> = {
@@ -85,7 +87,8 @@ export class Types {
     if (offset === undefined) return join('void', decl);
     const d = this.res.dieAt(offset);
     const u = d.unit;
-    const nm = u.str(d, AT.name);
+    const own = u.str(d, AT.name);
+    const nm = own && !isC(u) ? this.res.scopeOf(offset) + own : own;
     switch (d.tag) {
       case TAG.base_type: case TAG.typedef: case TAG.unspecified_type:
         return join(nm ?? (d.tag === TAG.unspecified_type ? 'void' : '?'), decl);

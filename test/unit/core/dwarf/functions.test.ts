@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FunctionInfo } from '../../../../src/core/dwarf/index';
 import type { FixtureName } from '../../../helpers/fixtures';
-import { nmFunctions, open, perfShape, perfVars } from './oracle';
+import { nmFunctions, open, perfShape, perfVars, tool } from './oracle';
 
 const C_VARIANTS: FixtureName[] = [
   'calls-O0', 'calls-O0-dwarf2', 'calls-O0-dwarf4', 'calls-O0-dwarf64', 'calls-O0-zlib', 'calls-O0-zstd', 'calls-O0-zdebug',
@@ -106,6 +106,16 @@ for (const name of ['cpp-O0', 'cpp-O2'] as FixtureName[]) {
     assert.equal(add.linkageName, '_ZN9probelens6shapes7Counter3addEi');
     assert.equal(add.entryPc, syms.get(add.linkageName!));
     assert.deepEqual(add.params.map((p) => p.name), ['this', 'delta']);
+    // Parameter types, class types qualified by their namespaces, equal gdb's `whatis FUNC` argument lists.
+    const checked = ['probelens::shapes::Counter::add', 'probelens::shapes::Counter::total', 'probelens::text::shout'];
+    const out = tool(t, 'gdb', ['-nx', '-batch', ...checked.flatMap((f) => ['-ex', `whatis ${f}`]), o.f.path]);
+    if (out === undefined) return;
+    const lists = [...out.matchAll(/^type = .*?\((.*)\)$/gm)].map((m) => m[1]);
+    assert.equal(lists.length, checked.length, out);
+    checked.forEach((n, i) => {
+      const fn = o.dw.functions().find((f) => f.name === n)!;
+      assert.equal(fn.params.map((p) => o.dw.typeName(p.typeOffset)).join(', '), lists[i], n);
+    });
   });
 }
 
