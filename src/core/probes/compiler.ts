@@ -45,6 +45,9 @@ export interface CompiledProbe {
   warnings: string[];
 }
 
+/** Bytes of a Go string fetched per hit (longer strings end in "…"). */
+export const GO_STRING_PREVIEW = 64;
+
 export interface CompileOptions {
   group: string;
   /** The binary's path on the target (defaults to the index's local path). */
@@ -241,8 +244,10 @@ async function compileVar(a: Extract<ProbeArg, { kind: 'var' }>, site: ResolvedS
     const len = member(place, 8, 8, path);
     if ('bits' in ptr || 'bits' in len) throw new ArgError(`${path}: unexpected Go string layout`);
     const lenName = `${a.name}__len`;
+    // Not `:string`: Go's string data has no NUL, and the kernel refuses (faults) a string with no NUL in its
+    // first 4 KiB — which Go's packed rodata usually is. Fetch a fixed byte preview and cut it at the length.
     return [
-      { name: a.name, fetch: `+0(${valueFetch(ptr, path)})`, type: 'string', display: 'string', lengthArg: lenName },
+      { name: a.name, fetch: `+0(${valueFetch(ptr, path)})`, type: `u8[${GO_STRING_PREVIEW}]`, display: 'string', lengthArg: lenName },
       { name: lenName, fetch: valueFetch(len, path), type: 's64', display: 'signed', hidden: true },
     ];
   }

@@ -83,9 +83,11 @@ function presentHit(hit: Hit, probe: CompiledProbe | undefined): Hit {
   for (const a of probe.args) {
     if (a.hidden) continue;
     let v = hit.args[a.name];
-    if (a.lengthArg && typeof v === 'string') {
+    if (a.lengthArg && Array.isArray(v)) {
+      // A Go string: a byte preview and its length (see GO_STRING_PREVIEW in the compiler).
       const len = hit.args[a.lengthArg];
-      if (typeof len === 'number' && len >= 0) v = Buffer.from(v, 'utf8').subarray(0, len).toString('utf8');
+      const bytes = Buffer.from(v.map((b) => Number(b) & 0xff));
+      if (typeof len === 'number' && len >= 0) v = bytes.subarray(0, Math.min(len, bytes.length)).toString('utf8') + (len > bytes.length ? '…' : '');
     }
     const bits = /^b([0-9]+)@/.exec(a.type);
     if (bits && a.display === 'signed' && typeof v === 'number') {
