@@ -188,3 +188,26 @@ test('Go: register arguments, a Go string, a receiver field; returns on every RE
   const lat = run.session.aggregates.snapshot().latency.main_work;
   assert.equal(lat.count, works.length, 'every goroutine\'s entry paired with its return');
 });
+
+test('loss is never silent: with a tiny buffer, received + lost == calls == the kernel\'s count', async (t) => {
+  if (!requireTracefs(t)) return;
+  const f = await fixtureOrSkip(t, 'calls-O2');
+  if (!f) return;
+  const dir = mkdtempSync(join(tmpdir(), 'probelens-loss-'));
+  const bin = join(dir, 'calls');
+  copyFileSync(f.path, bin);
+  const { index } = await loadIndex(bin, { noCache: true });
+  const N = 200000;
+  let received = 0;
+  const session = await TraceSession.start({ target: new LocalTarget(), index, specs: ['tick seq'], bufferKb: 8, onHit: () => received++ });
+  let summary: SessionSummary;
+  try {
+    const out = await runFixture({ ...f, path: bin }, [String(N)]);
+    assert.equal(out.counts.get('tick'), N);
+  } finally {
+    summary = await session.stop();
+  }
+  assert.equal(summary!.kernelHits.tick, N, 'the kernel counted every call');
+  assert.equal(received + summary!.lost, N, `received ${received} + lost ${summary!.lost}`);
+  assert.ok(summary!.lost > 0, 'the small buffer did overflow (otherwise this test proves nothing)');
+});
