@@ -19,7 +19,7 @@ export const AT = {
   decl_file: 0x3a, decl_line: 0x3b, declaration: 0x3c, encoding: 0x3e, external: 0x3f, frame_base: 0x40,
   specification: 0x47, type: 0x49, ranges: 0x55, entry_pc: 0x52, lower_bound: 0x22, call_file: 0x58,
   call_line: 0x59, data_bit_offset: 0x6b, linkage_name: 0x6e, main_subprogram: 0x6a,
-  str_offsets_base: 0x72, addr_base: 0x73, rnglists_base: 0x74, dwo_name: 0x76, loclists_base: 0x8c,
+  signature: 0x69, str_offsets_base: 0x72, addr_base: 0x73, rnglists_base: 0x74, dwo_name: 0x76, loclists_base: 0x8c,
   MIPS_linkage_name: 0x2007, GNU_addr_base: 0x2133, GNU_ranges_base: 0x2132, artificial: 0x34,
 } as const;
 

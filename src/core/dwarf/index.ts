@@ -81,7 +81,8 @@ export class Dwarf implements Resolver {
   functions(): FunctionInfo[] {
     if (this.fns) return this.fns;
     const pass = new FunctionPass();
-    for (const u of this.units()) if (!isTypeUnit(u)) pass.walk(u);
+    // Type units hold no code, but walking them records the namespaces their classes live in.
+    for (const u of this.units()) pass.walk(u);
     this.typeScopes = pass.typeScopes;
     return (this.fns = assemble(pass, this));
   }

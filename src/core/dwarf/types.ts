@@ -186,6 +186,9 @@ export class Types {
     if (depth > 64) return { offset, kind: 'other', name: '?', byteSize: undefined };
     const d = this.res.dieAt(offset);
     const u = d.unit;
+    // A declaration standing in for a type unit's type (-fdebug-types-section): describe the real one.
+    const sig = u.ref(d, AT.signature);
+    if (sig !== undefined && sig !== offset) return this.describe(sig, depth + 1);
     const kind = KIND[d.tag] ?? 'other';
     const byteSize = num(d, AT.byte_size);
     const base: TypeDesc = { offset, kind, name: this.name(offset), byteSize, targetOffset: this.target(d) };

@@ -10,6 +10,8 @@ import { DwarfFormatError, Reader, decodeString, stringAt } from './reader';
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
 const { AT, FORM, TAG, UT } = K;
 
+const INFO = '.debug_info';
+
 /** The sections of one object file, fetched lazily. */
 export class Sections {
   private readonly got = new Map<string, Uint8Array | undefined>();
@@ -26,8 +28,25 @@ export class Sections {
     this.addressSize = src.addressSize;
   }
   get(name: string): Uint8Array | undefined {
-    if (!this.got.has(name)) this.got.set(name, this.src.section(name));
+    if (!this.got.has(name)) this.got.set(name, name === INFO ? this.infoAndTypes() : this.src.section(name));
     return this.got.get(name);
+  }
+
+  /** Where DWARF 4 .debug_types begins in the combined .debug_info offset space (Infinity: no such section). */
+  typesStart = Infinity;
+
+  // DWARF 4 type units (.debug_types) have DIE offsets that collide with .debug_info's. Appending them to
+  // .debug_info gives every DIE one unique offset, so references, caches and type-signature lookups need no
+  // second offset space. The copy is made only for the (rare) binaries built with -fdebug-types-section.
+  private infoAndTypes(): Uint8Array | undefined {
+    const info = this.src.section(INFO);
+    const types = this.src.section('.debug_types');
+    if (!types || types.length === 0) return info;
+    const all = new Uint8Array((info?.length ?? 0) + types.length);
+    if (info) all.set(info);
+    all.set(types, info?.length ?? 0);
+    this.typesStart = info?.length ?? 0;
+    return all;
   }
   reader(name: string, at = 0): Reader {
     const b = this.get(name);
@@ -444,46 +463,43 @@ export function scanAttrs(u: Unit, r: Reader, a: Abbrev, ats: readonly number[],
 /** Parses every unit header of .debug_info (and .debug_types, DWARF 4 type units). */
 export function parseUnits(dw: Sections): Unit[] {
   const out: Unit[] = [];
-  for (const section of ['.debug_info', '.debug_types']) {
-    const buf = dw.get(section);
-    if (!buf) continue;
-    const r = new Reader(buf, section, dw.le);
-    while (r.pos < r.end) {
-      const offset = r.pos;
-      const { length, is64 } = r.initialLength();
-      const end = r.pos + length;
-      if (end > r.end) r.fail(`unit length 0x${length.toString(16)} runs past the section`, offset);
-      const version = r.u16();
-      if (version < 2 || version > 5) r.fail(`unsupported DWARF version ${version}`, offset + (is64 ? 12 : 4));
-      let unitType: number = UT.compile, addrSize: number, abbrevOffset: number;
-      let sig: bigint | undefined, typeOff: number | undefined;
-      if (version >= 5) {
-        unitType = r.u8();
-        addrSize = r.u8();
-        abbrevOffset = r.offset(is64);
-        if (unitType === UT.skeleton || unitType === UT.split_compile) r.skip(8);
-        else if (unitType === UT.type || unitType === UT.split_type) {
-          sig = r.u64big();
-          typeOff = offset + r.offset(is64);
-        }
-      } else {
-        abbrevOffset = r.offset(is64);
-        addrSize = r.u8();
-        if (section === '.debug_types') {
-          unitType = UT.type;
-          sig = r.u64big();
-          typeOff = offset + r.offset(is64);
-        }
+  const buf = dw.get(INFO);
+  if (!buf) return out;
+  const r = new Reader(buf, INFO, dw.le);
+  while (r.pos < r.end) {
+    const offset = r.pos;
+    const inTypes = offset >= dw.typesStart;
+    const { length, is64 } = r.initialLength();
+    const end = r.pos + length;
+    if (end > (inTypes ? r.end : dw.typesStart)) r.fail(`unit length 0x${length.toString(16)} runs past the section`, offset);
+    const version = r.u16();
+    if (version < 2 || version > 5) r.fail(`unsupported DWARF version ${version}`, offset + (is64 ? 12 : 4));
+    let unitType: number = UT.compile, addrSize: number, abbrevOffset: number;
+    let sig: bigint | undefined, typeOff: number | undefined;
+    if (version >= 5) {
+      unitType = r.u8();
+      addrSize = r.u8();
+      abbrevOffset = r.offset(is64);
+      if (unitType === UT.skeleton || unitType === UT.split_compile) r.skip(8);
+      else if (unitType === UT.type || unitType === UT.split_type) {
+        sig = r.u64big();
+        typeOff = offset + r.offset(is64);
       }
-      if (addrSize !== 4 && addrSize !== 8 && addrSize !== 2) r.fail(`unsupported address size ${addrSize}`, offset);
-      const u = new Unit(dw, section, offset, end, { version, is64, addrSize }, unitType, abbrevOffset, r.pos, sig, typeOff);
-      u.init();
-      // DIE offsets of .debug_types overlap those of .debug_info; only DWARF 5 type units (in .debug_info)
-      // are addressable by the single offset space this reader uses.
-      if (sig !== undefined && typeOff !== undefined && section === '.debug_info') dw.typeBySignature.set(sig, typeOff);
-      out.push(u);
-      r.seek(end);
+    } else {
+      abbrevOffset = r.offset(is64);
+      addrSize = r.u8();
+      if (inTypes) {
+        unitType = UT.type;
+        sig = r.u64big();
+        typeOff = offset + r.offset(is64);
+      }
     }
+    if (addrSize !== 4 && addrSize !== 8 && addrSize !== 2) r.fail(`unsupported address size ${addrSize}`, offset);
+    const u = new Unit(dw, INFO, offset, end, { version, is64, addrSize }, unitType, abbrevOffset, r.pos, sig, typeOff);
+    u.init();
+    if (sig !== undefined && typeOff !== undefined) dw.typeBySignature.set(sig, typeOff);
+    out.push(u);
+    r.seek(end);
   }
   return out;
 }

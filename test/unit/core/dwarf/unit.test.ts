@@ -4,7 +4,12 @@
 // known by construction; both 32- and 64-bit DWARF are checked.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { openDwarf } from '../../../../src/core/dwarf/index';
+import { sectionsOf } from './objcopySections';
+import { tool } from './oracle';
 
 class Bytes {
   readonly b: number[] = [];
@@ -211,4 +216,30 @@ test('a unit cut short anywhere (its length field agreeing) gives a DwarfFormatE
   // Only the four top-level DIE boundaries (after the root, the base type, fa's subtree, fb) are quiet.
   assert.equal(quiet.length, 4, `quiet cuts: ${quiet}`);
   assert.ok(typed > 40);
+});
+
+test('type units (-fdebug-types-section, DWARF 4 .debug_types and DWARF 5 DW_UT_type) answer like plain DWARF', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pl-dwarf-tu-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const src = resolve(__dirname, '../../../fixtures/src/cpp/cpp.cpp');
+  const answers: string[][] = [];
+  const shapes: string[] = [];
+  for (const flags of [['-gdwarf-4'], ['-gdwarf-4', '-fdebug-types-section'], ['-gdwarf-5', '-fdebug-types-section']]) {
+    const out = join(dir, flags.join('').replace(/\W/g, ''));
+    if (tool(t, 'g++', [...flags, '-O0', '-o', out, src]) === undefined) return;
+    const s = sectionsOf(out);
+    if (flags.includes('-fdebug-types-section') && flags.includes('-gdwarf-4')) assert.ok(s.sections.has('.debug_types'));
+    const dw = openDwarf(s, 'x86_64');
+    answers.push(dw.functions().map((f) => `${f.name}(${f.params.map((p) => `${dw.typeName(p.typeOffset)} ${p.name}`).join(', ')})`).sort());
+    const add = dw.functions().find((f) => f.name === 'probelens::shapes::Counter::add')!;
+    const self = dw.typeOf(dw.typeOf(add.params[0].typeOffset).targetOffset);
+    assert.equal(self.kind, 'pointer');
+    const cls = dw.typeOf(self.targetOffset);
+    assert.ok(cls.members && cls.members.length > 0, `${flags}: members of ${cls.name}`);
+    shapes.push(JSON.stringify(cls.members.map((m) => [m.name, m.type, m.offset])));
+  }
+  assert.deepEqual(answers[1], answers[0]);
+  assert.deepEqual(answers[2], answers[0]);
+  assert.deepEqual(new Set(shapes).size, 1, shapes.join('\n'));
+  assert.ok(answers[0].includes('probelens::shapes::Counter::add(probelens::shapes::Counter * const this, int delta)'), answers[0].join('\n'));
 });
