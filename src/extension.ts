@@ -1,9 +1,9 @@
-import * as vscode from 'vscode';
-import { showVersionCommand } from './vscode/commands';
+import type * as vscode from 'vscode';
+import { activateFeatures } from './vscode/features';
 
-// activate() composes the features and does nothing else.
+// activate() composes the features and does nothing else; nothing is indexed until a source editor is visible.
 export function activate(context: vscode.ExtensionContext): void {
-  context.subscriptions.push(showVersionCommand());
+  activateFeatures(context);
 }
 
 export function deactivate(): void {

@@ -1,0 +1,55 @@
+// Typed access to ProbeLens's settings (rust-analyzer's Config habit): one getter per setting, defaults in one
+// place, and the "did anything I care about change" test next to them.
+import * as vscode from 'vscode';
+import type { PathMappings } from './model/pathMapping';
+
+const SECTION = 'probelens';
+
+export class Config {
+  private get cfg(): vscode.WorkspaceConfiguration {
+    return vscode.workspace.getConfiguration(SECTION);
+  }
+
+  /** Workspace-relative globs of the binaries to index; empty = discover them. */
+  get binaries(): string[] {
+    return this.cfg.get<string[]>('binaries', []).filter((g) => typeof g === 'string' && g.trim() !== '');
+  }
+
+  get pathMappings(): PathMappings {
+    const m = this.cfg.get<Record<string, unknown>>('pathMappings', {});
+    return Object.fromEntries(Object.entries(m ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string'));
+  }
+
+  get debugDirs(): string[] {
+    return this.cfg.get<string[]>('debugDirs', []);
+  }
+
+  get codeLensEnabled(): boolean {
+    return this.cfg.get<boolean>('codeLens.enabled', true);
+  }
+
+  get codeLens(): { trace: boolean; returns: boolean; latency: boolean } {
+    return {
+      trace: this.cfg.get<boolean>('codeLens.trace', true),
+      returns: this.cfg.get<boolean>('codeLens.returns', true),
+      latency: this.cfg.get<boolean>('codeLens.latency', true),
+    };
+  }
+
+  get inlineResults(): boolean {
+    return this.cfg.get<boolean>('inlineResults.enabled', true);
+  }
+
+  /** How often live numbers (decorations, lenses, tree, status bar) are redrawn; never faster than 4 times a second. */
+  get refreshMs(): number {
+    return Math.max(250, this.cfg.get<number>('refreshIntervalMs', 500));
+  }
+
+  get localSudo(): boolean {
+    return this.cfg.get<boolean>('local.sudo', false);
+  }
+
+  static affects(e: vscode.ConfigurationChangeEvent, key?: string): boolean {
+    return e.affectsConfiguration(key ? `${SECTION}.${key}` : SECTION);
+  }
+}

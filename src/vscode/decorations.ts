@@ -1,0 +1,86 @@
+// Inline results: after each armed probe's line `● 1,204 hits · last a=3 b=-7 · p50 2.1µs`, a gutter icon, a
+// hover with the last hits, per-host counts and the latency histogram, and problems as diagnostics on the line.
+import * as vscode from 'vscode';
+import type { Ctx } from './ctx';
+import { decorationText, hoverMarkdown } from './model/format';
+import type { Tracing } from './tracing';
+
+export class InlineResults implements vscode.Disposable {
+  private readonly armedType: vscode.TextEditorDecorationType;
+  private readonly otherType: vscode.TextEditorDecorationType;
+  private readonly diagnostics = vscode.languages.createDiagnosticCollection('probelens');
+
+  constructor(private readonly ctx: Ctx, private readonly tracing: Tracing) {
+    const media = vscode.Uri.joinPath(ctx.extension.extensionUri, 'media');
+    const after = { margin: '0 0 0 2em', color: new vscode.ThemeColor('editorCodeLens.foreground'), fontStyle: 'italic' };
+    this.armedType = vscode.window.createTextEditorDecorationType({
+      gutterIconPath: vscode.Uri.joinPath(media, 'probe-armed.svg'), gutterIconSize: '70%', after, rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
+    });
+    this.otherType = vscode.window.createTextEditorDecorationType({
+      gutterIconPath: vscode.Uri.joinPath(media, 'probe-idle.svg'), gutterIconSize: '70%', after, rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
+    });
+    ctx.push(vscode.window.onDidChangeVisibleTextEditors(() => this.refresh()));
+    ctx.push(tracing.onDidChange(() => this.refresh()));
+  }
+
+  /** Redraws every visible editor (called on state changes and by the live timer). */
+  refresh(): void {
+    const enabled = this.ctx.config.inlineResults;
+    type Item = { armed: boolean; opts: vscode.DecorationOptions };
+    const byFile = new Map<string, Item[]>();
+    const diags = new Map<string, vscode.Diagnostic[]>();
+    for (const key of Object.keys(this.tracing.set.binaries)) {
+      const views = this.tracing.isTracing ? this.tracing.views(key) : [];
+      // Several probes on one line (Trace and Trace returns above one function) share the line's text.
+      const perLine = new Map<string, { file: string; line: number; texts: string[]; hovers: string[]; armed: boolean }>();
+      for (const entry of this.tracing.set.binaries[key]) {
+        const loc = this.tracing.location(key, entry.spec);
+        if (!loc) continue;
+        const state = this.tracing.state(key, entry.spec);
+        const st = state === 'armed' || state === 'stale' ? this.tracing.stats(key, entry.spec, views) : undefined;
+        const problems = this.tracing.problems(key, entry.spec);
+        const lk = `${loc.file}\0${loc.line}`;
+        const pl = perLine.get(lk) ?? { file: loc.file, line: loc.line, texts: [], hovers: [], armed: false };
+        pl.texts.push(decorationText(st, this.tracing.isTracing || state === 'disabled' ? state : 'pending', problems[0]));
+        pl.hovers.push(hoverMarkdown(entry.spec, st, state, problems));
+        pl.armed ||= state === 'armed';
+        perLine.set(lk, pl);
+        for (const p of problems) {
+          const list = diags.get(loc.file) ?? [];
+          const sev = state === 'error' ? vscode.DiagnosticSeverity.Error : vscode.DiagnosticSeverity.Warning;
+          const d = new vscode.Diagnostic(new vscode.Range(loc.line - 1, 0, loc.line - 1, 1000), `${entry.spec}: ${p}`, sev);
+          d.source = 'ProbeLens';
+          list.push(d);
+          diags.set(loc.file, list);
+        }
+      }
+      for (const pl of perLine.values()) {
+        const list = byFile.get(pl.file) ?? [];
+        const hover = new vscode.MarkdownString(pl.hovers.join('\n\n---\n\n'));
+        hover.supportThemeIcons = true;
+        list.push({
+          armed: pl.armed,
+          opts: {
+            range: new vscode.Range(pl.line - 1, Number.MAX_SAFE_INTEGER, pl.line - 1, Number.MAX_SAFE_INTEGER),
+            hoverMessage: hover,
+            renderOptions: { after: { contentText: pl.texts.join('   ') } },
+          },
+        });
+        byFile.set(pl.file, list);
+      }
+    }
+    for (const editor of vscode.window.visibleTextEditors) {
+      const items = enabled ? byFile.get(editor.document.uri.fsPath) ?? [] : [];
+      editor.setDecorations(this.armedType, items.filter((i) => i.armed).map((i) => i.opts));
+      editor.setDecorations(this.otherType, items.filter((i) => !i.armed).map((i) => i.opts));
+    }
+    this.diagnostics.clear();
+    for (const [file, list] of diags) this.diagnostics.set(vscode.Uri.file(file), list);
+  }
+
+  dispose(): void {
+    this.armedType.dispose();
+    this.otherType.dispose();
+    this.diagnostics.dispose();
+  }
+}

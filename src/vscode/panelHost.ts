@@ -1,0 +1,75 @@
+// Feeds the live panel (src/vscode/panel, another module's webview) from the tracing sessions: hits in the
+// protocol's shape, the probes with their local source lines, the session state and the kernel's loss counts.
+import * as vscode from 'vscode';
+import type { Hit, HitValue } from '../core/tracefs/hitParser';
+import { PROBELENS_VERSION } from '../core/version';
+import type { ArgValue, PanelHit, ProbeInfo } from '../shared/protocol';
+import type { Ctx } from './ctx';
+import { buildToLocal } from './model/pathMapping';
+import { LivePanel, type LivePanelDeps } from './panel/livePanel';
+import { PanelFeed } from './panel/panelFeed';
+import type { Tracing } from './tracing';
+
+function argValue(v: HitValue): ArgValue {
+  if (typeof v === 'number' || typeof v === 'string') return v;
+  return v === null ? 'null' : JSON.stringify(v);
+}
+
+export function toPanelHit(h: Hit): PanelHit {
+  const args: Record<string, ArgValue> = {};
+  for (const [k, v] of Object.entries(h.args)) args[k] = argValue(v);
+  const out: PanelHit = { host: h.host, probe: h.probe, kind: h.kind, pid: h.pid, tid: h.tid, comm: h.comm, cpu: h.cpu, ts: h.ts, args };
+  if (h.retval !== undefined) out.retval = argValue(h.retval);
+  return out;
+}
+
+export class PanelHost implements vscode.Disposable {
+  readonly feed = new PanelFeed({ version: PROBELENS_VERSION });
+  private lost = 0;
+
+  constructor(private readonly ctx: Ctx, private readonly tracing: Tracing) {
+    ctx.push(tracing.onHit((hit) => this.feed.post([toPanelHit(hit)])));
+    ctx.push(tracing.onDidChange(() => this.sync()));
+    ctx.push(LivePanel.registerSerializer(ctx.extension, this.deps()));
+  }
+
+  private deps(): LivePanelDeps {
+    return { feed: this.feed, resolveSource: (probe) => this.probes().find((p) => p.name === probe && p.file && p.line) as { file: string; line: number } | undefined };
+  }
+
+  open(): void {
+    this.sync();
+    LivePanel.createOrShow(this.ctx.extension, this.deps());
+  }
+
+  private probes(): ProbeInfo[] {
+    const out: ProbeInfo[] = [];
+    for (const r of this.tracing.allRuns()) {
+      for (const p of r.session?.probes ?? []) {
+        const file = p.file ? buildToLocal(p.file, this.ctx.config.pathMappings, this.ctx.workspaceFolder) : undefined;
+        if (!out.some((o) => o.name === p.event)) out.push({ name: p.event, file, line: p.line });
+      }
+    }
+    return out;
+  }
+
+  /** Called on state changes and by the live timer. */
+  sync(): void {
+    const runs = this.tracing.allRuns();
+    this.feed.setProbes(this.probes());
+    const failed = runs.filter((r) => r.state === 'failed');
+    const state = !this.tracing.isTracing ? (runs.length ? 'stopped' : 'idle') : runs.some((r) => r.state === 'starting') ? 'starting' : failed.length === runs.length && runs.length ? 'error' : 'tracing';
+    const hosts = [...new Set(runs.map((r) => r.target.label))];
+    this.feed.setSession({ state, detail: failed.length ? failed.map((r) => `${r.target.label}: ${r.error}`).join('; ') : hosts.length ? `${hosts.length === 1 ? hosts[0] : `${hosts.length} hosts`}` : undefined });
+    let lost = 0;
+    for (const r of runs) lost += r.session?.aggregates?.snapshot().lost ?? 0;
+    if (lost !== this.lost) {
+      this.lost = lost;
+      this.feed.setLost(lost);
+    }
+  }
+
+  dispose(): void {
+    this.feed.dispose();
+  }
+}

@@ -1,0 +1,84 @@
+// The Probes view: targets → sessions (one binary on that target) → probes, with state and hit counts.
+// Inline actions: enable/disable/remove on probes, clean up and remove on targets; start/stop in the title.
+import { basename } from 'node:path';
+import * as vscode from 'vscode';
+import { command, type ProbeNodeArg, type TargetNodeArg } from './commands';
+import { formatCount } from './model/format';
+import type { TargetEntry, Targets } from './targets';
+import type { Tracing } from './tracing';
+
+interface SessionNode {
+  kind: 'session';
+  targetId: string;
+  binaryKey: string;
+}
+type ProbeNode = ProbeNodeArg & { targetId: string };
+type Node = TargetNodeArg | SessionNode | ProbeNode;
+
+const STATE_ICON: Record<string, string> = {
+  armed: 'pass-filled', pending: 'circle-large-outline', error: 'error', stale: 'history', disabled: 'circle-slash',
+  starting: 'loading~spin', failed: 'error', stopped: 'debug-stop', idle: 'circle-large-outline',
+};
+
+export class ProbesView implements vscode.TreeDataProvider<Node> {
+  private readonly changed = new vscode.EventEmitter<Node | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+
+  constructor(private readonly tracing: Tracing, private readonly targets: Targets) {}
+
+  refresh(): void {
+    this.changed.fire(undefined);
+  }
+
+  getChildren(node?: Node): Node[] {
+    if (!node) return this.targets.all().map((t) => ({ kind: 'target', targetId: t.id }));
+    if (node.kind === 'target') {
+      return Object.keys(this.tracing.set.binaries).map((binaryKey) => ({ kind: 'session', targetId: node.targetId, binaryKey }));
+    }
+    if (node.kind === 'session') {
+      return (this.tracing.set.binaries[node.binaryKey] ?? []).map((e) => ({ kind: 'probe', binaryKey: node.binaryKey, spec: e.spec, targetId: node.targetId }));
+    }
+    return [];
+  }
+
+  private run(targetId: string, key: string) {
+    return this.tracing.runsOf(key).find((r) => r.target.id === targetId);
+  }
+
+  getTreeItem(node: Node): vscode.TreeItem {
+    if (node.kind === 'target') {
+      const t = this.targets.get(node.targetId) as TargetEntry;
+      const active = this.targets.active().some((a) => a.id === t.id);
+      const item = new vscode.TreeItem(t.label, vscode.TreeItemCollapsibleState.Expanded);
+      item.id = `target:${t.id}`;
+      item.description = `${t.kind === 'local' ? 'this machine' : 'SSH'}${t.sudo ? ' · sudo -n' : ''}${active ? '' : ' · not traced'}`;
+      item.iconPath = new vscode.ThemeIcon(t.kind === 'local' ? 'vm' : 'remote');
+      item.contextValue = `target.${t.kind}${active ? '.active' : ''}`;
+      return item;
+    }
+    if (node.kind === 'session') {
+      const r = this.run(node.targetId, node.binaryKey);
+      const state = r ? (r.stale && r.state === 'armed' ? 'stale' : r.state) : 'idle';
+      const item = new vscode.TreeItem(basename(node.binaryKey), vscode.TreeItemCollapsibleState.Expanded);
+      item.id = `session:${node.targetId}:${node.binaryKey}`;
+      item.description = state + (r?.error ? ` · ${r.error}` : '');
+      item.tooltip = `${this.tracing.pathOf(node.binaryKey)}\n${item.description}`;
+      item.iconPath = new vscode.ThemeIcon(STATE_ICON[state] ?? 'circle-large-outline');
+      item.contextValue = `session.${state}`;
+      return item;
+    }
+    const state = this.tracing.state(node.binaryKey, node.spec);
+    const r = this.run(node.targetId, node.binaryKey);
+    const views = r?.session ? this.tracing.views(node.binaryKey).filter((v) => v.host === r.target.label) : [];
+    const hits = this.tracing.stats(node.binaryKey, node.spec, views).hits;
+    const item = new vscode.TreeItem(node.spec, vscode.TreeItemCollapsibleState.None);
+    item.id = `probe:${node.targetId}:${node.binaryKey}:${node.spec}`;
+    item.description = `${state}${views.length ? ` · ${formatCount(hits)} ${hits === 1 ? 'hit' : 'hits'}` : ''}`;
+    const problems = this.tracing.problems(node.binaryKey, node.spec);
+    item.tooltip = [node.spec, item.description, ...problems].join('\n');
+    item.iconPath = new vscode.ThemeIcon(STATE_ICON[state] ?? 'circle-large-outline');
+    item.contextValue = state === 'disabled' ? 'probe.disabled' : 'probe.enabled';
+    item.command = command('probelens.revealProbe', 'Show in Source', { kind: 'probe', binaryKey: node.binaryKey, spec: node.spec });
+    return item;
+  }
+}
