@@ -1,0 +1,84 @@
+// The C workspace as a user sees it: lenses above the functions of calls.c, "Trace" clicked above add_ints, the
+// program run on this machine, and the inline decoration after add_ints's line counting exactly its calls with
+// the values it was called with.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import type { Page } from 'playwright-core';
+import { parseFixtureOutput } from '../fixtures/output';
+import { missing } from '../helpers/require';
+import { requireTracefs } from '../helpers/tracefs';
+import { e2ePrerequisites, mediaScreenshot, withCodeServer } from './harness/session';
+import { prepareWorkspace } from './harness/workspaces';
+import { clickCodeLens, codeLens, openFile } from './harness/workbench';
+
+function definitionLine(dir: string, fn: string): number {
+  const lines = readFileSync(join(dir, 'calls.c'), 'utf8').split('\n');
+  const i = lines.findIndex((l) => new RegExp(`^\\w[\\w\\s*]*?\\b${fn}\\s*\\([^;]*$`).test(l));
+  assert.ok(i >= 0, `no definition of ${fn} in calls.c`);
+  return i + 1;
+}
+
+/** The texts ProbeLens draws after lines (decorations render `contentText` as CSS ::after content). */
+async function inlineTexts(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const out: string[] = [];
+    for (const el of Array.from(document.querySelectorAll('.monaco-editor .view-lines span'))) {
+      const c = getComputedStyle(el, '::after').content;
+      if (c && c !== 'none' && c.includes('●')) out.push(JSON.parse(c.replace(/\\([0-9a-f]{1,6}) ?/gi, (_m, h: string) => String.fromCodePoint(parseInt(h, 16)))) as string);
+    }
+    return out;
+  });
+}
+
+async function waitForInline(page: Page, want: RegExp, timeout: number): Promise<string> {
+  const deadline = Date.now() + timeout;
+  let seen: string[] = [];
+  for (;;) {
+    seen = await inlineTexts(page);
+    const hit = seen.find((s) => want.test(s));
+    if (hit) return hit;
+    if (Date.now() >= deadline) throw new Error(`no inline result matching ${want} within ${timeout} ms (saw: ${JSON.stringify(seen)})`);
+    await page.waitForTimeout(300);
+  }
+}
+
+test('C workspace: lenses above functions, "Trace" on add_ints, the inline decoration counts the run\'s calls', { timeout: 900_000 }, async (t) => {
+  if (!e2ePrerequisites(t)) return;
+  if (!requireTracefs(t)) return;
+  if (process.getuid?.() !== 0) {
+    missing(t, 'tracing on the local target needs root (or probelens.local.sudo with passwordless sudo)');
+    return;
+  }
+  const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-ws-'));
+  t.after(() => rmSync(scratch, { recursive: true, force: true }));
+  // Built inside the workspace copy, so the DWARF names the files the editor opens (no path mapping needed).
+  const dir = prepareWorkspace('c', scratch);
+  mkdirSync(join(dir, 'build'));
+  execFileSync('gcc', ['-g', '-O0', '-o', join(dir, 'build', 'calls'), join(dir, 'calls.c')], { cwd: dir });
+
+  await withCodeServer(t, { workspace: dir }, async ({ page }) => {
+    await openFile(page, 'calls.c');
+    const line = definitionLine(dir, 'add_ints');
+    // Lenses appear once the binary is indexed (first time: a progress notification).
+    await codeLens(page, /^Trace returns$/).first().waitFor({ state: 'visible', timeout: 120_000 });
+    assert.ok((await codeLens(page, /not probe-able|^Latency$/).count()) > 0, 'the Latency lens is drawn too');
+    await clickCodeLens(page, /^Trace$/, { line, timeout: 60_000 });
+    // Armed: the lens turns into the live count.
+    await codeLens(page, /Trace: 0 hits · armed/).first().waitFor({ state: 'visible', timeout: 120_000 });
+    await waitForInline(page, /^● 0 hits/, 30_000);
+
+    const out = parseFixtureOutput(execFileSync(join(dir, 'build', 'calls'), ['3'], { encoding: 'utf8' }));
+    const calls = out.calls.filter((c) => c.func === 'add_ints');
+    assert.equal(calls.length, 3, 'the fixture calls add_ints once per iteration');
+    const text = await waitForInline(page, /^● 3 hits/, 30_000);
+    const last = calls[calls.length - 1].args;
+    assert.equal(text, `● 3 hits · last a=${last.a} b=${last.b}`);
+    await codeLens(page, /Trace: 3 hits · armed/).first().waitFor({ state: 'visible', timeout: 30_000 });
+    t.diagnostic(`screenshot: ${await mediaScreenshot(page, 'trace-lens')}`);
+    assert.match(readFileSync(join(dir, '.vscode', 'probelens.json'), 'utf8'), /"add_ints \$params"/);
+  });
+});
