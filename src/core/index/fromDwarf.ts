@@ -109,12 +109,14 @@ function indexFunction(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: CallingConv
 function mergeLineTables(dw: Dwarf): { files: string[]; lines: LineRows } {
   const files: string[] = [];
   const fileIds = new Map<string, number>();
-  const address: number[] = [];
-  const line: number[] = [];
-  const file: number[] = [];
-  const flags: number[] = [];
-  for (const t of dw.lineTables()) {
-    const local = t.files.map((f) => {
+  // Rows within a sequence ascend by address, and sequences rarely overlap: order the sequences (tens of
+  // thousands) rather than the rows (millions), and copy rows straight into the typed arrays.
+  const seqs: Array<{ lo: number; table: number; s: number; e: number }> = [];
+  const tables = dw.lineTables();
+  const locals: Uint32Array[] = [];
+  let n = 0;
+  tables.forEach((t, ti) => {
+    locals.push(Uint32Array.from(t.files, (f) => {
       if (!f) return 0xffffffff;
       let id = fileIds.get(f);
       if (id === undefined) {
@@ -123,37 +125,51 @@ function mergeLineTables(dw: Dwarf): { files: string[]; lines: LineRows } {
         fileIds.set(f, id);
       }
       return id;
-    });
-    const r = t.rows;
+    }));
     for (const [s, e] of t.sequences) {
-      for (let i = s; i <= e; i++) {
-        const fl = r.flags[i];
-        address.push(r.address[i]);
-        line.push(r.line[i]);
-        file.push(local[r.file[i]] ?? 0xffffffff);
-        flags.push((fl & ROW_STMT ? LINE_IS_STMT : 0) | (fl & ROW_PROLOGUE_END ? LINE_PROLOGUE_END : 0) | (i === e || fl & ROW_END_SEQUENCE ? LINE_END_SEQUENCE : 0));
-      }
+      seqs.push({ lo: t.rows.address[s], table: ti, s, e });
+      n += e - s + 1;
+    }
+  });
+  seqs.sort((a, b) => a.lo - b.lo || a.table - b.table || a.s - b.s);
+  const out: LineRows = { address: new Float64Array(n), line: new Uint32Array(n), file: new Uint32Array(n), flags: new Uint8Array(n) };
+  let k = 0;
+  let sorted = true;
+  for (const q of seqs) {
+    const t = tables[q.table];
+    const r = t.rows;
+    const local = locals[q.table];
+    if (k > 0 && r.address[q.s] < out.address[k - 1]) sorted = false;
+    for (let i = q.s; i <= q.e; i++, k++) {
+      const fl = r.flags[i];
+      out.address[k] = r.address[i];
+      out.line[k] = r.line[i];
+      out.file[k] = local[r.file[i]] ?? 0xffffffff;
+      out.flags[k] = (fl & ROW_STMT ? LINE_IS_STMT : 0) | (fl & ROW_PROLOGUE_END ? LINE_PROLOGUE_END : 0) | (i === q.e || fl & ROW_END_SEQUENCE ? LINE_END_SEQUENCE : 0);
     }
   }
-  const n = address.length;
+  // Equal addresses across sequences (an end row and the next sequence's start) must list the end row first.
+  for (let i = 1; sorted && i < n; i++) {
+    if (out.address[i] === out.address[i - 1] && out.flags[i] & LINE_END_SEQUENCE && !(out.flags[i - 1] & LINE_END_SEQUENCE)) sorted = false;
+  }
+  if (!sorted) sortRows(out);
+  return { files, lines: out };
+}
+
+/** Overlapping sequences (rare): a stable row sort by address, end-of-sequence rows first among equals. */
+function sortRows(rows: LineRows): void {
+  const n = rows.address.length;
   const order = new Uint32Array(n);
-  let sorted = true;
-  for (let i = 0; i < n; i++) {
-    order[i] = i;
-    if (i > 0 && (address[i] < address[i - 1] || (address[i] === address[i - 1] && flags[i] & LINE_END_SEQUENCE && !(flags[i - 1] & LINE_END_SEQUENCE)))) sorted = false;
-  }
-  if (!sorted) {
-    // Stable by address, end-of-sequence rows first among equal addresses (see LineRows).
-    order.sort((a, b) => address[a] - address[b] || (flags[b] & LINE_END_SEQUENCE) - (flags[a] & LINE_END_SEQUENCE) || a - b);
-  }
-  const out: LineRows = { address: new Float64Array(n), line: new Uint32Array(n), file: new Uint32Array(n), flags: new Uint8Array(n) };
+  for (let i = 0; i < n; i++) order[i] = i;
+  const { address, flags } = rows;
+  order.sort((a, b) => address[a] - address[b] || (flags[b] & LINE_END_SEQUENCE) - (flags[a] & LINE_END_SEQUENCE) || a - b);
+  const copy = { address: rows.address.slice(), line: rows.line.slice(), file: rows.file.slice(), flags: rows.flags.slice() };
   for (let k = 0; k < n; k++) {
     const i = order[k];
-    out.address[k] = address[i];
-    out.line[k] = line[i];
-    out.file[k] = file[i];
-    out.flags[k] = flags[i];
+    rows.address[k] = copy.address[i];
+    rows.line[k] = copy.line[i];
+    rows.file[k] = copy.file[i];
+    rows.flags[k] = copy.flags[i];
   }
-  return { files, lines: out };
 }
 

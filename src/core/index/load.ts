@@ -6,7 +6,8 @@ import { BinaryIndex } from './binaryIndex';
 import { cacheKey, readCache, writeCache } from './cache';
 import { readBinaryIdentity } from './identity';
 import { runWorkerJob } from '../worker/client';
-import { INDEX_FORMAT, isIndexData, type IndexData } from './model';
+import { CODEC_VERSION, decodeIndex, encodeIndex, isEncodedIndex, type EncodedIndex } from './codec';
+import { INDEX_FORMAT, type IndexData } from './model';
 
 export interface LoadOptions {
   /** Ignore and do not write the cache. */
@@ -28,7 +29,7 @@ export interface LoadedIndex {
 function keyFor(path: string, debugDirs: string[] | undefined): string {
   const id = readBinaryIdentity(path);
   // The build-id names the code; path and debug directories decide where its DWARF was found.
-  return cacheKey({ ...id, path, salt: `format ${INDEX_FORMAT}\0${path}\0${(debugDirs ?? []).join('\0')}` });
+  return cacheKey({ ...id, path, salt: `format ${INDEX_FORMAT} codec ${CODEC_VERSION}\0${path}\0${(debugDirs ?? []).join('\0')}` });
 }
 
 export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Promise<LoadedIndex> {
@@ -36,19 +37,20 @@ export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Pro
   const key = opts.noCache ? undefined : keyFor(path, opts.debugDirs);
   if (key) {
     const cached = readCache(key, isCurrent(path), opts.cacheDir);
-    if (cached) return { index: new BinaryIndex(cached), fromCache: true };
+    if (cached) return { index: new BinaryIndex(decodeIndex(cached)), fromCache: true };
   }
   const data = opts.inWorker ? await buildInWorker(path, opts) : await buildIndex(path, { debugDirs: opts.debugDirs, onProgress: opts.onProgress });
-  if (key) writeCache(key, data, opts.cacheDir);
+  const encoded = key ? encodeIndex(data) : undefined;
+  if (key && encoded) writeCache(key, encoded, opts.cacheDir);
   return { index: new BinaryIndex(data), fromCache: false };
 }
 
 function isCurrent(path: string) {
-  return (v: unknown): v is IndexData => {
-    if (!isIndexData(v) || v.path !== path) return false;
+  return (v: unknown): v is EncodedIndex => {
+    if (!isEncodedIndex(v) || v.meta.path !== path) return false;
     const id = readBinaryIdentity(path);
     // A binary rebuilt without a build-id keeps its path: size and mtime tell the builds apart.
-    return v.buildId !== undefined ? v.buildId === id.buildId : v.size === id.size && v.mtimeMs === id.mtimeMs;
+    return v.meta.buildId !== undefined ? v.meta.buildId === id.buildId : v.meta.size === id.size && v.meta.mtimeMs === id.mtimeMs;
   };
 }
 
