@@ -105,23 +105,25 @@ function decode(u: Unit, e: Block): Op[] {
 }
 
 /** Reduces a location expression to a LocDesc. */
-export function describeLocation(u: Unit, e: Block | undefined, arch: Arch): LocDesc {
+export function describeLocation(u: Unit, e: Block | undefined, arch: Arch, depth = 0): LocDesc {
   if (!e || e.len === 0) return { kind: 'optimized-out' };
+  // Entry values nest; real ones are one level deep, hostile ones must not exhaust the stack.
+  if (depth > 8) return { kind: 'unsupported', why: 'nested DW_OP_entry_value' };
   const ops = decode(u, e);
   // Split at DW_OP_piece / bit_piece.
   const pieces: Array<{ bits: number; loc: LocDesc }> = [];
   let cur: Op[] = [];
   for (const o of ops) {
     if (o.op === OP.piece || o.op === OP.bit_piece) {
-      pieces.push({ bits: o.op === OP.piece ? o.a * 8 : o.a, loc: cur.length ? simple(u, cur, arch) : { kind: 'optimized-out' } });
+      pieces.push({ bits: o.op === OP.piece ? o.a * 8 : o.a, loc: cur.length ? simple(u, cur, arch, depth) : { kind: 'optimized-out' } });
       cur = [];
     } else cur.push(o);
   }
-  if (pieces.length === 0) return simple(u, cur, arch);
+  if (pieces.length === 0) return simple(u, cur, arch, depth);
   return { kind: 'pieces', pieces };
 }
 
-function simple(u: Unit, ops: Op[], arch: Arch): LocDesc {
+function simple(u: Unit, ops: Op[], arch: Arch, depth: number): LocDesc {
   const [o, o2] = ops;
   const n = ops.length;
   const reg = (r: number) => registerName(arch, r);
@@ -138,13 +140,13 @@ function simple(u: Unit, ops: Op[], arch: Arch): LocDesc {
     // Inside DW_OP_entry_value, a typed register read names the register just like DW_OP_regN.
     if (o.op === OP.regval_type || o.op === OP.GNU_regval_type) return { kind: 'register', reg: o.a, name: reg(o.a) };
     if (o.op === OP.implicit_value) return { kind: 'implicit', bytes: o.block!.buf.slice(o.block!.start, o.block!.start + o.block!.len) };
-    if (o.op === OP.entry_value || o.op === OP.GNU_entry_value) return { kind: 'entry-value', inner: describeLocation(u, o.block, arch) };
+    if (o.op === OP.entry_value || o.op === OP.GNU_entry_value) return { kind: 'entry-value', inner: describeLocation(u, o.block, arch, depth + 1) };
   }
   if (n === 2 && tail) {
     if (isConst(o)) return { kind: 'value', value: o.big ?? o.a };
     if (o.op >= OP.breg0 && o.op <= OP.breg31) return { kind: 'breg-value', reg: o.op - OP.breg0, name: reg(o.op - OP.breg0), offset: o.a };
     if (o.op === OP.bregx) return { kind: 'breg-value', reg: o.a, name: reg(o.a), offset: o.b };
-    if (o.op === OP.entry_value || o.op === OP.GNU_entry_value) return { kind: 'entry-value', inner: describeLocation(u, o.block, arch) };
+    if (o.op === OP.entry_value || o.op === OP.GNU_entry_value) return { kind: 'entry-value', inner: describeLocation(u, o.block, arch, depth + 1) };
   }
   if (n === 2 && o.op === OP.call_frame_cfa && o2.op === OP.plus_uconst) return { kind: 'cfa', offset: o2.a };
   if (n === 2 && (o2.op === OP.GNU_push_tls_address || o2.op === OP.form_tls_address) && isConst(o)) return { kind: 'tls', offset: o.a };

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DwarfFormatError, openDwarf } from '../../../../src/core/dwarf/index';
+import { describeLocation } from '../../../../src/core/dwarf/expr';
 import { Reader } from '../../../../src/core/dwarf/reader';
 import type { FixtureName } from '../../../helpers/fixtures';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
@@ -84,3 +85,32 @@ test('hostile input: truncated and corrupted .debug_* sections yield only DwarfF
   assert.ok(runs >= 200, `only ${runs} runs within the bound`);
   assert.ok(typed > runs / 10, `corruption was detected in ${typed}/${runs} runs`);
 });
+
+test('hostile expressions: deeply nested DW_OP_entry_value and unknown ops end in a verdict or DwarfFormatError', () => {
+  // 3 000 nested entry values (each level [0xa3, len, …]): far past any real expression.
+  let inner: number[] = [0x55];
+  for (let i = 0; i < 3000; i++) inner = [0xa3, ...uleb(inner.length), ...inner];
+  const buf = Uint8Array.from(inner);
+  const unit = { section: '.debug_info', dw: { le: true }, enc: { addrSize: 8, is64: false } } as unknown as Parameters<typeof describeLocation>[0];
+  const deep = describeLocation(unit, { buf, start: 0, len: buf.length }, 'x86_64');
+  let d = deep, levels = 0;
+  while (d.kind === 'entry-value') {
+    d = d.inner;
+    levels++;
+  }
+  assert.deepEqual(d, { kind: 'unsupported', why: 'nested DW_OP_entry_value' });
+  assert.ok(levels <= 9);
+  assert.throws(() => describeLocation(unit, { buf: Uint8Array.from([0x01]), start: 0, len: 1 }, 'x86_64'), DwarfFormatError);
+  assert.throws(() => describeLocation(unit, { buf: Uint8Array.from([0x91]), start: 0, len: 1 }, 'x86_64'), DwarfFormatError);
+});
+
+function uleb(v: number): number[] {
+  const out: number[] = [];
+  do {
+    let b = v & 0x7f;
+    v = Math.floor(v / 128);
+    if (v) b |= 0x80;
+    out.push(b);
+  } while (v);
+  return out;
+}
