@@ -121,12 +121,12 @@ export class Binaries implements vscode.Disposable {
 
   private async reindex(path: string): Promise<void> {
     if (!isElfFile(path)) return;
-    const old = this.ready.get(path);
     this.indexes.delete(path);
     this.ready.delete(path);
     try {
-      const ix = await this.index(path);
-      if (!old || old.buildId !== ix.buildId || old.buildId === undefined) this.changed.fire({ binary: path, rebuilt: true });
+      await this.index(path);
+      // Even an identical rebuild is a new file (linkers unlink and recreate): uprobes stay on the old inode.
+      this.changed.fire({ binary: path, rebuilt: true });
     } catch {
       // logged by build()
     }

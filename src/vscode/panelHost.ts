@@ -1,27 +1,14 @@
 // Feeds the live panel (src/vscode/panel, another module's webview) from the tracing sessions: hits in the
 // protocol's shape, the probes with their local source lines, the session state and the kernel's loss counts.
 import * as vscode from 'vscode';
-import type { Hit, HitValue } from '../core/tracefs/hitParser';
 import { PROBELENS_VERSION } from '../core/version';
-import type { ArgValue, PanelHit, ProbeInfo } from '../shared/protocol';
+import type { ProbeInfo } from '../shared/protocol';
 import type { Ctx } from './ctx';
+import { toPanelHit } from './model/panelHits';
 import { buildToLocal } from './model/pathMapping';
 import { LivePanel, type LivePanelDeps } from './panel/livePanel';
 import { PanelFeed } from './panel/panelFeed';
 import type { Tracing } from './tracing';
-
-function argValue(v: HitValue): ArgValue {
-  if (typeof v === 'number' || typeof v === 'string') return v;
-  return v === null ? 'null' : JSON.stringify(v);
-}
-
-export function toPanelHit(h: Hit): PanelHit {
-  const args: Record<string, ArgValue> = {};
-  for (const [k, v] of Object.entries(h.args)) args[k] = argValue(v);
-  const out: PanelHit = { host: h.host, probe: h.probe, kind: h.kind, pid: h.pid, tid: h.tid, comm: h.comm, cpu: h.cpu, ts: h.ts, args };
-  if (h.retval !== undefined) out.retval = argValue(h.retval);
-  return out;
-}
 
 export class PanelHost implements vscode.Disposable {
   readonly feed = new PanelFeed({ version: PROBELENS_VERSION });

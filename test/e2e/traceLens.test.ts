@@ -3,48 +3,16 @@
 // the values it was called with.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { Page } from 'playwright-core';
 import { parseFixtureOutput } from '../fixtures/output';
 import { missing } from '../helpers/require';
 import { requireTracefs } from '../helpers/tracefs';
 import { e2ePrerequisites, mediaScreenshot, withCodeServer } from './harness/session';
-import { prepareWorkspace } from './harness/workspaces';
 import { clickCodeLens, codeLens, openFile } from './harness/workbench';
-
-function definitionLine(dir: string, fn: string): number {
-  const lines = readFileSync(join(dir, 'calls.c'), 'utf8').split('\n');
-  const i = lines.findIndex((l) => new RegExp(`^\\w[\\w\\s*]*?\\b${fn}\\s*\\([^;]*$`).test(l));
-  assert.ok(i >= 0, `no definition of ${fn} in calls.c`);
-  return i + 1;
-}
-
-/** The texts ProbeLens draws after lines (decorations render `contentText` as CSS ::after content). */
-async function inlineTexts(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const out: string[] = [];
-    for (const el of Array.from(document.querySelectorAll('.monaco-editor .view-lines span'))) {
-      const c = getComputedStyle(el, '::after').content;
-      if (c && c !== 'none' && c.includes('●')) out.push(JSON.parse(c.replace(/\\([0-9a-f]{1,6}) ?/gi, (_m, h: string) => String.fromCodePoint(parseInt(h, 16)))) as string);
-    }
-    return out;
-  });
-}
-
-async function waitForInline(page: Page, want: RegExp, timeout: number): Promise<string> {
-  const deadline = Date.now() + timeout;
-  let seen: string[] = [];
-  for (;;) {
-    seen = await inlineTexts(page);
-    const hit = seen.find((s) => want.test(s));
-    if (hit) return hit;
-    if (Date.now() >= deadline) throw new Error(`no inline result matching ${want} within ${timeout} ms (saw: ${JSON.stringify(seen)})`);
-    await page.waitForTimeout(300);
-  }
-}
+import { buildCWorkspace, definitionLine, waitForInline } from './inlineResults';
 
 test('C workspace: lenses above functions, "Trace" on add_ints, the inline decoration counts the run\'s calls', { timeout: 900_000 }, async (t) => {
   if (!e2ePrerequisites(t)) return;
@@ -55,10 +23,7 @@ test('C workspace: lenses above functions, "Trace" on add_ints, the inline decor
   }
   const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-ws-'));
   t.after(() => rmSync(scratch, { recursive: true, force: true }));
-  // Built inside the workspace copy, so the DWARF names the files the editor opens (no path mapping needed).
-  const dir = prepareWorkspace('c', scratch);
-  mkdirSync(join(dir, 'build'));
-  execFileSync('gcc', ['-g', '-O0', '-o', join(dir, 'build', 'calls'), join(dir, 'calls.c')], { cwd: dir });
+  const { dir } = buildCWorkspace(scratch);
 
   await withCodeServer(t, { workspace: dir }, async ({ page }) => {
     await openFile(page, 'calls.c');

@@ -1,0 +1,63 @@
+// Reading ProbeLens's inline results and building the C workspace for the e2e tests. Decorations draw their
+// `contentText` as CSS ::after content, which is not DOM text: it is read from the computed style.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { prepareWorkspace } from './harness/workspaces';
+
+/** A copy of the C fixture workspace with build/calls built inside it (so DWARF names the files the editor opens). */
+export function buildCWorkspace(parent: string): { dir: string; binary: string; rebuild(): void } {
+  const dir = prepareWorkspace('c', parent);
+  mkdirSync(join(dir, 'build'));
+  const binary = join(dir, 'build', 'calls');
+  const rebuild = () => execFileSync('gcc', ['-g', '-O0', '-o', binary, join(dir, 'calls.c')], { cwd: dir });
+  rebuild();
+  return { dir, binary, rebuild };
+}
+
+/** 1-based line of the definition of `fn` in calls.c. */
+export function definitionLine(dir: string, fn: string): number {
+  const lines = readFileSync(join(dir, 'calls.c'), 'utf8').split('\n');
+  const i = lines.findIndex((l) => new RegExp(`^\\w[\\w\\s*]*?\\b${fn}\\s*\\([^;]*$`).test(l));
+  assert.ok(i >= 0, `no definition of ${fn} in calls.c`);
+  return i + 1;
+}
+
+/** 1-based line of the `@line:NAME` marker in calls.c. */
+export function markerLine(dir: string, name: string): number {
+  const i = readFileSync(join(dir, 'calls.c'), 'utf8').split('\n').findIndex((l) => l.includes(`@line:${name} `));
+  assert.ok(i >= 0, `no marker @line:${name} in calls.c`);
+  return i + 1;
+}
+
+/** The texts ProbeLens draws after lines of the visible editors. */
+export async function inlineTexts(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const out: string[] = [];
+    for (const el of Array.from(document.querySelectorAll('.monaco-editor .view-lines span'))) {
+      const c = getComputedStyle(el, '::after').content;
+      if (c && c !== 'none' && (c.includes('●') || c.includes('\\25CF') || c.includes('\\25cf'))) {
+        out.push(JSON.parse(c.replace(/\\([0-9a-f]{1,6}) ?/gi, (_m, h: string) => String.fromCodePoint(parseInt(h, 16)))) as string);
+      }
+    }
+    return out;
+  });
+}
+
+export async function waitForInline(page: Page, want: RegExp, timeout: number): Promise<string> {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const seen = await inlineTexts(page);
+    const hit = seen.find((s) => want.test(s));
+    if (hit) return hit;
+    if (Date.now() >= deadline) throw new Error(`no inline result matching ${want} within ${timeout} ms (saw: ${JSON.stringify(seen)})`);
+    await page.waitForTimeout(300);
+  }
+}
+
+/** uprobe_events lines that name `path` (what a session left armed on this machine). */
+export function uprobeEventsFor(tracefs: string, path: string): string[] {
+  return readFileSync(join(tracefs, 'uprobe_events'), 'utf8').split('\n').filter((l) => l.includes(path));
+}
