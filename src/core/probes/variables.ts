@@ -1,6 +1,5 @@
 // The variables visible at a probe site and where each is at that address, as tracefs fetch text: what
 // `probelens vars` lists and what "Trace this line" offers.
-import type { FunctionInfo } from '../dwarf';
 import type { BinaryIndex } from '../index/binaryIndex';
 import { openDebugAccess, type DebugAccess } from '../index/debugAccess';
 import { callFrameInfo, type CallFrameInfo } from '../unwind';
@@ -45,8 +44,7 @@ export function frameAt(ctx: SiteContext, index: BinaryIndex, fnDie: number, ent
     const reg = rule ? tracefsRegister(arch, registerName(arch, rule.reg)) : undefined;
     if (rule && reg) cfa = { reg, offset: rule.offset };
   }
-  // frameBase() reads only the DIE and the pc it is evaluated at.
-  const frameBase = dwarf.frameBase({ dieOffset: fnDie, entryPc: pc } as unknown as FunctionInfo);
+  const frameBase = dwarf.frameBaseAt(fnDie, pc);
   return { arch, cfa, frameBase, fetchOffsetOf: (a) => image.fetchOffsetOf(BigInt(a), BigInt(pc)) };
 }
 
