@@ -153,8 +153,18 @@ export class LineTable {
   }
 }
 
+// Every unit of a large program names the same few hundred headers: normalising each again dominated the
+// line-table pass, so results are memoised (bounded: the cache is dropped when it grows past its cap).
+const joined = new Map<string, string>();
 function join(dir: string, name: string): string {
-  return posix.normalize(posix.isAbsolute(name) ? name : posix.join(dir, name));
+  const key = `${dir}\0${name}`;
+  let p = joined.get(key);
+  if (p === undefined) {
+    if (joined.size > 100_000) joined.clear();
+    p = posix.normalize(posix.isAbsolute(name) ? name : posix.join(dir, name));
+    joined.set(key, p);
+  }
+  return p;
 }
 
 interface EntryFormat {

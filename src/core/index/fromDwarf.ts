@@ -148,10 +148,6 @@ function mergeLineTables(dw: Dwarf): { files: string[]; lines: LineRows } {
       out.flags[k] = (fl & ROW_STMT ? LINE_IS_STMT : 0) | (fl & ROW_PROLOGUE_END ? LINE_PROLOGUE_END : 0) | (i === q.e || fl & ROW_END_SEQUENCE ? LINE_END_SEQUENCE : 0);
     }
   }
-  // Equal addresses across sequences (an end row and the next sequence's start) must list the end row first.
-  for (let i = 1; sorted && i < n; i++) {
-    if (out.address[i] === out.address[i - 1] && out.flags[i] & LINE_END_SEQUENCE && !(out.flags[i - 1] & LINE_END_SEQUENCE)) sorted = false;
-  }
   if (!sorted) sortRows(out);
   return { files, lines: out };
 }

@@ -43,8 +43,9 @@ export interface IndexedFunction {
 }
 
 /**
- * Line-table rows of the whole binary, sorted by address (end-of-sequence rows first among equal addresses);
- * parallel arrays keep the cache small and fast to load.
+ * Line-table rows of the whole binary, sorted by address; a sequence's rows stay in order, and a sequence's
+ * end row precedes the rows of a sequence starting at the same address. Parallel arrays keep the cache small
+ * and fast to load.
  */
 export interface LineRows {
   address: Float64Array;
