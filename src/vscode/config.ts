@@ -45,6 +45,12 @@ export class Config {
     return Math.max(250, this.cfg.get<number>('refreshIntervalMs', 500));
   }
 
+  /** ssh config file read for SSH targets (`ssh -F`); empty = ~/.ssh/config then /etc/ssh/ssh_config. */
+  get sshConfigFile(): string | undefined {
+    const f = this.cfg.get<string>('ssh.configFile', '').trim();
+    return f ? f.replace(/^~(?=\/|$)/, process.env.HOME ?? '~') : undefined;
+  }
+
   get localSudo(): boolean {
     return this.cfg.get<boolean>('local.sudo', false);
   }

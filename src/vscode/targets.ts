@@ -65,13 +65,13 @@ export class Targets implements vscode.Disposable {
   async addSsh(): Promise<TargetEntry | undefined> {
     let hosts: string[] = [];
     try {
-      hosts = sshConfigHosts(readFileSync(join(homedir(), '.ssh', 'config'), 'utf8'));
+      hosts = sshConfigHosts(readFileSync(this.ctx.config.sshConfigFile ?? join(homedir(), '.ssh', 'config'), 'utf8'));
     } catch {
       // no ssh config: the user types a destination
     }
     const typed = '$(edit) Enter user@host[:port]…';
     const pick = hosts.length
-      ? await vscode.window.showQuickPick([...hosts.map((h) => ({ label: h, description: 'from ~/.ssh/config' })), { label: typed }], { title: 'ProbeLens: add SSH target' })
+      ? await vscode.window.showQuickPick([...hosts.map((h) => ({ label: h, description: `from ${this.ctx.config.sshConfigFile ?? '~/.ssh/config'}` })), { label: typed }], { title: 'ProbeLens: add SSH target' })
       : { label: typed };
     if (!pick) return undefined;
     let dest = pick.label;
@@ -122,6 +122,7 @@ export class Targets implements vscode.Disposable {
     return SshTarget.connect({
       destination: t.label,
       label: t.label,
+      configFile: this.ctx.config.sshConfigFile,
       log: (m) => this.ctx.log(`ssh ${t.label}: ${m}`),
       onUnknownHost: (info) => this.askUnknownHost(info),
       passphrase: (keyFile, attempt) => this.secret(`passphrase:${keyFile}`, `Passphrase for ${keyFile}`, attempt),
