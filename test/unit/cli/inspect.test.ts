@@ -5,7 +5,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fixtureOrSkip } from '../../helpers/fixtures';
+import { fixtureOrSkip, markerLine } from '../../helpers/fixtures';
+import { loadIndex } from '../../../src/core/index/load';
 
 const MAIN = resolve(__dirname, '../../../src/cli/main.ts');
 const cache = mkdtempSync(join(tmpdir(), 'probelens-cli-cache-'));
@@ -74,4 +75,19 @@ test('an unknown function names close matches', async (t) => {
   const r = cli('vars', f.path, 'add_int');
   assert.equal(r.code, 1);
   assert.match(r.err, /has no function 'add_int' \(did you mean 'add_ints'/);
+});
+
+test('BinaryIndex.variablesAt: a loop line shows its locals with register/stack fetches', async (t) => {
+  const f = await fixtureOrSkip(t, 'calls-O0');
+  if (!f) return;
+  const { index } = await loadIndex(f.path, { noCache: true });
+  const m = markerLine(f, 'sum_squares.step');
+  const [addr] = index.addressesForLine(m.file, m.line);
+  const vars = await index.variablesAt(addr);
+  const byName = new Map(vars.map((v) => [v.name, v]));
+  assert.equal(byName.get('n')?.kind, 'param');
+  assert.equal(byName.get('i')?.kind, 'local');
+  assert.equal(byName.get('acc')?.type, 'long int');
+  // At -O0 locals live in the frame: gcc's frame base is the CFA, which CFI puts at %bp+16 after the prologue.
+  assert.match(byName.get('i')!.location, /^-[0-9]+\(%bp\)$/);
 });
