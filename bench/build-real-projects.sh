@@ -23,9 +23,13 @@ build() { # package, source-dir glob, configure args…, then the binary to repo
   local dir
   dir=$(ls -d $dirglob 2>/dev/null | head -1 || true)
   if [ -z "$dir" ]; then
-    apt-get source -qq --download-only "$pkg" >/dev/null 2>&1 || apt-get source -qq "$pkg" >/dev/null
-    [ -n "$(ls -d $dirglob 2>/dev/null)" ] || dpkg-source -x "$(ls ${pkg}_*.dsc | head -1)" >/dev/null
-    dir=$(ls -d $dirglob | head -1)
+    # A mirror may lack the newest version's files (seen with a security update): try each, newest first.
+    local v
+    for v in $(apt-cache showsrc "$pkg" | awk '/^Version:/{print $2}' | sort -rV | uniq); do
+      apt-get source -qq "$pkg=$v" >/dev/null 2>&1 && break
+    done
+    dir=$(ls -d $dirglob 2>/dev/null | head -1 || true)
+    [ -n "$dir" ] || { echo "could not fetch the source of $pkg" >&2; exit 1; }
   fi
   if [ ! -x "$dir/$bin" ]; then
     (cd "$dir" && { [ -f config.status ] || ./configure CFLAGS='-g -O2' "$@" >/dev/null; } && make -j"$(nproc)" >/dev/null 2>&1)
@@ -34,4 +38,3 @@ build() { # package, source-dir glob, configure args…, then the binary to repo
 }
 
 build postgresql-15 'postgresql-15-*' src/backend/postgres --without-icu --without-readline --without-zlib
-build redis 'redis-*' src/redis-server
