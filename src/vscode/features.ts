@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import { TracefsAgent } from '../core/tracefs/agentClient';
 import { Binaries } from './binaries';
 import { ProbeCodeLenses, SOURCE_LANGUAGES } from './codeLens';
-import { registerCommand, showVersionCommand, type ProbeNodeArg } from './commands';
+import { registerCommand, showVersionCommand } from './commands';
 import { Ctx } from './ctx';
 import { InlineResults } from './decorations';
 import { EditorCommands } from './editorCommands';
@@ -69,7 +69,6 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
   ctx.push(tracing.onDidChange(() => tracing.isTracing && !timer && schedule()));
   ctx.push({ dispose: () => timer && clearTimeout(timer) });
 
-  const probeArg = (n: ProbeNodeArg | undefined) => n;
   ctx.push(showVersionCommand());
   ctx.push(registerCommand('probelens.selectBinary', () => binaries.select()));
   ctx.push(registerCommand('probelens.addProbes', async (args) => {
@@ -116,8 +115,7 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
   ctx.push(registerCommand('probelens.disableProbe', (n) => tracing.setEnabled(n.binaryKey, n.spec, false)));
   ctx.push(registerCommand('probelens.removeProbe', (n) => tracing.remove(n.binaryKey, n.spec)));
   ctx.push(registerCommand('probelens.revealProbe', async (n) => {
-    const a = probeArg(n);
-    const loc = a && tracing.location(a.binaryKey, a.spec);
+    const loc = tracing.location(n.binaryKey, n.spec);
     if (!loc) return;
     const pos = new vscode.Position(loc.line - 1, 0);
     await vscode.window.showTextDocument(vscode.Uri.file(loc.file), { selection: new vscode.Range(pos, pos) });

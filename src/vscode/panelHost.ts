@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import { PROBELENS_VERSION } from '../core/version';
 import type { ProbeInfo } from '../shared/protocol';
 import type { Ctx } from './ctx';
+import { LatencyPairer } from './model/latencyPairing';
 import { toPanelHit } from './model/panelHits';
 import { buildToLocal } from './model/pathMapping';
 import { LivePanel, type LivePanelDeps } from './panel/livePanel';
@@ -13,9 +14,23 @@ import type { Tracing } from './tracing';
 export class PanelHost implements vscode.Disposable {
   readonly feed = new PanelFeed({ version: PROBELENS_VERSION });
   private lost = 0;
+  private readonly pairers = new WeakMap<object, LatencyPairer>();
 
   constructor(private readonly ctx: Ctx, private readonly tracing: Tracing) {
-    ctx.push(tracing.onHit((hit) => this.feed.post([toPanelHit(hit)])));
+    ctx.push(tracing.onHit((hit, run) => {
+      const ph = toPanelHit(hit);
+      const session = run.session;
+      if (session) {
+        let pairer = this.pairers.get(session);
+        if (!pairer) {
+          const byEvent = new Map(session.probes.map((p) => [p.event, p]));
+          this.pairers.set(session, (pairer = new LatencyPairer((e) => byEvent.get(e))));
+        }
+        const ns = pairer.latencyNs(hit);
+        if (ns !== undefined) ph.latencyNs = ns;
+      }
+      this.feed.post([ph]);
+    }));
     ctx.push(tracing.onDidChange(() => this.sync()));
     ctx.push(LivePanel.registerSerializer(ctx.extension, this.deps()));
   }

@@ -134,14 +134,12 @@ export class Tracing implements vscode.Disposable {
 
   async add(binary: string, specs: string[]): Promise<void> {
     const key = this.keyOf(binary);
-    let changed = false;
-    for (const s of specs) changed = addProbe(this.set, key, s) || changed;
+    for (const s of specs) addProbe(this.set, key, s);
     await this.save();
     this.changed.fire();
     // Arming is what the user asked for: start (or re-arm this binary) even if the spec was in the set already.
     if (this.tracing) await this.rearm(key);
     else await this.start();
-    void changed;
   }
 
   async remove(key: string, spec: string): Promise<void> {

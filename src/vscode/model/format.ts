@@ -38,7 +38,7 @@ export function formatValues(values: Record<string, HitValue>): string {
 export function decorationText(st: SpecStats | undefined, state: ProbeState, problem?: string): string {
   if (state === 'error') return `● error${problem ? `: ${problem}` : ''}`;
   if (state === 'stale') return `● stale (binary rebuilt) · ${formatCount(st?.hits ?? 0)} ${plural(st?.hits ?? 0)}`;
-  if (state === 'pending') return '● pending';
+  if (state === 'pending') return '○ not armed';
   if (state === 'disabled') return '○ disabled';
   const hits = st?.hits ?? 0;
   const parts = [`● ${formatCount(hits)} ${plural(hits)}`];
