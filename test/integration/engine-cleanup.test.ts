@@ -12,7 +12,7 @@ import { requireSshdInNetns } from '../helpers/netns';
 import { fixtureOrSkip } from '../helpers/fixtures';
 import { missing } from '../helpers/require';
 import { leftovers } from './agentHarness';
-import { definitionsOf, isolatedEnv, privateCopy, sshFlags, startCli, waitAllClean, waitForGroups, type CliRun } from './engine-harness';
+import { definitionsOf, groupsProbing, isolatedEnv, privateCopy, sshFlags, startCli, waitAllClean, waitForGroups, type CliRun } from './engine-harness';
 
 const TIMEOUT = { timeout: 240_000 };
 // Starting the CLI from source and indexing on a loaded two-core machine: generous, bounded.
@@ -65,6 +65,24 @@ test('normal stop (SIGINT) with 100 probes armed: hits arrive, the summary print
   assert.match(a.cli.stdout(), /^many_042: 1 hit \(kernel counted 1\)$/m);
   // The CLI exits only after STOP: cleanup has already happened by now, the 10 s bound is generous.
   assert.deepEqual(await waitAllClean([a.group], CLEAN_MS), []);
+});
+
+test('SIGINT the moment the CLI says "Ctrl-C to stop": a summary, exit 0, nothing left (no race with the handler)', TIMEOUT, async (t) => {
+  if (!requireTracefs(t)) return;
+  const sshd = await requireSshd(t);
+  if (!sshd) return;
+  const f = await fixtureOrSkip(t, 'many-O2');
+  if (!f) return;
+  const bin = privateCopy(t, f.path);
+  const cli = startCli(t, ['trace', bin, 'many_* x', ...sshFlags(sshd)], isolatedEnv(t));
+  // Signalled from the data callback itself, as a script reacting to the line would.
+  let fired = false;
+  cli.child.stderr!.on('data', () => {
+    if (!fired && /Ctrl-C to stop/.test(cli.stderr())) fired = cli.child.kill('SIGINT');
+  });
+  const { code, signal } = await cli.exit;
+  assert.deepEqual({ code, signal }, { code: 0, signal: null }, cli.stderr());
+  assert.deepEqual(groupsProbing(bin), []);
 });
 
 test('--duration ends the session by itself and cleans up', TIMEOUT, async (t) => {

@@ -83,14 +83,16 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   for (const o of outcomes) if (o.error) log(`${o.host}: ${o.error.message}`);
   const live = outcomes.filter((o) => o.session);
   if (live.length > 0) {
+    // Listening before saying "Ctrl-C to stop": a script that signals as soon as it reads that line must not
+    // meet the default action (death without a summary).
+    const onSignal = () => stopRequested();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
     if (!json) {
       const n = live[0].session!.probes.length;
       log(`tracing ${n} probe${n === 1 ? '' : 's'} on ${live.map((o) => o.host).join(', ')}; Ctrl-C to stop`);
       for (const p of live[0].session!.probes) for (const w of p.warnings) log(`${p.event}: ${w}`);
     }
-    const onSignal = () => stopRequested();
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
     const timer = duration !== undefined ? setTimeout(stopRequested, duration * 1000) : undefined;
     // A host whose agent dies mid-session ends only its own part; when all are gone there is nothing to wait for.
     void Promise.all(live.map((o) => o.session!.exited)).then(() => stopRequested());

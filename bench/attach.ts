@@ -1,0 +1,110 @@
+// npm run bench:attach -- [BIN] [--runs N]
+// Arms 100 functions of a real project (postgres, built by bench/build-real-projects.sh; the many-O2 fixture when
+// it is absent) with `probelens trace` through a throwaway sshd on 127.0.0.1, timed from command start to the CLI's
+// "tracing 100 probes" line (index from its cache, SSH login, agent start, build-id check, 100 definitions written,
+// the group enabled), beside `perf probe -x BIN --add` of the same 100 (then `perf probe -d`). Goal: under 1 s.
+// The binary is copied to a private path first, so other tracing on this machine never touches these probes.
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import { loadIndex } from '../src/core/index/load';
+import { fixture } from '../test/helpers/fixtures';
+import { benchSshd, bundleCli, median, spawnWatched, table, waitExit } from './engineCommon';
+
+function realProject(): string | undefined {
+  const root = join(process.env.XDG_CACHE_HOME || join(process.env.HOME ?? '/root', '.cache'), 'probelens-bench');
+  const pg = spawnSync('sh', ['-c', `ls -d ${root}/postgresql-15-*/src/backend/postgres 2>/dev/null | head -1`], { encoding: 'utf8' }).stdout.trim();
+  return pg && existsSync(pg) ? pg : undefined;
+}
+
+/** Functions both tools can probe by name: one definition each (unique, external, with code), spread evenly. */
+function pickFunctions(names: string[], perfNames: Set<string>, n: number): string[] {
+  const count = new Map<string, number>();
+  for (const f of names) count.set(f, (count.get(f) ?? 0) + 1);
+  const ok = [...new Set(names)].filter((f) => count.get(f) === 1 && /^[A-Za-z_][A-Za-z0-9_]*$/.test(f) && perfNames.has(f)).sort();
+  if (ok.length < n) throw new Error(`only ${ok.length} functions are probe-able by both tools`);
+  return Array.from({ length: n }, (_, i) => ok[Math.floor((i * ok.length) / n)]);
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const runsAt = argv.indexOf('--runs');
+  const runs = runsAt >= 0 ? Number(argv.splice(runsAt, 2)[1]) : 3;
+  let source = argv[0] ? resolve(argv[0]) : realProject();
+  let what = source ? `${source}` : '';
+  if (!source) {
+    source = (await fixture('many-O2')).path;
+    what = `many-O2 fixture (${source}) — postgres is not built; run bench/build-real-projects.sh`;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'plbench-attach-'));
+  const bin = join(dir, basename(source));
+  copyFileSync(source, bin);
+  const perfGroup = `plb${process.pid}`;
+  let perfAdded = false;
+  try {
+    console.log(`binary: ${what}`);
+    let t0 = performance.now();
+    const { index, fromCache } = await loadIndex(bin);
+    const indexMs = performance.now() - t0;
+    const fns = index.functions();
+    const perfList = spawnSync('perf', ['probe', '-x', bin, '-F'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+    const perfNames = new Set(perfList.status === 0 ? perfList.stdout.split('\n').map((l) => l.trim()) : fns.map((f) => f.name));
+    const picked = pickFunctions(fns.filter((f) => f.external && f.probeable && f.address !== undefined && f.size > 0).map((f) => f.name), perfNames, 100);
+    console.log(`index: ${fns.length} functions, ${fromCache ? 'from cache' : 'built'} in ${indexMs.toFixed(0)} ms (later runs load it from the cache)`);
+
+    const cli = await bundleCli();
+    const { sshd, flags, env } = await benchSshd();
+    const arm: number[] = [];
+    const stop: number[] = [];
+    try {
+      // One warm-up run (page cache, sshd's first fork), not counted.
+      for (let r = -1; r < runs; r++) {
+        const start = performance.now();
+        const p = spawnWatched(process.execPath, [cli, 'trace', bin, ...picked, ...flags], env, /tracing 100 probes on /);
+        const armedAt = await p.armed;
+        p.child.kill('SIGINT');
+        const code = await waitExit(p.child);
+        const stoppedAt = performance.now();
+        if (code !== 0) throw new Error(`probelens trace exited ${code}:\n${p.stderr()}`);
+        if (r >= 0) {
+          arm.push(armedAt - start);
+          stop.push(stoppedAt - armedAt);
+        }
+      }
+    } finally {
+      await sshd.stop();
+    }
+
+    t0 = performance.now();
+    const add = spawnSync('perf', ['probe', '-q', '-x', bin, ...picked.flatMap((f) => ['-a', `${perfGroup}:${f}=${f}`])], { encoding: 'utf8' });
+    const perfAddMs = performance.now() - t0;
+    perfAdded = true;
+    const perfOk = add.status === 0;
+    t0 = performance.now();
+    const del = spawnSync('perf', ['probe', '-q', '-d', `${perfGroup}:*`], { encoding: 'utf8' });
+    const perfDelMs = performance.now() - t0;
+    perfAdded = del.status !== 0;
+
+    const ms = (x: number) => `${x.toFixed(0)} ms`;
+    console.log(table([
+      ['tool', 'arm 100 functions', 'runs', 'stop + cleanup', 'note'],
+      ['probelens trace (ssh 127.0.0.1)', ms(median(arm)), arm.map((x) => x.toFixed(0)).join(' / '), ms(median(stop)), 'command start → "tracing 100 probes" (defined and enabled)'],
+      ['perf probe --add (local)', perfOk ? ms(perfAddMs) : `failed: ${add.stderr.trim().split('\n').pop()}`, '1', perfOk ? ms(perfDelMs) : '-', 'defines only (not enabled); perf probe -d to remove'],
+    ]));
+    const m = median(arm);
+    console.log(`\nprobelens: median ${ms(m)} to armed — goal < 1000 ms: ${m < 1000 ? 'met' : 'NOT met'}` +
+      (perfOk ? `; ${(perfAddMs / m).toFixed(1)}× faster than perf probe` : ''));
+  } finally {
+    if (perfAdded) spawnSync('perf', ['probe', '-q', '-d', `${perfGroup}:*`]);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (e: Error) => {
+    console.error(e.stack ?? e.message);
+    process.exit(1);
+  },
+);
