@@ -38,7 +38,7 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
     if (!src) return [];
     const { index, binary, buildFile } = src;
     const key = this.tracing.keyOf(binary);
-    const views = this.tracing.isTracing ? this.tracing.views(key) : [];
+    const views = this.tracing.views(key);
     const inSet = new Set((this.tracing.set.binaries[key] ?? []).map((e) => e.spec));
     const live = (specs: string[]): LiveSpec | undefined => {
       if (!specs.every((s) => inSet.has(s))) return undefined;

@@ -30,18 +30,18 @@ export class InlineResults implements vscode.Disposable {
     const byFile = new Map<string, Item[]>();
     const diags = new Map<string, vscode.Diagnostic[]>();
     for (const key of Object.keys(this.tracing.set.binaries)) {
-      const views = this.tracing.isTracing ? this.tracing.views(key) : [];
+      const views = this.tracing.views(key);
       // Several probes on one line (Trace and Trace returns above one function) share the line's text.
       const perLine = new Map<string, { file: string; line: number; texts: string[]; hovers: string[]; armed: boolean }>();
       for (const entry of this.tracing.set.binaries[key]) {
         const loc = this.tracing.location(key, entry.spec);
         if (!loc) continue;
         const state = this.tracing.state(key, entry.spec);
-        const st = state === 'armed' || state === 'stale' ? this.tracing.stats(key, entry.spec, views) : undefined;
+        const st = state === 'armed' || state === 'stale' || state === 'stopped' ? this.tracing.stats(key, entry.spec, views) : undefined;
         const problems = this.tracing.problems(key, entry.spec);
         const lk = `${loc.file}\0${loc.line}`;
         const pl = perLine.get(lk) ?? { file: loc.file, line: loc.line, texts: [], hovers: [], armed: false };
-        pl.texts.push(decorationText(st, this.tracing.isTracing || state === 'disabled' ? state : 'pending', problems[0]));
+        pl.texts.push(decorationText(st, state, problems[0]));
         pl.hovers.push(hoverMarkdown(entry.spec, st, state, problems));
         pl.armed ||= state === 'armed';
         perLine.set(lk, pl);

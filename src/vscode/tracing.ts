@@ -32,6 +32,8 @@ export interface Run {
   error?: string;
   stale: boolean;
   session?: TraceSession;
+  /** the numbers of the session as it stopped, shown until the next start */
+  final?: SessionView;
   /** spec → why it is not armed */
   specErrors: Map<string, string>;
   /** spec → compiler warnings (arguments left out) */
@@ -186,6 +188,7 @@ export class Tracing implements vscode.Disposable {
   private async stopRun(r: Run): Promise<void> {
     const s = r.session;
     r.session = undefined;
+    if (s?.aggregates) r.final = this.viewOf(r, s);
     if (s) {
       try {
         const sum = await s.stop();
@@ -295,11 +298,16 @@ export class Tracing implements vscode.Disposable {
     return [...this.runs.values()].filter((r) => r.binaryKey === key);
   }
 
+  private viewOf(r: Run, s: TraceSession): SessionView {
+    return { host: r.target.label, events: s.probes.map((p) => ({ event: p.event, spec: p.spec })), snapshot: s.aggregates.snapshot() };
+  }
+
+  /** Live sessions' numbers, or while stopped the numbers each run had when it stopped. */
   views(key: string): SessionView[] {
     const out: SessionView[] = [];
     for (const r of this.runsOf(key)) {
-      if (!r.session || !r.session.aggregates) continue;
-      out.push({ host: r.target.label, events: r.session.probes.map((p) => ({ event: p.event, spec: p.spec })), snapshot: r.session.aggregates.snapshot() });
+      if (r.session?.aggregates) out.push(this.viewOf(r, r.session));
+      else if (!this.tracing && r.final) out.push(r.final);
     }
     return out;
   }
@@ -316,7 +324,8 @@ export class Tracing implements vscode.Disposable {
     if (runs.some((r) => r.specErrors.has(spec) || (r.state === 'failed' && !r.session))) return 'error';
     const armed = runs.filter((r) => r.state === 'armed' && r.session?.probes.some((p) => p.spec === spec));
     if (armed.some((r) => r.stale)) return 'stale';
-    return armed.length ? 'armed' : 'pending';
+    if (armed.length) return 'armed';
+    return !this.tracing && runs.some((r) => r.final?.events.some((e) => e.spec === spec)) ? 'stopped' : 'pending';
   }
 
   problems(key: string, spec: string): string[] {

@@ -34,16 +34,23 @@ export function markerLine(dir: string, name: string): number {
 
 /** The texts ProbeLens draws after lines of the visible editors. */
 export async function inlineTexts(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
+  const raw = await page.evaluate(() => {
     const out: string[] = [];
     for (const el of Array.from(document.querySelectorAll('.monaco-editor .view-lines span'))) {
       const c = getComputedStyle(el, '::after').content;
-      if (c && c !== 'none' && (c.includes('●') || c.includes('\\25CF') || c.includes('\\25cf'))) {
-        out.push(JSON.parse(c.replace(/\\([0-9a-f]{1,6}) ?/gi, (_m, h: string) => String.fromCodePoint(parseInt(h, 16)))) as string);
-      }
+      if (c && c !== 'none' && c !== 'normal') out.push(c);
     }
     return out;
   });
+  // Computed content is a CSS string: quoted, with non-ASCII possibly as \HEX escapes.
+  const texts = raw.map((c) => {
+    try {
+      return JSON.parse(c.replace(/\\([0-9a-f]{1,6}) ?/gi, (_m, h: string) => String.fromCodePoint(parseInt(h, 16)))) as string;
+    } catch {
+      return '';
+    }
+  });
+  return texts.filter((s) => s.startsWith('●') || s.startsWith('○'));
 }
 
 export async function waitForInline(page: Page, want: RegExp, timeout: number): Promise<string> {

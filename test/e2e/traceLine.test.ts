@@ -1,6 +1,6 @@
 // "Trace this line" from the editor's context menu: the variables visible at the line are offered with their
 // types, the values captured match what the program printed, the live panel lists the same hits, a rebuild marks
-// the armed probes stale in the Probes view, and Stop leaves nothing armed on this machine.
+// the armed probes stale in the Probes view, and Stop leaves nothing armed on this machine (the last numbers stay).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -80,5 +80,7 @@ test('C workspace: "Trace this line" captures the picked variables; panel, stale
     const stopDeadline = Date.now() + 10_000;
     while (uprobeEventsFor(tracefs, binary).length > 0 && Date.now() < stopDeadline) await page.waitForTimeout(250);
     assert.deepEqual(uprobeEventsFor(tracefs, binary), [], 'no uprobe of this session is left after Stop');
+    // The numbers stay beside the line after Stop, marked with a hollow dot.
+    await waitForInline(page, new RegExp(`^○ ${steps.length} hits`), 30_000);
   });
 });

@@ -41,7 +41,8 @@ export function decorationText(st: SpecStats | undefined, state: ProbeState, pro
   if (state === 'pending') return '○ not armed';
   if (state === 'disabled') return '○ disabled';
   const hits = st?.hits ?? 0;
-  const parts = [`● ${formatCount(hits)} ${plural(hits)}`];
+  // After Stop the last session's numbers stay, with a hollow dot.
+  const parts = [`${state === 'stopped' ? '○' : '●'} ${formatCount(hits)} ${plural(hits)}`];
   const last = st?.lastHits[st.lastHits.length - 1];
   if (last && Object.keys(last.values).length) parts.push(`last ${formatValues(last.values)}`);
   if (st?.latency && st.latency.count > 0) parts.push(`p50 ${formatNs(st.latency.p50)}`);

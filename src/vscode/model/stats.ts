@@ -4,7 +4,7 @@
 import type { AggregateSnapshot, LatencyStats } from '../../core/session/aggregates';
 import type { HitValue } from '../../core/tracefs/hitParser';
 
-export type ProbeState = 'pending' | 'armed' | 'error' | 'stale' | 'disabled';
+export type ProbeState = 'pending' | 'armed' | 'error' | 'stale' | 'disabled' | 'stopped';
 
 /** One session's view of its probes: which tracefs events each spec became, and its aggregates. */
 export interface SessionView {

@@ -31,6 +31,8 @@ test('states other than armed say so; one hit is singular', () => {
   assert.equal(decorationText({ hits: 1, byHost: {}, lastHits: [] }, 'armed'), '● 1 hit');
   assert.equal(decorationText(undefined, 'armed'), '● 0 hits');
   assert.equal(decorationText(undefined, 'error', 'bad arg'), '● error: bad arg');
+  assert.equal(decorationText({ hits: 2, byHost: {}, lastHits: [{ host: 'h', ts: 1, values: { a: 1 } }] }, 'stopped'), '○ 2 hits · last a=1');
+  assert.equal(decorationText(undefined, 'pending'), '○ not armed');
   assert.match(decorationText({ hits: 5, byHost: {}, lastHits: [] }, 'stale'), /^● stale \(binary rebuilt\) · 5 hits$/);
 });
 
