@@ -38,6 +38,23 @@ export async function buildWebview(minify = false): Promise<PanelBundle> {
   return { js: readFileSync(join(outdir, 'webview.js'), 'utf8'), css: readFileSync(join(outdir, 'webview.css'), 'utf8') };
 }
 
+export const BENCH_WORKER_URL = `${ORIGIN}/bench-worker.js`;
+
+/** The benchmark's feed (SyntheticHitSource + PanelFeed) bundled for a browser worker. */
+export async function buildBenchWorker(): Promise<string> {
+  const r = await esbuild.build({
+    entryPoints: [join(ROOT, 'bench/panelWorker.ts')],
+    bundle: true,
+    platform: 'browser',
+    target: 'es2022',
+    format: 'iife',
+    write: false,
+    minify: true,
+    logLevel: 'silent',
+  });
+  return r.outputFiles[0].text;
+}
+
 export async function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
@@ -66,6 +83,8 @@ export interface OpenOptions {
   state?: unknown;
   width?: number;
   height?: number;
+  /** bench only: serve this worker script and allow it in the CSP (`worker-src`) */
+  worker?: string;
 }
 
 /**
@@ -96,12 +115,14 @@ export async function openPanelPage(browser: Browser, o: OpenOptions): Promise<P
   const context = await browser.newContext({ viewport: { width: o.width ?? 1200, height: o.height ?? 700 } });
   const page = await context.newPage();
   const nonce = 'bm9uY2UtZm9yLXRlc3Rz';
-  const html = renderPanelHtml({ cspSource: ORIGIN, scriptUri: `${ORIGIN}/webview.js`, styleUri: `${ORIGIN}/webview.css`, nonce });
+  let html = renderPanelHtml({ cspSource: ORIGIN, scriptUri: `${ORIGIN}/webview.js`, styleUri: `${ORIGIN}/webview.css`, nonce });
+  if (o.worker) html = html.replace("default-src 'none'", `default-src 'none'; worker-src ${ORIGIN}`);
   await page.route(`${ORIGIN}/**`, (route) => {
     const path = new URL(route.request().url()).pathname;
     if (path === '/index.html') return route.fulfill({ contentType: 'text/html', body: html });
     if (path === '/webview.js') return route.fulfill({ contentType: 'text/javascript', body: o.bundle.js });
     if (path === '/webview.css') return route.fulfill({ contentType: 'text/css', body: o.bundle.css });
+    if (path === '/bench-worker.js' && o.worker) return route.fulfill({ contentType: 'text/javascript', body: o.worker });
     return route.fulfill({ status: 404, body: '' });
   });
   const errors: string[] = [];

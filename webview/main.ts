@@ -141,6 +141,10 @@ if (saved?.filter) {
 // ---- rendering ----------------------------------------------------------------------------------------
 let framePending = false;
 let statsDirty = true;
+/** rows arrived since the table last drew */
+let rowsChanged = false;
+let lastTableRender = 0;
+const FOLLOW_REFRESH_MS = 100;
 
 function scheduleRender(): void {
   if (framePending) return;
@@ -155,7 +159,16 @@ function renderFrame(): void {
     table.restoreScroll(scrollToRestore.row, scrollToRestore.follow);
     scrollToRestore = null;
   }
-  table.render(model);
+  // Following a tail that moves thousands of rows a second, redrawing every frame shows nothing a reader
+  // can use and costs a raster of the whole table each time; 10 redraws a second keep the frames short.
+  const now = performance.now();
+  if (!table.follow || !rowsChanged || now - lastTableRender >= FOLLOW_REFRESH_MS) {
+    table.render(model);
+    lastTableRender = now;
+    rowsChanged = false;
+  } else {
+    scheduleRender();
+  }
 
   const lost = stats.lost;
   lostBanner.hidden = lost <= 0;
@@ -199,7 +212,7 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       statsDirty = true;
       break;
     case 'hits':
-      view.receive(msg.batch);
+      if (view.receive(msg.batch) > 0) rowsChanged = true;
       snapshotRemaining -= msg.batch.n;
       break;
     case 'probes':

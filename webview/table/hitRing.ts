@@ -1,7 +1,14 @@
 // Bounded history of hits, column-oriented in typed arrays so that 100,000 retained rows cost a fixed,
-// small amount of memory and no per-hit objects. Rows are addressed by a sequence number that only grows;
-// the oldest are overwritten once the ring is full and counted as dropped.
+// small amount of memory. Rows are addressed by a sequence number that only grows; the oldest are
+// overwritten once the ring is full and counted as dropped.
+//
+// Argument and return-value text is not built on arrival (at 100,000 hits/s that is most of the work and
+// most of the garbage): a row keeps a reference to the batch it came in and its offset there, and the text
+// is made when the row is read, which happens only for rows on screen, filtering and export.
+import { formatArgs } from '../../src/shared/hitFilter';
+import type { HitBatch } from '../../src/shared/protocol';
 
+/** A row as read back. Ids (host, probe, comm) index the view's string table; kind indexes HIT_KINDS. */
 export interface RingRow {
   ts: number;
   host: number;
@@ -11,10 +18,29 @@ export interface RingRow {
   tid: number;
   comm: number;
   cpu: number;
+  /** -1 when none */
   latencyNs: number;
   argText: string;
   retText: string;
 }
+
+/** A row as stored: its fields, and where in its batch the arguments and return value are. */
+export interface RingInput {
+  ts: number;
+  host: number;
+  probe: number;
+  kind: number;
+  pid: number;
+  tid: number;
+  comm: number;
+  cpu: number;
+  latencyNs: number;
+  batch: HitBatch;
+  row: number;
+  argOffset: number;
+}
+
+const INTS = 9; // host, probe, kind, pid, tid, comm, cpu, row, argOffset
 
 export class HitRing {
   readonly capacity: number;
@@ -27,18 +53,16 @@ export class HitRing {
 
   private readonly ts: Float64Array;
   private readonly latency: Float64Array;
-  private readonly ints: Int32Array; // host, probe, kind, pid, tid, comm, cpu per row
-  private readonly argText: string[];
-  private readonly retText: string[];
+  private readonly ints: Int32Array;
+  private readonly batches: (HitBatch | undefined)[];
 
   constructor(capacity: number) {
     if (!(capacity >= 1)) throw new RangeError(`history capacity must be at least 1, got ${capacity}`);
     this.capacity = Math.floor(capacity);
     this.ts = new Float64Array(this.capacity);
     this.latency = new Float64Array(this.capacity);
-    this.ints = new Int32Array(this.capacity * 7);
-    this.argText = new Array<string>(this.capacity).fill('');
-    this.retText = new Array<string>(this.capacity).fill('');
+    this.ints = new Int32Array(this.capacity * INTS);
+    this.batches = new Array<HitBatch | undefined>(this.capacity).fill(undefined);
   }
 
   get size(): number {
@@ -49,7 +73,7 @@ export class HitRing {
     return seq >= this.start && seq < this.end;
   }
 
-  push(r: RingRow): number {
+  push(r: RingInput): number {
     const seq = this.end++;
     if (this.end - this.start > this.capacity) {
       this.start++;
@@ -58,16 +82,18 @@ export class HitRing {
     const s = seq % this.capacity;
     this.ts[s] = r.ts;
     this.latency[s] = r.latencyNs;
-    const o = s * 7;
-    this.ints[o] = r.host;
-    this.ints[o + 1] = r.probe;
-    this.ints[o + 2] = r.kind;
-    this.ints[o + 3] = r.pid;
-    this.ints[o + 4] = r.tid;
-    this.ints[o + 5] = r.comm;
-    this.ints[o + 6] = r.cpu;
-    this.argText[s] = r.argText;
-    this.retText[s] = r.retText;
+    const o = s * INTS;
+    const ints = this.ints;
+    ints[o] = r.host;
+    ints[o + 1] = r.probe;
+    ints[o + 2] = r.kind;
+    ints[o + 3] = r.pid;
+    ints[o + 4] = r.tid;
+    ints[o + 5] = r.comm;
+    ints[o + 6] = r.cpu;
+    ints[o + 7] = r.row;
+    ints[o + 8] = r.argOffset;
+    this.batches[s] = r.batch;
     return seq;
   }
 
@@ -75,18 +101,22 @@ export class HitRing {
   read(seq: number, out: RingRow): boolean {
     if (!this.has(seq)) return false;
     const s = seq % this.capacity;
-    const o = s * 7;
+    const o = s * INTS;
+    const ints = this.ints;
     out.ts = this.ts[s];
     out.latencyNs = this.latency[s];
-    out.host = this.ints[o];
-    out.probe = this.ints[o + 1];
-    out.kind = this.ints[o + 2];
-    out.pid = this.ints[o + 3];
-    out.tid = this.ints[o + 4];
-    out.comm = this.ints[o + 5];
-    out.cpu = this.ints[o + 6];
-    out.argText = this.argText[s];
-    out.retText = this.retText[s];
+    out.host = ints[o];
+    out.probe = ints[o + 1];
+    out.kind = ints[o + 2];
+    out.pid = ints[o + 3];
+    out.tid = ints[o + 4];
+    out.comm = ints[o + 5];
+    out.cpu = ints[o + 6];
+    const b = this.batches[s] as HitBatch;
+    const row = ints[o + 7];
+    out.argText = argTextOf(b, row, ints[o + 8]);
+    const rv = b.retval[row];
+    out.retText = rv === null || rv === undefined ? '' : String(rv);
     return true;
   }
 
@@ -94,7 +124,14 @@ export class HitRing {
     // Sequence numbers keep growing across a clear so stale references (selection, anchors) never alias new rows.
     this.start = this.end;
     this.dropped = 0;
+    this.batches.fill(undefined);
   }
+}
+
+export function argTextOf(b: HitBatch, row: number, argOffset: number): string {
+  const names = b.shapes[b.shape[row]];
+  if (names.length === 0) return '';
+  return formatArgs(names.map((i) => b.strings[i]), b.args, argOffset);
 }
 
 export function emptyRow(): RingRow {

@@ -1,9 +1,9 @@
 // What the table shows: the bounded history (HitRing), narrowed by the filter, frozen while paused.
 // Paused means "keep receiving, stop moving": batches wait in a queue bounded like the history and join
 // it on resume, so the rows under the user's eyes are not evicted while they read them.
-import { HIT_KINDS, forEachHitRow, type HitBatch } from '../../src/shared/protocol';
-import { formatArgs, parseFilter, type HitFields, type HitFilter } from '../../src/shared/hitFilter';
-import { HitRing, emptyRow, type RingRow } from './hitRing';
+import { HIT_KINDS, type HitBatch } from '../../src/shared/protocol';
+import { parseFilter, type HitFields, type HitFilter } from '../../src/shared/hitFilter';
+import { HitRing, emptyRow, type RingInput, type RingRow } from './hitRing';
 
 export class StringTable {
   private readonly ids = new Map<string, number>();
@@ -32,6 +32,9 @@ export class HitView {
   private pausedDropped = 0;
   private isPaused = false;
   private readonly scratch = emptyRow();
+  private readonly input: RingInput = {
+    ts: 0, host: 0, probe: 0, kind: 0, pid: 0, tid: 0, comm: 0, cpu: 0, latencyNs: -1, batch: undefined as unknown as HitBatch, row: 0, argOffset: 0,
+  };
   private readonly fields: HitFields = { probe: '', host: '', comm: '', kind: '', pid: 0, tid: 0, argText: '', retText: '' };
 
   constructor(capacity: number) {
@@ -148,25 +151,29 @@ export class HitView {
 
   private ingest(b: HitBatch): number {
     const ids = b.strings.map((s) => this.strings.intern(s));
-    const shapeNames = b.shapes.map((shape) => shape.map((i) => b.strings[i]));
-    const row = this.scratch;
+    const input = this.input;
+    input.batch = b;
     const filtering = !this.filter.empty;
-    forEachHitRow(b, (i, _names, off) => {
-      row.ts = b.ts[i];
-      row.host = ids[b.host[i]];
-      row.probe = ids[b.probe[i]];
-      row.kind = b.kind[i];
-      row.pid = b.pid[i];
-      row.tid = b.tid[i];
-      row.comm = ids[b.comm[i]];
-      row.cpu = b.cpu[i];
-      row.latencyNs = b.latencyNs[i];
-      row.argText = formatArgs(shapeNames[b.shape[i]], b.args, off);
-      const rv = b.retval[i];
-      row.retText = rv === null ? '' : String(rv);
-      const seq = this.ring.push(row);
-      if (filtering && this.filter.matches(this.fieldsOf(row))) this.matches.push(seq);
-    });
+    let off = 0;
+    for (let i = 0; i < b.n; i++) {
+      input.ts = b.ts[i];
+      input.host = ids[b.host[i]];
+      input.probe = ids[b.probe[i]];
+      input.kind = b.kind[i];
+      input.pid = b.pid[i];
+      input.tid = b.tid[i];
+      input.comm = ids[b.comm[i]];
+      input.cpu = b.cpu[i];
+      input.latencyNs = b.latencyNs[i];
+      input.row = i;
+      input.argOffset = off;
+      off += b.shapes[b.shape[i]].length;
+      const seq = this.ring.push(input);
+      if (filtering) {
+        this.ring.read(seq, this.scratch);
+        if (this.filter.matches(this.fieldsOf(this.scratch))) this.matches.push(seq);
+      }
+    }
     if (filtering) {
       while (this.matchHead < this.matches.length && this.matches[this.matchHead] < this.ring.start) this.matchHead++;
       // Compact now and then so the array does not grow with everything ever matched.

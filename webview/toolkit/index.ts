@@ -3,13 +3,13 @@
 // Only the components used are registered, which keeps the bundle and the startup small.
 
 // @ts-expect-error TS1479: the repo type-checks as CommonJS (module Node16) and the toolkit is an ES module; this file only ever runs bundled by esbuild for the browser, so no require() is emitted (a dynamic import() would type-check but defeats tree-shaking: 243 kB → 688 kB).
-import { provideVSCodeDesignSystem, vsCodeBadge, vsCodeButton, vsCodeTextField } from '@vscode/webview-ui-toolkit';
+import { provideVSCodeDesignSystem, vsCodeButton, vsCodeTextField } from '@vscode/webview-ui-toolkit';
 
 let registered = false;
 
 export function registerToolkit(): void {
   if (registered) return;
-  provideVSCodeDesignSystem().register(vsCodeButton(), vsCodeTextField(), vsCodeBadge());
+  provideVSCodeDesignSystem().register(vsCodeButton(), vsCodeTextField());
   registered = true;
 }
 
@@ -80,8 +80,13 @@ export interface ToolkitBadge {
   set(text: string): void;
 }
 
+/**
+ * Not the toolkit's <vscode-badge>: its template sets an inline `style` attribute, which the panel's CSP
+ * (no 'unsafe-inline') blocks and reports. Same look, from the theme's badge colours.
+ */
 export function badge(text: string): ToolkitBadge {
-  const el = document.createElement('vscode-badge');
+  const el = document.createElement('span');
+  el.className = 'pl-badge';
   el.textContent = text;
   return {
     element: el,

@@ -29,7 +29,8 @@ test('a batch interns repeated strings and arg-name lists once', () => {
   assert.equal(b.strings.filter((s) => s === 'calc').length, 1);
   assert.equal(b.strings.filter((s) => s === 'add').length, 1);
   assert.equal(b.shapes.length, 3, 'shapes: (a,b), (), (name,p)');
-  assert.deepEqual(b.latencyNs, [-1, 2100, -1, -1]);
+  assert.deepEqual([...b.latencyNs], [-1, 2100, -1, -1]);
+  assert.ok(b.ts instanceof Float64Array && b.pid instanceof Int32Array, 'numeric columns are typed arrays');
 });
 
 test('an empty batch round-trips', () => {

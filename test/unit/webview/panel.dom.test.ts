@@ -7,12 +7,13 @@ import { buildWebview, chromiumMissing, launchChromium, openPanelPage, type Pane
 import { emptyStats, encodeHits, type PanelHit, type PanelStats, type ToWebview } from '../../../src/shared/protocol';
 
 function hits(from: number, count: number): PanelHit[] {
-  return Array.from({ length: count }, (_, k) => {
+  return Array.from({ length: count }, (_, k): PanelHit => {
     const i = from + k;
     const ret = i % 4 === 3;
+    const args: Record<string, number> = ret ? {} : { a: i, b: -i };
     return {
       host: i % 2 ? 'web2' : 'web1', probe: ret ? 'sub' : 'add', kind: ret ? 'return' : 'entry', pid: 500, tid: 500 + (i % 3),
-      comm: 'calc', cpu: i % 2, ts: 1000 + i / 1000, args: ret ? {} : { a: i, b: -i },
+      comm: 'calc', cpu: i % 2, ts: 1000 + i / 1000, args,
       ...(ret ? { retval: '18446744073709551615', latencyNs: 1500 } : {}),
     };
   });
@@ -28,8 +29,9 @@ function init(over: Partial<Extract<ToWebview, { type: 'init' }>> = {}): ToWebvi
 
 const stats = (over: Partial<PanelStats>): ToWebview => ({ type: 'stats', stats: { ...emptyStats(), ...over } });
 
+/** Lets the webview draw: while following the tail it redraws the table at most every 100 ms. */
 async function frames(p: PanelPage): Promise<void> {
-  await p.page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  await p.page.evaluate(() => new Promise((r) => setTimeout(() => requestAnimationFrame(() => requestAnimationFrame(r)), 120)));
 }
 
 /** The rows in the DOM that are displayed, top to bottom, as their cell texts. */
@@ -242,7 +244,7 @@ describe('live panel webview in Chromium', () => {
     }));
     await frames(p);
     const counts = await p.page.evaluate(() =>
-      [...document.querySelectorAll('.pl-counts li')].map((li) => [li.querySelector('.pl-probe-name')?.textContent, li.querySelector('vscode-badge')?.textContent]),
+      [...document.querySelectorAll('.pl-counts li')].map((li) => [li.querySelector('.pl-probe-name')?.textContent, li.querySelector('.pl-badge')?.textContent]),
     );
     assert.deepEqual(counts, [['add', '1,204'], ['sub', '7']]);
     const bars = () => p.page.evaluate(() => [...document.querySelectorAll('.pl-bar')].map((b) => Number((b as HTMLElement).dataset.count)));
@@ -253,6 +255,8 @@ describe('live panel webview in Chromium', () => {
     assert.deepEqual(await bars(), [3, 4]);
     assert.match(await text(p, '.pl-histogram h3'), /sub · 7 calls · max 4\.0µs/);
     assert.equal((await p.savedState() as { histogramProbe: string }).histogramProbe, 'sub');
+    assert.deepEqual(await p.cspViolations(), []);
+    assert.deepEqual(p.errors, []);
   });
 
   test('export asks the host with the current filter and shows its answer; clear empties the table', async (t) => {

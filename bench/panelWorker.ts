@@ -1,0 +1,32 @@
+// The host side of `bench:panel`, in a browser worker: SyntheticHitSource → the real PanelFeed (batching,
+// column encoding, stats) → postMessage to the page, which hands each message to the webview as a window
+// 'message' event. A worker keeps the feed off the webview's main thread, as the extension host is in VS Code.
+import { PanelFeed } from '../src/vscode/panel/panelFeed';
+import { SyntheticHitSource } from './syntheticHitSource';
+
+interface WorkerScope {
+  postMessage(m: unknown): void;
+  onmessage: ((e: MessageEvent) => void) | null;
+}
+const scope = self as unknown as WorkerScope;
+
+let source: SyntheticHitSource | undefined;
+let feed: PanelFeed | undefined;
+
+scope.onmessage = (e: MessageEvent<{ cmd: 'start'; rate: number; seconds: number; capacity?: number } | { cmd: 'stop' }>) => {
+  if (e.data.cmd === 'start') {
+    setTimeout(() => {
+      source?.stop();
+      feed?.flush();
+    }, e.data.seconds * 1000);
+    feed = new PanelFeed({ version: 'bench', flushIntervalMs: 50, maxBatch: 5_000, historyCapacity: e.data.capacity });
+    feed.attach((msg) => scope.postMessage(msg));
+    source = new SyntheticHitSource(e.data.rate);
+    const f = feed;
+    source.start((hits) => f.post(hits));
+  } else {
+    source?.stop();
+    feed?.dispose();
+    scope.postMessage({ benchStopped: true, generated: source?.count ?? 0 });
+  }
+};
