@@ -25,6 +25,7 @@ export class Binaries implements vscode.Disposable {
   private readonly ready = new Map<string, BinaryIndex>();
   private readonly watchers = new Map<string, vscode.Disposable>();
   private candidatesCache?: Promise<FoundBinary[]>;
+  private discoveredAt = 0;
   private firstIndexShown = false;
   private readonly changed = new vscode.EventEmitter<{ binary: string; rebuilt: boolean }>();
   /** An index was built or rebuilt (`rebuilt`: the file changed under it). */
@@ -49,6 +50,7 @@ export class Binaries implements vscode.Disposable {
   /** Binaries of the workspace, newest first; the pinned one first of all. */
   candidates(): Promise<FoundBinary[]> {
     this.candidatesCache ??= (async () => {
+      this.discoveredAt = Date.now();
       const globs = this.ctx.config.binaries;
       const found: FoundBinary[] = [];
       for (const f of vscode.workspace.workspaceFolders ?? []) {
@@ -147,6 +149,8 @@ export class Binaries implements vscode.Disposable {
       }
       if (index.functionsInFile(buildFile).length > 0 || index.sourceFiles().includes(buildFile)) return { binary, index, buildFile };
     }
+    // Nothing built from this file yet: look again later (the user may be about to build), not on every keystroke.
+    if (Date.now() - this.discoveredAt > 10_000) this.candidatesCache = undefined;
     return undefined;
   }
 

@@ -283,7 +283,9 @@ export class Tracing implements vscode.Disposable {
         const spec = e instanceof DefinitionRejectedError ? e.probe.spec : e instanceof CompileError || e instanceof SpecSyntaxError ? e.spec : undefined;
         const match = spec !== undefined ? remaining.find((s) => s === spec || s.trim() === spec.trim()) : undefined;
         if (match === undefined) throw e;
-        run.specErrors.set(match, (e as Error).message);
+        // CompileError repeats the spec in its message; the spec is shown beside it anyway.
+        const msg = (e as Error).message;
+        run.specErrors.set(match, msg.startsWith(`${match}: `) ? msg.slice(match.length + 2) : msg);
         this.ctx.log(`  ✗ ${match}: ${(e as Error).message}`);
         remaining = remaining.filter((s) => s !== match);
       }
