@@ -6,10 +6,11 @@ import type { BinaryIndex } from '../core/index/binaryIndex';
 import type { IndexedFunction } from '../core/index/model';
 import { resolvePoint } from '../core/probes/resolve';
 import { parsePoint, parseSpec } from '../core/probes/spec';
-import { variablesAtSite } from '../core/probes/variables';
+import { siteContext, variablesAtSite } from '../core/probes/variables';
 import type { Binaries, SourceBinary } from './binaries';
 import type { Ctx } from './ctx';
 import { pointFor } from './model/lenses';
+import { fieldChoices } from './model/structFields';
 import type { Tracing } from './tracing';
 
 export class EditorCommands {
@@ -105,8 +106,17 @@ export class EditorCommands {
     const items: Item[] = fn.params.map((p) => ({
       arg: p.name, label: p.name, description: p.type, detail: p.location === 'optimized out' ? '$(warning) optimized out at entry' : `at ${p.location}`, picked: p.location !== 'optimized out',
     }));
-    // Struct pointers: offer the common "follow the pointer" form the user can then refine.
-    for (const p of fn.params) if (/^(const )?struct \S+ \*$/.test(p.type)) items.push({ arg: `${p.name}->`, label: `${p.name}->FIELD`, description: `a field of ${p.type} (type the field name next)`, picked: false });
+    // Fields behind struct pointers and of structs passed by value, from the DWARF types.
+    try {
+      const site = resolvePoint(parsePoint(point), index)[0];
+      const vars = site ? await variablesAtSite(index, site, this.ctx.config.debugDirs) : [];
+      const { access } = await siteContext(index, this.ctx.config.debugDirs);
+      for (const c of fieldChoices(vars.filter((v) => v.kind === 'param'), (o) => access.dwarf.typeOf(o))) {
+        items.push({ arg: c.arg, label: c.arg, description: c.type, picked: false });
+      }
+    } catch (e) {
+      this.ctx.log(`fields of ${fn.name}'s parameters: ${(e as Error).message}`);
+    }
     items.push({ arg: '$retval', label: '$retval', description: 'the return value (adds a return probe)', picked: false });
     const picks = await vscode.window.showQuickPick(items, { canPickMany: true, title: `ProbeLens: trace ${fn.name} with…` });
     if (!picks) return;
@@ -115,11 +125,10 @@ export class EditorCommands {
       title: `ProbeLens: probe spec for ${fn.name}`,
       prompt: 'perf-probe syntax: name, p->field, s.field, x:s32, NEW=ARG. Edit freely.',
       value: [point, ...entryArgs].join(' '),
-      valueSelection: entryArgs.some((a) => a.endsWith('->')) ? undefined : [0, 0],
       validateInput: (s) => {
         try {
           parseSpec(s);
-          return /->(\s|$)/.test(s) ? 'finish the field name after ->' : undefined;
+          return undefined;
         } catch (e) {
           return (e as Error).message;
         }
