@@ -261,7 +261,9 @@ async function main(): Promise<void> {
       new Promise<null>((r) => setTimeout(() => r(null), (args.naiveSeconds + NAIVE_CAP_S) * 1000)),
     ]);
     if (naiveRun) {
-      const naiveNodes = (await metrics(await ctx.newCDPSession(naive))).nodes;
+      const naiveCdp = await ctx.newCDPSession(naive);
+      await naiveCdp.send('Performance.enable');
+      const naiveNodes = (await metrics(naiveCdp)).nodes;
       console.log(frameLine(`naive table, 1 row/hit (${args.naiveSeconds} s)`, naiveRun, args.naiveSeconds));
       console.log(`  DOM nodes at end ${naiveNodes}`);
     } else {
