@@ -65,16 +65,19 @@ function lineCounter(onLine?: (line: string) => void) {
   };
 }
 
-function readerPid(instance: string): number | undefined {
+/** The remote `cat` reading the instance (not the ssh client or the session shell, whose argv names it too). */
+function readerPids(instance: string): number[] {
+  const out: number[] = [];
   for (const p of readdirSync('/proc')) {
     if (!/^\d+$/.test(p)) continue;
     try {
-      if (readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(`instances/${instance}/trace_pipe`)) return Number(p);
+      const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+      if (argv[0] === 'cat' && argv[1]?.endsWith(`instances/${instance}/trace_pipe`)) out.push(Number(p));
     } catch {
       /* gone */
     }
   }
-  return undefined;
+  return out;
 }
 
 function bufferedEntries(instanceDir: string): number {
@@ -117,7 +120,6 @@ async function baseline(ssh: BenchSshd, bin: string, definitionFor: (group: stri
   const event = `plb_tick_${process.pid}_${round}`;
   const inst = join(TRACEFS, 'instances', group);
   mkdirSync(inst);
-  let reader: number | undefined;
   const child = spawn('ssh', [...ssh.sshd.sshArgs(), '--', 'cat', `${inst}/trace_pipe`], { stdio: ['ignore', 'pipe', 'pipe'] });
   try {
     writeFileSync(join(inst, 'buffer_size_kb'), String(bufferKb));
@@ -128,7 +130,7 @@ async function baseline(ssh: BenchSshd, bin: string, definitionFor: (group: stri
     writeFileSync(join(inst, 'events', group, 'enable'), '1');
     const counter = lineCounter();
     child.stdout.setEncoding('utf8').on('data', (d: string) => counter.push(d));
-    await until(() => (reader = readerPid(group)) !== undefined, 60_000, 'the remote cat');
+    await until(() => readerPids(group).length > 0, 60_000, 'the remote cat');
     const cpuAt = cpuSeconds(child.pid!);
     const cpu = trackCpu(child);
     const t0 = await runWorkload(bin, calls);
@@ -144,7 +146,14 @@ async function baseline(ssh: BenchSshd, bin: string, definitionFor: (group: stri
       /* never enabled */
     }
     child.kill('SIGKILL');
-    if (reader) try { process.kill(reader, 'SIGKILL'); } catch { /* gone */ }
+    // A blocked `cat trace_pipe` outlives its ssh session (tracefs-facts): end it, or the instance stays busy.
+    for (const pid of readerPids(group)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
     try {
       appendUprobe(`-:${group}/${event}`);
     } catch {
@@ -157,6 +166,7 @@ async function baseline(ssh: BenchSshd, bin: string, definitionFor: (group: stri
         await sleep(100);
       }
     }
+    if (existsSync(inst)) console.error(`warning: could not remove ${inst}; rmdir it by hand`);
   }
 }
 
