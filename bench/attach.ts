@@ -57,20 +57,25 @@ async function main(): Promise<void> {
     const { sshd, flags, env } = await benchSshd();
     const arm: number[] = [];
     const stop: number[] = [];
+    // The same with one function: the fixed part (node start, index cache load, SSH login, agent start).
+    const arm1: number[] = [];
+    const once = async (fns: string[]) => {
+      const start = performance.now();
+      const p = spawnWatched(process.execPath, [cli, 'trace', bin, ...fns, ...flags], env, new RegExp(`tracing ${fns.length} probes? on `));
+      const armedAt = await p.armed;
+      p.child.kill('SIGINT');
+      const code = await waitExit(p.child);
+      if (code !== 0) throw new Error(`probelens trace exited ${code}:\n${p.stderr()}`);
+      return { arm: armedAt - start, stop: performance.now() - armedAt };
+    };
     try {
       // One warm-up run (page cache, sshd's first fork), not counted.
-      for (let r = -1; r < runs; r++) {
-        const start = performance.now();
-        const p = spawnWatched(process.execPath, [cli, 'trace', bin, ...picked, ...flags], env, /tracing 100 probes on /);
-        const armedAt = await p.armed;
-        p.child.kill('SIGINT');
-        const code = await waitExit(p.child);
-        const stoppedAt = performance.now();
-        if (code !== 0) throw new Error(`probelens trace exited ${code}:\n${p.stderr()}`);
-        if (r >= 0) {
-          arm.push(armedAt - start);
-          stop.push(stoppedAt - armedAt);
-        }
+      await once(picked);
+      for (let r = 0; r < runs; r++) {
+        const x = await once(picked);
+        arm.push(x.arm);
+        stop.push(x.stop);
+        arm1.push((await once(picked.slice(0, 1))).arm);
       }
     } finally {
       await sshd.stop();
@@ -90,6 +95,7 @@ async function main(): Promise<void> {
     console.log(table([
       ['tool', 'arm 100 functions', 'runs', 'stop + cleanup', 'note'],
       ['probelens trace (ssh 127.0.0.1)', ms(median(arm)), arm.map((x) => x.toFixed(0)).join(' / '), ms(median(stop)), 'command start → "tracing 100 probes" (defined and enabled)'],
+      ['probelens trace, 1 function', ms(median(arm1)), arm1.map((x) => x.toFixed(0)).join(' / '), '-', 'the fixed part: node start, index cache, SSH login, agent start'],
       ['perf probe --add (local)', perfOk ? ms(perfAddMs) : `failed: ${add.stderr.trim().split('\n').pop()}`, '1', perfOk ? ms(perfDelMs) : '-', 'defines only (not enabled); perf probe -d to remove'],
     ]));
     const m = median(arm);
