@@ -32,6 +32,11 @@ export interface CodeServerOptions {
   port?: number;
   /** Aborting (e.g. a test's `t.signal` on timeout) stops a start that is still under way. */
   signal?: AbortSignal;
+  /**
+   * Seconds code-server keeps a window's extension host after its browser tab goes away (code-server's own
+   * default is hours, waiting for the tab to reconnect).
+   */
+  reconnectionGraceSeconds?: number;
 }
 
 export interface CodeServer {
@@ -120,6 +125,7 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<CodeServ
       '--ignore-last-opened',
       '--user-data-dir', userData,
       '--extensions-dir', extensions,
+      ...(opts.reconnectionGraceSeconds !== undefined ? ['--reconnection-grace-time', String(opts.reconnectionGraceSeconds)] : []),
     ],
     // Its own process group, so stop() also ends the extension host and the other helpers it forks.
     { cwd: workDir, env: codeServerEnv(paths, workDir), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
