@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadIndex } from '../src/core/index/load';
 import { compileProbes } from '../src/core/probes/compiler';
+import { sentinelFetcharg } from '../src/core/tracefs/hitParser';
 import { appendUprobe, benchSshd, bundleCli, cpuSeconds, median, sleep, table, trackCpu, TRACEFS, waitExit, type BenchSshd } from './engineCommon';
 
 const LOOP_C = `#include <stdio.h>
@@ -222,8 +223,11 @@ async function main(): Promise<void> {
     execFileSync('gcc', ['-O2', '-g', '-Wl,--build-id', '-o', bin, join(dir, 'loop.c')]);
     const { index } = await loadIndex(bin);
     const [probe] = await compileProbes(['tick seq'], index, { group: 'probelens_1_template' });
-    // The very definition probelens writes, under the baseline's own group and event name.
-    const definitionFor = (group: string, event: string) => probe.definition.replace(/^p:probelens_1_template\/\S+/, `p:${group}/${event}`);
+    // The very definition probelens writes, under the baseline's own group and event name, with the same
+    // anti-forgery sentinel fetcharg the agent appends (so both records have the same size in the ring buffer).
+    const sentinel = existsSync(join(TRACEFS, 'README')) && readFileSync(join(TRACEFS, 'README'), 'utf8').includes('\\imm-value')
+      ? ` ${sentinelFetcharg(0x1234567890abcdefn).fetcharg}` : '';
+    const definitionFor = (group: string, event: string) => probe.definition.replace(/^p:probelens_1_template\/\S+/, `p:${group}/${event}`) + sentinel;
     const cli = await bundleCli();
     const ssh = await benchSshd();
     const results: RunResult[] = [];
@@ -235,7 +239,7 @@ async function main(): Promise<void> {
     } finally {
       await ssh.sshd.stop();
     }
-    console.log(`workload: ${calls} calls of tick() at full speed; buffer_size_kb ${bufferKb}; ${rounds} round(s); definition: ${probe.definition}`);
+    console.log(`workload: ${calls} calls of tick() at full speed; buffer_size_kb ${bufferKb}; ${rounds} round(s); baseline definition: ${definitionFor('G', 'E')}`);
     const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
     console.log(table([
       ['tool', 'received', 'lost', 'kernel hits', 'received+lost==N', 'share', 'hits/s', 'client CPU', 'CPU µs/hit', 'workload'],
