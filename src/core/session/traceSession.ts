@@ -26,7 +26,7 @@ export interface SessionOptions {
   filter?: string;
   bufferKb?: number;
   noBuildIdCheck?: boolean;
-  /** Seconds of client silence after which the agent cleans up by itself (default 5). */
+  /** Seconds of client silence after which the agent cleans up by itself (default 3). */
   heartbeatSeconds?: number;
   debugDirs?: string[];
   onHit?: (hit: Hit) => void;
@@ -129,7 +129,7 @@ export class TraceSession {
 
   private async arm(): Promise<void> {
     const { opts } = this;
-    const agent = (this.agent = await TracefsAgent.start(opts.target, { sudo: opts.sudo, heartbeatTimeoutSeconds: opts.heartbeatSeconds ?? 5 }));
+    const agent = (this.agent = await TracefsAgent.start(opts.target, { sudo: opts.sudo, heartbeatTimeoutSeconds: opts.heartbeatSeconds ?? 3 }));
     const remotePath = opts.remotePath ?? opts.index.path;
     if (!opts.noBuildIdCheck) {
       const id = readBinaryIdentity(opts.index.path);

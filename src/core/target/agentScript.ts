@@ -176,12 +176,15 @@ quit() {
 }
 
 start_watchdog() {
+  # Counts whole seconds of silence (every line from the client resets it with USR1), so the agent reacts
+  # between $1 and $1+1 seconds after the client went quiet, not up to twice that.
   (
-    trap 'seen=1' USR1
+    idle=0
+    trap 'idle=0' USR1
     while :; do
-      seen=0
-      sleep "$1"
-      if [ "$seen" = 0 ]; then kill -ALRM $$ 2>/dev/null; exit 0; fi
+      sleep 1
+      idle=$((idle + 1))
+      if [ "$idle" -ge "$1" ]; then kill -ALRM $$ 2>/dev/null; exit 0; fi
     done
   ) < /dev/null > /dev/null 2>&1 &
   WD=$!

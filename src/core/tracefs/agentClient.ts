@@ -48,7 +48,7 @@ export interface StopReport {
 
 export interface AgentOptions {
   sudo?: boolean;
-  /** The agent cleans up after this many seconds without a line from us (0: never). Default 5. */
+  /** The agent cleans up after this many seconds without a line from us (0: never). Default 3: with a heartbeat a second, three missed in a row. */
   heartbeatTimeoutSeconds?: number;
   /** How often we send HB (ms). Default 1000. */
   heartbeatIntervalMs?: number;
@@ -157,7 +157,7 @@ export class TracefsAgent {
     if (!/^[a-z0-9]{6,32}$/.test(nonce)) throw new Error(`bad nonce ${JSON.stringify(nonce)}`);
     const channel = await target.exec(['sh', '-c', AGENT_SCRIPT, AGENT_ARGV0], { sudo: opts.sudo });
     const agent = new TracefsAgent(channel, nonce);
-    const timeout = opts.heartbeatTimeoutSeconds ?? 5;
+    const timeout = opts.heartbeatTimeoutSeconds ?? 3;
     try {
       const r = await agent.command('HELLO', `${AGENT_PROTOCOL_VERSION} ${nonce} ${Math.max(0, Math.floor(timeout))}`);
       agent.hello = parseHello(r.text, r.info);
