@@ -36,6 +36,12 @@ const MAX_EVENT = 63;
 const FETCH = /^(%[a-z][a-z0-9]{1,5}|\$retval|\$comm|\$stack[0-9]{0,3}|@\+?(0x[0-9a-f]+|[0-9]+)|([+-](0x[0-9a-f]+|[0-9]+)\()+(%[a-z][a-z0-9]{1,5}|\$stack[0-9]{0,3}|@\+?(0x[0-9a-f]+|[0-9]+))\)+)$/;
 const TYPE = /^([sux](8|16|32|64)|string|ustring|b[0-9]{1,2}@[0-9]{1,2}\/(8|16|32|64))(\[[0-9]{1,4}\])?$/;
 
+/** Throws unless `path` can appear in a uprobe definition (tracefs splits definitions on spaces and colons). */
+export function checkProbePath(path: string): void {
+  if (!path.startsWith('/') || /[\s:()'"\\]/.test(path) || path.length > 4095)
+    throw new DefinitionError(`the binary path '${path}' cannot be used in a uprobe definition (it must be absolute, without spaces, colons, parentheses or quotes); use --remote-path with a plain path or a symlink`);
+}
+
 /** A valid, unique tracefs event name derived from `base` (a function or spec name). */
 export function uniqueEventName(base: string, used: Set<string>): string {
   let name = base.replace(/[^A-Za-z0-9_]+/g, '_').replace(/^_+|_+$/g, '').replace(/__+/g, '_');
@@ -53,8 +59,7 @@ export function uniqueEventName(base: string, used: Set<string>): string {
 export function formatDefinition(d: ProbeDefinition): string {
   if (!GROUP_PATTERN.test(d.group)) throw new DefinitionError(`invalid probe group '${d.group}'`);
   if (!IDENT.test(d.event) || d.event.length > MAX_EVENT) throw new DefinitionError(`invalid event name '${d.event}'`);
-  if (!d.path.startsWith('/') || /[\s:()'"\\]/.test(d.path) || d.path.length > 4095)
-    throw new DefinitionError(`the binary path '${d.path}' cannot be used in a uprobe definition (it must be absolute, without spaces, colons, parentheses or quotes); use --remote-path with a plain path or a symlink`);
+  checkProbePath(d.path);
   if (d.offset < 0n) throw new DefinitionError('negative file offset');
   const names = new Set<string>();
   const args = d.args.map((a) => {

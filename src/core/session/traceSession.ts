@@ -4,6 +4,7 @@
 import type { BinaryIndex } from '../index/binaryIndex';
 import { readBinaryIdentity } from '../index/identity';
 import { compileProbes, type CompiledProbe } from '../probes/compiler';
+import { checkProbePath } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
 import type { Target } from '../target/target';
 import { AgentError, offendingToken, TracefsAgent } from '../tracefs/agentClient';
@@ -131,6 +132,7 @@ export class TraceSession {
     const { opts } = this;
     const agent = (this.agent = await TracefsAgent.start(opts.target, { sudo: opts.sudo, heartbeatTimeoutSeconds: opts.heartbeatSeconds ?? 3 }));
     const remotePath = opts.remotePath ?? opts.index.path;
+    checkProbePath(remotePath);
     if (!opts.noBuildIdCheck) {
       const id = readBinaryIdentity(opts.index.path);
       if (id.buildId && id.buildIdOffset !== undefined && id.buildIdLength !== undefined) {
