@@ -2,9 +2,14 @@
 // `contentText` as CSS ::after content, which is not DOM text: it is read from the computed style.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { TestContext } from 'node:test';
 import type { Page } from 'playwright-core';
+import { missing } from '../helpers/require';
+import { requireTracefs } from '../helpers/tracefs';
+import { e2ePrerequisites } from './harness/session';
 import { prepareWorkspace } from './harness/workspaces';
 
 /** A copy of the C fixture workspace with build/calls built inside it (so DWARF names the files the editor opens). */
@@ -67,4 +72,21 @@ export async function waitForInline(page: Page, want: RegExp, timeout: number): 
 /** uprobe_events lines that name `path` (what a session left armed on this machine). */
 export function uprobeEventsFor(tracefs: string, path: string): string[] {
   return readFileSync(join(tracefs, 'uprobe_events'), 'utf8').split('\n').filter((l) => l.includes(path));
+}
+
+/**
+ * What every local-tracing e2e test needs first: Chromium and code-server, tracefs, root, and a freshly built
+ * C workspace in a scratch folder removed after the test. Undefined (skipped, or failed under CI) otherwise.
+ */
+export function localTracingWorkspace(t: TestContext): { tracefs: string; dir: string; binary: string; rebuild(): void } | undefined {
+  if (!e2ePrerequisites(t)) return undefined;
+  const tracefs = requireTracefs(t);
+  if (!tracefs) return undefined;
+  if (process.getuid?.() !== 0) {
+    missing(t, 'tracing on the local target needs root (or probelens.local.sudo with passwordless sudo)');
+    return undefined;
+  }
+  const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-ws-'));
+  t.after(() => rmSync(scratch, { recursive: true, force: true }));
+  return { tracefs, ...buildCWorkspace(scratch) };
 }

@@ -3,16 +3,13 @@
 // Problems list, the status bar names the target, and the ProbeLens output channel logs what was sent where.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseFixtureOutput } from '../fixtures/output';
-import { missing } from '../helpers/require';
-import { requireTracefs } from '../helpers/tracefs';
-import { e2ePrerequisites, withCodeServer } from './harness/session';
+import { withCodeServer } from './harness/session';
 import { codeLens, goToLine, openFile, statusBarItem } from './harness/workbench';
-import { buildCWorkspace, definitionLine, waitForInline } from './inlineResults';
+import { localTracingWorkspace, definitionLine, waitForInline } from './inlineResults';
 
 function findFiles(dir: string, name: RegExp): string[] {
   const out: string[] = [];
@@ -25,15 +22,9 @@ function findFiles(dir: string, name: RegExp): string[] {
 }
 
 test('probe set: Start Tracing arms .vscode/probelens.json; refused spec shown as an error; output logs definitions', { timeout: 900_000 }, async (t) => {
-  if (!e2ePrerequisites(t)) return;
-  if (!requireTracefs(t)) return;
-  if (process.getuid?.() !== 0) {
-    missing(t, 'tracing on the local target needs root');
-    return;
-  }
-  const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-set-'));
-  t.after(() => rmSync(scratch, { recursive: true, force: true }));
-  const { dir, binary } = buildCWorkspace(scratch);
+  const ws = localTracingWorkspace(t);
+  if (!ws) return;
+  const { dir, binary } = ws;
   mkdirSync(join(dir, '.vscode'), { recursive: true });
   writeFileSync(join(dir, '.vscode', 'probelens.json'), JSON.stringify({ version: 1, binaries: { 'build/calls': ['add_ints $params', 'greet no_such_var'] } }, null, 2));
 

@@ -2,29 +2,19 @@
 // runs here: once code-server drops the window's extension host, the target-side agent sees its stdin close
 // (or its heartbeats stop) and removes its probes, reader and instance by itself.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { missing } from '../helpers/require';
-import { requireTracefs } from '../helpers/tracefs';
-import { e2ePrerequisites, withCodeServer } from './harness/session';
+import { withCodeServer } from './harness/session';
 import { clickCodeLens, codeLens, openFile } from './harness/workbench';
-import { buildCWorkspace, definitionLine, uprobeEventsFor, waitForInline } from './inlineResults';
+import { localTracingWorkspace, definitionLine, uprobeEventsFor, waitForInline } from './inlineResults';
 
 const GRACE_SECONDS = 2;
 
 test('C workspace: closing the browser tab mid-session removes the probes from the target within 10 s', { timeout: 900_000 }, async (t) => {
-  if (!e2ePrerequisites(t)) return;
-  const tracefs = requireTracefs(t);
-  if (!tracefs) return;
-  if (process.getuid?.() !== 0) {
-    missing(t, 'tracing on the local target needs root (or probelens.local.sudo with passwordless sudo)');
-    return;
-  }
-  const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-ws-'));
-  t.after(() => rmSync(scratch, { recursive: true, force: true }));
-  const { dir, binary } = buildCWorkspace(scratch);
+  const ws = localTracingWorkspace(t);
+  if (!ws) return;
+  const { tracefs, dir, binary } = ws;
 
   await withCodeServer(t, { workspace: dir, reconnectionGraceSeconds: GRACE_SECONDS }, async ({ page }) => {
     await openFile(page, 'calls.c');

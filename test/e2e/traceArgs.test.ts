@@ -2,27 +2,16 @@
 // offered from DWARF, the picked field is fetched, and its value at entry is what the program printed.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseFixtureOutput } from '../fixtures/output';
-import { missing } from '../helpers/require';
-import { requireTracefs } from '../helpers/tracefs';
-import { e2ePrerequisites, withCodeServer } from './harness/session';
+import { withCodeServer } from './harness/session';
 import { clickContextMenuItem, codeLens, openEditorContextMenu, openFile } from './harness/workbench';
-import { buildCWorkspace, definitionLine, waitForInline } from './inlineResults';
+import { localTracingWorkspace, definitionLine, waitForInline } from './inlineResults';
 
 test('C workspace: "Trace with arguments…" offers acct->balance from DWARF and captures it', { timeout: 900_000 }, async (t) => {
-  if (!e2ePrerequisites(t)) return;
-  if (!requireTracefs(t)) return;
-  if (process.getuid?.() !== 0) {
-    missing(t, 'tracing on the local target needs root');
-    return;
-  }
-  const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-args-'));
-  t.after(() => rmSync(scratch, { recursive: true, force: true }));
-  const { dir, binary } = buildCWorkspace(scratch);
+  const ws = localTracingWorkspace(t);
+  if (!ws) return;
+  const { dir, binary } = ws;
   const line = definitionLine(dir, 'account_deposit');
 
   await withCodeServer(t, { workspace: dir }, async ({ page }) => {

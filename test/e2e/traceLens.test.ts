@@ -3,27 +3,18 @@
 // the values it was called with.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseFixtureOutput } from '../fixtures/output';
-import { missing } from '../helpers/require';
-import { requireTracefs } from '../helpers/tracefs';
-import { e2ePrerequisites, mediaScreenshot, withCodeServer } from './harness/session';
+import { mediaScreenshot, withCodeServer } from './harness/session';
 import { clickCodeLens, codeLens, openFile } from './harness/workbench';
-import { buildCWorkspace, definitionLine, waitForInline } from './inlineResults';
+import { localTracingWorkspace, definitionLine, waitForInline } from './inlineResults';
 
 test('C workspace: lenses above functions, "Trace" on add_ints, the inline decoration counts the run\'s calls', { timeout: 900_000 }, async (t) => {
-  if (!e2ePrerequisites(t)) return;
-  if (!requireTracefs(t)) return;
-  if (process.getuid?.() !== 0) {
-    missing(t, 'tracing on the local target needs root (or probelens.local.sudo with passwordless sudo)');
-    return;
-  }
-  const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-ws-'));
-  t.after(() => rmSync(scratch, { recursive: true, force: true }));
-  const { dir } = buildCWorkspace(scratch);
+  const ws = localTracingWorkspace(t);
+  if (!ws) return;
+  const { dir } = ws;
 
   await withCodeServer(t, { workspace: dir }, async ({ page }) => {
     await openFile(page, 'calls.c');

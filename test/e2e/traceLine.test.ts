@@ -3,28 +3,16 @@
 // the armed probes stale in the Probes view, and Stop leaves nothing armed on this machine (the last numbers stay).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseFixtureOutput } from '../fixtures/output';
-import { missing } from '../helpers/require';
-import { requireTracefs } from '../helpers/tracefs';
-import { e2ePrerequisites, withCodeServer } from './harness/session';
+import { withCodeServer } from './harness/session';
 import { clickContextMenuItem, goToLine, openEditorContextMenu, openFile, runCommand, statusBarItem, waitForNotification, webviewFrame } from './harness/workbench';
-import { buildCWorkspace, markerLine, uprobeEventsFor, waitForInline } from './inlineResults';
+import { localTracingWorkspace, markerLine, uprobeEventsFor, waitForInline } from './inlineResults';
 
 test('C workspace: "Trace this line" captures the picked variables; panel, stale on rebuild, clean stop', { timeout: 900_000 }, async (t) => {
-  if (!e2ePrerequisites(t)) return;
-  const tracefs = requireTracefs(t);
-  if (!tracefs) return;
-  if (process.getuid?.() !== 0) {
-    missing(t, 'tracing on the local target needs root (or probelens.local.sudo with passwordless sudo)');
-    return;
-  }
-  const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-ws-'));
-  t.after(() => rmSync(scratch, { recursive: true, force: true }));
-  const { dir, binary, rebuild } = buildCWorkspace(scratch);
+  const ws = localTracingWorkspace(t);
+  if (!ws) return;
+  const { tracefs, dir, binary, rebuild } = ws;
   const line = markerLine(dir, 'sum_squares.step');
 
   await withCodeServer(t, { workspace: dir }, async ({ page }) => {
