@@ -3,6 +3,8 @@
 // the armed probes stale in the Probes view, and Stop leaves nothing armed on this machine (the last numbers stay).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseFixtureOutput } from '../fixtures/output';
 import { withCodeServer } from './harness/session';
@@ -53,6 +55,22 @@ test('C workspace: "Trace this line" captures the picked variables; panel, stale
       assert.match(seen[i], new RegExp(`\\bi=${s.vars.i}\\b`), `row ${i} carries the step's i`);
       assert.match(seen[i], new RegExp(`\\bacc=${s.vars.acc}\\b`), `row ${i} carries the step's acc`);
     }
+
+    // Export writes the same hits to a file: accept the save dialog's proposed path in the workspace.
+    await frame.locator('#pl-export-json').dispatchEvent('click');
+    await page.locator('.quick-input-widget').first().waitFor({ state: 'visible', timeout: 30_000 });
+    await page.keyboard.press('Enter');
+    let exported: string | undefined;
+    for (const until = Date.now() + 30_000; !exported && Date.now() < until; await page.waitForTimeout(300)) {
+      exported = readdirSync(dir).find((f) => /^probelens-hits-.*\.json$/.test(f));
+    }
+    assert.ok(exported, 'the export file was written into the workspace');
+    const rowsOut = JSON.parse(readFileSync(join(dir, exported), 'utf8')) as Array<{ probe: string; args: Record<string, unknown> }>;
+    assert.equal(rowsOut.length, steps.length, 'one exported hit per captured hit');
+    rowsOut.forEach((h, i) => {
+      assert.equal(String(h.args.i), steps[i].vars.i, `exported hit ${i}: i`);
+      assert.equal(String(h.args.acc), steps[i].vars.acc, `exported hit ${i}: acc`);
+    });
 
     // Clicking a row opens the probe's source line.
     await goToLine(page, 1);

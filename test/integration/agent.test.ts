@@ -35,7 +35,9 @@ for (const [name, shell] of Object.entries(SHELLS)) {
       assert.deepEqual(entries.map((h) => h.args.b), ['18446744073709551615', '18446744073709551614', '18446744073709551613', '18446744073709551612', '18446744073709551611']);
       assert.ok(entries.every((h) => h.args.s === 'hi "x"\nCPU:0 [LOST 7 EVENTS]'));
       assert.deepEqual(hits.filter((h) => h.kind === 'return').map((h) => h.retval), [-2, -4, -6, -8, -10]);
-      assert.ok(entries.every((h) => h.comm === 'workload' && h.pid === h.tid && h.pid > 0));
+      // The kernel prints comm from a pid→name cache that a busy machine evicts ("<...>"); sessions therefore
+      // also fetch $comm at the hit (see the compiler), but this test arms raw definitions.
+      assert.ok(entries.every((h) => (h.comm === 'workload' || h.comm === '<...>') && h.pid === h.tid && h.pid > 0), JSON.stringify(entries.map((h) => [h.comm, h.pid, h.tid])));
       assert.deepEqual(Object.fromEntries(report.kernelHits), { pl_add: 5, pl_leaf_ret: 5 });
       assert.equal(report.cpus.reduce((s, c) => s + c.overrun + c.dropped, 0), 0);
       assert.equal((await agent.exit).code, 0);

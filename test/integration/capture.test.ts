@@ -65,6 +65,7 @@ function assertCallsMatch(run: Run, func: string, event = func.replace(/[^A-Za-z
   assert.equal(hits.length, calls.length, `${func}: one hit per call (got ${hits.length}, the program made ${calls.length})`);
   calls.forEach((c, i) => {
     assert.equal(hits[i].pid, run.out.pid, 'hit from the fixture process');
+    assert.equal(hits[i].comm, run.fixture.path.replace(/^.*\//, '').slice(0, 15), 'named as the process is');
     for (const [k, v] of Object.entries(c.args)) {
       if (!(key(k) in hits[i].args)) continue;
       const want = /^0x/.test(v) ? `0x${BigInt(v).toString(16)}` : v;

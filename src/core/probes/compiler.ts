@@ -120,7 +120,14 @@ async function compileSite(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): Promi
   }, isReturn ? 'r' : 'p', opts, index);
 }
 
+/**
+ * The task's name fetched at the hit: trace_pipe prints comm from a small pid→name cache filled at read time,
+ * which a busy machine's short-lived processes evict ("<...>").
+ */
+const COMM_ARG: CompiledArg = { name: 'probelens_comm', fetch: '$comm', type: 'string', display: 'string', hidden: true };
+
 function finish(p: Omit<CompiledProbe, 'definition'>, kind: 'p' | 'r', opts: CompileOptions, index: BinaryIndex, refCtr?: bigint): CompiledProbe {
+  if (!p.args.some((a) => a.name === COMM_ARG.name)) p = { ...p, args: [...p.args, COMM_ARG] };
   const fetchArgs: FetchArg[] = p.args.map((a) => ({ name: a.name, fetch: a.fetch, type: a.type }));
   const definition = formatDefinition({ kind, group: opts.group, event: p.event, path: opts.targetPath ?? index.path, offset: p.fileOffset, refCtrOffset: refCtr, args: fetchArgs });
   return { ...p, definition };

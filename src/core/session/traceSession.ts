@@ -97,7 +97,8 @@ function presentHit(hit: Hit, probe: CompiledProbe | undefined): Hit {
     }
     if (v !== undefined && !(hit.kind === 'return' && a.fetch === '$retval')) args[a.name] = v;
   }
-  return { ...hit, args };
+  const comm = hit.args.probelens_comm;
+  return { ...hit, args, comm: typeof comm === 'string' && comm ? comm : hit.comm };
 }
 
 export class TraceSession {
