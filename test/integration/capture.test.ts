@@ -186,7 +186,11 @@ test('Go: register arguments, a Go string, a receiver field; returns on every RE
   assert.deepEqual(strip(run.out), strip(expected));
   const works = run.out.calls.filter((c) => c.func === 'main.work');
   assert.equal(run.summary.latency.main_work?.p50 !== undefined, true, 'latency measured');
-  const lat = run.session.aggregates.snapshot().latency.main_work;
+  const snap = run.session.aggregates.snapshot();
+  // What the editor shows beside the line: the user's arguments only, Go strings as text.
+  assert.deepEqual(Object.keys(snap.lastValues.main_greet).sort(), ['name', 'times']);
+  assert.equal(snap.lastValues.main_greet.name.at(-1)?.value, 'gopher');
+  const lat = snap.latency.main_work;
   assert.equal(lat.count, works.length, 'every goroutine\'s entry paired with its return');
 });
 

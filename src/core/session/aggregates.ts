@@ -131,6 +131,7 @@ export class Aggregates {
   private readonly open = new Map<string, Map<string, number[]>>();
   private unpaired = 0;
   private lost = 0;
+  private pairing: Readonly<Record<string, HitValue>> | undefined;
 
   constructor(
     private readonly sites: ReadonlyMap<string, ProbeSite> = new Map(),
@@ -147,7 +148,12 @@ export class Aggregates {
     }
   }
 
-  add(hit: Hit): void {
+  /**
+   * Counts `hit` and remembers its arguments; `pairing` holds arguments that only pair entries with returns
+   * (the session's hidden goroutine pointer), looked up before the hit's own.
+   */
+  add(hit: Hit, pairing?: Readonly<Record<string, HitValue>>): void {
+    this.pairing = pairing;
     this.hits.set(hit.probe, (this.hits.get(hit.probe) ?? 0) + 1);
     const site = this.sites.get(hit.probe);
     if (site) {
@@ -207,7 +213,7 @@ export class Aggregates {
 
   private key(pair: LatencyPair, hit: Hit): string | null {
     if (!pair.by) return `${hit.pid}:${hit.tid}`;
-    const g = hit.args[pair.by];
+    const g = this.pairing?.[pair.by] ?? hit.args[pair.by];
     return g === null || g === undefined ? null : `${hit.pid}:g${String(g)}`;
   }
 

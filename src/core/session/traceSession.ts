@@ -158,8 +158,9 @@ export class TraceSession {
       events: this.probes.map(schemaOf),
       sentinel: agent.sentinel,
       onHit: (raw) => {
-        this.aggregates.add(raw);
         const hit = presentHit(raw, this.byEvent.get(raw.event));
+        // Aggregates see what users see; the hidden goroutine pointer only pairs entries with returns.
+        this.aggregates.add(hit, raw.args);
         opts.onHit?.(hit);
       },
       onLost: (_cpu, n) => {
