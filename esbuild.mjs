@@ -38,6 +38,19 @@ const embedIcedWasm = {
   },
 };
 
+// src/core/binary/fzstdSource.ts reads fzstd's source text from node_modules (zstd.ts loads it with a guard
+// patched into one loop); the bundles embed that text instead.
+const embedFzstdSource = {
+  name: 'embed-fzstd-source',
+  setup(build) {
+    build.onResolve({ filter: /[\\/]fzstdSource$/ }, () => ({ path: 'fzstd-source', namespace: 'probelens-embed-fzstd' }));
+    build.onLoad({ filter: /.*/, namespace: 'probelens-embed-fzstd' }, async () => {
+      const text = await readFile(new URL('./node_modules/fzstd/lib/index.js', import.meta.url), 'utf8');
+      return { contents: `export function fzstdSource() { return ${JSON.stringify(text)}; }`, loader: 'js' };
+    });
+  },
+};
+
 const common = {
   bundle: true,
   sourcemap: production ? false : 'linked',
@@ -52,7 +65,7 @@ const nodeCommon = {
   format: 'cjs',
   external: ['vscode', 'cpu-features', '*.node'],
   loader: { '.wasm': 'binary' },
-  plugins: [embedDemanglerWasm, embedIcedWasm],
+  plugins: [embedDemanglerWasm, embedIcedWasm, embedFzstdSource],
 };
 
 const builds = [

@@ -1,7 +1,29 @@
 // The one place fzstd is used (Node 20's zlib has no zstd). fzstd allocates whatever window a frame header
 // declares (up to 2 GiB) unless it is given the output buffer, so we always give it one, sized by the
 // caller's already-bounded expectation; it then allocates only its small decoding tables.
-import { decompress } from 'fzstd';
+//
+// fzstd 0.1.1's Huffman-weight reader loops forever when a corrupt FSE table gives both states zero bits
+// (fpos never decreases; found by our fuzzing). It is loaded from its source with a guard added to that loop
+// that fails as soon as more than 255 weights were read, which is the format's own limit.
+import { fzstdSource } from './fzstdSource';
+
+type Decompress = (input: Uint8Array, out?: Uint8Array) => Uint8Array;
+let decompressFn: Decompress | undefined;
+
+const LOOP = 'fpos -= btr1;';
+const GUARDED = 'if (wc > 255) err(0); fpos -= btr1;';
+
+function decompress(input: Uint8Array, out: Uint8Array): Uint8Array {
+  if (!decompressFn) {
+    const src = fzstdSource();
+    if (src.split(LOOP).length !== 2) throw new Error('fzstd changed: its Huffman-weight loop was not found; review src/core/binary/zstd.ts');
+    const mod: { exports: { decompress?: Decompress } } = { exports: {} };
+    new Function('module', 'exports', 'require', src.replace(LOOP, GUARDED))(mod, mod.exports, require);
+    if (!mod.exports.decompress) throw new Error('fzstd changed: no decompress export');
+    decompressFn = mod.exports.decompress;
+  }
+  return decompressFn(input, out);
+}
 
 export class ZstdDataError extends Error {
   constructor(detail: string) {
