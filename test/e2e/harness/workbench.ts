@@ -108,7 +108,9 @@ export async function clickCodeLens(page: Page, text: string | RegExp, opts: Wai
     let best: { i: number; bottom: number } | undefined;
     const n = await lenses.count();
     for (let i = 0; i < n; i++) {
-      const box = await lenses.nth(i).boundingBox();
+      // A lens can vanish between count() and here (lens rows are re-rendered as providers answer): skip it
+      // for this poll rather than wait for it.
+      const box = await lenses.nth(i).boundingBox({ timeout: 1000 }).catch(() => null);
       if (!box) continue;
       const bottom = box.y + box.height;
       if (bottom <= cursor.y + 2 && cursor.y - bottom < cursor.height * 1.5 && (!best || bottom > best.bottom)) best = { i, bottom };
