@@ -232,7 +232,8 @@ function installHooks(): void {
   });
 }
 
-function alive(pid: number): boolean {
+/** True while a process with this pid exists (signal 0 probes without sending anything). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -9,7 +9,7 @@ import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireTracefs } from '../helpers/tracefs';
-import { generateKeyPair, requireSshd } from '../helpers/sshd';
+import { alive, generateKeyPair, requireSshd } from '../helpers/sshd';
 import { sudoUser } from '../helpers/sudo';
 import { missing } from '../helpers/require';
 import { netnsExists, requireSshdInNetns } from '../helpers/netns';
@@ -204,15 +204,6 @@ for (const ending of ['an uncaught exception', 'SIGTERM'] as const) {
     for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
     assert.equal(alive(pid), false, `sshd ${pid} outlived its test process`);
   });
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 let nsName: string | undefined;

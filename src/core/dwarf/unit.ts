@@ -3,7 +3,7 @@
 // decoded only on request: `skipDie` moves past one without allocating, `readDie` materialises the raw
 // attribute values (numbers: constants, addresses, absolute section offsets, or indexes still to resolve).
 import type { SectionSource } from '../binary/sections';
-import { abbrevTable, type Abbrev, type AbbrevTable, type Encoding } from './abbrev';
+import { abbrevTable, fixedFormSize, type Abbrev, type AbbrevTable, type Encoding } from './abbrev';
 import * as K from './constants';
 import { DwarfFormatError, Reader, decodeString, stringAt } from './reader';
 
@@ -289,28 +289,10 @@ function skipForm(u: Unit, r: Reader, form: number, depth: number): void {
       skipForm(u, r, r.uleb(), depth + 1);
       return;
     default: {
-      const sz = fixedSizeOf(u, form);
+      const sz = fixedFormSize(form, u.enc);
       if (sz < 0) r.fail(`unknown attribute form 0x${form.toString(16)}`);
       r.skip(sz);
     }
-  }
-}
-
-function fixedSizeOf(u: Unit, form: number): number {
-  const off = u.enc.is64 ? 8 : 4;
-  switch (form) {
-    case FORM.addr: return u.enc.addrSize;
-    case FORM.data1: case FORM.ref1: case FORM.flag: case FORM.strx1: case FORM.addrx1: return 1;
-    case FORM.data2: case FORM.ref2: case FORM.strx2: case FORM.addrx2: return 2;
-    case FORM.strx3: case FORM.addrx3: return 3;
-    case FORM.data4: case FORM.ref4: case FORM.ref_sup4: case FORM.strx4: case FORM.addrx4: return 4;
-    case FORM.data8: case FORM.ref8: case FORM.ref_sig8: case FORM.ref_sup8: return 8;
-    case FORM.data16: return 16;
-    case FORM.strp: case FORM.line_strp: case FORM.sec_offset: case FORM.strp_sup:
-    case FORM.GNU_ref_alt: case FORM.GNU_strp_alt: return off;
-    case FORM.ref_addr: return u.enc.version <= 2 ? u.enc.addrSize : off;
-    case FORM.flag_present: case FORM.implicit_const: return 0;
-    default: return -1;
   }
 }
 
