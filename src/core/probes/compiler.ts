@@ -226,11 +226,7 @@ async function compileVar(a: Extract<ProbeArg, { kind: 'var' }>, site: ResolvedS
     if (!m) throw new ArgError(`${agg.name} has no field '${step.field}' (fields: ${agg.members.map((x) => x.name).join(', ')})`);
     if (m.offset === undefined) throw new ArgError(`${agg.name}.${step.field} has no fixed offset`);
     const mt = describe(m.typeOffset);
-    if (place.kind === 'mem' && (place.base.startsWith('+') || place.base.startsWith('-') || place.base.startsWith('%')) && place.off === 0 && (s.kind === 'pointer' || s.kind === 'reference')) {
-      place = { kind: 'mem', base: place.base, off: m.offset };
-    } else {
-      place = member(place, m.offset, stripQualifiers(mt, describe).byteSize ?? 8, path);
-    }
+    place = member(place, m.offset, stripQualifiers(mt, describe).byteSize ?? 8, path);
     if (m.bitSize !== undefined) {
       const container = (stripQualifiers(mt, describe).byteSize ?? 4) * 8;
       const bitOff = (m.bitOffset ?? 0) - m.offset * 8;
