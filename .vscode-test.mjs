@@ -9,13 +9,17 @@ import { readdirSync } from 'node:fs';
 
 const vscodePath = process.env.PROBELENS_VSCODE_PATH;
 if (!vscodePath) {
-  throw new Error('PROBELENS_VSCODE_PATH is not set: point it at a VS Code executable (e.g. /usr/share/code/code), ' +
-    'or run the e2e tier instead: npm run test:e2e');
+  throw new Error(
+    'PROBELENS_VSCODE_PATH is not set: point it at a VS Code executable (e.g. /usr/share/code/code), ' +
+      'or run the e2e tier instead: npm run test:e2e',
+  );
 }
 
 execFileSync(process.execPath, ['esbuild.mjs'], { stdio: 'inherit' });
 esbuild.buildSync({
-  entryPoints: readdirSync('test/vscode-suite').filter((f) => f.endsWith('.test.ts')).map((f) => `test/vscode-suite/${f}`),
+  entryPoints: readdirSync('test/vscode-suite')
+    .filter((f) => f.endsWith('.test.ts'))
+    .map((f) => `test/vscode-suite/${f}`),
   outdir: 'out/vscode-suite',
   bundle: true,
   platform: 'node',

@@ -4,9 +4,14 @@ import tseslint from 'typescript-eslint';
 // The core, the shared protocol and the webview run outside the extension host (plain Node, workers, the CLI,
 // the browser): `vscode` must never be imported there.
 export const noVscode = {
-  'no-restricted-imports': ['error', {
-    paths: [{ name: 'vscode', message: 'src/core, src/shared and webview must not import vscode (they run outside the extension host).' }],
-  }],
+  'no-restricted-imports': [
+    'error',
+    {
+      paths: [
+        { name: 'vscode', message: 'src/core, src/shared and webview must not import vscode (they run outside the extension host).' },
+      ],
+    },
+  ],
 };
 
 export default tseslint.config(
@@ -21,7 +26,18 @@ export default tseslint.config(
   },
   {
     files: ['**/*.mjs', '**/*.cjs', '**/*.js'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        Buffer: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+      },
+    },
   },
   { files: ['src/core/**/*.ts', 'src/shared/**/*.ts', 'webview/**/*.ts'], rules: noVscode },
 );

@@ -14,7 +14,9 @@ import { benchSshd, bundleCli, median, spawnWatched, table, waitExit } from './e
 
 function realProject(): string | undefined {
   const root = join(process.env.XDG_CACHE_HOME || join(process.env.HOME ?? '/root', '.cache'), 'probelens-bench');
-  const pg = spawnSync('sh', ['-c', `ls -d ${root}/postgresql-15-*/src/backend/postgres 2>/dev/null | head -1`], { encoding: 'utf8' }).stdout.trim();
+  const pg = spawnSync('sh', ['-c', `ls -d ${root}/postgresql-15-*/src/backend/postgres 2>/dev/null | head -1`], {
+    encoding: 'utf8',
+  }).stdout.trim();
   return pg && existsSync(pg) ? pg : undefined;
 }
 
@@ -50,8 +52,14 @@ async function main(): Promise<void> {
     const fns = index.functions();
     const perfList = spawnSync('perf', ['probe', '-x', bin, '-F'], { encoding: 'utf8', maxBuffer: 64 << 20 });
     const perfNames = new Set(perfList.status === 0 ? perfList.stdout.split('\n').map((l) => l.trim()) : fns.map((f) => f.name));
-    const picked = pickFunctions(fns.filter((f) => f.external && f.probeable && f.address !== undefined && f.size > 0).map((f) => f.name), perfNames, 100);
-    console.log(`index: ${fns.length} functions, ${fromCache ? 'from cache' : 'built'} in ${indexMs.toFixed(0)} ms (later runs load it from the cache)`);
+    const picked = pickFunctions(
+      fns.filter((f) => f.external && f.probeable && f.address !== undefined && f.size > 0).map((f) => f.name),
+      perfNames,
+      100,
+    );
+    console.log(
+      `index: ${fns.length} functions, ${fromCache ? 'from cache' : 'built'} in ${indexMs.toFixed(0)} ms (later runs load it from the cache)`,
+    );
 
     const cli = await bundleCli();
     const { sshd, flags, env } = await benchSshd();
@@ -82,7 +90,9 @@ async function main(): Promise<void> {
     }
 
     t0 = performance.now();
-    const add = spawnSync('perf', ['probe', '-q', '-x', bin, ...picked.flatMap((f) => ['-a', `${perfGroup}:${f}=${f}`])], { encoding: 'utf8' });
+    const add = spawnSync('perf', ['probe', '-q', '-x', bin, ...picked.flatMap((f) => ['-a', `${perfGroup}:${f}=${f}`])], {
+      encoding: 'utf8',
+    });
     const perfAddMs = performance.now() - t0;
     perfAdded = true;
     const perfOk = add.status === 0;
@@ -92,15 +102,37 @@ async function main(): Promise<void> {
     perfAdded = del.status !== 0;
 
     const ms = (x: number) => `${x.toFixed(0)} ms`;
-    console.log(table([
-      ['tool', 'arm 100 functions', 'runs', 'stop + cleanup', 'note'],
-      ['probelens trace (ssh 127.0.0.1)', ms(median(arm)), arm.map((x) => x.toFixed(0)).join(' / '), ms(median(stop)), 'command start → "tracing 100 probes" (defined and enabled)'],
-      ['probelens trace, 1 function', ms(median(arm1)), arm1.map((x) => x.toFixed(0)).join(' / '), '-', 'the fixed part: node start, index cache, SSH login, agent start'],
-      ['perf probe --add (local)', perfOk ? ms(perfAddMs) : `failed: ${add.stderr.trim().split('\n').pop()}`, '1', perfOk ? ms(perfDelMs) : '-', 'defines only (not enabled); perf probe -d to remove'],
-    ]));
+    console.log(
+      table([
+        ['tool', 'arm 100 functions', 'runs', 'stop + cleanup', 'note'],
+        [
+          'probelens trace (ssh 127.0.0.1)',
+          ms(median(arm)),
+          arm.map((x) => x.toFixed(0)).join(' / '),
+          ms(median(stop)),
+          'command start → "tracing 100 probes" (defined and enabled)',
+        ],
+        [
+          'probelens trace, 1 function',
+          ms(median(arm1)),
+          arm1.map((x) => x.toFixed(0)).join(' / '),
+          '-',
+          'the fixed part: node start, index cache, SSH login, agent start',
+        ],
+        [
+          'perf probe --add (local)',
+          perfOk ? ms(perfAddMs) : `failed: ${add.stderr.trim().split('\n').pop()}`,
+          '1',
+          perfOk ? ms(perfDelMs) : '-',
+          'defines only (not enabled); perf probe -d to remove',
+        ],
+      ]),
+    );
     const m = median(arm);
-    console.log(`\nprobelens: median ${ms(m)} to armed — goal < 1000 ms: ${m < 1000 ? 'met' : 'NOT met'}` +
-      (perfOk ? `; ${(perfAddMs / m).toFixed(1)}× faster than perf probe` : ''));
+    console.log(
+      `\nprobelens: median ${ms(m)} to armed — goal < 1000 ms: ${m < 1000 ? 'met' : 'NOT met'}` +
+        (perfOk ? `; ${(perfAddMs / m).toFixed(1)}× faster than perf probe` : ''),
+    );
   } finally {
     if (perfAdded) spawnSync('perf', ['probe', '-q', '-d', `${perfGroup}:*`]);
     rmSync(dir, { recursive: true, force: true });

@@ -45,7 +45,11 @@ export async function benchSshd(): Promise<BenchSshd> {
   mkdirSync(join(home, '.ssh'), { recursive: true, mode: 0o700 });
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
   delete env.SSH_AUTH_SOCK;
-  return { sshd, flags: ['--host', `root@${sshd.host}:${sshd.port}`, '--identity', sshd.identityFile, '--known-hosts', sshd.knownHostsFile], env };
+  return {
+    sshd,
+    flags: ['--host', `root@${sshd.host}:${sshd.port}`, '--identity', sshd.identityFile, '--known-hosts', sshd.knownHostsFile],
+    env,
+  };
 }
 
 /** utime + stime of a live process, in seconds (0 once it is gone). */
@@ -79,7 +83,14 @@ export function median(xs: number[]): number {
 
 export function table(rows: string[][]): string {
   const w = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((c, i) => (c ?? '').padEnd(w[i])).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => (c ?? '').padEnd(w[i]))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 /** Appends a line to uprobe_events (never truncates: other tools' probes live there too). */

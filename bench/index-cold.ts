@@ -5,5 +5,7 @@ void (async () => {
   const t = process.hrtime.bigint();
   const data = await buildIndex(process.argv[2]);
   const ms = Number(process.hrtime.bigint() - t) / 1e6;
-  process.stdout.write(JSON.stringify({ ms, maxRssKb: process.resourceUsage().maxRSS, functions: data.functions.length, rows: data.lines.address.length }));
+  process.stdout.write(
+    JSON.stringify({ ms, maxRssKb: process.resourceUsage().maxRSS, functions: data.functions.length, rows: data.lines.address.length }),
+  );
 })();

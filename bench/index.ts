@@ -27,14 +27,31 @@ async function defaultBinaries(): Promise<string[]> {
   const out: string[] = [];
   for (const n of ['calls-O2', 'cpp-O2', 'go', 'rust-O2'] as FixtureName[]) out.push((await fixture(n)).path);
   const real = join(process.env.XDG_CACHE_HOME || join(process.env.HOME ?? '/root', '.cache'), 'probelens-bench');
-  const pg = spawnSync('sh', ['-c', `ls -d ${real}/postgresql-15-*/src/backend/postgres 2>/dev/null | head -1`], { encoding: 'utf8' }).stdout.trim();
+  const pg = spawnSync('sh', ['-c', `ls -d ${real}/postgresql-15-*/src/backend/postgres 2>/dev/null | head -1`], {
+    encoding: 'utf8',
+  }).stdout.trim();
   if (pg && existsSync(pg)) out.push(pg);
   return out;
 }
 
 async function main(): Promise<void> {
   const bins = process.argv.slice(2).length ? process.argv.slice(2).map((b) => resolve(b)) : await defaultBinaries();
-  const rows: string[][] = [['binary', 'size', 'functions', 'line rows', 'cold index', 'peak RSS', 'cache load', 'first query', 'gdb info functions', 'readelf decodedline', 'index/gdb', 'index/readelf']];
+  const rows: string[][] = [
+    [
+      'binary',
+      'size',
+      'functions',
+      'line rows',
+      'cold index',
+      'peak RSS',
+      'cache load',
+      'first query',
+      'gdb info functions',
+      'readelf decodedline',
+      'index/gdb',
+      'index/readelf',
+    ],
+  ];
   for (const bin of bins) {
     const cold = spawnSync(process.execPath, ['--import', 'tsx', CHILD, bin], { encoding: 'utf8' });
     if (cold.status !== 0) {
@@ -61,15 +78,23 @@ async function main(): Promise<void> {
     rows.push([
       bin.replace(/^.*\/(probelens-test\/fixtures|probelens-bench)\//, ''),
       `${(statSync(bin).size / 1048576).toFixed(1)} MiB`,
-      String(c.functions), String(c.rows),
-      `${c.ms.toFixed(0)} ms`, `${(c.maxRssKb / 1024).toFixed(0)} MiB`, `${median(loads).toFixed(1)} ms`, `${median(firstQuery).toFixed(1)} ms`,
-      `${gdb.toFixed(0)} ms`, `${readelf.toFixed(0)} ms`,
-      `${(c.ms / gdb).toFixed(2)}×`, `${(c.ms / readelf).toFixed(2)}×`,
+      String(c.functions),
+      String(c.rows),
+      `${c.ms.toFixed(0)} ms`,
+      `${(c.maxRssKb / 1024).toFixed(0)} MiB`,
+      `${median(loads).toFixed(1)} ms`,
+      `${median(firstQuery).toFixed(1)} ms`,
+      `${gdb.toFixed(0)} ms`,
+      `${readelf.toFixed(0)} ms`,
+      `${(c.ms / gdb).toFixed(2)}×`,
+      `${(c.ms / readelf).toFixed(2)}×`,
     ]);
   }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   for (const r of rows) console.log(r.map((x, i) => x.padEnd(widths[i])).join('  '));
-  console.log('\ncold index: a fresh process building the full index (--no-cache); baselines: gdb -batch -ex "info functions ^main$", readelf --debug-dump=decodedline >/dev/null (median of 3); cache load: in-process loadIndex() from the cache, median of 7; first query: functionsInFile() right after it, which rebuilds the function objects from the cached columns.');
+  console.log(
+    '\ncold index: a fresh process building the full index (--no-cache); baselines: gdb -batch -ex "info functions ^main$", readelf --debug-dump=decodedline >/dev/null (median of 3); cache load: in-process loadIndex() from the cache, median of 7; first query: functionsInFile() right after it, which rebuilds the function objects from the cached columns.',
+  );
 }
 
 void main();

@@ -55,8 +55,7 @@ function parseArgs(argv: string[]): Args {
     else if (argv[i] === '--profile') {
       a.profile = true;
       continue;
-    }
-    else continue;
+    } else continue;
     if (!(v > 0)) throw new Error(`${argv[i]} needs a positive number`);
     i++;
   }
@@ -134,10 +133,11 @@ async function run(page: Page, seconds: number, rate: number, sample: boolean, o
   const start = Date.now();
   const warmup = 1000;
   type Rec = { start(url: string, rate: number, seconds: number): number; stop(): Promise<[number, number]> };
-  const t0 = await page.evaluate(
-    ([url, r, secs]) => (window as unknown as { __bench: Rec }).__bench.start(url, r, secs),
-    [BENCH_WORKER_URL, rate, seconds] as const,
-  );
+  const t0 = await page.evaluate(([url, r, secs]) => (window as unknown as { __bench: Rec }).__bench.start(url, r, secs), [
+    BENCH_WORKER_URL,
+    rate,
+    seconds,
+  ] as const);
   const sampleEvery = Math.max(1000, Math.min(5000, (seconds * 1000) / 12));
   while (sample && Date.now() - start < seconds * 1000) {
     await new Promise((r) => setTimeout(r, sampleEvery));
@@ -188,7 +188,9 @@ async function main(): Promise<void> {
   const worker = await buildBenchWorker();
   const browser: Browser = await launchChromium();
   try {
-    console.log(`bench:panel — ${args.rate} hits/s for ${args.seconds} s through PanelFeed → postMessage → webview (headless Chromium ${browser.version()})`);
+    console.log(
+      `bench:panel — ${args.rate} hits/s for ${args.seconds} s through PanelFeed → postMessage → webview (headless Chromium ${browser.version()})`,
+    );
 
     console.log(`idle baseline (${args.baselineSeconds} s)…`);
     const idle = await openPanelPage(browser, { bundle, worker });
@@ -213,7 +215,10 @@ async function main(): Promise<void> {
         document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
       }, process.env.PL_BENCH_CSS);
     }
-    if (process.env.PL_BENCH_HIDE) await live.page.evaluate((sel) => { (document.querySelector(sel) as HTMLElement).style.display = 'none'; }, process.env.PL_BENCH_HIDE);
+    if (process.env.PL_BENCH_HIDE)
+      await live.page.evaluate((sel) => {
+        (document.querySelector(sel) as HTMLElement).style.display = 'none';
+      }, process.env.PL_BENCH_HIDE);
     const liveRun = await run(live.page, args.seconds, args.rate, true, (s) => console.log(s));
     if (prof) printProfile(((await prof.send('Profiler.stop')) as { profile: CpuProfile }).profile);
     const status = await live.page.evaluate(() => document.getElementById('pl-status')?.textContent ?? '');
@@ -234,7 +239,9 @@ async function main(): Promise<void> {
     console.log(frameLine(`live panel, virtualised (${args.seconds} s)`, liveRun, args.seconds));
     console.log(`live panel JS heap: ${heap.map((h) => `${h.t.toFixed(0)}s ${h.usedMB.toFixed(0)}MB`).join(', ')}`);
     if (used.length > 1) {
-      console.log(`  after the history filled: min ${Math.min(...used).toFixed(1)} MB, max ${Math.max(...used).toFixed(1)} MB; after a forced GC at the end ${afterGc.usedMB.toFixed(1)} MB`);
+      console.log(
+        `  after the history filled: min ${Math.min(...used).toFixed(1)} MB, max ${Math.max(...used).toFixed(1)} MB; after a forced GC at the end ${afterGc.usedMB.toFixed(1)} MB`,
+      );
     }
     console.log(`  DOM nodes at end ${heap.at(-1)?.nodes} (table rows in the DOM: ${domRows})`);
     console.log(`  status: ${status}`);

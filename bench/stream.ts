@@ -14,7 +14,19 @@ import { join } from 'node:path';
 import { loadIndex } from '../src/core/index/load';
 import { compileProbes } from '../src/core/probes/compiler';
 import { sentinelFetcharg } from '../src/core/tracefs/hitParser';
-import { appendUprobe, benchSshd, bundleCli, cpuSeconds, median, sleep, table, trackCpu, TRACEFS, waitExit, type BenchSshd } from './engineCommon';
+import {
+  appendUprobe,
+  benchSshd,
+  bundleCli,
+  cpuSeconds,
+  median,
+  sleep,
+  table,
+  trackCpu,
+  TRACEFS,
+  waitExit,
+  type BenchSshd,
+} from './engineCommon';
 
 const LOOP_C = `#include <stdio.h>
 #include <stdlib.h>
@@ -116,7 +128,14 @@ async function runWorkload(bin: string, calls: number): Promise<number> {
   return t0;
 }
 
-async function baseline(ssh: BenchSshd, bin: string, definitionFor: (group: string, event: string) => string, calls: number, bufferKb: number, round: number): Promise<RunResult> {
+async function baseline(
+  ssh: BenchSshd,
+  bin: string,
+  definitionFor: (group: string, event: string) => string,
+  calls: number,
+  bufferKb: number,
+  round: number,
+): Promise<RunResult> {
   const group = `plbench_${process.pid}_${round}`;
   const event = `plb_tick_${process.pid}_${round}`;
   const inst = join(TRACEFS, 'instances', group);
@@ -136,10 +155,22 @@ async function baseline(ssh: BenchSshd, bin: string, definitionFor: (group: stri
     const cpu = trackCpu(child);
     const t0 = await runWorkload(bin, calls);
     // Drained: the kernel holds nothing more and the pipe has been quiet for a moment.
-    await until(() => bufferedEntries(inst) === 0 && performance.now() - Math.max(counter.s.lastAt, t0) > 500, 120_000, 'the baseline stream to drain');
+    await until(
+      () => bufferedEntries(inst) === 0 && performance.now() - Math.max(counter.s.lastAt, t0) > 500,
+      120_000,
+      'the baseline stream to drain',
+    );
     const kernelHits = profileHits(event);
     cpu.stop();
-    return { tool: 'ssh cat trace_pipe', received: counter.s.lines, lost: counter.s.lost, kernelHits, seconds: (counter.s.lastAt - t0) / 1000, cpu: Math.max(cpu.last(), cpuSeconds(child.pid!)) - cpuAt, workloadMs: lastWorkloadMs };
+    return {
+      tool: 'ssh cat trace_pipe',
+      received: counter.s.lines,
+      lost: counter.s.lost,
+      kernelHits,
+      seconds: (counter.s.lastAt - t0) / 1000,
+      cpu: Math.max(cpu.last(), cpuSeconds(child.pid!)) - cpuAt,
+      workloadMs: lastWorkloadMs,
+    };
   } finally {
     try {
       writeFileSync(join(inst, 'events', group, 'enable'), '0');
@@ -172,7 +203,10 @@ async function baseline(ssh: BenchSshd, bin: string, definitionFor: (group: stri
 }
 
 async function probelens(ssh: BenchSshd, cli: string, bin: string, calls: number, bufferKb: number): Promise<RunResult> {
-  const child = spawn(process.execPath, [cli, 'trace', bin, 'tick seq', '--json', '--buffer-kb', String(bufferKb), ...ssh.flags], { env: ssh.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [cli, 'trace', bin, 'tick seq', '--json', '--buffer-kb', String(bufferKb), ...ssh.flags], {
+    env: ssh.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let summaryLine = '';
   let hitsLastAt = 0;
   let hits = 0;
@@ -189,12 +223,18 @@ async function probelens(ssh: BenchSshd, cli: string, bin: string, calls: number
   try {
     // Armed: our binary's probe is defined and its group enabled in its instance.
     let group = '';
-    await until(() => {
-      const m = new RegExp(`^p:(probelens_[0-9]+_[a-z0-9]+)/\\S+ ${bin.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`, 'm').exec(readFileSync(join(TRACEFS, 'uprobe_events'), 'utf8'));
-      if (m) group = m[1];
-      const en = join(TRACEFS, 'instances', group, 'events', group, 'enable');
-      return !!group && existsSync(en) && readFileSync(en, 'utf8').trim() === '1';
-    }, 120_000, `probelens to arm\n${err}`);
+    await until(
+      () => {
+        const m = new RegExp(`^p:(probelens_[0-9]+_[a-z0-9]+)/\\S+ ${bin.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`, 'm').exec(
+          readFileSync(join(TRACEFS, 'uprobe_events'), 'utf8'),
+        );
+        if (m) group = m[1];
+        const en = join(TRACEFS, 'instances', group, 'events', group, 'enable');
+        return !!group && existsSync(en) && readFileSync(en, 'utf8').trim() === '1';
+      },
+      120_000,
+      `probelens to arm\n${err}`,
+    );
     const cpuAt = cpuSeconds(child.pid!);
     const cpu = trackCpu(child);
     const t0 = await runWorkload(bin, calls);
@@ -206,7 +246,15 @@ async function probelens(ssh: BenchSshd, cli: string, bin: string, calls: number
     const code = await waitExit(child);
     if (code !== 0) throw new Error(`probelens trace exited ${code}:\n${err}`);
     const summary = JSON.parse(summaryLine).summary as { hits: Record<string, number>; lost: number; kernelHits: Record<string, number> };
-    return { tool: 'probelens trace --json', received: hits, lost: summary.lost, kernelHits: summary.kernelHits.tick ?? NaN, seconds: (hitsLastAt - t0) / 1000, cpu: cpuStreaming, workloadMs: lastWorkloadMs };
+    return {
+      tool: 'probelens trace --json',
+      received: hits,
+      lost: summary.lost,
+      kernelHits: summary.kernelHits.tick ?? NaN,
+      seconds: (hitsLastAt - t0) / 1000,
+      cpu: cpuStreaming,
+      workloadMs: lastWorkloadMs,
+    };
   } finally {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
@@ -225,9 +273,12 @@ async function main(): Promise<void> {
     const [probe] = await compileProbes(['tick seq'], index, { group: 'probelens_1_template' });
     // The very definition probelens writes, under the baseline's own group and event name, with the same
     // anti-forgery sentinel fetcharg the agent appends (so both records have the same size in the ring buffer).
-    const sentinel = existsSync(join(TRACEFS, 'README')) && readFileSync(join(TRACEFS, 'README'), 'utf8').includes('\\imm-value')
-      ? ` ${sentinelFetcharg(0x1234567890abcdefn).fetcharg}` : '';
-    const definitionFor = (group: string, event: string) => probe.definition.replace(/^p:probelens_1_template\/\S+/, `p:${group}/${event}`) + sentinel;
+    const sentinel =
+      existsSync(join(TRACEFS, 'README')) && readFileSync(join(TRACEFS, 'README'), 'utf8').includes('\\imm-value')
+        ? ` ${sentinelFetcharg(0x1234567890abcdefn).fetcharg}`
+        : '';
+    const definitionFor = (group: string, event: string) =>
+      probe.definition.replace(/^p:probelens_1_template\/\S+/, `p:${group}/${event}`) + sentinel;
     const cli = await bundleCli();
     const ssh = await benchSshd();
     const results: RunResult[] = [];
@@ -239,20 +290,34 @@ async function main(): Promise<void> {
     } finally {
       await ssh.sshd.stop();
     }
-    console.log(`workload: ${calls} calls of tick() at full speed; buffer_size_kb ${bufferKb}; ${rounds} round(s); baseline definition: ${definitionFor('G', 'E')}`);
+    console.log(
+      `workload: ${calls} calls of tick() at full speed; buffer_size_kb ${bufferKb}; ${rounds} round(s); baseline definition: ${definitionFor('G', 'E')}`,
+    );
     const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-    console.log(table([
-      ['tool', 'received', 'lost', 'kernel hits', 'received+lost==N', 'share', 'hits/s', 'client CPU', 'CPU µs/hit', 'workload'],
-      ...results.map((x) => [
-        x.tool, String(x.received), String(x.lost), String(x.kernelHits), x.received + x.lost === calls ? 'yes' : `NO (${x.received + x.lost})`,
-        pct(x.received / calls), (x.received / x.seconds).toFixed(0), `${x.cpu.toFixed(2)} s`, ((x.cpu * 1e6) / Math.max(1, x.received)).toFixed(1), `${x.workloadMs.toFixed(0)} ms`,
+    console.log(
+      table([
+        ['tool', 'received', 'lost', 'kernel hits', 'received+lost==N', 'share', 'hits/s', 'client CPU', 'CPU µs/hit', 'workload'],
+        ...results.map((x) => [
+          x.tool,
+          String(x.received),
+          String(x.lost),
+          String(x.kernelHits),
+          x.received + x.lost === calls ? 'yes' : `NO (${x.received + x.lost})`,
+          pct(x.received / calls),
+          (x.received / x.seconds).toFixed(0),
+          `${x.cpu.toFixed(2)} s`,
+          ((x.cpu * 1e6) / Math.max(1, x.received)).toFixed(1),
+          `${x.workloadMs.toFixed(0)} ms`,
+        ]),
       ]),
-    ]));
+    );
     const share = (tool: string) => median(results.filter((x) => x.tool.startsWith(tool)).map((x) => x.received / calls));
     const ratio = share('probelens') / share('ssh');
     const exact = results.filter((x) => x.tool.startsWith('probelens')).every((x) => x.received + x.lost === calls);
-    console.log(`\nmedian share: probelens ${pct(share('probelens'))}, baseline ${pct(share('ssh'))} → ${pct(ratio)} of the baseline ` +
-      `(goal ≥ 95%: ${ratio >= 0.95 ? 'met' : 'NOT met'}); probelens received + lost == N in every run: ${exact ? 'yes' : 'NO'}`);
+    console.log(
+      `\nmedian share: probelens ${pct(share('probelens'))}, baseline ${pct(share('ssh'))} → ${pct(ratio)} of the baseline ` +
+        `(goal ≥ 95%: ${ratio >= 0.95 ? 'met' : 'NOT met'}); probelens received + lost == N in every run: ${exact ? 'yes' : 'NO'}`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -46,8 +46,15 @@ export class SyntheticHitSource {
       if (p === 6) args.msg = `request ${n} done`;
     }
     return {
-      host: this.hosts[n % 3], probe: this.probes[p], kind, pid: 4000 + (n % 5), tid: 4000 + (n % 17), comm: 'server',
-      cpu: n % 2, ts: 5000 + n / this.rate, args,
+      host: this.hosts[n % 3],
+      probe: this.probes[p],
+      kind,
+      pid: 4000 + (n % 5),
+      tid: 4000 + (n % 17),
+      comm: 'server',
+      cpu: n % 2,
+      ts: 5000 + n / this.rate,
+      args,
       ...(ret ? { retval: n % 11 === 0 ? -11 : 0, latencyNs: 200 + ((n * 48271) % 2_000_000) } : {}),
     };
   }

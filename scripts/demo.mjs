@@ -50,7 +50,8 @@ try {
     if (r.status !== 0) throw new Error('gcc failed (apt-get install -y gcc)');
   });
   server = await step('starting code-server', () =>
-    startCodeServer({ workspace, vsix, browser: false, port: Number(process.env.PROBELENS_PORT ?? 0) }));
+    startCodeServer({ workspace, vsix, browser: false, port: Number(process.env.PROBELENS_PORT ?? 0) }),
+  );
   console.log(`
 [demo] ready in ${((Date.now() - t0) / 1000).toFixed(1)} s
 

@@ -39,11 +39,11 @@ for (const tier of tiers) {
     continue;
   }
   console.log(`# tier ${tier}: ${files.length} file(s)`);
-  const r = spawnSync(
-    process.execPath,
-    ['--import', 'tsx', '--test', `--test-concurrency=${concurrency[tier]}`, ...extra, ...files],
-    { cwd: root, stdio: 'inherit', env: { ...process.env, PROBELENS_TEST_TIER: tier } },
-  );
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency[tier]}`, ...extra, ...files], {
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...process.env, PROBELENS_TEST_TIER: tier },
+  });
   if (r.status !== 0) status = r.status ?? 1;
 }
 process.exit(status);

@@ -93,10 +93,8 @@ const columns: Column[] = [
   { id: 'retval', title: 'Return' },
   { id: 'latency', title: 'Latency' },
 ];
-const table = new VirtualTable(
-  columns,
-  { rowHeight: ROW_HEIGHT, onActivate: openSource, onViewChange: () => saveStateSoon() },
-  () => scheduleRender(),
+const table = new VirtualTable(columns, { rowHeight: ROW_HEIGHT, onActivate: openSource, onViewChange: () => saveStateSoon() }, () =>
+  scheduleRender(),
 );
 const scratch = emptyRow();
 const model: TableModel = {
@@ -189,8 +187,10 @@ function renderFrame(): void {
     counts.render(stats.counts);
     if (histogramProbe && !(histogramProbe in stats.counts)) histogramProbe = null;
     const h = histogramProbe
-      ? stats.latency[histogramProbe] ?? null
-      : Object.keys(stats.latency).length > 0 ? sumHistograms(Object.values(stats.latency)) : null;
+      ? (stats.latency[histogramProbe] ?? null)
+      : Object.keys(stats.latency).length > 0
+        ? sumHistograms(Object.values(stats.latency))
+        : null;
     histogram.render(histogramProbe ?? 'all probes', h);
   }
 }

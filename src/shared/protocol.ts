@@ -122,8 +122,7 @@ export type FromWebview =
   | { type: 'clear' };
 
 export type Response =
-  | { type: 'response'; requestId: number; ok: true; result: string }
-  | { type: 'response'; requestId: number; ok: false; error: string };
+  { type: 'response'; requestId: number; ok: true; result: string } | { type: 'response'; requestId: number; ok: false; error: string };
 
 export type RequestMessage = Extract<FromWebview, { requestId: number }>;
 
@@ -135,10 +134,7 @@ export class RequestTracker {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve(v: string): void; reject(e: Error): void }>();
 
-  request<M extends RequestMessage>(
-    send: (msg: M) => void,
-    build: (requestId: number) => M,
-  ): Promise<string> {
+  request<M extends RequestMessage>(send: (msg: M) => void, build: (requestId: number) => M): Promise<string> {
     const requestId = this.nextId++;
     const p = new Promise<string>((resolve, reject) => this.pending.set(requestId, { resolve, reject }));
     send(build(requestId));
@@ -182,10 +178,21 @@ export function encodeHits(hits: readonly PanelHit[]): HitBatch {
   const shapeIds = new Map<string, number>();
   const n = hits.length;
   const b: HitBatch = {
-    n, strings, shapes,
-    ts: new Float64Array(n), host: new Int32Array(n), probe: new Int32Array(n), kind: new Int32Array(n),
-    pid: new Int32Array(n), tid: new Int32Array(n), comm: new Int32Array(n), cpu: new Int32Array(n),
-    shape: new Int32Array(n), args: [], retval: new Array<ArgValue | null>(n), latencyNs: new Float64Array(n),
+    n,
+    strings,
+    shapes,
+    ts: new Float64Array(n),
+    host: new Int32Array(n),
+    probe: new Int32Array(n),
+    kind: new Int32Array(n),
+    pid: new Int32Array(n),
+    tid: new Int32Array(n),
+    comm: new Int32Array(n),
+    cpu: new Int32Array(n),
+    shape: new Int32Array(n),
+    args: [],
+    retval: new Array<ArgValue | null>(n),
+    latencyNs: new Float64Array(n),
   };
   for (let i = 0; i < n; i++) {
     const h = hits[i];
@@ -215,10 +222,7 @@ export function encodeHits(hits: readonly PanelHit[]): HitBatch {
 }
 
 /** Visit each row of a batch without building objects (the webview's hot path). */
-export function forEachHitRow(
-  b: HitBatch,
-  visit: (row: number, argNames: readonly number[], argOffset: number) => void,
-): void {
+export function forEachHitRow(b: HitBatch, visit: (row: number, argNames: readonly number[], argOffset: number) => void): void {
   let off = 0;
   for (let i = 0; i < b.n; i++) {
     const names = b.shapes[b.shape[i]];
@@ -234,8 +238,15 @@ export function decodeHits(b: HitBatch): PanelHit[] {
     const args: Record<string, ArgValue> = {};
     for (let k = 0; k < names.length; k++) args[b.strings[names[k]]] = b.args[off + k];
     const hit: PanelHit = {
-      host: b.strings[b.host[i]], probe: b.strings[b.probe[i]], kind: HIT_KINDS[b.kind[i]] ?? 'entry',
-      pid: b.pid[i], tid: b.tid[i], comm: b.strings[b.comm[i]], cpu: b.cpu[i], ts: b.ts[i], args,
+      host: b.strings[b.host[i]],
+      probe: b.strings[b.probe[i]],
+      kind: HIT_KINDS[b.kind[i]] ?? 'entry',
+      pid: b.pid[i],
+      tid: b.tid[i],
+      comm: b.strings[b.comm[i]],
+      cpu: b.cpu[i],
+      ts: b.ts[i],
+      args,
     };
     const rv = b.retval[i];
     if (rv !== null) hit.retval = rv;

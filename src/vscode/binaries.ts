@@ -32,10 +32,13 @@ export class Binaries implements vscode.Disposable {
   readonly onDidChangeIndex = this.changed.event;
 
   constructor(private readonly ctx: Ctx) {
-    ctx.push(vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('probelens.binaries')) this.candidatesCache = undefined;
-      if (e.affectsConfiguration('probelens.binaries') || e.affectsConfiguration('probelens.pathMappings')) this.changed.fire({ binary: '', rebuilt: false });
-    }));
+    ctx.push(
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration('probelens.binaries')) this.candidatesCache = undefined;
+        if (e.affectsConfiguration('probelens.binaries') || e.affectsConfiguration('probelens.pathMappings'))
+          this.changed.fire({ binary: '', rebuilt: false });
+      }),
+    );
   }
 
   get pinned(): string | undefined {
@@ -57,7 +60,9 @@ export class Binaries implements vscode.Disposable {
         if (f.uri.scheme !== 'file') continue;
         found.push(...(await discoverBinaries(f.uri.fsPath, globs)));
       }
-      this.ctx.log(`binaries: ${found.length ? found.map((b) => b.label).join(', ') : 'none found'}${globs.length ? ` (probelens.binaries: ${globs.join(', ')})` : ' (discovered)'}`);
+      this.ctx.log(
+        `binaries: ${found.length ? found.map((b) => b.label).join(', ') : 'none found'}${globs.length ? ` (probelens.binaries: ${globs.join(', ')})` : ' (discovered)'}`,
+      );
       return found;
     })();
     return this.candidatesCache;
@@ -78,7 +83,10 @@ export class Binaries implements vscode.Disposable {
     if (!p) {
       p = this.build(path);
       this.indexes.set(path, p);
-      p.then((ix) => this.ready.set(path, ix), () => this.indexes.delete(path));
+      p.then(
+        (ix) => this.ready.set(path, ix),
+        () => this.indexes.delete(path),
+      );
       this.watch(path);
     }
     return p;
@@ -92,18 +100,25 @@ export class Binaries implements vscode.Disposable {
         debugDirs: this.ctx.config.debugDirs,
         onProgress: (message) => progress?.report({ message }),
       });
-      this.ctx.log(`indexed ${path}${fromCache ? ' (from cache)' : ''} in ${Date.now() - t0} ms: ${index.functions().length} functions, build-id ${index.buildId ?? 'none'}`);
+      this.ctx.log(
+        `indexed ${path}${fromCache ? ' (from cache)' : ''} in ${Date.now() - t0} ms: ${index.functions().length} functions, build-id ${index.buildId ?? 'none'}`,
+      );
       return index;
     };
     const first = !this.firstIndexShown;
     this.firstIndexShown = true;
-    const ix = await vscode.window.withProgress(
-      { location: first ? vscode.ProgressLocation.Notification : vscode.ProgressLocation.Window, title: `ProbeLens: indexing ${basename(path)}` },
-      (progress) => run(progress),
-    ).then(undefined, (e: unknown) => {
-      this.ctx.log(`indexing ${path} failed: ${(e as Error).message}`);
-      throw e;
-    });
+    const ix = await vscode.window
+      .withProgress(
+        {
+          location: first ? vscode.ProgressLocation.Notification : vscode.ProgressLocation.Window,
+          title: `ProbeLens: indexing ${basename(path)}`,
+        },
+        (progress) => run(progress),
+      )
+      .then(undefined, (e: unknown) => {
+        this.ctx.log(`indexing ${path} failed: ${(e as Error).message}`);
+        throw e;
+      });
     this.changed.fire({ binary: path, rebuilt: false });
     return ix;
   }
@@ -160,12 +175,19 @@ export class Binaries implements vscode.Disposable {
     const found = await this.candidates();
     type Item = vscode.QuickPickItem & { path?: string; action?: 'browse' | 'unpin' };
     const items: Item[] = found.map((b) => ({
-      label: b.label, description: b.kind === 'shared-library' ? 'shared library' : 'executable', path: b.path,
+      label: b.label,
+      description: b.kind === 'shared-library' ? 'shared library' : 'executable',
+      path: b.path,
       detail: b.path === this.pinned ? '$(pinned) pinned for this workspace' : undefined,
     }));
     items.push({ label: '$(folder-opened) Browse…', action: 'browse' });
     if (this.pinned) items.push({ label: '$(pinned-dirty) Unpin (choose by source file again)', action: 'unpin' });
-    const pick = await vscode.window.showQuickPick(items, { title: 'ProbeLens: binary to trace', placeHolder: found.length ? 'Pick the binary built from this workspace' : 'No ELF binaries found: browse for one, or set probelens.binaries' });
+    const pick = await vscode.window.showQuickPick(items, {
+      title: 'ProbeLens: binary to trace',
+      placeHolder: found.length
+        ? 'Pick the binary built from this workspace'
+        : 'No ELF binaries found: browse for one, or set probelens.binaries',
+    });
     if (!pick) return undefined;
     if (pick.action === 'unpin') {
       await this.pin(undefined);

@@ -15,7 +15,11 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeCodeLenses = this.changed.event;
 
-  constructor(private readonly ctx: Ctx, private readonly binaries: Binaries, private readonly tracing: Tracing) {
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly binaries: Binaries,
+    private readonly tracing: Tracing,
+  ) {
     ctx.push(binaries.onDidChangeIndex(() => this.changed.fire()));
     ctx.push(tracing.onDidChange(() => this.changed.fire()));
     ctx.push(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('probelens.codeLens') && this.changed.fire()));
@@ -48,19 +52,31 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
       return { state, hits: st.hits, p50Ns: lat?.p50, calls: lat?.count };
     };
     const lensOpts = this.ctx.config.codeLens;
-    const models = lensesForFunctions(index.functionsInFile(buildFile), {
-      ...lensOpts,
-      isGo: index.isGo,
-      lineText: (l) => (l >= 1 && l <= doc.lineCount ? doc.lineAt(l - 1).text : undefined),
-      ambiguous: (name) => index.function(name).length > 1,
-      src: basename(buildFile),
-    }, live);
-    return models.filter((m) => m.line <= doc.lineCount).map((m) => {
-      const range = new vscode.Range(m.line - 1, 0, m.line - 1, 0);
-      if (m.kind === 'unprobeable') {
-        return new vscode.CodeLens(range, command('probelens.explainUnprobeable', m.title.replace(/^\$\([^)]*\)\s*/, ''), m.function, m.reason ?? ''));
-      }
-      return new vscode.CodeLens(range, command('probelens.addProbes', m.title, { binary, specs: m.specs, file: doc.uri.fsPath, line: m.line }));
-    });
+    const models = lensesForFunctions(
+      index.functionsInFile(buildFile),
+      {
+        ...lensOpts,
+        isGo: index.isGo,
+        lineText: (l) => (l >= 1 && l <= doc.lineCount ? doc.lineAt(l - 1).text : undefined),
+        ambiguous: (name) => index.function(name).length > 1,
+        src: basename(buildFile),
+      },
+      live,
+    );
+    return models
+      .filter((m) => m.line <= doc.lineCount)
+      .map((m) => {
+        const range = new vscode.Range(m.line - 1, 0, m.line - 1, 0);
+        if (m.kind === 'unprobeable') {
+          return new vscode.CodeLens(
+            range,
+            command('probelens.explainUnprobeable', m.title.replace(/^\$\([^)]*\)\s*/, ''), m.function, m.reason ?? ''),
+          );
+        }
+        return new vscode.CodeLens(
+          range,
+          command('probelens.addProbes', m.title, { binary, specs: m.specs, file: doc.uri.fsPath, line: m.line }),
+        );
+      });
   }
 }

@@ -45,10 +45,7 @@ export interface CommandArgs {
 }
 export type CommandId = keyof CommandArgs;
 
-export function registerCommand<K extends CommandId>(
-  id: K,
-  handler: (...args: CommandArgs[K]) => unknown,
-): vscode.Disposable {
+export function registerCommand<K extends CommandId>(id: K, handler: (...args: CommandArgs[K]) => unknown): vscode.Disposable {
   return vscode.commands.registerCommand(id, handler as (...args: unknown[]) => unknown);
 }
 
@@ -58,7 +55,5 @@ export function command<K extends CommandId>(id: K, title: string, ...args: Comm
 }
 
 export function showVersionCommand(): vscode.Disposable {
-  return registerCommand('probelens.showVersion', () =>
-    vscode.window.showInformationMessage(`ProbeLens ${PROBELENS_VERSION}`),
-  );
+  return registerCommand('probelens.showVersion', () => vscode.window.showInformationMessage(`ProbeLens ${PROBELENS_VERSION}`));
 }

@@ -10,14 +10,23 @@ export class InlineResults implements vscode.Disposable {
   private readonly otherType: vscode.TextEditorDecorationType;
   private readonly diagnostics = vscode.languages.createDiagnosticCollection('probelens');
 
-  constructor(private readonly ctx: Ctx, private readonly tracing: Tracing) {
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly tracing: Tracing,
+  ) {
     const media = vscode.Uri.joinPath(ctx.extension.extensionUri, 'media');
     const after = { margin: '0 0 0 2em', color: new vscode.ThemeColor('editorCodeLens.foreground'), fontStyle: 'italic' };
     this.armedType = vscode.window.createTextEditorDecorationType({
-      gutterIconPath: vscode.Uri.joinPath(media, 'probe-armed.svg'), gutterIconSize: '70%', after, rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
+      gutterIconPath: vscode.Uri.joinPath(media, 'probe-armed.svg'),
+      gutterIconSize: '70%',
+      after,
+      rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
     });
     this.otherType = vscode.window.createTextEditorDecorationType({
-      gutterIconPath: vscode.Uri.joinPath(media, 'probe-idle.svg'), gutterIconSize: '70%', after, rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
+      gutterIconPath: vscode.Uri.joinPath(media, 'probe-idle.svg'),
+      gutterIconSize: '70%',
+      after,
+      rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
     });
     ctx.push(vscode.window.onDidChangeVisibleTextEditors(() => this.refresh()));
     ctx.push(tracing.onDidChange(() => this.refresh()));
@@ -70,9 +79,15 @@ export class InlineResults implements vscode.Disposable {
       }
     }
     for (const editor of vscode.window.visibleTextEditors) {
-      const items = enabled ? byFile.get(editor.document.uri.fsPath) ?? [] : [];
-      editor.setDecorations(this.armedType, items.filter((i) => i.armed).map((i) => i.opts));
-      editor.setDecorations(this.otherType, items.filter((i) => !i.armed).map((i) => i.opts));
+      const items = enabled ? (byFile.get(editor.document.uri.fsPath) ?? []) : [];
+      editor.setDecorations(
+        this.armedType,
+        items.filter((i) => i.armed).map((i) => i.opts),
+      );
+      editor.setDecorations(
+        this.otherType,
+        items.filter((i) => !i.armed).map((i) => i.opts),
+      );
     }
     this.diagnostics.clear();
     for (const [file, list] of diags) this.diagnostics.set(vscode.Uri.file(file), list);

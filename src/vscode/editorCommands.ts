@@ -14,7 +14,11 @@ import { fieldChoices } from './model/structFields';
 import type { Tracing } from './tracing';
 
 export class EditorCommands {
-  constructor(private readonly ctx: Ctx, private readonly binaries: Binaries, private readonly tracing: Tracing) {}
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly binaries: Binaries,
+    private readonly tracing: Tracing,
+  ) {}
 
   private async here(): Promise<{ editor: vscode.TextEditor; src: SourceBinary; line: number } | undefined> {
     const editor = vscode.window.activeTextEditor;
@@ -24,7 +28,9 @@ export class EditorCommands {
     }
     const src = await this.binaries.forSource(editor.document.uri.fsPath);
     if (!src) {
-      void vscode.window.showWarningMessage(`ProbeLens: no indexed binary was built from ${basename(editor.document.uri.fsPath)}. Build it with debug info (-g), or pick it with "ProbeLens: Select Binary" (and set probelens.pathMappings if it was built elsewhere).`);
+      void vscode.window.showWarningMessage(
+        `ProbeLens: no indexed binary was built from ${basename(editor.document.uri.fsPath)}. Build it with debug info (-g), or pick it with "ProbeLens: Select Binary" (and set probelens.pathMappings if it was built elsewhere).`,
+      );
       return undefined;
     }
     return { editor, src, line: editor.selection.active.line + 1 };
@@ -72,7 +78,9 @@ export class EditorCommands {
     }
     if (sites.length === 0) {
       const near = index.probeableLines(buildFile).filter((l) => Math.abs(l - h.line) <= 5);
-      void vscode.window.showWarningMessage(`ProbeLens: line ${h.line} has no code of its own${near.length ? ` (lines nearby that do: ${near.join(', ')})` : ''}.`);
+      void vscode.window.showWarningMessage(
+        `ProbeLens: line ${h.line} has no code of its own${near.length ? ` (lines nearby that do: ${near.join(', ')})` : ''}.`,
+      );
       return;
     }
     const vars = await variablesAtSite(index, sites[0], this.ctx.config.debugDirs).catch((e: unknown) => {
@@ -82,12 +90,20 @@ export class EditorCommands {
     type Item = vscode.QuickPickItem & { name: string };
     const items: Item[] = vars.map((v) => {
       const usable = !/^(optimized out|unavailable)/.test(v.location);
-      return { name: v.name, label: v.name, description: `${v.type} · ${v.kind}`, detail: usable ? `at ${v.location}` : `$(warning) ${v.location}`, picked: usable };
+      return {
+        name: v.name,
+        label: v.name,
+        description: `${v.type} · ${v.kind}`,
+        detail: usable ? `at ${v.location}` : `$(warning) ${v.location}`,
+        picked: usable,
+      };
     });
     let chosen: string[] = [];
     if (items.length) {
       const picks = await vscode.window.showQuickPick(items, {
-        canPickMany: true, title: `ProbeLens: trace ${point}`, placeHolder: 'Variables to capture at this line (none: just count hits)',
+        canPickMany: true,
+        title: `ProbeLens: trace ${point}`,
+        placeHolder: 'Variables to capture at this line (none: just count hits)',
       });
       if (!picks) return;
       chosen = picks.map((p) => p.name);
@@ -104,14 +120,21 @@ export class EditorCommands {
     const point = this.point(index, fn, buildFile);
     type Item = vscode.QuickPickItem & { arg: string };
     const items: Item[] = fn.params.map((p) => ({
-      arg: p.name, label: p.name, description: p.type, detail: p.location === 'optimized out' ? '$(warning) optimized out at entry' : `at ${p.location}`, picked: p.location !== 'optimized out',
+      arg: p.name,
+      label: p.name,
+      description: p.type,
+      detail: p.location === 'optimized out' ? '$(warning) optimized out at entry' : `at ${p.location}`,
+      picked: p.location !== 'optimized out',
     }));
     // Fields behind struct pointers and of structs passed by value, from the DWARF types.
     try {
       const site = resolvePoint(parsePoint(point), index)[0];
       const vars = site ? await variablesAtSite(index, site, this.ctx.config.debugDirs) : [];
       const { access } = await siteContext(index, this.ctx.config.debugDirs);
-      for (const c of fieldChoices(vars.filter((v) => v.kind === 'param'), (o) => access.dwarf.typeOf(o))) {
+      for (const c of fieldChoices(
+        vars.filter((v) => v.kind === 'param'),
+        (o) => access.dwarf.typeOf(o),
+      )) {
         items.push({ arg: c.arg, label: c.arg, description: c.type, picked: false });
       }
     } catch (e) {

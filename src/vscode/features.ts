@@ -27,17 +27,26 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
   const panel = ctx.push(new PanelHost(ctx, tracing));
   const editor = new EditorCommands(ctx, binaries, tracing);
 
-  ctx.push(vscode.languages.registerCodeLensProvider(SOURCE_LANGUAGES.map((language) => ({ language, scheme: 'file' })), lenses));
+  ctx.push(
+    vscode.languages.registerCodeLensProvider(
+      SOURCE_LANGUAGES.map((language) => ({ language, scheme: 'file' })),
+      lenses,
+    ),
+  );
   ctx.push(vscode.window.createTreeView('probelens.probes', { treeDataProvider: view, showCollapseAll: true }));
-  ctx.push(tracing.onDidChange(() => {
-    view.refresh();
-    status.refresh();
-    void vscode.commands.executeCommand('setContext', 'probelens.tracing', tracing.isTracing);
-  }));
-  ctx.push(targets.onDidChange(() => {
-    view.refresh();
-    status.refresh();
-  }));
+  ctx.push(
+    tracing.onDidChange(() => {
+      view.refresh();
+      status.refresh();
+      void vscode.commands.executeCommand('setContext', 'probelens.tracing', tracing.isTracing);
+    }),
+  );
+  ctx.push(
+    targets.onDidChange(() => {
+      view.refresh();
+      status.refresh();
+    }),
+  );
 
   // The first source editor wakes everything up: the probe set is read and the status bar appears.
   let awake = false;
@@ -71,55 +80,73 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
 
   ctx.push(showVersionCommand());
   ctx.push(registerCommand('probelens.selectBinary', () => binaries.select()));
-  ctx.push(registerCommand('probelens.addProbes', async (args) => {
-    await tracing.add(args.binary, args.specs);
-  }));
-  ctx.push(registerCommand('probelens.explainUnprobeable', (fn, reason) =>
-    vscode.window.showInformationMessage(`ProbeLens: ${fn} cannot be probed: ${reason}. Fully inlined functions have no entry of their own: trace a line inside a caller, or build with -O0 / mark it noinline.`)));
+  ctx.push(
+    registerCommand('probelens.addProbes', async (args) => {
+      await tracing.add(args.binary, args.specs);
+    }),
+  );
+  ctx.push(
+    registerCommand('probelens.explainUnprobeable', (fn, reason) =>
+      vscode.window.showInformationMessage(
+        `ProbeLens: ${fn} cannot be probed: ${reason}. Fully inlined functions have no entry of their own: trace a line inside a caller, or build with -O0 / mark it noinline.`,
+      ),
+    ),
+  );
   ctx.push(registerCommand('probelens.traceFunction', () => editor.traceFunction()));
   ctx.push(registerCommand('probelens.traceLine', () => editor.traceLine()));
   ctx.push(registerCommand('probelens.traceWithArguments', () => editor.traceWithArguments()));
-  ctx.push(registerCommand('probelens.startTracing', async () => {
-    if (!Object.keys(tracing.set.binaries).length) await tracing.load();
-    await tracing.start();
-  }));
+  ctx.push(
+    registerCommand('probelens.startTracing', async () => {
+      if (!Object.keys(tracing.set.binaries).length) await tracing.load();
+      await tracing.start();
+    }),
+  );
   ctx.push(registerCommand('probelens.stopTracing', () => tracing.stop()));
-  ctx.push(registerCommand('probelens.addSshTarget', async () => {
-    const t = await targets.addSsh();
-    if (t && tracing.isTracing) await tracing.start();
-  }));
+  ctx.push(
+    registerCommand('probelens.addSshTarget', async () => {
+      const t = await targets.addSsh();
+      if (t && tracing.isTracing) await tracing.start();
+    }),
+  );
   ctx.push(registerCommand('probelens.selectTargets', () => targets.selectActive()));
   ctx.push(registerCommand('probelens.removeTarget', (n) => targets.remove(n.targetId)));
-  ctx.push(registerCommand('probelens.cleanUpTarget', async (n) => {
-    const t = targets.get(n?.targetId ?? LOCAL_ID);
-    if (!t) return;
-    await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `ProbeLens: cleaning up ${t.label}` }, async () => {
-      // The agent's HELLO sweeps every probelens_* group and instance whose owner process is gone.
-      try {
-        const target = await targets.open(t);
-        try {
-          const agent = await TracefsAgent.start(target, { sudo: t.sudo });
-          await agent.stop();
-        } finally {
-          await target.close();
-        }
-        ctx.log(`cleaned up ${t.label}: leftovers of dead ProbeLens sessions removed`);
-        void vscode.window.showInformationMessage(`ProbeLens: ${t.label} has no leftovers of dead sessions.`);
-      } catch (e) {
-        ctx.log(`clean up ${t.label}: ${(e as Error).message}`);
-        void vscode.window.showErrorMessage(`ProbeLens (${t.label}): ${(e as Error).message}`);
-      }
-    });
-  }));
+  ctx.push(
+    registerCommand('probelens.cleanUpTarget', async (n) => {
+      const t = targets.get(n?.targetId ?? LOCAL_ID);
+      if (!t) return;
+      await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `ProbeLens: cleaning up ${t.label}` },
+        async () => {
+          // The agent's HELLO sweeps every probelens_* group and instance whose owner process is gone.
+          try {
+            const target = await targets.open(t);
+            try {
+              const agent = await TracefsAgent.start(target, { sudo: t.sudo });
+              await agent.stop();
+            } finally {
+              await target.close();
+            }
+            ctx.log(`cleaned up ${t.label}: leftovers of dead ProbeLens sessions removed`);
+            void vscode.window.showInformationMessage(`ProbeLens: ${t.label} has no leftovers of dead sessions.`);
+          } catch (e) {
+            ctx.log(`clean up ${t.label}: ${(e as Error).message}`);
+            void vscode.window.showErrorMessage(`ProbeLens (${t.label}): ${(e as Error).message}`);
+          }
+        },
+      );
+    }),
+  );
   ctx.push(registerCommand('probelens.enableProbe', (n) => tracing.setEnabled(n.binaryKey, n.spec, true)));
   ctx.push(registerCommand('probelens.disableProbe', (n) => tracing.setEnabled(n.binaryKey, n.spec, false)));
   ctx.push(registerCommand('probelens.removeProbe', (n) => tracing.remove(n.binaryKey, n.spec)));
-  ctx.push(registerCommand('probelens.revealProbe', async (n) => {
-    const loc = tracing.location(n.binaryKey, n.spec);
-    if (!loc) return;
-    const pos = new vscode.Position(loc.line - 1, 0);
-    await vscode.window.showTextDocument(vscode.Uri.file(loc.file), { selection: new vscode.Range(pos, pos) });
-  }));
+  ctx.push(
+    registerCommand('probelens.revealProbe', async (n) => {
+      const loc = tracing.location(n.binaryKey, n.spec);
+      if (!loc) return;
+      const pos = new vscode.Position(loc.line - 1, 0);
+      await vscode.window.showTextDocument(vscode.Uri.file(loc.file), { selection: new vscode.Range(pos, pos) });
+    }),
+  );
   ctx.push(registerCommand('probelens.openLivePanel', () => panel.open()));
   ctx.push(registerCommand('probelens.showOutput', () => ctx.output.show(true)));
 }

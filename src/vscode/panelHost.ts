@@ -16,27 +16,36 @@ export class PanelHost implements vscode.Disposable {
   private lost = 0;
   private readonly pairers = new WeakMap<object, LatencyPairer>();
 
-  constructor(private readonly ctx: Ctx, private readonly tracing: Tracing) {
-    ctx.push(tracing.onHit((hit, run) => {
-      const ph = toPanelHit(hit);
-      const session = run.session;
-      if (session) {
-        let pairer = this.pairers.get(session);
-        if (!pairer) {
-          const byEvent = new Map(session.probes.map((p) => [p.event, p]));
-          this.pairers.set(session, (pairer = new LatencyPairer((e) => byEvent.get(e))));
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly tracing: Tracing,
+  ) {
+    ctx.push(
+      tracing.onHit((hit, run) => {
+        const ph = toPanelHit(hit);
+        const session = run.session;
+        if (session) {
+          let pairer = this.pairers.get(session);
+          if (!pairer) {
+            const byEvent = new Map(session.probes.map((p) => [p.event, p]));
+            this.pairers.set(session, (pairer = new LatencyPairer((e) => byEvent.get(e))));
+          }
+          const ns = pairer.latencyNs(hit);
+          if (ns !== undefined) ph.latencyNs = ns;
         }
-        const ns = pairer.latencyNs(hit);
-        if (ns !== undefined) ph.latencyNs = ns;
-      }
-      this.feed.post([ph]);
-    }));
+        this.feed.post([ph]);
+      }),
+    );
     ctx.push(tracing.onDidChange(() => this.sync()));
     ctx.push(LivePanel.registerSerializer(ctx.extension, this.deps()));
   }
 
   private deps(): LivePanelDeps {
-    return { feed: this.feed, resolveSource: (probe) => this.probes().find((p) => p.name === probe && p.file && p.line) as { file: string; line: number } | undefined };
+    return {
+      feed: this.feed,
+      resolveSource: (probe) =>
+        this.probes().find((p) => p.name === probe && p.file && p.line) as { file: string; line: number } | undefined,
+    };
   }
 
   open(): void {
@@ -60,9 +69,24 @@ export class PanelHost implements vscode.Disposable {
     const runs = this.tracing.allRuns();
     this.feed.setProbes(this.probes());
     const failed = runs.filter((r) => r.state === 'failed');
-    const state = !this.tracing.isTracing ? (runs.length ? 'stopped' : 'idle') : runs.some((r) => r.state === 'starting') ? 'starting' : failed.length === runs.length && runs.length ? 'error' : 'tracing';
+    const state = !this.tracing.isTracing
+      ? runs.length
+        ? 'stopped'
+        : 'idle'
+      : runs.some((r) => r.state === 'starting')
+        ? 'starting'
+        : failed.length === runs.length && runs.length
+          ? 'error'
+          : 'tracing';
     const hosts = [...new Set(runs.map((r) => r.target.label))];
-    this.feed.setSession({ state, detail: failed.length ? failed.map((r) => `${r.target.label}: ${r.error}`).join('; ') : hosts.length ? `${hosts.length === 1 ? hosts[0] : `${hosts.length} hosts`}` : undefined });
+    this.feed.setSession({
+      state,
+      detail: failed.length
+        ? failed.map((r) => `${r.target.label}: ${r.error}`).join('; ')
+        : hosts.length
+          ? `${hosts.length === 1 ? hosts[0] : `${hosts.length} hosts`}`
+          : undefined,
+    });
     let lost = 0;
     for (const r of runs) lost += r.session?.aggregates?.snapshot().lost ?? 0;
     if (lost !== this.lost) {

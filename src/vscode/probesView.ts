@@ -16,15 +16,25 @@ type ProbeNode = ProbeNodeArg & { targetId: string };
 type Node = TargetNodeArg | SessionNode | ProbeNode;
 
 const STATE_ICON: Record<string, string> = {
-  armed: 'pass-filled', pending: 'circle-large-outline', error: 'error', stale: 'history', disabled: 'circle-slash',
-  starting: 'loading~spin', failed: 'error', stopped: 'debug-stop', idle: 'circle-large-outline',
+  armed: 'pass-filled',
+  pending: 'circle-large-outline',
+  error: 'error',
+  stale: 'history',
+  disabled: 'circle-slash',
+  starting: 'loading~spin',
+  failed: 'error',
+  stopped: 'debug-stop',
+  idle: 'circle-large-outline',
 };
 
 export class ProbesView implements vscode.TreeDataProvider<Node> {
   private readonly changed = new vscode.EventEmitter<Node | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
 
-  constructor(private readonly tracing: Tracing, private readonly targets: Targets) {}
+  constructor(
+    private readonly tracing: Tracing,
+    private readonly targets: Targets,
+  ) {}
 
   refresh(): void {
     this.changed.fire(undefined);
@@ -36,7 +46,12 @@ export class ProbesView implements vscode.TreeDataProvider<Node> {
       return Object.keys(this.tracing.set.binaries).map((binaryKey) => ({ kind: 'session', targetId: node.targetId, binaryKey }));
     }
     if (node.kind === 'session') {
-      return (this.tracing.set.binaries[node.binaryKey] ?? []).map((e) => ({ kind: 'probe', binaryKey: node.binaryKey, spec: e.spec, targetId: node.targetId }));
+      return (this.tracing.set.binaries[node.binaryKey] ?? []).map((e) => ({
+        kind: 'probe',
+        binaryKey: node.binaryKey,
+        spec: e.spec,
+        targetId: node.targetId,
+      }));
     }
     return [];
   }

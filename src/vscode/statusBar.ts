@@ -8,7 +8,10 @@ export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('probelens.status', vscode.StatusBarAlignment.Left, 50);
   private prev: { t: number; total: number } | undefined;
 
-  constructor(private readonly tracing: Tracing, private readonly targets: Targets) {
+  constructor(
+    private readonly tracing: Tracing,
+    private readonly targets: Targets,
+  ) {
     this.item.name = 'ProbeLens';
     this.item.command = 'probelens.selectTargets';
   }
@@ -20,7 +23,10 @@ export class StatusBar implements vscode.Disposable {
   }
 
   refresh(): void {
-    const names = this.targets.active().map((t) => t.label).join(', ');
+    const names = this.targets
+      .active()
+      .map((t) => t.label)
+      .join(', ');
     if (!this.tracing.isTracing) {
       this.prev = undefined;
       this.item.text = `$(debug-disconnect) ProbeLens: ${names}`;

@@ -58,7 +58,11 @@ export class Targets implements vscode.Disposable {
     if (id === LOCAL_ID) return;
     const ssh = this.ctx.extension.globalState.get<TargetEntry[]>(TARGETS_KEY, []).filter((t) => t.id !== id);
     await this.ctx.extension.globalState.update(TARGETS_KEY, ssh);
-    await this.setActive(this.active().map((t) => t.id).filter((x) => x !== id));
+    await this.setActive(
+      this.active()
+        .map((t) => t.id)
+        .filter((x) => x !== id),
+    );
   }
 
   /** "ProbeLens: Add SSH Target…": a host from ~/.ssh/config or `user@host[:port]`, then how to run there. */
@@ -71,13 +75,18 @@ export class Targets implements vscode.Disposable {
     }
     const typed = '$(edit) Enter user@host[:port]…';
     const pick = hosts.length
-      ? await vscode.window.showQuickPick([...hosts.map((h) => ({ label: h, description: `from ${this.ctx.config.sshConfigFile ?? '~/.ssh/config'}` })), { label: typed }], { title: 'ProbeLens: add SSH target' })
+      ? await vscode.window.showQuickPick(
+          [...hosts.map((h) => ({ label: h, description: `from ${this.ctx.config.sshConfigFile ?? '~/.ssh/config'}` })), { label: typed }],
+          { title: 'ProbeLens: add SSH target' },
+        )
       : { label: typed };
     if (!pick) return undefined;
     let dest = pick.label;
     if (pick.label === typed) {
       const v = await vscode.window.showInputBox({
-        title: 'ProbeLens: add SSH target', prompt: 'Destination as for ssh: [user@]host[:port]', placeHolder: 'alice@db1.example.com:22',
+        title: 'ProbeLens: add SSH target',
+        prompt: 'Destination as for ssh: [user@]host[:port]',
+        placeHolder: 'alice@db1.example.com:22',
         validateInput: (s) => {
           try {
             parseDestination(s.trim());
@@ -91,7 +100,10 @@ export class Targets implements vscode.Disposable {
       dest = v.trim();
     }
     const how = await vscode.window.showQuickPick(
-      [{ label: 'As the login user (root)', sudo: false }, { label: 'Through sudo -n (passwordless sudo)', sudo: true }],
+      [
+        { label: 'As the login user (root)', sudo: false },
+        { label: 'Through sudo -n (passwordless sudo)', sudo: true },
+      ],
       { title: `ProbeLens: how to run the tracing agent on ${dest}` },
     );
     if (!how) return undefined;
@@ -101,7 +113,13 @@ export class Targets implements vscode.Disposable {
       placeHolder: '/srv/myapp',
     });
     if (remotePrefix === undefined) return undefined;
-    const entry: TargetEntry = { id: `ssh:${dest}`, kind: 'ssh', label: dest, sudo: how.sudo, remotePrefix: remotePrefix.trim() || undefined };
+    const entry: TargetEntry = {
+      id: `ssh:${dest}`,
+      kind: 'ssh',
+      label: dest,
+      sudo: how.sudo,
+      remotePrefix: remotePrefix.trim() || undefined,
+    };
     const ssh = this.ctx.extension.globalState.get<TargetEntry[]>(TARGETS_KEY, []).filter((t) => t.id !== entry.id);
     await this.ctx.extension.globalState.update(TARGETS_KEY, [...ssh, entry]);
     await this.setActive([...new Set([...this.active().map((t) => t.id), entry.id])]);
@@ -111,7 +129,12 @@ export class Targets implements vscode.Disposable {
   /** "ProbeLens: Select Targets": which targets tracing runs on. */
   async selectActive(): Promise<void> {
     const active = new Set(this.active().map((t) => t.id));
-    const items = this.all().map((t) => ({ label: t.label, description: t.kind === 'local' ? 'this machine' : t.remotePrefix ? `binary under ${t.remotePrefix}` : 'SSH', picked: active.has(t.id), id: t.id }));
+    const items = this.all().map((t) => ({
+      label: t.label,
+      description: t.kind === 'local' ? 'this machine' : t.remotePrefix ? `binary under ${t.remotePrefix}` : 'SSH',
+      picked: active.has(t.id),
+      id: t.id,
+    }));
     const picks = await vscode.window.showQuickPick(items, { canPickMany: true, title: 'ProbeLens: trace on these targets' });
     if (picks && picks.length) await this.setActive(picks.map((p) => p.id));
   }
@@ -134,7 +157,10 @@ export class Targets implements vscode.Disposable {
     const accept = 'Accept and Connect';
     const choice = await vscode.window.showWarningMessage(
       `ProbeLens: the authenticity of host '${info.hostName}' can't be established.`,
-      { modal: true, detail: `${info.keyType} key fingerprint is ${info.fingerprint}.\n\nCompare it with the host's own (ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub on the host). Accepting records the key in ${info.knownHostsFile}.` },
+      {
+        modal: true,
+        detail: `${info.keyType} key fingerprint is ${info.fingerprint}.\n\nCompare it with the host's own (ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub on the host). Accepting records the key in ${info.knownHostsFile}.`,
+      },
       accept,
     );
     return choice === accept ? 'accept-and-record' : 'reject';
@@ -147,9 +173,17 @@ export class Targets implements vscode.Disposable {
       const kept = await secrets.get(storeKey);
       if (kept !== undefined) return kept;
     } else await secrets.delete(storeKey);
-    const value = await vscode.window.showInputBox({ title: 'ProbeLens: SSH', prompt: attempt > 1 ? `${prompt} (try again)` : prompt, password: true, ignoreFocusOut: true });
+    const value = await vscode.window.showInputBox({
+      title: 'ProbeLens: SSH',
+      prompt: attempt > 1 ? `${prompt} (try again)` : prompt,
+      password: true,
+      ignoreFocusOut: true,
+    });
     if (value === undefined) return undefined;
-    const keep = await vscode.window.showQuickPick(['Use it for this connection only', 'Remember it (VS Code SecretStorage)'], { title: 'ProbeLens: keep this secret?', ignoreFocusOut: true });
+    const keep = await vscode.window.showQuickPick(['Use it for this connection only', 'Remember it (VS Code SecretStorage)'], {
+      title: 'ProbeLens: keep this secret?',
+      ignoreFocusOut: true,
+    });
     if (keep?.startsWith('Remember')) await secrets.store(storeKey, value);
     return value;
   }

@@ -15,8 +15,16 @@ import type { Binaries } from './binaries';
 import type { Ctx, Scope } from './ctx';
 import { buildToLocal, remoteBinaryPath } from './model/pathMapping';
 import {
-  addProbe, binaryFromKey, binaryKey, emptyProbeSet, enabledSpecs, parseProbeSet, removeProbe, serializeProbeSet,
-  setProbeEnabled, type ProbeSet,
+  addProbe,
+  binaryFromKey,
+  binaryKey,
+  emptyProbeSet,
+  enabledSpecs,
+  parseProbeSet,
+  removeProbe,
+  serializeProbeSet,
+  setProbeEnabled,
+  type ProbeSet,
 } from './model/probeSet';
 import { statsForSpec, type ProbeState, type SessionView, type SpecStats } from './model/stats';
 import type { TargetEntry, Targets } from './targets';
@@ -60,23 +68,31 @@ export class Tracing implements vscode.Disposable {
   /** Counts moved since the last `takeDirty()`. */
   private dirty = false;
 
-  constructor(private readonly ctx: Ctx, private readonly binaries: Binaries, private readonly targets: Targets) {
-    ctx.push(binaries.onDidChangeIndex(({ binary, rebuilt }) => {
-      this.locations.clear();
-      if (!rebuilt) return;
-      let any = false;
-      for (const r of this.runs.values()) {
-        if (r.binary === binary && r.state === 'armed') {
-          r.stale = true;
-          any = true;
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly binaries: Binaries,
+    private readonly targets: Targets,
+  ) {
+    ctx.push(
+      binaries.onDidChangeIndex(({ binary, rebuilt }) => {
+        this.locations.clear();
+        if (!rebuilt) return;
+        let any = false;
+        for (const r of this.runs.values()) {
+          if (r.binary === binary && r.state === 'armed') {
+            r.stale = true;
+            any = true;
+          }
         }
-      }
-      if (any) {
-        ctx.log(`${binary} was rebuilt: its armed probes are stale (they watch the old build); Start Tracing re-arms them`);
-        void vscode.window.showWarningMessage(`ProbeLens: ${basename(binary)} was rebuilt; armed probes are stale.`, 'Re-arm').then((c) => c && this.start());
-      }
-      this.changed.fire();
-    }));
+        if (any) {
+          ctx.log(`${binary} was rebuilt: its armed probes are stale (they watch the old build); Start Tracing re-arms them`);
+          void vscode.window
+            .showWarningMessage(`ProbeLens: ${basename(binary)} was rebuilt; armed probes are stale.`, 'Re-arm')
+            .then((c) => c && this.start());
+        }
+        this.changed.fire();
+      }),
+    );
   }
 
   get isTracing(): boolean {
@@ -164,7 +180,9 @@ export class Tracing implements vscode.Disposable {
   async start(): Promise<void> {
     const keys = Object.keys(this.set.binaries).filter((k) => enabledSpecs(this.set, k).length > 0);
     if (keys.length === 0) {
-      void vscode.window.showInformationMessage('ProbeLens: no probes to arm yet. Click "Trace" above a function, or right-click a line → "Trace this line".');
+      void vscode.window.showInformationMessage(
+        'ProbeLens: no probes to arm yet. Click "Trace" above a function, or right-click a line → "Trace this line".',
+      );
       return;
     }
     await this.stop();
@@ -194,7 +212,9 @@ export class Tracing implements vscode.Disposable {
         const sum = await s.stop();
         this.ctx.log(`stopped on ${sum.host}: ${Object.values(sum.hits).reduce((a, b) => a + b, 0)} hits, ${sum.lost} lost`);
       } catch (e) {
-        this.ctx.log(`stopping on ${r.target.label} failed (${(e as Error).message}); the agent cleans up by itself when its client is gone`);
+        this.ctx.log(
+          `stopping on ${r.target.label} failed (${(e as Error).message}); the agent cleans up by itself when its client is gone`,
+        );
         s.abandon();
       }
     }
@@ -206,7 +226,10 @@ export class Tracing implements vscode.Disposable {
     if (!c) {
       c = this.targets.open(t);
       this.connections.set(t.id, c);
-      c.then((target) => scope.add(() => target.close()), () => this.connections.delete(t.id));
+      c.then(
+        (target) => scope.add(() => target.close()),
+        () => this.connections.delete(t.id),
+      );
     }
     return c;
   }
@@ -216,43 +239,60 @@ export class Tracing implements vscode.Disposable {
     const binary = this.pathOf(key);
     const specs = enabledSpecs(this.set, key);
     const scope = this.ctx.sessionScope;
-    await Promise.all(this.targets.active().map(async (t) => {
-      const id = `${t.id}\0${key}`;
-      const old = this.runs.get(id);
-      if (old) await this.stopRun(old);
-      if (specs.length === 0) {
-        this.runs.delete(id);
+    await Promise.all(
+      this.targets.active().map(async (t) => {
+        const id = `${t.id}\0${key}`;
+        const old = this.runs.get(id);
+        if (old) await this.stopRun(old);
+        if (specs.length === 0) {
+          this.runs.delete(id);
+          this.changed.fire();
+          return;
+        }
+        const run: Run = {
+          target: t,
+          binaryKey: key,
+          binary,
+          state: 'starting',
+          stale: false,
+          specErrors: new Map(),
+          specWarnings: new Map(),
+          generation: this.generation,
+        };
+        this.runs.set(id, run);
         this.changed.fire();
-        return;
-      }
-      const run: Run = { target: t, binaryKey: key, binary, state: 'starting', stale: false, specErrors: new Map(), specWarnings: new Map(), generation: this.generation };
-      this.runs.set(id, run);
-      this.changed.fire();
-      try {
-        const index = await this.binaries.index(binary);
-        const target = await this.connection(t, scope);
-        await this.startRun(run, index, target, specs);
-      } catch (e) {
-        run.state = 'failed';
-        run.error = (e as Error).message;
-        this.ctx.log(`${t.label}: ${run.error}`);
-        void vscode.window.showErrorMessage(`ProbeLens (${t.label}): ${run.error}`);
-      }
-      this.changed.fire();
-    }));
+        try {
+          const index = await this.binaries.index(binary);
+          const target = await this.connection(t, scope);
+          await this.startRun(run, index, target, specs);
+        } catch (e) {
+          run.state = 'failed';
+          run.error = (e as Error).message;
+          this.ctx.log(`${t.label}: ${run.error}`);
+          void vscode.window.showErrorMessage(`ProbeLens (${t.label}): ${run.error}`);
+        }
+        this.changed.fire();
+      }),
+    );
   }
 
   private async startRun(run: Run, index: BinaryIndex, target: Target, specs: string[]): Promise<void> {
     let remaining = [...specs];
-    const remotePath = run.target.remotePrefix && this.ctx.workspaceFolder
-      ? remoteBinaryPath(run.binary, { localPrefix: this.ctx.workspaceFolder, remotePrefix: run.target.remotePrefix })
-      : undefined;
+    const remotePath =
+      run.target.remotePrefix && this.ctx.workspaceFolder
+        ? remoteBinaryPath(run.binary, { localPrefix: this.ctx.workspaceFolder, remotePrefix: run.target.remotePrefix })
+        : undefined;
     // Each refused spec is set aside and the rest retried, so one typo does not keep the others from arming.
     while (remaining.length > 0) {
       this.ctx.log(`arming on ${target.describe()}: ${run.binary}${remotePath ? ` (as ${remotePath})` : ''}: ${remaining.join(' | ')}`);
       try {
         const session = await TraceSession.start({
-          target, sudo: run.target.sudo, index, specs: remaining, remotePath, debugDirs: this.ctx.config.debugDirs,
+          target,
+          sudo: run.target.sudo,
+          index,
+          specs: remaining,
+          remotePath,
+          debugDirs: this.ctx.config.debugDirs,
           onHit: (hit) => {
             this.dirty = true;
             for (const f of this.hitListeners) f(hit, run);
@@ -280,7 +320,12 @@ export class Tracing implements vscode.Disposable {
         });
         return;
       } catch (e) {
-        const spec = e instanceof DefinitionRejectedError ? e.probe.spec : e instanceof CompileError || e instanceof SpecSyntaxError ? e.spec : undefined;
+        const spec =
+          e instanceof DefinitionRejectedError
+            ? e.probe.spec
+            : e instanceof CompileError || e instanceof SpecSyntaxError
+              ? e.spec
+              : undefined;
         const match = spec !== undefined ? remaining.find((s) => s === spec || s.trim() === spec.trim()) : undefined;
         if (match === undefined) throw e;
         // CompileError repeats the spec in its message; the spec is shown beside it anyway.

@@ -46,7 +46,7 @@ test('harness: lenses by line, context menu at a line, palette commands and webv
 
     const menuLine = definitionLine('greet') + 1;
     await openEditorContextMenu(page, menuLine);
-    assert.ok((await contextMenuLabels(page)).includes('Where Am I'), 'the extension\'s entry is in the editor context menu');
+    assert.ok((await contextMenuLabels(page)).includes('Where Am I'), "the extension's entry is in the editor context menu");
     await clickContextMenuItem(page, 'Where Am I');
     await waitForNotification(page, `harness context menu: line ${menuLine}`);
 

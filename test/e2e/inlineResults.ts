@@ -32,7 +32,9 @@ export function definitionLine(dir: string, fn: string): number {
 
 /** 1-based line of the `@line:NAME` marker in calls.c. */
 export function markerLine(dir: string, name: string): number {
-  const i = readFileSync(join(dir, 'calls.c'), 'utf8').split('\n').findIndex((l) => l.includes(`@line:${name} `));
+  const i = readFileSync(join(dir, 'calls.c'), 'utf8')
+    .split('\n')
+    .findIndex((l) => l.includes(`@line:${name} `));
   assert.ok(i >= 0, `no marker @line:${name} in calls.c`);
   return i + 1;
 }
@@ -71,7 +73,9 @@ export async function waitForInline(page: Page, want: RegExp, timeout: number): 
 
 /** uprobe_events lines that name `path` (what a session left armed on this machine). */
 export function uprobeEventsFor(tracefs: string, path: string): string[] {
-  return readFileSync(join(tracefs, 'uprobe_events'), 'utf8').split('\n').filter((l) => l.includes(path));
+  return readFileSync(join(tracefs, 'uprobe_events'), 'utf8')
+    .split('\n')
+    .filter((l) => l.includes(path));
 }
 
 /**

@@ -23,13 +23,27 @@ interface Lang {
 const env = { ...process.env, PATH: `${process.env.PATH}:${join(homedir(), '.cargo', 'bin')}` };
 
 const LANGS: Lang[] = [
-  { name: 'cpp', file: 'cpp.cpp', definition: /^\S.*\bmain\s*\(/, build: (d) => execFileSync('g++', ['-g', '-O0', '-o', 'build/cpp', 'cpp.cpp'], { cwd: d, env }) },
-  { name: 'rust', file: 'main.rs', definition: /^pub fn add_ints\(/, build: (d) => execFileSync('rustc', ['-g', '-C', 'opt-level=0', '-o', 'build/main', 'main.rs'], { cwd: d, env }) },
   {
-    name: 'go', file: 'main.go', definition: /^func addInts\(/,
-    build: (d) => execFileSync('go', ['build', '-buildvcs=false', '-o', 'build/app', '.'], {
-      cwd: d, env: { ...env, GOFLAGS: '', GOPROXY: 'off', GO111MODULE: 'on', GOTOOLCHAIN: 'local', GOWORK: 'off' },
-    }),
+    name: 'cpp',
+    file: 'cpp.cpp',
+    definition: /^\S.*\bmain\s*\(/,
+    build: (d) => execFileSync('g++', ['-g', '-O0', '-o', 'build/cpp', 'cpp.cpp'], { cwd: d, env }),
+  },
+  {
+    name: 'rust',
+    file: 'main.rs',
+    definition: /^pub fn add_ints\(/,
+    build: (d) => execFileSync('rustc', ['-g', '-C', 'opt-level=0', '-o', 'build/main', 'main.rs'], { cwd: d, env }),
+  },
+  {
+    name: 'go',
+    file: 'main.go',
+    definition: /^func addInts\(/,
+    build: (d) =>
+      execFileSync('go', ['build', '-buildvcs=false', '-o', 'build/app', '.'], {
+        cwd: d,
+        env: { ...env, GOFLAGS: '', GOPROXY: 'off', GO111MODULE: 'on', GOTOOLCHAIN: 'local', GOWORK: 'off' },
+      }),
   },
 ];
 
@@ -63,10 +77,14 @@ for (const lang of LANGS) {
     await withCodeServer(t, { workspace: dir }, async ({ page }) => {
       await openFile(page, lang.file);
       // Indexing a Rust or Go binary (its runtime and std included) takes a while on a loaded machine.
-      await codeLens(page, /^Trace returns$/).first().waitFor({ state: 'visible', timeout: 240_000 });
+      await codeLens(page, /^Trace returns$/)
+        .first()
+        .waitFor({ state: 'visible', timeout: 240_000 });
       // The lens drawn right above the definition line is ProbeLens's, clickable, and arms without error.
       await clickCodeLens(page, /^Trace$/, { line, timeout: 60_000 });
-      await codeLens(page, /Trace: 0 hits · armed/).first().waitFor({ state: 'visible', timeout: 120_000 });
+      await codeLens(page, /Trace: 0 hits · armed/)
+        .first()
+        .waitFor({ state: 'visible', timeout: 120_000 });
     });
   });
 }

@@ -31,27 +31,36 @@ test('SSH target: unknown host key modal with its fingerprint, accept, probe arm
   const { dir, binary } = buildCWorkspace(scratch);
   const knownHosts = join(scratch, 'known_hosts');
   const sshConfig = join(scratch, 'ssh_config');
-  writeFileSync(sshConfig, [
-    'Host e2e-target',
-    `  HostName ${sshd.host}`,
-    `  Port ${sshd.port}`,
-    '  User root',
-    `  IdentityFile ${sshd.identityFile}`,
-    '  IdentitiesOnly yes',
-    `  UserKnownHostsFile ${knownHosts}`,
-    '  StrictHostKeyChecking ask',
-    '',
-  ].join('\n'));
+  writeFileSync(
+    sshConfig,
+    [
+      'Host e2e-target',
+      `  HostName ${sshd.host}`,
+      `  Port ${sshd.port}`,
+      '  User root',
+      `  IdentityFile ${sshd.identityFile}`,
+      '  IdentitiesOnly yes',
+      `  UserKnownHostsFile ${knownHosts}`,
+      '  StrictHostKeyChecking ask',
+      '',
+    ].join('\n'),
+  );
   const fingerprint = fingerprintSha256(Buffer.from(sshd.hostKey.split(' ')[1], 'base64'));
 
   await withCodeServer(t, { workspace: dir, settings: { 'probelens.ssh.configFile': sshConfig } }, async ({ page }) => {
     await openFile(page, 'calls.c');
-    await codeLens(page, /^Trace$/).first().waitFor({ state: 'visible', timeout: 120_000 });
+    await codeLens(page, /^Trace$/)
+      .first()
+      .waitFor({ state: 'visible', timeout: 120_000 });
 
     // Probes view → "Add SSH Target…": the host from the ssh config, run as the login user, same paths.
     await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
     await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
-    const row = (label: RegExp) => page.locator('.quick-input-widget .quick-input-list .monaco-list-row').filter({ has: page.locator('.label-name', { hasText: label }) }).first();
+    const row = (label: RegExp) =>
+      page
+        .locator('.quick-input-widget .quick-input-list .monaco-list-row')
+        .filter({ has: page.locator('.label-name', { hasText: label }) })
+        .first();
     await row(/^\s*e2e-target\s*$/).click();
     await row(/As the login user/).click();
     await page.locator('.quick-input-widget .quick-input-box input').waitFor({ state: 'visible' });
@@ -66,8 +75,13 @@ test('SSH target: unknown host key modal with its fingerprint, accept, probe arm
     assert.match(text, /authenticity of host/);
     assert.ok(text.includes(fingerprint), `the modal shows the fingerprint ${fingerprint} (it said: ${text})`);
     await dialog.locator('.monaco-button', { hasText: 'Accept and Connect' }).click();
-    await codeLens(page, /Trace: 0 hits · armed/).first().waitFor({ state: 'visible', timeout: 120_000 });
-    assert.ok(existsSync(knownHosts) && readFileSync(knownHosts, 'utf8').includes(sshd.hostKey.split(' ')[1]), 'the accepted key is recorded');
+    await codeLens(page, /Trace: 0 hits · armed/)
+      .first()
+      .waitFor({ state: 'visible', timeout: 120_000 });
+    assert.ok(
+      existsSync(knownHosts) && readFileSync(knownHosts, 'utf8').includes(sshd.hostKey.split(' ')[1]),
+      'the accepted key is recorded',
+    );
 
     const out = parseFixtureOutput(execFileSync(binary, ['3'], { encoding: 'utf8' }));
     const n = out.calls.filter((c) => c.func === 'add_ints').length;

@@ -18,7 +18,9 @@ test('C workspace: closing the browser tab mid-session removes the probes from t
 
   await withCodeServer(t, { workspace: dir, reconnectionGraceSeconds: GRACE_SECONDS }, async ({ page }) => {
     await openFile(page, 'calls.c');
-    await codeLens(page, /^Trace returns$/).first().waitFor({ state: 'visible', timeout: 120_000 });
+    await codeLens(page, /^Trace returns$/)
+      .first()
+      .waitFor({ state: 'visible', timeout: 120_000 });
     await clickCodeLens(page, /^Trace$/, { line: definitionLine(dir, 'add_ints'), timeout: 60_000 });
     await waitForInline(page, /^● 0 hits/, 120_000);
     const armed = uprobeEventsFor(tracefs, binary);

@@ -16,18 +16,28 @@ test('C workspace: "Trace with arguments…" offers acct->balance from DWARF and
 
   await withCodeServer(t, { workspace: dir }, async ({ page }) => {
     await openFile(page, 'calls.c');
-    await codeLens(page, /^Trace$/).first().waitFor({ state: 'visible', timeout: 120_000 });
+    await codeLens(page, /^Trace$/)
+      .first()
+      .waitFor({ state: 'visible', timeout: 120_000 });
     await openEditorContextMenu(page, line + 1);
     await clickContextMenuItem(page, 'Trace with arguments…');
-    const row = (label: string) => page.locator('.quick-input-widget .quick-input-list .monaco-list-row')
-      .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^\\s*${label.replace(/[$>-]/g, '\\$&')}\\s*$`) }) }).first();
+    const row = (label: string) =>
+      page
+        .locator('.quick-input-widget .quick-input-list .monaco-list-row')
+        .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^\\s*${label.replace(/[$>-]/g, '\\$&')}\\s*$`) }) })
+        .first();
     await row('acct->balance').waitFor({ state: 'visible', timeout: 60_000 });
     assert.match(await row('acct->owner').innerText(), /const char \*/, 'fields come with their types');
     await row('acct->balance').click();
     await page.keyboard.press('Enter');
     // The spec, editable, in perf-probe syntax.
     const input = page.locator('.quick-input-widget .quick-input-box input');
-    await page.waitForFunction(() => (document.querySelector('.quick-input-widget .quick-input-box input') as HTMLInputElement | null)?.value.includes('acct->balance'), undefined, { timeout: 30_000 });
+    await page.waitForFunction(
+      () =>
+        (document.querySelector('.quick-input-widget .quick-input-box input') as HTMLInputElement | null)?.value.includes('acct->balance'),
+      undefined,
+      { timeout: 30_000 },
+    );
     assert.equal(await input.inputValue(), 'account_deposit acct amount acct->balance');
     await page.keyboard.press('Enter');
     await waitForInline(page, /^● 0 hits$/, 120_000);

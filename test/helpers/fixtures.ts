@@ -26,22 +26,36 @@ const REPO = resolve(__dirname, '..', '..');
 const SRC_ROOT = join(REPO, 'test', 'fixtures', 'src');
 
 const APT_PACKAGE: Record<Tool | 'strip', string> = {
-  gcc: 'gcc', 'g++': 'g++', objcopy: 'binutils', readelf: 'binutils', strip: 'binutils', go: 'golang-go',
-  rustc: 'rustc (or rustup)', 'aarch64-linux-gnu-gcc': 'gcc-aarch64-linux-gnu', 'sdt.h': 'systemtap-sdt-dev',
+  gcc: 'gcc',
+  'g++': 'g++',
+  objcopy: 'binutils',
+  readelf: 'binutils',
+  strip: 'binutils',
+  go: 'golang-go',
+  rustc: 'rustc (or rustup)',
+  'aarch64-linux-gnu-gcc': 'gcc-aarch64-linux-gnu',
+  'sdt.h': 'systemtap-sdt-dev',
 };
 
 export class ToolchainMissing extends Error {
-  constructor(readonly tool: string, readonly fixtureName: string) {
-    super(`cannot build fixture ${fixtureName}: ${tool} is not installed; install it with ` +
-      `\`apt-get install -y ${APT_PACKAGE[tool as Tool] ?? tool}\``);
+  constructor(
+    readonly tool: string,
+    readonly fixtureName: string,
+  ) {
+    super(
+      `cannot build fixture ${fixtureName}: ${tool} is not installed; install it with ` +
+        `\`apt-get install -y ${APT_PACKAGE[tool as Tool] ?? tool}\``,
+    );
     this.name = 'ToolchainMissing';
   }
 }
 
 export class FixtureBuildFailed extends Error {
   constructor(unit: string, command: string, output: string) {
-    super(`building fixture unit ${unit} failed: ${command}\n${output.trim()}\n` +
-      'fix the fixture source or recipe (test/fixtures), or the toolchain it names');
+    super(
+      `building fixture unit ${unit} failed: ${command}\n${output.trim()}\n` +
+        'fix the fixture source or recipe (test/fixtures), or the toolchain it names',
+    );
     this.name = 'FixtureBuildFailed';
   }
 }
@@ -185,7 +199,12 @@ async function buildUnit(unit: Unit, fixtureName: string, root: string): Promise
         if (!path) throw new ToolchainMissing('readelf', fixtureName);
         const { stdout } = await execFileP(path, ['-n', file]);
         const m = /Build ID: ([0-9a-f]+)/.exec(stdout);
-        if (!m) throw new FixtureBuildFailed(unit.id, `readelf -n ${file}`, 'no GNU build-id note (gcc links with --build-id by default on Debian)');
+        if (!m)
+          throw new FixtureBuildFailed(
+            unit.id,
+            `readelf -n ${file}`,
+            'no GNU build-id note (gcc links with --build-id by default on Debian)',
+          );
         return m[1];
       },
     });

@@ -114,7 +114,11 @@ export function createNetns(): NetNs {
       const used = usedSubnets();
       let block = -1;
       // Block 0 holds the network address .0; any /30 from 1..63 is fine.
-      for (let b = 1; b < 64; b++) if (!used.has(b)) { block = b; break; }
+      for (let b = 1; b < 64; b++)
+        if (!used.has(b)) {
+          block = b;
+          break;
+        }
       if (block < 0) throw new Error(`no free /30 left in ${SUBNET}0/24 (stale probelens_* namespaces? ip netns list)`);
       hostAddress = `${SUBNET}${block * 4 + 1}`;
       nsAddress = `${SUBNET}${block * 4 + 2}`;

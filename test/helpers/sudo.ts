@@ -36,7 +36,9 @@ function sudoersInstalled(): boolean {
 // Without PAM, sshd refuses accounts whose password field is locked ('!'), which is how useradd leaves them;
 // '*' means "no password can match" without marking the account locked.
 function passwordLocked(name: string): boolean {
-  const line = readFileSync('/etc/shadow', 'utf8').split('\n').find((l) => l.startsWith(`${name}:`));
+  const line = readFileSync('/etc/shadow', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${name}:`));
   return !line || line.split(':')[1].startsWith('!');
 }
 

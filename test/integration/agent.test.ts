@@ -6,7 +6,17 @@ import { spawn } from 'node:child_process';
 import { requireTracefs } from '../helpers/tracefs';
 import { IN_CI } from '../helpers/require';
 import { TracefsAgent, offendingToken } from '../../src/core/tracefs/agentClient';
-import { SHELLS, ShellTarget, buildWorkload, collectHits, defineWorkloadProbes, leftovers, runWorkload, waitClean, type Workload } from './agentHarness';
+import {
+  SHELLS,
+  ShellTarget,
+  buildWorkload,
+  collectHits,
+  defineWorkloadProbes,
+  leftovers,
+  runWorkload,
+  waitClean,
+  type Workload,
+} from './agentHarness';
 
 let workload: Workload | undefined;
 const getWorkload = () => (workload ??= buildWorkload());
@@ -31,15 +41,30 @@ for (const [name, shell] of Object.entries(SHELLS)) {
       const report = await agent.stop();
       await ended;
       const entries = hits.filter((h) => h.kind === 'entry');
-      assert.deepEqual(entries.map((h) => h.args.a), [-1, -2, -3, -4, -5]);
-      assert.deepEqual(entries.map((h) => h.args.b), ['18446744073709551615', '18446744073709551614', '18446744073709551613', '18446744073709551612', '18446744073709551611']);
+      assert.deepEqual(
+        entries.map((h) => h.args.a),
+        [-1, -2, -3, -4, -5],
+      );
+      assert.deepEqual(
+        entries.map((h) => h.args.b),
+        ['18446744073709551615', '18446744073709551614', '18446744073709551613', '18446744073709551612', '18446744073709551611'],
+      );
       assert.ok(entries.every((h) => h.args.s === 'hi "x"\nCPU:0 [LOST 7 EVENTS]'));
-      assert.deepEqual(hits.filter((h) => h.kind === 'return').map((h) => h.retval), [-2, -4, -6, -8, -10]);
+      assert.deepEqual(
+        hits.filter((h) => h.kind === 'return').map((h) => h.retval),
+        [-2, -4, -6, -8, -10],
+      );
       // The kernel prints comm from a pid→name cache that a busy machine evicts ("<...>"); sessions therefore
       // also fetch $comm at the hit (see the compiler), but this test arms raw definitions.
-      assert.ok(entries.every((h) => (h.comm === 'workload' || h.comm === '<...>') && h.pid === h.tid && h.pid > 0), JSON.stringify(entries.map((h) => [h.comm, h.pid, h.tid])));
+      assert.ok(
+        entries.every((h) => (h.comm === 'workload' || h.comm === '<...>') && h.pid === h.tid && h.pid > 0),
+        JSON.stringify(entries.map((h) => [h.comm, h.pid, h.tid])),
+      );
       assert.deepEqual(Object.fromEntries(report.kernelHits), { pl_add: 5, pl_leaf_ret: 5 });
-      assert.equal(report.cpus.reduce((s, c) => s + c.overrun + c.dropped, 0), 0);
+      assert.equal(
+        report.cpus.reduce((s, c) => s + c.overrun + c.dropped, 0),
+        0,
+      );
       assert.equal((await agent.exit).code, 0);
       assert.deepEqual(leftovers(group), []);
     } finally {
@@ -94,17 +119,20 @@ test('a rejected definition returns the kernel error_log with its caret', async 
   const w = getWorkload();
   const agent = await TracefsAgent.start(new ShellTarget(['dash']), { sentinel: false });
   try {
-    await assert.rejects(agent.define(`p:${agent.group}/bad ${w.path}:${w.addOffset} a=%nosuchreg:s32`), (e: Error & { details?: string[] }) => {
-      assert.match(e.message, /Invalid register name|Invalid fetch argument|Unknown register/i);
-      assert.equal(offendingToken(e.details!), 'a=%nosuchreg:s32');
-      return true;
-    });
+    await assert.rejects(
+      agent.define(`p:${agent.group}/bad ${w.path}:${w.addOffset} a=%nosuchreg:s32`),
+      (e: Error & { details?: string[] }) => {
+        assert.match(e.message, /Invalid register name|Invalid fetch argument|Unknown register/i);
+        assert.equal(offendingToken(e.details!), 'a=%nosuchreg:s32');
+        return true;
+      },
+    );
   } finally {
     await agent.stop();
   }
 });
 
-test('a dead owner\'s leftovers (agent killed with -9, its reader orphaned) are swept by the next session', async (t) => {
+test("a dead owner's leftovers (agent killed with -9, its reader orphaned) are swept by the next session", async (t) => {
   if (!requireTracefs(t)) return;
   const w = getWorkload();
   const first = await TracefsAgent.start(new ShellTarget(['dash']), { heartbeatTimeoutSeconds: 0 });
@@ -142,7 +170,14 @@ test('--pid keeps only that process (threads included) and --filter applies the 
     await agent.stop();
     await ended;
     const entries = hits.filter((h) => h.kind === 'entry');
-    assert.deepEqual(entries.map((h) => [h.pid, h.args.a, h.args.s]), [[chosen.pid, -2, 'chosen'], [chosen.pid, -3, 'chosen'], [chosen.pid, -4, 'chosen']]);
+    assert.deepEqual(
+      entries.map((h) => [h.pid, h.args.a, h.args.s]),
+      [
+        [chosen.pid, -2, 'chosen'],
+        [chosen.pid, -3, 'chosen'],
+        [chosen.pid, -4, 'chosen'],
+      ],
+    );
     assert.equal(hits.filter((h) => h.kind === 'return').length, 4);
   } finally {
     agent.kill('KILL');

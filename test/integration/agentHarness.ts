@@ -44,8 +44,11 @@ export function buildWorkload(): Workload {
   const nm = execFileSync('nm', [path]).toString();
   const sym = (name: string) => BigInt('0x' + new RegExp(`^([0-9a-f]+) T ${name}$`, 'm').exec(nm)![1]);
   // File offset from the PT_LOAD containing the symbol (tracefs-facts: never a single-base shortcut).
-  const loads = [...execFileSync('readelf', ['-lW', path]).toString().matchAll(/^\s*LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+\S+\s+\S+\s+(0x[0-9a-f]+)/gm)]
-    .map((m) => ({ off: BigInt(m[1]), vaddr: BigInt(m[2]), memsz: BigInt(m[3]) }));
+  const loads = [
+    ...execFileSync('readelf', ['-lW', path])
+      .toString()
+      .matchAll(/^\s*LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+\S+\s+\S+\s+(0x[0-9a-f]+)/gm),
+  ].map((m) => ({ off: BigInt(m[1]), vaddr: BigInt(m[2]), memsz: BigInt(m[3]) }));
   const fileOffset = (v: bigint) => {
     const l = loads.find((s) => v >= s.vaddr && v < s.vaddr + s.memsz)!;
     return '0x' + (v - l.vaddr + l.off).toString(16);
@@ -53,16 +56,27 @@ export function buildWorkload(): Workload {
   const sec = /\.note\.gnu\.build-id\s+NOTE\s+[0-9a-f]+\s+([0-9a-f]+)/.exec(execFileSync('readelf', ['-SW', path]).toString())!;
   const noteOff = parseInt(sec[1], 16);
   const buildIdOffset = noteOff + 16; // namesz, descsz, type, "GNU\0"
-  const buildId = readFileSync(path).subarray(buildIdOffset, buildIdOffset + 20).toString('hex');
+  const buildId = readFileSync(path)
+    .subarray(buildIdOffset, buildIdOffset + 20)
+    .toString('hex');
   return { path, addOffset: fileOffset(sym('pl_add')), leafOffset: fileOffset(sym('pl_leaf')), buildIdOffset, buildId };
 }
 
 export const ADD_SCHEMA: EventSchema = {
-  event: 'pl_add', probe: 'pl_add', kind: 'entry',
-  args: [{ name: 'a', type: 's32' }, { name: 'b', type: 'u64' }, { name: 's', type: 'string' }],
+  event: 'pl_add',
+  probe: 'pl_add',
+  kind: 'entry',
+  args: [
+    { name: 'a', type: 's32' },
+    { name: 'b', type: 'u64' },
+    { name: 's', type: 'string' },
+  ],
 };
 export const LEAF_SCHEMA: EventSchema = {
-  event: 'pl_leaf_ret', probe: 'pl_leaf%return', kind: 'return', args: [{ name: 'retval', type: 's64' }],
+  event: 'pl_leaf_ret',
+  probe: 'pl_leaf%return',
+  kind: 'return',
+  args: [{ name: 'retval', type: 's64' }],
 };
 
 export async function defineWorkloadProbes(agent: TracefsAgent, w: Workload): Promise<void> {
@@ -74,7 +88,12 @@ export function collectHits(agent: TracefsAgent, events: EventSchema[] = [ADD_SC
   const hits: Hit[] = [];
   const parser = new HitParser({ host: 'local', events, sentinel: agent.sentinel, onHit: (h) => hits.push(h) });
   agent.onTraceLine((l) => parser.push(l));
-  const ended = new Promise<void>((res) => agent.onTraceEnd(() => { parser.end(); res(); }));
+  const ended = new Promise<void>((res) =>
+    agent.onTraceEnd(() => {
+      parser.end();
+      res();
+    }),
+  );
   return { hits, parser, ended };
 }
 
@@ -107,5 +126,7 @@ export async function waitClean(group: string, ms = 10_000): Promise<string[]> {
 }
 
 export function runWorkload(w: Workload, n: number, s = 'hi'): string {
-  return execFileSync(w.path, [String(n), s]).toString().trim();
+  return execFileSync(w.path, [String(n), s])
+    .toString()
+    .trim();
 }

@@ -26,7 +26,9 @@ for (const overwrite of [true, false]) {
     const report = await agent.stop();
     await ended;
     const loss = lossReport(parser.stats, report);
-    t.diagnostic(`received ${hits.length}, LOST lines ${parser.stats.lost}, overrun ${loss.overrun}, dropped ${loss.dropped}, kernelHits ${report.kernelHits.get('pl_add')}`);
+    t.diagnostic(
+      `received ${hits.length}, LOST lines ${parser.stats.lost}, overrun ${loss.overrun}, dropped ${loss.dropped}, kernelHits ${report.kernelHits.get('pl_add')}`,
+    );
     assert.equal(report.kernelHits.get('pl_add'), N);
     assert.ok(loss.lost > 0, 'the tiny buffer must overflow, else this test proves nothing');
     assert.equal(parser.stats.malformed, 0);
@@ -79,7 +81,15 @@ test('hostile definitions, paths, pids and filters are refused or inert: nothing
   const canary = `/tmp/probelens-canary-${process.pid}`;
   const agent = await TracefsAgent.start(new ShellTarget(['dash']), { sentinel: false });
   const g = agent.group;
-  const inject = [`;touch ${canary}`, `$(touch ${canary})`, `\`touch ${canary}\``, `'; touch ${canary}; '`, `"; touch ${canary}; "`, `|touch ${canary}`, `&& touch ${canary}`];
+  const inject = [
+    `;touch ${canary}`,
+    `$(touch ${canary})`,
+    `\`touch ${canary}\``,
+    `'; touch ${canary}; '`,
+    `"; touch ${canary}; "`,
+    `|touch ${canary}`,
+    `&& touch ${canary}`,
+  ];
   try {
     for (const x of inject) {
       for (const def of [

@@ -13,7 +13,9 @@ import { leftovers, waitClean } from './agentHarness';
 
 test('kill -9 of the client process: the agent sees stdin EOF and leaves nothing behind within 10 s', async (t) => {
   if (!requireTracefs(t)) return;
-  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'agentClientProcess.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'agentClientProcess.ts')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const group = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (c: Buffer) => {

@@ -24,7 +24,12 @@ interface Run {
  * Copies the fixture to a private path (a uprobe sits on the file's inode: nobody else's runs hit ours), arms
  * `specs`, runs the program, waits until the kernel's count of hits has arrived, stops, and returns everything.
  */
-async function traceRun(t: TestContext, name: FixtureName, specs: string[] | ((f: Fixture) => string[]), args: string[] = []): Promise<Run | undefined> {
+async function traceRun(
+  t: TestContext,
+  name: FixtureName,
+  specs: string[] | ((f: Fixture) => string[]),
+  args: string[] = [],
+): Promise<Run | undefined> {
   if (!requireTracefs(t)) return undefined;
   const f = await fixtureOrSkip(t, name);
   if (!f) return undefined;
@@ -33,7 +38,12 @@ async function traceRun(t: TestContext, name: FixtureName, specs: string[] | ((f
   copyFileSync(f.path, bin);
   const { index } = await loadIndex(bin, { noCache: true, debugDirs: f.debugDirs });
   const hits: Hit[] = [];
-  const session = await TraceSession.start({ target: new LocalTarget(), index, specs: typeof specs === 'function' ? specs(f) : specs, onHit: (h) => hits.push(h) });
+  const session = await TraceSession.start({
+    target: new LocalTarget(),
+    index,
+    specs: typeof specs === 'function' ? specs(f) : specs,
+    onHit: (h) => hits.push(h),
+  });
   let out: FixtureOutput;
   let summary: SessionSummary;
   try {
@@ -58,7 +68,14 @@ function printed(v: unknown): string {
   return String(v);
 }
 
-function assertCallsMatch(run: Run, func: string, event = func.replace(/[^A-Za-z0-9_]+/g, '_').replace(/^_+|_+$/g, '').replace(/__+/g, '_')) {
+function assertCallsMatch(
+  run: Run,
+  func: string,
+  event = func
+    .replace(/[^A-Za-z0-9_]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .replace(/__+/g, '_'),
+) {
   const calls = run.out.calls.filter((c) => c.func === func);
   const hits = run.hits.filter((h) => h.probe === event && h.kind === 'entry');
   assert.ok(calls.length > 0, `the program called ${func}`);
@@ -77,18 +94,32 @@ function assertCallsMatch(run: Run, func: string, event = func.replace(/[^A-Za-z
 
 for (const opt of ['O0', 'O2'] as const) {
   test(`C ${opt}: entry arguments (negative, unsigned, stack-passed, pointers, strings, struct fields) equal what the program printed`, async (t) => {
-    const run = await traceRun(t, `calls-${opt}`, [
-      'add_ints a b',
-      'mix_unsigned u h c',
-      'many_args a1 a2 a3 a4 a5 a6 a7 a8',
-      'greet name greeting',
-      'account_deposit acct acct->id acct->balance acct->owner acct->flags amount',
-      'find_account table n id',
-      'point_dist2 p.x p.y q.x q.y',
-      'static_helper v',
-    ], ['2']);
+    const run = await traceRun(
+      t,
+      `calls-${opt}`,
+      [
+        'add_ints a b',
+        'mix_unsigned u h c',
+        'many_args a1 a2 a3 a4 a5 a6 a7 a8',
+        'greet name greeting',
+        'account_deposit acct acct->id acct->balance acct->owner acct->flags amount',
+        'find_account table n id',
+        'point_dist2 p.x p.y q.x q.y',
+        'static_helper v',
+      ],
+      ['2'],
+    );
     if (!run) return;
-    for (const fn of ['add_ints', 'mix_unsigned', 'many_args', 'greet', 'account_deposit', 'find_account', 'point_dist2', 'static_helper']) {
+    for (const fn of [
+      'add_ints',
+      'mix_unsigned',
+      'many_args',
+      'greet',
+      'account_deposit',
+      'find_account',
+      'point_dist2',
+      'static_helper',
+    ]) {
       const hits = assertCallsMatch(run, fn);
       assert.ok(Object.keys(hits[0].args).length > 0, `${fn} captured arguments`);
     }
@@ -97,7 +128,12 @@ for (const opt of ['O0', 'O2'] as const) {
   });
 
   test(`C ${opt}: return values, including a function with several RET instructions`, async (t) => {
-    const run = await traceRun(t, `calls-${opt}`, ['add_ints%return $retval', 'many_args%return $retval', 'classify%return $retval', 'greet%return $retval']);
+    const run = await traceRun(t, `calls-${opt}`, [
+      'add_ints%return $retval',
+      'many_args%return $retval',
+      'classify%return $retval',
+      'greet%return $retval',
+    ]);
     if (!run) return;
     for (const fn of ['add_ints', 'many_args', 'classify', 'greet']) {
       const calls: FixtureOutput['calls'] = run.out.calls.filter((c) => c.func === fn);
@@ -157,7 +193,11 @@ test('USDT: arguments from the note, and the semaphore is raised while armed', a
 });
 
 test('C++: a method and a template instance probed by their demangled names', async (t) => {
-  const run = await traceRun(t, 'cpp-O2', ['probelens::shapes::Counter::add this->value_ delta', 'probelens::shapes::twice<int> v', 'probelens::text::shout word times']);
+  const run = await traceRun(t, 'cpp-O2', [
+    'probelens::shapes::Counter::add this->value_ delta',
+    'probelens::shapes::twice<int> v',
+    'probelens::text::shout word times',
+  ]);
   if (!run) return;
   assertCallsMatch(run, 'probelens::shapes::Counter::add', 'probelens_shapes_Counter_add');
   assertCallsMatch(run, 'probelens::shapes::twice<int>', 'probelens_shapes_twice_int');
@@ -169,8 +209,12 @@ test('Go: register arguments, a Go string, a receiver field; returns on every RE
   if (!plain) return;
   const expected = await runFixture(plain);
   const run = await traceRun(t, 'go', [
-    'main.addInts a b', 'main.greet name times', 'main.(*Account).Deposit a.ID a.Balance a.Owner amount',
-    'main.classify%return $retval', 'main.work worker value', 'main.work%return $retval',
+    'main.addInts a b',
+    'main.greet name times',
+    'main.(*Account).Deposit a.ID a.Balance a.Owner amount',
+    'main.classify%return $retval',
+    'main.work worker value',
+    'main.work%return $retval',
   ]);
   if (!run) return;
   assertCallsMatch(run, 'main.addInts', 'main_addInts');
@@ -191,10 +235,10 @@ test('Go: register arguments, a Go string, a receiver field; returns on every RE
   assert.deepEqual(Object.keys(snap.lastValues.main_greet).sort(), ['name', 'times']);
   assert.equal(snap.lastValues.main_greet.name.at(-1)?.value, 'gopher');
   const lat = snap.latency.main_work;
-  assert.equal(lat.count, works.length, 'every goroutine\'s entry paired with its return');
+  assert.equal(lat.count, works.length, "every goroutine's entry paired with its return");
 });
 
-test('loss is never silent: with a tiny buffer, received + lost == calls == the kernel\'s count', async (t) => {
+test("loss is never silent: with a tiny buffer, received + lost == calls == the kernel's count", async (t) => {
   if (!requireTracefs(t)) return;
   const f = await fixtureOrSkip(t, 'calls-O2');
   if (!f) return;

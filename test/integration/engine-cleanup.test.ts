@@ -12,7 +12,17 @@ import { requireSshdInNetns } from '../helpers/netns';
 import { fixtureOrSkip } from '../helpers/fixtures';
 import { missing } from '../helpers/require';
 import { leftovers } from './agentHarness';
-import { definitionsOf, groupsProbing, isolatedEnv, privateCopy, sshFlags, startCli, waitAllClean, waitForGroups, type CliRun } from './engine-harness';
+import {
+  definitionsOf,
+  groupsProbing,
+  isolatedEnv,
+  privateCopy,
+  sshFlags,
+  startCli,
+  waitAllClean,
+  waitForGroups,
+  type CliRun,
+} from './engine-harness';
 
 const TIMEOUT = { timeout: 240_000 };
 // Starting the CLI from source and indexing on a loaded two-core machine: generous, bounded.
@@ -37,7 +47,10 @@ async function armHundred(t: TestContext, sshd: Sshd, host?: string, extra: stri
   const group = groups[0];
   assert.equal(definitionsOf(group).length, 100, 'all 100 definitions are in uprobe_events');
   assert.ok(existsSync(`/sys/kernel/tracing/instances/${group}`), 'the private instance exists');
-  assert.ok(leftovers(group).some((l) => l.startsWith('reader pid')), 'a trace_pipe reader runs');
+  assert.ok(
+    leftovers(group).some((l) => l.startsWith('reader pid')),
+    'a trace_pipe reader runs',
+  );
   return { cli, bin, group };
 }
 
@@ -125,8 +138,10 @@ test('network path cut (sshd in a namespace, link down) with 100 probes armed: t
   if (left.length) {
     // Say how long it really took, so a failure tells a slow cleanup from none at all.
     const rest = await waitAllClean([a.group], 30_000);
-    assert.fail(`still there ${CLEAN_MS / 1000} s after the cut: ${summarize(left)}; ` +
-      (rest.length ? `and after 40 s: ${summarize(rest)}` : `all gone after ${((Date.now() - cutAt) / 1000).toFixed(1)} s`));
+    assert.fail(
+      `still there ${CLEAN_MS / 1000} s after the cut: ${summarize(left)}; ` +
+        (rest.length ? `and after 40 s: ${summarize(rest)}` : `all gone after ${((Date.now() - cutAt) / 1000).toFixed(1)} s`),
+    );
   }
   // The client is still waiting on a dead connection; the test ends it.
   a.cli.child.kill('SIGKILL');

@@ -9,7 +9,17 @@ import { join } from 'node:path';
 import { requireTracefs } from '../helpers/tracefs';
 import { requireSshd, type Sshd } from '../helpers/sshd';
 import { fixtureOrSkip } from '../helpers/fixtures';
-import { groupsProbing, isolatedEnv, parseJsonOutput, privateCopy, scratch, sleep, startCli, waitAllClean, type CliRun } from './engine-harness';
+import {
+  groupsProbing,
+  isolatedEnv,
+  parseJsonOutput,
+  privateCopy,
+  scratch,
+  sleep,
+  startCli,
+  waitAllClean,
+  type CliRun,
+} from './engine-harness';
 
 const TIMEOUT = { timeout: 300_000 };
 const host = (s: Sshd) => `root@${s.host}:${s.port}`;
@@ -20,7 +30,15 @@ async function driveUntilHitsFrom(cli: CliRun, bin: string, hosts: string[]): Pr
   let exited = false;
   void cli.exit.then(() => (exited = true));
   while (!exited && Date.now() < until) {
-    const seen = new Set(parseJsonOutput(cli.stdout().split('\n').filter((l) => l.startsWith('{"host"')).join('\n')).hits.map((h) => h.host));
+    const seen = new Set(
+      parseJsonOutput(
+        cli
+          .stdout()
+          .split('\n')
+          .filter((l) => l.startsWith('{"host"'))
+          .join('\n'),
+      ).hits.map((h) => h.host),
+    );
     if (hosts.every((h) => seen.has(h))) break;
     if (groupsProbing(bin).length >= hosts.length) execFileSync(bin, ['1'], { stdio: 'ignore' });
     await sleep(250);
@@ -68,7 +86,7 @@ test('fan-out: three sshd hosts, one with an unverifiable host key: hits from tw
   assert.equal(summary.hosts[host(bad)].ok, false);
   assert.match(summary.hosts[host(bad)].error ?? '', /can't be established/);
   assert.match(cli.stderr(), new RegExp(`${host(bad).replace(/\./g, '\\.')}: The authenticity of host`));
-  assert.equal((summary.hits as Record<string, number>).add_ints, hits.length, 'the summary counts every host\'s hits');
+  assert.equal((summary.hits as Record<string, number>).add_ints, hits.length, "the summary counts every host's hits");
   assert.deepEqual(groupsProbing(s.bin), [], 'both healthy sessions cleaned up');
 });
 
@@ -95,12 +113,25 @@ test('fan-out: a host that dies mid-session (its sshd killed) is reported; the o
   assert.equal((await remaining()).length, 2);
   // Hits that arrive after the death: count from now.
   const before = cli.stdout().length;
-  const from = (text: string) => new Set(parseJsonOutput(text.split('\n').filter((l) => l.startsWith('{"host"')).join('\n')).hits.map((h) => String(h.host)));
+  const from = (text: string) =>
+    new Set(
+      parseJsonOutput(
+        text
+          .split('\n')
+          .filter((l) => l.startsWith('{"host"'))
+          .join('\n'),
+      ).hits.map((h) => String(h.host)),
+    );
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     execFileSync(s.bin, ['1'], { stdio: 'ignore' });
     await sleep(250);
-    const seen = from(cli.stdout().slice(before).replace(/^[^\n]*\n/, ''));
+    const seen = from(
+      cli
+        .stdout()
+        .slice(before)
+        .replace(/^[^\n]*\n/, ''),
+    );
     if (seen.has(host(a)) && seen.has(host(b))) break;
   }
   cli.child.kill('SIGINT');
@@ -108,7 +139,15 @@ test('fan-out: a host that dies mid-session (its sshd killed) is reported; the o
   assert.equal(code, 1, cli.stderr());
   const { summary } = parseJsonOutput(cli.stdout());
   assert.ok(summary);
-  assert.deepEqual(from(cli.stdout().slice(before).replace(/^[^\n]*\n/, '')), new Set([host(a), host(b)]));
+  assert.deepEqual(
+    from(
+      cli
+        .stdout()
+        .slice(before)
+        .replace(/^[^\n]*\n/, ''),
+    ),
+    new Set([host(a), host(b)]),
+  );
   assert.equal(summary.hosts[host(a)].ok, true);
   assert.equal(summary.hosts[host(b)].ok, true);
   assert.equal(summary.hosts[host(dying)].ok, false, JSON.stringify(summary.hosts));

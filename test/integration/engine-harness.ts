@@ -88,7 +88,10 @@ export function startCli(t: TestContext, args: string[], env: NodeJS.ProcessEnv)
           if (pattern.test(stream === 'stderr' ? err : out)) return finish(null);
           if (done) return finish(new Error(`the CLI exited before ${stream} matched ${pattern}\nstdout:\n${out}\nstderr:\n${err}`));
         };
-        const timer = setTimeout(() => finish(new Error(`${stream} did not match ${pattern} within ${ms} ms\nstdout:\n${out}\nstderr:\n${err}`)), ms);
+        const timer = setTimeout(
+          () => finish(new Error(`${stream} did not match ${pattern} within ${ms} ms\nstdout:\n${out}\nstderr:\n${err}`)),
+          ms,
+        );
         const finish = (e: Error | null) => {
           clearTimeout(timer);
           const i = waiters.indexOf(check);
@@ -104,7 +107,12 @@ export function startCli(t: TestContext, args: string[], env: NodeJS.ProcessEnv)
 }
 
 /** Runs the CLI to completion (bounded by `ms`). */
-export async function runCli(t: TestContext, args: string[], env: NodeJS.ProcessEnv, ms = 120_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runCli(
+  t: TestContext,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  ms = 120_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const r = startCli(t, args, env);
   const timer = setTimeout(() => r.child.kill('SIGKILL'), ms);
   const { code } = await r.exit;
@@ -123,7 +131,9 @@ export function groupsProbing(binPath: string): string[] {
 }
 
 export function definitionsOf(group: string): string[] {
-  return readFileSync(UPROBE_EVENTS, 'utf8').split('\n').filter((l) => l.startsWith(`p:${group}/`) || l.startsWith(`r:${group}/`));
+  return readFileSync(UPROBE_EVENTS, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith(`p:${group}/`) || l.startsWith(`r:${group}/`));
 }
 
 /** Polls until `groupsProbing(binPath)` names a group; returns the groups (empty after `ms`). */
@@ -149,7 +159,10 @@ export async function waitAllClean(groups: string[], ms: number): Promise<string
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** JSON lines of `trace --json` output: hits and the final summary. */
-export function parseJsonOutput(stdout: string): { hits: Array<Record<string, unknown>>; summary?: Record<string, unknown> & { hosts: Record<string, { ok: boolean; error?: string }> } } {
+export function parseJsonOutput(stdout: string): {
+  hits: Array<Record<string, unknown>>;
+  summary?: Record<string, unknown> & { hosts: Record<string, { ok: boolean; error?: string }> };
+} {
   const hits: Array<Record<string, unknown>> = [];
   let summary;
   for (const line of stdout.split('\n')) {

@@ -46,29 +46,36 @@ async function setup(t: TestContext) {
 
 const host = (s: Sshd) => `root@${s.host}:${s.port}`;
 
-test('CLI: an unknown host key is refused by default (fingerprint shown, nothing recorded, nothing armed); --accept-new records it', TIMEOUT, async (t) => {
-  const s = await setup(t);
-  if (!s) return;
-  const kh = join(s.dir, 'known_hosts');
-  writeFileSync(kh, '');
-  const flags = ['--host', host(s.sshd), '--identity', s.sshd.identityFile, '--known-hosts', kh];
-  const refused = await runCli(t, ['trace', s.bin, 'add_ints a b', '--duration', '30', ...flags], s.env);
-  assert.equal(refused.code, 1, refused.stderr);
-  assert.match(refused.stderr, /can't be established/);
-  assert.ok(refused.stderr.includes(fingerprint(s.sshd)), `the fingerprint is shown: ${refused.stderr}`);
-  assert.match(refused.stderr, /--accept-new/);
-  assert.equal(readFileSync(kh, 'utf8'), '');
-  assert.deepEqual(groupsProbing(s.bin), []);
+test(
+  'CLI: an unknown host key is refused by default (fingerprint shown, nothing recorded, nothing armed); --accept-new records it',
+  TIMEOUT,
+  async (t) => {
+    const s = await setup(t);
+    if (!s) return;
+    const kh = join(s.dir, 'known_hosts');
+    writeFileSync(kh, '');
+    const flags = ['--host', host(s.sshd), '--identity', s.sshd.identityFile, '--known-hosts', kh];
+    const refused = await runCli(t, ['trace', s.bin, 'add_ints a b', '--duration', '30', ...flags], s.env);
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.match(refused.stderr, /can't be established/);
+    assert.ok(refused.stderr.includes(fingerprint(s.sshd)), `the fingerprint is shown: ${refused.stderr}`);
+    assert.match(refused.stderr, /--accept-new/);
+    assert.equal(readFileSync(kh, 'utf8'), '');
+    assert.deepEqual(groupsProbing(s.bin), []);
 
-  const accepted = await traceOneHit(t, s.bin, [...flags, '--accept-new'], s.env);
-  assert.equal(accepted.code, 0, accepted.stderr);
-  const { hits } = parseJsonOutput(accepted.stdout);
-  assert.deepEqual(hits.map((h) => [h.host, h.args]), [[host(s.sshd), { a: 3, b: -7 }]]);
-  assert.notEqual(readFileSync(kh, 'utf8').trim(), '', 'the key was recorded');
-  // Recorded, it is now known: the next run needs no --accept-new.
-  const again = await traceOneHit(t, s.bin, flags, s.env);
-  assert.equal(again.code, 0, again.stderr);
-});
+    const accepted = await traceOneHit(t, s.bin, [...flags, '--accept-new'], s.env);
+    assert.equal(accepted.code, 0, accepted.stderr);
+    const { hits } = parseJsonOutput(accepted.stdout);
+    assert.deepEqual(
+      hits.map((h) => [h.host, h.args]),
+      [[host(s.sshd), { a: 3, b: -7 }]],
+    );
+    assert.notEqual(readFileSync(kh, 'utf8').trim(), '', 'the key was recorded');
+    // Recorded, it is now known: the next run needs no --accept-new.
+    const again = await traceOneHit(t, s.bin, flags, s.env);
+    assert.equal(again.code, 0, again.stderr);
+  },
+);
 
 test('CLI: a changed host key is refused even with --accept-new (OpenSSH-style warning, file:line)', TIMEOUT, async (t) => {
   const s = await setup(t);
@@ -76,7 +83,24 @@ test('CLI: a changed host key is refused even with --accept-new (OpenSSH-style w
   const other = generateKeyPair(join(s.dir, 'other'), 'ed25519', 'other_host_key');
   const kh = join(s.dir, 'known_hosts');
   writeFileSync(kh, `[${s.sshd.host}]:${s.sshd.port} ${other.publicKey.split(' ').slice(0, 2).join(' ')}\n`);
-  const r = await runCli(t, ['trace', s.bin, 'add_ints a b', '--duration', '30', '--host', host(s.sshd), '--identity', s.sshd.identityFile, '--known-hosts', kh, '--accept-new'], s.env);
+  const r = await runCli(
+    t,
+    [
+      'trace',
+      s.bin,
+      'add_ints a b',
+      '--duration',
+      '30',
+      '--host',
+      host(s.sshd),
+      '--identity',
+      s.sshd.identityFile,
+      '--known-hosts',
+      kh,
+      '--accept-new',
+    ],
+    s.env,
+  );
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stderr, /REMOTE HOST IDENTIFICATION HAS CHANGED/);
   assert.ok(r.stderr.includes(`${kh}:1`), r.stderr);
@@ -90,7 +114,24 @@ test('CLI: a @revoked host key is refused even beside a matching line and with -
   if (!s) return;
   const kh = join(s.dir, 'known_hosts');
   writeFileSync(kh, `${s.sshd.knownHostsLine}\n@revoked * ${s.sshd.hostKey}\n`);
-  const r = await runCli(t, ['trace', s.bin, 'add_ints a b', '--duration', '30', '--host', host(s.sshd), '--identity', s.sshd.identityFile, '--known-hosts', kh, '--accept-new'], s.env);
+  const r = await runCli(
+    t,
+    [
+      'trace',
+      s.bin,
+      'add_ints a b',
+      '--duration',
+      '30',
+      '--host',
+      host(s.sshd),
+      '--identity',
+      s.sshd.identityFile,
+      '--known-hosts',
+      kh,
+      '--accept-new',
+    ],
+    s.env,
+  );
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stderr, /REVOKED HOST KEY/);
   assert.deepEqual(groupsProbing(s.bin), []);
@@ -124,8 +165,16 @@ test('CLI: ProxyJump (from ~/.ssh/config) through a second sshd works with both 
   if (!jump) return;
   // The target reached through the jump host: the destination the jump host connects to is 127.0.0.1:PORT.
   const config = [
-    'Host pl-target', `  HostName ${s.sshd.host}`, `  Port ${s.sshd.port}`, '  User root', '  ProxyJump pl-jump',
-    'Host pl-jump', `  HostName ${jump.host}`, `  Port ${jump.port}`, '  User root', '',
+    'Host pl-target',
+    `  HostName ${s.sshd.host}`,
+    `  Port ${s.sshd.port}`,
+    '  User root',
+    '  ProxyJump pl-jump',
+    'Host pl-jump',
+    `  HostName ${jump.host}`,
+    `  Port ${jump.port}`,
+    '  User root',
+    '',
   ].join('\n');
   const env = isolatedEnv(t, config);
   const kh = join(s.dir, 'known_hosts');
@@ -134,7 +183,10 @@ test('CLI: ProxyJump (from ~/.ssh/config) through a second sshd works with both 
   writeFileSync(kh, `${s.sshd.knownHostsLine}\n${jump.knownHostsLine}\n`);
   const ok = await traceOneHit(t, s.bin, ['--host', 'pl-target', ...idFlags], env);
   assert.equal(ok.code, 0, ok.stderr);
-  assert.deepEqual(parseJsonOutput(ok.stdout).hits.map((h) => [h.host, h.args]), [['pl-target', { a: 3, b: -7 }]]);
+  assert.deepEqual(
+    parseJsonOutput(ok.stdout).hits.map((h) => [h.host, h.args]),
+    [['pl-target', { a: 3, b: -7 }]],
+  );
   // The jump host really carried the connection: it logged a forwarding to the target's port.
   await jump.waitForLog(new RegExp(`direct.tcpip.*target ${s.sshd.host.replace(/\./g, '\\.')} port ${s.sshd.port}\\b`), 10_000);
 
@@ -150,7 +202,11 @@ test('CLI: ProxyJump (from ~/.ssh/config) through a second sshd works with both 
   // A wrong key for the jump host is a changed key, refused even with --accept-new.
   const other = generateKeyPair(join(s.dir, 'other'), 'ed25519', 'other_host_key');
   writeFileSync(kh, `${s.sshd.knownHostsLine}\n[${jump.host}]:${jump.port} ${other.publicKey.split(' ').slice(0, 2).join(' ')}\n`);
-  const wrong = await runCli(t, ['trace', s.bin, 'add_ints a b', '--duration', '30', '--host', 'pl-target', ...idFlags, '--accept-new'], env);
+  const wrong = await runCli(
+    t,
+    ['trace', s.bin, 'add_ints a b', '--duration', '30', '--host', 'pl-target', ...idFlags, '--accept-new'],
+    env,
+  );
   assert.equal(wrong.code, 1, wrong.stderr);
   assert.match(wrong.stderr, /REMOTE HOST IDENTIFICATION HAS CHANGED/);
   assert.deepEqual(groupsProbing(s.bin), []);
@@ -178,14 +234,20 @@ test('CLI: hostile probe names, paths and filters never run anything on the targ
     { what: 'remote path with a newline', args: [s.bin, 'add_ints a', '--remote-path', `/tmp/x\n${touch}`] },
     { what: 'binary whose path holds metacharacters', args: [evilBin, 'add_ints a'] },
     // Without the build-id check the hostile path reaches the definition itself (DEF's pattern).
-    { what: 'hostile remote path, no build-id check', args: [s.bin, 'add_ints a', '--no-build-id-check', '--remote-path', `/tmp/x;${touch};$(${touch})`] },
+    {
+      what: 'hostile remote path, no build-id check',
+      args: [s.bin, 'add_ints a', '--no-build-id-check', '--remote-path', `/tmp/x;${touch};$(${touch})`],
+    },
     { what: 'hostile binary path, no build-id check', args: [evilBin, 'add_ints a', '--no-build-id-check'] },
     { what: 'filter with ;', args: [s.bin, 'add_ints a', '--filter', `a == 1; ${touch}`] },
     { what: 'filter with $(…)', args: [s.bin, 'add_ints a', '--filter', `a == "$(${touch})"`] },
     { what: 'filter with backquotes', args: [s.bin, 'add_ints a', '--filter', `a == \`${touch}\``] },
     { what: 'filter with a newline', args: [s.bin, 'add_ints a', '--filter', `a == 1\n${touch}`] },
     { what: 'filter closing a quote', args: [s.bin, 'add_ints a', '--filter', `a == 1' ; ${touch} ; '`] },
-    { what: 'filter with || and a path (passes the pattern, reaches the kernel as data)', args: [s.bin, 'add_ints a', '--filter', `a == 1 || a == "${touch}"`] },
+    {
+      what: 'filter with || and a path (passes the pattern, reaches the kernel as data)',
+      args: [s.bin, 'add_ints a', '--filter', `a == 1 || a == "${touch}"`],
+    },
   ];
   for (const c of cases) {
     const r = await runCli(t, ['trace', ...c.args, ...flags], s.env);

@@ -37,7 +37,10 @@ function entryFileOffset(path: string): number {
  * Adds a uprobe on /usr/bin/true's entry under a group unique to this process, runs `fn`, and always removes it
  * (by name: truncating uprobe_events would delete every probe on the system).
  */
-async function withProbe(tracefs: string, fn: (p: { group: string; event: string; pattern: RegExp }) => Promise<void> | void): Promise<void> {
+async function withProbe(
+  tracefs: string,
+  fn: (p: { group: string; event: string; pattern: RegExp }) => Promise<void> | void,
+): Promise<void> {
   const binary = realpathSync('/usr/bin/true');
   const offset = entryFileOffset(binary);
   const group = `probelens_test_${process.pid}`;
@@ -96,7 +99,8 @@ test('requireTracefs mounts tracefs where it is missing (in a private mount name
     encoding: 'utf8',
     timeout: 30_000,
   });
-  if (r.status !== 0 && !r.stdout.includes('unmounted')) return missing(t, `no private mount namespace to unmount tracefs in: ${r.stderr.trim()}`);
+  if (r.status !== 0 && !r.stdout.includes('unmounted'))
+    return missing(t, `no private mount namespace to unmount tracefs in: ${r.stderr.trim()}`);
   assert.equal(r.status, 0, r.stderr);
   assert.deepEqual(r.stdout.split('\n'), ['unmounted', JSON.stringify({ path: tracefs }), '1', '']);
 });

@@ -137,7 +137,9 @@ test('accept-new records the key (hashed with HashKnownHosts) and the next conne
     const kh = join(dir, `known_hosts_${hash}`);
     const cfg = join(dir, `config_${hash}`);
     writeFileSync(cfg, `Host *\n  HashKnownHosts ${hash ? 'yes' : 'no'}\n`);
-    const first = await SshTarget.connect(opts(sshd, dir, { knownHostsFile: kh, configFile: cfg, onUnknownHost: () => 'accept-and-record' }));
+    const first = await SshTarget.connect(
+      opts(sshd, dir, { knownHostsFile: kh, configFile: cfg, onUnknownHost: () => 'accept-and-record' }),
+    );
     assert.equal((await run(first, ['true'])).code, 0);
     await first.close();
     const text = readFileSync(kh, 'utf8');
@@ -168,7 +170,9 @@ test('changed host key: refused always, with the OpenSSH-style warning and FILE:
   writeFileSync(cfg, 'Host *\n  StrictHostKeyChecking no\n');
   for (const pub of [other.publicKey, rsa.publicKey]) {
     writeFileSync(kh, `# first line\n[127.0.0.1]:${sshd.port} ${pub.split(' ').slice(0, 2).join(' ')}\n`);
-    const err = await SshTarget.connect(opts(sshd, dir, { knownHostsFile: kh, configFile: cfg, onUnknownHost: () => 'accept-and-record' })).then(
+    const err = await SshTarget.connect(
+      opts(sshd, dir, { knownHostsFile: kh, configFile: cfg, onUnknownHost: () => 'accept-and-record' }),
+    ).then(
       () => assert.fail('connected despite a changed host key'),
       (e: unknown) => e,
     );
@@ -224,7 +228,9 @@ test('known_hosts hashed by ssh-keygen -H matches [host]:port without asking', a
   writeFileSync(cfg, `Host aliased\n  HostName 127.0.0.1\n  Port ${sshd.port}\n  User root\n  HostKeyAlias prod-db\n`);
   writeFileSync(kh, `prod-db ${sshd.hostKey}\n`);
   execFileSync('ssh-keygen', ['-H', '-f', kh], { stdio: 'ignore' });
-  const aliased = await SshTarget.connect(opts(sshd, dir, { destination: 'aliased', knownHostsFile: kh, configFile: cfg, onUnknownHost: neverAsked }));
+  const aliased = await SshTarget.connect(
+    opts(sshd, dir, { destination: 'aliased', knownHostsFile: kh, configFile: cfg, onUnknownHost: neverAsked }),
+  );
   await aliased.close();
 });
 
@@ -237,7 +243,10 @@ test('ProxyJump through a second sshd verifies both host keys; a wrong jump host
   const kh = join(dir, 'known_hosts');
   const cfg = join(dir, 'config');
   // The jump host is resolved through the config too: the `Host *` IdentityFile applies to both hops.
-  writeFileSync(cfg, `Host tgt\n  HostName 127.0.0.1\n  Port ${target.port}\n  User root\n  ProxyJump root@127.0.0.1:${jump.port}\nHost *\n  IdentityFile ${jump.identityFile}\n`);
+  writeFileSync(
+    cfg,
+    `Host tgt\n  HostName 127.0.0.1\n  Port ${target.port}\n  User root\n  ProxyJump root@127.0.0.1:${jump.port}\nHost *\n  IdentityFile ${jump.identityFile}\n`,
+  );
   writeFileSync(kh, `${jump.knownHostsLine}\n${target.knownHostsLine}\n`);
   const base = { destination: 'tgt', knownHostsFile: kh, configFile: cfg, agentSocket: null, home: dir, connectTimeoutMs: 10_000 } as const;
   const conn = await SshTarget.connect({ ...base, onUnknownHost: neverAsked });
@@ -307,7 +316,13 @@ test('login timeout: a server that stalls during login fails in time; slow user 
   writeFileSync(kh, `[127.0.0.1]:${port} ${hostKey.publicKey.split(' ').slice(0, 2).join(' ')}\n`);
   const key = generateKeyPair(dir, 'ed25519', 'client');
   const stalled = await SshTarget.connect({
-    destination: `root@127.0.0.1:${port}`, identityFiles: [key.privateKeyFile], knownHostsFile: kh, configFile: null, agentSocket: null, home: dir, connectTimeoutMs: 500,
+    destination: `root@127.0.0.1:${port}`,
+    identityFiles: [key.privateKeyFile],
+    knownHostsFile: kh,
+    configFile: null,
+    agentSocket: null,
+    home: dir,
+    connectTimeoutMs: 500,
   }).then(
     () => assert.fail('logged in to a server that never answers'),
     (e: unknown) => e,
@@ -321,7 +336,11 @@ test('login timeout: a server that stalls during login fails in time; slow user 
   const enc = generateKeyPair(dir, 'ed25519', 'slow_enc', 'pw');
   sshd.authorize('root', enc.publicKey);
   const slow = await SshTarget.connect(
-    opts(sshd, dir, { identityFiles: [enc.privateKeyFile], connectTimeoutMs: 2000, passphrase: () => new Promise((r) => setTimeout(() => r('pw'), 3000)) }),
+    opts(sshd, dir, {
+      identityFiles: [enc.privateKeyFile],
+      connectTimeoutMs: 2000,
+      passphrase: () => new Promise((r) => setTimeout(() => r('pw'), 3000)),
+    }),
   );
   await slow.close();
 });
@@ -348,7 +367,10 @@ test('password callback: asked once when the server offers password auth, the at
   const dir = scratch(t);
   const asked: string[] = [];
   const err = await SshTarget.connect(
-    opts(sshd, dir, { identityFiles: [join(dir, 'no-such-key')], password: (user, host) => (asked.push(`${user}@${host}`), 'definitely-wrong') }),
+    opts(sshd, dir, {
+      identityFiles: [join(dir, 'no-such-key')],
+      password: (user, host) => (asked.push(`${user}@${host}`), 'definitely-wrong'),
+    }),
   ).then(
     () => assert.fail('logged in with a wrong password'),
     (e: unknown) => e,
@@ -361,7 +383,8 @@ test('password callback: asked once when the server offers password auth, the at
 });
 
 test('ssh-agent: a key held by a real ssh-agent logs in', async (t) => {
-  if (spawnSync('sh', ['-c', 'command -v ssh-agent && command -v ssh-add'], { stdio: 'ignore' }).status !== 0) return missing(t, 'ssh-agent/ssh-add not installed');
+  if (spawnSync('sh', ['-c', 'command -v ssh-agent && command -v ssh-add'], { stdio: 'ignore' }).status !== 0)
+    return missing(t, 'ssh-agent/ssh-add not installed');
   const sshd = await requireSshd(t);
   if (!sshd) return;
   const dir = scratch(t);
@@ -376,13 +399,20 @@ test('ssh-agent: a key held by a real ssh-agent logs in', async (t) => {
   const target = await SshTarget.connect(opts(sshd, dir, { identityFiles: [], agentSocket: sock }));
   assert.equal((await run(target, ['true'])).code, 0);
   await target.close();
-  await sshd.waitForLog(new RegExp(`Accepted publickey for root .*${fingerprintSha256(Buffer.from(key.publicKey.split(' ')[1], 'base64')).replace(/[+/]/g, '.')}`));
+  await sshd.waitForLog(
+    new RegExp(
+      `Accepted publickey for root .*${fingerprintSha256(Buffer.from(key.publicKey.split(' ')[1], 'base64')).replace(/[+/]/g, '.')}`,
+    ),
+  );
   await assert.rejects(SshTarget.connect(opts(sshd, dir, { identityFiles: [], agentSocket: null })), SshAuthError);
   // A dead agent socket is skipped and the next method (the identity file) still logs in.
   const notes: string[] = [];
   const viaKey = await SshTarget.connect(opts(sshd, dir, { agentSocket: join(dir, 'dead.sock'), log: (m) => notes.push(m) }));
   await viaKey.close();
-  assert.ok(notes.some((n) => /trying the next authentication method/.test(n)), notes.join('\n'));
+  assert.ok(
+    notes.some((n) => /trying the next authentication method/.test(n)),
+    notes.join('\n'),
+  );
 });
 
 // Without keepalives the awaited disconnect never comes and the test fails on its timeout.
@@ -399,7 +429,15 @@ test('keepalive from ServerAliveInterval/CountMax ends a connection whose server
   const frozen = descendants(sshd.pid);
   assert.ok(frozen.length > 0);
   for (const p of frozen) process.kill(p, 'SIGSTOP');
-  t.after(() => frozen.forEach((p) => { try { process.kill(p, 'SIGCONT'); } catch { /* gone */ } }));
+  t.after(() =>
+    frozen.forEach((p) => {
+      try {
+        process.kill(p, 'SIGCONT');
+      } catch {
+        /* gone */
+      }
+    }),
+  );
   const why = await target.disconnected;
   assert.ok(why instanceof SshConnectError && why.failure === 'keepalive', String(why));
 });
@@ -477,7 +515,13 @@ test('typed connection errors: refused, silent port (timeout), unresolvable name
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
   t.after(() => silent.close());
   const sp = (silent.address() as { port: number }).port;
-  const timeout = await SshTarget.connect({ destination: `root@127.0.0.1:${sp}`, configFile: null, agentSocket: null, home: dir, connectTimeoutMs: 300 }).then(
+  const timeout = await SshTarget.connect({
+    destination: `root@127.0.0.1:${sp}`,
+    configFile: null,
+    agentSocket: null,
+    home: dir,
+    connectTimeoutMs: 300,
+  }).then(
     () => assert.fail('connected to a silent port'),
     (e: unknown) => e,
   );

@@ -7,11 +7,14 @@ import { join, resolve } from 'node:path';
 
 // The skip-or-fail helper is what keeps CI honest: prove both halves in a child process.
 const script = join(mkdtempSync(join(tmpdir(), 'probelens-require-')), 'needs.test.mjs');
-writeFileSync(script, `
+writeFileSync(
+  script,
+  `
 import { test } from 'node:test';
 import { missing } from ${JSON.stringify(resolve('test/helpers/require.ts'))};
 test('needs a thing', (t) => { missing(t, 'the thing'); });
-`);
+`,
+);
 
 for (const ci of ['true', '']) {
   test(`missing() ${ci ? 'fails' : 'skips'} when CI=${ci || '(unset)'}`, () => {

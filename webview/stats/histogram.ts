@@ -50,9 +50,10 @@ export class HistogramView {
     if (key === this.lastKey) return;
     this.lastKey = key;
     const range = h ? occupiedRange(h) : null;
-    this.title.textContent = h && range
-      ? `Latency · ${label} · ${formatCount(h.count)} calls · max ${formatDuration(h.maxNs)}`
-      : `Latency · ${label} · no returns yet`;
+    this.title.textContent =
+      h && range
+        ? `Latency · ${label} · ${formatCount(h.count)} calls · max ${formatDuration(h.maxNs)}`
+        : `Latency · ${label} · no returns yet`;
     this.bars.replaceChildren();
     if (!h || !range) return;
     let peak = 0;

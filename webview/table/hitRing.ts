@@ -131,7 +131,11 @@ export class HitRing {
 export function argTextOf(b: HitBatch, row: number, argOffset: number): string {
   const names = b.shapes[b.shape[row]];
   if (names.length === 0) return '';
-  return formatArgs(names.map((i) => b.strings[i]), b.args, argOffset);
+  return formatArgs(
+    names.map((i) => b.strings[i]),
+    b.args,
+    argOffset,
+  );
 }
 
 export function emptyRow(): RingRow {

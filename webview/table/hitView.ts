@@ -33,7 +33,18 @@ export class HitView {
   private isPaused = false;
   private readonly scratch = emptyRow();
   private readonly input: RingInput = {
-    ts: 0, host: 0, probe: 0, kind: 0, pid: 0, tid: 0, comm: 0, cpu: 0, latencyNs: -1, batch: undefined as unknown as HitBatch, row: 0, argOffset: 0,
+    ts: 0,
+    host: 0,
+    probe: 0,
+    kind: 0,
+    pid: 0,
+    tid: 0,
+    comm: 0,
+    cpu: 0,
+    latencyNs: -1,
+    batch: undefined as unknown as HitBatch,
+    row: 0,
+    argOffset: 0,
   };
   private readonly fields: HitFields = { probe: '', host: '', comm: '', kind: '', pid: 0, tid: 0, argText: '', retText: '' };
 

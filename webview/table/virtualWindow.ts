@@ -8,13 +8,7 @@ export interface RowRange {
   end: number;
 }
 
-export function visibleRange(
-  scrollTop: number,
-  viewportHeight: number,
-  rowHeight: number,
-  total: number,
-  overscan: number,
-): RowRange {
+export function visibleRange(scrollTop: number, viewportHeight: number, rowHeight: number, total: number, overscan: number): RowRange {
   if (total <= 0 || viewportHeight <= 0) return { start: 0, end: 0 };
   const first = Math.floor(Math.max(0, scrollTop) / rowHeight);
   const last = Math.ceil((Math.max(0, scrollTop) + viewportHeight) / rowHeight);

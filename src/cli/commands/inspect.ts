@@ -44,8 +44,11 @@ export async function functionsCommand(argv: string[], io: Io): Promise<void> {
   const index = await indexFor(args);
   const glob = oneValue(args, 'match');
   const re = glob ? globToRegExp(glob) : undefined;
-  const fns = index.functions().filter((f) => !re || re.test(f.name) || (f.linkageName !== undefined && re.test(f.linkageName)))
-    .slice().sort((a, b) => a.name.localeCompare(b.name) || Number((a.address ?? 0n) - (b.address ?? 0n)));
+  const fns = index
+    .functions()
+    .filter((f) => !re || re.test(f.name) || (f.linkageName !== undefined && re.test(f.linkageName)))
+    .slice()
+    .sort((a, b) => a.name.localeCompare(b.name) || Number((a.address ?? 0n) - (b.address ?? 0n)));
   if (args.flags.has('json')) {
     io.out(`${toJson(fns.map(functionJson), 2)}\n`);
     return;
@@ -68,7 +71,9 @@ export async function linesCommand(argv: string[], io: Io): Promise<void> {
   const m = /^(.*?)(?::([0-9]+))?$/.exec(target)!;
   const file = resolveSourceFile(index, m[1]);
   const lines = m[2] !== undefined ? [Number(m[2])] : index.probeableLines(file);
-  const rows = lines.map((line) => ({ file, line, addresses: index.addressesForLine(file, line).map(hexAddress) })).filter((r) => r.addresses.length > 0);
+  const rows = lines
+    .map((line) => ({ file, line, addresses: index.addressesForLine(file, line).map(hexAddress) }))
+    .filter((r) => r.addresses.length > 0);
   if (m[2] !== undefined && rows.length === 0) throw new UsageError(`line ${m[2]} of ${file} has no code in ${index.path}`);
   if (args.flags.has('json')) io.out(`${toJson(rows, 2)}\n`);
   else for (const r of rows) io.out(`${r.file}:${r.line}\t${r.addresses.join(' ')}\n`);
@@ -84,7 +89,12 @@ export async function varsCommand(argv: string[], io: Io): Promise<void> {
   const index = await indexFor(args);
   const sites = resolvePoint(p, index);
   const out: Array<{ address: string; function: string | null; vars: Awaited<ReturnType<typeof variablesAtSite>> }> = [];
-  for (const site of sites) out.push({ address: hexAddress(site.address), function: site.fn?.name ?? null, vars: await variablesAtSite(index, site, args.values.get('debug-dir')) });
+  for (const site of sites)
+    out.push({
+      address: hexAddress(site.address),
+      function: site.fn?.name ?? null,
+      vars: await variablesAtSite(index, site, args.values.get('debug-dir')),
+    });
   if (args.flags.has('json')) {
     // One site is the common case and the contract's shape; several (a line emitted in many places) nest.
     io.out(`${toJson(out.length === 1 ? out[0].vars : out, 2)}\n`);
@@ -110,5 +120,9 @@ export async function usdtCommand(argv: string[], io: Io): Promise<void> {
     args: p.args.map((a) => ({ size: a.size, signed: a.signed, operand: a.operand })),
   }));
   if (args.flags.has('json')) io.out(`${toJson(rows, 2)}\n`);
-  else for (const r of rows) io.out(`${r.provider}:${r.name}\t${r.address}${r.semaphore ? ` semaphore ${r.semaphore}` : ''}\t${r.args.map((a) => `${a.signed ? '-' : ''}${a.size}@${a.operand}`).join(' ')}\n`);
+  else
+    for (const r of rows)
+      io.out(
+        `${r.provider}:${r.name}\t${r.address}${r.semaphore ? ` semaphore ${r.semaphore}` : ''}\t${r.args.map((a) => `${a.signed ? '-' : ''}${a.size}@${a.operand}`).join(' ')}\n`,
+      );
 }

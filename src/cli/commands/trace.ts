@@ -14,43 +14,80 @@ import { oneValue, parseArgs, positiveNumber, UsageError, type ParsedArgs } from
 import type { Io } from './inspect';
 
 const SSH_OPTS = {
-  host: { kind: 'value', repeat: true }, identity: { kind: 'value', repeat: true }, 'known-hosts': { kind: 'value' },
-  'accept-new': { kind: 'flag' }, sudo: { kind: 'flag' },
+  host: { kind: 'value', repeat: true },
+  identity: { kind: 'value', repeat: true },
+  'known-hosts': { kind: 'value' },
+  'accept-new': { kind: 'flag' },
+  sudo: { kind: 'flag' },
 } as const;
 
 function connector(args: ParsedArgs, log: (m: string) => void): (host: string) => Promise<Target> {
   const sudo = args.flags.has('sudo') || (typeof process.getuid === 'function' && process.getuid() !== 0);
   return async (host) => {
     if (host === 'local') return new LocalTarget({ sudo });
-    return SshTarget.connect(sshOptionsFromCli({ host, identity: args.values.get('identity'), knownHosts: oneValue(args, 'known-hosts'), acceptNew: args.flags.has('accept-new'), log }));
+    return SshTarget.connect(
+      sshOptionsFromCli({
+        host,
+        identity: args.values.get('identity'),
+        knownHosts: oneValue(args, 'known-hosts'),
+        acceptNew: args.flags.has('accept-new'),
+        log,
+      }),
+    );
   };
 }
 
-const useSudo = (args: ParsedArgs, host: string) => args.flags.has('sudo') || (host === 'local' && typeof process.getuid === 'function' && process.getuid() !== 0);
+const useSudo = (args: ParsedArgs, host: string) =>
+  args.flags.has('sudo') || (host === 'local' && typeof process.getuid === 'function' && process.getuid() !== 0);
 
 export async function defineCommand(argv: string[], io: Io): Promise<void> {
-  const args = parseArgs(argv, { json: { kind: 'flag' }, 'remote-path': { kind: 'value' }, 'debug-dir': { kind: 'value', repeat: true }, group: { kind: 'value' } });
+  const args = parseArgs(argv, {
+    json: { kind: 'flag' },
+    'remote-path': { kind: 'value' },
+    'debug-dir': { kind: 'value', repeat: true },
+    group: { kind: 'value' },
+  });
   const [bin, ...specs] = args.positionals;
   if (!bin || specs.length === 0) throw new UsageError('usage: probelens define BIN SPEC…');
   const { index } = await loadIndex(bin, { debugDirs: args.values.get('debug-dir') });
   const group = oneValue(args, 'group') ?? `probelens_${process.pid}_define`;
-  const probes = await compileProbes(specs, index, { group, targetPath: oneValue(args, 'remote-path'), debugDirs: args.values.get('debug-dir') });
-  if (args.flags.has('json')) io.out(`${toJson(probes.map((p) => ({ event: p.event, definition: p.definition })), 2)}\n`);
+  const probes = await compileProbes(specs, index, {
+    group,
+    targetPath: oneValue(args, 'remote-path'),
+    debugDirs: args.values.get('debug-dir'),
+  });
+  if (args.flags.has('json'))
+    io.out(
+      `${toJson(
+        probes.map((p) => ({ event: p.event, definition: p.definition })),
+        2,
+      )}\n`,
+    );
   else for (const p of probes) io.out(`${p.definition}\n`);
   for (const p of probes) for (const w of p.warnings) process.stderr.write(`probelens: ${p.event}: ${w}\n`);
 }
 
 function formatHitText(h: Hit): string {
-  const args = Object.entries(h.args).map(([k, v]) => `${k}=${typeof v === 'string' && !/^0x/.test(v) ? JSON.stringify(v) : String(v)}`).join(' ');
+  const args = Object.entries(h.args)
+    .map(([k, v]) => `${k}=${typeof v === 'string' && !/^0x/.test(v) ? JSON.stringify(v) : String(v)}`)
+    .join(' ');
   const ret = h.retval !== undefined ? ` → ${String(h.retval)}` : '';
   return `${h.ts.toFixed(6)} ${h.host} ${h.comm}-${h.pid}/${h.tid} ${h.probe}${args ? ` ${args}` : ''}${ret}\n`;
 }
 
 export async function traceCommand(argv: string[], io: Io): Promise<number> {
   const args = parseArgs(argv, {
-    ...SSH_OPTS, json: { kind: 'flag' }, 'remote-path': { kind: 'value' }, pid: { kind: 'value' }, filter: { kind: 'value' },
-    duration: { kind: 'value' }, count: { kind: 'value' }, 'no-build-id-check': { kind: 'flag' }, 'buffer-kb': { kind: 'value' },
-    'debug-dir': { kind: 'value', repeat: true }, 'heartbeat': { kind: 'value' },
+    ...SSH_OPTS,
+    json: { kind: 'flag' },
+    'remote-path': { kind: 'value' },
+    pid: { kind: 'value' },
+    filter: { kind: 'value' },
+    duration: { kind: 'value' },
+    count: { kind: 'value' },
+    'no-build-id-check': { kind: 'flag' },
+    'buffer-kb': { kind: 'value' },
+    'debug-dir': { kind: 'value', repeat: true },
+    heartbeat: { kind: 'value' },
   });
   const [bin, ...specs] = args.positionals;
   if (!bin || specs.length === 0) throw new UsageError('usage: probelens trace BIN SPEC… [--host [USER@]HOST[:PORT]]…');
@@ -75,10 +112,22 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   const log = (m: string) => process.stderr.write(`probelens: ${m}\n`);
   const connect = connector(args, log);
   const outcomes: HostOutcome[] = await startAll(hosts, async (host) => connect(host), {
-    index, specs, remotePath: oneValue(args, 'remote-path'), pid, filter: oneValue(args, 'filter'), bufferKb,
-    noBuildIdCheck: args.flags.has('no-build-id-check'), debugDirs: args.values.get('debug-dir'), heartbeatSeconds: heartbeat, onHit,
-    onLost: (n) => { if (!json) log(`${n} events lost (the trace buffer overflowed)`); },
-    get sudo() { return useSudo(args, hosts[0]); },
+    index,
+    specs,
+    remotePath: oneValue(args, 'remote-path'),
+    pid,
+    filter: oneValue(args, 'filter'),
+    bufferKb,
+    noBuildIdCheck: args.flags.has('no-build-id-check'),
+    debugDirs: args.values.get('debug-dir'),
+    heartbeatSeconds: heartbeat,
+    onHit,
+    onLost: (n) => {
+      if (!json) log(`${n} events lost (the trace buffer overflowed)`);
+    },
+    get sudo() {
+      return useSudo(args, hosts[0]);
+    },
   });
   for (const o of outcomes) if (o.error) log(`${o.host}: ${o.error.message}`);
   const live = outcomes.filter((o) => o.session);
@@ -101,22 +150,26 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
-  const results: Array<{ host: string; summary?: SessionSummary; error?: Error }> = await Promise.all(outcomes.map(async (o) => {
-    if (!o.session) return { host: o.host, error: o.error };
-    try {
-      return { host: o.host, summary: await o.session.stop() };
-    } catch (e) {
-      return { host: o.host, error: e instanceof Error ? e : new Error(String(e)) };
-    } finally {
-      await o.session.opts.target.close().catch(() => undefined);
-    }
-  }));
+  const results: Array<{ host: string; summary?: SessionSummary; error?: Error }> = await Promise.all(
+    outcomes.map(async (o) => {
+      if (!o.session) return { host: o.host, error: o.error };
+      try {
+        return { host: o.host, summary: await o.session.stop() };
+      } catch (e) {
+        return { host: o.host, error: e instanceof Error ? e : new Error(String(e)) };
+      } finally {
+        await o.session.opts.target.close().catch(() => undefined);
+      }
+    }),
+  );
   const summary = mergeSummaries(results);
   if (json) io.out(`${toJson({ summary })}\n`);
   else {
     for (const [probe, n] of Object.entries(summary.hits)) {
       const lat = summary.latency[probe];
-      io.out(`${probe}: ${n} hit${n === 1 ? '' : 's'}${summary.kernelHits[probe] !== undefined ? ` (kernel counted ${summary.kernelHits[probe]})` : ''}${lat ? `, p50 ${lat.p50} ns p99 ${lat.p99} ns` : ''}\n`);
+      io.out(
+        `${probe}: ${n} hit${n === 1 ? '' : 's'}${summary.kernelHits[probe] !== undefined ? ` (kernel counted ${summary.kernelHits[probe]})` : ''}${lat ? `, p50 ${lat.p50} ns p99 ${lat.p99} ns` : ''}\n`,
+      );
     }
     if (summary.lost) io.out(`lost: ${summary.lost} events (raise --buffer-kb or add --filter)\n`);
   }

@@ -52,7 +52,8 @@ export function decompressGabi(raw: Uint8Array, elfClass: 32 | 64, littleEndian:
 export function decompressZdebug(raw: Uint8Array, where: string, fileOffset: number): Uint8Array {
   const c = new Cursor(raw, false, where, fileOffset);
   const magic = Buffer.from(c.bytesAt(4)).toString('latin1');
-  if (magic !== 'ZLIB') throw new ElfFormatError(where, fileOffset, `expected "ZLIB" header of a .zdebug section, found ${JSON.stringify(magic)}`);
+  if (magic !== 'ZLIB')
+    throw new ElfFormatError(where, fileOffset, `expected "ZLIB" header of a .zdebug section, found ${JSON.stringify(magic)}`);
   const size = c.u64Number('.zdebug size');
   const payload = raw.subarray(c.pos);
   checkSize(size, payload.length, where, fileOffset);
@@ -62,7 +63,11 @@ export function decompressZdebug(raw: Uint8Array, where: string, fileOffset: num
 function checkSize(size: number, compressed: number, where: string, off: number): void {
   const max = maxDecompressedSize(compressed);
   if (size > max) {
-    throw new ElfFormatError(where, off, `declared uncompressed size ${size} is implausible for ${compressed} compressed bytes (limit ${max})`);
+    throw new ElfFormatError(
+      where,
+      off,
+      `declared uncompressed size ${size} is implausible for ${compressed} compressed bytes (limit ${max})`,
+    );
   }
 }
 

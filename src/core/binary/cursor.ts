@@ -39,7 +39,8 @@ export class Cursor {
   }
 
   seek(pos: number): this {
-    if (!Number.isInteger(pos) || pos < 0 || pos > this.bytes.length) this.fail(`offset 0x${pos.toString(16)} is outside the ${this.bytes.length}-byte region`, 0);
+    if (!Number.isInteger(pos) || pos < 0 || pos > this.bytes.length)
+      this.fail(`offset 0x${pos.toString(16)} is outside the ${this.bytes.length}-byte region`, 0);
     this.pos = pos;
     return this;
   }
@@ -116,11 +117,14 @@ export class Cursor {
 
 /** Reads a NUL-terminated string at `off` of a string table; bounds-checked. */
 export function stringAt(table: Uint8Array, off: number, where: string): string {
-  if (off < 0 || off >= table.length) throw new ElfFormatError(where, off, `string offset 0x${off.toString(16)} is outside the ${table.length}-byte string table`);
+  if (off < 0 || off >= table.length)
+    throw new ElfFormatError(where, off, `string offset 0x${off.toString(16)} is outside the ${table.length}-byte string table`);
   const end = table.indexOf(0, off);
   if (end < 0) throw new ElfFormatError(where, off, 'string runs past the end of the string table');
   // Symbol tables ask this ~100k times: decode in place rather than wrapping a new Buffer each time.
-  return Buffer.isBuffer(table) ? table.toString('utf8', off, end) : Buffer.from(table.buffer, table.byteOffset + off, end - off).toString('utf8');
+  return Buffer.isBuffer(table)
+    ? table.toString('utf8', off, end)
+    : Buffer.from(table.buffer, table.byteOffset + off, end - off).toString('utf8');
 }
 
 /** `0x…` lower-case hex, the one address format of the contracts. */

@@ -70,7 +70,11 @@ export async function findDebugFile(binary: ElfFile, opts: DebugLookupOptions = 
     }
     if (via === 'explicit' && !(buildId && theirs) && link && crc32(data) !== link.crc32) {
       tried.push({ path, via, verdict: 'crc mismatch' });
-      throw new DebugFileMismatchError(path, binary.path, `CRC32 0x${crc32(data).toString(16)} vs .gnu_debuglink's 0x${link.crc32.toString(16)}`);
+      throw new DebugFileMismatchError(
+        path,
+        binary.path,
+        `CRC32 0x${crc32(data).toString(16)} vs .gnu_debuglink's 0x${link.crc32.toString(16)}`,
+      );
     }
     if (!elf.hasDebugInfo) {
       tried.push({ path, via, verdict: 'no debug info' });

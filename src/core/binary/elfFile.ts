@@ -5,8 +5,17 @@ import { Cursor, hex } from './cursor';
 import { decompressGabi, decompressZdebug } from './compressed';
 import { ElfFormatError, NotElfError, UnsupportedArchError } from './errors';
 import {
-  PT_LOAD, PT_NOTE, SHF_COMPRESSED, SHT_DYNSYM, SHT_NOBITS, SHT_NOTE, SHT_SYMTAB,
-  parseElfContainer, type RawElf, type RawSection, type RawSegment,
+  PT_LOAD,
+  PT_NOTE,
+  SHF_COMPRESSED,
+  SHT_DYNSYM,
+  SHT_NOBITS,
+  SHT_NOTE,
+  SHT_SYMTAB,
+  parseElfContainer,
+  type RawElf,
+  type RawSection,
+  type RawSegment,
 } from './elfyAdapter';
 import { NT_GNU_BUILD_ID, parseNotes, type ElfNote } from './notes';
 import { checkStrtab, groupSymbols, readFunctionSymbols, type FunctionSymbol, type SymbolGroup } from './symbols';
@@ -18,8 +27,16 @@ export type ElfSection = RawSection;
 export type ElfSegment = RawSegment;
 
 const MACHINES: Record<number, string> = {
-  3: 'i386', 8: 'MIPS', 20: 'PowerPC', 21: 'PowerPC64', 22: 'S/390', 40: 'ARM (32-bit)', 62: 'x86-64',
-  183: 'AArch64', 243: 'RISC-V', 258: 'LoongArch',
+  3: 'i386',
+  8: 'MIPS',
+  20: 'PowerPC',
+  21: 'PowerPC64',
+  22: 'S/390',
+  40: 'ARM (32-bit)',
+  62: 'x86-64',
+  183: 'AArch64',
+  243: 'RISC-V',
+  258: 'LoongArch',
 };
 const TYPES: Record<number, ElfType> = { 1: 'REL', 2: 'EXEC', 3: 'DYN', 4: 'CORE' };
 
@@ -49,7 +66,11 @@ export class ElfFile {
   private readonly contents = new Map<number, Uint8Array | undefined>();
   private symbolCache?: { symbols: FunctionSymbol[]; groups: SymbolGroup[] };
 
-  private constructor(readonly path: string, readonly data: Buffer, raw: RawElf) {
+  private constructor(
+    readonly path: string,
+    readonly data: Buffer,
+    raw: RawElf,
+  ) {
     const h = raw.header;
     this.elfClass = h.elfClass;
     this.littleEndian = h.littleEndian;
@@ -89,7 +110,11 @@ export class ElfFile {
     if (sec.type === SHT_NOBITS) return undefined;
     if (sec.size === 0) return new Uint8Array(0);
     if (sec.offset + sec.size > this.data.length) {
-      throw new ElfFormatError(sec.name || `section ${sec.index}`, sec.offset, `${sec.size} bytes run past the end of the ${this.data.length}-byte file`);
+      throw new ElfFormatError(
+        sec.name || `section ${sec.index}`,
+        sec.offset,
+        `${sec.size} bytes run past the end of the ${this.data.length}-byte file`,
+      );
     }
     return this.data.subarray(sec.offset, sec.offset + sec.size);
   }
@@ -152,7 +177,8 @@ export class ElfFile {
     const seg = this.loadSegmentOf(vaddr);
     if (!seg) throw new ElfFormatError('program headers', undefined, `address ${hex(vaddr)} is in no file-backed PT_LOAD segment`);
     const off = Number(vaddr - seg.vaddr) + seg.offset;
-    if (off >= this.data.length) throw new ElfFormatError(`program header ${seg.index}`, seg.offset, `address ${hex(vaddr)} maps past the end of the file`);
+    if (off >= this.data.length)
+      throw new ElfFormatError(`program header ${seg.index}`, seg.offset, `address ${hex(vaddr)} maps past the end of the file`);
     return off;
   }
 
@@ -164,9 +190,15 @@ export class ElfFile {
    */
   fetchOffsetOf(address: bigint, probeAddress: bigint): bigint {
     const seg = this.loadSegmentOf(probeAddress);
-    if (!seg) throw new ElfFormatError('program headers', undefined, `probe address ${hex(probeAddress)} is in no file-backed PT_LOAD segment`);
+    if (!seg)
+      throw new ElfFormatError('program headers', undefined, `probe address ${hex(probeAddress)} is in no file-backed PT_LOAD segment`);
     const n = address - (seg.vaddr - BigInt(seg.offset));
-    if (n < 0n) throw new ElfFormatError('program headers', undefined, `${hex(address)} lies below the probed segment's base and cannot be fetched as @+N`);
+    if (n < 0n)
+      throw new ElfFormatError(
+        'program headers',
+        undefined,
+        `${hex(address)} lies below the probed segment's base and cannot be fetched as @+N`,
+      );
     return n;
   }
 
@@ -175,14 +207,19 @@ export class ElfFile {
     const seg = this.loadSegmentOf(vaddr);
     const off = this.fileOffsetOf(vaddr);
     if (!seg || size < 0 || vaddr + BigInt(size) > seg.vaddr + BigInt(seg.filesz) || off + size > this.data.length) {
-      throw new ElfFormatError(`program header ${seg?.index ?? '?'}`, off, `${size} bytes at ${hex(vaddr)} run past the end of the segment`);
+      throw new ElfFormatError(
+        `program header ${seg?.index ?? '?'}`,
+        off,
+        `${size} bytes at ${hex(vaddr)} run past the end of the segment`,
+      );
     }
     return this.data.subarray(off, off + size);
   }
 
   /** Code bytes of a function symbol (st_size bytes from its entry). */
   functionBytes(sym: Pick<FunctionSymbol, 'address' | 'size'>): Uint8Array {
-    if (sym.size > BigInt(this.data.length)) throw new ElfFormatError('symbol table', undefined, `function at ${hex(sym.address)} claims ${sym.size} bytes, more than the file`);
+    if (sym.size > BigInt(this.data.length))
+      throw new ElfFormatError('symbol table', undefined, `function at ${hex(sym.address)} claims ${sym.size} bytes, more than the file`);
     return this.bytesAt(sym.address, Number(sym.size));
   }
 
@@ -197,8 +234,17 @@ export class ElfFile {
     if (sectionName === undefined && noteSections.length === 0) {
       for (const p of this.segments) {
         if (p.type !== PT_NOTE || p.filesz === 0) continue;
-        if (p.offset + p.filesz > this.data.length) throw new ElfFormatError(`program header ${p.index}`, p.offset, 'PT_NOTE runs past the end of the file');
-        out.push(...parseNotes(this.data.subarray(p.offset, p.offset + p.filesz), this.littleEndian, Number(p.align), `PT_NOTE ${p.index}`, p.offset));
+        if (p.offset + p.filesz > this.data.length)
+          throw new ElfFormatError(`program header ${p.index}`, p.offset, 'PT_NOTE runs past the end of the file');
+        out.push(
+          ...parseNotes(
+            this.data.subarray(p.offset, p.offset + p.filesz),
+            this.littleEndian,
+            Number(p.align),
+            `PT_NOTE ${p.index}`,
+            p.offset,
+          ),
+        );
       }
     }
     return out;
@@ -220,7 +266,8 @@ export class ElfFile {
     const file = c.cstring();
     c.align(4);
     const crc32 = c.u32();
-    if (file === '' || file.includes('/')) throw new ElfFormatError('.gnu_debuglink', sec.offset, `debug file name ${JSON.stringify(file)} is not a plain file name`);
+    if (file === '' || file.includes('/'))
+      throw new ElfFormatError('.gnu_debuglink', sec.offset, `debug file name ${JSON.stringify(file)} is not a plain file name`);
     return { file, crc32 };
   }
 }

@@ -98,11 +98,18 @@ export function parseElfContainer(data: Buffer): RawElf {
   checkTable(data, 'program header table', phoff, phnum, phentsize, PHDR_SIZE[cls]);
   checkTable(data, 'section header table', shoff, shnum, shentsize, SHDR_SIZE[cls]);
   if (phnum === 0xffff) throw new ElfFormatError('ELF header', 0, 'extended program header numbering (PN_XNUM) is not supported');
-  if (shoff !== 0 && shnum === 0) throw new ElfFormatError('ELF header', 0, 'extended section numbering (more than 65279 sections) is not supported');
+  if (shoff !== 0 && shnum === 0)
+    throw new ElfFormatError('ELF header', 0, 'extended section numbering (more than 65279 sections) is not supported');
   if (shnum > 0) {
-    if (shstrndx === 0 || shstrndx >= shnum) throw new ElfFormatError('ELF header', 0, `section-name table index ${shstrndx} is not one of the ${shnum} sections`);
+    if (shstrndx === 0 || shstrndx >= shnum)
+      throw new ElfFormatError('ELF header', 0, `section-name table index ${shstrndx} is not one of the ${shnum} sections`);
     const shstrType = new Cursor(data, le, 'section header table', 0, shoff + shstrndx * shentsize + 4).u32();
-    if (shstrType !== SHT_STRTAB) throw new ElfFormatError('section header table', shoff + shstrndx * shentsize, `section-name table (index ${shstrndx}) is not a string table`);
+    if (shstrType !== SHT_STRTAB)
+      throw new ElfFormatError(
+        'section header table',
+        shoff + shstrndx * shentsize,
+        `section-name table (index ${shstrndx}) is not a string table`,
+      );
   }
 
   let parsed;
@@ -161,7 +168,8 @@ export function parseElfContainer(data: Buffer): RawElf {
 
 function checkTable(data: Buffer, what: string, off: number, num: number, entsize: number, minEntsize: number): void {
   if (num === 0) return;
-  if (entsize < minEntsize) throw new ElfFormatError('ELF header', 0, `${what} entry size ${entsize} is smaller than the ${minEntsize} bytes of this ELF class`);
+  if (entsize < minEntsize)
+    throw new ElfFormatError('ELF header', 0, `${what} entry size ${entsize} is smaller than the ${minEntsize} bytes of this ELF class`);
   if (off + num * entsize > data.length) {
     throw new ElfFormatError(what, off, `${num} entries of ${entsize} bytes run past the end of the ${data.length}-byte file`);
   }

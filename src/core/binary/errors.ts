@@ -4,8 +4,13 @@
 
 /** The bytes are not an ELF object at all. */
 export class NotElfError extends Error {
-  constructor(readonly path: string, detail: string) {
-    super(`${path} is not an ELF executable or shared library (${detail}): point ProbeLens at the compiled binary, not a script or source file`);
+  constructor(
+    readonly path: string,
+    detail: string,
+  ) {
+    super(
+      `${path} is not an ELF executable or shared library (${detail}): point ProbeLens at the compiled binary, not a script or source file`,
+    );
     this.name = 'NotElfError';
   }
 }
@@ -19,14 +24,19 @@ export class ElfFormatError extends Error {
     readonly offset: number | undefined,
     detail: string,
   ) {
-    super(`malformed ELF in ${where}${offset === undefined ? '' : ` at offset 0x${offset.toString(16)}`}: ${detail}; rebuild the binary or check that the file was copied completely`);
+    super(
+      `malformed ELF in ${where}${offset === undefined ? '' : ` at offset 0x${offset.toString(16)}`}: ${detail}; rebuild the binary or check that the file was copied completely`,
+    );
     this.name = 'ElfFormatError';
   }
 }
 
 /** A valid ELF file for a machine ProbeLens cannot probe (uprobe fetchargs are arch-specific). */
 export class UnsupportedArchError extends Error {
-  constructor(readonly machine: string, readonly path: string) {
+  constructor(
+    readonly machine: string,
+    readonly path: string,
+  ) {
     super(`${path} is built for ${machine}; ProbeLens probes x86-64 and AArch64 binaries only: build for one of those`);
     this.name = 'UnsupportedArchError';
   }
@@ -34,7 +44,11 @@ export class UnsupportedArchError extends Error {
 
 /** A separate debug file was found but does not belong to the binary (build-id or CRC differ). */
 export class DebugFileMismatchError extends Error {
-  constructor(readonly debugPath: string, readonly binaryPath: string, detail: string) {
+  constructor(
+    readonly debugPath: string,
+    readonly binaryPath: string,
+    detail: string,
+  ) {
     super(`debug file ${debugPath} does not match ${binaryPath} (${detail}): install the debug file from the same build`);
     this.name = 'DebugFileMismatchError';
   }

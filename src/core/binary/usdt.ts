@@ -56,13 +56,24 @@ export function readUsdtProbes(elf: ElfFile): UsdtProbe[] {
     const argsText = c.remaining > 0 ? c.cstring() : '';
     const shift = baseSec ? baseSec.addr - base : 0n;
     const address = pc + shift;
-    const probe: UsdtProbe = { provider, name, address, fileOffset: elf.fileOffsetOf(address), args: parseUsdtArgs(argsText, elf.addressSize), argsText };
+    const probe: UsdtProbe = {
+      provider,
+      name,
+      address,
+      fileOffset: elf.fileOffsetOf(address),
+      args: parseUsdtArgs(argsText, elf.addressSize),
+      argsText,
+    };
     if (sema !== 0n) {
       probe.semaphore = sema + shift;
       try {
         probe.semaphoreFileOffset = elf.fileOffsetOf(probe.semaphore);
       } catch {
-        throw new ElfFormatError('.note.stapsdt', n.descOffset, `semaphore ${hex(probe.semaphore)} of ${provider}:${name} is not in the file's loaded data`);
+        throw new ElfFormatError(
+          '.note.stapsdt',
+          n.descOffset,
+          `semaphore ${hex(probe.semaphore)} of ${provider}:${name} is not in the file's loaded data`,
+        );
       }
     }
     probes.push(probe);

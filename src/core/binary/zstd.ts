@@ -16,7 +16,8 @@ const GUARDED = 'if (wc > 255) err(0); fpos -= btr1;';
 function decompress(input: Uint8Array, out: Uint8Array): Uint8Array {
   if (!decompressFn) {
     const src = fzstdSource();
-    if (src.split(LOOP).length !== 2) throw new Error('fzstd changed: its Huffman-weight loop was not found; review src/core/binary/zstd.ts');
+    if (src.split(LOOP).length !== 2)
+      throw new Error('fzstd changed: its Huffman-weight loop was not found; review src/core/binary/zstd.ts');
     const mod: { exports: { decompress?: Decompress } } = { exports: {} };
     new Function('module', 'exports', 'require', src.replace(LOOP, GUARDED))(mod, mod.exports, require);
     if (!mod.exports.decompress) throw new Error('fzstd changed: no decompress export');

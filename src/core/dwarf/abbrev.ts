@@ -50,19 +50,50 @@ export class AbbrevTable {
 export function fixedFormSize(form: number, enc: Encoding): number {
   const off = enc.is64 ? 8 : 4;
   switch (form) {
-    case FORM.addr: return enc.addrSize;
-    case FORM.data1: case FORM.ref1: case FORM.flag: case FORM.strx1: case FORM.addrx1: return 1;
-    case FORM.data2: case FORM.ref2: case FORM.strx2: case FORM.addrx2: return 2;
-    case FORM.strx3: case FORM.addrx3: return 3;
-    case FORM.data4: case FORM.ref4: case FORM.ref_sup4: case FORM.strx4: case FORM.addrx4: return 4;
-    case FORM.data8: case FORM.ref8: case FORM.ref_sig8: case FORM.ref_sup8: return 8;
-    case FORM.data16: return 16;
-    case FORM.strp: case FORM.line_strp: case FORM.sec_offset: case FORM.strp_sup:
-    case FORM.GNU_ref_alt: case FORM.GNU_strp_alt: return off;
+    case FORM.addr:
+      return enc.addrSize;
+    case FORM.data1:
+    case FORM.ref1:
+    case FORM.flag:
+    case FORM.strx1:
+    case FORM.addrx1:
+      return 1;
+    case FORM.data2:
+    case FORM.ref2:
+    case FORM.strx2:
+    case FORM.addrx2:
+      return 2;
+    case FORM.strx3:
+    case FORM.addrx3:
+      return 3;
+    case FORM.data4:
+    case FORM.ref4:
+    case FORM.ref_sup4:
+    case FORM.strx4:
+    case FORM.addrx4:
+      return 4;
+    case FORM.data8:
+    case FORM.ref8:
+    case FORM.ref_sig8:
+    case FORM.ref_sup8:
+      return 8;
+    case FORM.data16:
+      return 16;
+    case FORM.strp:
+    case FORM.line_strp:
+    case FORM.sec_offset:
+    case FORM.strp_sup:
+    case FORM.GNU_ref_alt:
+    case FORM.GNU_strp_alt:
+      return off;
     // DWARF 2 defined ref_addr as address-sized; DWARF 3 changed it to offset-sized.
-    case FORM.ref_addr: return enc.version <= 2 ? enc.addrSize : off;
-    case FORM.flag_present: case FORM.implicit_const: return 0;
-    default: return -1;
+    case FORM.ref_addr:
+      return enc.version <= 2 ? enc.addrSize : off;
+    case FORM.flag_present:
+    case FORM.implicit_const:
+      return 0;
+    default:
+      return -1;
   }
 }
 
@@ -90,10 +121,14 @@ function parseAbbrevs(section: Uint8Array, offset: number, enc: Encoding, le: bo
     if (code === 0) break;
     const tag = r.uleb();
     const hasChildren = r.u8() !== 0;
-    const attrs: number[] = [], forms: number[] = [], implicit: number[] = [];
-    let fixed = 0, sibling = -1;
+    const attrs: number[] = [],
+      forms: number[] = [],
+      implicit: number[] = [];
+    let fixed = 0,
+      sibling = -1;
     for (;;) {
-      const at = r.uleb(), form = r.uleb();
+      const at = r.uleb(),
+        form = r.uleb();
       if (at === 0 && form === 0) break;
       if (attrs.length > 4096) r.fail('abbreviation with too many attributes');
       if (at === AT.sibling) sibling = attrs.length;

@@ -55,42 +55,113 @@ function decode(u: Unit, e: Block): Op[] {
   const ops: Op[] = [];
   while (r.pos < r.end) {
     const op = r.u8();
-    let a = 0, b = 0, big: bigint | undefined, block: Block | undefined;
+    let a = 0,
+      b = 0,
+      big: bigint | undefined,
+      block: Block | undefined;
     if (op >= OP.breg0 && op <= OP.breg31) a = r.sleb();
     else if (op >= OP.lit0 && op <= OP.lit31) a = op - OP.lit0;
     else if (op >= OP.reg0 && op <= OP.reg31) a = op - OP.reg0;
     else {
       switch (op) {
-        case OP.addr: a = r.uN(u.enc.addrSize); break;
-        case OP.const1u: case OP.pick: case OP.deref_size: a = r.u8(); break;
-        case OP.const1s: a = r.s8(); break;
-        case OP.const2u: a = r.u16(); break;
-        case OP.const2s: case OP.skip: case OP.bra: a = r.s16(); break;
-        case OP.const4u: a = r.u32(); break;
-        case OP.const4s: a = r.s32(); break;
-        case OP.const8u: big = r.u64big(); a = Number(big); break;
-        case OP.const8s: a = r.s64(); break;
-        case OP.constu: case OP.plus_uconst: case OP.regx: case OP.piece: case OP.addrx: case OP.constx:
-        case OP.GNU_addr_index: case OP.GNU_const_index: case OP.convert: case OP.GNU_convert:
-        case OP.reinterpret: case OP.GNU_reinterpret:
-          a = r.uleb(); break;
-        case OP.consts: case OP.fbreg: a = r.sleb(); break;
-        case OP.bregx: a = r.uleb(); b = r.sleb(); break;
-        case OP.bit_piece: a = r.uleb(); b = r.uleb(); break;
-        case OP.call2: a = r.u16(); break;
-        case OP.call4: a = r.u32(); break;
-        case OP.implicit_value: case OP.entry_value: case OP.GNU_entry_value: {
+        case OP.addr:
+          a = r.uN(u.enc.addrSize);
+          break;
+        case OP.const1u:
+        case OP.pick:
+        case OP.deref_size:
+          a = r.u8();
+          break;
+        case OP.const1s:
+          a = r.s8();
+          break;
+        case OP.const2u:
+          a = r.u16();
+          break;
+        case OP.const2s:
+        case OP.skip:
+        case OP.bra:
+          a = r.s16();
+          break;
+        case OP.const4u:
+          a = r.u32();
+          break;
+        case OP.const4s:
+          a = r.s32();
+          break;
+        case OP.const8u:
+          big = r.u64big();
+          a = Number(big);
+          break;
+        case OP.const8s:
+          a = r.s64();
+          break;
+        case OP.constu:
+        case OP.plus_uconst:
+        case OP.regx:
+        case OP.piece:
+        case OP.addrx:
+        case OP.constx:
+        case OP.GNU_addr_index:
+        case OP.GNU_const_index:
+        case OP.convert:
+        case OP.GNU_convert:
+        case OP.reinterpret:
+        case OP.GNU_reinterpret:
+          a = r.uleb();
+          break;
+        case OP.consts:
+        case OP.fbreg:
+          a = r.sleb();
+          break;
+        case OP.bregx:
+          a = r.uleb();
+          b = r.sleb();
+          break;
+        case OP.bit_piece:
+          a = r.uleb();
+          b = r.uleb();
+          break;
+        case OP.call2:
+          a = r.u16();
+          break;
+        case OP.call4:
+          a = r.u32();
+          break;
+        case OP.implicit_value:
+        case OP.entry_value:
+        case OP.GNU_entry_value: {
           const len = r.uleb();
           block = { buf: e.buf, start: r.pos, len };
           r.skip(len);
           break;
         }
-        case OP.implicit_pointer: case OP.GNU_implicit_pointer: r.offset(u.enc.is64); a = r.sleb(); break;
-        case OP.const_type: case OP.GNU_const_type: r.uleb(); r.skip(r.u8()); break;
-        case OP.regval_type: case OP.GNU_regval_type: a = r.uleb(); r.uleb(); break;
-        case OP.deref_type: case OP.GNU_deref_type: r.u8(); r.uleb(); break;
-        case OP.GNU_parameter_ref: r.u32(); break;
-        case OP.GNU_variable_value: r.offset(u.enc.is64); break;
+        case OP.implicit_pointer:
+        case OP.GNU_implicit_pointer:
+          r.offset(u.enc.is64);
+          a = r.sleb();
+          break;
+        case OP.const_type:
+        case OP.GNU_const_type:
+          r.uleb();
+          r.skip(r.u8());
+          break;
+        case OP.regval_type:
+        case OP.GNU_regval_type:
+          a = r.uleb();
+          r.uleb();
+          break;
+        case OP.deref_type:
+        case OP.GNU_deref_type:
+          r.u8();
+          r.uleb();
+          break;
+        case OP.GNU_parameter_ref:
+          r.u32();
+          break;
+        case OP.GNU_variable_value:
+          r.offset(u.enc.is64);
+          break;
         default:
           // Ops without operands; anything truly unknown stops decoding (we cannot know its length).
           if (op < OP.addr || op > OP.GNU_variable_value || (op > OP.reinterpret && op < OP.GNU_push_tls_address)) {
@@ -140,17 +211,19 @@ function simple(u: Unit, ops: Op[], arch: Arch, depth: number): LocDesc {
     // Inside DW_OP_entry_value, a typed register read names the register just like DW_OP_regN.
     if (o.op === OP.regval_type || o.op === OP.GNU_regval_type) return { kind: 'register', reg: o.a, name: reg(o.a) };
     if (o.op === OP.implicit_value) return { kind: 'implicit', bytes: o.block!.buf.slice(o.block!.start, o.block!.start + o.block!.len) };
-    if (o.op === OP.entry_value || o.op === OP.GNU_entry_value) return { kind: 'entry-value', inner: describeLocation(u, o.block, arch, depth + 1) };
+    if (o.op === OP.entry_value || o.op === OP.GNU_entry_value)
+      return { kind: 'entry-value', inner: describeLocation(u, o.block, arch, depth + 1) };
   }
   if (n === 2 && tail) {
     if (isConst(o)) return { kind: 'value', value: o.big ?? o.a };
     if (o.op >= OP.breg0 && o.op <= OP.breg31) return { kind: 'breg-value', reg: o.op - OP.breg0, name: reg(o.op - OP.breg0), offset: o.a };
     if (o.op === OP.bregx) return { kind: 'breg-value', reg: o.a, name: reg(o.a), offset: o.b };
-    if (o.op === OP.entry_value || o.op === OP.GNU_entry_value) return { kind: 'entry-value', inner: describeLocation(u, o.block, arch, depth + 1) };
+    if (o.op === OP.entry_value || o.op === OP.GNU_entry_value)
+      return { kind: 'entry-value', inner: describeLocation(u, o.block, arch, depth + 1) };
   }
   if (n === 2 && o.op === OP.call_frame_cfa && o2.op === OP.plus_uconst) return { kind: 'cfa', offset: o2.a };
   if (n === 2 && (o2.op === OP.GNU_push_tls_address || o2.op === OP.form_tls_address) && isConst(o)) return { kind: 'tls', offset: o.a };
-  if (n === 3 && tail && (o.op >= OP.breg0 && o.op <= OP.breg31) && o2.op === OP.plus_uconst) {
+  if (n === 3 && tail && o.op >= OP.breg0 && o.op <= OP.breg31 && o2.op === OP.plus_uconst) {
     return { kind: 'breg-value', reg: o.op - OP.breg0, name: reg(o.op - OP.breg0), offset: o.a + o2.a };
   }
   if (n === 0) return { kind: 'optimized-out' };

@@ -68,7 +68,8 @@ interface Rec {
 
 /** Everything the pass collects; FunctionInfo records are assembled from it once all units are walked. */
 const PARAM_ATTRS = [AT.name, AT.type, AT.abstract_origin];
-const vals = [0, 0, 0], forms = [0, 0, 0];
+const vals = [0, 0, 0],
+  forms = [0, 0, 0];
 
 export class FunctionPass {
   readonly recs = new Map<number, Rec>();
@@ -108,7 +109,7 @@ export class FunctionPass {
           if (parent) {
             scanAttrs(u, r, ab, PARAM_ATTRS, vals, forms);
             parent.params.push({
-              name: forms[0] < 0 ? '' : u.strOf(forms[0], vals[0]) ?? '',
+              name: forms[0] < 0 ? '' : (u.strOf(forms[0], vals[0]) ?? ''),
               typeOffset: forms[1] >= 0 && isRef(forms[1]) ? vals[1] : undefined,
               dieOffset: at,
               origin: forms[2] >= 0 && isRef(forms[2]) ? vals[2] : undefined,
@@ -125,8 +126,12 @@ export class FunctionPass {
           }
           break;
         }
-        case TAG.namespace: case TAG.class_type: case TAG.structure_type: case TAG.union_type:
-        case TAG.interface_type: case TAG.module: {
+        case TAG.namespace:
+        case TAG.class_type:
+        case TAG.structure_type:
+        case TAG.union_type:
+        case TAG.interface_type:
+        case TAG.module: {
           if (isC && tag !== TAG.namespace && ab.hasChildren) {
             jumpOver(u, r, ab, at);
             continue;
@@ -142,7 +147,9 @@ export class FunctionPass {
           if (prefix) this.typeScopes.set(at, prefix);
           skipAttrs(u, r, ab);
           break;
-        case TAG.enumeration_type: case TAG.array_type: case TAG.subroutine_type:
+        case TAG.enumeration_type:
+        case TAG.array_type:
+        case TAG.subroutine_type:
           if (prefix && tag === TAG.enumeration_type) this.typeScopes.set(at, prefix);
           if (ab.hasChildren) {
             jumpOver(u, r, ab, at);
@@ -150,7 +157,10 @@ export class FunctionPass {
           }
           skipAttrs(u, r, ab);
           break;
-        case TAG.compile_unit: case TAG.partial_unit: case TAG.type_unit: case TAG.skeleton_unit:
+        case TAG.compile_unit:
+        case TAG.partial_unit:
+        case TAG.type_unit:
+        case TAG.skeleton_unit:
           skipAttrs(u, r, ab);
           prefix = '';
           break;
@@ -235,7 +245,8 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
   // Subprogram DIEs are already decoded; chains mostly stay among them.
   const dieAt = (off: number): Die => pass.recs.get(off)?.die ?? res.dieAt(off);
   const build = (rec: Rec, inl: number[]): FunctionInfo => {
-    const d = rec.die, u = d.unit;
+    const d = rec.die,
+      u = d.unit;
     // One walk down the specification/abstract_origin chain collects every inherited attribute.
     let nameDie: Die | undefined, linkageName: string | undefined, fileDie: Die | undefined;
     let line: number | undefined, external: boolean | undefined, inline: number | undefined;
@@ -265,7 +276,9 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
     if (params.some((p) => !p.name || p.typeOffset === undefined)) {
       params = params.map((p) => {
         // Concrete parameters name their abstract twin; it was recorded with its own subprogram.
-        let name = p.name, typeOffset = p.typeOffset, origin = p.origin;
+        let name = p.name,
+          typeOffset = p.typeOffset,
+          origin = p.origin;
         for (let i = 0; i < 8 && origin !== undefined && (!name || typeOffset === undefined); i++) {
           const q: ParamInfo | undefined = paramByOffset.get(origin);
           if (!q) {
@@ -287,22 +300,34 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
     if (!rec.hasCode) reason = rec.discarded ? 'discarded section' : wasInlined ? 'fully inlined' : 'no code';
     return {
       name: name ? prefix + name : (linkageName ?? ''),
-      linkageName, file, line: line ?? 0, entryPc: entry, ranges, external: external ?? false, inline: inline ?? 0, params, inlinedDies: inl,
-      probeable: rec.hasCode, reason, dieOffset: d.offset, unitOffset: u.offset,
+      linkageName,
+      file,
+      line: line ?? 0,
+      entryPc: entry,
+      ranges,
+      external: external ?? false,
+      inline: inline ?? 0,
+      params,
+      inlinedDies: inl,
+      probeable: rec.hasCode,
+      reason,
+      dieOffset: d.offset,
+      unitOffset: u.offset,
     };
   };
   // Concrete functions first; each claims the inlined instances of its abstract root once.
   for (const rec of pass.recs.values()) {
     if (!rec.hasCode) continue;
     const root = abstractRoot(rec.die.offset);
-    const inl = claimed.has(root) ? [] : pass.inlined.get(root) ?? [];
+    const inl = claimed.has(root) ? [] : (pass.inlined.get(root) ?? []);
     claimed.add(root);
     out.push(build(rec, inl));
   }
   // Then functions without code: abstract instances never emitted out of line, and discarded/empty ones.
   for (const rec of pass.recs.values()) {
     if (rec.hasCode || claimed.has(rec.die.offset)) continue;
-    const d = rec.die, u = d.unit;
+    const d = rec.die,
+      u = d.unit;
     const isDecl = u.flag(d, AT.declaration);
     if (isDecl && !pass.inlined.has(d.offset)) continue;
     // An origin-linked DIE without code is a stray piece of an abstract instance already listed elsewhere.

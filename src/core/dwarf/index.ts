@@ -46,7 +46,11 @@ export class Dwarf implements Resolver {
   private readonly lineFiles = new Map<number, string[]>();
   readonly types: Types;
 
-  constructor(src: SectionSource, readonly arch: Arch, opts: OpenDwarfOptions = {}) {
+  constructor(
+    src: SectionSource,
+    readonly arch: Arch,
+    opts: OpenDwarfOptions = {},
+  ) {
     this.dw = new Sections(src, opts.relocatable ?? false);
     this.types = new Types(this);
   }
@@ -63,7 +67,8 @@ export class Dwarf implements Resolver {
   /** The .debug_info unit containing a DIE offset. */
   unitOf(offset: number): Unit {
     const us = this.units();
-    let lo = 0, hi = us.length - 1;
+    let lo = 0,
+      hi = us.length - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
       const u = us[mid];

@@ -10,7 +10,10 @@ import type { Unit } from './unit';
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
 const { FORM, LNCT, LNE, LNS } = K;
 
-export const ROW_STMT = 1, ROW_PROLOGUE_END = 2, ROW_EPILOGUE_BEGIN = 4, ROW_END_SEQUENCE = 8;
+export const ROW_STMT = 1,
+  ROW_PROLOGUE_END = 2,
+  ROW_EPILOGUE_BEGIN = 4,
+  ROW_END_SEQUENCE = 8;
 
 export interface LineRows {
   readonly address: Float64Array;
@@ -54,8 +57,12 @@ class RowBuilder {
   done(): LineRows {
     const n = this.n;
     return {
-      address: this.address.subarray(0, n), file: this.file.subarray(0, n), line: this.line.subarray(0, n),
-      column: this.column.subarray(0, n), flags: this.flags.subarray(0, n), discriminator: this.discriminator.subarray(0, n),
+      address: this.address.subarray(0, n),
+      file: this.file.subarray(0, n),
+      line: this.line.subarray(0, n),
+      column: this.column.subarray(0, n),
+      flags: this.flags.subarray(0, n),
+      discriminator: this.discriminator.subarray(0, n),
     };
   }
 }
@@ -91,7 +98,8 @@ export class LineTable {
     const { address } = this.rows;
     for (const [s, e] of this.sequences) {
       if (pc < address[s] || pc >= address[e]) continue;
-      let lo = s, hi = e - 1;
+      let lo = s,
+        hi = e - 1;
       while (lo < hi) {
         const mid = (lo + hi + 1) >> 1;
         if (address[mid] <= pc) lo = mid;
@@ -127,7 +135,9 @@ export class LineTable {
    */
   afterPrologue(lo: number, hi: number): number {
     const { address, flags, line } = this.rows;
-    let next = -1, firstLine = -1, zeroLength = false;
+    let next = -1,
+      firstLine = -1,
+      zeroLength = false;
     for (const [s, e] of this.sequences) {
       if (address[e] <= lo || address[s] >= hi) continue;
       for (let i = s; i < e; i++) {
@@ -148,7 +158,9 @@ export class LineTable {
   *stmtRows(): Iterable<{ file: string; line: number; address: number }> {
     const { address, file, line, flags } = this.rows;
     for (const [s, e] of this.sequences) {
-      for (let i = s; i < e; i++) if (flags[i] & ROW_STMT && !(flags[i] & ROW_END_SEQUENCE)) yield { file: this.files[file[i]] ?? '', line: line[i], address: address[i] };
+      for (let i = s; i < e; i++)
+        if (flags[i] & ROW_STMT && !(flags[i] & ROW_END_SEQUENCE))
+          yield { file: this.files[file[i]] ?? '', line: line[i], address: address[i] };
     }
   }
 }
@@ -174,22 +186,41 @@ interface EntryFormat {
 
 function readEntryValue(r: Reader, form: number, u: Unit, is64: boolean): number | string | undefined {
   switch (form) {
-    case FORM.string: return r.cstr();
-    case FORM.line_strp: return stringAt(u.dw.get('.debug_line_str'), '.debug_line_str', r.offset(is64));
-    case FORM.strp: return stringAt(u.dw.get('.debug_str'), '.debug_str', r.offset(is64));
-    case FORM.strx: case FORM.GNU_str_index: return u.strx(r.uleb());
-    case FORM.strx1: return u.strx(r.u8());
-    case FORM.strx2: return u.strx(r.u16());
-    case FORM.strx3: return u.strx(r.u24());
-    case FORM.strx4: return u.strx(r.u32());
-    case FORM.udata: return r.uleb();
-    case FORM.data1: return r.u8();
-    case FORM.data2: return r.u16();
-    case FORM.data4: return r.u32();
-    case FORM.data8: return r.u64();
-    case FORM.data16: r.skip(16); return undefined;
-    case FORM.block: r.skip(r.uleb()); return undefined;
-    default: return r.fail(`unsupported form 0x${form.toString(16)} in a line table entry`);
+    case FORM.string:
+      return r.cstr();
+    case FORM.line_strp:
+      return stringAt(u.dw.get('.debug_line_str'), '.debug_line_str', r.offset(is64));
+    case FORM.strp:
+      return stringAt(u.dw.get('.debug_str'), '.debug_str', r.offset(is64));
+    case FORM.strx:
+    case FORM.GNU_str_index:
+      return u.strx(r.uleb());
+    case FORM.strx1:
+      return u.strx(r.u8());
+    case FORM.strx2:
+      return u.strx(r.u16());
+    case FORM.strx3:
+      return u.strx(r.u24());
+    case FORM.strx4:
+      return u.strx(r.u32());
+    case FORM.udata:
+      return r.uleb();
+    case FORM.data1:
+      return r.u8();
+    case FORM.data2:
+      return r.u16();
+    case FORM.data4:
+      return r.u32();
+    case FORM.data8:
+      return r.u64();
+    case FORM.data16:
+      r.skip(16);
+      return undefined;
+    case FORM.block:
+      r.skip(r.uleb());
+      return undefined;
+    default:
+      return r.fail(`unsupported form 0x${form.toString(16)} in a line table entry`);
   }
 }
 
@@ -201,7 +232,8 @@ function readEntries(r: Reader, u: Unit, is64: boolean): Array<{ path: string; d
   if (count > r.left) r.fail('line table entry count exceeds the section');
   const out: Array<{ path: string; dir: number }> = [];
   for (let i = 0; i < count; i++) {
-    let path = '', dir = 0;
+    let path = '',
+      dir = 0;
     for (const f of fmts) {
       const v = readEntryValue(r, f.form, u, is64);
       if (f.content === LNCT.path && typeof v === 'string') path = v;
@@ -274,13 +306,27 @@ export function parseLineTable(u: Unit, offset: number, headerOnly = false): Lin
   // Most rows cost 1–3 bytes of program; start near that and double when needed.
   const rows = new RowBuilder(Math.ceil((end - progStart) / 3));
   const sequences: Array<[number, number]> = [];
-  let address = 0, opIndex = 0, file = 1, line = 1, column = 0, isStmt = defaultStmt;
-  let prologueEnd = false, epilogueBegin = false, discriminator = 0;
+  let address = 0,
+    opIndex = 0,
+    file = 1,
+    line = 1,
+    column = 0,
+    isStmt = defaultStmt;
+  let prologueEnd = false,
+    epilogueBegin = false,
+    discriminator = 0;
   let seqStart = 0;
   const dead = (a: number) => isDeadAddress(a, addrSize, u.dw.zeroIsCode);
   const reset = () => {
-    address = 0; opIndex = 0; file = 1; line = 1; column = 0; isStmt = defaultStmt;
-    prologueEnd = false; epilogueBegin = false; discriminator = 0;
+    address = 0;
+    opIndex = 0;
+    file = 1;
+    line = 1;
+    column = 0;
+    isStmt = defaultStmt;
+    prologueEnd = false;
+    epilogueBegin = false;
+    discriminator = 0;
   };
   const emit = (endSeq: boolean) => {
     if (rows.n === rows.address.length) rows.grow();
@@ -289,10 +335,15 @@ export function parseLineTable(u: Unit, offset: number, headerOnly = false): Lin
     rows.file[i] = file;
     rows.line[i] = line;
     rows.column[i] = column;
-    rows.flags[i] = (isStmt ? ROW_STMT : 0) | (prologueEnd ? ROW_PROLOGUE_END : 0) |
-      (epilogueBegin ? ROW_EPILOGUE_BEGIN : 0) | (endSeq ? ROW_END_SEQUENCE : 0);
+    rows.flags[i] =
+      (isStmt ? ROW_STMT : 0) |
+      (prologueEnd ? ROW_PROLOGUE_END : 0) |
+      (epilogueBegin ? ROW_EPILOGUE_BEGIN : 0) |
+      (endSeq ? ROW_END_SEQUENCE : 0);
     rows.discriminator[i] = discriminator;
-    discriminator = 0; prologueEnd = false; epilogueBegin = false;
+    discriminator = 0;
+    prologueEnd = false;
+    epilogueBegin = false;
   };
   const advance = (opAdvance: number) => {
     if (maxOps === 1) address += minInst * opAdvance;
@@ -329,31 +380,61 @@ export function parseLineTable(u: Unit, offset: number, headerOnly = false): Lin
           endSequence();
           reset();
           break;
-        case LNE.set_address: address = r.uN(len - 1); opIndex = 0; break;
+        case LNE.set_address:
+          address = r.uN(len - 1);
+          opIndex = 0;
+          break;
         case LNE.define_file: {
           const name = r.cstr();
           const dir = r.uleb();
           files.push(join(dirs[dir] ?? compDir, name));
           break;
         }
-        case LNE.set_discriminator: discriminator = r.uleb(); break;
-        default: break; // vendor extensions: skipped by length
+        case LNE.set_discriminator:
+          discriminator = r.uleb();
+          break;
+        default:
+          break; // vendor extensions: skipped by length
       }
       r.seek(next);
     } else {
       switch (op) {
-        case LNS.copy: emit(false); break;
-        case LNS.advance_pc: advance(r.uleb()); break;
-        case LNS.advance_line: line += r.sleb(); break;
-        case LNS.set_file: file = r.uleb(); break;
-        case LNS.set_column: column = r.uleb(); break;
-        case LNS.negate_stmt: isStmt = !isStmt; break;
-        case LNS.set_basic_block: break;
-        case LNS.const_add_pc: advance(Math.floor((255 - opcodeBase) / lineRange)); break;
-        case LNS.fixed_advance_pc: address += r.u16(); opIndex = 0; break;
-        case LNS.set_prologue_end: prologueEnd = true; break;
-        case LNS.set_epilogue_begin: epilogueBegin = true; break;
-        case LNS.set_isa: r.uleb(); break;
+        case LNS.copy:
+          emit(false);
+          break;
+        case LNS.advance_pc:
+          advance(r.uleb());
+          break;
+        case LNS.advance_line:
+          line += r.sleb();
+          break;
+        case LNS.set_file:
+          file = r.uleb();
+          break;
+        case LNS.set_column:
+          column = r.uleb();
+          break;
+        case LNS.negate_stmt:
+          isStmt = !isStmt;
+          break;
+        case LNS.set_basic_block:
+          break;
+        case LNS.const_add_pc:
+          advance(Math.floor((255 - opcodeBase) / lineRange));
+          break;
+        case LNS.fixed_advance_pc:
+          address += r.u16();
+          opIndex = 0;
+          break;
+        case LNS.set_prologue_end:
+          prologueEnd = true;
+          break;
+        case LNS.set_epilogue_begin:
+          epilogueBegin = true;
+          break;
+        case LNS.set_isa:
+          r.uleb();
+          break;
         default:
           // Unknown standard opcode: skip its ULEB operands as the header declares.
           for (let i = 0; i < stdLens[op]; i++) r.uleb();

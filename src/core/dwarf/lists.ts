@@ -14,7 +14,8 @@ const TWO32 = 2 ** 32;
 // lists); the check must be exact because the -2 tombstone rounds to the same double as -1.
 function addrAllOnes(r: Reader, size: number): [number, boolean] {
   if (size === 8) {
-    const a = r.u32(), b = r.u32();
+    const a = r.u32(),
+      b = r.u32();
     const v = r.le ? b * TWO32 + a : a * TWO32 + b;
     return [v, a === 0xffffffff && b === 0xffffffff];
   }
@@ -83,15 +84,41 @@ function readRnglist(u: Unit, offset: number, out: number[]): void {
     if (n > 1e6) r.fail('range list too long');
     const kind = r.u8();
     switch (kind) {
-      case RLE.end_of_list: return;
-      case RLE.base_addressx: base = u.addrx(r.uleb()); break;
-      case RLE.startx_endx: { const a = u.addrx(r.uleb()); push(u, out, a, u.addrx(r.uleb())); break; }
-      case RLE.startx_length: { const a = u.addrx(r.uleb()); push(u, out, a, a + r.uleb()); break; }
-      case RLE.offset_pair: { const a = r.uleb(); push(u, out, base + a, base + r.uleb()); break; }
-      case RLE.base_address: base = r.uN(sz); break;
-      case RLE.start_end: { const a = r.uN(sz); push(u, out, a, r.uN(sz)); break; }
-      case RLE.start_length: { const a = r.uN(sz); push(u, out, a, a + r.uleb()); break; }
-      default: r.fail(`unknown range list entry kind ${kind}`, r.pos - 1);
+      case RLE.end_of_list:
+        return;
+      case RLE.base_addressx:
+        base = u.addrx(r.uleb());
+        break;
+      case RLE.startx_endx: {
+        const a = u.addrx(r.uleb());
+        push(u, out, a, u.addrx(r.uleb()));
+        break;
+      }
+      case RLE.startx_length: {
+        const a = u.addrx(r.uleb());
+        push(u, out, a, a + r.uleb());
+        break;
+      }
+      case RLE.offset_pair: {
+        const a = r.uleb();
+        push(u, out, base + a, base + r.uleb());
+        break;
+      }
+      case RLE.base_address:
+        base = r.uN(sz);
+        break;
+      case RLE.start_end: {
+        const a = r.uN(sz);
+        push(u, out, a, r.uN(sz));
+        break;
+      }
+      case RLE.start_length: {
+        const a = r.uN(sz);
+        push(u, out, a, a + r.uleb());
+        break;
+      }
+      default:
+        r.fail(`unknown range list entry kind ${kind}`, r.pos - 1);
     }
   }
 }
@@ -107,10 +134,7 @@ export interface LocEntry {
  * The location of a variable: a single expression (valid everywhere in its scope), a location list, or
  * none (no DW_AT_location: optimised out).
  */
-export type Location =
-  | { kind: 'expr'; expr: Block }
-  | { kind: 'list'; entries: LocEntry[] }
-  | { kind: 'none' };
+export type Location = { kind: 'expr'; expr: Block } | { kind: 'list'; entries: LocEntry[] } | { kind: 'none' };
 
 export function locationOf(u: Unit, d: Die, at: number = AT.location): Location {
   const i = d.index(at);
@@ -164,17 +188,49 @@ function readLoclist(u: Unit, offset: number): LocEntry[] {
     if (n > 1e6) r.fail('location list too long');
     const kind = r.u8();
     switch (kind) {
-      case LLE.end_of_list: return out;
-      case LLE.base_addressx: base = u.addrx(r.uleb()); break;
-      case LLE.startx_endx: { const a = u.addrx(r.uleb()); add(a, u.addrx(r.uleb())); break; }
-      case LLE.startx_length: { const a = u.addrx(r.uleb()); add(a, a + r.uleb()); break; }
-      case LLE.offset_pair: { const a = r.uleb(); const b = r.uleb(); add(base + a, base + b); break; }
-      case LLE.default_location: out.push({ lo: 0, hi: Infinity, expr: exprAt(r, r.uleb()) }); break;
-      case LLE.base_address: base = r.uN(sz); break;
-      case LLE.start_end: { const a = r.uN(sz); add(a, r.uN(sz)); break; }
-      case LLE.start_length: { const a = r.uN(sz); add(a, a + r.uleb()); break; }
-      case LLE.GNU_view_pair: r.uleb(); r.uleb(); break;
-      default: r.fail(`unknown location list entry kind ${kind}`, r.pos - 1);
+      case LLE.end_of_list:
+        return out;
+      case LLE.base_addressx:
+        base = u.addrx(r.uleb());
+        break;
+      case LLE.startx_endx: {
+        const a = u.addrx(r.uleb());
+        add(a, u.addrx(r.uleb()));
+        break;
+      }
+      case LLE.startx_length: {
+        const a = u.addrx(r.uleb());
+        add(a, a + r.uleb());
+        break;
+      }
+      case LLE.offset_pair: {
+        const a = r.uleb();
+        const b = r.uleb();
+        add(base + a, base + b);
+        break;
+      }
+      case LLE.default_location:
+        out.push({ lo: 0, hi: Infinity, expr: exprAt(r, r.uleb()) });
+        break;
+      case LLE.base_address:
+        base = r.uN(sz);
+        break;
+      case LLE.start_end: {
+        const a = r.uN(sz);
+        add(a, r.uN(sz));
+        break;
+      }
+      case LLE.start_length: {
+        const a = r.uN(sz);
+        add(a, a + r.uleb());
+        break;
+      }
+      case LLE.GNU_view_pair:
+        r.uleb();
+        r.uleb();
+        break;
+      default:
+        r.fail(`unknown location list entry kind ${kind}`, r.pos - 1);
     }
   }
 }

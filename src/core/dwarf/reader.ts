@@ -14,8 +14,10 @@ export class DwarfFormatError extends Error {
     readonly offset: number,
     readonly what: string,
   ) {
-    super(`malformed DWARF in ${section} at offset 0x${offset.toString(16)}: ${what}; the debug info is damaged or ` +
-      `produced by an unsupported compiler — rebuild with -g, or report the binary`);
+    super(
+      `malformed DWARF in ${section} at offset 0x${offset.toString(16)}: ${what}; the debug info is damaged or ` +
+        `produced by an unsupported compiler — rebuild with -g, or report the binary`,
+    );
     this.name = 'DwarfFormatError';
   }
 }
@@ -109,7 +111,8 @@ export class Reader {
   }
   u24(): number {
     this.need(3);
-    const b = this.buf, p = this.pos;
+    const b = this.buf,
+      p = this.pos;
     this.pos += 3;
     return this.le ? b[p] | (b[p + 1] << 8) | (b[p + 2] << 16) : (b[p] << 16) | (b[p + 1] << 8) | b[p + 2];
   }
@@ -148,23 +151,30 @@ export class Reader {
   /** Unsigned of `size` bytes (1, 2, 4 or 8): addresses and offsets. */
   uN(size: number): number {
     switch (size) {
-      case 1: return this.u8();
-      case 2: return this.u16();
-      case 4: return this.u32();
-      case 8: return this.u64();
-      default: return this.fail(`unsupported field size ${size}`);
+      case 1:
+        return this.u8();
+      case 2:
+        return this.u16();
+      case 4:
+        return this.u32();
+      case 8:
+        return this.u64();
+      default:
+        return this.fail(`unsupported field size ${size}`);
     }
   }
 
   /** ULEB128, at most 10 bytes (64 bits); precision above 2^53 is lost like u64(). */
   uleb(): number {
-    const b = this.buf, end = this.end;
+    const b = this.buf,
+      end = this.end;
     let p = this.pos;
     if (p < end && b[p] < 0x80) {
       this.pos = p + 1;
       return b[p];
     }
-    let result = 0, mul = 1;
+    let result = 0,
+      mul = 1;
     for (let i = 0; i < 10; i++) {
       if (p >= end) this.fail('LEB128 runs past the end', this.pos);
       const byte = b[p++];
@@ -179,8 +189,11 @@ export class Reader {
   }
 
   sleb(): number {
-    const b = this.buf, end = this.end;
-    let p = this.pos, result = 0, mul = 1;
+    const b = this.buf,
+      end = this.end;
+    let p = this.pos,
+      result = 0,
+      mul = 1;
     for (let i = 0; i < 10; i++) {
       if (p >= end) this.fail('LEB128 runs past the end', this.pos);
       const byte = b[p++];
@@ -195,7 +208,8 @@ export class Reader {
   }
 
   skipLeb(): void {
-    const b = this.buf, end = this.end;
+    const b = this.buf,
+      end = this.end;
     let p = this.pos;
     for (let i = 0; i < 10; i++) {
       if (p >= end) this.fail('LEB128 runs past the end', this.pos);

@@ -9,8 +9,24 @@ import { isConstantForm, num, skipAttrs, type Die, type Unit } from './unit';
 const { AT, ATE, FORM, LANG_C, OP, TAG } = K;
 
 export type TypeKind =
-  | 'void' | 'base' | 'pointer' | 'reference' | 'typedef' | 'const' | 'volatile' | 'restrict' | 'atomic'
-  | 'struct' | 'union' | 'class' | 'enum' | 'array' | 'function' | 'unspecified' | 'ptr_to_member' | 'other';
+  | 'void'
+  | 'base'
+  | 'pointer'
+  | 'reference'
+  | 'typedef'
+  | 'const'
+  | 'volatile'
+  | 'restrict'
+  | 'atomic'
+  | 'struct'
+  | 'union'
+  | 'class'
+  | 'enum'
+  | 'array'
+  | 'function'
+  | 'unspecified'
+  | 'ptr_to_member'
+  | 'other';
 
 export interface Member {
   readonly name: string;
@@ -50,16 +66,31 @@ export interface TypeResolver {
 }
 
 const KIND: Record<number, TypeKind> = {
-  [TAG.base_type]: 'base', [TAG.pointer_type]: 'pointer', [TAG.reference_type]: 'reference',
-  [TAG.rvalue_reference_type]: 'reference', [TAG.typedef]: 'typedef', [TAG.const_type]: 'const',
-  [TAG.volatile_type]: 'volatile', [TAG.restrict_type]: 'restrict', [TAG.atomic_type]: 'atomic',
-  [TAG.structure_type]: 'struct', [TAG.union_type]: 'union', [TAG.class_type]: 'class',
-  [TAG.enumeration_type]: 'enum', [TAG.array_type]: 'array', [TAG.subroutine_type]: 'function',
-  [TAG.unspecified_type]: 'unspecified', [TAG.ptr_to_member_type]: 'ptr_to_member', [TAG.interface_type]: 'struct',
+  [TAG.base_type]: 'base',
+  [TAG.pointer_type]: 'pointer',
+  [TAG.reference_type]: 'reference',
+  [TAG.rvalue_reference_type]: 'reference',
+  [TAG.typedef]: 'typedef',
+  [TAG.const_type]: 'const',
+  [TAG.volatile_type]: 'volatile',
+  [TAG.restrict_type]: 'restrict',
+  [TAG.atomic_type]: 'atomic',
+  [TAG.structure_type]: 'struct',
+  [TAG.union_type]: 'union',
+  [TAG.class_type]: 'class',
+  [TAG.enumeration_type]: 'enum',
+  [TAG.array_type]: 'array',
+  [TAG.subroutine_type]: 'function',
+  [TAG.unspecified_type]: 'unspecified',
+  [TAG.ptr_to_member_type]: 'ptr_to_member',
+  [TAG.interface_type]: 'struct',
 };
 
 const QUAL: Record<number, string> = {
-  [TAG.const_type]: 'const', [TAG.volatile_type]: 'volatile', [TAG.restrict_type]: 'restrict', [TAG.atomic_type]: '_Atomic',
+  [TAG.const_type]: 'const',
+  [TAG.volatile_type]: 'volatile',
+  [TAG.restrict_type]: 'restrict',
+  [TAG.atomic_type]: '_Atomic',
 };
 
 export class Types {
@@ -90,19 +121,40 @@ export class Types {
     const own = u.str(d, AT.name);
     const nm = own && !isC(u) ? this.res.scopeOf(offset) + own : own;
     switch (d.tag) {
-      case TAG.base_type: case TAG.typedef: case TAG.unspecified_type:
+      case TAG.base_type:
+      case TAG.typedef:
+      case TAG.unspecified_type:
         return join(nm ?? (d.tag === TAG.unspecified_type ? 'void' : '?'), decl);
       // Only C spells the tag keyword; C++, Rust and Go name aggregates by their type name alone.
-      case TAG.structure_type: case TAG.interface_type: return join(nm ?? 'struct {...}', decl, nm && isC(u) ? 'struct ' : '');
-      case TAG.class_type: return join(nm ?? 'class {...}', decl);
-      case TAG.union_type: return join(nm ?? 'union {...}', decl, nm && isC(u) ? 'union ' : '');
-      case TAG.enumeration_type: return join(nm ?? 'enum {...}', decl, nm && isC(u) ? 'enum ' : '');
-      case TAG.pointer_type: case TAG.reference_type: case TAG.rvalue_reference_type: case TAG.ptr_to_member_type: {
-        const sym = d.tag === TAG.pointer_type ? '*' : d.tag === TAG.reference_type ? '&' : d.tag === TAG.rvalue_reference_type ? '&&' : '::*';
+      case TAG.structure_type:
+      case TAG.interface_type:
+        return join(nm ?? 'struct {...}', decl, nm && isC(u) ? 'struct ' : '');
+      case TAG.class_type:
+        return join(nm ?? 'class {...}', decl);
+      case TAG.union_type:
+        return join(nm ?? 'union {...}', decl, nm && isC(u) ? 'union ' : '');
+      case TAG.enumeration_type:
+        return join(nm ?? 'enum {...}', decl, nm && isC(u) ? 'enum ' : '');
+      case TAG.pointer_type:
+      case TAG.reference_type:
+      case TAG.rvalue_reference_type:
+      case TAG.ptr_to_member_type: {
+        const sym =
+          d.tag === TAG.pointer_type ? '*' : d.tag === TAG.reference_type ? '&' : d.tag === TAG.rvalue_reference_type ? '&&' : '::*';
         return this.render(this.target(d), sym + (/^[A-Za-z_]/.test(decl) ? ' ' + decl : decl), depth + 1);
       }
-      case TAG.const_type: case TAG.volatile_type: case TAG.restrict_type: case TAG.atomic_type: {
-        const q = d.tag === TAG.const_type ? 'const' : d.tag === TAG.volatile_type ? 'volatile' : d.tag === TAG.restrict_type ? 'restrict' : '_Atomic';
+      case TAG.const_type:
+      case TAG.volatile_type:
+      case TAG.restrict_type:
+      case TAG.atomic_type: {
+        const q =
+          d.tag === TAG.const_type
+            ? 'const'
+            : d.tag === TAG.volatile_type
+              ? 'volatile'
+              : d.tag === TAG.restrict_type
+                ? 'restrict'
+                : '_Atomic';
         // Qualifying a pointer puts the qualifier after the star ("char *const"); otherwise before the type.
         const t = this.target(d);
         const tt = t === undefined ? -1 : this.res.dieAt(t).tag;
@@ -127,7 +179,9 @@ export class Types {
         return `${ordered} ${this.render(inner, decl, depth + 1)}`;
       }
       case TAG.array_type: {
-        const dims = this.dims(d).map((n) => `[${n ?? ''}]`).join('');
+        const dims = this.dims(d)
+          .map((n) => `[${n ?? ''}]`)
+          .join('');
         const inner = decl.startsWith('*') ? `(${decl})${dims}` : decl + dims;
         return this.render(this.target(d), inner, depth + 1);
       }
@@ -203,9 +257,15 @@ export class Types {
           char: e === ATE.signed_char || e === ATE.unsigned_char || e === ATE.UTF,
         };
       }
-      case TAG.pointer_type: case TAG.reference_type: case TAG.rvalue_reference_type:
+      case TAG.pointer_type:
+      case TAG.reference_type:
+      case TAG.rvalue_reference_type:
         return { ...base, byteSize: byteSize ?? u.enc.addrSize };
-      case TAG.typedef: case TAG.const_type: case TAG.volatile_type: case TAG.restrict_type: case TAG.atomic_type: {
+      case TAG.typedef:
+      case TAG.const_type:
+      case TAG.volatile_type:
+      case TAG.restrict_type:
+      case TAG.atomic_type: {
         const t = this.describe(base.targetOffset, depth + 1);
         return { ...t, offset, kind, name: base.name, targetOffset: base.targetOffset };
       }
@@ -220,10 +280,14 @@ export class Types {
       case TAG.array_type: {
         const dims = this.dims(d);
         const el = this.describe(base.targetOffset, depth + 1).byteSize;
-        const total = byteSize ?? (el !== undefined && dims.every((x) => x !== undefined) ? dims.reduce<number>((a, x) => a * x!, el) : undefined);
+        const total =
+          byteSize ?? (el !== undefined && dims.every((x) => x !== undefined) ? dims.reduce<number>((a, x) => a * x!, el) : undefined);
         return { ...base, dims, byteSize: total };
       }
-      case TAG.structure_type: case TAG.class_type: case TAG.union_type: case TAG.interface_type:
+      case TAG.structure_type:
+      case TAG.class_type:
+      case TAG.union_type:
+      case TAG.interface_type:
         return { ...base, members: this.members(d, depth) };
       default:
         return base;
@@ -251,7 +315,14 @@ export class Types {
         }
         offset = Math.floor(bitOffset / 8);
       }
-      out.push({ name: u.str(c, AT.name) ?? '', typeOffset, type: this.name(typeOffset), offset: offset ?? (d.tag === TAG.union_type ? 0 : undefined), bitSize, bitOffset });
+      out.push({
+        name: u.str(c, AT.name) ?? '',
+        typeOffset,
+        type: this.name(typeOffset),
+        offset: offset ?? (d.tag === TAG.union_type ? 0 : undefined),
+        bitSize,
+        bitOffset,
+      });
     });
     return out;
   }

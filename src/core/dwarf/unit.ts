@@ -174,11 +174,19 @@ export class Unit {
         const b = this.dw.get(this.section)!;
         return decodeString(b, v, b.indexOf(0, v));
       }
-      case FORM.strp: return stringAt(this.dw.get('.debug_str'), '.debug_str', v);
-      case FORM.line_strp: return stringAt(this.dw.get('.debug_line_str'), '.debug_line_str', v);
-      case FORM.strx: case FORM.strx1: case FORM.strx2: case FORM.strx3: case FORM.strx4: case FORM.GNU_str_index:
+      case FORM.strp:
+        return stringAt(this.dw.get('.debug_str'), '.debug_str', v);
+      case FORM.line_strp:
+        return stringAt(this.dw.get('.debug_line_str'), '.debug_line_str', v);
+      case FORM.strx:
+      case FORM.strx1:
+      case FORM.strx2:
+      case FORM.strx3:
+      case FORM.strx4:
+      case FORM.GNU_str_index:
         return this.strx(v);
-      default: return undefined; // strp_sup/GNU_strp_alt live in a supplementary file we do not load
+      default:
+        return undefined; // strp_sup/GNU_strp_alt live in a supplementary file we do not load
     }
   }
 
@@ -245,11 +253,18 @@ export function isAddrx(f: number): boolean {
   return f === FORM.addrx || (f >= FORM.addrx1 && f <= FORM.addrx4) || f === FORM.GNU_addr_index;
 }
 export function isRef(f: number): boolean {
-  return (f >= FORM.ref_addr && f <= FORM.ref_udata);
+  return f >= FORM.ref_addr && f <= FORM.ref_udata;
 }
 export function isConstantForm(f: number): boolean {
-  return f === FORM.data1 || f === FORM.data2 || f === FORM.data4 || f === FORM.data8 || f === FORM.sdata ||
-    f === FORM.udata || f === FORM.implicit_const;
+  return (
+    f === FORM.data1 ||
+    f === FORM.data2 ||
+    f === FORM.data4 ||
+    f === FORM.data8 ||
+    f === FORM.sdata ||
+    f === FORM.udata ||
+    f === FORM.implicit_const
+  );
 }
 
 /**
@@ -276,14 +291,33 @@ export function skipAttrs(u: Unit, r: Reader, a: Abbrev): void {
 
 function skipForm(u: Unit, r: Reader, form: number, depth: number): void {
   switch (form) {
-    case FORM.string: r.skipCstr(); return;
-    case FORM.udata: case FORM.sdata: case FORM.ref_udata: case FORM.strx: case FORM.addrx:
-    case FORM.loclistx: case FORM.rnglistx: case FORM.GNU_addr_index: case FORM.GNU_str_index:
-      r.skipLeb(); return;
-    case FORM.block1: r.skip(r.u8()); return;
-    case FORM.block2: r.skip(r.u16()); return;
-    case FORM.block4: r.skip(r.u32()); return;
-    case FORM.block: case FORM.exprloc: r.skip(r.uleb()); return;
+    case FORM.string:
+      r.skipCstr();
+      return;
+    case FORM.udata:
+    case FORM.sdata:
+    case FORM.ref_udata:
+    case FORM.strx:
+    case FORM.addrx:
+    case FORM.loclistx:
+    case FORM.rnglistx:
+    case FORM.GNU_addr_index:
+    case FORM.GNU_str_index:
+      r.skipLeb();
+      return;
+    case FORM.block1:
+      r.skip(r.u8());
+      return;
+    case FORM.block2:
+      r.skip(r.u16());
+      return;
+    case FORM.block4:
+      r.skip(r.u32());
+      return;
+    case FORM.block:
+    case FORM.exprloc:
+      r.skip(r.uleb());
+      return;
     case FORM.indirect:
       if (depth > 4) r.fail('DW_FORM_indirect chain');
       skipForm(u, r, r.uleb(), depth + 1);
@@ -303,8 +337,10 @@ function skipForm(u: Unit, r: Reader, form: number, depth: number): void {
 export function scanRef(u: Unit, r: Reader, a: Abbrev, at: number): number | undefined {
   const idx = a.attrs.indexOf(at);
   const f = idx < 0 ? -1 : a.forms[idx];
-  if (idx < 0 || !(f === FORM.ref1 || f === FORM.ref2 || f === FORM.ref4 || f === FORM.ref8 || f === FORM.ref_udata ||
-    f === FORM.ref_addr)) {
+  if (
+    idx < 0 ||
+    !(f === FORM.ref1 || f === FORM.ref2 || f === FORM.ref4 || f === FORM.ref8 || f === FORM.ref_udata || f === FORM.ref_addr)
+  ) {
     skipAttrs(u, r, a);
     return undefined;
   }
@@ -315,12 +351,23 @@ export function scanRef(u: Unit, r: Reader, a: Abbrev, at: number): number | und
       continue;
     }
     switch (f) {
-      case FORM.ref1: v = u.offset + r.u8(); break;
-      case FORM.ref2: v = u.offset + r.u16(); break;
-      case FORM.ref4: v = u.offset + r.u32(); break;
-      case FORM.ref8: v = u.offset + r.u64(); break;
-      case FORM.ref_udata: v = u.offset + r.uleb(); break;
-      default: v = u.enc.version <= 2 ? r.uN(u.enc.addrSize) : r.offset(u.enc.is64);
+      case FORM.ref1:
+        v = u.offset + r.u8();
+        break;
+      case FORM.ref2:
+        v = u.offset + r.u16();
+        break;
+      case FORM.ref4:
+        v = u.offset + r.u32();
+        break;
+      case FORM.ref8:
+        v = u.offset + r.u64();
+        break;
+      case FORM.ref_udata:
+        v = u.offset + r.uleb();
+        break;
+      default:
+        v = u.enc.version <= 2 ? r.uN(u.enc.addrSize) : r.offset(u.enc.is64);
     }
   }
   return v;
@@ -387,38 +434,89 @@ let blockLen = -1;
 function readValue(u: Unit, r: Reader, f: number, implicit: number): number {
   blockLen = -1;
   switch (f) {
-    case FORM.addr: return r.uN(u.enc.addrSize);
-    case FORM.data1: case FORM.flag: case FORM.strx1: case FORM.addrx1: return r.u8();
-    case FORM.data2: case FORM.strx2: case FORM.addrx2: return r.u16();
-    case FORM.strx3: case FORM.addrx3: return r.u24();
-    case FORM.data4: case FORM.strx4: case FORM.addrx4: case FORM.ref_sup4: return r.u32();
-    case FORM.data8: case FORM.ref_sup8: return r.u64();
-    case FORM.ref1: return u.offset + r.u8();
-    case FORM.ref2: return u.offset + r.u16();
-    case FORM.ref4: return u.offset + r.u32();
-    case FORM.ref8: return u.offset + r.u64();
-    case FORM.ref_udata: return u.offset + r.uleb();
-    case FORM.ref_addr: return u.enc.version <= 2 ? r.uN(u.enc.addrSize) : r.offset(u.enc.is64);
-    case FORM.ref_sig8: { const v = r.pos; r.skip(8); return v; }
-    case FORM.data16: { const v = r.pos; r.skip(16); return v; }
-    case FORM.sdata: return r.sleb();
-    case FORM.udata: case FORM.strx: case FORM.addrx: case FORM.loclistx: case FORM.rnglistx:
-    case FORM.GNU_addr_index: case FORM.GNU_str_index:
+    case FORM.addr:
+      return r.uN(u.enc.addrSize);
+    case FORM.data1:
+    case FORM.flag:
+    case FORM.strx1:
+    case FORM.addrx1:
+      return r.u8();
+    case FORM.data2:
+    case FORM.strx2:
+    case FORM.addrx2:
+      return r.u16();
+    case FORM.strx3:
+    case FORM.addrx3:
+      return r.u24();
+    case FORM.data4:
+    case FORM.strx4:
+    case FORM.addrx4:
+    case FORM.ref_sup4:
+      return r.u32();
+    case FORM.data8:
+    case FORM.ref_sup8:
+      return r.u64();
+    case FORM.ref1:
+      return u.offset + r.u8();
+    case FORM.ref2:
+      return u.offset + r.u16();
+    case FORM.ref4:
+      return u.offset + r.u32();
+    case FORM.ref8:
+      return u.offset + r.u64();
+    case FORM.ref_udata:
+      return u.offset + r.uleb();
+    case FORM.ref_addr:
+      return u.enc.version <= 2 ? r.uN(u.enc.addrSize) : r.offset(u.enc.is64);
+    case FORM.ref_sig8: {
+      const v = r.pos;
+      r.skip(8);
+      return v;
+    }
+    case FORM.data16: {
+      const v = r.pos;
+      r.skip(16);
+      return v;
+    }
+    case FORM.sdata:
+      return r.sleb();
+    case FORM.udata:
+    case FORM.strx:
+    case FORM.addrx:
+    case FORM.loclistx:
+    case FORM.rnglistx:
+    case FORM.GNU_addr_index:
+    case FORM.GNU_str_index:
       return r.uleb();
-    case FORM.strp: case FORM.line_strp: case FORM.sec_offset: case FORM.strp_sup:
-    case FORM.GNU_ref_alt: case FORM.GNU_strp_alt:
+    case FORM.strp:
+    case FORM.line_strp:
+    case FORM.sec_offset:
+    case FORM.strp_sup:
+    case FORM.GNU_ref_alt:
+    case FORM.GNU_strp_alt:
       return r.offset(u.enc.is64);
-    case FORM.string: { const v = r.pos; r.skipCstr(); return v; }
-    case FORM.flag_present: return 1;
-    case FORM.implicit_const: return implicit;
-    case FORM.block1: case FORM.block2: case FORM.block4: case FORM.block: case FORM.exprloc: {
+    case FORM.string: {
+      const v = r.pos;
+      r.skipCstr();
+      return v;
+    }
+    case FORM.flag_present:
+      return 1;
+    case FORM.implicit_const:
+      return implicit;
+    case FORM.block1:
+    case FORM.block2:
+    case FORM.block4:
+    case FORM.block:
+    case FORM.exprloc: {
       const len = f === FORM.block1 ? r.u8() : f === FORM.block2 ? r.u16() : f === FORM.block4 ? r.u32() : r.uleb();
       const v = r.pos;
       r.skip(len);
       blockLen = len;
       return v;
     }
-    default: return r.fail(`unknown attribute form 0x${f.toString(16)}`);
+    default:
+      return r.fail(`unknown attribute form 0x${f.toString(16)}`);
   }
 }
 
@@ -456,7 +554,9 @@ export function parseUnits(dw: Sections): Unit[] {
     if (end > (inTypes ? r.end : dw.typesStart)) r.fail(`unit length 0x${length.toString(16)} runs past the section`, offset);
     const version = r.u16();
     if (version < 2 || version > 5) r.fail(`unsupported DWARF version ${version}`, offset + (is64 ? 12 : 4));
-    let unitType: number = UT.compile, addrSize: number, abbrevOffset: number;
+    let unitType: number = UT.compile,
+      addrSize: number,
+      abbrevOffset: number;
     let sig: bigint | undefined, typeOff: number | undefined;
     if (version >= 5) {
       unitType = r.u8();

@@ -51,7 +51,11 @@ export function variablesAt(res: Resolver, types: Types, arch: Arch, scope: Die,
         // Skip extern declarations of globals inside a function body; they are not locals.
         if (!(c.tag === TAG.variable && u.flag(c, AT.declaration))) {
           out.push({
-            name, kind: isParam ? 'param' : 'local', typeOffset, type: types.name(typeOffset), location,
+            name,
+            kind: isParam ? 'param' : 'local',
+            typeOffset,
+            type: types.name(typeOffset),
+            location,
             declLine: inherited(res, c, (x) => num(x, AT.decl_line)) ?? 0,
             dieOffset: c.offset,
           });

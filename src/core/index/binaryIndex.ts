@@ -2,9 +2,7 @@
 // the cache costs only the deserialisation.
 import { posix } from 'node:path';
 import { variablesAtSite } from '../probes/variables';
-import {
-  LINE_END_SEQUENCE, LINE_IS_STMT, type IndexData, type IndexedFunction, type IndexedUsdt,
-} from './model';
+import { LINE_END_SEQUENCE, LINE_IS_STMT, type IndexData, type IndexedFunction, type IndexedUsdt } from './model';
 
 export interface LineLocation {
   file: string;
@@ -26,10 +24,18 @@ export class BinaryIndex {
 
   constructor(readonly data: IndexData) {}
 
-  get path(): string { return this.data.path; }
-  get buildId(): string | undefined { return this.data.buildId; }
-  get arch(): IndexData['arch'] { return this.data.arch; }
-  get isGo(): boolean { return this.data.go !== undefined; }
+  get path(): string {
+    return this.data.path;
+  }
+  get buildId(): string | undefined {
+    return this.data.buildId;
+  }
+  get arch(): IndexData['arch'] {
+    return this.data.arch;
+  }
+  get isGo(): boolean {
+    return this.data.go !== undefined;
+  }
 
   functions(): readonly IndexedFunction[] {
     return this.data.functions;
@@ -66,7 +72,10 @@ export class BinaryIndex {
     const exact = this.function(pattern, src);
     if (exact.length > 0 || !/[*?]/.test(pattern)) return exact;
     const re = globToRegExp(pattern);
-    return this.filterBySource(this.data.functions.filter((f) => re.test(f.name)), src);
+    return this.filterBySource(
+      this.data.functions.filter((f) => re.test(f.name)),
+      src,
+    );
   }
 
   functionsInFile(file: string): IndexedFunction[] {
@@ -103,7 +112,8 @@ export class BinaryIndex {
   /** The function whose entry range [address, address+size) contains `address`. */
   functionContaining(address: bigint): IndexedFunction | undefined {
     if (!this.byEntry) {
-      this.byEntry = this.data.functions.filter((f) => f.address !== undefined && f.size > 0)
+      this.byEntry = this.data.functions
+        .filter((f) => f.address !== undefined && f.size > 0)
         .sort((a, b) => (a.address! < b.address! ? -1 : a.address! > b.address! ? 1 : 0));
     }
     const list = this.byEntry;
@@ -128,12 +138,17 @@ export class BinaryIndex {
    * Parameters and locals visible at `address` and where each is there (fetch text or why not), decoded on
    * demand from the binary's DWARF (the full index does not hold locals).
    */
-  async variablesAt(address: bigint, debugDirs?: string[]): Promise<Array<{ name: string; type: string; location: string; kind: 'param' | 'local' }>> {
+  async variablesAt(
+    address: bigint,
+    debugDirs?: string[],
+  ): Promise<Array<{ name: string; type: string; location: string; kind: 'param' | 'local' }>> {
     const fn = this.functionContaining(address);
     if (!fn) return [];
     const at = this.lineForAddress(address);
     const kind = address === fn.address ? 'entry' : 'line';
-    return (await variablesAtSite(this, { kind, fn, address, file: at?.file, line: at?.line }, debugDirs)).map(({ name, type, location, kind: k }) => ({ name, type, location, kind: k }));
+    return (await variablesAtSite(this, { kind, fn, address, file: at?.file, line: at?.line }, debugDirs)).map(
+      ({ name, type, location, kind: k }) => ({ name, type, location, kind: k }),
+    );
   }
 
   /** Every distinct `is_stmt` address of `file:line`, ascending. */
@@ -143,7 +158,7 @@ export class BinaryIndex {
     const { address, line: lines, file: files, flags } = this.data.lines;
     const out = new Set<number>();
     for (let i = 0; i < address.length; i++) {
-      if (lines[i] === line && files[i] === id && (flags[i] & LINE_IS_STMT) && !(flags[i] & LINE_END_SEQUENCE)) out.add(address[i]);
+      if (lines[i] === line && files[i] === id && flags[i] & LINE_IS_STMT && !(flags[i] & LINE_END_SEQUENCE)) out.add(address[i]);
     }
     return [...out].sort((a, b) => a - b).map((a) => BigInt(a));
   }
@@ -154,7 +169,8 @@ export class BinaryIndex {
     if (id === undefined) return [];
     const { line: lines, file: files, flags } = this.data.lines;
     const out = new Set<number>();
-    for (let i = 0; i < lines.length; i++) if (files[i] === id && (flags[i] & LINE_IS_STMT) && !(flags[i] & LINE_END_SEQUENCE)) out.add(lines[i]);
+    for (let i = 0; i < lines.length; i++)
+      if (files[i] === id && flags[i] & LINE_IS_STMT && !(flags[i] & LINE_END_SEQUENCE)) out.add(lines[i]);
     return [...out].sort((a, b) => a - b);
   }
 

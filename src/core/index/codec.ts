@@ -13,15 +13,29 @@ export interface EncodedIndex {
   /** All strings, NUL-separated, UTF-8. */
   strings: Uint8Array;
   fn: {
-    name: Uint32Array; linkage: Uint32Array; file: Uint32Array; line: Uint32Array;
-    address: Float64Array; fileOffset: Float64Array; size: Float64Array; inlined: Uint32Array; flags: Uint8Array;
-    reason: Uint32Array; unitOffset: Float64Array; dieOffset: Float64Array; paramStart: Uint32Array; paramCount: Uint32Array;
+    name: Uint32Array;
+    linkage: Uint32Array;
+    file: Uint32Array;
+    line: Uint32Array;
+    address: Float64Array;
+    fileOffset: Float64Array;
+    size: Float64Array;
+    inlined: Uint32Array;
+    flags: Uint8Array;
+    reason: Uint32Array;
+    unitOffset: Float64Array;
+    dieOffset: Float64Array;
+    paramStart: Uint32Array;
+    paramCount: Uint32Array;
   };
   param: { name: Uint32Array; type: Uint32Array; location: Uint32Array };
 }
 
 const NONE = 0xffffffff;
-const F_PROBEABLE = 1, F_EXTERNAL = 2, F_HAS_ADDRESS = 4, F_HAS_OFFSET = 8;
+const F_PROBEABLE = 1,
+  F_EXTERNAL = 2,
+  F_HAS_ADDRESS = 4,
+  F_HAS_OFFSET = 8;
 const EXACT = 2n ** 53n;
 
 /** Encodes for the cache, or undefined when an address would not survive a float64 column (not cached then). */
@@ -40,12 +54,24 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
   };
   const n = d.functions.length;
   const fn: EncodedIndex['fn'] = {
-    name: new Uint32Array(n), linkage: new Uint32Array(n), file: new Uint32Array(n), line: new Uint32Array(n),
-    address: new Float64Array(n), fileOffset: new Float64Array(n), size: new Float64Array(n), inlined: new Uint32Array(n),
-    flags: new Uint8Array(n), reason: new Uint32Array(n), unitOffset: new Float64Array(n), dieOffset: new Float64Array(n),
-    paramStart: new Uint32Array(n), paramCount: new Uint32Array(n),
+    name: new Uint32Array(n),
+    linkage: new Uint32Array(n),
+    file: new Uint32Array(n),
+    line: new Uint32Array(n),
+    address: new Float64Array(n),
+    fileOffset: new Float64Array(n),
+    size: new Float64Array(n),
+    inlined: new Uint32Array(n),
+    flags: new Uint8Array(n),
+    reason: new Uint32Array(n),
+    unitOffset: new Float64Array(n),
+    dieOffset: new Float64Array(n),
+    paramStart: new Uint32Array(n),
+    paramCount: new Uint32Array(n),
   };
-  const pn: number[] = [], pt: number[] = [], pl: number[] = [];
+  const pn: number[] = [],
+    pt: number[] = [],
+    pl: number[] = [];
   for (let i = 0; i < n; i++) {
     const f = d.functions[i];
     if ((f.address ?? 0n) >= EXACT || (f.fileOffset ?? 0n) >= EXACT) return undefined;
@@ -57,7 +83,11 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
     fn.fileOffset[i] = Number(f.fileOffset ?? 0n);
     fn.size[i] = f.size;
     fn.inlined[i] = f.inlinedInstances;
-    fn.flags[i] = (f.probeable ? F_PROBEABLE : 0) | (f.external ? F_EXTERNAL : 0) | (f.address !== undefined ? F_HAS_ADDRESS : 0) | (f.fileOffset !== undefined ? F_HAS_OFFSET : 0);
+    fn.flags[i] =
+      (f.probeable ? F_PROBEABLE : 0) |
+      (f.external ? F_EXTERNAL : 0) |
+      (f.address !== undefined ? F_HAS_ADDRESS : 0) |
+      (f.fileOffset !== undefined ? F_HAS_OFFSET : 0);
     fn.reason[i] = sid(f.reason);
     fn.unitOffset[i] = f.unitOffset;
     fn.dieOffset[i] = f.dieOffset;
@@ -72,7 +102,11 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
   const meta: Omit<IndexData, 'functions'> & { functions?: unknown } = { ...d };
   delete meta.functions;
   return {
-    codec: CODEC_VERSION, format: INDEX_FORMAT, meta, strings: new TextEncoder().encode(list.join('\0')), fn,
+    codec: CODEC_VERSION,
+    format: INDEX_FORMAT,
+    meta,
+    strings: new TextEncoder().encode(list.join('\0')),
+    fn,
     param: { name: Uint32Array.from(pn), type: Uint32Array.from(pt), location: Uint32Array.from(pl) },
   };
 }
@@ -87,14 +121,27 @@ function materialize(e: EncodedIndex): IndexedFunction[] {
     const start = f.paramStart[i];
     const params: IndexedParam[] = new Array(f.paramCount[i]);
     for (let k = 0; k < params.length; k++) {
-      params[k] = { name: strings[e.param.name[start + k]], type: strings[e.param.type[start + k]], location: strings[e.param.location[start + k]] };
+      params[k] = {
+        name: strings[e.param.name[start + k]],
+        type: strings[e.param.type[start + k]],
+        location: strings[e.param.location[start + k]],
+      };
     }
     out[i] = {
-      name: strings[f.name[i]], linkageName: opt(f.linkage[i]), file: opt(f.file[i]), line: f.line[i] || undefined,
+      name: strings[f.name[i]],
+      linkageName: opt(f.linkage[i]),
+      file: opt(f.file[i]),
+      line: f.line[i] || undefined,
       address: flags & F_HAS_ADDRESS ? BigInt(f.address[i]) : undefined,
       fileOffset: flags & F_HAS_OFFSET ? BigInt(f.fileOffset[i]) : undefined,
-      size: f.size[i], params, inlinedInstances: f.inlined[i], probeable: (flags & F_PROBEABLE) !== 0,
-      reason: opt(f.reason[i]), external: (flags & F_EXTERNAL) !== 0, unitOffset: f.unitOffset[i], dieOffset: f.dieOffset[i],
+      size: f.size[i],
+      params,
+      inlinedInstances: f.inlined[i],
+      probeable: (flags & F_PROBEABLE) !== 0,
+      reason: opt(f.reason[i]),
+      external: (flags & F_EXTERNAL) !== 0,
+      unitOffset: f.unitOffset[i],
+      dieOffset: f.dieOffset[i],
     };
   }
   return out;

@@ -10,7 +10,9 @@ export interface DebugAccess {
 
 export class NoDebugInfoError extends Error {
   constructor(readonly path: string) {
-    super(`${path} has no DWARF debug information and no separate debug file was found: rebuild with -g, or install its debug file (by build-id under /usr/lib/debug/.build-id or next to it via .gnu_debuglink)`);
+    super(
+      `${path} has no DWARF debug information and no separate debug file was found: rebuild with -g, or install its debug file (by build-id under /usr/lib/debug/.build-id or next to it via .gnu_debuglink)`,
+    );
     this.name = 'NoDebugInfoError';
   }
 }

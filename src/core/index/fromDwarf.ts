@@ -40,7 +40,8 @@ export function dwarfIndexPart(image: BinaryImage): DwarfIndexPart {
 
 function entrySize(f: FunctionInfo): number {
   if (f.entryPc === undefined) return 0;
-  for (let i = 0; i < f.ranges.length; i += 2) if (f.entryPc >= f.ranges[i] && f.entryPc < f.ranges[i + 1]) return f.ranges[i + 1] - f.ranges[i];
+  for (let i = 0; i < f.ranges.length; i += 2)
+    if (f.entryPc >= f.ranges[i] && f.entryPc < f.ranges[i + 1]) return f.ranges[i + 1] - f.ranges[i];
   return 0;
 }
 
@@ -52,7 +53,10 @@ export function entryParams(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: Callin
   const describe = (o: number | undefined) => dw.typeOf(o);
   let placements: ReturnType<typeof placeArguments> | undefined;
   const abi = (i: number) => {
-    placements ??= placeArguments(conv, f.params.map((p) => abiTypeOf(stripQualifiers(describe(p.typeOffset), describe), describe, conv.startsWith('go'))));
+    placements ??= placeArguments(
+      conv,
+      f.params.map((p) => abiTypeOf(stripQualifiers(describe(p.typeOffset), describe), describe, conv.startsWith('go'))),
+    );
     return placements[i];
   };
   return f.params.map((p, i): IndexedParam => {
@@ -116,16 +120,18 @@ function mergeLineTables(dw: Dwarf): { files: string[]; lines: LineRows } {
   const locals: Uint32Array[] = [];
   let n = 0;
   tables.forEach((t, ti) => {
-    locals.push(Uint32Array.from(t.files, (f) => {
-      if (!f) return 0xffffffff;
-      let id = fileIds.get(f);
-      if (id === undefined) {
-        id = files.length;
-        files.push(f);
-        fileIds.set(f, id);
-      }
-      return id;
-    }));
+    locals.push(
+      Uint32Array.from(t.files, (f) => {
+        if (!f) return 0xffffffff;
+        let id = fileIds.get(f);
+        if (id === undefined) {
+          id = files.length;
+          files.push(f);
+          fileIds.set(f, id);
+        }
+        return id;
+      }),
+    );
     for (const [s, e] of t.sequences) {
       seqs.push({ lo: t.rows.address[s], table: ti, s, e });
       n += e - s + 1;
@@ -145,7 +151,10 @@ function mergeLineTables(dw: Dwarf): { files: string[]; lines: LineRows } {
       out.address[k] = r.address[i];
       out.line[k] = r.line[i];
       out.file[k] = local[r.file[i]] ?? 0xffffffff;
-      out.flags[k] = (fl & ROW_STMT ? LINE_IS_STMT : 0) | (fl & ROW_PROLOGUE_END ? LINE_PROLOGUE_END : 0) | (i === q.e || fl & ROW_END_SEQUENCE ? LINE_END_SEQUENCE : 0);
+      out.flags[k] =
+        (fl & ROW_STMT ? LINE_IS_STMT : 0) |
+        (fl & ROW_PROLOGUE_END ? LINE_PROLOGUE_END : 0) |
+        (i === q.e || fl & ROW_END_SEQUENCE ? LINE_END_SEQUENCE : 0);
     }
   }
   if (!sorted) sortRows(out);
@@ -168,4 +177,3 @@ function sortRows(rows: LineRows): void {
     rows.flags[k] = copy.flags[i];
   }
 }
-

@@ -39,7 +39,9 @@ export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Pro
     const cached = readCache(key, isCurrent(path), opts.cacheDir);
     if (cached) return { index: new BinaryIndex(decodeIndex(cached)), fromCache: true };
   }
-  const data = opts.inWorker ? await buildInWorker(path, opts) : await buildIndex(path, { debugDirs: opts.debugDirs, onProgress: opts.onProgress });
+  const data = opts.inWorker
+    ? await buildInWorker(path, opts)
+    : await buildIndex(path, { debugDirs: opts.debugDirs, onProgress: opts.onProgress });
   const encoded = key ? encodeIndex(data) : undefined;
   if (key && encoded) writeCache(key, encoded, opts.cacheDir);
   return { index: new BinaryIndex(data), fromCache: false };

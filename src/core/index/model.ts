@@ -96,5 +96,7 @@ export interface IndexData {
 }
 
 export function isIndexData(v: unknown): v is IndexData {
-  return typeof v === 'object' && v !== null && (v as { format?: unknown }).format === INDEX_FORMAT && Array.isArray((v as IndexData).functions);
+  return (
+    typeof v === 'object' && v !== null && (v as { format?: unknown }).format === INDEX_FORMAT && Array.isArray((v as IndexData).functions)
+  );
 }

@@ -19,9 +19,7 @@ export type AbiType =
 /** A place holding (part of) an argument at function entry, as tracefs fetcharg text. */
 export type ArgPart = { where: 'reg'; reg: string; fetch: string } | { where: 'stack'; spOffset: number; fetch: string };
 
-export type ArgPlacement =
-  | { ok: true; parts: ArgPart[]; byReference?: boolean }
-  | { ok: false; reason: string };
+export type ArgPlacement = { ok: true; parts: ArgPart[]; byReference?: boolean } | { ok: false; reason: string };
 
 const SYSV_INT = ['di', 'si', 'dx', 'cx', 'r8', 'r9'];
 const GO_INT = ['ax', 'bx', 'cx', 'di', 'si', 'r8', 'r9', 'r10', 'r11'];
@@ -34,11 +32,7 @@ const stack = (off: number): ArgPart => ({ where: 'stack', spOffset: off, fetch:
  * 0(%sp), so the first stack-passed eightbyte is at +8(%sp); on AArch64 the caller's outgoing area starts at
  * 0(sp). `hasHiddenReturnPointer` reserves the first integer register for a returned-in-memory aggregate.
  */
-export function placeArguments(
-  conv: CallingConvention,
-  types: AbiType[],
-  opts: { hasHiddenReturnPointer?: boolean } = {},
-): ArgPlacement[] {
+export function placeArguments(conv: CallingConvention, types: AbiType[], opts: { hasHiddenReturnPointer?: boolean } = {}): ArgPlacement[] {
   switch (conv) {
     case 'sysv':
       return placeSysV(types, opts.hasHiddenReturnPointer ?? false);
@@ -128,7 +122,8 @@ function placeAapcs64(types: AbiType[]): ArgPlacement[] {
     }
     const size = t.kind === 'int' || t.kind === 'aggregate' ? t.size : 8;
     const regs = Math.max(1, Math.ceil(size / 8));
-    if (t.kind !== 'int' && t.kind !== 'aggregate') return { ok: false, reason: `a Go ${t.kind.slice(3)} does not occur in the AAPCS64 C ABI` };
+    if (t.kind !== 'int' && t.kind !== 'aggregate')
+      return { ok: false, reason: `a Go ${t.kind.slice(3)} does not occur in the AAPCS64 C ABI` };
     if (regs === 2 && t.kind === 'int' && ngrn % 2 === 1) ngrn++; // 16-byte-aligned ints start at an even register
     if (ngrn + regs <= 8) {
       const parts: ArgPart[] = [];
@@ -184,7 +179,8 @@ function placeGoStack(types: AbiType[]): ArgPlacement[] {
   // machine's Go (1.19) produces ABIInternal binaries only.
   let off = 8;
   return types.map((t): ArgPlacement => {
-    const size = t.kind === 'int' || t.kind === 'float' || t.kind === 'aggregate' ? Math.max(8, Math.ceil(t.size / 8) * 8) : goRegsNeeded(t) * 8;
+    const size =
+      t.kind === 'int' || t.kind === 'float' || t.kind === 'aggregate' ? Math.max(8, Math.ceil(t.size / 8) * 8) : goRegsNeeded(t) * 8;
     const parts: ArgPart[] = [];
     for (let b = 0; b < size; b += 8) parts.push(stack(off + b));
     off += size;

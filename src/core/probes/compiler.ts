@@ -58,7 +58,10 @@ export interface CompileOptions {
 }
 
 export class CompileError extends Error {
-  constructor(readonly spec: string, message: string) {
+  constructor(
+    readonly spec: string,
+    message: string,
+  ) {
     super(`${spec}: ${message}`);
     this.name = 'CompileError';
   }
@@ -110,14 +113,30 @@ async function compileSite(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): Promi
   const isReturn = site.kind === 'return';
   const vars = site.kind === 'entry' && site.address === fn.address ? entryVars(fn) : await variablesAtSite(index, site, opts.debugDirs);
   for (const a of spec.args) args.push(...(await compileArg(a, site, fn, vars, ctx, warnings)));
-  if (ctx.go && (site.kind === 'entry')) args.push({ name: 'probelens_g', fetch: '%r14', type: 'x64', display: 'hex', hidden: true });
-  const fileOffset = site.address === fn.address && fn.fileOffset !== undefined ? fn.fileOffset : await fileOffsetOf(index, site.address, opts.debugDirs);
+  if (ctx.go && site.kind === 'entry') args.push({ name: 'probelens_g', fetch: '%r14', type: 'x64', display: 'hex', hidden: true });
+  const fileOffset =
+    site.address === fn.address && fn.fileOffset !== undefined ? fn.fileOffset : await fileOffsetOf(index, site.address, opts.debugDirs);
   const event = uniqueEventName(`${baseName(site)}${isReturn ? '__return' : ''}`, ctx.used);
-  return finish({
-    event, group: opts.group, kind: site.kind === 'line' ? 'line' : isReturn ? 'return' : 'entry', spec: spec.text,
-    function: fn.name, file: site.file, line: site.line, address: site.address, fileOffset, args,
-    pairKey: site.kind === 'line' ? undefined : `${fn.name}@${fn.address}`, pairBy: ctx.go ? 'goroutine' : 'tid', warnings,
-  }, isReturn ? 'r' : 'p', opts, index);
+  return finish(
+    {
+      event,
+      group: opts.group,
+      kind: site.kind === 'line' ? 'line' : isReturn ? 'return' : 'entry',
+      spec: spec.text,
+      function: fn.name,
+      file: site.file,
+      line: site.line,
+      address: site.address,
+      fileOffset,
+      args,
+      pairKey: site.kind === 'line' ? undefined : `${fn.name}@${fn.address}`,
+      pairBy: ctx.go ? 'goroutine' : 'tid',
+      warnings,
+    },
+    isReturn ? 'r' : 'p',
+    opts,
+    index,
+  );
 }
 
 /**
@@ -126,10 +145,24 @@ async function compileSite(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): Promi
  */
 const COMM_ARG: CompiledArg = { name: 'probelens_comm', fetch: '$comm', type: 'string', display: 'string', hidden: true };
 
-function finish(p: Omit<CompiledProbe, 'definition'>, kind: 'p' | 'r', opts: CompileOptions, index: BinaryIndex, refCtr?: bigint): CompiledProbe {
+function finish(
+  p: Omit<CompiledProbe, 'definition'>,
+  kind: 'p' | 'r',
+  opts: CompileOptions,
+  index: BinaryIndex,
+  refCtr?: bigint,
+): CompiledProbe {
   if (!p.args.some((a) => a.name === COMM_ARG.name)) p = { ...p, args: [...p.args, COMM_ARG] };
   const fetchArgs: FetchArg[] = p.args.map((a) => ({ name: a.name, fetch: a.fetch, type: a.type }));
-  const definition = formatDefinition({ kind, group: opts.group, event: p.event, path: opts.targetPath ?? index.path, offset: p.fileOffset, refCtrOffset: refCtr, args: fetchArgs });
+  const definition = formatDefinition({
+    kind,
+    group: opts.group,
+    event: p.event,
+    path: opts.targetPath ?? index.path,
+    offset: p.fileOffset,
+    refCtrOffset: refCtr,
+    args: fetchArgs,
+  });
   return { ...p, definition };
 }
 
@@ -154,11 +187,25 @@ async function typeOffsetOf(v: SiteVariable, site: ResolvedSite, ctx: Ctx): Prom
   return vars.find((x) => x.name === v.name)?.typeOffset;
 }
 
-async function compileArg(a: ProbeArg, site: ResolvedSite, fn: IndexedFunction, vars: SiteVariable[], ctx: Ctx, warnings: string[]): Promise<CompiledArg[]> {
+async function compileArg(
+  a: ProbeArg,
+  site: ResolvedSite,
+  fn: IndexedFunction,
+  vars: SiteVariable[],
+  ctx: Ctx,
+  warnings: string[],
+): Promise<CompiledArg[]> {
   if (a.kind === 'raw') {
     const m = /^(.*?)(?::([a-z0-9@/[\]]+))?$/.exec(a.fetch)!;
     const type = m[2] ?? 'x64';
-    return [{ name: a.name, fetch: m[1], type, display: type === 'string' ? 'string' : type.startsWith('s') ? 'signed' : type.startsWith('u') ? 'unsigned' : 'hex' }];
+    return [
+      {
+        name: a.name,
+        fetch: m[1],
+        type,
+        display: type === 'string' ? 'string' : type.startsWith('s') ? 'signed' : type.startsWith('u') ? 'unsigned' : 'hex',
+      },
+    ];
   }
   if (a.kind === 'special') {
     switch (a.which) {
@@ -184,7 +231,12 @@ async function compileArg(a: ProbeArg, site: ResolvedSite, fn: IndexedFunction, 
   return compileVar(a, site, vars, ctx);
 }
 
-async function compileVar(a: Extract<ProbeArg, { kind: 'var' }>, site: ResolvedSite, vars: SiteVariable[], ctx: Ctx): Promise<CompiledArg[]> {
+async function compileVar(
+  a: Extract<ProbeArg, { kind: 'var' }>,
+  site: ResolvedSite,
+  vars: SiteVariable[],
+  ctx: Ctx,
+): Promise<CompiledArg[]> {
   const v = vars.find((x) => x.name === a.base);
   const where = site.kind === 'line' ? `line ${site.line}` : `${site.fn?.name ?? '?'} entry`;
   if (!v) {
@@ -207,7 +259,12 @@ async function compileVar(a: Extract<ProbeArg, { kind: 'var' }>, site: ResolvedS
         type = el;
       } else if (s.kind === 'array') {
         const el = describe(s.targetOffset);
-        place = member(place, step.index * (stripQualifiers(el, describe).byteSize ?? 1), stripQualifiers(el, describe).byteSize ?? 8, path);
+        place = member(
+          place,
+          step.index * (stripQualifiers(el, describe).byteSize ?? 1),
+          stripQualifiers(el, describe).byteSize ?? 8,
+          path,
+        );
         type = el;
       } else throw new ArgError(`${path} is not a pointer or array (${type.name}); [${step.index}] does not apply`);
       path += `[${step.index}]`;
@@ -231,7 +288,14 @@ async function compileVar(a: Extract<ProbeArg, { kind: 'var' }>, site: ResolvedS
       const container = (stripQualifiers(mt, describe).byteSize ?? 4) * 8;
       const bitOff = (m.bitOffset ?? 0) - m.offset * 8;
       if ('bits' in place) throw new ArgError(`${path}.${step.field} is a bitfield inside a register, which ProbeLens cannot fetch`);
-      return [{ name: a.name, fetch: valueFetch(place, path), type: `b${m.bitSize}@${bitOff}/${container}`, display: stripQualifiers(mt, describe).signed ? 'signed' : 'unsigned' }];
+      return [
+        {
+          name: a.name,
+          fetch: valueFetch(place, path),
+          type: `b${m.bitSize}@${bitOff}/${container}`,
+          display: stripQualifiers(mt, describe).signed ? 'signed' : 'unsigned',
+        },
+      ];
     }
     type = mt;
     path += `${step.op === '->' ? '->' : '.'}${step.field}`;
@@ -279,7 +343,8 @@ async function retvalArg(name: string, fn: IndexedFunction, ctx: Ctx, fetch: str
   const describe = await describer(ctx);
   const s = stripQualifiers(t, describe);
   if (s.kind === 'void') throw new ArgError(`${fn.name} returns void; drop $retval`);
-  if (s.kind === 'base' && s.float) throw new ArgError(`${fn.name} returns a floating-point value (in an SSE register), which uprobes cannot fetch`);
+  if (s.kind === 'base' && s.float)
+    throw new ArgError(`${fn.name} returns a floating-point value (in an SSE register), which uprobes cannot fetch`);
   try {
     const f = scalarFetch({ kind: 'reg', reg: fetch }, t, describe, '$retval');
     return { name, ...f };
@@ -298,33 +363,86 @@ async function compileGoReturns(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): 
   const found = findReturnSites(ctx.index.arch, code, fn.address!);
   if (found.undecodable) {
     // Probing only the RETs before an undecodable instruction would silently miss returns.
-    throw new ArgError(`${fn.name}: cannot decode its code at 0x${found.undecodable.address.toString(16)} (${found.undecodable.reason}), so its returns cannot all be found`);
+    throw new ArgError(
+      `${fn.name}: cannot decode its code at 0x${found.undecodable.address.toString(16)} (${found.undecodable.reason}), so its returns cannot all be found`,
+    );
   }
   if (found.returns.length === 0) {
-    throw new ArgError(`${fn.name} has no RET instruction${found.tailJumps.length ? ' (it leaves by tail calls)' : ''}, so its returns cannot be probed in a Go binary (uretprobes crash Go programs); probe the functions it jumps to instead`);
+    throw new ArgError(
+      `${fn.name} has no RET instruction${found.tailJumps.length ? ' (it leaves by tail calls)' : ''}, so its returns cannot be probed in a Go binary (uretprobes crash Go programs); probe the functions it jumps to instead`,
+    );
   }
   const out: CompiledProbe[] = [];
-  const tailNote = found.tailJumps.length ? [`${fn.name} also leaves by ${found.tailJumps.length} tail jump(s), which return probes on its RETs do not see`] : [];
+  const tailNote = found.tailJumps.length
+    ? [`${fn.name} also leaves by ${found.tailJumps.length} tail jump(s), which return probes on its RETs do not see`]
+    : [];
   for (const ret of found.returns) {
     const args: CompiledArg[] = [];
     for (const a of spec.args) {
-      if (a.kind === 'special' && a.which === 'retval') args.push(await retvalArg(a.name, fn, ctx, ctx.index.arch === 'x86_64' ? '%ax' : '%x0'));
+      if (a.kind === 'special' && a.which === 'retval')
+        args.push(await retvalArg(a.name, fn, ctx, ctx.index.arch === 'x86_64' ? '%ax' : '%x0'));
       else throw new ArgError(`only $retval can be fetched on a Go function's return (got ${a.text})`);
     }
     args.push({ name: 'probelens_g', fetch: '%r14', type: 'x64', display: 'hex', hidden: true });
     const event = uniqueEventName(`${fn.name}__return`, ctx.used);
-    out.push(finish({
-      event, group: ctx.opts.group, kind: 'return', spec: spec.text, function: fn.name, file: site.file, line: site.line,
-      address: ret, fileOffset: BigInt(access.image.fileOffsetOf(ret)), args, pairKey: `${fn.name}@${fn.address}`, pairBy: 'goroutine', warnings: tailNote,
-    }, 'p', ctx.opts, ctx.index));
+    out.push(
+      finish(
+        {
+          event,
+          group: ctx.opts.group,
+          kind: 'return',
+          spec: spec.text,
+          function: fn.name,
+          file: site.file,
+          line: site.line,
+          address: ret,
+          fileOffset: BigInt(access.image.fileOffsetOf(ret)),
+          args,
+          pairKey: `${fn.name}@${fn.address}`,
+          pairBy: 'goroutine',
+          warnings: tailNote,
+        },
+        'p',
+        ctx.opts,
+        ctx.index,
+      ),
+    );
   }
   return out;
 }
 
 const X86_USDT_REG: Record<string, string> = {
-  rax: 'ax', eax: 'ax', ax: 'ax', al: 'ax', rbx: 'bx', ebx: 'bx', bx: 'bx', bl: 'bx', rcx: 'cx', ecx: 'cx', cx: 'cx', cl: 'cx',
-  rdx: 'dx', edx: 'dx', dx: 'dx', dl: 'dx', rsi: 'si', esi: 'si', si: 'si', sil: 'si', rdi: 'di', edi: 'di', di: 'di', dil: 'di',
-  rbp: 'bp', ebp: 'bp', bp: 'bp', rsp: 'sp', esp: 'sp', sp: 'sp', rip: 'ip',
+  rax: 'ax',
+  eax: 'ax',
+  ax: 'ax',
+  al: 'ax',
+  rbx: 'bx',
+  ebx: 'bx',
+  bx: 'bx',
+  bl: 'bx',
+  rcx: 'cx',
+  ecx: 'cx',
+  cx: 'cx',
+  cl: 'cx',
+  rdx: 'dx',
+  edx: 'dx',
+  dx: 'dx',
+  dl: 'dx',
+  rsi: 'si',
+  esi: 'si',
+  si: 'si',
+  sil: 'si',
+  rdi: 'di',
+  edi: 'di',
+  di: 'di',
+  dil: 'di',
+  rbp: 'bp',
+  ebp: 'bp',
+  bp: 'bp',
+  rsp: 'sp',
+  esp: 'sp',
+  sp: 'sp',
+  rip: 'ip',
 };
 
 function usdtRegister(arch: string, r: string): string | undefined {
@@ -340,7 +458,9 @@ function usdtRegister(arch: string, r: string): string | undefined {
 
 function compileUsdt(spec: ProbeSpec, u: IndexedUsdt, ctx: Ctx): CompiledProbe {
   if (u.semaphoreFileOffset !== undefined && ctx.opts.refCtrOffset === false) {
-    throw new ArgError(`USDT probe ${u.provider}:${u.name} is guarded by a semaphore, and the target kernel has no uprobe reference counters (Linux 4.20+ lists ref_ctr_offset in tracefs README)`);
+    throw new ArgError(
+      `USDT probe ${u.provider}:${u.name} is guarded by a semaphore, and the target kernel has no uprobe reference counters (Linux 4.20+ lists ref_ctr_offset in tracefs README)`,
+    );
   }
   const arch = ctx.index.arch;
   const noteArgs: CompiledArg[] = u.args.map((a, i) => {
@@ -355,23 +475,46 @@ function compileUsdt(spec: ProbeSpec, u: IndexedUsdt, ctx: Ctx): CompiledProbe {
     }
     if (op.kind === 'memory') {
       const r = usdtRegister(arch, op.base);
-      if (!r || op.index || op.symbol) throw new ArgError(`USDT argument ${name} (${a.operand}) uses an addressing mode uprobes cannot fetch`);
+      if (!r || op.index || op.symbol)
+        throw new ArgError(`USDT argument ${name} (${a.operand}) uses an addressing mode uprobes cannot fetch`);
       return { name, fetch: `${op.offset < 0 ? '-' : '+'}${Math.abs(op.offset)}(%${r})`, type, display: a.signed ? 'signed' : 'unsigned' };
     }
     if (op.kind === 'constant') throw new ArgError(`USDT argument ${name} is the constant ${op.value}; it needs no probe`);
     throw new ArgError(`USDT argument ${name} has an operand ProbeLens cannot read (${a.operand})`);
   });
   // ARGs name the note's operands: arg1…argN, optionally renamed (NAME=argN) or typed (argN:string).
-  const args: CompiledArg[] = spec.args.length === 0 ? noteArgs : spec.args.map((a) => {
-    if (a.kind !== 'var' || !/^arg[0-9]+$/.test(a.base) || a.path.length > 0) throw new ArgError(`USDT probes take arg1…arg${noteArgs.length} (got ${a.text})`);
-    const base = noteArgs[Number(a.base.slice(3)) - 1];
-    if (!base) throw new ArgError(`${u.provider}:${u.name} has ${noteArgs.length} argument(s); there is no ${a.base}`);
-    if (a.type === 'string') return { name: a.name, fetch: `+0(${base.fetch})`, type: 'string', display: 'string' };
-    return { ...base, name: a.name, ...(a.type ? { type: a.type, display: a.type.startsWith('s') ? 'signed' : a.type.startsWith('x') ? 'hex' : 'unsigned' } : {}) };
-  });
+  const args: CompiledArg[] =
+    spec.args.length === 0
+      ? noteArgs
+      : spec.args.map((a) => {
+          if (a.kind !== 'var' || !/^arg[0-9]+$/.test(a.base) || a.path.length > 0)
+            throw new ArgError(`USDT probes take arg1…arg${noteArgs.length} (got ${a.text})`);
+          const base = noteArgs[Number(a.base.slice(3)) - 1];
+          if (!base) throw new ArgError(`${u.provider}:${u.name} has ${noteArgs.length} argument(s); there is no ${a.base}`);
+          if (a.type === 'string') return { name: a.name, fetch: `+0(${base.fetch})`, type: 'string', display: 'string' };
+          return {
+            ...base,
+            name: a.name,
+            ...(a.type ? { type: a.type, display: a.type.startsWith('s') ? 'signed' : a.type.startsWith('x') ? 'hex' : 'unsigned' } : {}),
+          };
+        });
   const event = uniqueEventName(`${u.provider}_${u.name}`, ctx.used);
-  return finish({
-    event, group: ctx.opts.group, kind: 'usdt', spec: spec.text, address: u.address, fileOffset: u.fileOffset, args, pairBy: 'tid', warnings: [],
-    function: `${u.provider}:${u.name}`,
-  }, 'p', ctx.opts, ctx.index, u.semaphoreFileOffset);
+  return finish(
+    {
+      event,
+      group: ctx.opts.group,
+      kind: 'usdt',
+      spec: spec.text,
+      address: u.address,
+      fileOffset: u.fileOffset,
+      args,
+      pairBy: 'tid',
+      warnings: [],
+      function: `${u.provider}:${u.name}`,
+    },
+    'p',
+    ctx.opts,
+    ctx.index,
+    u.semaphoreFileOffset,
+  );
 }

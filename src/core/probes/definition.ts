@@ -33,18 +33,24 @@ export const GROUP_PATTERN = /^probelens_[0-9]+_[a-z0-9]+$/;
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const MAX_EVENT = 63;
 // Fetchargs: registers, stack, memory and dereference chains; no spaces, quotes or shell/tracefs separators.
-const FETCH = /^(%[a-z][a-z0-9]{1,5}|\$retval|\$comm|\$stack[0-9]{0,3}|@\+?(0x[0-9a-f]+|[0-9]+)|([+-](0x[0-9a-f]+|[0-9]+)\()+(%[a-z][a-z0-9]{1,5}|\$stack[0-9]{0,3}|@\+?(0x[0-9a-f]+|[0-9]+))\)+)$/;
+const FETCH =
+  /^(%[a-z][a-z0-9]{1,5}|\$retval|\$comm|\$stack[0-9]{0,3}|@\+?(0x[0-9a-f]+|[0-9]+)|([+-](0x[0-9a-f]+|[0-9]+)\()+(%[a-z][a-z0-9]{1,5}|\$stack[0-9]{0,3}|@\+?(0x[0-9a-f]+|[0-9]+))\)+)$/;
 const TYPE = /^([sux](8|16|32|64)|string|ustring|b[0-9]{1,2}@[0-9]{1,2}\/(8|16|32|64))(\[[0-9]{1,4}\])?$/;
 
 /** Throws unless `path` can appear in a uprobe definition (tracefs splits definitions on spaces and colons). */
 export function checkProbePath(path: string): void {
   if (!path.startsWith('/') || /[\s:()'"\\]/.test(path) || path.length > 4095)
-    throw new DefinitionError(`the binary path '${path}' cannot be used in a uprobe definition (it must be absolute, without spaces, colons, parentheses or quotes); use --remote-path with a plain path or a symlink`);
+    throw new DefinitionError(
+      `the binary path '${path}' cannot be used in a uprobe definition (it must be absolute, without spaces, colons, parentheses or quotes); use --remote-path with a plain path or a symlink`,
+    );
 }
 
 /** A valid, unique tracefs event name derived from `base` (a function or spec name). */
 export function uniqueEventName(base: string, used: Set<string>): string {
-  let name = base.replace(/[^A-Za-z0-9_]+/g, '_').replace(/^_+|_+$/g, '').replace(/__+/g, '_');
+  let name = base
+    .replace(/[^A-Za-z0-9_]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .replace(/__+/g, '_');
   if (!name || !/^[A-Za-z_]/.test(name)) name = `p_${name}`;
   name = name.slice(0, MAX_EVENT);
   let candidate = name;

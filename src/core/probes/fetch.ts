@@ -7,8 +7,23 @@ import type { AbiType } from './abi';
 export type Arch = 'x86_64' | 'aarch64';
 
 const X86_REG: Record<string, string> = {
-  rax: 'ax', rbx: 'bx', rcx: 'cx', rdx: 'dx', rsi: 'si', rdi: 'di', rbp: 'bp', rsp: 'sp', rip: 'ip',
-  r8: 'r8', r9: 'r9', r10: 'r10', r11: 'r11', r12: 'r12', r13: 'r13', r14: 'r14', r15: 'r15',
+  rax: 'ax',
+  rbx: 'bx',
+  rcx: 'cx',
+  rdx: 'dx',
+  rsi: 'si',
+  rdi: 'di',
+  rbp: 'bp',
+  rsp: 'sp',
+  rip: 'ip',
+  r8: 'r8',
+  r9: 'r9',
+  r10: 'r10',
+  r11: 'r11',
+  r12: 'r12',
+  r13: 'r13',
+  r14: 'r14',
+  r15: 'r15',
 };
 
 /** tracefs register name (without %) for a DWARF register name, or undefined when uprobes cannot read it. */
@@ -50,16 +65,23 @@ export function fetchForLocation(loc: LocDesc, ctx: FrameContext): FetchResult {
   switch (loc.kind) {
     case 'register': {
       const r = tracefsRegister(ctx.arch, loc.name);
-      return r ? { ok: true, fetch: `%${r}`, isValue: true } : { ok: false, reason: `the value is in ${loc.name}, which uprobes cannot fetch` };
+      return r
+        ? { ok: true, fetch: `%${r}`, isValue: true }
+        : { ok: false, reason: `the value is in ${loc.name}, which uprobes cannot fetch` };
     }
     case 'breg': {
       const r = tracefsRegister(ctx.arch, loc.name);
-      return r ? { ok: true, address: memAt(loc.offset, `%${r}`), isValue: false } : { ok: false, reason: `based on ${loc.name}, which uprobes cannot fetch` };
+      return r
+        ? { ok: true, address: memAt(loc.offset, `%${r}`), isValue: false }
+        : { ok: false, reason: `based on ${loc.name}, which uprobes cannot fetch` };
     }
     case 'breg-value': {
       const r = tracefsRegister(ctx.arch, loc.name);
       if (r && loc.offset === 0) return { ok: true, fetch: `%${r}`, isValue: true };
-      return { ok: false, reason: `the value is computed (${loc.name}${loc.offset >= 0 ? '+' : ''}${loc.offset}), which a fetch argument cannot express` };
+      return {
+        ok: false,
+        reason: `the value is computed (${loc.name}${loc.offset >= 0 ? '+' : ''}${loc.offset}), which a fetch argument cannot express`,
+      };
     }
     case 'fbreg': {
       const fb = ctx.frameBase;
@@ -75,7 +97,9 @@ export function fetchForLocation(loc: LocDesc, ctx: FrameContext): FetchResult {
       return { ok: false, reason: `unsupported frame base (${fb.kind})` };
     }
     case 'cfa':
-      return ctx.cfa ? { ok: false, reason: 'the value is the CFA itself, which a fetch argument cannot express' } : { ok: false, reason: 'the CFA here is unknown' };
+      return ctx.cfa
+        ? { ok: false, reason: 'the value is the CFA itself, which a fetch argument cannot express' }
+        : { ok: false, reason: 'the CFA here is unknown' };
     case 'address':
       if (!ctx.fetchOffsetOf) return { ok: false, reason: 'a global whose offset is unknown' };
       try {
@@ -103,12 +127,17 @@ export function fetchForLocation(loc: LocDesc, ctx: FrameContext): FetchResult {
 /** Follows typedef/const/volatile/restrict/atomic to the type that decides layout. */
 export function stripQualifiers(t: TypeDesc, describe: (offset: number | undefined) => TypeDesc): TypeDesc {
   let cur = t;
-  for (let i = 0; i < 32 && ['typedef', 'const', 'volatile', 'restrict', 'atomic'].includes(cur.kind); i++) cur = describe(cur.targetOffset);
+  for (let i = 0; i < 32 && ['typedef', 'const', 'volatile', 'restrict', 'atomic'].includes(cur.kind); i++)
+    cur = describe(cur.targetOffset);
   return cur;
 }
 
 /** The fetch type suffix for a scalar of type `t` (already stripped), or undefined when not a scalar. */
-export function fetchTypeOf(t: TypeDesc, describe: (offset: number | undefined) => TypeDesc, opts: { stringsForCharPointers?: boolean } = {}): string | undefined {
+export function fetchTypeOf(
+  t: TypeDesc,
+  describe: (offset: number | undefined) => TypeDesc,
+  opts: { stringsForCharPointers?: boolean } = {},
+): string | undefined {
   const size = t.byteSize ?? 0;
   const bits = size === 1 ? 8 : size === 2 ? 16 : size === 4 ? 32 : size === 8 ? 64 : undefined;
   switch (t.kind) {
@@ -138,13 +167,22 @@ export function abiTypeOf(t: TypeDesc, describe: (offset: number | undefined) =>
   if (go && t.kind === 'struct') {
     if (t.name === 'string') return { kind: 'go-string' };
     if (t.name.startsWith('[]')) return { kind: 'go-slice' };
-    if (t.name === 'interface {}' || t.name.startsWith('interface') || t.name === 'error' || t.name.startsWith('runtime.iface') || t.name.startsWith('runtime.eface'))
+    if (
+      t.name === 'interface {}' ||
+      t.name.startsWith('interface') ||
+      t.name === 'error' ||
+      t.name.startsWith('runtime.iface') ||
+      t.name.startsWith('runtime.eface')
+    )
       return { kind: 'go-interface' };
   }
   switch (t.kind) {
     case 'base':
       return t.float ? { kind: 'float', size } : { kind: 'int', size };
-    case 'struct': case 'class': case 'union': case 'array': {
+    case 'struct':
+    case 'class':
+    case 'union':
+    case 'array': {
       if (go) {
         // Go's register ABI assigns each (flattened) field its own register.
         const fields: ('int' | 'float')[] = [];

@@ -45,10 +45,14 @@ const memText = (off: number, base: string) => `${off < 0 ? '-' : '+'}${Math.abs
 /** Fetch text yielding the value held at a place (a scalar). */
 export function valueFetch(p: Place, what: string): string {
   switch (p.kind) {
-    case 'reg': return p.reg;
-    case 'mem': return memText(p.off, p.base);
-    case 'abs': return `@+${p.off}`;
-    case 'parts': throw new ArgError(`${what} is passed in several registers (${p.regs.join(', ')}); fetch one of its fields`);
+    case 'reg':
+      return p.reg;
+    case 'mem':
+      return memText(p.off, p.base);
+    case 'abs':
+      return `@+${p.off}`;
+    case 'parts':
+      throw new ArgError(`${what} is passed in several registers (${p.regs.join(', ')}); fetch one of its fields`);
   }
 }
 
@@ -60,8 +64,10 @@ export function deref(p: Place, off: number, what: string): Place {
 /** The place of a member at byte `off` inside an aggregate held at `p`. */
 export function member(p: Place, off: number, size: number, what: string): Place | { bits: string; reg: string } {
   switch (p.kind) {
-    case 'mem': return { kind: 'mem', base: p.base, off: p.off + off };
-    case 'abs': return { kind: 'abs', off: p.off + BigInt(off) };
+    case 'mem':
+      return { kind: 'mem', base: p.base, off: p.off + off };
+    case 'abs':
+      return { kind: 'abs', off: p.off + BigInt(off) };
     case 'reg':
     case 'parts': {
       const regs = p.kind === 'reg' ? [p.reg] : p.regs;
@@ -82,14 +88,24 @@ export interface TypedFetch {
 }
 
 /** The fetch for a scalar value of type `t` at place `p`; strings are read through char pointers. */
-export function scalarFetch(p: Place, t: TypeDesc, describe: (o: number | undefined) => TypeDesc, what: string, override?: string): TypedFetch {
+export function scalarFetch(
+  p: Place,
+  t: TypeDesc,
+  describe: (o: number | undefined) => TypeDesc,
+  what: string,
+  override?: string,
+): TypedFetch {
   const s = stripQualifiers(t, describe);
   if (override) {
     if (override === 'string') {
       // A string is read at the address the value holds: +0(value).
       return { fetch: `+0(${valueFetch(p, what)})`, type: 'string', display: 'string' };
     }
-    return { fetch: valueFetch(p, what), type: override, display: override.startsWith('s') ? 'signed' : override.startsWith('x') ? 'hex' : 'unsigned' };
+    return {
+      fetch: valueFetch(p, what),
+      type: override,
+      display: override.startsWith('s') ? 'signed' : override.startsWith('x') ? 'hex' : 'unsigned',
+    };
   }
   if (s.kind === 'array') {
     const el = stripQualifiers(describe(s.targetOffset), describe);
@@ -100,10 +116,16 @@ export function scalarFetch(p: Place, t: TypeDesc, describe: (o: number | undefi
     throw new ArgError(`${what} is an array (${t.name}); fetch an element with ${what}[N]`);
   }
   if (s.kind === 'struct' || s.kind === 'union' || s.kind === 'class') {
-    const names = (s.members ?? []).slice(0, 6).map((m) => m.name).join(', ');
-    throw new ArgError(`${what} is a ${s.kind} (${t.name}); fetch a field, e.g. ${what}.${(s.members ?? [])[0]?.name ?? 'field'} (fields: ${names})`);
+    const names = (s.members ?? [])
+      .slice(0, 6)
+      .map((m) => m.name)
+      .join(', ');
+    throw new ArgError(
+      `${what} is a ${s.kind} (${t.name}); fetch a field, e.g. ${what}.${(s.members ?? [])[0]?.name ?? 'field'} (fields: ${names})`,
+    );
   }
-  if (s.kind === 'base' && s.float) throw new ArgError(`${what} is floating-point (${t.name}); uprobe fetch arguments have no floating-point type`);
+  if (s.kind === 'base' && s.float)
+    throw new ArgError(`${what} is floating-point (${t.name}); uprobe fetch arguments have no floating-point type`);
   const type = fetchTypeOf(s, describe);
   if (!type) throw new ArgError(`${what} has type ${t.name}, which ProbeLens cannot fetch`);
   if (type === 'string') return { fetch: `+0(${valueFetch(p, what)})`, type, display: 'string' };

@@ -28,13 +28,21 @@ export function resolveSourceFile(index: BinaryIndex, src: string): string {
   const tail = `/${src.replace(/^\.\//, '')}`;
   const hits = files.filter((f) => f.endsWith(tail) || f === src);
   if (hits.length === 1) return hits[0];
-  if (hits.length === 0) throw new ResolveError(`${index.path} has no line information for source file '${src}': check the name, or that this binary was built from it with -g`);
-  throw new ResolveError(`source file '${src}' is ambiguous in ${index.path}: ${hits.slice(0, 5).join(', ')}${hits.length > 5 ? ', …' : ''}; give more of the path`);
+  if (hits.length === 0)
+    throw new ResolveError(
+      `${index.path} has no line information for source file '${src}': check the name, or that this binary was built from it with -g`,
+    );
+  throw new ResolveError(
+    `source file '${src}' is ambiguous in ${index.path}: ${hits.slice(0, 5).join(', ')}${hits.length > 5 ? ', …' : ''}; give more of the path`,
+  );
 }
 
 function suggest(index: BinaryIndex, name: string): string {
   const lower = name.toLowerCase();
-  const close = index.functions().filter((f) => f.name.toLowerCase().includes(lower) || lower.includes(f.name.toLowerCase())).slice(0, 3);
+  const close = index
+    .functions()
+    .filter((f) => f.name.toLowerCase().includes(lower) || lower.includes(f.name.toLowerCase()))
+    .slice(0, 3);
   return close.length ? ` (did you mean ${close.map((f) => `'${f.name}'`).join(', ')}?)` : '';
 }
 
@@ -63,7 +71,8 @@ function lineSites(index: BinaryIndex, file: string, line: number, within?: Inde
 export function resolvePoint(point: ProbePoint, index: BinaryIndex): ResolvedSite[] {
   if (point.kind === 'usdt') {
     const hits = index.usdtProbes().filter((p) => p.provider === point.provider && p.name === point.name);
-    if (hits.length === 0) throw new ResolveError(`${index.path} has no USDT probe ${point.provider}:${point.name} (list them with 'probelens usdt')`);
+    if (hits.length === 0)
+      throw new ResolveError(`${index.path} has no USDT probe ${point.provider}:${point.name} (list them with 'probelens usdt')`);
     return hits.map((u) => ({ kind: 'usdt', usdt: u, address: u.address }));
   }
   if (point.kind === 'line') {
@@ -71,14 +80,18 @@ export function resolvePoint(point: ProbePoint, index: BinaryIndex): ResolvedSit
     const sites = lineSites(index, file, point.line);
     if (sites.length === 0) {
       const near = index.probeableLines(file).filter((l) => Math.abs(l - point.line) <= 5);
-      throw new ResolveError(`line ${point.line} of ${file} has no code in ${index.path}${near.length ? ` (lines with code nearby: ${near.join(', ')})` : ''}`);
+      throw new ResolveError(
+        `line ${point.line} of ${file} has no code in ${index.path}${near.length ? ` (lines with code nearby: ${near.join(', ')})` : ''}`,
+      );
     }
     return sites;
   }
   let fns = index.findFunctions(point.func, point.src);
   if (fns.length === 0) {
     const where = point.src ? ` in ${point.src}` : '';
-    throw new ResolveError(`${index.path} has no function ${point.glob ? 'matching ' : ''}'${point.func}'${where}${point.glob ? '' : suggest(index, point.func)}`);
+    throw new ResolveError(
+      `${index.path} has no function ${point.glob ? 'matching ' : ''}'${point.func}'${where}${point.glob ? '' : suggest(index, point.func)}`,
+    );
   }
   if (point.glob) {
     fns = fns.filter((f) => f.probeable && f.address !== undefined);
@@ -87,22 +100,29 @@ export function resolvePoint(point: ProbePoint, index: BinaryIndex): ResolvedSit
     const withCode = fns.filter((f) => f.address !== undefined);
     const distinct = new Map(withCode.map((f) => [f.address, f]));
     if (distinct.size > 1) {
-      throw new ResolveError(`'${point.func}' is ambiguous in ${index.path}: ${[...distinct.values()].map((f) => `${f.file ?? '?'}:${f.line ?? '?'}`).join(', ')}; write ${point.func}@FILE to pick one`);
+      throw new ResolveError(
+        `'${point.func}' is ambiguous in ${index.path}: ${[...distinct.values()].map((f) => `${f.file ?? '?'}:${f.line ?? '?'}`).join(', ')}; write ${point.func}@FILE to pick one`,
+      );
     }
     const f = withCode[0] ?? fns[0];
-    if (!f.probeable || f.address === undefined) throw new ResolveError(`'${f.name}' cannot be probed: ${f.reason ?? 'it has no code of its own'}${f.inlinedInstances ? ` (inlined in ${f.inlinedInstances} place(s))` : ''}`);
+    if (!f.probeable || f.address === undefined)
+      throw new ResolveError(
+        `'${f.name}' cannot be probed: ${f.reason ?? 'it has no code of its own'}${f.inlinedInstances ? ` (inlined in ${f.inlinedInstances} place(s))` : ''}`,
+      );
     fns = [f];
   }
   return fns.flatMap((f): ResolvedSite[] => {
     if (point.relLine !== undefined) {
-      if (!f.file || f.line === undefined) throw new ResolveError(`'${f.name}' has no source position, so :${point.relLine} cannot be resolved`);
+      if (!f.file || f.line === undefined)
+        throw new ResolveError(`'${f.name}' has no source position, so :${point.relLine} cannot be resolved`);
       const line = f.line + point.relLine;
       const sites = lineSites(index, f.file, line, f);
       if (sites.length === 0) throw new ResolveError(`line ${line} (${f.name}:${point.relLine}) has no code inside ${f.name}`);
       return sites;
     }
     if (point.offset !== undefined) {
-      if (point.offset >= f.size && f.size > 0) throw new ResolveError(`${f.name}+${point.offset} is past the end of the function (${f.size} bytes)`);
+      if (point.offset >= f.size && f.size > 0)
+        throw new ResolveError(`${f.name}+${point.offset} is past the end of the function (${f.size} bytes)`);
       return [{ kind: 'entry', fn: f, address: f.address! + BigInt(point.offset), file: f.file, line: f.line }];
     }
     return [{ kind: point.ret ? 'return' : 'entry', fn: f, address: f.address!, file: f.file, line: f.line }];

@@ -51,17 +51,23 @@ export function requireReturnSites(functionName: string, arch: ReturnArch, code:
   const scan = findReturnSites(arch, code, address);
   if (scan.undecodable) {
     const { address: at, reason } = scan.undecodable;
-    throw new ReturnSitesError(functionName, 'undecodable',
+    throw new ReturnSitesError(
+      functionName,
+      'undecodable',
       `cannot place a return probe on ${functionName}: its code at ${hex(at)} could not be decoded (${reason}), ` +
-      'so some of its returns might be missed; probe its entry or a source line before the return instead');
+        'so some of its returns might be missed; probe its entry or a source line before the return instead',
+    );
   }
   if (scan.returns.length === 0) {
     const exits = scan.tailJumps.length
       ? `it leaves only through jump${scan.tailJumps.length > 1 ? 's' : ''} at ${scan.tailJumps.map(hex).join(', ')} (a tail call)`
       : 'it has no return instruction (it never returns)';
-    throw new ReturnSitesError(functionName, 'no-return',
+    throw new ReturnSitesError(
+      functionName,
+      'no-return',
       `cannot place a return probe on ${functionName}: ${exits}; probe the return of the function it jumps to, ` +
-      'or a source line before the jump');
+        'or a source line before the jump',
+    );
   }
   return scan.returns;
 }

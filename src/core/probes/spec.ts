@@ -4,14 +4,22 @@
 //          | NEWNAME=ARG | raw tracefs fetcharg (%di, +8(%sp):s32, +0(%di):string, @0x1234, $stack2)
 // Parsing is purely syntactic: whether a name exists is the compiler's business (it has the BinaryIndex).
 
-export type FetchType =
-  | 's8' | 's16' | 's32' | 's64'
-  | 'u8' | 'u16' | 'u32' | 'u64'
-  | 'x8' | 'x16' | 'x32' | 'x64'
-  | 'string';
+export type FetchType = 's8' | 's16' | 's32' | 's64' | 'u8' | 'u16' | 'u32' | 'u64' | 'x8' | 'x16' | 'x32' | 'x64' | 'string';
 
 const FETCH_TYPES: ReadonlySet<string> = new Set([
-  's8', 's16', 's32', 's64', 'u8', 'u16', 'u32', 'u64', 'x8', 'x16', 'x32', 'x64', 'string',
+  's8',
+  's16',
+  's32',
+  's64',
+  'u8',
+  'u16',
+  'u32',
+  'u64',
+  'x8',
+  'x16',
+  'x32',
+  'x64',
+  'string',
 ]);
 
 export type ProbePoint =
@@ -34,7 +42,11 @@ export interface ProbeSpec {
 }
 
 export class SpecSyntaxError extends Error {
-  constructor(readonly spec: string, readonly column: number, detail: string) {
+  constructor(
+    readonly spec: string,
+    readonly column: number,
+    detail: string,
+  ) {
     super(`invalid probe spec '${spec}' at column ${column + 1}: ${detail}`);
     this.name = 'SpecSyntaxError';
   }
@@ -84,11 +96,17 @@ function findTop(s: string, sep: string, from = 0): number {
   let depth = 0;
   for (let i = from; i < s.length; i++) {
     const ch = s[i];
-    if (ch === '\\') { i++; continue; }
+    if (ch === '\\') {
+      i++;
+      continue;
+    }
     if (ch === '<' || ch === '(' || ch === '[') depth++;
     else if ((ch === '>' && s[i - 1] !== '-') || ch === ')' || ch === ']') depth--;
     else if (depth === 0 && s.startsWith(sep, i)) {
-      if (sep === ':' && (s[i + 1] === ':' || s[i - 1] === ':')) { i++; continue; }
+      if (sep === ':' && (s[i + 1] === ':' || s[i - 1] === ':')) {
+        i++;
+        continue;
+      }
       return i;
     }
   }
@@ -172,8 +190,7 @@ export function parseArg(token: string, spec = token, col = 0): ProbeArg {
   if (/^[%@+-]|^\$stack/.test(token)) {
     if (!RAW_FETCH.test(token)) throw new SpecSyntaxError(spec, col, `'${token}' is not a valid tracefs fetch argument`);
     const typ = /:([a-z0-9]+)(\[[0-9]+\])?$/.exec(token)?.[1];
-    if (typ && !FETCH_TYPES.has(typ) && !/^b[0-9]+@/.test(typ))
-      throw new SpecSyntaxError(spec, col, `unsupported type '${typ}'`);
+    if (typ && !FETCH_TYPES.has(typ) && !/^b[0-9]+@/.test(typ)) throw new SpecSyntaxError(spec, col, `unsupported type '${typ}'`);
     return { kind: 'raw', fetch: token, name: name ?? rawArgName(token), text };
   }
   let type: FetchType | undefined;
@@ -207,7 +224,10 @@ export function parseArg(token: string, spec = token, col = 0): ProbeArg {
 }
 
 function rawArgName(fetch: string): string {
-  const n = fetch.replace(/:.*$/, '').replace(/[^A-Za-z0-9]+/g, '_').replace(/^_+|_+$/g, '');
+  const n = fetch
+    .replace(/:.*$/, '')
+    .replace(/[^A-Za-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '');
   return /^[A-Za-z_]/.test(n) ? n : `arg_${n}`;
 }
 

@@ -193,7 +193,12 @@ export class Aggregates {
   summary(): { hits: Record<string, number>; latency: Record<string, { p50: number; p90: number; p99: number; max: number }> } {
     const latency: Record<string, { p50: number; p90: number; p99: number; max: number }> = {};
     for (const [probe, h] of this.latency) {
-      latency[probe] = { p50: Math.round(h.quantile(0.5)), p90: Math.round(h.quantile(0.9)), p99: Math.round(h.quantile(0.99)), max: h.max };
+      latency[probe] = {
+        p50: Math.round(h.quantile(0.5)),
+        p90: Math.round(h.quantile(0.9)),
+        p99: Math.round(h.quantile(0.99)),
+        max: h.max,
+      };
     }
     return { hits: Object.fromEntries(this.hits), latency };
   }
@@ -222,7 +227,8 @@ export class Aggregates {
     if (key === null) return;
     const byKey = this.open.get(pair.entry)!;
     let stack = byKey.get(key);
-    if (stack) byKey.delete(key); // re-insert: Map order is then least-recently-active first
+    if (stack)
+      byKey.delete(key); // re-insert: Map order is then least-recently-active first
     else stack = [];
     byKey.set(key, stack);
     stack.push(hit.ts);

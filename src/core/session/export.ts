@@ -34,7 +34,15 @@ function contractHit(h: ExportHit): Record<string, unknown> {
   const args: Record<string, number | string> = {};
   for (const [k, v] of Object.entries(h.args)) args[k] = jsonValue(v);
   const o: Record<string, unknown> = {
-    host: h.host, probe: h.probe, kind: h.kind, pid: h.pid, tid: h.tid, comm: h.comm, cpu: h.cpu, ts: h.ts, args,
+    host: h.host,
+    probe: h.probe,
+    kind: h.kind,
+    pid: h.pid,
+    tid: h.tid,
+    comm: h.comm,
+    cpu: h.cpu,
+    ts: h.ts,
+    args,
   };
   if (h.retval !== undefined) o.retval = jsonValue(h.retval);
   return o;
@@ -75,8 +83,14 @@ export function hitsToCsv(hits: Iterable<ExportHit>): string {
   const rows: string[] = [[...FIXED_COLUMNS, ...argNames.map((n) => `args.${n}`)].map(csvField).join(',')];
   for (const h of list) {
     const fields = [
-      csvField(h.ts), csvField(h.host), csvField(h.probe), csvField(h.kind), csvField(h.pid), csvField(h.tid),
-      csvField(h.comm), csvField(h.cpu),
+      csvField(h.ts),
+      csvField(h.host),
+      csvField(h.probe),
+      csvField(h.kind),
+      csvField(h.pid),
+      csvField(h.tid),
+      csvField(h.comm),
+      csvField(h.cpu),
       csvField(h.retval === undefined ? undefined : jsonValue(h.retval)),
       csvField(h.latencyNs),
     ];

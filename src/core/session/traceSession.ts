@@ -44,14 +44,23 @@ export interface SessionSummary {
 }
 
 export class BuildIdMismatchError extends Error {
-  constructor(readonly host: string, readonly path: string, detail: string) {
+  constructor(
+    readonly host: string,
+    readonly path: string,
+    detail: string,
+  ) {
     super(`binary on ${host} differs from the local build (${path}: ${detail}): rebuild or deploy it, or pass --no-build-id-check`);
     this.name = 'BuildIdMismatchError';
   }
 }
 
 export class DefinitionRejectedError extends Error {
-  constructor(readonly host: string, readonly probe: CompiledProbe, readonly kernelMessage: string, readonly token: string | null) {
+  constructor(
+    readonly host: string,
+    readonly probe: CompiledProbe,
+    readonly kernelMessage: string,
+    readonly token: string | null,
+  ) {
     super(`the kernel on ${host} rejected probe ${probe.event}${token ? ` at '${token}'` : ''}: ${kernelMessage}`);
     this.name = 'DefinitionRejectedError';
   }
@@ -59,7 +68,13 @@ export class DefinitionRejectedError extends Error {
 
 function schemaOf(p: CompiledProbe): EventSchema {
   const retval = p.kind === 'return' ? p.args.find((a) => a.fetch === '$retval' || a.name === 'retval') : undefined;
-  return { event: p.event, probe: p.event, kind: p.kind, args: p.args.map((a) => ({ name: a.name, type: a.type })), retvalArg: retval?.name };
+  return {
+    event: p.event,
+    probe: p.event,
+    kind: p.kind,
+    args: p.args.map((a) => ({ name: a.name, type: a.type })),
+    retvalArg: retval?.name,
+  };
 }
 
 function pairsOf(probes: CompiledProbe[]): LatencyPair[] {
@@ -88,7 +103,8 @@ function presentHit(hit: Hit, probe: CompiledProbe | undefined): Hit {
       // A Go string: a byte preview and its length (see GO_STRING_PREVIEW in the compiler).
       const len = hit.args[a.lengthArg];
       const bytes = Buffer.from(v.map((b) => Number(b) & 0xff));
-      if (typeof len === 'number' && len >= 0) v = bytes.subarray(0, Math.min(len, bytes.length)).toString('utf8') + (len > bytes.length ? '…' : '');
+      if (typeof len === 'number' && len >= 0)
+        v = bytes.subarray(0, Math.min(len, bytes.length)).toString('utf8') + (len > bytes.length ? '…' : '');
     }
     const bits = /^b([0-9]+)@/.exec(a.type);
     if (bits && a.display === 'signed' && typeof v === 'number') {
@@ -131,23 +147,35 @@ export class TraceSession {
 
   private async arm(): Promise<void> {
     const { opts } = this;
-    const agent = (this.agent = await TracefsAgent.start(opts.target, { sudo: opts.sudo, heartbeatTimeoutSeconds: opts.heartbeatSeconds ?? 3 }));
+    const agent = (this.agent = await TracefsAgent.start(opts.target, {
+      sudo: opts.sudo,
+      heartbeatTimeoutSeconds: opts.heartbeatSeconds ?? 3,
+    }));
     const remotePath = opts.remotePath ?? opts.index.path;
     checkProbePath(remotePath);
     if (!opts.noBuildIdCheck) {
       const id = readBinaryIdentity(opts.index.path);
       if (id.buildId && id.buildIdOffset !== undefined && id.buildIdLength !== undefined) {
-        if (id.buildId !== opts.index.buildId) throw new BuildIdMismatchError('this machine', opts.index.path, `the index is of build ${opts.index.buildId}, the file is now ${id.buildId}; re-index`);
+        if (id.buildId !== opts.index.buildId)
+          throw new BuildIdMismatchError(
+            'this machine',
+            opts.index.path,
+            `the index is of build ${opts.index.buildId}, the file is now ${id.buildId}; re-index`,
+          );
         try {
           await agent.checkBuildId(remotePath, id.buildIdOffset, id.buildIdLength, id.buildId);
         } catch (e) {
-          if (e instanceof AgentError && e.code === 'EMISMATCH') throw new BuildIdMismatchError(this.host, remotePath, `build-id ${id.buildId} expected; ${e.details.join(' ') || e.message}`);
+          if (e instanceof AgentError && e.code === 'EMISMATCH')
+            throw new BuildIdMismatchError(this.host, remotePath, `build-id ${id.buildId} expected; ${e.details.join(' ') || e.message}`);
           throw e;
         }
       }
     }
     this.probes = await compileProbes(opts.specs, opts.index, {
-      group: agent.group, targetPath: remotePath, debugDirs: opts.debugDirs, refCtrOffset: agent.hello.caps.has('ref_ctr_offset') || undefined,
+      group: agent.group,
+      targetPath: remotePath,
+      debugDirs: opts.debugDirs,
+      refCtrOffset: agent.hello.caps.has('ref_ctr_offset') || undefined,
     });
     for (const p of this.probes) this.byEvent.set(p.event, p);
     const sites = new Map<string, ProbeSite>();
@@ -176,7 +204,16 @@ export class TraceSession {
         await agent.define(p.definition);
       } catch (e) {
         if (e instanceof AgentError && e.code === 'EKERNEL') {
-          throw new DefinitionRejectedError(this.host, p, e.details.filter((d) => d.trim()).slice(-3).join(' ').trim() || e.message, offendingToken(e.details));
+          throw new DefinitionRejectedError(
+            this.host,
+            p,
+            e.details
+              .filter((d) => d.trim())
+              .slice(-3)
+              .join(' ')
+              .trim() || e.message,
+            offendingToken(e.details),
+          );
         }
         throw e;
       }
@@ -199,7 +236,14 @@ export class TraceSession {
       const loss = lossReport(this.parser!.stats, report);
       this.state = 'stopped';
       const sum = this.aggregates.summary();
-      return { host: this.host, hits: sum.hits, latency: sum.latency, lost: loss.lost, kernelHits: Object.fromEntries(loss.kernelHits), loss };
+      return {
+        host: this.host,
+        hits: sum.hits,
+        latency: sum.latency,
+        lost: loss.lost,
+        kernelHits: Object.fromEntries(loss.kernelHits),
+        loss,
+      };
     })();
     return this.ended;
   }

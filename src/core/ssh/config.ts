@@ -143,7 +143,9 @@ function matchCriteria(tokens: string[], ctx: Ctx): boolean {
         break;
       case 'exec': {
         const cmd = tokens[i++] ?? '';
-        ctx.notes.push(`ssh config: "Match exec ${cmd}" was not run (ProbeLens never executes commands from ssh config); that block is treated as not matching`);
+        ctx.notes.push(
+          `ssh config: "Match exec ${cmd}" was not run (ProbeLens never executes commands from ssh config); that block is treated as not matching`,
+        );
         // Not matching — also when negated: an unrun test must not switch a block on.
         return false;
       }
@@ -210,7 +212,8 @@ function evaluate(lines: readonly Line[], active: boolean, ctx: Ctx, baseDir: st
       continue;
     }
     if (param === 'include') {
-      if (ctx.depth >= MAX_INCLUDE_DEPTH) throw new SshConfigError(`ssh config: Include nested more than ${MAX_INCLUDE_DEPTH} deep (a loop?); fix the Include lines`);
+      if (ctx.depth >= MAX_INCLUDE_DEPTH)
+        throw new SshConfigError(`ssh config: Include nested more than ${MAX_INCLUDE_DEPTH} deep (a loop?); fix the Include lines`);
       for (const pat of valueText(line)) {
         for (const file of expandInclude(pat, ctx, baseDir)) {
           let text: string;
@@ -273,16 +276,26 @@ export function expandTokens(text: string, t: TokenValues): string {
   });
   const out = withEnv.replace(/%(.)/g, (m, c: string) => {
     switch (c) {
-      case '%': return '%';
-      case 'h': return t.hostName;
-      case 'n': return t.alias;
-      case 'p': return String(t.port);
-      case 'r': return t.remoteUser;
-      case 'u': return t.localUser;
-      case 'd': return t.home;
-      case 'i': return String(process.getuid?.() ?? 0);
-      case 'l': return localHostName().split('.')[0];
-      case 'L': return localHostName();
+      case '%':
+        return '%';
+      case 'h':
+        return t.hostName;
+      case 'n':
+        return t.alias;
+      case 'p':
+        return String(t.port);
+      case 'r':
+        return t.remoteUser;
+      case 'u':
+        return t.localUser;
+      case 'd':
+        return t.home;
+      case 'i':
+        return String(process.getuid?.() ?? 0);
+      case 'l':
+        return localHostName().split('.')[0];
+      case 'L':
+        return localHostName();
       default:
         throw new SshConfigError(`ssh config: unknown token ${m} in "${text}"; see TOKENS in ssh_config(5)`);
     }
@@ -305,7 +318,17 @@ function num(v: string | undefined, key: string): number | undefined {
 export function resolveHost(alias: string, opts: ResolveOptions = {}): ResolvedHost {
   const home = opts.home ?? homedir();
   const localUser = opts.localUser ?? userInfo().username;
-  const ctx: Ctx = { alias, home, localUser, cliUser: opts.user, values: new Map(), notes: [], depth: 0, finalPass: false, sawFinal: false };
+  const ctx: Ctx = {
+    alias,
+    home,
+    localUser,
+    cliUser: opts.user,
+    values: new Map(),
+    notes: [],
+    depth: 0,
+    finalPass: false,
+    sawFinal: false,
+  };
   // Command-line values are "obtained first", so the config cannot override them (as with ssh -l/-p).
   if (opts.user !== undefined) ctx.values.set('user', [opts.user]);
   if (opts.port !== undefined) ctx.values.set('port', [String(opts.port)]);
@@ -325,7 +348,8 @@ export function resolveHost(alias: string, opts: ResolveOptions = {}): ResolvedH
     try {
       text = readFileSync(f.path, 'utf8');
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || f.mustExist) throw new SshConfigError(`ssh config ${f.path} cannot be read: ${(e as Error).message}; fix its permissions or pass another file`);
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || f.mustExist)
+        throw new SshConfigError(`ssh config ${f.path} cannot be read: ${(e as Error).message}; fix its permissions or pass another file`);
     }
     if (text !== undefined) parsed.push({ lines: parseConfigText(text, f.path), includeBase: f.includeBase });
   }
@@ -367,7 +391,13 @@ export function resolveHost(alias: string, opts: ResolveOptions = {}): ResolvedH
 
   const shk = (first(ctx, 'stricthostkeychecking') ?? 'ask').toLowerCase();
   const strictHostKeyChecking: StrictHostKeyChecking =
-    shk === 'yes' || shk === 'true' ? 'yes' : shk === 'no' || shk === 'off' || shk === 'false' ? 'no' : shk === 'accept-new' ? 'accept-new' : 'ask';
+    shk === 'yes' || shk === 'true'
+      ? 'yes'
+      : shk === 'no' || shk === 'off' || shk === 'false'
+        ? 'no'
+        : shk === 'accept-new'
+          ? 'accept-new'
+          : 'ask';
 
   const pj = ctx.values.get('proxyjump');
   let proxyJump: Destination[] = [];
@@ -381,7 +411,9 @@ export function resolveHost(alias: string, opts: ResolveOptions = {}): ResolvedH
   const proxyCommand = first(ctx, 'proxycommand');
   if (proxyCommand !== undefined && proxyCommand.toLowerCase() !== 'none' && !pj) {
     // Connecting directly instead would quietly take another network path than `ssh` does.
-    throw new SshConfigError(`ssh config: ${alias} is reached through ProxyCommand, which ProbeLens does not run (it executes no commands from ssh config); express the route as ProxyJump, or add "ProxyCommand none" for this host`);
+    throw new SshConfigError(
+      `ssh config: ${alias} is reached through ProxyCommand, which ProbeLens does not run (it executes no commands from ssh config); express the route as ProxyJump, or add "ProxyCommand none" for this host`,
+    );
   }
 
   return {

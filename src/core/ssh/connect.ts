@@ -56,7 +56,10 @@ export function resolveChain(dest: Destination, opts: SshConnectOptions): Resolv
   while (jumps.length) {
     const resolved = jumps.map((j) => resolveHost(j.host, { ...common, user: j.user, port: j.port, identityFiles: opts.identityFiles }));
     chain.unshift(...resolved);
-    if (chain.length > MAX_HOPS) throw new SshError(`ssh: ProxyJump chain to ${dest.host} has more than ${MAX_HOPS} hops (a loop in ssh config?); check ProxyJump lines`);
+    if (chain.length > MAX_HOPS)
+      throw new SshError(
+        `ssh: ProxyJump chain to ${dest.host} has more than ${MAX_HOPS} hops (a loop in ssh config?); check ProxyJump lines`,
+      );
     jumps = resolved[0].proxyJump;
   }
   for (const hop of chain) for (const n of hop.notes) opts.log?.(n);
@@ -88,7 +91,10 @@ export async function connectSsh(opts: SshConnectOptions): Promise<SshConnection
   const closed = new Promise<Error | undefined>((resolve) => {
     let lastError: Error | undefined;
     target.on('error', (err: Error & { level?: string }) => {
-      lastError = err.message === 'Keepalive timeout' ? new SshConnectError('keepalive', label(chain[chain.length - 1]), 'no answer to keepalives; the connection is considered dead') : err;
+      lastError =
+        err.message === 'Keepalive timeout'
+          ? new SshConnectError('keepalive', label(chain[chain.length - 1]), 'no answer to keepalives; the connection is considered dead')
+          : err;
     });
     target.once('close', () => resolve(lastError));
   });
@@ -108,7 +114,13 @@ function forward(client: Client, from: ResolvedHost, to: ResolvedHost): Promise<
   return new Promise((resolve, reject) => {
     client.forwardOut('127.0.0.1', 0, to.hostName, to.port, (err, channel) => {
       if (err) {
-        reject(new SshConnectError('refused', label(to), `jump host ${label(from)} could not open a connection to ${to.hostName} port ${to.port} (${err.message}); check the address from the jump host's side and its AllowTcpForwarding`));
+        reject(
+          new SshConnectError(
+            'refused',
+            label(to),
+            `jump host ${label(from)} could not open a connection to ${to.hostName} port ${to.port} (${err.message}); check the address from the jump host's side and its AllowTcpForwarding`,
+          ),
+        );
       } else resolve(channel);
     });
   });
@@ -150,7 +162,10 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
   let pendingRecord: { file: string; line: string } | undefined;
   const tried: AuthAttempt[] = [];
   const serverMethods: string[] = [];
-  const agent = opts.agentSocket === null ? undefined : (opts.agentSocket ?? (hop.identityAgent === null ? undefined : (hop.identityAgent ?? process.env.SSH_AUTH_SOCK)));
+  const agent =
+    opts.agentSocket === null
+      ? undefined
+      : (opts.agentSocket ?? (hop.identityAgent === null ? undefined : (hop.identityAgent ?? process.env.SSH_AUTH_SOCK)));
 
   return new Promise<Client>((resolve, reject) => {
     let settled = false;
@@ -165,7 +180,9 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
     const arm = (what: string) => {
       pause();
       timer = setTimeout(() => {
-        fail(new SshConnectError('timeout', where, `${what} within ${timeoutMs / 1000} s; check the host and port, or raise ConnectTimeout`));
+        fail(
+          new SshConnectError('timeout', where, `${what} within ${timeoutMs / 1000} s; check the host and port, or raise ConnectTimeout`),
+        );
         sock.destroy();
       }, timeoutMs);
     };
@@ -198,16 +215,22 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
       if (failure) return fail(failure);
       // ssh2 reports a dead agent or a key that cannot sign as errors too, then goes on with the next
       // method; only its final "all methods failed" ends the attempt.
-      if (err.level === 'agent' || (err.level === 'client-authentication' && !/All configured authentication methods failed/.test(err.message))) {
+      if (
+        err.level === 'agent' ||
+        (err.level === 'client-authentication' && !/All configured authentication methods failed/.test(err.message))
+      ) {
         opts.log?.(`ssh ${where}: ${err.message}; trying the next authentication method`);
         return;
       }
       if (err.level === 'client-authentication') return fail(authFailure());
       if (err.level === 'client-socket') return fail(connectErrorFor(where, hop.hostName, hop.port, err, timeoutMs));
-      if (err.level === 'client-timeout') return fail(new SshConnectError('timeout', where, `${err.message}; check the network or raise ConnectTimeout`));
+      if (err.level === 'client-timeout')
+        return fail(new SshConnectError('timeout', where, `${err.message}; check the network or raise ConnectTimeout`));
       fail(new SshConnectError('protocol', where, `${err.message}; run \`ssh -v\` against the same host to see where it stops`));
     });
-    client.once('close', () => fail(failure ?? new SshConnectError('closed', where, 'the server closed the connection before login finished; check its sshd log')));
+    client.once('close', () =>
+      fail(failure ?? new SshConnectError('closed', where, 'the server closed the connection before login finished; check its sshd log')),
+    );
 
     const authFailure = () => new SshAuthError(where, tried, serverMethods, hop.identityFiles);
 

@@ -21,18 +21,44 @@ export class SshConnectError extends SshError {
   }
 }
 
-export function connectErrorFor(destination: string, hostName: string, port: number, err: NodeJS.ErrnoException, timeoutMs: number): SshConnectError {
+export function connectErrorFor(
+  destination: string,
+  hostName: string,
+  port: number,
+  err: NodeJS.ErrnoException,
+  timeoutMs: number,
+): SshConnectError {
   const code = err.code ?? '';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME')
-    return new SshConnectError('dns', destination, `cannot resolve host name "${hostName}" (${code}); check the spelling, HostName in ~/.ssh/config, or your DNS`);
+    return new SshConnectError(
+      'dns',
+      destination,
+      `cannot resolve host name "${hostName}" (${code}); check the spelling, HostName in ~/.ssh/config, or your DNS`,
+    );
   if (code === 'ECONNREFUSED')
-    return new SshConnectError('refused', destination, `connection refused by ${hostName} port ${port}; is sshd running there and listening on that port?`);
+    return new SshConnectError(
+      'refused',
+      destination,
+      `connection refused by ${hostName} port ${port}; is sshd running there and listening on that port?`,
+    );
   if (code === 'ETIMEDOUT')
-    return new SshConnectError('timeout', destination, `no answer from ${hostName} port ${port} within ${timeoutMs / 1000} s; check the address, firewalls, or raise ConnectTimeout`);
+    return new SshConnectError(
+      'timeout',
+      destination,
+      `no answer from ${hostName} port ${port} within ${timeoutMs / 1000} s; check the address, firewalls, or raise ConnectTimeout`,
+    );
   if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH')
-    return new SshConnectError('unreachable', destination, `${hostName} is unreachable (${code}); check the network route or use a ProxyJump host`);
+    return new SshConnectError(
+      'unreachable',
+      destination,
+      `${hostName} is unreachable (${code}); check the network route or use a ProxyJump host`,
+    );
   if (code === 'ECONNRESET' || code === 'EPIPE')
-    return new SshConnectError('closed', destination, `connection to ${hostName} port ${port} was closed by the remote side (${code}) before login finished; check sshd's log there (MaxStartups, AllowUsers, tcp wrappers)`);
+    return new SshConnectError(
+      'closed',
+      destination,
+      `connection to ${hostName} port ${port} was closed by the remote side (${code}) before login finished; check sshd's log there (MaxStartups, AllowUsers, tcp wrappers)`,
+    );
   return new SshConnectError('protocol', destination, `${err.message}; run \`ssh -v\` against the same host to see where it stops`);
 }
 

@@ -61,8 +61,18 @@ function allFiles(opts: Pick<HostKeyPolicyOptions, 'knownHostsFiles' | 'globalKn
   return [...opts.knownHostsFiles, ...(opts.globalKnownHostsFiles ?? [])];
 }
 
-export function preferredHostKeyAlgorithms(opts: Pick<HostKeyPolicyOptions, 'host' | 'port' | 'hostKeyAlias' | 'knownHostsFiles' | 'globalKnownHostsFiles'>): string[] {
-  const all = ['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'];
+export function preferredHostKeyAlgorithms(
+  opts: Pick<HostKeyPolicyOptions, 'host' | 'port' | 'hostKeyAlias' | 'knownHostsFiles' | 'globalKnownHostsFiles'>,
+): string[] {
+  const all = [
+    'ssh-ed25519',
+    'ecdsa-sha2-nistp256',
+    'ecdsa-sha2-nistp384',
+    'ecdsa-sha2-nistp521',
+    'rsa-sha2-512',
+    'rsa-sha2-256',
+    'ssh-rsa',
+  ];
   let known: string[] = [];
   try {
     known = knownKeyTypes(readKnownHostsFiles(allFiles(opts)).entries, lookupName(opts));
@@ -102,7 +112,12 @@ export async function verifyHostKey(key: Buffer, opts: HostKeyPolicyOptions): Pr
   if (opts.strict === 'yes') decision = 'reject';
   else if (opts.strict === 'accept-new' || opts.strict === 'no') decision = 'accept-and-record';
   else if (opts.onUnknownHost) {
-    decision = await opts.onUnknownHost({ hostName: name, keyType: blobKeyType(key), fingerprint: fingerprintSha256(key), knownHostsFile: recordFile });
+    decision = await opts.onUnknownHost({
+      hostName: name,
+      keyType: blobKeyType(key),
+      fingerprint: fingerprintSha256(key),
+      knownHostsFile: recordFile,
+    });
   } else decision = 'reject';
   if (decision === 'reject') {
     const why = opts.strict === 'yes' ? `(StrictHostKeyChecking is yes in your ssh config)\n` : '';

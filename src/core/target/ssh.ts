@@ -47,12 +47,17 @@ export class SshTarget implements Target {
   exec(argv: readonly string[], opts: ExecOptions = {}): Promise<ExecChannel> {
     if (argv.length === 0) return Promise.reject(new SshExecError('ssh exec: empty argv (internal error; please report)'));
     for (const a of argv) {
-      if (!isText(a)) return Promise.reject(new SshExecError('ssh exec: a program argument contains control characters (internal error; please report)'));
+      if (!isText(a))
+        return Promise.reject(new SshExecError('ssh exec: a program argument contains control characters (internal error; please report)'));
     }
     const { command, stdinPrefix } = remoteCommand(argv, opts.sudo ?? false);
     return new Promise((resolve, reject) => {
       const failed = (err: Error) =>
-        reject(new SshExecError(`ssh ${this.describe()}: could not start the remote program (${err.message}); reconnect, or check MaxSessions in the server's sshd_config`));
+        reject(
+          new SshExecError(
+            `ssh ${this.describe()}: could not start the remote program (${err.message}); reconnect, or check MaxSessions in the server's sshd_config`,
+          ),
+        );
       try {
         this.conn.client.exec(command, (err, ch) => {
           if (err) return failed(err);

@@ -72,7 +72,10 @@ export class AgentError extends Error {
 }
 
 export class AgentExitedError extends Error {
-  constructor(readonly exitInfo: ExecExit, readonly diagnostics: string[]) {
+  constructor(
+    readonly exitInfo: ExecExit,
+    readonly diagnostics: string[],
+  ) {
     const tail = diagnostics.slice(-3).join(' | ');
     const sudo = /password is required|sudo:/.test(tail);
     super(

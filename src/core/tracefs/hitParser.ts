@@ -43,7 +43,17 @@ export interface Hit {
 
 /** The contract's NDJSON shape of a hit: `{host, probe, kind, pid, tid, comm, cpu, ts, args, retval}`. */
 export function hitToJson(h: Hit): Record<string, unknown> {
-  const o: Record<string, unknown> = { host: h.host, probe: h.probe, kind: h.kind, pid: h.pid, tid: h.tid, comm: h.comm, cpu: h.cpu, ts: h.ts, args: h.args };
+  const o: Record<string, unknown> = {
+    host: h.host,
+    probe: h.probe,
+    kind: h.kind,
+    pid: h.pid,
+    tid: h.tid,
+    comm: h.comm,
+    cpu: h.cpu,
+    ts: h.ts,
+    args: h.args,
+  };
   if (h.retval !== undefined) o.retval = h.retval;
   return o;
 }
@@ -207,7 +217,13 @@ export function matchArgs(text: string, args: ReadonlyArray<{ name: string; type
 }
 
 // A plain recursive function rather than a closure: this runs once per hit.
-function walkArgs(text: string, args: ReadonlyArray<{ name: string; type: string }>, out: Array<string | null>, pos: number, k: number): boolean {
+function walkArgs(
+  text: string,
+  args: ReadonlyArray<{ name: string; type: string }>,
+  out: Array<string | null>,
+  pos: number,
+  k: number,
+): boolean {
   if (k === args.length) return pos === text.length;
   const key = ` ${args[k].name}=`;
   if (!text.startsWith(key, pos)) return false;

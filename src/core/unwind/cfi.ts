@@ -37,19 +37,50 @@ const DW_EH_PE_omit = 0xff;
 
 class Cur {
   pos: number;
-  constructor(readonly b: Uint8Array, readonly dv: DataView, readonly le: boolean, readonly section: string, pos = 0, readonly end = b.length) {
+  constructor(
+    readonly b: Uint8Array,
+    readonly dv: DataView,
+    readonly le: boolean,
+    readonly section: string,
+    pos = 0,
+    readonly end = b.length,
+  ) {
     this.pos = pos;
   }
   need(n: number): void {
     if (this.pos + n > this.end || n < 0) throw new CfiError(this.section, this.pos, 'runs past the end of the entry');
   }
-  u8(): number { this.need(1); return this.b[this.pos++]; }
-  u16(): number { this.need(2); const v = this.dv.getUint16(this.pos, this.le); this.pos += 2; return v; }
-  u32(): number { this.need(4); const v = this.dv.getUint32(this.pos, this.le); this.pos += 4; return v; }
-  s32(): number { this.need(4); const v = this.dv.getInt32(this.pos, this.le); this.pos += 4; return v; }
-  u64(): number { this.need(8); const v = this.dv.getBigUint64(this.pos, this.le); this.pos += 8; return Number(v); }
+  u8(): number {
+    this.need(1);
+    return this.b[this.pos++];
+  }
+  u16(): number {
+    this.need(2);
+    const v = this.dv.getUint16(this.pos, this.le);
+    this.pos += 2;
+    return v;
+  }
+  u32(): number {
+    this.need(4);
+    const v = this.dv.getUint32(this.pos, this.le);
+    this.pos += 4;
+    return v;
+  }
+  s32(): number {
+    this.need(4);
+    const v = this.dv.getInt32(this.pos, this.le);
+    this.pos += 4;
+    return v;
+  }
+  u64(): number {
+    this.need(8);
+    const v = this.dv.getBigUint64(this.pos, this.le);
+    this.pos += 8;
+    return Number(v);
+  }
   uleb(): number {
-    let r = 0, mul = 1;
+    let r = 0,
+      mul = 1;
     for (let i = 0; i < 10; i++) {
       const b = this.u8();
       r += (b & 0x7f) * mul;
@@ -59,7 +90,9 @@ class Cur {
     throw new CfiError(this.section, this.pos, 'LEB128 too long');
   }
   sleb(): number {
-    let r = 0, mul = 1, b = 0;
+    let r = 0,
+      mul = 1,
+      b = 0;
     for (let i = 0; i < 10; i++) {
       b = this.u8();
       r += (b & 0x7f) * mul;
@@ -82,7 +115,13 @@ export class CallFrameInfo {
    * @param bytes section contents; @param sectionAddr its link-time address (for pc-relative pointers);
    * @param ehFrame true for .eh_frame (CIE id 0, augmentations), false for .debug_frame.
    */
-  constructor(readonly bytes: Uint8Array, readonly sectionAddr: number, readonly addressSize: 4 | 8, readonly le: boolean, readonly ehFrame: boolean) {
+  constructor(
+    readonly bytes: Uint8Array,
+    readonly sectionAddr: number,
+    readonly addressSize: 4 | 8,
+    readonly le: boolean,
+    readonly ehFrame: boolean,
+  ) {
     this.parse();
   }
 
@@ -137,20 +176,28 @@ export class CallFrameInfo {
     const c = new Cur(this.bytes, dv, this.le, name, at);
     let len = c.u32();
     let is64 = false;
-    if (len === 0xffffffff) { len = c.u64(); is64 = true; }
+    if (len === 0xffffffff) {
+      len = c.u64();
+      is64 = true;
+    }
     const end = c.pos + len;
     if (end > this.bytes.length) throw new CfiError(name, at, 'CIE runs past the end of the section');
-    if (is64) c.u64(); else c.u32();
+    if (is64) c.u64();
+    else c.u32();
     return this.parseCie(new Cur(this.bytes, dv, this.le, name, c.pos, end));
   }
 
   private parseCie(c: Cur): Cie {
     const version = c.u8();
     const aug = c.cstr();
-    if (!this.ehFrame && version >= 4) { c.u8(); c.u8(); } // address_size, segment_selector_size
+    if (!this.ehFrame && version >= 4) {
+      c.u8();
+      c.u8();
+    } // address_size, segment_selector_size
     const codeAlign = c.uleb();
     const dataAlign = c.sleb();
-    if (version === 1) c.u8(); else c.uleb(); // return address register
+    if (version === 1) c.u8();
+    else c.uleb(); // return address register
     let fdeEncoding = this.addressSize === 8 ? 0x04 : 0x03; // absolute, address-sized
     let z = false;
     if (aug.startsWith('z')) {
@@ -160,8 +207,10 @@ export class CallFrameInfo {
       for (const ch of aug.slice(1)) {
         if (ch === 'R') fdeEncoding = c.u8();
         else if (ch === 'L') c.u8();
-        else if (ch === 'P') { const enc = c.u8(); this.pointer(c, enc); }
-        else if (ch === 'S' || ch === 'B' || ch === 'G') continue;
+        else if (ch === 'P') {
+          const enc = c.u8();
+          this.pointer(c, enc);
+        } else if (ch === 'S' || ch === 'B' || ch === 'G') continue;
         else break; // unknown augmentation: the length lets us skip the rest
       }
       c.pos = augEnd;
@@ -176,31 +225,61 @@ export class CallFrameInfo {
     const posAddr = this.sectionAddr + c.pos;
     let v: number;
     switch (enc & 0x0f) {
-      case 0x00: v = this.addressSize === 8 ? c.u64() : c.u32(); break;
-      case 0x01: v = c.uleb(); break;
-      case 0x02: v = c.u16(); break;
-      case 0x03: v = c.u32(); break;
-      case 0x04: v = c.u64(); break;
-      case 0x09: v = c.sleb(); break;
-      case 0x0a: { const x = c.u16(); v = x >= 0x8000 ? x - 0x10000 : x; break; }
-      case 0x0b: v = c.s32(); break;
-      case 0x0c: v = c.u64(); break;
-      default: throw new CfiError(c.section, c.pos, `unsupported pointer encoding 0x${enc.toString(16)}`);
+      case 0x00:
+        v = this.addressSize === 8 ? c.u64() : c.u32();
+        break;
+      case 0x01:
+        v = c.uleb();
+        break;
+      case 0x02:
+        v = c.u16();
+        break;
+      case 0x03:
+        v = c.u32();
+        break;
+      case 0x04:
+        v = c.u64();
+        break;
+      case 0x09:
+        v = c.sleb();
+        break;
+      case 0x0a: {
+        const x = c.u16();
+        v = x >= 0x8000 ? x - 0x10000 : x;
+        break;
+      }
+      case 0x0b:
+        v = c.s32();
+        break;
+      case 0x0c:
+        v = c.u64();
+        break;
+      default:
+        throw new CfiError(c.section, c.pos, `unsupported pointer encoding 0x${enc.toString(16)}`);
     }
     switch (enc & 0x70) {
-      case 0x00: return v;
-      case 0x10: return posAddr + v; // pcrel
-      case 0x30: return v; // datarel: not used for FDE ranges on x86-64/arm64 executables
-      default: throw new CfiError(c.section, c.pos, `unsupported pointer application 0x${(enc & 0x70).toString(16)}`);
+      case 0x00:
+        return v;
+      case 0x10:
+        return posAddr + v; // pcrel
+      case 0x30:
+        return v; // datarel: not used for FDE ranges on x86-64/arm64 executables
+      default:
+        throw new CfiError(c.section, c.pos, `unsupported pointer application 0x${(enc & 0x70).toString(16)}`);
     }
   }
 
   /** The CFA rule in force at `pc`, undefined when no FDE covers it; throws for CFA expressions. */
   cfaAt(pc: number): CfaRule | undefined {
-    let lo = 0, hi = this.fdes.length - 1, found = -1;
+    let lo = 0,
+      hi = this.fdes.length - 1,
+      found = -1;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
-      if (this.fdes[mid].lo <= pc) { found = mid; lo = mid + 1; } else hi = mid - 1;
+      if (this.fdes[mid].lo <= pc) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
     }
     if (found < 0) return undefined;
     const fde = this.fdes[found];
@@ -209,50 +288,138 @@ export class CallFrameInfo {
     const name = this.ehFrame ? '.eh_frame' : '.debug_frame';
     run(fde.cie.initial, fde.cie, state, Infinity, fde.lo, this, name);
     run(fde.instructions, fde.cie, state, pc, fde.lo, this, name);
-    if (state.rule === 'expr') throw new CfiError(name, 0, `the CFA at 0x${pc.toString(16)} is a DWARF expression, which ProbeLens does not evaluate`);
+    if (state.rule === 'expr')
+      throw new CfiError(name, 0, `the CFA at 0x${pc.toString(16)} is a DWARF expression, which ProbeLens does not evaluate`);
     return state.rule.reg >= 0 ? state.rule : undefined;
   }
 }
 
-function run(ins: Uint8Array, cie: Cie, state: { rule: CfaRule | 'expr' }, pc: number, start: number, cfi: CallFrameInfo, name: string): void {
+function run(
+  ins: Uint8Array,
+  cie: Cie,
+  state: { rule: CfaRule | 'expr' },
+  pc: number,
+  start: number,
+  cfi: CallFrameInfo,
+  name: string,
+): void {
   const dv = new DataView(ins.buffer, ins.byteOffset, ins.byteLength);
   const c = new Cur(ins, dv, cfi.le, name);
   const stack: Array<CfaRule | 'expr'> = [];
   let loc = start;
-  const set = (reg: number, offset: number) => { state.rule = { reg, offset }; };
+  const set = (reg: number, offset: number) => {
+    state.rule = { reg, offset };
+  };
   while (c.pos < ins.length) {
     const op = c.u8();
     const hi2 = op & 0xc0;
     const low = op & 0x3f;
-    if (hi2 === 0x40) { loc += low * cie.codeAlign; if (loc > pc) return; continue; } // advance_loc
-    if (hi2 === 0x80) { c.uleb(); continue; } // offset
+    if (hi2 === 0x40) {
+      loc += low * cie.codeAlign;
+      if (loc > pc) return;
+      continue;
+    } // advance_loc
+    if (hi2 === 0x80) {
+      c.uleb();
+      continue;
+    } // offset
     if (hi2 === 0xc0) continue; // restore
     switch (op) {
-      case 0x00: break; // nop
-      case 0x01: loc = cfi.addressSize === 8 ? c.u64() : c.u32(); if (loc > pc) return; break; // set_loc
-      case 0x02: loc += c.u8() * cie.codeAlign; if (loc > pc) return; break;
-      case 0x03: loc += c.u16() * cie.codeAlign; if (loc > pc) return; break;
-      case 0x04: loc += c.u32() * cie.codeAlign; if (loc > pc) return; break;
-      case 0x05: c.uleb(); c.uleb(); break; // offset_extended
-      case 0x06: case 0x07: case 0x08: c.uleb(); break; // restore_extended, undefined, same_value
-      case 0x09: c.uleb(); c.uleb(); break; // register
-      case 0x0a: stack.push(state.rule === 'expr' ? 'expr' : { ...state.rule }); break; // remember_state
-      case 0x0b: { const s = stack.pop(); if (s) state.rule = s; break; } // restore_state
-      case 0x0c: set(c.uleb(), c.uleb()); break; // def_cfa
-      case 0x0d: { const r = c.uleb(); set(r, state.rule === 'expr' ? 0 : state.rule.offset); break; } // def_cfa_register
-      case 0x0e: { const o = c.uleb(); if (state.rule !== 'expr') state.rule = { reg: state.rule.reg, offset: o }; break; } // def_cfa_offset
-      case 0x0f: c.pos += c.uleb(); state.rule = 'expr'; break; // def_cfa_expression
-      case 0x10: c.uleb(); c.pos += c.uleb(); break; // expression
-      case 0x11: c.uleb(); c.sleb(); break; // offset_extended_sf
-      case 0x12: set(c.uleb(), c.sleb() * cie.dataAlign); break; // def_cfa_sf
-      case 0x13: { const o = c.sleb() * cie.dataAlign; if (state.rule !== 'expr') state.rule = { reg: state.rule.reg, offset: o }; break; } // def_cfa_offset_sf
-      case 0x14: c.uleb(); c.uleb(); break; // val_offset
-      case 0x15: c.uleb(); c.sleb(); break; // val_offset_sf
-      case 0x16: c.uleb(); c.pos += c.uleb(); break; // val_expression
-      case 0x2d: break; // GNU_window_save / AArch64 negate_ra_state
-      case 0x2e: c.uleb(); break; // GNU_args_size
-      case 0x2f: c.uleb(); c.uleb(); break; // GNU_negative_offset_extended
-      default: throw new CfiError(name, c.pos - 1, `unknown call frame instruction 0x${op.toString(16)}`);
+      case 0x00:
+        break; // nop
+      case 0x01:
+        loc = cfi.addressSize === 8 ? c.u64() : c.u32();
+        if (loc > pc) return;
+        break; // set_loc
+      case 0x02:
+        loc += c.u8() * cie.codeAlign;
+        if (loc > pc) return;
+        break;
+      case 0x03:
+        loc += c.u16() * cie.codeAlign;
+        if (loc > pc) return;
+        break;
+      case 0x04:
+        loc += c.u32() * cie.codeAlign;
+        if (loc > pc) return;
+        break;
+      case 0x05:
+        c.uleb();
+        c.uleb();
+        break; // offset_extended
+      case 0x06:
+      case 0x07:
+      case 0x08:
+        c.uleb();
+        break; // restore_extended, undefined, same_value
+      case 0x09:
+        c.uleb();
+        c.uleb();
+        break; // register
+      case 0x0a:
+        stack.push(state.rule === 'expr' ? 'expr' : { ...state.rule });
+        break; // remember_state
+      case 0x0b: {
+        const s = stack.pop();
+        if (s) state.rule = s;
+        break;
+      } // restore_state
+      case 0x0c:
+        set(c.uleb(), c.uleb());
+        break; // def_cfa
+      case 0x0d: {
+        const r = c.uleb();
+        set(r, state.rule === 'expr' ? 0 : state.rule.offset);
+        break;
+      } // def_cfa_register
+      case 0x0e: {
+        const o = c.uleb();
+        if (state.rule !== 'expr') state.rule = { reg: state.rule.reg, offset: o };
+        break;
+      } // def_cfa_offset
+      case 0x0f:
+        c.pos += c.uleb();
+        state.rule = 'expr';
+        break; // def_cfa_expression
+      case 0x10:
+        c.uleb();
+        c.pos += c.uleb();
+        break; // expression
+      case 0x11:
+        c.uleb();
+        c.sleb();
+        break; // offset_extended_sf
+      case 0x12:
+        set(c.uleb(), c.sleb() * cie.dataAlign);
+        break; // def_cfa_sf
+      case 0x13: {
+        const o = c.sleb() * cie.dataAlign;
+        if (state.rule !== 'expr') state.rule = { reg: state.rule.reg, offset: o };
+        break;
+      } // def_cfa_offset_sf
+      case 0x14:
+        c.uleb();
+        c.uleb();
+        break; // val_offset
+      case 0x15:
+        c.uleb();
+        c.sleb();
+        break; // val_offset_sf
+      case 0x16:
+        c.uleb();
+        c.pos += c.uleb();
+        break; // val_expression
+      case 0x2d:
+        break; // GNU_window_save / AArch64 negate_ra_state
+      case 0x2e:
+        c.uleb();
+        break; // GNU_args_size
+      case 0x2f:
+        c.uleb();
+        c.uleb();
+        break; // GNU_negative_offset_extended
+      default:
+        throw new CfiError(name, c.pos - 1, `unknown call frame instruction 0x${op.toString(16)}`);
     }
     if (c.pos > ins.length) throw new CfiError(name, c.pos, 'instruction runs past the end');
   }

@@ -8,7 +8,8 @@ export { CallFrameInfo, CfiError, type CfaRule } from './cfi';
 export function callFrameInfo(image: BinaryImage): CallFrameInfo | undefined {
   const eh = image.elf.section('.eh_frame');
   const ehBytes = eh ? image.elf.sectionContents('.eh_frame') : undefined;
-  if (eh && ehBytes && ehBytes.length > 0) return new CallFrameInfo(ehBytes, Number(eh.addr), image.elf.addressSize, image.elf.littleEndian, true);
+  if (eh && ehBytes && ehBytes.length > 0)
+    return new CallFrameInfo(ehBytes, Number(eh.addr), image.elf.addressSize, image.elf.littleEndian, true);
   const owner = image.debugElf ?? image.elf;
   const df = owner.section('.debug_frame');
   const dfBytes = df ? owner.sectionContents('.debug_frame') : undefined;

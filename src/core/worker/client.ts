@@ -15,7 +15,10 @@ function startWorker(): Worker {
 }
 
 export class WorkerJobError extends Error {
-  constructor(message: string, readonly errorName: string) {
+  constructor(
+    message: string,
+    readonly errorName: string,
+  ) {
     super(message);
     this.name = errorName;
   }

@@ -5,7 +5,19 @@ import { closeSync, openSync, readSync, type Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 
-export const DEFAULT_BUILD_DIRS = ['.', 'build', 'builddir', 'out', 'bin', 'target/debug', 'target/release', 'cmake-build-debug', 'cmake-build-release', '_build', 'dist'];
+export const DEFAULT_BUILD_DIRS = [
+  '.',
+  'build',
+  'builddir',
+  'out',
+  'bin',
+  'target/debug',
+  'target/release',
+  'cmake-build-debug',
+  'cmake-build-release',
+  '_build',
+  'dist',
+];
 const SKIP_DIRS = new Set(['node_modules', '.git', '.hg', '.svn', '.vscode', '.cache', 'vendor', '.deps', 'incremental', 'deps']);
 const MAX_DEPTH = 4;
 const MAX_ENTRIES = 20000;

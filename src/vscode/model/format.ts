@@ -11,7 +11,11 @@ export function formatCount(n: number): string {
 
 /** Nanoseconds with two significant digits: 850ns, 2.1µs, 15ms, 1.2s. */
 export function formatNs(ns: number): string {
-  const units: Array<[number, string]> = [[1e9, 's'], [1e6, 'ms'], [1e3, 'µs']];
+  const units: Array<[number, string]> = [
+    [1e9, 's'],
+    [1e6, 'ms'],
+    [1e3, 'µs'],
+  ];
   for (const [scale, unit] of units) {
     if (ns >= scale) {
       const v = ns / scale;
@@ -31,7 +35,9 @@ export function formatValue(v: HitValue | undefined, max = 24): string {
 }
 
 export function formatValues(values: Record<string, HitValue>): string {
-  return Object.entries(values).map(([k, v]) => `${k}=${formatValue(v)}`).join(' ');
+  return Object.entries(values)
+    .map(([k, v]) => `${k}=${formatValue(v)}`)
+    .join(' ');
 }
 
 /** The inline text after a probe's line; `undefined` stats means armed and silent so far. */
@@ -63,13 +69,16 @@ export function sparkline(log2: readonly number[]): { bars: string; from: number
   while (hi > lo && log2[hi] === 0) hi--;
   const max = Math.max(...log2.slice(lo, hi + 1));
   let bars = '';
-  for (let i = lo; i <= hi; i++) bars += log2[i] === 0 ? ' ' : BARS[Math.min(BARS.length - 1, Math.floor((log2[i] / max) * (BARS.length - 1)))];
+  for (let i = lo; i <= hi; i++)
+    bars += log2[i] === 0 ? ' ' : BARS[Math.min(BARS.length - 1, Math.floor((log2[i] / max) * (BARS.length - 1)))];
   if (lo === hi) lo = hi;
   return { bars, from: 2 ** lo, to: 2 ** (hi + 1) };
 }
 
 function latencyLines(l: LatencyStats): string[] {
-  const out = [`**Latency** (${formatCount(l.count)} calls): p50 ${formatNs(l.p50)} · p90 ${formatNs(l.p90)} · p99 ${formatNs(l.p99)} · max ${formatNs(l.max)}`];
+  const out = [
+    `**Latency** (${formatCount(l.count)} calls): p50 ${formatNs(l.p50)} · p90 ${formatNs(l.p90)} · p99 ${formatNs(l.p99)} · max ${formatNs(l.max)}`,
+  ];
   const sp = sparkline(l.log2);
   if (sp) out.push('', `\`${formatNs(sp.from)} ${sp.bars} ${formatNs(sp.to)}\``);
   return out;
@@ -84,7 +93,8 @@ export function hoverMarkdown(spec: string, st: SpecStats | undefined, state: Pr
     if (hosts.length) lines.push('', hosts.map(([h, n]) => `${h}: ${formatCount(n)} ${plural(n)}`).join(' · '));
     if (st.lastHits.length) {
       lines.push('', '**Last hits**', '');
-      for (const h of [...st.lastHits].reverse()) lines.push(`- \`${h.host}\` ${h.ts.toFixed(6)} — ${formatValues(h.values) || '(no values)'}`);
+      for (const h of [...st.lastHits].reverse())
+        lines.push(`- \`${h.host}\` ${h.ts.toFixed(6)} — ${formatValues(h.values) || '(no values)'}`);
     }
     if (st.latency && st.latency.count > 0) lines.push('', ...latencyLines(st.latency));
   }

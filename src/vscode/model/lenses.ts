@@ -64,7 +64,10 @@ function stateWord(s: ProbeState): string {
 
 function liveTitle(kind: Exclude<LensKind, 'unprobeable'>, live: LiveSpec): string {
   if (kind === 'latency') {
-    const p = live.p50Ns !== undefined && (live.calls ?? 0) > 0 ? `p50 ${formatNs(live.p50Ns)} · ${formatCount(live.calls ?? 0)} calls` : `${formatCount(live.hits)} hits`;
+    const p =
+      live.p50Ns !== undefined && (live.calls ?? 0) > 0
+        ? `p50 ${formatNs(live.p50Ns)} · ${formatCount(live.calls ?? 0)} calls`
+        : `${formatCount(live.hits)} hits`;
     return `$(watch) Latency: ${p} · ${stateWord(live.state)}`;
   }
   const icon = kind === 'trace' ? '$(pulse)' : '$(reply)';
@@ -95,7 +98,14 @@ export function lensesForFunctions(
     seen.add(key);
     if (!fn.probeable) {
       const reason = fn.reason ?? 'no code of its own';
-      out.push({ line, kind: 'unprobeable', title: `$(circle-slash) ${fn.name}: not probe-able (${reason})`, function: fn.name, specs: [], reason });
+      out.push({
+        line,
+        kind: 'unprobeable',
+        title: `$(circle-slash) ${fn.name}: not probe-able (${reason})`,
+        function: fn.name,
+        specs: [],
+        reason,
+      });
       continue;
     }
     const point = pointFor(fn, opts);

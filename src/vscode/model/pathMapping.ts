@@ -38,7 +38,8 @@ function longest(path: string, ps: Pair[], from: 'build' | 'local'): string {
   let best: { rest: string; len: number; to: string } | undefined;
   for (const p of ps) {
     const rest = under(path, p[from]);
-    if (rest !== undefined && (!best || p[from].length > best.len)) best = { rest, len: p[from].length, to: p[from === 'build' ? 'local' : 'build'] };
+    if (rest !== undefined && (!best || p[from].length > best.len))
+      best = { rest, len: p[from].length, to: p[from === 'build' ? 'local' : 'build'] };
   }
   return best ? posix.normalize(best.to.replace(/\/+$/, '') + best.rest) : path;
 }

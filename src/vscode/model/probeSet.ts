@@ -34,12 +34,15 @@ export function parseProbeSet(text: string, file = 'probelens.json'): ProbeSet {
   } catch (e) {
     throw new ProbeSetFormatError(file, `not valid JSON (${(e as Error).message})`);
   }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ProbeSetFormatError(file, 'expected an object with "binaries"');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new ProbeSetFormatError(file, 'expected an object with "binaries"');
   const o = raw as { version?: unknown; binaries?: unknown };
-  if (o.version !== undefined && o.version !== PROBE_SET_VERSION) throw new ProbeSetFormatError(file, `version ${String(o.version)} is not supported (expected ${PROBE_SET_VERSION})`);
+  if (o.version !== undefined && o.version !== PROBE_SET_VERSION)
+    throw new ProbeSetFormatError(file, `version ${String(o.version)} is not supported (expected ${PROBE_SET_VERSION})`);
   const set = emptyProbeSet();
   if (o.binaries === undefined) return set;
-  if (typeof o.binaries !== 'object' || o.binaries === null || Array.isArray(o.binaries)) throw new ProbeSetFormatError(file, '"binaries" must map binary paths to lists of probes');
+  if (typeof o.binaries !== 'object' || o.binaries === null || Array.isArray(o.binaries))
+    throw new ProbeSetFormatError(file, '"binaries" must map binary paths to lists of probes');
   for (const [bin, list] of Object.entries(o.binaries as Record<string, unknown>)) {
     if (!Array.isArray(list)) throw new ProbeSetFormatError(file, `"binaries"."${bin}" must be a list`);
     set.binaries[bin] = list.map((e, i) => {

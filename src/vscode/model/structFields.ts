@@ -30,7 +30,7 @@ export function fieldChoices(
     for (const m of t.members ?? []) {
       if (!m.name || out.length >= max) continue;
       const mt = stripQualifiers(describe(m.typeOffset), describe);
-      if (AGGREGATE.has(mt.kind) || mt.kind === 'array' && !mt.dims) continue;
+      if (AGGREGATE.has(mt.kind) || (mt.kind === 'array' && !mt.dims)) continue;
       out.push({ arg: `${v.name}${op}${m.name}`, type: m.type });
     }
   }

@@ -27,8 +27,7 @@ export function panelCsp(cspSource: string, nonce: string): string {
   ].join('; ');
 }
 
-const escapeAttr = (s: string): string =>
-  s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escapeAttr = (s: string): string => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 export function renderPanelHtml(o: PanelHtmlOptions): string {
   const nonce = o.nonce ?? makeNonce();

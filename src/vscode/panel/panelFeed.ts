@@ -114,8 +114,14 @@ export class PanelFeed {
     // Rows evicted before this replay are ones the webview never receives; later evictions it sees itself.
     this.stats.historyDropped = this.evicted;
     this.send({
-      type: 'init', version: this.opts.version, protocol: PROTOCOL_VERSION, probes: this.probes,
-      stats: this.stats, session: this.session, historyCapacity: this.historyCapacity, snapshotRows: this.historyRows,
+      type: 'init',
+      version: this.opts.version,
+      protocol: PROTOCOL_VERSION,
+      probes: this.probes,
+      stats: this.stats,
+      session: this.session,
+      historyCapacity: this.historyCapacity,
+      snapshotRows: this.historyRows,
     });
     for (const batch of this.history) this.send({ type: 'hits', batch });
     this.statsDirty = false;
@@ -142,8 +148,16 @@ export class PanelFeed {
         }
         const names = Object.keys(h.args);
         const ok = filter.matches({
-          probe: h.probe, host: h.host, comm: h.comm, kind: h.kind, pid: h.pid, tid: h.tid,
-          argText: formatArgs(names, names.map((n) => h.args[n])),
+          probe: h.probe,
+          host: h.host,
+          comm: h.comm,
+          kind: h.kind,
+          pid: h.pid,
+          tid: h.tid,
+          argText: formatArgs(
+            names,
+            names.map((n) => h.args[n]),
+          ),
           retText: h.retval === undefined ? '' : String(h.retval),
         });
         if (ok) out.push(h);

@@ -101,10 +101,7 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<CodeServ
   const extensions = join(workDir, 'extensions');
   mkdirSync(join(userData, 'User'), { recursive: true });
   mkdirSync(extensions, { recursive: true });
-  writeFileSync(
-    join(userData, 'User', 'settings.json'),
-    JSON.stringify({ ...DEFAULT_SETTINGS, ...opts.settings }, null, 2),
-  );
+  writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify({ ...DEFAULT_SETTINGS, ...opts.settings }, null, 2));
   const workspaceDir = opts.workspace.startsWith('/') ? opts.workspace : prepareWorkspace(opts.workspace, workDir);
   const vsix = opts.vsix ?? packageVsix();
   for (const v of [vsix, ...(opts.extraVsix ?? [])]) installExtension(paths, v, workDir, userData, extensions);
@@ -116,15 +113,19 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<CodeServ
     [
       paths.codeServerEntry,
       // Port 0: the kernel picks a free port and code-server logs it, so parallel runs never collide.
-      '--bind-addr', `127.0.0.1:${opts.port ?? 0}`,
-      '--auth', 'none',
+      '--bind-addr',
+      `127.0.0.1:${opts.port ?? 0}`,
+      '--auth',
+      'none',
       '--disable-telemetry',
       '--disable-update-check',
       '--disable-workspace-trust',
       '--disable-getting-started-override',
       '--ignore-last-opened',
-      '--user-data-dir', userData,
-      '--extensions-dir', extensions,
+      '--user-data-dir',
+      userData,
+      '--extensions-dir',
+      extensions,
       ...(opts.reconnectionGraceSeconds !== undefined ? ['--reconnection-grace-time', String(opts.reconnectionGraceSeconds)] : []),
     ],
     // Its own process group, so stop() also ends the extension host and the other helpers it forks.
@@ -181,7 +182,7 @@ function installExtension(paths: E2ePaths, vsix: string, workDir: string, userDa
   if (r.status !== 0 || !/successfully installed/i.test(r.stdout)) {
     throw new CodeServerError(
       `installing ${vsix} into code-server failed (exit ${r.status ?? r.signal}):\n${r.stdout}${r.stderr}`,
-      'check the .vsix with `npx vsce ls` and the manifest\'s engines.vscode against code-server\'s VS Code',
+      "check the .vsix with `npx vsce ls` and the manifest's engines.vscode against code-server's VS Code",
     );
   }
 }
@@ -189,7 +190,10 @@ function installExtension(paths: E2ePaths, vsix: string, workDir: string, userDa
 function waitForListening(child: ChildProcess, logPath: string): Promise<string> {
   return new Promise((resolve, reject) => {
     let seen = '';
-    const timer = setTimeout(() => fail(new Error(`no "HTTP server listening" line within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => fail(new Error(`no "HTTP server listening" line within ${START_TIMEOUT_MS / 1000} s`)),
+      START_TIMEOUT_MS,
+    );
     const onData = (b: Buffer): void => {
       seen += b.toString();
       const m = /HTTP server listening on (http:\/\/127\.0\.0\.1:\d+\/?)/.exec(seen);
@@ -220,7 +224,9 @@ function waitForListening(child: ChildProcess, logPath: string): Promise<string>
 /** The workbench is usable once its parts are laid out and the status bar is drawn. */
 async function waitForWorkbench(page: Page): Promise<void> {
   await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout: START_TIMEOUT_MS });
-  await page.locator('.monaco-workbench .part.activitybar, .monaco-workbench .part.sidebar').first()
+  await page
+    .locator('.monaco-workbench .part.activitybar, .monaco-workbench .part.sidebar')
+    .first()
     .waitFor({ state: 'visible', timeout: START_TIMEOUT_MS });
 }
 

@@ -36,11 +36,7 @@ export type OpenWorkbench = CodeServer & { page: Page };
  * process alive. A failure or timeout leaves a screenshot in test-results/ and the throwaway folder in place,
  * and prints where both are.
  */
-export async function withCodeServer(
-  t: TestContext,
-  opts: CodeServerOptions,
-  body: (cs: OpenWorkbench) => Promise<void>,
-): Promise<void> {
+export async function withCodeServer(t: TestContext, opts: CodeServerOptions, body: (cs: OpenWorkbench) => Promise<void>): Promise<void> {
   const cs = await startCodeServer({ ...opts, browser: true, signal: t.signal });
   let passed = false;
   t.after(async () => {
@@ -54,14 +50,22 @@ export async function withCodeServer(
 async function reportFailure(t: TestContext, cs: CodeServer): Promise<void> {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const shot = join(RESULTS_DIR, `${slug(t.name)}.png`);
-  const saved = await cs.screenshot(shot).then(() => `failure screenshot: ${shot}`, (err) => `no screenshot (${err})`);
+  const saved = await cs.screenshot(shot).then(
+    () => `failure screenshot: ${shot}`,
+    (err) => `no screenshot (${err})`,
+  );
   const where = `${saved}\ncode-server log: ${cs.logPath}\nuser data (extension host logs under logs/): ${join(cs.workDir, 'user-data')}`;
   console.error(where);
   t.diagnostic(where.replace(/\n/g, ' | '));
 }
 
 function slug(name: string): string {
-  return name.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 80) || 'e2e';
+  return (
+    name
+      .replace(/[^A-Za-z0-9._-]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 80) || 'e2e'
+  );
 }
 
 /**

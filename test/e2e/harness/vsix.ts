@@ -21,8 +21,10 @@ export function packageVsix(outDir = tmpdir()): string {
   packaged = withLock(join(dirname(VSIX_PATH), '.package.lock'), () => {
     const r = spawnSync('npm', ['run', 'package'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 300_000 });
     if (r.status !== 0 || !existsSync(VSIX_PATH)) {
-      throw new Error(`npm run package failed (exit ${r.status ?? r.signal}):\n${r.stdout}${r.stderr}\n` +
-        '  next step: run `npm run package` and fix what vsce reports');
+      throw new Error(
+        `npm run package failed (exit ${r.status ?? r.signal}):\n${r.stdout}${r.stderr}\n` +
+          '  next step: run `npm run package` and fix what vsce reports',
+      );
     }
     const copy = join(outDir, `probelens-${process.pid}.vsix`);
     copyFileSync(VSIX_PATH, copy);
@@ -37,7 +39,9 @@ export function packageTestExtension(dir: string, outDir: string): string {
   const out = join(outDir, `${basename(dir)}.vsix`);
   const vsce = join(REPO_ROOT, 'node_modules', '.bin', 'vsce');
   const r = spawnSync(vsce, ['package', '--no-dependencies', '--allow-missing-repository', '--skip-license', '--out', out], {
-    cwd: dir, encoding: 'utf8', timeout: 120_000,
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 120_000,
   });
   if (r.status !== 0 || !existsSync(out)) {
     throw new Error(`vsce package in ${dir} failed (exit ${r.status ?? r.signal}):\n${r.stdout}${r.stderr}`);

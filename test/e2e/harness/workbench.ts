@@ -110,7 +110,10 @@ export async function clickCodeLens(page: Page, text: string | RegExp, opts: Wai
     for (let i = 0; i < n; i++) {
       // A lens can vanish between count() and here (lens rows are re-rendered as providers answer): skip it
       // for this poll rather than wait for it.
-      const box = await lenses.nth(i).boundingBox({ timeout: 1000 }).catch(() => null);
+      const box = await lenses
+        .nth(i)
+        .boundingBox({ timeout: 1000 })
+        .catch(() => null);
       if (!box) continue;
       const bottom = box.y + box.height;
       if (bottom <= cursor.y + 2 && cursor.y - bottom < cursor.height * 1.5 && (!best || bottom > best.bottom)) best = { i, bottom };
@@ -156,7 +159,10 @@ export async function goToLine(page: Page, line: number, opts: WaitOptions = {})
   await input.fill(`:${line}`);
   await page.keyboard.press('Enter');
   await page.locator(QUICK_INPUT).waitFor({ state: 'hidden', timeout });
-  await page.locator('.statusbar-item', { hasText: new RegExp(`Ln ${line},`) }).first().waitFor({ state: 'visible', timeout });
+  await page
+    .locator('.statusbar-item', { hasText: new RegExp(`Ln ${line},`) })
+    .first()
+    .waitFor({ state: 'visible', timeout });
 }
 
 /** Right-clicks in the active editor at `line`, where the cursor is, and returns the context menu. */
@@ -172,8 +178,10 @@ export async function openEditorContextMenu(page: Page, line: number, opts: Wait
 
 /** Clicks the context menu entry labelled exactly `label` (the menu must be open). */
 export async function clickContextMenuItem(page: Page, label: string, opts: WaitOptions = {}): Promise<void> {
-  const item = page.locator('.context-view .monaco-menu .action-item .action-label')
-    .filter({ hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) }).first();
+  const item = page
+    .locator('.context-view .monaco-menu .action-item .action-label')
+    .filter({ hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) })
+    .first();
   await item.waitFor({ state: 'visible', timeout: opts.timeout ?? DEFAULT_TIMEOUT_MS });
   await item.click();
 }
@@ -194,7 +202,13 @@ export async function webviewFrame(page: Page, selector: string, opts: WaitOptio
   for (;;) {
     for (const frame of page.frames()) {
       if (frame === page.mainFrame()) continue;
-      if ((await frame.locator(selector).count().catch(() => 0)) > 0) return frame;
+      if (
+        (await frame
+          .locator(selector)
+          .count()
+          .catch(() => 0)) > 0
+      )
+        return frame;
     }
     if (Date.now() >= deadline) throw new Error(`no webview frame containing ${selector} within ${timeout} ms`);
     await page.waitForTimeout(250);

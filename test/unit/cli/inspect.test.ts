@@ -12,7 +12,10 @@ const MAIN = resolve(__dirname, '../../../src/cli/main.ts');
 const cache = mkdtempSync(join(tmpdir(), 'probelens-cli-cache-'));
 
 function cli(...args: string[]) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', MAIN, ...args], { encoding: 'utf8', env: { ...process.env, XDG_CACHE_HOME: cache } });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, XDG_CACHE_HOME: cache },
+  });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
@@ -23,10 +26,28 @@ test('functions --json has the contract shape; --match filters; the cache is wri
   assert.equal(r.code, 0, r.err);
   const list = JSON.parse(r.out);
   const add = list.find((x: { name: string }) => x.name === 'add_ints');
-  assert.deepEqual(Object.keys(add), ['name', 'linkageName', 'file', 'line', 'address', 'fileOffset', 'size', 'params', 'inlinedInstances', 'probeable', 'reason']);
+  assert.deepEqual(Object.keys(add), [
+    'name',
+    'linkageName',
+    'file',
+    'line',
+    'address',
+    'fileOffset',
+    'size',
+    'params',
+    'inlinedInstances',
+    'probeable',
+    'reason',
+  ]);
   assert.match(add.address, /^0x[0-9a-f]+$/);
   assert.equal(add.file, join(f.srcDir, 'calls.c'));
-  assert.deepEqual(add.params.map((p: { name: string; type: string; location: string }) => [p.name, p.type, p.location]), [['a', 'int', '%di'], ['b', 'int', '%si']]);
+  assert.deepEqual(
+    add.params.map((p: { name: string; type: string; location: string }) => [p.name, p.type, p.location]),
+    [
+      ['a', 'int', '%di'],
+      ['b', 'int', '%si'],
+    ],
+  );
   assert.ok(list.every((x: { name: string }) => x.name.startsWith('add_')));
   const again = cli('functions', f.path, '--match', 'add_*', '--json');
   assert.equal(again.out, r.out, 'same answer from the cache');
@@ -47,7 +68,15 @@ test('lines and vars', async (t) => {
   assert.ok(rows[0].addresses.length >= 1);
   const vars = cli('vars', f.path, 'add_ints', '--json');
   assert.equal(vars.code, 0, vars.err);
-  assert.deepEqual(JSON.parse(vars.out).filter((v: { kind: string }) => v.kind === 'param').map((v: { name: string; location: string }) => [v.name, v.location]), [['a', '%di'], ['b', '%si']]);
+  assert.deepEqual(
+    JSON.parse(vars.out)
+      .filter((v: { kind: string }) => v.kind === 'param')
+      .map((v: { name: string; location: string }) => [v.name, v.location]),
+    [
+      ['a', '%di'],
+      ['b', '%si'],
+    ],
+  );
 });
 
 test('errors: one actionable sentence on stderr, non-zero exit', async () => {

@@ -3,8 +3,15 @@ import assert from 'node:assert/strict';
 import { formatArgs, parseFilter, type HitFields } from '../../../src/shared/hitFilter';
 
 const hit = (over: Partial<HitFields> = {}): HitFields => ({
-  probe: 'parse_request', host: 'web1.example', comm: 'nginx', kind: 'entry', pid: 4242, tid: 4243,
-  argText: 'len=512 path=/index.html', retText: '', ...over,
+  probe: 'parse_request',
+  host: 'web1.example',
+  comm: 'nginx',
+  kind: 'entry',
+  pid: 4242,
+  tid: 4243,
+  argText: 'len=512 path=/index.html',
+  retText: '',
+  ...over,
 });
 
 test('an empty or blank filter matches everything', () => {

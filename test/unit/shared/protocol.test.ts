@@ -1,21 +1,33 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  RequestTracker,
-  decodeHits,
-  encodeHits,
-  log2Bucket,
-  type FromWebview,
-  type PanelHit,
-} from '../../../src/shared/protocol';
+import { RequestTracker, decodeHits, encodeHits, log2Bucket, type FromWebview, type PanelHit } from '../../../src/shared/protocol';
 
 const hits: PanelHit[] = [
   { host: 'local', probe: 'add', kind: 'entry', pid: 10, tid: 11, comm: 'calc', cpu: 0, ts: 1.5, args: { a: 3, b: -7 } },
   {
-    host: 'web1', probe: 'add', kind: 'return', pid: 10, tid: 12, comm: 'calc', cpu: 1, ts: 1.75,
-    args: {}, retval: '18446744073709551615', latencyNs: 2100,
+    host: 'web1',
+    probe: 'add',
+    kind: 'return',
+    pid: 10,
+    tid: 12,
+    comm: 'calc',
+    cpu: 1,
+    ts: 1.75,
+    args: {},
+    retval: '18446744073709551615',
+    latencyNs: 2100,
   },
-  { host: 'local', probe: 'greet', kind: 'line', pid: 20, tid: 20, comm: 'calc', cpu: 1, ts: 2, args: { name: 'a "b",\nc', p: '0x7ffd1234' } },
+  {
+    host: 'local',
+    probe: 'greet',
+    kind: 'line',
+    pid: 20,
+    tid: 20,
+    comm: 'calc',
+    cpu: 1,
+    ts: 2,
+    args: { name: 'a "b",\nc', p: '0x7ffd1234' },
+  },
   { host: 'local', probe: 'add', kind: 'usdt', pid: 10, tid: 11, comm: 'calc', cpu: 0, ts: 3, args: { a: 0, b: 1 } },
 ];
 
@@ -51,9 +63,18 @@ test('log2Bucket puts each latency in [2^i, 2^(i+1))', () => {
 test('RequestTracker matches responses to requests by id and rejects the rest on dispose', async () => {
   const sent: FromWebview[] = [];
   const tr = new RequestTracker();
-  const a = tr.request((m) => sent.push(m), (requestId) => ({ type: 'export', requestId, format: 'json', filter: '' }));
-  const b = tr.request((m) => sent.push(m), (requestId) => ({ type: 'export', requestId, format: 'csv', filter: 'x' }));
-  const c = tr.request((m) => sent.push(m), (requestId) => ({ type: 'export', requestId, format: 'csv', filter: '' }));
+  const a = tr.request(
+    (m) => sent.push(m),
+    (requestId) => ({ type: 'export', requestId, format: 'json', filter: '' }),
+  );
+  const b = tr.request(
+    (m) => sent.push(m),
+    (requestId) => ({ type: 'export', requestId, format: 'csv', filter: 'x' }),
+  );
+  const c = tr.request(
+    (m) => sent.push(m),
+    (requestId) => ({ type: 'export', requestId, format: 'csv', filter: '' }),
+  );
   const ids = sent.map((m) => (m.type === 'export' ? m.requestId : -1));
   assert.equal(new Set(ids).size, 3);
   assert.equal(tr.settle({ type: 'response', requestId: ids[1], ok: false, error: 'disk full' }), true);

@@ -4,8 +4,16 @@ import { encodeHits, type PanelHit } from '../../../src/shared/protocol';
 import { HitRing, emptyRow, type RingInput } from '../../../webview/table/hitRing';
 
 const hit = (i: number): PanelHit => ({
-  host: 'h', probe: 'p', kind: i % 2 ? 'return' : 'entry', pid: i, tid: i, comm: 'c', cpu: 0, ts: i / 10,
-  args: i % 2 ? {} : { a: i, s: `x${i}` }, ...(i % 2 ? { retval: -i } : {}),
+  host: 'h',
+  probe: 'p',
+  kind: i % 2 ? 'return' : 'entry',
+  pid: i,
+  tid: i,
+  comm: 'c',
+  cpu: 0,
+  ts: i / 10,
+  args: i % 2 ? {} : { a: i, s: `x${i}` },
+  ...(i % 2 ? { retval: -i } : {}),
 });
 
 /** Rows as HitView pushes them: fields plus where the batch keeps their arguments. */
@@ -13,7 +21,20 @@ function inputs(from: number, count: number): RingInput[] {
   const b = encodeHits(Array.from({ length: count }, (_, k) => hit(from + k)));
   let off = 0;
   return Array.from({ length: count }, (_, i) => {
-    const r: RingInput = { ts: b.ts[i], host: 0, probe: 0, kind: b.kind[i], pid: b.pid[i], tid: b.tid[i], comm: 0, cpu: 0, latencyNs: -1, batch: b, row: i, argOffset: off };
+    const r: RingInput = {
+      ts: b.ts[i],
+      host: 0,
+      probe: 0,
+      kind: b.kind[i],
+      pid: b.pid[i],
+      tid: b.tid[i],
+      comm: 0,
+      cpu: 0,
+      latencyNs: -1,
+      batch: b,
+      row: i,
+      argOffset: off,
+    };
     off += b.shapes[b.shape[i]].length;
     return r;
   });

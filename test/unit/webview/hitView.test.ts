@@ -7,7 +7,17 @@ import { emptyRow } from '../../../webview/table/hitRing';
 function hits(from: number, count: number, probe = 'work'): PanelHit[] {
   return Array.from({ length: count }, (_, k) => {
     const i = from + k;
-    return { host: i % 2 ? 'web2' : 'web1', probe, kind: 'entry', pid: 100, tid: 100 + (i % 3), comm: 'app', cpu: 0, ts: i, args: { i, tag: `t${i}` } };
+    return {
+      host: i % 2 ? 'web2' : 'web1',
+      probe,
+      kind: 'entry',
+      pid: 100,
+      tid: 100 + (i % 3),
+      comm: 'app',
+      cpu: 0,
+      ts: i,
+      args: { i, tag: `t${i}` },
+    };
   });
 }
 

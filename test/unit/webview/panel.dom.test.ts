@@ -12,8 +12,15 @@ function hits(from: number, count: number): PanelHit[] {
     const ret = i % 4 === 3;
     const args: Record<string, number> = ret ? {} : { a: i, b: -i };
     return {
-      host: i % 2 ? 'web2' : 'web1', probe: ret ? 'sub' : 'add', kind: ret ? 'return' : 'entry', pid: 500, tid: 500 + (i % 3),
-      comm: 'calc', cpu: i % 2, ts: 1000 + i / 1000, args,
+      host: i % 2 ? 'web2' : 'web1',
+      probe: ret ? 'sub' : 'add',
+      kind: ret ? 'return' : 'entry',
+      pid: 500,
+      tid: 500 + (i % 3),
+      comm: 'calc',
+      cpu: i % 2,
+      ts: 1000 + i / 1000,
+      args,
       ...(ret ? { retval: '18446744073709551615', latencyNs: 1500 } : {}),
     };
   });
@@ -21,9 +28,18 @@ function hits(from: number, count: number): PanelHit[] {
 
 function init(over: Partial<Extract<ToWebview, { type: 'init' }>> = {}): ToWebview {
   return {
-    type: 'init', version: '0.1.0', protocol: 1, historyCapacity: 100_000, snapshotRows: 0,
-    probes: [{ name: 'add', file: '/src/calc.c', line: 12 }, { name: 'sub', file: '/src/calc.c', line: 20 }],
-    stats: emptyStats(), session: { state: 'tracing' }, ...over,
+    type: 'init',
+    version: '0.1.0',
+    protocol: 1,
+    historyCapacity: 100_000,
+    snapshotRows: 0,
+    probes: [
+      { name: 'add', file: '/src/calc.c', line: 12 },
+      { name: 'sub', file: '/src/calc.c', line: 20 },
+    ],
+    stats: emptyStats(),
+    session: { state: 'tracing' },
+    ...over,
   };
 }
 
@@ -106,7 +122,12 @@ describe('live panel webview in Chromium', () => {
       field: document.querySelector('vscode-text-field')?.shadowRoot?.querySelector('input') !== null,
       version: document.body.dataset.version,
     }));
-    assert.deepEqual(ui.buttons, [['Pause', true], ['Clear', true], ['Export JSON', true], ['Export CSV', true]]);
+    assert.deepEqual(ui.buttons, [
+      ['Pause', true],
+      ['Clear', true],
+      ['Export JSON', true],
+      ['Export CSV', true],
+    ]);
     assert.equal(ui.field, true);
     assert.equal(ui.version, '0.1.0');
     assert.deepEqual(await p.cspViolations(), []);
@@ -175,17 +196,23 @@ describe('live panel webview in Chromium', () => {
     await frames(p);
     const rows = await domRows(p);
     assert.ok(rows.length > 0);
-    assert.ok(rows.every((r) => r[4] === 'sub' && r[1] === 'web2'), JSON.stringify(rows.slice(0, 3)));
+    assert.ok(
+      rows.every((r) => r[4] === 'sub' && r[1] === 'web2'),
+      JSON.stringify(rows.slice(0, 3)),
+    );
     assert.match(await text(p, '#pl-status'), / 100 rows/);
     assert.deepEqual((await p.posted()).at(-1), { type: 'filter', text: 'probe:sub host:web2' });
-    assert.equal((await p.savedState() as { filter: string }).filter, 'probe:sub host:web2');
+    assert.equal(((await p.savedState()) as { filter: string }).filter, 'probe:sub host:web2');
     // New hits are filtered as they arrive.
     await p.send({ type: 'hits', batch: encodeHits(hits(400, 8)) });
     await frames(p);
     assert.match(await text(p, '#pl-status'), / 102 rows/);
     await p.page.locator('#pl-filter input').fill('a=398');
     await frames(p);
-    assert.deepEqual((await domRows(p)).map((r) => r[5]), ['a=398 b=-398']);
+    assert.deepEqual(
+      (await domRows(p)).map((r) => r[5]),
+      ['a=398 b=-398'],
+    );
   });
 
   test('a restored panel gets its filter back from the saved state', async (t) => {
@@ -235,26 +262,36 @@ describe('live panel webview in Chromium', () => {
   test('per-probe counts and the latency histogram follow the stats; a probe can be picked', async (t) => {
     const p = await open(t);
     if (!p) return;
-    await p.send(init(), stats({
-      counts: { add: 1204, sub: 7 },
-      latency: {
-        sub: { buckets: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4], count: 7, maxNs: 4000 },
-        add: { buckets: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], count: 1, maxNs: 1_500_000 },
-      },
-    }));
+    await p.send(
+      init(),
+      stats({
+        counts: { add: 1204, sub: 7 },
+        latency: {
+          sub: { buckets: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4], count: 7, maxNs: 4000 },
+          add: { buckets: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], count: 1, maxNs: 1_500_000 },
+        },
+      }),
+    );
     await frames(p);
     const counts = await p.page.evaluate(() =>
-      [...document.querySelectorAll('.pl-counts li')].map((li) => [li.querySelector('.pl-probe-name')?.textContent, li.querySelector('.pl-badge')?.textContent]),
+      [...document.querySelectorAll('.pl-counts li')].map((li) => [
+        li.querySelector('.pl-probe-name')?.textContent,
+        li.querySelector('.pl-badge')?.textContent,
+      ]),
     );
-    assert.deepEqual(counts, [['add', '1,204'], ['sub', '7']]);
-    const bars = () => p.page.evaluate(() => [...document.querySelectorAll('.pl-bar')].map((b) => Number((b as HTMLElement).dataset.count)));
+    assert.deepEqual(counts, [
+      ['add', '1,204'],
+      ['sub', '7'],
+    ]);
+    const bars = () =>
+      p.page.evaluate(() => [...document.querySelectorAll('.pl-bar')].map((b) => Number((b as HTMLElement).dataset.count)));
     assert.equal((await bars()).length, 11, 'buckets 10..20 across all probes');
     assert.match(await text(p, '.pl-histogram h3'), /all probes · 8 calls · max 1\.5ms/);
     await p.page.click('.pl-counts li[data-probe="sub"]');
     await frames(p);
     assert.deepEqual(await bars(), [3, 4]);
     assert.match(await text(p, '.pl-histogram h3'), /sub · 7 calls · max 4\.0µs/);
-    assert.equal((await p.savedState() as { histogramProbe: string }).histogramProbe, 'sub');
+    assert.equal(((await p.savedState()) as { histogramProbe: string }).histogramProbe, 'sub');
     assert.deepEqual(await p.cspViolations(), []);
     assert.deepEqual(p.errors, []);
   });

@@ -24,7 +24,11 @@ for (const name of FIXTURE_NAMES) {
     const dyn = readelfFunctions(f.path, '.dynsym');
     const { symbols, groups } = image.functionSymbols();
     assert.deepEqual(new Map(symbols.filter((s) => s.table === '.symtab').map((s) => [s.name, s.address])), want);
-    for (const [n, addr] of dyn) assert.ok(symbols.some((s) => s.name === n && s.address === addr), `.dynsym ${n}`);
+    for (const [n, addr] of dyn)
+      assert.ok(
+        symbols.some((s) => s.name === n && s.address === addr),
+        `.dynsym ${n}`,
+      );
     assert.equal(groups.length, new Set(symbols.map((s) => s.address)).size);
 
     const loads = readelfLoads(f.path);
@@ -41,14 +45,20 @@ for (const name of FIXTURE_NAMES) {
 
     // perf probe resolves `main` by DWARF name: in Rust that is main::main, not the C shim the linker calls main.
     const mainName = f.name.startsWith('libcalls') ? 'lib_add' : 'main';
-    const entry = f.lang === 'go' ? symbols.find((s) => s.name === 'main.main')
-      : f.lang === 'rust' ? symbols.find((s) => s.name.startsWith('_ZN4main4main17h'))
-        : symbols.find((s) => s.name === mainName);
+    const entry =
+      f.lang === 'go'
+        ? symbols.find((s) => s.name === 'main.main')
+        : f.lang === 'rust'
+          ? symbols.find((s) => s.name.startsWith('_ZN4main4main17h'))
+          : symbols.find((s) => s.name === mainName);
     if (f.lang !== 'rust' || f.opt === 'O0') {
       assert.ok(entry, 'main symbol');
       if (!have('perf')) return missing(t, 'perf (linux-perf) for the perf probe -D oracle');
       const perf = perfProbeOffsets(f.path, f.lang === 'go' ? 'main.main+0' : `${mainName}+0`);
-      assert.ok(perf.includes(image.fileOffsetOf(entry.address)), `${entry.name} at ${image.fileOffsetOf(entry.address)} vs perf probe -D ${perf}`);
+      assert.ok(
+        perf.includes(image.fileOffsetOf(entry.address)),
+        `${entry.name} at ${image.fileOffsetOf(entry.address)} vs perf probe -D ${perf}`,
+      );
     }
   });
 }

@@ -40,21 +40,52 @@ export function buildC(name: string, source: string, flags: string[], cc = 'gcc'
   return out;
 }
 
-export interface ReadelfSegment { type: string; offset: number; vaddr: bigint; filesz: number; memsz: bigint }
+export interface ReadelfSegment {
+  type: string;
+  offset: number;
+  vaddr: bigint;
+  filesz: number;
+  memsz: bigint;
+}
 export function readelfLoads(bin: string): ReadelfSegment[] {
-  return run('readelf', ['-lW', bin]).split('\n').filter((l) => /^\s+LOAD\s/.test(l)).map((l) => {
-    const f = l.trim().split(/\s+/);
-    return { type: f[0], offset: Number(f[1]), vaddr: BigInt(f[2]), filesz: Number(f[4]), memsz: BigInt(f[5]) };
-  });
+  return run('readelf', ['-lW', bin])
+    .split('\n')
+    .filter((l) => /^\s+LOAD\s/.test(l))
+    .map((l) => {
+      const f = l.trim().split(/\s+/);
+      return { type: f[0], offset: Number(f[1]), vaddr: BigInt(f[2]), filesz: Number(f[4]), memsz: BigInt(f[5]) };
+    });
 }
 
-export interface ReadelfSection { index: number; name: string; type: string; addr: bigint; offset: number; size: number; entsize: number; flags: string; align: bigint }
+export interface ReadelfSection {
+  index: number;
+  name: string;
+  type: string;
+  addr: bigint;
+  offset: number;
+  size: number;
+  entsize: number;
+  flags: string;
+  align: bigint;
+}
 export function readelfSections(bin: string): ReadelfSection[] {
   const out: ReadelfSection[] = [];
   for (const l of run('readelf', ['-SW', bin]).split('\n')) {
-    const m = l.match(/^\s*\[\s*(\d+)\]\s+(\S+)\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([A-Za-z]*)\s+\d+\s+\d+\s+(\d+)\s*$/);
+    const m = l.match(
+      /^\s*\[\s*(\d+)\]\s+(\S+)\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([A-Za-z]*)\s+\d+\s+\d+\s+(\d+)\s*$/,
+    );
     if (!m || m[1] === '0') continue;
-    out.push({ index: Number(m[1]), name: m[2], type: m[3], addr: BigInt(`0x${m[4]}`), offset: parseInt(m[5], 16), size: parseInt(m[6], 16), entsize: parseInt(m[7], 16), flags: m[8], align: BigInt(m[9]) });
+    out.push({
+      index: Number(m[1]),
+      name: m[2],
+      type: m[3],
+      addr: BigInt(`0x${m[4]}`),
+      offset: parseInt(m[5], 16),
+      size: parseInt(m[6], 16),
+      entsize: parseInt(m[7], 16),
+      flags: m[8],
+      align: BigInt(m[9]),
+    });
   }
   return out;
 }

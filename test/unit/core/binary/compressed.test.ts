@@ -25,7 +25,10 @@ for (const name of ['calls-O0-zlib', 'calls-O2-zstd', 'calls-O0-zstd', 'calls-O2
       run('objcopy', [`--dump-section=${debugName}=${dumped}`, plain]);
       const ours = elf.sectionSource().section(debugName);
       assert.ok(ours, debugName);
-      assert.ok(Buffer.from(ours).equals(readFileSync(dumped)), `${name} ${debugName}: ${ours.length} bytes vs objcopy's ${readFileSync(dumped).length}`);
+      assert.ok(
+        Buffer.from(ours).equals(readFileSync(dumped)),
+        `${name} ${debugName}: ${ours.length} bytes vs objcopy's ${readFileSync(dumped).length}`,
+      );
       // Decoded once: the same object comes back.
       assert.equal(elf.sectionContents(debugName), ours);
     }
@@ -43,8 +46,10 @@ function chdr64(type: number, size: bigint): Buffer {
 test('a declared uncompressed size out of proportion to the data is refused before allocating', () => {
   const payload = deflateSync(Buffer.alloc(100));
   for (const size of [BigInt(MAX_DECOMPRESSED_BYTES) + 1n, 1n << 60n, 50n * 1024n * 1024n]) {
-    assert.throws(() => decompressGabi(Buffer.concat([chdr64(1, size), payload]), 64, true, '.debug_info', 0x40),
-      (e: Error) => e instanceof ElfFormatError && /\.debug_info at offset 0x4[08].*(implausible|impossibly large)/.test(e.message));
+    assert.throws(
+      () => decompressGabi(Buffer.concat([chdr64(1, size), payload]), 64, true, '.debug_info', 0x40),
+      (e: Error) => e instanceof ElfFormatError && /\.debug_info at offset 0x4[08].*(implausible|impossibly large)/.test(e.message),
+    );
   }
   const zdebug = Buffer.concat([Buffer.from('ZLIB'), Buffer.from([0, 0, 0, 0x10, 0, 0, 0, 0]), payload]);
   assert.throws(() => decompressZdebug(zdebug, '.zdebug_info', 0), /implausible/);
@@ -67,8 +72,10 @@ test('zstd: a frame whose content size disagrees with the header, or corrupt dat
   writeFileSync(srcPath, src);
   const z = Buffer.from(run('sh', ['-c', `zstd -q -c ${srcPath} | base64 -w0`]), 'base64');
   assert.equal(Buffer.from(decompressGabi(Buffer.concat([chdr64(2, BigInt(src.length)), z]), 64, true, 's', 0)).equals(src), true);
-  assert.throws(() => decompressGabi(Buffer.concat([chdr64(2, BigInt(src.length + 1)), z]), 64, true, '.debug_str', 0),
-    (e: Error) => e instanceof ElfFormatError && /declares 5000 bytes/.test(e.message));
+  assert.throws(
+    () => decompressGabi(Buffer.concat([chdr64(2, BigInt(src.length + 1)), z]), 64, true, '.debug_str', 0),
+    (e: Error) => e instanceof ElfFormatError && /declares 5000 bytes/.test(e.message),
+  );
   const bad = Buffer.from(z);
   bad.fill(0xff, 8);
   assert.throws(() => decompressGabi(Buffer.concat([chdr64(2, BigInt(src.length)), bad]), 64, true, '.debug_str', 0), ElfFormatError);

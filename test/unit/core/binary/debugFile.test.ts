@@ -80,8 +80,11 @@ test('an explicit debug file of another build is refused by build-id', async (t)
   const f = await fixtureOrSkip(t, 'calls-O2-stripped-buildid');
   const other = await fixtureOrSkip(t, 'calls-O0-stripped-debuglink');
   if (!f || !other?.debugFile) return;
-  await assert.rejects(openBinary(f.path, { debugFile: other.debugFile, noSystemDebugDir: true }),
-    (e: Error) => e instanceof DebugFileMismatchError && /build-id/.test(e.message) && /install the debug file from the same build/.test(e.message));
+  await assert.rejects(
+    openBinary(f.path, { debugFile: other.debugFile, noSystemDebugDir: true }),
+    (e: Error) =>
+      e instanceof DebugFileMismatchError && /build-id/.test(e.message) && /install the debug file from the same build/.test(e.message),
+  );
 });
 
 test('without build-ids only the debuglink CRC proves a match: a changed debug file is refused, also when named explicitly', async () => {
@@ -100,8 +103,10 @@ test('without build-ids only the debuglink CRC proves a match: a changed debug f
   const refused = await openBinary(bin, { noSystemDebugDir: true });
   assert.equal(refused.hasDwarf, false);
   assert.equal(refused.debugCandidates.find((c) => c.path === debug)?.verdict, 'crc mismatch');
-  await assert.rejects(openBinary(bin, { debugFile: debug, noSystemDebugDir: true }),
-    (e: Error) => e instanceof DebugFileMismatchError && /CRC32 0x[0-9a-f]+ vs \.gnu_debuglink's 0x[0-9a-f]+/.test(e.message));
+  await assert.rejects(
+    openBinary(bin, { debugFile: debug, noSystemDebugDir: true }),
+    (e: Error) => e instanceof DebugFileMismatchError && /CRC32 0x[0-9a-f]+ vs \.gnu_debuglink's 0x[0-9a-f]+/.test(e.message),
+  );
 });
 
 test('a fully stripped binary (no .symtab) takes its function symbols from the debug file', async () => {

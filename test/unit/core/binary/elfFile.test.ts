@@ -6,9 +6,7 @@ import { ElfFile } from '../../../../src/core/binary/elfFile';
 import { openBinary } from '../../../../src/core/binary/binaryImage';
 import { ElfFormatError, NotElfError, UnsupportedArchError } from '../../../../src/core/binary/errors';
 import { missing } from '../../../helpers/require';
-import {
-  CALLS_C, buildC, buildIdOf, have, readelfFunctions, perfProbeOffsets, readelfLoads, readelfSections, run, workDir,
-} from './build';
+import { CALLS_C, buildC, buildIdOf, have, readelfFunctions, perfProbeOffsets, readelfLoads, readelfSections, run, workDir } from './build';
 
 const variants: { label: string; cc: string; flags: string[]; lib?: boolean; arch: string }[] = [
   { label: 'PIE -O0', cc: 'gcc', flags: ['-g', '-O0', '-fpie', '-pie'], arch: 'x86_64' },
@@ -49,7 +47,10 @@ for (const v of variants) {
         { name: r.name, addr: r.addr, offset: r.offset, size: r.size, entsize: r.entsize, align: r.align },
       );
     }
-    assert.ok(sections.some((r) => r.name === '.symtab' && r.entsize === 24), 'readelf shows Elf64_Sym entries');
+    assert.ok(
+      sections.some((r) => r.name === '.symtab' && r.entsize === 24),
+      'readelf shows Elf64_Sym entries',
+    );
 
     // Function symbols: .symtab equals nm, .dynsym equals nm -D.
     const { symbols, groups } = elf.functionSymbols();
@@ -58,7 +59,11 @@ for (const v of variants) {
     const dyn = readelfFunctions(bin, '.dynsym');
     if (v.lib) assert.ok(dyn.has('deposit'));
     // .dynsym entries equal to a .symtab one are merged away; what's left must still be at readelf's address.
-    for (const [name, addr] of dyn) assert.ok(symbols.some((s) => s.name === name && s.address === addr), `dynsym ${name}`);
+    for (const [name, addr] of dyn)
+      assert.ok(
+        symbols.some((s) => s.name === name && s.address === addr),
+        `dynsym ${name}`,
+      );
     const alias = groups.find((g) => g.symbols.some((s) => s.name === 'alias_name'));
     assert.deepEqual(alias?.symbols.map((s) => s.name).sort(), ['alias_name', 'alias_target']);
     const deposit = symbols.find((s) => s.name === 'deposit')!;
@@ -96,7 +101,11 @@ for (const v of variants) {
 
 test('@+N for globals is relative to the probed segment, not the data segment (kernel translate_user_vaddr)', async (t) => {
   if (!have('gcc')) return missing(t, 'gcc');
-  const bin = buildC('globals', 'int g_data = 42;\nint g_bss;\nint __attribute__((noinline)) f(int x) { return x + g_data + g_bss; }\nint main(void) { g_bss = 7; return f(1); }\n', ['-O0', '-g', '-fpie', '-pie']);
+  const bin = buildC(
+    'globals',
+    'int g_data = 42;\nint g_bss;\nint __attribute__((noinline)) f(int x) { return x + g_data + g_bss; }\nint main(void) { g_bss = 7; return f(1); }\n',
+    ['-O0', '-g', '-fpie', '-pie'],
+  );
   const elf = ElfFile.parse(readFileSync(bin), bin);
   const syms = new Map<string, bigint>();
   for (const l of run('readelf', ['-sW', bin]).split('\n')) {
@@ -118,7 +127,10 @@ test('a 32-bit i386 object is read with Elf32 layouts and refused for probing', 
   if (!have('as') || !have('ld')) return missing(t, 'binutils');
   const dir = join(workDir, 'i386');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'x.s'), '.globl _start\n.type _start,@function\n_start: movl $1,%eax\n int $0x80\n.size _start,.-_start\n.type helper,@function\nhelper: ret\n.size helper,1\n');
+  writeFileSync(
+    join(dir, 'x.s'),
+    '.globl _start\n.type _start,@function\n_start: movl $1,%eax\n int $0x80\n.size _start,.-_start\n.type helper,@function\nhelper: ret\n.size helper,1\n',
+  );
   run('as', ['--32', '-o', join(dir, 'x.o'), join(dir, 'x.s')]);
   run('ld', ['-m', 'elf_i386', '--build-id', '-o', join(dir, 'x'), join(dir, 'x.o')]);
   const bin = join(dir, 'x');
@@ -142,7 +154,10 @@ test('a big-endian AArch64 object: byte order from EI_DATA drives every field', 
   if (!have('aarch64-linux-gnu-as') || !have('aarch64-linux-gnu-ld')) return missing(t, 'binutils-aarch64-linux-gnu');
   const dir = join(workDir, 'be');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'be.s'), '.globl _start\n.type _start,%function\n_start: mov x0, #0\n ret\n.size _start,.-_start\n.type helper,%function\nhelper: ret\n.size helper,4\n');
+  writeFileSync(
+    join(dir, 'be.s'),
+    '.globl _start\n.type _start,%function\n_start: mov x0, #0\n ret\n.size _start,.-_start\n.type helper,%function\nhelper: ret\n.size helper,4\n',
+  );
   run('aarch64-linux-gnu-as', ['-EB', '-o', join(dir, 'be.o'), join(dir, 'be.s')]);
   run('aarch64-linux-gnu-ld', ['-EB', '--build-id', '-o', join(dir, 'be'), join(dir, 'be.o')]);
   const bin = join(dir, 'be');
@@ -152,7 +167,10 @@ test('a big-endian AArch64 object: byte order from EI_DATA drives every field', 
   assert.equal(elf.type, 'EXEC');
   assert.deepEqual(new Map(elf.functionSymbols().symbols.map((s) => [s.name, s.address])), readelfFunctions(bin, '.symtab'));
   assert.equal(elf.buildId, buildIdOf(bin));
-  assert.deepEqual(elf.loadSegments.map((s) => ({ type: 'LOAD', offset: s.offset, vaddr: s.vaddr, filesz: s.filesz, memsz: s.memsz })), readelfLoads(bin));
+  assert.deepEqual(
+    elf.loadSegments.map((s) => ({ type: 'LOAD', offset: s.offset, vaddr: s.vaddr, filesz: s.filesz, memsz: s.memsz })),
+    readelfLoads(bin),
+  );
   const start = elf.functionSymbols().symbols.find((s) => s.name === '_start')!;
   // `mov x0, #0` is d2800000 in every byte order's instruction stream (AArch64 code is always little-endian).
   assert.equal(Buffer.from(elf.functionBytes(start)).subarray(0, 4).toString('hex'), '000080d2');
@@ -163,7 +181,10 @@ test('non-ELF inputs are refused with NotElfError and a sentence the user can ac
   writeFileSync(script, '#!/bin/sh\necho hi\n');
   const empty = join(workDir, 'empty');
   writeFileSync(empty, '');
-  await assert.rejects(openBinary(script), (e: Error) => e instanceof NotElfError && /script\.sh is not an ELF .*it is a script.*compiled binary/.test(e.message));
+  await assert.rejects(
+    openBinary(script),
+    (e: Error) => e instanceof NotElfError && /script\.sh is not an ELF .*it is a script.*compiled binary/.test(e.message),
+  );
   await assert.rejects(openBinary(empty), (e: Error) => e instanceof NotElfError && /empty/.test(e.message));
   await assert.rejects(openBinary(workDir), (e: Error) => e instanceof NotElfError && /directory/.test(e.message));
   await assert.rejects(openBinary(join(workDir, 'does-not-exist')), /ENOENT/);

@@ -9,12 +9,25 @@ import { fixtureOrSkip } from '../../../helpers/fixtures';
 import { missing } from '../../../helpers/require';
 import { buildC, have, readelfSections, run, workDir } from './build';
 
-interface ReadelfProbe { provider: string; name: string; location: bigint; base: bigint; semaphore: bigint; args: string }
+interface ReadelfProbe {
+  provider: string;
+  name: string;
+  location: bigint;
+  base: bigint;
+  semaphore: bigint;
+  args: string;
+}
 
 function readelfProbes(bin: string): ReadelfProbe[] {
-  const re = /Provider: (\S+)\s+Name: (\S+)\s+Location: (0x[0-9a-f]+), Base: (0x[0-9a-f]+), Semaphore: (0x[0-9a-f]+)\s+Arguments: ?([^\n]*)/g;
+  const re =
+    /Provider: (\S+)\s+Name: (\S+)\s+Location: (0x[0-9a-f]+), Base: (0x[0-9a-f]+), Semaphore: (0x[0-9a-f]+)\s+Arguments: ?([^\n]*)/g;
   return [...run('readelf', ['-n', bin]).matchAll(re)].map((m) => ({
-    provider: m[1], name: m[2], location: BigInt(m[3]), base: BigInt(m[4]), semaphore: BigInt(m[5]), args: m[6].trim(),
+    provider: m[1],
+    name: m[2],
+    location: BigInt(m[3]),
+    base: BigInt(m[4]),
+    semaphore: BigInt(m[5]),
+    args: m[6].trim(),
   }));
 }
 
@@ -43,7 +56,13 @@ for (const name of ['usdt', 'usdt-O0'] as const) {
     assert.deepEqual(
       probes.map((p) => ({ provider: p.provider, name: p.name, location: p.address, semaphore: p.semaphore ?? 0n, args: p.argsText })),
       // Not prelinked: .stapsdt.base is where the note says, so the adjustment is zero.
-      expected.map((e) => ({ provider: e.provider, name: e.name, location: e.location + base.addr - e.base, semaphore: e.semaphore, args: e.args })),
+      expected.map((e) => ({
+        provider: e.provider,
+        name: e.name,
+        location: e.location + base.addr - e.base,
+        semaphore: e.semaphore,
+        args: e.args,
+      })),
     );
     const guarded = probes.find((p) => p.name === 'guarded')!;
     assert.ok(guarded.semaphore);
@@ -73,20 +92,30 @@ test('AArch64 USDT notes: x/w registers and [base, offset] operands', async (t) 
   mkdirSync(inc, { recursive: true });
   copyFileSync(sdt, join(inc, 'sdt.h'));
   if (existsSync(sdt.replace('sdt.h', 'sdt-config.h'))) copyFileSync(sdt.replace('sdt.h', 'sdt-config.h'), join(inc, 'sdt-config.h'));
-  const bin = buildC('usdt_arm', `#include <sys/sdt.h>
+  const bin = buildC(
+    'usdt_arm',
+    `#include <sys/sdt.h>
 struct s { long a; int b; };
 int counter;
 int __attribute__((noinline)) work(struct s *p, int n) { DTRACE_PROBE3(app, work, p->b, n, &counter); return p->b + n; }
 int main(int argc, char **argv) { struct s v = {1, argc}; (void)argv; DTRACE_PROBE1(app, start, argc); return work(&v, 5); }
-`, ['-O2', '-g', `-I${join(workDir, 'sdtinc')}`], 'aarch64-linux-gnu-gcc');
+`,
+    ['-O2', '-g', `-I${join(workDir, 'sdtinc')}`],
+    'aarch64-linux-gnu-gcc',
+  );
   const image = await openBinary(bin, { noSystemDebugDir: true });
   assert.equal(image.arch, 'aarch64');
   const probes = image.usdtProbes();
-  assert.deepEqual(probes.map((p) => [p.provider, p.name, p.address, p.argsText]),
-    readelfProbes(bin).map((e) => [e.provider, e.name, e.location, e.args]));
+  assert.deepEqual(
+    probes.map((p) => [p.provider, p.name, p.address, p.argsText]),
+    readelfProbes(bin).map((e) => [e.provider, e.name, e.location, e.args]),
+  );
   const kinds = probes.flatMap((p) => p.args.map((a) => a.operand.kind));
   assert.ok(kinds.includes('register'));
-  assert.ok(probes.every((p) => p.args.every((a) => a.operand.kind !== 'unknown')), JSON.stringify(probes.map((p) => p.argsText)));
+  assert.ok(
+    probes.every((p) => p.args.every((a) => a.operand.kind !== 'unknown')),
+    JSON.stringify(probes.map((p) => p.argsText)),
+  );
   if (have('perf')) {
     for (const p of probes) assert.equal(p.fileOffset, perfSdt(bin, p).offset, p.name);
   }
@@ -117,7 +146,10 @@ test('argument strings: size, sign and every operand form sdt.h emits on x86-64 
     assert.deepEqual(rest, want, text);
   }
   // Several at once, with the space inside an arm64 memory operand.
-  assert.deepEqual(parseUsdtArgs('-4@w0 8@[sp, 16] 8@x2').map((a) => a.text), ['w0', '[sp, 16]', 'x2']);
+  assert.deepEqual(
+    parseUsdtArgs('-4@w0 8@[sp, 16] 8@x2').map((a) => a.text),
+    ['w0', '[sp, 16]', 'x2'],
+  );
   assert.deepEqual(parseUsdtArgs(''), []);
   assert.equal(parseUsdtArgs('8@%%weird')[0].operand.kind, 'unknown');
 });

@@ -10,7 +10,8 @@ import { open, tool } from './oracle';
 // purpose, so they are left out of the comparison.
 function readelfStmtRows(out: string): Set<string> {
   const rows = new Set<string>();
-  let seq: string[] = [], first = -1;
+  let seq: string[] = [],
+    first = -1;
   for (const l of out.split('\n')) {
     const m = /^(\S+)\s+(\d+|-)\s+(0x[0-9a-f]+|0)(?:\s+\d+)?(\s+x)?\s*$/.exec(l);
     if (!m) continue;
@@ -25,8 +26,20 @@ function readelfStmtRows(out: string): Set<string> {
   return rows;
 }
 
-const VARIANTS: FixtureName[] = ['calls-O0', 'calls-O2', 'calls-O0-dwarf2', 'calls-O2-dwarf2', 'calls-O0-dwarf4',
-  'calls-O2-dwarf4', 'calls-O0-dwarf64', 'calls-O2-dwarf64', 'cpp-O2', 'rust-O0', 'go', 'calls-aarch64-O2'];
+const VARIANTS: FixtureName[] = [
+  'calls-O0',
+  'calls-O2',
+  'calls-O0-dwarf2',
+  'calls-O2-dwarf2',
+  'calls-O0-dwarf4',
+  'calls-O2-dwarf4',
+  'calls-O0-dwarf64',
+  'calls-O2-dwarf64',
+  'cpp-O2',
+  'rust-O0',
+  'go',
+  'calls-aarch64-O2',
+];
 
 for (const name of VARIANTS) {
   test(`${name}: line rows equal the is_stmt rows of readelf --debug-dump=decodedline`, async (t) => {
@@ -72,7 +85,10 @@ test('calls-O0: file:line → addresses finds the marked loop line, and address 
   if (!o) return;
   const { readFileSync } = await import('node:fs');
   const file = o.f.sourceFiles.find((f) => f.endsWith('calls.c'))!;
-  const line = readFileSync(file, 'utf8').split('\n').findIndex((l) => l.includes('@line:sum_squares.step')) + 1;
+  const line =
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .findIndex((l) => l.includes('@line:sum_squares.step')) + 1;
   const addrs = o.dw.addressesForLine(file, line);
   assert.ok(addrs.length >= 1);
   const ss = o.dw.functions().find((f) => f.name === 'sum_squares')!;

@@ -28,18 +28,24 @@ export function sectionsOf(binary: string): TestSections {
 
 function parse(b: Buffer): TestSections & { compressed: boolean } {
   if (b.readUInt32BE(0) !== 0x7f454c46) throw new Error('not an ELF file');
-  const is64 = b[4] === 2, le = b[5] === 1;
+  const is64 = b[4] === 2,
+    le = b[5] === 1;
   const u16 = (o: number) => (le ? b.readUInt16LE(o) : b.readUInt16BE(o));
   const u32 = (o: number) => (le ? b.readUInt32LE(o) : b.readUInt32BE(o));
   const uA = (o: number) => (is64 ? Number(le ? b.readBigUInt64LE(o) : b.readBigUInt64BE(o)) : u32(o));
   const machine = u16(18);
   const shoff = uA(is64 ? 0x28 : 0x20);
-  const shentsize = u16(is64 ? 0x3a : 0x2e), shnum = u16(is64 ? 0x3c : 0x30), shstrndx = u16(is64 ? 0x3e : 0x32);
+  const shentsize = u16(is64 ? 0x3a : 0x2e),
+    shnum = u16(is64 ? 0x3c : 0x30),
+    shstrndx = u16(is64 ? 0x3e : 0x32);
   const hdr = (i: number) => {
     const o = shoff + i * shentsize;
     return {
-      name: u32(o), type: u32(o + 4), flags: uA(o + 8),
-      offset: uA(is64 ? o + 0x18 : o + 0x10), size: uA(is64 ? o + 0x20 : o + 0x14),
+      name: u32(o),
+      type: u32(o + 4),
+      flags: uA(o + 8),
+      offset: uA(is64 ? o + 0x18 : o + 0x10),
+      size: uA(is64 ? o + 0x20 : o + 0x14),
     };
   };
   const strtab = hdr(shstrndx);
@@ -49,12 +55,16 @@ function parse(b: Buffer): TestSections & { compressed: boolean } {
     const h = hdr(i);
     const nameStart = strtab.offset + h.name;
     const name = b.toString('latin1', nameStart, b.indexOf(0, nameStart));
-    if (name.startsWith('.zdebug_') || (name.startsWith('.debug_') && h.flags & 0x800 /* SHF_COMPRESSED */)) compressed = true;
+    if (name.startsWith('.zdebug_') || (name.startsWith('.debug_') && h.flags & 0x800) /* SHF_COMPRESSED */) compressed = true;
     if (!name.startsWith('.debug_') || h.type === 8 /* NOBITS */) continue;
     sections.set(name, new Uint8Array(b.buffer, b.byteOffset + h.offset, h.size).slice());
   }
   return {
-    sections, machine, compressed, littleEndian: le, addressSize: is64 ? 8 : 4,
+    sections,
+    machine,
+    compressed,
+    littleEndian: le,
+    addressSize: is64 ? 8 : 4,
     section: (n) => sections.get(n),
   };
 }

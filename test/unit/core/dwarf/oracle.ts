@@ -42,10 +42,13 @@ export function nmFunctions(t: TestContext, bin: string): Map<string, number> | 
 export function perfVars(t: TestContext, bin: string, fn: string): Array<{ type: string; name: string }> | undefined {
   const out = tool(t, 'perf', ['probe', '-x', bin, '-V', fn]);
   if (out === undefined) return undefined;
-  return out.split('\n').filter((l) => l.startsWith('\t\t')).map((l) => {
-    const [type, name] = l.trim().split('\t');
-    return { type, name };
-  });
+  return out
+    .split('\n')
+    .filter((l) => l.startsWith('\t\t'))
+    .map((l) => {
+      const [type, name] = l.trim().split('\t');
+      return { type, name };
+    });
 }
 
 /** perf drops qualifiers and spaces ("char*" for "const char *"); compare types in that shape. */

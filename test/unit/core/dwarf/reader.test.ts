@@ -15,7 +15,10 @@ test('Reader: LEB128, 64-bit initial lengths and bounds are exact', () => {
   assert.equal(r.sleb(), -128);
   assert.deepEqual(r.initialLength(), { length: 16, is64: true });
   assert.equal(r.left, 0);
-  assert.throws(() => r.u8(), (e) => e instanceof DwarfFormatError && e.section === '.debug_test' && e.offset === 18);
+  assert.throws(
+    () => r.u8(),
+    (e) => e instanceof DwarfFormatError && e.section === '.debug_test' && e.offset === 18,
+  );
   // An unterminated LEB and a reserved initial length are format errors, not garbage values.
   assert.throws(() => new Reader(new Uint8Array([0x80, 0x80]), 's', true).uleb(), DwarfFormatError);
   assert.throws(() => new Reader(new Uint8Array([0xf0, 0xff, 0xff, 0xff]), 's', true).initialLength(), DwarfFormatError);
@@ -32,8 +35,19 @@ function rng(seed: number): () => number {
   };
 }
 
-const TARGETS = ['.debug_info', '.debug_abbrev', '.debug_line', '.debug_str', '.debug_line_str', '.debug_rnglists',
-  '.debug_loclists', '.debug_ranges', '.debug_loc', '.debug_addr', '.debug_str_offsets'];
+const TARGETS = [
+  '.debug_info',
+  '.debug_abbrev',
+  '.debug_line',
+  '.debug_str',
+  '.debug_line_str',
+  '.debug_rnglists',
+  '.debug_loclists',
+  '.debug_ranges',
+  '.debug_loc',
+  '.debug_addr',
+  '.debug_str_offsets',
+];
 
 test('hostile input: truncated and corrupted .debug_* sections yield only DwarfFormatError, never a crash or hang', async (t) => {
   const bases: Array<ReturnType<typeof sectionsOf>> = [];
@@ -44,7 +58,8 @@ test('hostile input: truncated and corrupted .debug_* sections yield only DwarfF
   }
   const rand = rng(0x5eed);
   const deadline = Date.now() + 20_000; // a bound on total work, not a timing assertion
-  let runs = 0, typed = 0;
+  let runs = 0,
+    typed = 0;
   for (; runs < 1500 && Date.now() < deadline; runs++) {
     const base = bases[runs % bases.length];
     const present = TARGETS.filter((n) => base.sections.has(n));
@@ -91,9 +106,12 @@ test('hostile expressions: deeply nested DW_OP_entry_value and unknown ops end i
   let inner: number[] = [0x55];
   for (let i = 0; i < 3000; i++) inner = [0xa3, ...uleb(inner.length), ...inner];
   const buf = Uint8Array.from(inner);
-  const unit = { section: '.debug_info', dw: { le: true }, enc: { addrSize: 8, is64: false } } as unknown as Parameters<typeof describeLocation>[0];
+  const unit = { section: '.debug_info', dw: { le: true }, enc: { addrSize: 8, is64: false } } as unknown as Parameters<
+    typeof describeLocation
+  >[0];
   const deep = describeLocation(unit, { buf, start: 0, len: buf.length }, 'x86_64');
-  let d = deep, levels = 0;
+  let d = deep,
+    levels = 0;
   while (d.kind === 'entry-value') {
     d = d.inner;
     levels++;

@@ -28,7 +28,11 @@ function build(t: TestContext, flags: string[]): string | undefined {
   return out;
 }
 
-interface GdbMember { offset: number; bit?: number; decl: string }
+interface GdbMember {
+  offset: number;
+  bit?: number;
+  decl: string;
+}
 
 // Top-level members of `ptype /o`: "/* OFF[: BIT] | SIZE */    DECL;" (nested aggregates close with "} NAME;").
 function gdbMembers(out: string): { members: GdbMember[]; size: number } {
@@ -82,7 +86,10 @@ function canon<T extends { decl: string }>(m: T): T {
   const decl = m.decl.replace(/\b(?:(?:unsigned|signed|short|long|int|char)\s+)*(?:unsigned|signed|short|long|int|char)\b/g, (w) => {
     const words = w.split(/\s+/);
     const sized = words.some((x) => x === 'short' || x === 'long' || x === 'char');
-    return words.filter((x) => !(x === 'int' && sized)).sort().join(' ');
+    return words
+      .filter((x) => !(x === 'int' && sized))
+      .sort()
+      .join(' ');
   });
   return { ...m, decl };
 }
@@ -115,12 +122,18 @@ for (const flags of [['-gdwarf-2'], ['-gdwarf-4'], ['-gdwarf-5'], ['-gdwarf-5', 
     assert.equal(dw.typeOf(byName('kind').typeOffset).signed, false);
     assert.equal(dw.typeOf(byName('ok').typeOffset).bool, true);
     const color = dw.typeOf(byName('color').typeOffset);
-    assert.deepEqual(color.enumerators?.map((e) => e.name), ['RED', 'GREEN', 'BLUE']);
+    assert.deepEqual(
+      color.enumerators?.map((e) => e.name),
+      ['RED', 'GREEN', 'BLUE'],
+    );
     assert.equal(color.enumerators?.[1].value, 5);
     assert.equal(dw.typeOf(byName('u').typeOffset).kind, 'union');
     assert.equal(dw.typeName(byName('cv').typeOffset), 'const volatile int *');
     const use = dw.functions().find((f) => f.name === 'use')!;
-    assert.deepEqual(use.params.map((p) => dw.typeName(p.typeOffset)), ['struct packet *', 'node_t *']);
+    assert.deepEqual(
+      use.params.map((p) => dw.typeName(p.typeOffset)),
+      ['struct packet *', 'node_t *'],
+    );
   });
 }
 

@@ -114,7 +114,9 @@ function build(is64: boolean) {
 
   const ab = new Bytes();
   const abbrev = (code: number, tag: number, children: boolean, attrs: Array<[number, number, number?]>) => {
-    ab.uleb(code).uleb(tag).u8(children ? 1 : 0);
+    ab.uleb(code)
+      .uleb(tag)
+      .u8(children ? 1 : 0);
     for (const [a, f, c] of attrs) {
       ab.uleb(a).uleb(f);
       if (f === 0x21) ab.sleb(c!);
@@ -122,12 +124,46 @@ function build(is64: boolean) {
     ab.u8(0, 0);
   };
   // CU: the strx name comes before str_offsets_base on purpose.
-  abbrev(1, 0x11, true, [[0x03, 0x25], [0x72, 0x17], [0x73, 0x17], [0x74, 0x17], [0x8c, 0x17], [0x11, 0x01], [0x1b, 0x25], [0x13, 0x0b]]);
-  abbrev(2, 0x2e, true, [[0x03, 0x1a], [0x11, 0x29], [0x12, 0x06], [0x3f, 0x19], [0x3b, 0x21, 42], [0x49, 0x10], [0x40, 0x18]]);
-  abbrev(3, 0x05, false, [[0x03, 0x26], [0x49, 0x15], [0x02, 0x22]]);
-  abbrev(4, 0x24, false, [[0x03, 0x27], [0x3e, 0x0b], [0x0b, 0x21, 8]]);
-  abbrev(5, 0x2e, false, [[0x03, 0x28], [0x55, 0x23], [0x3b, 0x16]]);
-  abbrev(6, 0x34, false, [[0x03, 0x25], [0x1c, 0x1e], [0x49, 0x13], [0x02, 0x18]]);
+  abbrev(1, 0x11, true, [
+    [0x03, 0x25],
+    [0x72, 0x17],
+    [0x73, 0x17],
+    [0x74, 0x17],
+    [0x8c, 0x17],
+    [0x11, 0x01],
+    [0x1b, 0x25],
+    [0x13, 0x0b],
+  ]);
+  abbrev(2, 0x2e, true, [
+    [0x03, 0x1a],
+    [0x11, 0x29],
+    [0x12, 0x06],
+    [0x3f, 0x19],
+    [0x3b, 0x21, 42],
+    [0x49, 0x10],
+    [0x40, 0x18],
+  ]);
+  abbrev(3, 0x05, false, [
+    [0x03, 0x26],
+    [0x49, 0x15],
+    [0x02, 0x22],
+  ]);
+  abbrev(4, 0x24, false, [
+    [0x03, 0x27],
+    [0x3e, 0x0b],
+    [0x0b, 0x21, 8],
+  ]);
+  abbrev(5, 0x2e, false, [
+    [0x03, 0x28],
+    [0x55, 0x23],
+    [0x3b, 0x16],
+  ]);
+  abbrev(6, 0x34, false, [
+    [0x03, 0x25],
+    [0x1c, 0x1e],
+    [0x49, 0x13],
+    [0x02, 0x18],
+  ]);
   ab.u8(0);
 
   const info = new Bytes();
@@ -140,15 +176,26 @@ function build(is64: boolean) {
   const xAt = info.pos;
   info.uleb(3).uN(3, 2).uleb(longAt).uleb(0);
   const vAt = info.pos;
-  info.uleb(6).u8(6).u8(...Array(16).fill(0xab)).uN(longAt, 4).uleb(2).u8(0x91).sleb(-24);
+  info
+    .uleb(6)
+    .u8(6)
+    .u8(...Array(16).fill(0xab))
+    .uN(longAt, 4)
+    .uleb(2)
+    .u8(0x91)
+    .sleb(-24);
   info.u8(0);
   info.uleb(5).uN(5, 4).uleb(0).uleb(0x0f).uleb(7); // decl_line through DW_FORM_indirect → udata
   info.u8(0);
   close(info, at);
 
   const sections = new Map<string, Uint8Array>([
-    ['.debug_info', info.done()], ['.debug_abbrev', ab.done()], ['.debug_str', str.done()],
-    ['.debug_str_offsets', so.done()], ['.debug_addr', addr.done()], ['.debug_rnglists', rl.done()],
+    ['.debug_info', info.done()],
+    ['.debug_abbrev', ab.done()],
+    ['.debug_str', str.done()],
+    ['.debug_str_offsets', so.done()],
+    ['.debug_addr', addr.done()],
+    ['.debug_rnglists', rl.done()],
     ['.debug_loclists', ll.done()],
   ]);
   return { src: { littleEndian: true, addressSize: 8 as const, section: (n: string) => sections.get(n) }, xAt, vAt, longAt };
@@ -161,17 +208,30 @@ for (const is64 of [false, true]) {
     assert.equal(dw.units()[0].name, 'cu.c');
     assert.equal(dw.units()[0].compDir, '/src');
     const fns = dw.functions();
-    assert.deepEqual(fns.map((f) => f.name), ['fa', 'fb']);
+    assert.deepEqual(
+      fns.map((f) => f.name),
+      ['fa', 'fb'],
+    );
     const [fa, fb] = fns;
     assert.equal(fa.entryPc, 0x401000);
     assert.deepEqual(fa.ranges, [0x401000, 0x401030]);
     assert.equal(fa.line, 42);
     assert.equal(fa.external, true);
     assert.equal(fa.probeable, true);
-    assert.deepEqual(fa.params.map((p) => [p.name, dw.typeName(p.typeOffset), p.dieOffset]), [['x', 'long', xAt]]);
+    assert.deepEqual(
+      fa.params.map((p) => [p.name, dw.typeName(p.typeOffset), p.dieOffset]),
+      [['x', 'long', xAt]],
+    );
     assert.deepEqual(dw.typeOf(fa.params[0].typeOffset), {
-      offset: fa.params[0].typeOffset, kind: 'base', name: 'long', byteSize: 8, targetOffset: undefined,
-      signed: true, float: false, bool: false, char: false,
+      offset: fa.params[0].typeOffset,
+      kind: 'base',
+      name: 'long',
+      byteSize: 8,
+      targetOffset: undefined,
+      signed: true,
+      float: false,
+      bool: false,
+      char: false,
     });
     assert.deepEqual(dw.frameBase(fa), { kind: 'cfa', offset: 0 });
     assert.deepEqual(fb.ranges, [0x402000, 0x402010, 0x403000, 0x403020, 0x500000, 0x500010]);
@@ -184,10 +244,13 @@ for (const is64 of [false, true]) {
     assert.deepEqual(dw.locationOf(xAt, 0x40100f), { kind: 'fbreg', offset: -20 });
     assert.deepEqual(dw.locationOf(xAt, 0x401010), { kind: 'value', value: 7 });
     const vars = dw.variablesAt(fa.dieOffset, 0x401008);
-    assert.deepEqual(vars.map((v) => [v.kind, v.type, v.name, v.location, v.dieOffset]), [
-      ['param', 'long', 'x', { kind: 'fbreg', offset: -20 }, xAt],
-      ['local', 'long', 'v', { kind: 'fbreg', offset: -24 }, vAt],
-    ]);
+    assert.deepEqual(
+      vars.map((v) => [v.kind, v.type, v.name, v.location, v.dieOffset]),
+      [
+        ['param', 'long', 'x', { kind: 'fbreg', offset: -20 }, xAt],
+        ['local', 'long', 'v', { kind: 'fbreg', offset: -24 }, vAt],
+      ],
+    );
   });
 }
 
@@ -205,7 +268,11 @@ test('a unit cut short anywhere (its length field agreeing) gives a DwarfFormatE
       for (const f of fns) dw.variablesAt(f.dieOffset, f.entryPc ?? 0);
       // A cut between two top-level DIEs loses only the unit's closing null, which producers may omit: what
       // was read must be an exact prefix of the full answer.
-      assert.deepEqual(fns.map((f) => f.name), ['fa', 'fb'].slice(0, fns.length), `cut at ${n}`);
+      assert.deepEqual(
+        fns.map((f) => f.name),
+        ['fa', 'fb'].slice(0, fns.length),
+        `cut at ${n}`,
+      );
       quiet.push(n);
     } catch (e) {
       assert.equal((e as Error).name, 'DwarfFormatError', `cut at ${n}: ${(e as Error).stack}`);
@@ -230,7 +297,12 @@ test('type units (-fdebug-types-section, DWARF 4 .debug_types and DWARF 5 DW_UT_
     const s = sectionsOf(out);
     if (flags.includes('-fdebug-types-section') && flags.includes('-gdwarf-4')) assert.ok(s.sections.has('.debug_types'));
     const dw = openDwarf(s, 'x86_64');
-    answers.push(dw.functions().map((f) => `${f.name}(${f.params.map((p) => `${dw.typeName(p.typeOffset)} ${p.name}`).join(', ')})`).sort());
+    answers.push(
+      dw
+        .functions()
+        .map((f) => `${f.name}(${f.params.map((p) => `${dw.typeName(p.typeOffset)} ${p.name}`).join(', ')})`)
+        .sort(),
+    );
     const add = dw.functions().find((f) => f.name === 'probelens::shapes::Counter::add')!;
     const self = dw.typeOf(dw.typeOf(add.params[0].typeOffset).targetOffset);
     assert.equal(self.kind, 'pointer');
@@ -241,5 +313,8 @@ test('type units (-fdebug-types-section, DWARF 4 .debug_types and DWARF 5 DW_UT_
   assert.deepEqual(answers[1], answers[0]);
   assert.deepEqual(answers[2], answers[0]);
   assert.deepEqual(new Set(shapes).size, 1, shapes.join('\n'));
-  assert.ok(answers[0].includes('probelens::shapes::Counter::add(probelens::shapes::Counter * const this, int delta)'), answers[0].join('\n'));
+  assert.ok(
+    answers[0].includes('probelens::shapes::Counter::add(probelens::shapes::Counter * const this, int delta)'),
+    answers[0].join('\n'),
+  );
 });

@@ -3,14 +3,39 @@ import assert from 'node:assert/strict';
 import { BinaryIndex, globToRegExp } from '../../../../src/core/index/binaryIndex';
 import { INDEX_FORMAT, LINE_END_SEQUENCE, LINE_IS_STMT, type IndexData, type IndexedFunction } from '../../../../src/core/index/model';
 
-const fn = (name: string, file: string, line: number, address: bigint, size: number, extra: Partial<IndexedFunction> = {}): IndexedFunction => ({
-  name, file, line, address, fileOffset: address, size, params: [], inlinedInstances: 0, probeable: true, external: true, unitOffset: 0, dieOffset: 0, ...extra,
+const fn = (
+  name: string,
+  file: string,
+  line: number,
+  address: bigint,
+  size: number,
+  extra: Partial<IndexedFunction> = {},
+): IndexedFunction => ({
+  name,
+  file,
+  line,
+  address,
+  fileOffset: address,
+  size,
+  params: [],
+  inlinedInstances: 0,
+  probeable: true,
+  external: true,
+  unitOffset: 0,
+  dieOffset: 0,
+  ...extra,
 });
 
 // A small hand-made index: two files, a static function of the same name in each, a Go method name with a star.
 const S = LINE_IS_STMT;
 const data: IndexData = {
-  format: INDEX_FORMAT, path: '/bin/x', size: 1, mtimeMs: 1, arch: 'x86_64', elfType: 'DYN', symbolsOnly: false,
+  format: INDEX_FORMAT,
+  path: '/bin/x',
+  size: 1,
+  mtimeMs: 1,
+  arch: 'x86_64',
+  elfType: 'DYN',
+  symbolsOnly: false,
   functions: [
     fn('add', '/p/a.c', 3, 0x1000n, 0x20),
     fn('helper', '/p/a.c', 10, 0x1020n, 0x10, { external: false }),
@@ -33,8 +58,14 @@ test('names: exact, linkage, @src, and globs that do not break on Go stars', () 
   assert.equal(idx.function('helper').length, 2);
   assert.equal(idx.function('helper', 'b.c')[0].file, '/p/b.c');
   assert.equal(idx.function('_ZN2ns3fooEv')[0].name, 'ns::foo');
-  assert.deepEqual(idx.findFunctions('main.(*Account).Deposit').map((f) => f.address), [0x2000n]);
-  assert.deepEqual(idx.findFunctions('h*').map((f) => f.file), ['/p/a.c', '/p/b.c']);
+  assert.deepEqual(
+    idx.findFunctions('main.(*Account).Deposit').map((f) => f.address),
+    [0x2000n],
+  );
+  assert.deepEqual(
+    idx.findFunctions('h*').map((f) => f.file),
+    ['/p/a.c', '/p/b.c'],
+  );
   assert.deepEqual(idx.findFunctions('*.Deposit').length, 1);
   assert.ok(globToRegExp('a.b?').test('a.bc') && !globToRegExp('a.b?').test('axbc'));
 });
@@ -50,5 +81,8 @@ test('lines: is_stmt addresses only, probeable lines, address to line, function 
   assert.equal(idx.functionAt('/p/a.c', 12)?.name, 'helper');
   assert.equal(idx.functionContaining(0x101fn)?.name, 'add');
   assert.equal(idx.functionContaining(0x1060n), undefined);
-  assert.deepEqual(idx.functionsInFile('/p/./a.c').map((f) => f.line), [3, 10]);
+  assert.deepEqual(
+    idx.functionsInFile('/p/./a.c').map((f) => f.line),
+    [3, 10],
+  );
 });

@@ -25,9 +25,15 @@ test('values round-trip exactly (bigints, typed arrays); corrupt entries read as
   const isV = (v: unknown): v is typeof value => typeof v === 'object' && v !== null && (v as { version?: unknown }).version === 1;
   assert.equal(writeCache('k1', value, dir), true);
   assert.deepEqual(readCache('k1', isV, dir), value);
-  assert.equal(readCache("k1", (_v): _v is never => false, dir), undefined);
+  assert.equal(
+    readCache('k1', (_v): _v is never => false, dir),
+    undefined,
+  );
   writeFileSync(join(dir, 'k2.v8'), 'garbage');
   assert.equal(readCache('k2', isV, dir), undefined);
   assert.equal(readCache('missing', isV, dir), undefined);
-  assert.deepEqual(readdirSync(dir).filter((f) => f.endsWith('.tmp')), []);
+  assert.deepEqual(
+    readdirSync(dir).filter((f) => f.endsWith('.tmp')),
+    [],
+  );
 });

@@ -26,9 +26,30 @@ test('the cache codec round-trips an index exactly (functions, params, lines, US
 
 test('an address beyond 2^53 is not squeezed into the columns: the index is then not cached', () => {
   const data = {
-    format: 1, path: '/x', size: 1, mtimeMs: 1, arch: 'x86_64', elfType: 'DYN', symbolsOnly: true, functions: [{
-      name: 'f', address: 2n ** 60n, fileOffset: 0n, size: 1, params: [], inlinedInstances: 0, probeable: true, external: true, unitOffset: -1, dieOffset: -1,
-    }], files: [], lines: { address: new Float64Array(0), line: new Uint32Array(0), file: new Uint32Array(0), flags: new Uint8Array(0) }, usdt: [],
+    format: 1,
+    path: '/x',
+    size: 1,
+    mtimeMs: 1,
+    arch: 'x86_64',
+    elfType: 'DYN',
+    symbolsOnly: true,
+    functions: [
+      {
+        name: 'f',
+        address: 2n ** 60n,
+        fileOffset: 0n,
+        size: 1,
+        params: [],
+        inlinedInstances: 0,
+        probeable: true,
+        external: true,
+        unitOffset: -1,
+        dieOffset: -1,
+      },
+    ],
+    files: [],
+    lines: { address: new Float64Array(0), line: new Uint32Array(0), file: new Uint32Array(0), flags: new Uint8Array(0) },
+    usdt: [],
   } as const;
   assert.equal(encodeIndex(structuredClone(data) as never), undefined);
 });

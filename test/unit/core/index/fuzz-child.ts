@@ -7,16 +7,27 @@ import { join } from 'node:path';
 import { buildIndex } from '../../../../src/core/index/build';
 import { openDebugAccess } from '../../../../src/core/index/debugAccess';
 
-const TYPED = new Set(['NotElfError', 'ElfFormatError', 'UnsupportedArchError', 'DwarfFormatError', 'CfiError', 'DebugFileMismatchError', 'ZstdDataError', 'NoDebugInfoError']);
+const TYPED = new Set([
+  'NotElfError',
+  'ElfFormatError',
+  'UnsupportedArchError',
+  'DwarfFormatError',
+  'CfiError',
+  'DebugFileMismatchError',
+  'ZstdDataError',
+  'NoDebugInfoError',
+]);
 
 /** xorshift32: tiny, seedable, good enough to pick offsets. */
 function rng(seed: number) {
   // Small consecutive seeds start xorshift in near-identical states: scramble, then warm it up.
   let x = Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) >>> 0 || 1;
   const next = () => {
-    x ^= x << 13; x >>>= 0;
+    x ^= x << 13;
+    x >>>= 0;
     x ^= x >>> 17;
-    x ^= x << 5; x >>>= 0;
+    x ^= x << 5;
+    x >>>= 0;
     return x / 0x100000000;
   };
   for (let i = 0; i < 16; i++) next();
@@ -51,31 +62,37 @@ export function mutate(orig: Buffer, seed: number, hot: Array<[number, number]>)
   return b;
 }
 
-if (require.main === module) void (async () => {
-  const [bin, hotJson, first, count] = process.argv.slice(2);
-  const orig = readFileSync(bin);
-  const hot = JSON.parse(hotJson) as Array<[number, number]>;
-  const dir = mkdtempSync(join(tmpdir(), 'probelens-fuzz-'));
-  const path = join(dir, 'case');
-  try {
-    for (let seed = Number(first); seed < Number(first) + Number(count); seed++) {
-      writeFileSync(path, mutate(orig, seed, hot));
-      let outcome: string;
-      try {
-        const d = await buildIndex(path);
-        // Also walk the on-demand paths a probe compiler uses: locals and locations at each function's entry.
-        if (!d.symbolsOnly) {
-          const acc = await openDebugAccess(path);
-          for (const f of d.functions.slice(0, 20)) if (f.dieOffset >= 0 && f.address !== undefined) acc.dwarf.variablesAt(f.dieOffset, Number(f.address));
+if (require.main === module)
+  void (async () => {
+    const [bin, hotJson, first, count] = process.argv.slice(2);
+    const orig = readFileSync(bin);
+    const hot = JSON.parse(hotJson) as Array<[number, number]>;
+    const dir = mkdtempSync(join(tmpdir(), 'probelens-fuzz-'));
+    const path = join(dir, 'case');
+    try {
+      for (let seed = Number(first); seed < Number(first) + Number(count); seed++) {
+        writeFileSync(path, mutate(orig, seed, hot));
+        let outcome: string;
+        try {
+          const d = await buildIndex(path);
+          // Also walk the on-demand paths a probe compiler uses: locals and locations at each function's entry.
+          if (!d.symbolsOnly) {
+            const acc = await openDebugAccess(path);
+            for (const f of d.functions.slice(0, 20))
+              if (f.dieOffset >= 0 && f.address !== undefined) acc.dwarf.variablesAt(f.dieOffset, Number(f.address));
+          }
+          outcome = 'ok';
+        } catch (e) {
+          const name = e instanceof Error ? e.name : typeof e;
+          outcome = TYPED.has(name)
+            ? process.env.PROBELENS_FUZZ_VERBOSE
+              ? `typed:${name}: ${(e as Error).message}`
+              : `typed:${name}`
+            : `untyped:${name}: ${e instanceof Error ? `${e.message}\n${e.stack}` : String(e)}`;
         }
-        outcome = 'ok';
-      } catch (e) {
-        const name = e instanceof Error ? e.name : typeof e;
-        outcome = TYPED.has(name) ? (process.env.PROBELENS_FUZZ_VERBOSE ? `typed:${name}: ${(e as Error).message}` : `typed:${name}`) : `untyped:${name}: ${e instanceof Error ? `${e.message}\n${e.stack}` : String(e)}`;
+        process.stdout.write(`${JSON.stringify({ seed, outcome })}\n`);
       }
-      process.stdout.write(`${JSON.stringify({ seed, outcome })}\n`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-})();
+  })();

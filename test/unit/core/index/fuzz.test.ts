@@ -17,13 +17,22 @@ function hotRanges(bin: string): Array<[number, number]> {
   const out: Array<[number, number]> = [[0, 64]];
   const sh = execFileSync('readelf', ['-SW', bin], { encoding: 'utf8' });
   for (const m of sh.matchAll(/\]\s+(\.\S+)\s+\S+\s+[0-9a-f]+\s+([0-9a-f]+)\s+([0-9a-f]+)/g)) {
-    if (/^\.(debug_|zdebug_|symtab|strtab|note|eh_frame|dynsym|dynstr)/.test(m[1])) out.push([parseInt(m[2], 16), parseInt(m[2], 16) + parseInt(m[3], 16)]);
+    if (/^\.(debug_|zdebug_|symtab|strtab|note|eh_frame|dynsym|dynstr)/.test(m[1]))
+      out.push([parseInt(m[2], 16), parseInt(m[2], 16) + parseInt(m[3], 16)]);
   }
   return out;
 }
 
-async function runCases(bin: string, first: number, count: number): Promise<{ done: number; typed: Map<string, number>; failures: string[] }> {
-  const child = spawn(process.execPath, [`--max-old-space-size=${HEAP_MB}`, '--import', 'tsx', CHILD, bin, JSON.stringify(hotRanges(bin)), String(first), String(count)], { stdio: ['ignore', 'pipe', 'pipe'] });
+async function runCases(
+  bin: string,
+  first: number,
+  count: number,
+): Promise<{ done: number; typed: Map<string, number>; failures: string[] }> {
+  const child = spawn(
+    process.execPath,
+    [`--max-old-space-size=${HEAP_MB}`, '--import', 'tsx', CHILD, bin, JSON.stringify(hotRanges(bin)), String(first), String(count)],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const typed = new Map<string, number>();

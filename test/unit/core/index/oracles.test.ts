@@ -17,10 +17,13 @@ async function indexOf(f: Fixture): Promise<BinaryIndex> {
 
 /** PT_LOAD segments from readelf, to compute file offsets independently. */
 function loadSegments(bin: string): Array<{ off: bigint; vaddr: bigint; filesz: bigint }> {
-  return sh('readelf', ['-lW', bin]).split('\n').filter((l) => /^\s+LOAD\s/.test(l)).map((l) => {
-    const [, off, vaddr, , filesz] = l.trim().split(/\s+/);
-    return { off: BigInt(off), vaddr: BigInt(vaddr), filesz: BigInt(filesz) };
-  });
+  return sh('readelf', ['-lW', bin])
+    .split('\n')
+    .filter((l) => /^\s+LOAD\s/.test(l))
+    .map((l) => {
+      const [, off, vaddr, , filesz] = l.trim().split(/\s+/);
+      return { off: BigInt(off), vaddr: BigInt(vaddr), filesz: BigInt(filesz) };
+    });
 }
 
 function nmFunctions(bin: string, file?: string): Map<string, bigint> {
@@ -32,7 +35,19 @@ function nmFunctions(bin: string, file?: string): Map<string, bigint> {
   return m;
 }
 
-const C_VARIANTS = ['', '-dwarf2', '-dwarf4', '-dwarf5', '-dwarf64', '-nopie', '-zlib', '-zdebug', '-zstd', '-stripped-buildid', '-stripped-debuglink'];
+const C_VARIANTS = [
+  '',
+  '-dwarf2',
+  '-dwarf4',
+  '-dwarf5',
+  '-dwarf64',
+  '-nopie',
+  '-zlib',
+  '-zdebug',
+  '-zstd',
+  '-stripped-buildid',
+  '-stripped-debuglink',
+];
 const PROBED = ['add_ints', 'many_args', 'account_deposit', 'sum_array', 'classify'];
 
 for (const opt of ['O0', 'O2']) {
@@ -61,8 +76,13 @@ for (const opt of ['O0', 'O2']) {
       assert.ok(checked >= PROBED.length, `${name}: checked ${checked} functions`);
       if (name.endsWith('-nopie')) continue;
       // DW_TAG_restrict_type only exists from DWARF 3 on: gcc's DWARF 2 output has no `restrict` to report.
-      const summary = JSON.stringify(idx.functions().filter((x) => x.dieOffset >= 0).map((x) => [x.name, x.file, x.line, String(x.address), x.params]).sort())
-        .replace(/ restrict\b/g, '');
+      const summary = JSON.stringify(
+        idx
+          .functions()
+          .filter((x) => x.dieOffset >= 0)
+          .map((x) => [x.name, x.file, x.line, String(x.address), x.params])
+          .sort(),
+      ).replace(/ restrict\b/g, '');
       answers.set(name, summary);
     }
     const base = answers.get(`calls-${opt}`)!;
@@ -107,7 +127,8 @@ for (const opt of ['O0', 'O2']) {
     const got = new Set<string>();
     const { address, line, file, flags } = idx.data.lines;
     for (let i = 0; i < address.length; i++) {
-      if (flags[i] & LINE_IS_STMT && !(flags[i] & LINE_END_SEQUENCE)) got.add(`${basename(idx.data.files[file[i]])}:${line[i]}@${address[i].toString(16)}`);
+      if (flags[i] & LINE_IS_STMT && !(flags[i] & LINE_END_SEQUENCE))
+        got.add(`${basename(idx.data.files[file[i]])}:${line[i]}@${address[i].toString(16)}`);
     }
     assert.ok(expected.size > 20, `readelf gave ${expected.size} rows`);
     assert.deepEqual([...got].sort(), [...expected].sort());
@@ -119,10 +140,19 @@ test('USDT probes equal readelf -n, semaphore included', async (t) => {
   if (!f) return;
   const idx = await indexOf(f);
   const notes = sh('readelf', ['-n', f.path]);
-  const expected = [...notes.matchAll(/Provider: (\S+)\s+Name: (\S+)\s+Location: (0x[0-9a-f]+), Base: 0x[0-9a-f]+, Semaphore: (0x[0-9a-f]+)\s+Arguments: ([^\n]*)/g)]
-    .map((m) => ({ provider: m[1], name: m[2], address: BigInt(m[3]), semaphore: BigInt(m[4]), args: m[5].trim() }));
+  const expected = [
+    ...notes.matchAll(
+      /Provider: (\S+)\s+Name: (\S+)\s+Location: (0x[0-9a-f]+), Base: 0x[0-9a-f]+, Semaphore: (0x[0-9a-f]+)\s+Arguments: ([^\n]*)/g,
+    ),
+  ].map((m) => ({ provider: m[1], name: m[2], address: BigInt(m[3]), semaphore: BigInt(m[4]), args: m[5].trim() }));
   assert.ok(expected.length >= 2 && expected.some((e) => e.semaphore !== 0n), 'fixture has probes, one with a semaphore');
-  const got = idx.usdtProbes().map((p) => ({ provider: p.provider, name: p.name, address: p.address, semaphore: p.semaphore ?? 0n, args: p.args.map((a) => `${a.signed ? '-' : ''}${a.size}@${a.operand}`).join(' ') }));
+  const got = idx.usdtProbes().map((p) => ({
+    provider: p.provider,
+    name: p.name,
+    address: p.address,
+    semaphore: p.semaphore ?? 0n,
+    args: p.args.map((a) => `${a.signed ? '-' : ''}${a.size}@${a.operand}`).join(' '),
+  }));
   assert.deepEqual(got, expected);
   const segs = loadSegments(f.path);
   for (const p of idx.usdtProbes().filter((x) => x.semaphore !== undefined)) {
@@ -164,7 +194,10 @@ test('Go: version and register ABI detected; methods named pkg.(*T).Method; stri
   assert.equal(idx.data.go?.regabi, true);
   const deposit = idx.function('main.(*Account).Deposit')[0];
   assert.ok(deposit?.probeable, 'method found');
-  assert.deepEqual(deposit.params.map((p) => p.location), ['%ax', '%bx']);
+  assert.deepEqual(
+    deposit.params.map((p) => p.location),
+    ['%ax', '%bx'],
+  );
   const greet = idx.function('main.greet')[0];
   assert.equal(greet.params[0].type, 'string');
   assert.equal(greet.params[0].location, '%ax,%bx');
@@ -183,7 +216,10 @@ test('AArch64: offsets by the PT_LOAD formula, parameters in x registers', async
     assert.equal(fn.address, sym);
     const seg = segs.find((s) => sym >= s.vaddr && sym < s.vaddr + s.filesz)!;
     assert.equal(fn.fileOffset, sym - seg.vaddr + seg.off);
-    assert.deepEqual(fn.params.map((p) => p.location), ['%x0', '%x1']);
+    assert.deepEqual(
+      fn.params.map((p) => p.location),
+      ['%x0', '%x1'],
+    );
   }
 });
 

@@ -6,15 +6,27 @@ const group = 'probelens_1234_ab12';
 
 test('definitions in the uprobe tracer syntax', () => {
   assert.equal(
-    formatDefinition({ kind: 'p', group, event: 'add_ints', path: '/opt/app/calls', offset: 0x1139n, args: [{ name: 'a', fetch: '%di', type: 's32' }, { name: 's', fetch: '+0(+16(%di))', type: 'string' }] }),
+    formatDefinition({
+      kind: 'p',
+      group,
+      event: 'add_ints',
+      path: '/opt/app/calls',
+      offset: 0x1139n,
+      args: [
+        { name: 'a', fetch: '%di', type: 's32' },
+        { name: 's', fetch: '+0(+16(%di))', type: 'string' },
+      ],
+    }),
     'p:probelens_1234_ab12/add_ints /opt/app/calls:0x1139 a=%di:s32 s=+0(+16(%di)):string',
   );
   assert.equal(
     formatDefinition({ kind: 'p', group, event: 'req', path: '/a/usdt', offset: 0x11a0n, refCtrOffset: 0x4010n, args: [] }),
     'p:probelens_1234_ab12/req /a/usdt:0x11a0(0x4010)',
   );
-  assert.equal(formatDefinition({ kind: 'r', group, event: 'f', path: '/a/b', offset: 16n, args: [{ name: 'ret', fetch: '$retval', type: 's64' }] }),
-    'r:probelens_1234_ab12/f /a/b:0x10 ret=$retval:s64');
+  assert.equal(
+    formatDefinition({ kind: 'r', group, event: 'f', path: '/a/b', offset: 16n, args: [{ name: 'ret', fetch: '$retval', type: 's64' }] }),
+    'r:probelens_1234_ab12/f /a/b:0x10 ret=$retval:s64',
+  );
 });
 
 test('anything that could smuggle text into tracefs or a shell is refused', () => {
@@ -29,9 +41,16 @@ test('anything that could smuggle text into tracefs or a shell is refused', () =
     { ...base, args: [{ name: 'x', fetch: '%di $(reboot)' }] },
     { ...base, args: [{ name: 'x', fetch: '%di', type: 'u32;' }] },
     { ...base, args: [{ name: 'x y', fetch: '%di' }] },
-    { ...base, args: [{ name: 'x', fetch: '%di' }, { name: 'x', fetch: '%si' }] },
+    {
+      ...base,
+      args: [
+        { name: 'x', fetch: '%di' },
+        { name: 'x', fetch: '%si' },
+      ],
+    },
   ];
-  for (const d of bad) assert.throws(() => formatDefinition(d), DefinitionError, `${d.group} ${d.event} ${d.path} ${JSON.stringify(d.args)}`);
+  for (const d of bad)
+    assert.throws(() => formatDefinition(d), DefinitionError, `${d.group} ${d.event} ${d.path} ${JSON.stringify(d.args)}`);
 });
 
 test('event names are C identifiers of at most 63 characters, unique with a numeric suffix', () => {

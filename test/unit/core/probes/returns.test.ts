@@ -2,9 +2,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { openBinary } from '../../../../src/core/binary';
-import {
-  findReturnSites, requireReturnSites, ReturnSitesError, type ReturnArch,
-} from '../../../../src/core/probes/returns';
+import { findReturnSites, requireReturnSites, ReturnSitesError, type ReturnArch } from '../../../../src/core/probes/returns';
 import { fixtureOrSkip, type FixtureName } from '../../../helpers/fixtures';
 import { missing } from '../../../helpers/require';
 
@@ -25,11 +23,17 @@ test('x86-64: a 0xc3 byte inside an immediate is not a RET; the RET after it is'
 
 test('x86-64: RET imm16, `repz ret` and `bnd ret` (reported at their prefix) are returns', () => {
   const code = bytes(
-    0x85, 0xff, //             test %edi,%edi
-    0x74, 0x03, //             je +3 (inside)
-    0xc2, 0x08, 0x00, //       ret $8
-    0xf3, 0xc3, //             repz ret
-    0xf2, 0xc3, //             bnd ret
+    0x85,
+    0xff, //             test %edi,%edi
+    0x74,
+    0x03, //             je +3 (inside)
+    0xc2,
+    0x08,
+    0x00, //       ret $8
+    0xf3,
+    0xc3, //             repz ret
+    0xf2,
+    0xc3, //             bnd ret
   );
   assert.deepEqual(findReturnSites('x86_64', code, BASE), { returns: [BASE + 4n, BASE + 7n, BASE + 9n], tailJumps: [] });
   assert.deepEqual(findReturnSites('x86_64', new Uint8Array(0), BASE), { returns: [], tailJumps: [] });
@@ -37,26 +41,42 @@ test('x86-64: RET imm16, `repz ret` and `bnd ret` (reported at their prefix) are
 
 test('x86-64: a function ending in a jmp elsewhere has tail jumps, no returns, and is refused with the next step', () => {
   const code = bytes(
-    0x48, 0x89, 0xf8, //             mov %rdi,%rax
-    0x75, 0x05, //                   jne +5 (inside: to the jmp *%rax)
-    0xe9, 0x00, 0x10, 0x00, 0x00, // jmp +0x1000 (outside)
-    0xff, 0xe0, //                   jmp *%rax
+    0x48,
+    0x89,
+    0xf8, //             mov %rdi,%rax
+    0x75,
+    0x05, //                   jne +5 (inside: to the jmp *%rax)
+    0xe9,
+    0x00,
+    0x10,
+    0x00,
+    0x00, // jmp +0x1000 (outside)
+    0xff,
+    0xe0, //                   jmp *%rax
   );
   const scan = findReturnSites('x86_64', code, BASE);
   assert.deepEqual(scan, { returns: [], tailJumps: [BASE + 5n, BASE + 10n] });
-  assert.throws(() => requireReturnSites('main.tail', 'x86_64', code, BASE), (e: unknown) => {
-    assert.ok(e instanceof ReturnSitesError);
-    assert.equal(e.reason, 'no-return');
-    assert.match(e.message, /main\.tail/);
-    assert.match(e.message, /0x401005, 0x40100a/);
-    assert.match(e.message, /tail call/);
-    return true;
-  });
+  assert.throws(
+    () => requireReturnSites('main.tail', 'x86_64', code, BASE),
+    (e: unknown) => {
+      assert.ok(e instanceof ReturnSitesError);
+      assert.equal(e.reason, 'no-return');
+      assert.match(e.message, /main\.tail/);
+      assert.match(e.message, /0x401005, 0x40100a/);
+      assert.match(e.message, /tail call/);
+      return true;
+    },
+  );
 });
 
 test('x86-64: int3, nop and zero padding after the last instruction end the scan cleanly', () => {
   // The lone trailing zero is an `add` cut short by the end of the function, which is still padding.
-  for (const pad of [[0xcc, 0xcc, 0xcc], [0x90, 0x66, 0x90], [0x00, 0x00, 0x00], [0xcc, 0x00, 0x90, 0xcc, 0x00]]) {
+  for (const pad of [
+    [0xcc, 0xcc, 0xcc],
+    [0x90, 0x66, 0x90],
+    [0x00, 0x00, 0x00],
+    [0xcc, 0x00, 0x90, 0xcc, 0x00],
+  ]) {
     assert.deepEqual(findReturnSites('x86_64', bytes(...MOVABS_C3, 0xc3, ...pad), BASE), { returns: [BASE + 10n], tailJumps: [] });
   }
 });
@@ -65,8 +85,10 @@ test('x86-64: an invalid instruction mid-function is reported at its address and
   const code = bytes(0xc3, 0x06, 0x90, 0xc3); // ret; push %es (not an x86-64 instruction); nop; ret
   const scan = findReturnSites('x86_64', code, BASE);
   assert.deepEqual(scan.undecodable, { address: BASE + 1n, reason: 'invalid x86-64 instruction' });
-  assert.throws(() => requireReturnSites('f', 'x86_64', code, BASE), (e: unknown) =>
-    e instanceof ReturnSitesError && e.reason === 'undecodable' && /0x401001/.test(e.message));
+  assert.throws(
+    () => requireReturnSites('f', 'x86_64', code, BASE),
+    (e: unknown) => e instanceof ReturnSitesError && e.reason === 'undecodable' && /0x401001/.test(e.message),
+  );
   // An instruction cut off by the function's end, with something other than padding in it.
   const cut = findReturnSites('x86_64', bytes(0xc3, 0x48, 0xb8, 0x11, 0x22), BASE);
   assert.deepEqual(cut.undecodable, { address: BASE + 1n, reason: 'instruction runs past the end of the function' });
@@ -127,7 +149,11 @@ async function checkAgainstObjdump(t: TestContext, name: FixtureName, arch: Retu
     const code = image.functionBytes(g);
     const scan = findReturnSites(arch, code, g.address);
     const names = g.symbols.map((s) => s.name).join('/');
-    assert.equal(scan.undecodable, undefined, `${names}: ${JSON.stringify(scan.undecodable, (_k, v) => (typeof v === 'bigint' ? `0x${v.toString(16)}` : v))}`);
+    assert.equal(
+      scan.undecodable,
+      undefined,
+      `${names}: ${JSON.stringify(scan.undecodable, (_k, v) => (typeof v === 'bigint' ? `0x${v.toString(16)}` : v))}`,
+    );
     for (const r of scan.returns) ours.add(r);
     for (const s of g.symbols) byName.set(s.name, scan.returns);
     // Every return objdump sees inside this function, and nothing else.
@@ -157,7 +183,10 @@ test('x86-64 Go fixture: every function (all ~1,400) scans without error and mat
   const r = await checkAgainstObjdump(t, 'go', 'x86_64', { 'main.classify': 4 });
   if (!r) return;
   const classify = r.sized.find((g) => g.symbols.some((s) => s.name === 'main.classify'))!;
-  assert.deepEqual(requireReturnSites('main.classify', 'x86_64', r.image.functionBytes(classify), classify.address), r.byName.get('main.classify'));
+  assert.deepEqual(
+    requireReturnSites('main.classify', 'x86_64', r.image.functionBytes(classify), classify.address),
+    r.byName.get('main.classify'),
+  );
 });
 
 test('AArch64 C -O2 fixture: every function matches aarch64-linux-gnu-objdump', async (t) => {

@@ -4,8 +4,19 @@ import { parseSpec, SpecSyntaxError, tokenizeSpec } from '../../../../src/core/p
 
 test('function entry with typed, renamed and nested arguments', () => {
   const s = parseSpec('deposit acct->balance amount:s64 who=acct->owner:string cfg.limits.max arr[3]');
-  assert.deepEqual(s.point, { kind: 'function', func: 'deposit', src: undefined, relLine: undefined, offset: undefined, ret: false, glob: false });
-  assert.deepEqual(s.args.map((a) => a.name), ['acct_balance', 'amount', 'who', 'cfg_limits_max', 'arr_3']);
+  assert.deepEqual(s.point, {
+    kind: 'function',
+    func: 'deposit',
+    src: undefined,
+    relLine: undefined,
+    offset: undefined,
+    ret: false,
+    glob: false,
+  });
+  assert.deepEqual(
+    s.args.map((a) => a.name),
+    ['acct_balance', 'amount', 'who', 'cfg_limits_max', 'arr_3'],
+  );
   const who = s.args[2];
   assert.equal(who.kind, 'var');
   if (who.kind === 'var') {
@@ -16,7 +27,15 @@ test('function entry with typed, renamed and nested arguments', () => {
 });
 
 test('return probes, relative lines, offsets and source-qualified functions', () => {
-  assert.deepEqual(parseSpec('add%return $retval').point, { kind: 'function', func: 'add', src: undefined, relLine: undefined, offset: undefined, ret: true, glob: false });
+  assert.deepEqual(parseSpec('add%return $retval').point, {
+    kind: 'function',
+    func: 'add',
+    src: undefined,
+    relLine: undefined,
+    offset: undefined,
+    ret: true,
+    glob: false,
+  });
   assert.equal(parseSpec('add%return $retval').args[0].name, 'retval');
   const p = parseSpec('helper@src/util.c:3').point;
   assert.deepEqual(p, { kind: 'function', func: 'helper', src: 'src/util.c', relLine: 3, offset: undefined, ret: false, glob: false });
@@ -39,7 +58,10 @@ test('C++ scopes and templates stay whole', () => {
   const p = parseSpec('shapes::Circle::area%return $retval').point;
   assert.equal(p.kind === 'function' && p.func, 'shapes::Circle::area');
   assert.equal(p.kind === 'function' && p.ret, true);
-  assert.deepEqual(tokenizeSpec('maxOf<std::pair<int, long> > a b').map((t) => t.token), ['maxOf<std::pair<int, long> >', 'a', 'b']);
+  assert.deepEqual(
+    tokenizeSpec('maxOf<std::pair<int, long> > a b').map((t) => t.token),
+    ['maxOf<std::pair<int, long> >', 'a', 'b'],
+  );
   const t = parseSpec('ns::maxOf<int>:2 a');
   assert.equal(t.point.kind === 'function' && t.point.func, 'ns::maxOf<int>');
   assert.equal(t.point.kind === 'function' && t.point.relLine, 2);
@@ -50,7 +72,14 @@ test('globs, USDT points and raw fetchargs', () => {
   assert.equal(g.kind === 'function' && g.glob, true);
   assert.deepEqual(parseSpec('sdt:myapp:request_start').point, { kind: 'usdt', provider: 'myapp', name: 'request_start' });
   const raw = parseSpec('f %di len=+8(%sp):s32 s=+0(%di):string').args;
-  assert.deepEqual(raw.map((a) => [a.kind, a.name]), [['raw', 'di'], ['raw', 'len'], ['raw', 's']]);
+  assert.deepEqual(
+    raw.map((a) => [a.kind, a.name]),
+    [
+      ['raw', 'di'],
+      ['raw', 'len'],
+      ['raw', 's'],
+    ],
+  );
 });
 
 test('errors say where and what to do', () => {
@@ -71,6 +100,10 @@ test('errors say where and what to do', () => {
     ['f calls.c:abc', /unsupported type/],
   ];
   for (const [spec, re] of bad) {
-    assert.throws(() => parseSpec(spec), (e: unknown) => e instanceof SpecSyntaxError && re.test(e.message), spec);
+    assert.throws(
+      () => parseSpec(spec),
+      (e: unknown) => e instanceof SpecSyntaxError && re.test(e.message),
+      spec,
+    );
   }
 });

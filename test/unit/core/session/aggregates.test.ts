@@ -8,7 +8,10 @@ function hit(probe: string, ts: number, extra: Partial<Hit> = {}): Hit {
 }
 
 test('counts per probe and per source line; last N values per argument', () => {
-  const sites = new Map([['f', { file: '/src/a.c', line: 12 }], ['g', { file: '/src/a.c', line: 12 }]]);
+  const sites = new Map([
+    ['f', { file: '/src/a.c', line: 12 }],
+    ['g', { file: '/src/a.c', line: 12 }],
+  ]);
   const agg = new Aggregates(sites, [], { lastN: 3 });
   for (let i = 0; i < 5; i++) agg.add(hit('f', i, { args: { x: i, s: `v${i}` } }));
   agg.add(hit('g', 9, { args: {} }));
@@ -16,8 +19,15 @@ test('counts per probe and per source line; last N values per argument', () => {
   const s = agg.snapshot();
   assert.deepEqual(s.hits, { f: 5, g: 1, h: 1 });
   assert.deepEqual(s.lines, { '/src/a.c:12': 6 });
-  assert.deepEqual(s.lastValues.f.x, [{ ts: 2, value: 2 }, { ts: 3, value: 3 }, { ts: 4, value: 4 }]);
-  assert.deepEqual(s.lastValues.f.s.map((v) => v.value), ['v2', 'v3', 'v4']);
+  assert.deepEqual(s.lastValues.f.x, [
+    { ts: 2, value: 2 },
+    { ts: 3, value: 3 },
+    { ts: 4, value: 4 },
+  ]);
+  assert.deepEqual(
+    s.lastValues.f.s.map((v) => v.value),
+    ['v2', 'v3', 'v4'],
+  );
 });
 
 test('latency pairs per thread, with recursion on a stack, and ignores returns without an entry', () => {
@@ -27,8 +37,8 @@ test('latency pairs per thread, with recursion on a stack, and ignores returns w
   agg.add(hit('f', 1.0, { tid: 12 }));
   agg.add(hit('f', 1.000002, { tid: 11 })); // recursive call on thread 11
   agg.add(hit('f%return', 1.000003, { tid: 11, kind: 'return' })); // inner: 1 µs
-  agg.add(hit('f%return', 1.000010, { tid: 12, kind: 'return' })); // 10 µs
-  agg.add(hit('f%return', 1.000100, { tid: 11, kind: 'return' })); // outer: 100 µs
+  agg.add(hit('f%return', 1.00001, { tid: 12, kind: 'return' })); // 10 µs
+  agg.add(hit('f%return', 1.0001, { tid: 11, kind: 'return' })); // outer: 100 µs
   const s = agg.snapshot();
   assert.equal(s.unpairedReturns, 1);
   const l = s.latency.f;
@@ -36,9 +46,15 @@ test('latency pairs per thread, with recursion on a stack, and ignores returns w
   assert.equal(Math.round(l.max), 100_000);
   assert.equal(Math.round(l.min), 1000);
   assert.ok(Math.abs(l.p50 - 10_000) / 10_000 < 0.07, `p50 ${l.p50}`);
-  assert.equal(l.log2.reduce((a, b) => a + b, 0), 3);
+  assert.equal(
+    l.log2.reduce((a, b) => a + b, 0),
+    3,
+  );
   assert.equal(l.log2[Math.floor(Math.log2(10_000))], 1);
-  assert.deepEqual(s.lastValues['f%return'].retval.map((v) => v.value), [1]);
+  assert.deepEqual(
+    s.lastValues['f%return'].retval.map((v) => v.value),
+    [1],
+  );
   const sum = agg.summary();
   assert.deepEqual(sum.hits, { f: 3, 'f%return': 4 });
   assert.deepEqual(Object.keys(sum.latency.f), ['p50', 'p90', 'p99', 'max']);
@@ -51,7 +67,7 @@ test('Go: pairs by goroutine across threads and across several RET probes', () =
   agg.add(hit('main.work', 1, { tid: 1, args: { g: '0xc000002' } }));
   // goroutine 1 resumes on another thread and leaves through the second RET
   agg.add(hit('main.work%ret1', 1.000005, { tid: 2, args: { g: '0xc000001' } }));
-  agg.add(hit('main.work%ret0', 1.000050, { tid: 3, args: { g: '0xc000002' } }));
+  agg.add(hit('main.work%ret0', 1.00005, { tid: 3, args: { g: '0xc000002' } }));
   const l = agg.snapshot().latency['main.work'];
   assert.equal(l.count, 2);
   assert.equal(Math.round(l.min), 5000);
@@ -68,7 +84,11 @@ test('percentiles stay within the histogram resolution over many values', () => 
     ts += 1;
   }
   const l = agg.snapshot().latency.f;
-  for (const [got, want] of [[l.p50, 500_000], [l.p90, 900_000], [l.p99, 990_000]]) {
+  for (const [got, want] of [
+    [l.p50, 500_000],
+    [l.p90, 900_000],
+    [l.p99, 990_000],
+  ]) {
     assert.ok(Math.abs(got - want) / want < 0.07, `${got} vs ${want}`);
   }
   assert.equal(Math.round(l.max), 1_000_000);

@@ -3,8 +3,30 @@ import assert from 'node:assert/strict';
 import { csvField, hitsToCsv, hitsToJson, jsonValue, type ExportHit } from '../../../../src/core/session/export';
 
 const hits: ExportHit[] = [
-  { host: 'local', probe: 'greet', kind: 'entry', pid: 1, tid: 2, comm: 'a,b', cpu: 0, ts: 12.000001, args: { name: 'say "hi",\r\nbye', n: -3 } },
-  { host: 'local', probe: 'greet', kind: 'return', pid: 1, tid: 2, comm: 'a,b', cpu: 0, ts: 12.5, args: {}, retval: 18446744073709551615n, latencyNs: 4096 },
+  {
+    host: 'local',
+    probe: 'greet',
+    kind: 'entry',
+    pid: 1,
+    tid: 2,
+    comm: 'a,b',
+    cpu: 0,
+    ts: 12.000001,
+    args: { name: 'say "hi",\r\nbye', n: -3 },
+  },
+  {
+    host: 'local',
+    probe: 'greet',
+    kind: 'return',
+    pid: 1,
+    tid: 2,
+    comm: 'a,b',
+    cpu: 0,
+    ts: 12.5,
+    args: {},
+    retval: 18446744073709551615n,
+    latencyNs: 4096,
+  },
 ];
 
 test('JSON export is one array of contracts-shaped hits that parses back', () => {
@@ -47,14 +69,41 @@ function parseCsv(text: string): string[][] {
   while (i < text.length) {
     const c = text[i];
     if (quoted) {
-      if (c === '"' && text[i + 1] === '"') { field += '"'; i += 2; continue; }
-      if (c === '"') { quoted = false; i++; continue; }
-      field += c; i++; continue;
+      if (c === '"' && text[i + 1] === '"') {
+        field += '"';
+        i += 2;
+        continue;
+      }
+      if (c === '"') {
+        quoted = false;
+        i++;
+        continue;
+      }
+      field += c;
+      i++;
+      continue;
     }
-    if (c === '"') { quoted = true; i++; continue; }
-    if (c === ',') { row.push(field); field = ''; i++; continue; }
-    if (c === '\r' && text[i + 1] === '\n') { row.push(field); rows.push(row); row = []; field = ''; i += 2; continue; }
-    field += c; i++;
+    if (c === '"') {
+      quoted = true;
+      i++;
+      continue;
+    }
+    if (c === ',') {
+      row.push(field);
+      field = '';
+      i++;
+      continue;
+    }
+    if (c === '\r' && text[i + 1] === '\n') {
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = '';
+      i += 2;
+      continue;
+    }
+    field += c;
+    i++;
   }
   assert.equal(field, '', 'the file ends with CRLF');
   return rows;

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { resolveHost as resolveHostReal, type ResolveOptions } from '../../../../src/core/ssh/config';
 
 // The machine's /etc/ssh/ssh_config must not leak into these expectations unless a test names a system file.
-const resolveHost = (alias: string, o: ResolveOptions = {}) => resolveHostReal(alias, { systemConfigFile: '/nonexistent/ssh_config', ...o });
+const resolveHost = (alias: string, o: ResolveOptions = {}) =>
+  resolveHostReal(alias, { systemConfigFile: '/nonexistent/ssh_config', ...o });
 import { resolveChain } from '../../../../src/core/ssh/connect';
 
 function home(t: { after(fn: () => void): void }, files: Record<string, string>): string {
@@ -140,7 +141,7 @@ test('ssh config: Match host/user/all apply; Match exec is never run (canary sta
   assert.equal(bob.port, 22);
 });
 
-test('ssh config: ProxyJump chains (user@host:port, a jump host\'s own ProxyJump, none)', (t) => {
+test("ssh config: ProxyJump chains (user@host:port, a jump host's own ProxyJump, none)", (t) => {
   const h = home(t, {
     '.ssh/config': [
       'Host target',
@@ -172,7 +173,7 @@ test('ssh config: ProxyJump chains (user@host:port, a jump host\'s own ProxyJump
   assert.throws(() => resolveChain({ host: 'loopa' }, { destination: 'loopa', home: h }), /more than 8 hops/);
 });
 
-test('ssh config: the system file is read after the user\'s (Debian\'s HashKnownHosts yes); -F style files alone', (t) => {
+test("ssh config: the system file is read after the user's (Debian's HashKnownHosts yes); -F style files alone", (t) => {
   const h = home(t, {
     '.ssh/config': 'Host box\n  Port 2022\n',
     'etc/ssh_config': 'Include sys.d/*.conf\nHost *\n  HashKnownHosts yes\n  Port 9\n',

@@ -4,7 +4,12 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { preferredHostKeyAlgorithms, recordAccepted, verifyHostKey, type HostKeyPolicyOptions } from '../../../../src/core/ssh/hostKeyPolicy';
+import {
+  preferredHostKeyAlgorithms,
+  recordAccepted,
+  verifyHostKey,
+  type HostKeyPolicyOptions,
+} from '../../../../src/core/ssh/hostKeyPolicy';
 import { HostKeyChangedError, HostKeyUnknownError, SshConfigError } from '../../../../src/core/ssh/errors';
 
 function key(dir: string, name: string, type = 'ed25519'): { line: string; blob: Buffer } {
@@ -31,7 +36,10 @@ test('unknown host: StrictHostKeyChecking yes refuses without asking; accept-new
     assert.deepEqual(v.record, { file: kh, line: `[box.example]:2222 ${k.line}` });
   }
   assert.equal(asked, 0);
-  const ask = await verifyHostKey(k.blob, { ...base, onUnknownHost: (i) => (asked++, assert.equal(i.hostName, '[box.example]:2222'), 'accept-once') });
+  const ask = await verifyHostKey(k.blob, {
+    ...base,
+    onUnknownHost: (i) => (asked++, assert.equal(i.hostName, '[box.example]:2222'), 'accept-once'),
+  });
   assert.deepEqual(ask, { ok: true });
   assert.equal(asked, 1);
   assert.equal((await verifyHostKey(k.blob, base)).ok, false, 'no callback: refused');
@@ -52,12 +60,22 @@ test('global known_hosts are consulted (a change there is a change) but never wr
   const global = join(dir, 'global_known_hosts');
   writeFileSync(global, `h1 ${old.line}\n`);
   const user = join(dir, 'known_hosts');
-  const v = await verifyHostKey(k.blob, { host: 'h1', port: 22, knownHostsFiles: [user], globalKnownHostsFiles: [global], strict: 'accept-new', hashKnownHosts: false });
+  const v = await verifyHostKey(k.blob, {
+    host: 'h1',
+    port: 22,
+    knownHostsFiles: [user],
+    globalKnownHostsFiles: [global],
+    strict: 'accept-new',
+    hashKnownHosts: false,
+  });
   assert.ok(v.error instanceof HostKeyChangedError);
   assert.equal(v.error.offending.file, global);
   assert.equal(existsSync(user), false);
   // Known types go first in the host key algorithms, so a server with several keys shows the one we know.
-  assert.deepEqual(preferredHostKeyAlgorithms({ host: 'h1', port: 22, knownHostsFiles: [user], globalKnownHostsFiles: [global] }).slice(0, 3), ['rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa']);
+  assert.deepEqual(
+    preferredHostKeyAlgorithms({ host: 'h1', port: 22, knownHostsFiles: [user], globalKnownHostsFiles: [global] }).slice(0, 3),
+    ['rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'],
+  );
   assert.equal(preferredHostKeyAlgorithms({ host: 'other', port: 22, knownHostsFiles: [user] })[0], 'ssh-ed25519');
 });
 

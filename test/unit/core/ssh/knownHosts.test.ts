@@ -45,7 +45,10 @@ test('known_hosts: plain patterns, [host]:port, wildcards and negation follow Op
   ].join('\n');
   const kh = parseKnownHosts(text, 'KH');
   assert.equal(kh.entries.length, 4);
-  assert.deepEqual(kh.invalid.map((i) => i.line), [6]);
+  assert.deepEqual(
+    kh.invalid.map((i) => i.line),
+    [6],
+  );
 
   assert.equal(checkHostKey(kh.entries, knownHostsName('db1.example.com', 22), a.blob).kind, 'ok');
   assert.equal(checkHostKey(kh.entries, knownHostsName('DB1.Example.COM', 22), a.blob).kind, 'ok', 'names compare case-insensitively');
@@ -104,7 +107,10 @@ test('known_hosts: entries hashed by real `ssh-keygen -H` match, including [host
   execFileSync('ssh-keygen', ['-H', '-f', file], { stdio: 'ignore' });
   const kh = parseKnownHosts(readFileSync(file, 'utf8'), file);
   assert.equal(kh.entries.length, 2);
-  assert.ok(kh.entries.every((e) => e.hashed && e.hosts.startsWith('|1|')), 'ssh-keygen -H hashed every name');
+  assert.ok(
+    kh.entries.every((e) => e.hashed && e.hosts.startsWith('|1|')),
+    'ssh-keygen -H hashed every name',
+  );
   assert.equal(checkHostKey(kh.entries, 'db1.example.com', a.blob).kind, 'ok');
   assert.equal(checkHostKey(kh.entries, knownHostsName('127.0.0.1', 2222), b.blob).kind, 'ok');
   assert.equal(checkHostKey(kh.entries, knownHostsName('127.0.0.1', 22), b.blob).kind, 'new');

@@ -16,8 +16,19 @@ test('any other argv travels on stdin behind a fixed bootstrap that every login 
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const canary = join(dir, 'CANARY');
   const argv = [
-    'sh', '-c', 'printf "%s|" "$@"; cat', 'argv0',
-    "it's", 'back\\slash\\\\two', 'line1\nline2', 'bang!', `$(touch ${canary})`, `\`touch ${canary}\``, '*', '', 'ünï',
+    'sh',
+    '-c',
+    'printf "%s|" "$@"; cat',
+    'argv0',
+    "it's",
+    'back\\slash\\\\two',
+    'line1\nline2',
+    'bang!',
+    `$(touch ${canary})`,
+    `\`touch ${canary}\``,
+    '*',
+    '',
+    'ünï',
   ];
   const rc = remoteCommand(argv, false);
   // Nothing a shell could read differently: no newline, backslash, history `!`, backquote or double-quote tricks.
@@ -29,7 +40,14 @@ test('any other argv travels on stdin behind a fixed bootstrap that every login 
     const args = shell.endsWith('busybox') ? ['sh', '-c', rc.command] : ['-c', rc.command];
     const r = spawnSync(shell, args, { input: Buffer.concat([rc.stdinPrefix, Buffer.from('rest of stdin\n')]), encoding: 'utf8' });
     assert.equal(r.status, 0, `${shell}: ${r.stderr}`);
-    assert.equal(r.stdout, argv.slice(4).map((a) => `${a}|`).join('') + 'rest of stdin\n', shell);
+    assert.equal(
+      r.stdout,
+      argv
+        .slice(4)
+        .map((a) => `${a}|`)
+        .join('') + 'rest of stdin\n',
+      shell,
+    );
   }
   assert.equal(existsSync(canary), false, 'an argument was executed');
   assert.match(remoteCommand(argv, true).command, /^sudo -n -- sh -c '/);

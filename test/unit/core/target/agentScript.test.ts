@@ -4,7 +4,11 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { AGENT_ARGV0, AGENT_SCRIPT } from '../../../../src/core/target/agentScript';
 
-const shells: Array<[string, string[]]> = [['dash', ['dash']], ['busybox sh', ['busybox', 'sh']], ['bash', ['bash']]];
+const shells: Array<[string, string[]]> = [
+  ['dash', ['dash']],
+  ['busybox sh', ['busybox', 'sh']],
+  ['bash', ['bash']],
+];
 
 function run(shell: string[], input: string) {
   const r = spawnSync(shell[0], [...shell.slice(1), '-c', AGENT_SCRIPT, AGENT_ARGV0], { input, encoding: 'utf8', timeout: 20_000 });
@@ -15,7 +19,10 @@ test('the script is fixed text with nothing a template or a remote shell could e
   assert.ok(!AGENT_SCRIPT.includes('${'), 'no ${ (String.raw would interpolate it)');
   assert.ok(!AGENT_SCRIPT.includes('`'));
   assert.ok(!/\beval\b/.test(AGENT_SCRIPT), 'nothing received is ever evaluated');
-  assert.ok(!/>\s*"\$T\/uprobe_events"/.test(AGENT_SCRIPT.replace(/>>\s*"\$T\/uprobe_events"/g, '')), 'uprobe_events is only ever appended to');
+  assert.ok(
+    !/>\s*"\$T\/uprobe_events"/.test(AGENT_SCRIPT.replace(/>>\s*"\$T\/uprobe_events"/g, '')),
+    'uprobe_events is only ever appended to',
+  );
 });
 
 for (const [name, shell] of shells) {

@@ -28,7 +28,10 @@ test('loss: the per-CPU counters are authoritative and the rest is accounted for
       { cpu: 0, overrun: 10, commitOverrun: 0, dropped: 0, entries: 0 },
       { cpu: 1, overrun: 5, commitOverrun: 0, dropped: 2, entries: 0 },
     ],
-    kernelHits: new Map([['a', 100], ['b', 20]]),
+    kernelHits: new Map([
+      ['a', 100],
+      ['b', 20],
+    ]),
   };
   const r = lossReport({ hits: 103, lost: 15, lostByCpu: new Map(), unparsed: 0, malformed: 0 }, stop);
   assert.equal(r.lost, 17);

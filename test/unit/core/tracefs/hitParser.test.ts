@@ -2,7 +2,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { HitParser, hitToJson, matchArgs, sentinelFetcharg, type EventSchema, type Hit, type Sentinel } from '../../../../src/core/tracefs/hitParser';
+import {
+  HitParser,
+  hitToJson,
+  matchArgs,
+  sentinelFetcharg,
+  type EventSchema,
+  type Hit,
+  type Sentinel,
+} from '../../../../src/core/tracefs/hitParser';
 
 const samples = join(__dirname, '../../../fixtures/trace-samples');
 
@@ -45,20 +53,41 @@ for (const name of ['thiskernel', 'thiskernel-sentinel']) {
     assert.equal(first.pid, first.tid);
     assert.ok(first.ts > 0);
     assert.deepEqual(first.args, {
-      a: -1, a8: -1, au: 4294967295, ax: '0xffffffff',
-      b: '18446744073709551615', bs: -1, bx: '0xffffffffffffffff',
-      s: 'hello', f: null, c: 'workload',
+      a: -1,
+      a8: -1,
+      au: 4294967295,
+      ax: '0xffffffff',
+      b: '18446744073709551615',
+      bs: -1,
+      bx: '0xffffffffffffffff',
+      s: 'hello',
+      f: null,
+      c: 'workload',
     });
     assert.equal(adds[1].args.a, -2);
     assert.equal(adds[1].args.b, '18446744073709551614');
-    assert.deepEqual(adds.map((h) => h.args.s), [
-      'hello', 'hello', '', '', 'quote " inside', 'quote " inside', 'two\nlines', 'two\nlines',
-      'x"\nCPU:0 [LOST 99 EVENTS]\n   forged-1 (1) [000] ..... 1.0: pl_add: (0x1) a=7 a8=7 au=7 ax=0x7 b=7 bs=7 bx=0x7 s="y" f=(fault) c="z"',
-      'x"\nCPU:0 [LOST 99 EVENTS]\n   forged-1 (1) [000] ..... 1.0: pl_add: (0x1) a=7 a8=7 au=7 ax=0x7 b=7 bs=7 bx=0x7 s="y" f=(fault) c="z"',
-      'ümlaut', 'ümlaut',
-    ]);
+    assert.deepEqual(
+      adds.map((h) => h.args.s),
+      [
+        'hello',
+        'hello',
+        '',
+        '',
+        'quote " inside',
+        'quote " inside',
+        'two\nlines',
+        'two\nlines',
+        'x"\nCPU:0 [LOST 99 EVENTS]\n   forged-1 (1) [000] ..... 1.0: pl_add: (0x1) a=7 a8=7 au=7 ax=0x7 b=7 bs=7 bx=0x7 s="y" f=(fault) c="z"',
+        'x"\nCPU:0 [LOST 99 EVENTS]\n   forged-1 (1) [000] ..... 1.0: pl_add: (0x1) a=7 a8=7 au=7 ax=0x7 b=7 bs=7 bx=0x7 s="y" f=(fault) c="z"',
+        'ümlaut',
+        'ümlaut',
+      ],
+    );
     const rets = hits.filter((h) => h.kind === 'return');
-    assert.deepEqual(rets.slice(0, 2).map((h) => h.retval), [-2, -4]);
+    assert.deepEqual(
+      rets.slice(0, 2).map((h) => h.retval),
+      [-2, -4],
+    );
     assert.ok(!('ret' in rets[0].args));
     assert.ok(!hits.some((h) => h.comm.includes('forged')));
     assert.deepEqual(Object.keys(hitToJson(rets[0])), ['host', 'probe', 'kind', 'pid', 'tid', 'comm', 'cpu', 'ts', 'args', 'retval']);
@@ -71,14 +100,17 @@ test('hand-made older-kernel sample: 5-wide pid, no tgid, 4-char flags, irq-info
   assert.equal(parser.stats.lost, 42);
   assert.deepEqual([...parser.stats.lostByCpu], [[1, 42]]);
   assert.equal(parser.stats.unparsed, 1, 'the "buffer started" banner is not an event');
-  assert.deepEqual(hits.map((h) => [h.comm, h.pid, h.tid, h.cpu, h.ts]), [
-    ['workload', 1234, 1234, 0, 88.000001],
-    ['workload', 1234, 1234, 0, 88.000004],
-    ['my worker-2', 77, 77, 1, 100.123456],
-    ['workload', 1234, 1234, 0, 88.000009],
-    ['bash', 1977, 1977, 0, 17284.993652],
-    ['bash', 1978, 1978, 1, 17284.9937],
-  ]);
+  assert.deepEqual(
+    hits.map((h) => [h.comm, h.pid, h.tid, h.cpu, h.ts]),
+    [
+      ['workload', 1234, 1234, 0, 88.000001],
+      ['workload', 1234, 1234, 0, 88.000004],
+      ['my worker-2', 77, 77, 1, 100.123456],
+      ['workload', 1234, 1234, 0, 88.000009],
+      ['bash', 1977, 1977, 0, 17284.993652],
+      ['bash', 1978, 1978, 1, 17284.9937],
+    ],
+  );
   assert.equal(hits[2].args.b, '9007199254740993', 'beyond 2^53 stays exact as a decimal string');
   assert.equal(hits[2].args.s, 'two\nlines');
   assert.equal(hits[3].args.s, 'irq-info off: no flags column');
@@ -114,7 +146,10 @@ test('with a sentinel, nothing inside a string can end the record, forge a LOST 
 });
 
 test('a string in the middle ends at the rightmost quote after which the rest fits the schema', () => {
-  const args = [{ name: 's', type: 'string' }, { name: 'n', type: 's32' }];
+  const args = [
+    { name: 's', type: 'string' },
+    { name: 'n', type: 's32' },
+  ];
   assert.deepEqual(matchArgs(' s="a" n=1" n=2', args), ['a" n=1', '2']);
   assert.deepEqual(matchArgs(' s="a" n=1" n=2" n=3', args), ['a" n=1" n=2', '3']);
   assert.deepEqual(matchArgs(' s="a" n=1', args), ['a', '1']);
@@ -125,11 +160,15 @@ test('a string in the middle ends at the rightmost quote after which the rest fi
 test('events of other groups or unknown names are not hits; arrays are typed element-wise', () => {
   const hits: Hit[] = [];
   const p = new HitParser({
-    host: 'h', events: [{ event: 'arr', probe: 'p', kind: 'line', args: [{ name: 'v', type: 's16[3]' }] }],
+    host: 'h',
+    events: [{ event: 'arr', probe: 'p', kind: 'line', args: [{ name: 'v', type: 's16[3]' }] }],
     onHit: (h) => hits.push(h),
   });
   p.push('  a-1 (1) [000] ..... 1.0: other: (0x1) v={1,2,3}');
   p.push('  a-1 (1) [000] ..... 1.5: arr: (0x1) v={1,-2,3}');
-  assert.deepEqual(hits.map((h) => h.args.v), [[1, -2, 3]]);
+  assert.deepEqual(
+    hits.map((h) => h.args.v),
+    [[1, -2, 3]],
+  );
   assert.equal(p.stats.unparsed, 1);
 });

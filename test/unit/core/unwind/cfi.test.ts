@@ -31,7 +31,11 @@ function readelfRows(bin: string): Array<{ loc: number; cfa: string }> {
   return rows;
 }
 
-for (const [arch, cc, opt] of [['x86_64', 'gcc', '-O0'], ['x86_64', 'gcc', '-O2'], ['aarch64', 'aarch64-linux-gnu-gcc', '-O2']] as const) {
+for (const [arch, cc, opt] of [
+  ['x86_64', 'gcc', '-O0'],
+  ['x86_64', 'gcc', '-O2'],
+  ['aarch64', 'aarch64-linux-gnu-gcc', '-O2'],
+] as const) {
   test(`CFA at every CFI row equals readelf's (${arch} ${opt})`, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'probelens-cfi-'));
     writeFileSync(join(dir, 'w.c'), SRC);

@@ -27,13 +27,21 @@ test('default discovery finds executables and shared libraries in build folders 
   const root = project();
   const found = await discoverBinaries(root);
   assert.deepEqual(found.map((f) => [f.label, f.kind]).sort(), [
-    ['build/app', 'executable'], ['build/sub/libl.so', 'shared-library'], ['rootbin', 'executable'],
+    ['build/app', 'executable'],
+    ['build/sub/libl.so', 'shared-library'],
+    ['rootbin', 'executable'],
   ]);
 });
 
 test('globs from the setting replace the defaults', async () => {
   const root = project();
-  assert.deepEqual((await discoverBinaries(root, ['build/**/*.so'])).map((f) => f.label), ['build/sub/libl.so']);
-  assert.deepEqual((await discoverBinaries(root, ['build/app'])).map((f) => f.label), ['build/app']);
+  assert.deepEqual(
+    (await discoverBinaries(root, ['build/**/*.so'])).map((f) => f.label),
+    ['build/sub/libl.so'],
+  );
+  assert.deepEqual(
+    (await discoverBinaries(root, ['build/app'])).map((f) => f.label),
+    ['build/app'],
+  );
   assert.ok(globToPathRegExp('**/x').test('a/b/x') && globToPathRegExp('**/x').test('x') && !globToPathRegExp('*/x').test('a/b/x'));
 });

@@ -8,11 +8,25 @@ const latency = { count: 10, p50: 2100, p90: 5000, p99: 9000, max: 9500, min: 10
 function view(host: string, hits: number): SessionView {
   return {
     host,
-    events: [{ event: 'add_ints', spec: 'add_ints $params' }, { event: 'other', spec: 'other' }],
+    events: [
+      { event: 'add_ints', spec: 'add_ints $params' },
+      { event: 'other', spec: 'other' },
+    ],
     snapshot: {
       hits: { add_ints: hits, other: 99 },
       lines: {},
-      lastValues: { add_ints: { a: [{ ts: 1, value: 1 }, { ts: 2, value: 3 }], b: [{ ts: 1, value: 2 }, { ts: 2, value: -7 }] } },
+      lastValues: {
+        add_ints: {
+          a: [
+            { ts: 1, value: 1 },
+            { ts: 2, value: 3 },
+          ],
+          b: [
+            { ts: 1, value: 2 },
+            { ts: 2, value: -7 },
+          ],
+        },
+      },
       latency: { add_ints: latency },
       unpairedReturns: 0,
       lost: 0,
@@ -31,7 +45,10 @@ test('states other than armed say so; one hit is singular', () => {
   assert.equal(decorationText({ hits: 1, byHost: {}, lastHits: [] }, 'armed'), '● 1 hit');
   assert.equal(decorationText(undefined, 'armed'), '● 0 hits');
   assert.equal(decorationText(undefined, 'error', 'bad arg'), '● error: bad arg');
-  assert.equal(decorationText({ hits: 2, byHost: {}, lastHits: [{ host: 'h', ts: 1, values: { a: 1 } }] }, 'stopped'), '○ 2 hits · last a=1');
+  assert.equal(
+    decorationText({ hits: 2, byHost: {}, lastHits: [{ host: 'h', ts: 1, values: { a: 1 } }] }, 'stopped'),
+    '○ 2 hits · last a=1',
+  );
   assert.equal(decorationText(undefined, 'pending'), '○ not armed');
   assert.match(decorationText({ hits: 5, byHost: {}, lastHits: [] }, 'stale'), /^● stale \(binary rebuilt\) · 5 hits$/);
 });
@@ -46,7 +63,20 @@ test('numbers and durations', () => {
 });
 
 test('strings are quoted, pointers and nulls are not', () => {
-  const st = statsForSpec('s', [{ host: 'h', events: [{ event: 'e', spec: 's' }], snapshot: { hits: { e: 1 }, lines: {}, lastValues: { e: { name: [{ ts: 1, value: 'bob' }], p: [{ ts: 1, value: '0x7ffd12' }], q: [{ ts: 1, value: null }] } }, latency: {}, unpairedReturns: 0, lost: 0 } }]);
+  const st = statsForSpec('s', [
+    {
+      host: 'h',
+      events: [{ event: 'e', spec: 's' }],
+      snapshot: {
+        hits: { e: 1 },
+        lines: {},
+        lastValues: { e: { name: [{ ts: 1, value: 'bob' }], p: [{ ts: 1, value: '0x7ffd12' }], q: [{ ts: 1, value: null }] } },
+        latency: {},
+        unpairedReturns: 0,
+        lost: 0,
+      },
+    },
+  ]);
   assert.equal(decorationText(st, 'armed'), '● 1 hit · last name="bob" p=0x7ffd12 q=?');
 });
 

@@ -9,7 +9,18 @@ const info: Record<string, PairInfo> = {
   g: { pairKey: 'g@2', pairBy: 'goroutine', kind: 'entry' },
   g_ret: { pairKey: 'g@2', pairBy: 'goroutine', kind: 'return' },
 };
-const hit = (event: string, tid: number, ts: number): Hit => ({ host: 'h', probe: event, event, kind: info[event].kind as Hit['kind'], pid: 1, tid, comm: 'c', cpu: 0, ts, args: {} });
+const hit = (event: string, tid: number, ts: number): Hit => ({
+  host: 'h',
+  probe: event,
+  event,
+  kind: info[event].kind as Hit['kind'],
+  pid: 1,
+  tid,
+  comm: 'c',
+  cpu: 0,
+  ts,
+  args: {},
+});
 
 test('returns pair with the newest entry of the same thread; recursion pairs inner calls first', () => {
   const p = new LatencyPairer((e) => info[e]);

@@ -4,24 +4,53 @@ import type { IndexedFunction } from '../../../../src/core/index/model';
 import { lensesForFunctions, snapGoLine } from '../../../../src/vscode/model/lenses';
 
 function fn(name: string, line: number, probeable = true, reason?: string): IndexedFunction {
-  return { name, file: '/w/a.c', line, size: 10, params: [], inlinedInstances: 0, probeable, reason, external: true, unitOffset: 0, dieOffset: 0 };
+  return {
+    name,
+    file: '/w/a.c',
+    line,
+    size: 10,
+    params: [],
+    inlinedInstances: 0,
+    probeable,
+    reason,
+    external: true,
+    unitOffset: 0,
+    dieOffset: 0,
+  };
 }
 
 const all = { trace: true, returns: true, latency: true, isGo: false };
 
 test('three lenses above each probe-able function with the specs they arm', () => {
   const lenses = lensesForFunctions([fn('add_ints', 40), fn('greet', 60)], all);
-  assert.deepEqual(lenses.map((l) => [l.line, l.title]), [
-    [40, 'Trace'], [40, 'Trace returns'], [40, 'Latency'], [60, 'Trace'], [60, 'Trace returns'], [60, 'Latency'],
-  ]);
+  assert.deepEqual(
+    lenses.map((l) => [l.line, l.title]),
+    [
+      [40, 'Trace'],
+      [40, 'Trace returns'],
+      [40, 'Latency'],
+      [60, 'Trace'],
+      [60, 'Trace returns'],
+      [60, 'Latency'],
+    ],
+  );
   assert.deepEqual(lenses[0].specs, ['add_ints $params']);
   assert.deepEqual(lenses[1].specs, ['add_ints%return $retval']);
   assert.deepEqual(lenses[2].specs, ['add_ints', 'add_ints%return']);
 });
 
 test('per-lens switches, and @SRC for names the binary has more than once', () => {
-  const lenses = lensesForFunctions([fn('helper', 5)], { ...all, returns: false, latency: false, ambiguous: (n) => n === 'helper', src: 'a.c' });
-  assert.deepEqual(lenses.map((l) => l.specs), [['helper@a.c $params']]);
+  const lenses = lensesForFunctions([fn('helper', 5)], {
+    ...all,
+    returns: false,
+    latency: false,
+    ambiguous: (n) => n === 'helper',
+    src: 'a.c',
+  });
+  assert.deepEqual(
+    lenses.map((l) => l.specs),
+    [['helper@a.c $params']],
+  );
 });
 
 test('a function that cannot be probed says why; its out-of-line twin wins', () => {
@@ -30,13 +59,24 @@ test('a function that cannot be probed says why; its out-of-line twin wins', () 
   assert.equal(lenses[0].kind, 'unprobeable');
   assert.match(lenses[0].title, /clamp_inline: not probe-able \(fully inlined\)/);
   const twins = lensesForFunctions([fn('f', 3, false, 'fully inlined'), fn('f', 3)], all);
-  assert.deepEqual(twins.map((l) => l.kind), ['trace', 'returns', 'latency']);
+  assert.deepEqual(
+    twins.map((l) => l.kind),
+    ['trace', 'returns', 'latency'],
+  );
 });
 
 test('while tracing, the lens shows the live count and state', () => {
   const lenses = lensesForFunctions([fn('add_ints', 40)], all, (specs) =>
-    specs[0] === 'add_ints $params' ? { state: 'armed', hits: 1204 } : specs[0] === 'add_ints' ? { state: 'armed', hits: 4, p50Ns: 2100, calls: 2 } : undefined);
-  assert.deepEqual(lenses.map((l) => l.title), ['$(pulse) Trace: 1,204 hits · armed', 'Trace returns', '$(watch) Latency: p50 2.1µs · 2 calls · armed']);
+    specs[0] === 'add_ints $params'
+      ? { state: 'armed', hits: 1204 }
+      : specs[0] === 'add_ints'
+        ? { state: 'armed', hits: 4, p50Ns: 2100, calls: 2 }
+        : undefined,
+  );
+  assert.deepEqual(
+    lenses.map((l) => l.title),
+    ['$(pulse) Trace: 1,204 hits · armed', 'Trace returns', '$(watch) Latency: p50 2.1µs · 2 calls · armed'],
+  );
 });
 
 test('Go lenses sit on the func line above the first statement', () => {

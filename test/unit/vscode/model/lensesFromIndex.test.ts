@@ -11,9 +11,19 @@ test('calls.c at -O2: Trace/Trace returns/Latency above probe-able functions, th
   if (!f) return;
   const { index } = await loadIndex(f.path, { noCache: true });
   const file = join(f.srcDir, 'calls.c');
-  const lenses = lensesForFunctions(index.functionsInFile(file), { trace: true, returns: true, latency: true, isGo: false, ambiguous: (n) => index.function(n).length > 1, src: 'calls.c' });
+  const lenses = lensesForFunctions(index.functionsInFile(file), {
+    trace: true,
+    returns: true,
+    latency: true,
+    isGo: false,
+    ambiguous: (n) => index.function(n).length > 1,
+    src: 'calls.c',
+  });
   const add = lenses.filter((l) => l.function === 'add_ints');
-  assert.deepEqual(add.map((l) => l.title), ['Trace', 'Trace returns', 'Latency']);
+  assert.deepEqual(
+    add.map((l) => l.title),
+    ['Trace', 'Trace returns', 'Latency'],
+  );
   assert.equal(add[0].line, index.function('add_ints')[0].line);
   assert.deepEqual(add[0].specs, ['add_ints $params']);
   const clamp = lenses.filter((l) => l.function === 'clamp_inline');

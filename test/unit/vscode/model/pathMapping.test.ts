@@ -24,7 +24,10 @@ test('${workspaceFolder} mappings are ignored without a workspace folder', () =>
 });
 
 test('a remote target maps the binary path by its prefix pair', () => {
-  assert.equal(remoteBinaryPath('/home/me/proj/build/app', { localPrefix: '/home/me/proj/build', remotePrefix: '/srv/app' }), '/srv/app/app');
+  assert.equal(
+    remoteBinaryPath('/home/me/proj/build/app', { localPrefix: '/home/me/proj/build', remotePrefix: '/srv/app' }),
+    '/srv/app/app',
+  );
   assert.equal(remoteBinaryPath('/other/app', { localPrefix: '/home/me/proj/build', remotePrefix: '/srv/app' }), '/other/app');
   assert.equal(remoteBinaryPath('/x/app', {}), '/x/app');
 });

@@ -1,8 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  addProbe, binaryFromKey, binaryKey, emptyProbeSet, enabledSpecs, parseProbeSet, ProbeSetFormatError, removeProbe,
-  serializeProbeSet, setProbeEnabled,
+  addProbe,
+  binaryFromKey,
+  binaryKey,
+  emptyProbeSet,
+  enabledSpecs,
+  parseProbeSet,
+  ProbeSetFormatError,
+  removeProbe,
+  serializeProbeSet,
+  setProbeEnabled,
 } from '../../../../src/vscode/model/probeSet';
 
 test('a probe set survives serialise → parse unchanged, disabled probes included', () => {
@@ -30,8 +38,14 @@ test('adding twice does not duplicate; removing the last probe drops the binary'
 
 test('hand-edited files: comment lines tolerated, bad shapes named', () => {
   const set = parseProbeSet('// my probes\n{"version":1,"binaries":{"b":["f", {"spec":"g","enabled":false}]}}');
-  assert.deepEqual(set.binaries.b, [{ spec: 'f', enabled: true }, { spec: 'g', enabled: false }]);
-  assert.throws(() => parseProbeSet('{"binaries":{"b":[3]}}', 'x.json'), (e: unknown) => e instanceof ProbeSetFormatError && /x\.json: "binaries"\."b"\[0\]/.test(e.message));
+  assert.deepEqual(set.binaries.b, [
+    { spec: 'f', enabled: true },
+    { spec: 'g', enabled: false },
+  ]);
+  assert.throws(
+    () => parseProbeSet('{"binaries":{"b":[3]}}', 'x.json'),
+    (e: unknown) => e instanceof ProbeSetFormatError && /x\.json: "binaries"\."b"\[0\]/.test(e.message),
+  );
   assert.throws(() => parseProbeSet('{"version":7}'), /version 7 is not supported/);
   assert.throws(() => parseProbeSet('nope'), /not valid JSON/);
 });

@@ -16,9 +16,17 @@ test('struct pointer parameters offer their fields as p->field with the field ty
   const vars = await variablesAtSite(index, site);
   const { access } = await siteContext(index);
   const choices = fieldChoices(vars, (o) => access.dwarf.typeOf(o));
-  assert.deepEqual(choices.map((c) => c.arg), ['acct->id', 'acct->balance', 'acct->owner', 'acct->flags']);
+  assert.deepEqual(
+    choices.map((c) => c.arg),
+    ['acct->id', 'acct->balance', 'acct->owner', 'acct->flags'],
+  );
   assert.equal(choices.find((c) => c.arg === 'acct->owner')?.type, 'const char *');
   // Structs passed by value use '.'.
-  const byValue = fieldChoices(await variablesAtSite(index, resolvePoint(parsePoint('point_dist2'), index)[0]), (o) => access.dwarf.typeOf(o));
-  assert.deepEqual(byValue.map((c) => c.arg), ['p.x', 'p.y', 'q.x', 'q.y']);
+  const byValue = fieldChoices(await variablesAtSite(index, resolvePoint(parsePoint('point_dist2'), index)[0]), (o) =>
+    access.dwarf.typeOf(o),
+  );
+  assert.deepEqual(
+    byValue.map((c) => c.arg),
+    ['p.x', 'p.y', 'q.x', 'q.y'],
+  );
 });

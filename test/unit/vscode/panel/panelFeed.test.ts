@@ -7,8 +7,16 @@ function hits(from: number, count: number): PanelHit[] {
   return Array.from({ length: count }, (_, k) => {
     const i = from + k;
     return {
-      host: 'local', probe: i % 2 ? 'sub' : 'add', kind: i % 2 ? 'return' : 'entry', pid: 1, tid: 1, comm: 'calc', cpu: 0,
-      ts: i, args: { i }, ...(i % 2 ? { retval: -1, latencyNs: 1000 * (i + 1) } : {}),
+      host: 'local',
+      probe: i % 2 ? 'sub' : 'add',
+      kind: i % 2 ? 'return' : 'entry',
+      pid: 1,
+      tid: 1,
+      comm: 'calc',
+      cpu: 0,
+      ts: i,
+      args: { i },
+      ...(i % 2 ? { retval: -1, latencyNs: 1000 * (i + 1) } : {}),
     };
   });
 }
@@ -86,8 +94,14 @@ test('the history is bounded; what was evicted before a replay is reported as hi
 test('retainedHits applies the panel filter for export; clear forgets everything and tells the webview', () => {
   const feed = new PanelFeed({ version: 'x', flushIntervalMs: 60_000 });
   feed.post(hits(0, 6));
-  assert.deepEqual(feed.retainedHits('probe:sub').map((h) => h.ts), [1, 3, 5]);
-  assert.deepEqual(feed.retainedHits('i=4').map((h) => h.ts), [4]);
+  assert.deepEqual(
+    feed.retainedHits('probe:sub').map((h) => h.ts),
+    [1, 3, 5],
+  );
+  assert.deepEqual(
+    feed.retainedHits('i=4').map((h) => h.ts),
+    [4],
+  );
   assert.equal(feed.retainedHits().length, 6);
   const msgs: ToWebview[] = [];
   feed.attach((m) => msgs.push(m));
