@@ -10,4 +10,7 @@ import { buildWorkload, defineWorkloadProbes } from './agentHarness';
   await agent.arm();
   process.stdout.write(`${agent.group}\n`);
   setInterval(() => undefined, 1 << 30);
-})();
+})().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});
