@@ -9,14 +9,14 @@ import { ESLint } from 'eslint';
 const root = resolve(__dirname, '..', '..');
 const source = `import * as vscode from 'vscode';\n\nexport const probe = vscode.version;\n`;
 
-async function lintProbeFile(dir: string): Promise<ESLint.LintResult> {
+async function lintProbeFile(dir: string, text = source): Promise<ESLint.LintResult> {
   // Unique per process and dir, so parallel runs and other engineers' files never collide with it.
   const file = join(root, dir, `__lint_probe_${process.pid}.ts`);
   const eslint = new ESLint({ cwd: root, overrideConfigFile: join(root, 'eslint.config.mjs') });
   // Load the config and plugins first: the probe file then exists only for the lint itself, so a developer's
   // `npm run lint` running at the same moment is unlikely to trip over it.
   await eslint.calculateConfigForFile(file);
-  writeFileSync(file, source);
+  writeFileSync(file, text);
   try {
     const [result] = await eslint.lintFiles([file]);
     assert.equal(result.filePath, file);
@@ -40,4 +40,26 @@ for (const dir of ['src/core', 'src/shared']) {
 test('ESLint allows importing vscode in src/vscode', async () => {
   const result = await lintProbeFile('src/vscode');
   assert.deepEqual(result.messages, [], JSON.stringify(result.messages, null, 2));
+});
+
+// The type-aware rules need type information (a promise is a promise only to the type checker): they fire only if the
+// config really gives ESLint the project, which a wrong tsconfigRootDir or projectService setting silently breaks.
+test('ESLint rejects a floating promise and a promise passed where a void callback is expected', async () => {
+  const text = [
+    'export async function work(): Promise<number> {',
+    '  return 1;',
+    '}',
+    'export function start(): void {',
+    '  work();',
+    '  setTimeout(async () => { await work(); }, 1);',
+    '  [1].forEach(async () => { await work(); });',
+    '  if (work()) return;',
+    '}',
+    '',
+  ].join('\n');
+  const result = await lintProbeFile('src/core', text);
+  const byRule = (id: string) => result.messages.filter((m) => m.ruleId === id).map((m) => m.line);
+  assert.deepEqual(byRule('@typescript-eslint/no-floating-promises'), [5], JSON.stringify(result.messages, null, 2));
+  assert.deepEqual(byRule('@typescript-eslint/no-misused-promises'), [6, 7, 8], JSON.stringify(result.messages, null, 2));
+  assert.ok(result.messages.every((m) => m.severity === 2));
 });

@@ -176,14 +176,35 @@ export async function openEditorContextMenu(page: Page, line: number, opts: Wait
   return menu;
 }
 
-/** Clicks the context menu entry labelled exactly `label` (the menu must be open). */
+/**
+ * Clicks the context menu entry labelled exactly `label` (the menu must be open). Monaco's menus ignore a click
+ * that arrives right after they open (so the right-click's own mouseup cannot pick an entry), and the ignored click
+ * leaves the menu open with the entry highlighted. So: hover the entry, wait until the menu has taken the hover (it
+ * marks the entry `focused`: it accepts input now), click, and wait for the menu to close — the sign the click was
+ * taken. A click the menu ignored leaves it open, and only then is it safe to click again.
+ */
 export async function clickContextMenuItem(page: Page, label: string, opts: WaitOptions = {}): Promise<void> {
-  const item = page
-    .locator('.context-view .monaco-menu .action-item .action-label')
-    .filter({ hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) })
+  const timeout = opts.timeout ?? DEFAULT_TIMEOUT_MS;
+  const menu = page.locator('.context-view .monaco-menu').first();
+  const entry = page
+    .locator('.context-view .monaco-menu .action-item')
+    .filter({ has: page.locator('.action-label', { hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) }) })
     .first();
-  await item.waitFor({ state: 'visible', timeout: opts.timeout ?? DEFAULT_TIMEOUT_MS });
-  await item.click();
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    await entry.waitFor({ state: 'visible', timeout: Math.max(1, deadline - Date.now()) });
+    await entry.hover();
+    await page.waitForFunction((el) => el?.classList.contains('focused') ?? false, await entry.elementHandle(), {
+      timeout: Math.max(1, deadline - Date.now()),
+    });
+    await entry.click();
+    try {
+      await menu.waitFor({ state: 'hidden', timeout: Math.min(2_000, Math.max(1, deadline - Date.now())) });
+      return;
+    } catch (e) {
+      if (Date.now() >= deadline) throw e;
+    }
+  }
 }
 
 /** The labels of the open context menu's entries, in order (separators left out). */
