@@ -120,12 +120,41 @@ function ensureNode(p: E2ePaths): void {
   log(`Node ${NODE_VERSION}: done in ${seconds(t0)}`);
 }
 
+/**
+ * What code-server's native modules need to build, checked before minutes of downloading: each Debian package by
+ * a file it installs. A fresh machine then hears, in one sentence, the one command that supplies what it lacks.
+ */
+const BUILD_TOOLS: Array<[pkg: string, file: string]> = [
+  ['g++', '/usr/bin/g++'],
+  ['make', '/usr/bin/make'],
+  ['python3', '/usr/bin/python3'],
+  ['libkrb5-dev', '/usr/include/krb5.h'],
+  ['libx11-dev', '/usr/include/X11/Xlib.h'],
+  ['libxkbfile-dev', '/usr/include/X11/extensions/XKBfile.h'],
+  ['libsecret-1-dev', '/usr/include/libsecret-1/libsecret/secret.h'],
+];
+
+export function missingBuildTools(exists: (file: string) => boolean = existsSync): string[] {
+  return BUILD_TOOLS.filter(([, file]) => !exists(file)).map(([pkg]) => pkg);
+}
+
+function requireBuildTools(): void {
+  const missing = missingBuildTools();
+  if (missing.length > 0) {
+    throw new E2eSetupError(
+      `code-server's native modules cannot be built here: ${missing.join(', ')} missing`,
+      `apt-get install -y --no-install-recommends ${missing.join(' ')}`,
+    );
+  }
+}
+
 function ensureCodeServer(p: E2ePaths): void {
   const stamp = `code-server ${CODE_SERVER_VERSION} node ${NODE_VERSION}`;
   if (stampOk(p.codeServerRoot, stamp) && existsSync(p.codeServerEntry)) {
     log(`code-server ${CODE_SERVER_VERSION}: cached at ${p.codeServerDir}`);
     return;
   }
+  requireBuildTools();
   const t0 = Date.now();
   const env = npmEnv(p.nodeDir);
   log(`code-server ${CODE_SERVER_VERSION}: installing into ${p.codeServerRoot} (native build: several minutes on 2 cores)`);
