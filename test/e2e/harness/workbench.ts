@@ -3,6 +3,8 @@
 import type { Frame, Locator, Page } from 'playwright-core';
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
+/** Quick Open's first file search waits for the extension host to start (see openFile). */
+const FIRST_SEARCH_TIMEOUT_MS = 120_000;
 
 export interface WaitOptions {
   timeout?: number;
@@ -31,9 +33,12 @@ export async function openFile(page: Page, relPath: string, opts: WaitOptions = 
   const input = page.locator(QUICK_INPUT_BOX);
   await input.waitFor({ state: 'visible', timeout });
   await input.fill(relPath);
-  // The file search runs in the server; pick the row for this file, not whatever is highlighted first.
+  // The file search runs in the extension host (its ripgrep file search provider), which answers only once it has
+  // started and activated the workspace's extensions: on a loaded 2-core machine that alone has taken over 30 s
+  // (seen in CI with the status bar still saying "Activating Extensions…"). Wait for the row for this file — not
+  // whatever is highlighted first — with a bound that covers a cold extension host.
   const row = quickInputRow(page, base);
-  await row.waitFor({ state: 'visible', timeout });
+  await row.waitFor({ state: 'visible', timeout: Math.max(timeout, FIRST_SEARCH_TIMEOUT_MS) });
   await row.click();
   await activeTab(page, base).waitFor({ state: 'visible', timeout });
   await page.locator('.editor-instance .monaco-editor').first().waitFor({ state: 'visible', timeout });
