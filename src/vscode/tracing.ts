@@ -371,7 +371,9 @@ export class Tracing implements vscode.Disposable {
     if (runs.some((r) => r.specErrors.has(spec) || (r.state === 'failed' && !r.session))) return 'error';
     const armed = runs.filter((r) => r.state === 'armed' && r.session?.probes.some((p) => p.spec === spec));
     if (armed.some((r) => r.stale)) return 'stale';
-    if (armed.length) return 'armed';
+    // "armed" promises every active target counts: while one is still connecting or arming, calls made now would
+    // be missed there, so the probe stays pending until no target is starting.
+    if (armed.length && !runs.some((r) => r.state === 'starting')) return 'armed';
     return !this.tracing && runs.some((r) => r.final?.events.some((e) => e.spec === spec)) ? 'stopped' : 'pending';
   }
 
