@@ -300,8 +300,12 @@ export function typedefCycle(label: string, n = 2): DieSpec[] {
   }));
 }
 
-/** A subprogram at `address` (size `size`) with parameters of the given type labels, passed in rdi, rsi…. */
-export function subprogram(name: string, address: bigint, size: number, params: Array<[string, string]>): DieSpec {
+/**
+ * A subprogram at `address` (size `size`) with parameters of the given type labels, located in rdi, rsi… —
+ * or, marked 'abi', with no location at all, so their places come from the calling convention (which has to
+ * describe their types).
+ */
+export function subprogram(name: string, address: bigint, size: number, params: Array<[string, string, 'abi'?]>): DieSpec {
   const regs = [0x55, 0x54, 0x51, 0x52, 0x58, 0x59]; // DW_OP_reg5 (rdi), reg4 (rsi), reg1 (rdx), reg2 (rcx), reg8, reg9
   return {
     tag: T.subprogram,
@@ -314,13 +318,9 @@ export function subprogram(name: string, address: bigint, size: number, params: 
       [A.high_pc, { data4: size }],
       [A.frame_base, { expr: [0x9c] }], // DW_OP_call_frame_cfa
     ],
-    children: params.map(([p, type], i) => ({
+    children: params.map(([p, type, abi], i) => ({
       tag: T.formal_parameter,
-      attrs: [
-        [A.name, { str: p }],
-        [A.type, { ref: type }],
-        [A.location, { expr: [regs[i]] }],
-      ] as Array<[number, Val]>,
+      attrs: [[A.name, { str: p }], [A.type, { ref: type }], ...(abi ? [] : [[A.location, { expr: [regs[i]] }]])] as Array<[number, Val]>,
     })),
   };
 }
