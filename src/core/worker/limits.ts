@@ -46,7 +46,8 @@ export class IndexLimitError extends Error {
     readonly dwarfBytes: number,
     readonly setting: string,
   ) {
-    const size = `${(dwarfBytes / (1024 * 1024)).toFixed(1)} MiB of DWARF`;
+    const size =
+      dwarfBytes < 1024 * 1024 ? `${Math.ceil(dwarfBytes / 1024)} KiB of DWARF` : `${(dwarfBytes / (1024 * 1024)).toFixed(1)} MiB of DWARF`;
     super(
       kind === 'time'
         ? `indexing ${path} took longer than its ${limit} s time limit (for ${size}): the binary's debug information may be hostile; if it is genuine, raise ${setting}`

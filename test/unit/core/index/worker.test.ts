@@ -42,7 +42,7 @@ test('a job past its time limit is terminated and rejects with a typed error nam
     (e: unknown) =>
       e instanceof IndexLimitError &&
       e.kind === 'time' &&
-      /^indexing \S+ took longer than its 0.001 s time limit \(for 0\.\d MiB of DWARF\): .* raise probelens\.index\.timeLimitSeconds$/.test(
+      /^indexing \S+ took longer than its 0.001 s time limit \(for \d+ KiB of DWARF\): .* raise probelens\.index\.timeLimitSeconds$/.test(
         e.message,
       ),
   );
