@@ -1,6 +1,6 @@
 // How much time and memory indexing one binary may take. Both scale with the size of its DWARF (the parts the
 // index decodes in full: .debug_info and .debug_line), from a floor that every small binary gets: PostgreSQL's
-// backend (≈ 20 MiB of them) indexes cold in ≈ 3.5 s with a ≈ 365 MiB peak, far inside what it is given here.
+// backend indexes cold in ≈ 3.5 s with a ≈ 365 MiB peak, far inside what it is given here.
 // The size is read from the section headers alone (positioned reads, never the whole file), so a hostile file
 // cannot make the estimate itself expensive; a separate debug file is measured where gdb would look for it.
 import { open, type FileHandle } from 'node:fs/promises';

@@ -57,7 +57,6 @@ test('a job past its time limit is terminated and rejects with a typed error nam
 
 test('limits scale with the DWARF size from a floor, and never past most of the machine', () => {
   assert.deepEqual(scaledLimits(0), { timeLimitSeconds: 120, memoryLimitMb: 1024 });
-  // A PostgreSQL-sized backend (≈ 20 MiB of .debug_info + .debug_line) stays on the floor: ≈ 3.5 s and 365 MiB cold.
   assert.deepEqual(scaledLimits(20 * 1024 * 1024), { timeLimitSeconds: 120, memoryLimitMb: 1280 });
   assert.equal(scaledLimits(100 * 1024 * 1024).timeLimitSeconds, 300);
   const huge = scaledLimits(1024 ** 4);
