@@ -21,6 +21,8 @@ SPEC is a point and its arguments in one word (quote it): 'add_ints a b', 'depos
 
 POINT is FUNC[@SRC][:RLN|+OFFS] or SRC:LINE (perf probe's syntax). --debug-dir DIR (repeatable) adds a
 directory searched for separate debug files. Exit status is 0 on success, 1 on an error, 2 on bad usage.
+Indexing runs under time and memory limits scaled to the binary's DWARF; PROBELENS_INDEX_TIME_LIMIT (seconds)
+and PROBELENS_INDEX_MEMORY_LIMIT_MB in the environment fix them instead.
 `;
 
 const COMMANDS: Record<string, (argv: string[], io: Io) => Promise<void | number>> = {

@@ -5,6 +5,7 @@ import { basename, dirname } from 'node:path';
 import * as vscode from 'vscode';
 import type { BinaryIndex } from '../core/index/binaryIndex';
 import { loadIndex } from '../core/index/load';
+import { IndexLimitError } from '../core/worker/limits';
 import { discoverBinaries, isElfFile, type FoundBinary } from '../core/workspace/discover';
 import type { Ctx } from './ctx';
 import { localToBuild } from './model/pathMapping';
@@ -24,6 +25,8 @@ export class Binaries implements vscode.Disposable {
   private readonly indexes = new Map<string, Promise<BinaryIndex>>();
   private readonly ready = new Map<string, BinaryIndex>();
   private readonly watchers = new Map<string, vscode.Disposable>();
+  /** Builds that failed, shown to the user once: not retried on every lens refresh until the file or a limit changes. */
+  private readonly failed = new Map<string, unknown>();
   private candidatesCache?: Promise<FoundBinary[]>;
   private discoveredAt = 0;
   private firstIndexShown = false;
@@ -35,6 +38,10 @@ export class Binaries implements vscode.Disposable {
     ctx.push(
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration('probelens.binaries')) this.candidatesCache = undefined;
+        if (e.affectsConfiguration('probelens.index') || e.affectsConfiguration('probelens.debugDirs')) {
+          this.failed.clear();
+          this.changed.fire({ binary: '', rebuilt: false });
+        }
         if (e.affectsConfiguration('probelens.binaries') || e.affectsConfiguration('probelens.pathMappings'))
           this.changed.fire({ binary: '', rebuilt: false });
       }),
@@ -79,13 +86,17 @@ export class Binaries implements vscode.Disposable {
   }
 
   index(path: string): Promise<BinaryIndex> {
+    if (this.failed.has(path)) return Promise.reject(this.failed.get(path));
     let p = this.indexes.get(path);
     if (!p) {
       p = this.build(path);
       this.indexes.set(path, p);
       p.then(
         (ix) => this.ready.set(path, ix),
-        () => this.indexes.delete(path),
+        (e: unknown) => {
+          this.indexes.delete(path);
+          this.failed.set(path, e);
+        },
       );
       this.watch(path);
     }
@@ -97,6 +108,7 @@ export class Binaries implements vscode.Disposable {
       const t0 = Date.now();
       const { index, fromCache } = await loadIndex(path, {
         inWorker: true,
+        limits: this.ctx.config.indexLimits,
         debugDirs: this.ctx.config.debugDirs,
         onProgress: (message) => progress?.report({ message }),
       });
@@ -117,6 +129,11 @@ export class Binaries implements vscode.Disposable {
       )
       .then(undefined, (e: unknown) => {
         this.ctx.log(`indexing ${path} failed: ${(e as Error).message}`);
+        // The worker kept the editor responsive; the user still has to learn why this binary has no lenses.
+        const open = e instanceof IndexLimitError ? 'Open Setting' : undefined;
+        void vscode.window.showErrorMessage(`ProbeLens: ${(e as Error).message}`, ...(open ? [open] : [])).then((pick) => {
+          if (pick && e instanceof IndexLimitError) void vscode.commands.executeCommand('workbench.action.openSettings', e.setting);
+        });
         throw e;
       });
     this.changed.fire({ binary: path, rebuilt: false });
@@ -140,6 +157,7 @@ export class Binaries implements vscode.Disposable {
     if (!isElfFile(path)) return;
     this.indexes.delete(path);
     this.ready.delete(path);
+    this.failed.delete(path);
     try {
       await this.index(path);
       // Even an identical rebuild is a new file (linkers unlink and recreate): uprobes stay on the old inode.

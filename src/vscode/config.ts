@@ -24,6 +24,12 @@ export class Config {
     return this.cfg.get<string[]>('debugDirs', []);
   }
 
+  /** Fixed limits for indexing one binary (0: scaled to its DWARF). */
+  get indexLimits(): { timeLimitSeconds: number; memoryLimitMb: number } {
+    const n = (key: string) => Math.max(0, Number(this.cfg.get<number>(key, 0)) || 0);
+    return { timeLimitSeconds: n('index.timeLimitSeconds'), memoryLimitMb: n('index.memoryLimitMb') };
+  }
+
   get codeLensEnabled(): boolean {
     return this.cfg.get<boolean>('codeLens.enabled', true);
   }

@@ -8,6 +8,7 @@ import { parsePoint } from '../../core/probes/spec';
 import { variablesAtSite } from '../../core/probes/variables';
 import { globToRegExp } from '../../core/index/binaryIndex';
 import { oneValue, parseArgs, UsageError, type ParsedArgs } from '../args';
+import { indexOptions } from '../limits';
 
 const COMMON = { json: { kind: 'flag' }, 'no-cache': { kind: 'flag' }, 'debug-dir': { kind: 'value', repeat: true } } as const;
 
@@ -18,7 +19,11 @@ export interface Io {
 async function indexFor(args: ParsedArgs): Promise<BinaryIndex> {
   const bin = args.positionals[0];
   if (!bin) throw new UsageError('missing BIN (the binary to inspect)');
-  const { index } = await loadIndex(bin, { noCache: args.flags.has('no-cache'), debugDirs: args.values.get('debug-dir') });
+  const { index } = await loadIndex(bin, {
+    noCache: args.flags.has('no-cache'),
+    debugDirs: args.values.get('debug-dir'),
+    ...indexOptions(),
+  });
   return index;
 }
 

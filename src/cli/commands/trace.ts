@@ -11,6 +11,7 @@ import { TracefsAgent } from '../../core/tracefs/agentClient';
 import { hitToJson, type Hit } from '../../core/tracefs/hitParser';
 import { toJson } from '../../core/format/json';
 import { oneValue, parseArgs, positiveNumber, UsageError, type ParsedArgs } from '../args';
+import { indexOptions } from '../limits';
 import type { Io } from './inspect';
 
 const SSH_OPTS = {
@@ -49,7 +50,7 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
   });
   const [bin, ...specs] = args.positionals;
   if (!bin || specs.length === 0) throw new UsageError('usage: probelens define BIN SPEC…');
-  const { index } = await loadIndex(bin, { debugDirs: args.values.get('debug-dir') });
+  const { index } = await loadIndex(bin, { debugDirs: args.values.get('debug-dir'), ...indexOptions() });
   const group = oneValue(args, 'group') ?? `probelens_${process.pid}_define`;
   const probes = await compileProbes(specs, index, {
     group,
@@ -98,7 +99,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   const heartbeat = positiveNumber(args, 'heartbeat', true);
   const json = args.flags.has('json');
   const hosts = args.values.get('host') ?? ['local'];
-  const { index } = await loadIndex(bin, { debugDirs: args.values.get('debug-dir') });
+  const { index } = await loadIndex(bin, { debugDirs: args.values.get('debug-dir'), ...indexOptions() });
 
   let total = 0;
   let stopRequested: () => void = () => undefined;

@@ -3,7 +3,9 @@
 //    (ELFCOMPRESS_ZSTD 2) stream;
 //  - legacy GNU `.zdebug_*`: "ZLIB", the size as 8 big-endian bytes, then a zlib stream.
 // The declared size is attacker-controlled: it is checked against a hard cap and a ratio to the compressed
-// size before anything is allocated, and the decoder is limited to exactly that size.
+// size before anything is allocated, and the decoder is limited to exactly that size. A file's sections
+// together also share one total (DecompressionBudget): many sections each just under the per-section cap
+// must not add up to more memory than any real binary's debug info needs.
 import { inflateSync } from 'node:zlib';
 import { Cursor } from './cursor';
 import { ElfFormatError } from './errors';
@@ -18,12 +20,40 @@ export const MAX_DECOMPRESSED_BYTES = 1024 * 1024 * 1024;
 const MAX_RATIO = 2048;
 const SMALL_ALLOWANCE = 1024 * 1024;
 
+/** Total decompressed bytes of all the debug sections read from one file. */
+export const MAX_TOTAL_DECOMPRESSED_BYTES = 2 * 1024 * 1024 * 1024;
+
+/** The decompressed bytes one file has used so far, against its total. */
+export class DecompressionBudget {
+  used = 0;
+  constructor(readonly limit = MAX_TOTAL_DECOMPRESSED_BYTES) {}
+
+  /** Takes `size` bytes from the budget before they are allocated; throws ElfFormatError past the total. */
+  reserve(size: number, where: string, fileOffset: number): void {
+    if (this.used + size > this.limit) {
+      throw new ElfFormatError(
+        where,
+        fileOffset,
+        `decompressing its ${size} bytes would bring this file's decompressed debug sections to ${this.used + size} bytes, over the total of ${this.limit} ProbeLens decompresses per file`,
+      );
+    }
+    this.used += size;
+  }
+}
+
 export function maxDecompressedSize(compressedBytes: number): number {
   return Math.min(MAX_DECOMPRESSED_BYTES, Math.max(SMALL_ALLOWANCE, compressedBytes * MAX_RATIO));
 }
 
 /** Decodes an SHF_COMPRESSED section's raw bytes. */
-export function decompressGabi(raw: Uint8Array, elfClass: 32 | 64, littleEndian: boolean, where: string, fileOffset: number): Uint8Array {
+export function decompressGabi(
+  raw: Uint8Array,
+  elfClass: 32 | 64,
+  littleEndian: boolean,
+  where: string,
+  fileOffset: number,
+  budget?: DecompressionBudget,
+): Uint8Array {
   const c = new Cursor(raw, littleEndian, where, fileOffset);
   const chType = c.u32();
   let size: number;
@@ -37,19 +67,19 @@ export function decompressGabi(raw: Uint8Array, elfClass: 32 | 64, littleEndian:
   }
   const payload = raw.subarray(c.pos);
   checkSize(size, payload.length, where, fileOffset);
+  if (chType !== ELFCOMPRESS_ZLIB && chType !== ELFCOMPRESS_ZSTD)
+    throw new ElfFormatError(where, fileOffset, `unknown compression type ${chType} (expected zlib 1 or zstd 2)`);
+  budget?.reserve(size, where, fileOffset);
   if (chType === ELFCOMPRESS_ZLIB) return inflateExact(payload, size, where, fileOffset + c.pos);
-  if (chType === ELFCOMPRESS_ZSTD) {
-    try {
-      return zstdDecompressExact(payload, size);
-    } catch (e) {
-      throw new ElfFormatError(where, fileOffset + c.pos, (e as Error).message);
-    }
+  try {
+    return zstdDecompressExact(payload, size);
+  } catch (e) {
+    throw new ElfFormatError(where, fileOffset + c.pos, (e as Error).message);
   }
-  throw new ElfFormatError(where, fileOffset, `unknown compression type ${chType} (expected zlib 1 or zstd 2)`);
 }
 
 /** Decodes a legacy `.zdebug_*` section's raw bytes. */
-export function decompressZdebug(raw: Uint8Array, where: string, fileOffset: number): Uint8Array {
+export function decompressZdebug(raw: Uint8Array, where: string, fileOffset: number, budget?: DecompressionBudget): Uint8Array {
   const c = new Cursor(raw, false, where, fileOffset);
   const magic = Buffer.from(c.bytesAt(4)).toString('latin1');
   if (magic !== 'ZLIB')
@@ -57,6 +87,7 @@ export function decompressZdebug(raw: Uint8Array, where: string, fileOffset: num
   const size = c.u64Number('.zdebug size');
   const payload = raw.subarray(c.pos);
   checkSize(size, payload.length, where, fileOffset);
+  budget?.reserve(size, where, fileOffset);
   return inflateExact(payload, size, where, fileOffset + c.pos);
 }
 

@@ -2,7 +2,7 @@
 // bigint (a 64-bit address may exceed 2^53); file offsets and sizes within the file are numbers, checked
 // against the file size before use.
 import { Cursor, hex } from './cursor';
-import { decompressGabi, decompressZdebug } from './compressed';
+import { DecompressionBudget, decompressGabi, decompressZdebug } from './compressed';
 import { ElfFormatError, NotElfError, UnsupportedArchError } from './errors';
 import {
   PT_LOAD,
@@ -40,6 +40,11 @@ const MACHINES: Record<number, string> = {
 };
 const TYPES: Record<number, ElfType> = { 1: 'REL', 2: 'EXEC', 3: 'DYN', 4: 'CORE' };
 
+export interface ElfParseOptions {
+  /** Total decompressed bytes of this file's compressed sections (default MAX_TOTAL_DECOMPRESSED_BYTES). */
+  maxDecompressedBytes?: number;
+}
+
 export interface DebugLink {
   /** File name as stored (no directory). */
   file: string;
@@ -64,13 +69,16 @@ export class ElfFile {
 
   private readonly byName = new Map<string, ElfSection>();
   private readonly contents = new Map<number, Uint8Array | undefined>();
+  private readonly decompression: DecompressionBudget;
   private symbolCache?: { symbols: FunctionSymbol[]; groups: SymbolGroup[] };
 
   private constructor(
     readonly path: string,
     readonly data: Buffer,
     raw: RawElf,
+    opts: ElfParseOptions,
   ) {
+    this.decompression = new DecompressionBudget(opts.maxDecompressedBytes);
     const h = raw.header;
     this.elfClass = h.elfClass;
     this.littleEndian = h.littleEndian;
@@ -87,12 +95,12 @@ export class ElfFile {
   }
 
   /** Parses an ELF image. Throws NotElfError for non-ELF data, ElfFormatError for a damaged one. */
-  static parse(data: Buffer, path = '<memory>'): ElfFile {
+  static parse(data: Buffer, path = '<memory>', opts: ElfParseOptions = {}): ElfFile {
     if (data.length < 4 || data[0] !== 0x7f || data[1] !== 0x45 || data[2] !== 0x4c || data[3] !== 0x46) {
       const head = data.subarray(0, 2).toString('latin1');
       throw new NotElfError(path, data.length === 0 ? 'the file is empty' : head === '#!' ? 'it is a script' : 'no ELF magic number');
     }
-    return new ElfFile(path, data, parseElfContainer(data));
+    return new ElfFile(path, data, parseElfContainer(data), opts);
   }
 
   /** Throws UnsupportedArchError unless this is an x86-64 or AArch64 object. */
@@ -130,8 +138,9 @@ export class ElfFile {
     if (this.contents.has(sec.index)) return this.contents.get(sec.index);
     const raw = this.rawSectionBytes(sec);
     let out = raw;
-    if (raw && (sec.flags & SHF_COMPRESSED) !== 0n) out = decompressGabi(raw, this.elfClass, this.littleEndian, sec.name, sec.offset);
-    else if (raw && sec.name.startsWith('.zdebug_')) out = decompressZdebug(raw, sec.name, sec.offset);
+    if (raw && (sec.flags & SHF_COMPRESSED) !== 0n)
+      out = decompressGabi(raw, this.elfClass, this.littleEndian, sec.name, sec.offset, this.decompression);
+    else if (raw && sec.name.startsWith('.zdebug_')) out = decompressZdebug(raw, sec.name, sec.offset, this.decompression);
     this.contents.set(sec.index, out);
     return out;
   }

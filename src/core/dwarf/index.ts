@@ -35,6 +35,7 @@ export type { Arch, LocDesc } from './expr';
 export type { FunctionInfo, ParamInfo, InlinedInstance } from './functions';
 export type { LineTable } from './line';
 export type { TypeDesc, Member } from './types';
+export { DwarfTypeLimitError } from './types';
 export type { VariableInfo } from './vars';
 
 export class Dwarf implements Resolver {

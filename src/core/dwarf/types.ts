@@ -1,6 +1,12 @@
 // Types: a C-like renderer ("struct account *", "const char *", "int64_t", typedef names kept) and a
 // structural description (size, signedness, members with byte/bit offsets, array bounds, enumerators) used
 // to fetch `p->field`. Both are computed on demand per type DIE and cached by DIE offset.
+//
+// Type graphs come from the binary, so they may be hostile: a struct whose bitfields are of its own type, a
+// function type whose parameters point back at it, a typedef cycle, a pointer chain 100,000 deep, or a DAG of
+// function types whose rendering doubles at every level. Every type DIE is therefore described and rendered at
+// most once (results and failures are cached), a DIE met again while it is still being worked on is a cycle,
+// nesting is capped, each top-level call reads a bounded number of DIEs, and rendered names are clipped.
 import * as K from './constants';
 import { Reader } from './reader';
 import { isConstantForm, num, skipAttrs, type Die, type Unit } from './unit';
@@ -93,30 +99,114 @@ const QUAL: Record<number, string> = {
   [TAG.atomic_type]: '_Atomic',
 };
 
-export class Types {
-  private readonly names = new Map<number, string>();
+/** Nesting of type DIEs within one description or rendering; C types from real programs stay far below. */
+export const MAX_TYPE_DEPTH = 128;
+/** DIEs one top-level type query may read (members and enumerators included). */
+export const MAX_TYPE_STEPS = 250_000;
+/** Longest rendered type name; longer ones (only hostile DAGs of function types get there) end in '…'. */
+export const MAX_TYPE_NAME = 2048;
 
-  constructor(private readonly res: TypeResolver) {}
+/** A type graph in the binary's DWARF that cannot be described in bounded work: cyclic, too deep or too large. */
+export class DwarfTypeLimitError extends Error {
+  constructor(
+    /** The type DIE at which the limit was hit. */
+    readonly dieOffset: number,
+    readonly reason: 'cyclic' | 'too deep' | 'too large',
+    detail: string,
+  ) {
+    super(
+      `DWARF type at DIE 0x${dieOffset.toString(16)} is ${reason} (${detail}): the binary's debug information is corrupt or hostile; rebuild it with -g`,
+    );
+    this.name = 'DwarfTypeLimitError';
+  }
+}
+
+class StepBudget {
+  used = 0;
+  constructor(
+    readonly root: number,
+    readonly limit: number,
+  ) {}
+}
+
+export class Types {
+  private readonly names = new Map<number, string | DwarfTypeLimitError>();
+  private readonly descs = new Map<number, TypeDesc | DwarfTypeLimitError>();
+  private readonly rendering = new Set<number>();
+  private readonly describing = new Set<number>();
+  private budget: StepBudget | undefined;
+  private depth = 0;
+
+  constructor(
+    private readonly res: TypeResolver,
+    private readonly maxSteps = MAX_TYPE_STEPS,
+  ) {}
 
   /** C-like rendering of the type at `offset` (undefined offset = void). */
   name(offset: number | undefined): string {
     if (offset === undefined) return 'void';
-    const hit = this.names.get(offset);
+    return this.query(offset, () => this.render(offset, ''));
+  }
+
+  /** Runs a top-level query under a fresh step budget; nested queries share the caller's. */
+  private query<T>(root: number, f: () => T): T {
+    if (this.budget) return f();
+    this.budget = new StepBudget(root, this.maxSteps);
+    this.depth = 0;
+    try {
+      return f();
+    } finally {
+      this.budget = undefined;
+    }
+  }
+
+  /** Reads a type DIE on behalf of the current query, charging its budget. */
+  private die(offset: number): Die {
+    const b = this.budget;
+    if (b && ++b.used > b.limit)
+      throw new DwarfTypeLimitError(
+        b.root,
+        'too large',
+        `more than ${b.limit} DIEs read describing it, the last at 0x${offset.toString(16)}`,
+      );
+    return this.res.dieAt(offset);
+  }
+
+  /** Marks `offset` as in progress in `set` for the duration of `f`, caching its result or failure in `memo`. */
+  private once<T>(offset: number, set: Set<number>, memo: Map<number, T | DwarfTypeLimitError> | undefined, f: () => T): T {
+    const hit = memo?.get(offset);
+    if (hit instanceof DwarfTypeLimitError) throw hit;
     if (hit !== undefined) return hit;
-    const s = this.render(offset, '', 0);
-    this.names.set(offset, s);
-    return s;
+    if (set.has(offset)) throw new DwarfTypeLimitError(offset, 'cyclic', 'it refers back to itself');
+    if (this.depth >= MAX_TYPE_DEPTH) throw new DwarfTypeLimitError(offset, 'too deep', `more than ${MAX_TYPE_DEPTH} nested types`);
+    set.add(offset);
+    this.depth++;
+    try {
+      const v = f();
+      memo?.set(offset, v);
+      return v;
+    } catch (e) {
+      if (e instanceof DwarfTypeLimitError) memo?.set(offset, e);
+      throw e;
+    } finally {
+      set.delete(offset);
+      this.depth--;
+    }
   }
 
   private target(d: Die): number | undefined {
     return d.unit.ref(d, AT.type);
   }
 
-  // Renders with a declarator suffix so pointers to arrays and functions come out as C writes them.
-  private render(offset: number | undefined, decl: string, depth: number): string {
-    if (depth > 64) return '?';
+  // Renders with a declarator suffix so pointers to arrays and functions come out as C writes them. Only the
+  // plain rendering (no suffix) is what name() caches; a suffixed one is rebuilt from the cached parts.
+  private render(offset: number | undefined, decl: string): string {
     if (offset === undefined) return join('void', decl);
-    const d = this.res.dieAt(offset);
+    return this.once(offset, this.rendering, decl === '' ? this.names : undefined, () => clip(this.renderDie(offset, decl)));
+  }
+
+  private renderDie(offset: number, decl: string): string {
+    const d = this.die(offset);
     const u = d.unit;
     const own = u.str(d, AT.name);
     const nm = own && !isC(u) ? this.res.scopeOf(offset) + own : own;
@@ -141,7 +231,7 @@ export class Types {
       case TAG.ptr_to_member_type: {
         const sym =
           d.tag === TAG.pointer_type ? '*' : d.tag === TAG.reference_type ? '&' : d.tag === TAG.rvalue_reference_type ? '&&' : '::*';
-        return this.render(this.target(d), sym + (/^[A-Za-z_]/.test(decl) ? ' ' + decl : decl), depth + 1);
+        return this.render(this.target(d), sym + (/^[A-Za-z_]/.test(decl) ? ' ' + decl : decl));
       }
       case TAG.const_type:
       case TAG.volatile_type:
@@ -157,49 +247,54 @@ export class Types {
                 : '_Atomic';
         // Qualifying a pointer puts the qualifier after the star ("char *const"); otherwise before the type.
         const t = this.target(d);
-        const tt = t === undefined ? -1 : this.res.dieAt(t).tag;
+        const tt = t === undefined ? -1 : this.die(t).tag;
         if (tt === TAG.pointer_type || tt === TAG.reference_type || tt === TAG.rvalue_reference_type) {
-          return this.render(t, q + (decl ? ' ' + decl : ''), depth + 1);
+          return this.render(t, q + (decl ? ' ' + decl : ''));
         }
         // Consecutive qualifiers print in the canonical order gdb and C programmers use ("const volatile int").
         const quals = new Set([q]);
         let inner = t;
         for (let i = 0; i < 8 && inner !== undefined; i++) {
-          const dd = this.res.dieAt(inner);
+          const dd = this.die(inner);
           const qq = QUAL[dd.tag];
           if (!qq) break;
           quals.add(qq);
           inner = this.target(dd);
         }
-        const innerTag = inner === undefined ? -1 : this.res.dieAt(inner).tag;
+        const innerTag = inner === undefined ? -1 : this.die(inner).tag;
         if (innerTag === TAG.pointer_type || innerTag === TAG.reference_type || innerTag === TAG.rvalue_reference_type) {
-          return `${q} ${this.render(t, decl, depth + 1)}`;
+          return `${q} ${this.render(t, decl)}`;
         }
         const ordered = ['const', 'volatile', 'restrict', '_Atomic'].filter((x) => quals.has(x)).join(' ');
-        return `${ordered} ${this.render(inner, decl, depth + 1)}`;
+        return `${ordered} ${this.render(inner, decl)}`;
       }
       case TAG.array_type: {
         const dims = this.dims(d)
           .map((n) => `[${n ?? ''}]`)
           .join('');
         const inner = decl.startsWith('*') ? `(${decl})${dims}` : decl + dims;
-        return this.render(this.target(d), inner, depth + 1);
+        return this.render(this.target(d), inner);
       }
       case TAG.subroutine_type: {
-        const args = this.params(d, depth);
+        const args = this.params(d);
         const inner = decl ? `(${decl})(${args})` : `(${args})`;
-        return this.render(this.target(d), inner, depth + 1);
+        return this.render(this.target(d), inner);
       }
       default:
         return join(nm ?? '?', decl);
     }
   }
 
-  private params(d: Die, depth: number): string {
+  private params(d: Die): string {
     const out: string[] = [];
+    let len = 0;
     this.children(d, (c) => {
-      if (c.tag === TAG.formal_parameter) out.push(this.render(this.target(c), '', depth + 1));
-      else if (c.tag === TAG.unspecified_parameters) out.push('...');
+      if (len > MAX_TYPE_NAME) return;
+      // Through name(): a parameter type shared by many function types is rendered once.
+      const p = c.tag === TAG.formal_parameter ? this.name(this.target(c)) : c.tag === TAG.unspecified_parameters ? '...' : undefined;
+      if (p === undefined) return;
+      out.push(p);
+      len += p.length + 2;
     });
     return out.join(', ') || (d.unit.language && isCxx(d.unit) ? '' : 'void');
   }
@@ -214,7 +309,7 @@ export class Types {
       const code = r.uleb();
       if (code === 0) return;
       r.seek(at);
-      const c = this.res.dieAt(at);
+      const c = this.die(at);
       f(c);
       r.seek(c.end);
       if (c.abbrev.hasChildren) skipSubtree(u, r);
@@ -233,16 +328,21 @@ export class Types {
     return out.length ? out : [undefined];
   }
 
-  /** The structural description of the type at `offset`. */
-  describe(offset: number | undefined, depth = 0): TypeDesc {
+  /**
+   * The structural description of the type at `offset`. Throws DwarfTypeLimitError for a type that cannot be
+   * described in bounded work (a cycle, nesting deeper than MAX_TYPE_DEPTH, more than the step budget).
+   */
+  describe(offset: number | undefined): TypeDesc {
     if (offset === undefined) return { offset, kind: 'void', name: 'void', byteSize: undefined };
-    // A typedef or array cycle in corrupt input must not recurse forever.
-    if (depth > 64) return { offset, kind: 'other', name: '?', byteSize: undefined };
-    const d = this.res.dieAt(offset);
+    return this.query(offset, () => this.once(offset, this.describing, this.descs, () => this.describeDie(offset)));
+  }
+
+  private describeDie(offset: number): TypeDesc {
+    const d = this.die(offset);
     const u = d.unit;
     // A declaration standing in for a type unit's type (-fdebug-types-section): describe the real one.
     const sig = u.ref(d, AT.signature);
-    if (sig !== undefined && sig !== offset) return this.describe(sig, depth + 1);
+    if (sig !== undefined && sig !== offset) return this.describe(sig);
     const kind = KIND[d.tag] ?? 'other';
     const byteSize = num(d, AT.byte_size);
     const base: TypeDesc = { offset, kind, name: this.name(offset), byteSize, targetOffset: this.target(d) };
@@ -266,7 +366,7 @@ export class Types {
       case TAG.volatile_type:
       case TAG.restrict_type:
       case TAG.atomic_type: {
-        const t = this.describe(base.targetOffset, depth + 1);
+        const t = this.describe(base.targetOffset);
         return { ...t, offset, kind, name: base.name, targetOffset: base.targetOffset };
       }
       case TAG.enumeration_type: {
@@ -274,12 +374,12 @@ export class Types {
         this.children(d, (c) => {
           if (c.tag === TAG.enumerator) enumerators.push({ name: u.str(c, AT.name) ?? '', value: constVal(c, AT.const_value) ?? 0 });
         });
-        const t = base.targetOffset !== undefined ? this.describe(base.targetOffset, depth + 1) : undefined;
+        const t = base.targetOffset !== undefined ? this.describe(base.targetOffset) : undefined;
         return { ...base, enumerators, signed: t?.signed ?? enumerators.some((e) => e.value < 0) };
       }
       case TAG.array_type: {
         const dims = this.dims(d);
-        const el = this.describe(base.targetOffset, depth + 1).byteSize;
+        const el = this.describe(base.targetOffset).byteSize;
         const total =
           byteSize ?? (el !== undefined && dims.every((x) => x !== undefined) ? dims.reduce<number>((a, x) => a * x!, el) : undefined);
         return { ...base, dims, byteSize: total };
@@ -288,13 +388,13 @@ export class Types {
       case TAG.class_type:
       case TAG.union_type:
       case TAG.interface_type:
-        return { ...base, members: this.members(d, depth) };
+        return { ...base, members: this.members(d) };
       default:
         return base;
     }
   }
 
-  private members(d: Die, depth: number): Member[] {
+  private members(d: Die): Member[] {
     const u = d.unit;
     const out: Member[] = [];
     this.children(d, (c) => {
@@ -310,7 +410,7 @@ export class Types {
         else {
           // DWARF 2/3 DW_AT_bit_offset counts from the most significant bit of the storage unit.
           const bo = num(c, AT.bit_offset) ?? 0;
-          const storage = num(c, AT.byte_size) ?? this.describe(typeOffset, depth + 1).byteSize ?? 0;
+          const storage = num(c, AT.byte_size) ?? this.describe(typeOffset).byteSize ?? 0;
           bitOffset = (offset ?? 0) * 8 + (u.dw.le ? storage * 8 - bo - bitSize : bo);
         }
         offset = Math.floor(bitOffset / 8);
@@ -326,6 +426,10 @@ export class Types {
     });
     return out;
   }
+}
+
+function clip(s: string): string {
+  return s.length <= MAX_TYPE_NAME ? s : `${s.slice(0, MAX_TYPE_NAME - 1)}…`;
 }
 
 function join(base: string, decl: string, prefix = ''): string {

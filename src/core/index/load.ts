@@ -6,6 +6,7 @@ import { BinaryIndex } from './binaryIndex';
 import { cacheKey, readCache, writeCache } from './cache';
 import { readBinaryIdentity } from './identity';
 import { runWorkerJob } from '../worker/client';
+import { dwarfSizeOf, EDITOR_LIMIT_NAMES, IndexLimitError, scaledLimits, type IndexLimits, type LimitNames } from '../worker/limits';
 import { CODEC_VERSION, decodeIndex, encodeIndex, isEncodedIndex, type EncodedIndex } from './codec';
 import { INDEX_FORMAT, type IndexData } from './model';
 
@@ -14,8 +15,15 @@ export interface LoadOptions {
   noCache?: boolean;
   /** Extra directories searched for separate debug files (before /usr/lib/debug). */
   debugDirs?: string[];
-  /** Build in a worker thread (the extension); the CLI builds in-process. */
+  /**
+   * Build in a worker thread, under a time and memory limit scaled to the binary's DWARF (the extension and
+   * the CLI); in-process otherwise (tests, benchmarks), without limits.
+   */
   inWorker?: boolean;
+  /** Fixed limits instead of the scaled ones (a setting or an environment variable; 0 or absent = scaled). */
+  limits?: Partial<IndexLimits>;
+  /** What an error at a limit tells the user to raise (default: the editor's settings). */
+  limitNames?: LimitNames;
   /** Cache directory override (tests). */
   cacheDir?: string;
   onProgress?: (message: string) => void;
@@ -56,6 +64,29 @@ function isCurrent(path: string) {
   };
 }
 
+/** The limits a build of `path` runs under: the fixed ones given, else scaled to its DWARF. */
+export async function indexLimitsFor(
+  path: string,
+  opts: Pick<LoadOptions, 'limits' | 'debugDirs'> = {},
+): Promise<IndexLimits & { dwarfBytes: number }> {
+  const dwarfBytes = await dwarfSizeOf(path, opts.debugDirs);
+  const scaled = scaledLimits(dwarfBytes);
+  return {
+    dwarfBytes,
+    timeLimitSeconds: opts.limits?.timeLimitSeconds || scaled.timeLimitSeconds,
+    memoryLimitMb: opts.limits?.memoryLimitMb || scaled.memoryLimitMb,
+  };
+}
+
 async function buildInWorker(path: string, opts: BuildOptions & LoadOptions): Promise<IndexData> {
-  return runWorkerJob({ kind: 'index', path, debugDirs: opts.debugDirs }, opts.onProgress);
+  const l = await indexLimitsFor(path, opts);
+  const names = opts.limitNames ?? EDITOR_LIMIT_NAMES;
+  return runWorkerJob({ kind: 'index', path, debugDirs: opts.debugDirs }, opts.onProgress, {
+    timeLimitMs: l.timeLimitSeconds * 1000,
+    memoryLimitMb: l.memoryLimitMb,
+    onLimit: (kind) =>
+      kind === 'time'
+        ? new IndexLimitError(path, 'time', l.timeLimitSeconds, l.dwarfBytes, names.time)
+        : new IndexLimitError(path, 'memory', l.memoryLimitMb, l.dwarfBytes, names.memory),
+  });
 }

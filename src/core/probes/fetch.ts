@@ -2,7 +2,11 @@
 // and types (fetch type suffix, calling-convention class). Shared by the index (parameter locations at entry)
 // and the probe compiler (arguments, struct fields, line-probe variables).
 import type { LocDesc, TypeDesc } from '../dwarf';
+import { DwarfTypeLimitError } from '../dwarf/types';
 import type { AbiType } from './abi';
+
+/** No real program passes a 64 KiB struct by value; tracefs could not fetch it (128 arguments) anyway. */
+const MAX_BY_VALUE = 64 * 1024;
 
 export type Arch = 'x86_64' | 'aarch64';
 
@@ -183,6 +187,9 @@ export function abiTypeOf(t: TypeDesc, describe: (offset: number | undefined) =>
     case 'class':
     case 'union':
     case 'array': {
+      // A by-value size from hostile DWARF must not drive the loops below (or the placement's per-eightbyte ones).
+      if (size > MAX_BY_VALUE)
+        throw new DwarfTypeLimitError(t.offset ?? 0, 'too large', `${size} bytes passed by value; the limit is ${MAX_BY_VALUE}`);
       if (go) {
         // Go's register ABI assigns each (flattened) field its own register.
         const fields: ('int' | 'float')[] = [];
@@ -204,7 +211,8 @@ export function abiTypeOf(t: TypeDesc, describe: (offset: number | undefined) =>
         const msize = mt.byteSize ?? 8;
         const off = m.offset ?? 0;
         const cls = mt.kind === 'base' && mt.float ? 'float' : 'int';
-        for (let b = Math.floor(off / 8); b <= Math.floor((off + Math.max(1, msize) - 1) / 8); b++) mark(b, cls);
+        const last = Math.min(n - 1, Math.floor((off + Math.max(1, msize) - 1) / 8));
+        for (let b = Math.floor(off / 8); b <= last; b++) mark(b, cls);
       }
       return { kind: 'aggregate', size, eightbytes };
     }

@@ -3,15 +3,24 @@
 // TypeScript entry run through the same loader.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { Worker, type ResourceLimits } from 'node:worker_threads';
 import type { WorkerRequest, WorkerResponse } from './messages';
 
-function startWorker(): Worker {
+function startWorker(resourceLimits: ResourceLimits | undefined): Worker {
   const bundled = join(__dirname, 'worker.js');
-  if (__filename.endsWith('.js') && existsSync(bundled)) return new Worker(bundled);
+  if (__filename.endsWith('.js') && existsSync(bundled)) return new Worker(bundled, { resourceLimits });
   // Running from source: load the TypeScript entry through tsx's CommonJS hook inside the worker.
   const entry = JSON.stringify(join(__dirname, 'indexWorker.ts'));
-  return new Worker(`require('tsx/cjs'); require(${entry});`, { eval: true });
+  return new Worker(`require('tsx/cjs'); require(${entry});`, { eval: true, resourceLimits });
+}
+
+export interface JobLimits {
+  /** Wall-clock time from the worker's start; past it the worker is terminated, wherever its code is. */
+  timeLimitMs?: number;
+  /** The worker's V8 heap (old generation) in MiB; exceeding it ends the worker (ERR_WORKER_OUT_OF_MEMORY). */
+  memoryLimitMb?: number;
+  /** The error a job that hit a limit rejects with. */
+  onLimit?: (kind: 'time' | 'memory') => Error;
 }
 
 export class WorkerJobError extends Error {
@@ -30,13 +39,18 @@ type ResultOf<K extends WorkerRequest['kind']> = Extract<WorkerResponse, { kind:
 export function runWorkerJob<K extends WorkerRequest['kind']>(
   request: Extract<WorkerRequest, { kind: K }>,
   onProgress?: (message: string) => void,
+  limits: JobLimits = {},
 ): Promise<ResultOf<K>> {
   return new Promise<unknown>((resolve, reject) => {
-    const worker = startWorker();
+    const limitError = (kind: 'time' | 'memory') =>
+      limits.onLimit?.(kind) ?? new Error(kind === 'time' ? 'index worker ran out of time' : 'index worker ran out of memory');
+    const worker = startWorker(limits.memoryLimitMb ? { maxOldGenerationSizeMb: limits.memoryLimitMb } : undefined);
     let settled = false;
+    const timer = limits.timeLimitMs ? setTimeout(() => finish(() => reject(limitError('time'))), limits.timeLimitMs) : undefined;
     const finish = (fn: () => void) => {
       if (settled) return;
       settled = true;
+      clearTimeout(timer);
       fn();
       void worker.terminate();
     };
@@ -45,7 +59,9 @@ export function runWorkerJob<K extends WorkerRequest['kind']>(
       else if ('error' in msg) finish(() => reject(new WorkerJobError(msg.error, msg.name)));
       else finish(() => resolve((msg as { result: unknown }).result));
     });
-    worker.on('error', (e) => finish(() => reject(e)));
+    worker.on('error', (e: NodeJS.ErrnoException) =>
+      finish(() => reject(e.code === 'ERR_WORKER_OUT_OF_MEMORY' ? limitError('memory') : e)),
+    );
     worker.on('exit', (code) => finish(() => reject(new Error(`index worker exited with code ${code} before answering`))));
     worker.postMessage(request);
   }) as Promise<ResultOf<K>>;

@@ -4,7 +4,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { ElfFile } from '../../../../src/core/binary/elfFile';
-import { decompressGabi, decompressZdebug, MAX_DECOMPRESSED_BYTES } from '../../../../src/core/binary/compressed';
+import {
+  DecompressionBudget,
+  decompressGabi,
+  decompressZdebug,
+  MAX_DECOMPRESSED_BYTES,
+  MAX_TOTAL_DECOMPRESSED_BYTES,
+} from '../../../../src/core/binary/compressed';
 import { ElfFormatError } from '../../../../src/core/binary/errors';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
 import { readelfSections, run, workDir } from './build';
@@ -80,4 +86,37 @@ test('zstd: a frame whose content size disagrees with the header, or corrupt dat
   bad.fill(0xff, 8);
   assert.throws(() => decompressGabi(Buffer.concat([chdr64(2, BigInt(src.length)), bad]), 64, true, '.debug_str', 0), ElfFormatError);
   assert.throws(() => decompressGabi(Buffer.concat([chdr64(2, 10n), Buffer.from('not zstd')]), 64, true, '.debug_str', 0), /bad magic/);
+});
+
+test("one file's compressed sections share a total: the section that would pass it is refused before it is inflated", () => {
+  const data = Buffer.alloc(600 * 1024, 1);
+  const section = Buffer.concat([chdr64(1, BigInt(data.length)), deflateSync(data)]);
+  const budget = new DecompressionBudget(1024 * 1024);
+  assert.equal(decompressGabi(section, 64, true, '.debug_info', 0x1000, budget).length, data.length);
+  assert.throws(
+    () => decompressGabi(section, 64, true, '.debug_line', 0x2000, budget),
+    (e: Error) =>
+      e instanceof ElfFormatError &&
+      e.message.startsWith(
+        `malformed ELF in .debug_line at offset 0x2000: decompressing its ${data.length} bytes would bring this file's decompressed debug sections to ${2 * data.length} bytes, over the total of 1048576 ProbeLens decompresses per file`,
+      ),
+  );
+  assert.equal(budget.used, data.length, 'the refused section took nothing');
+  const zdebug = Buffer.concat([Buffer.from('ZLIB'), Buffer.from([0, 0, 0, 0, 0, 0x09, 0x60, 0]), deflateSync(data)]);
+  assert.throws(() => decompressZdebug(zdebug, '.zdebug_str', 0, budget), /over the total of 1048576/);
+  assert.equal(MAX_TOTAL_DECOMPRESSED_BYTES, 2 * 1024 ** 3);
+});
+
+test('ElfFile: the total is per file; a real zlib-compressed binary within it reads, past it stops with the error', async (t) => {
+  const f = await fixtureOrSkip(t, 'calls-O0-zlib');
+  if (!f) return;
+  const info = ElfFile.parse(readFileSync(f.path), f.path).sectionContents('.debug_info')!.length;
+  const elf = ElfFile.parse(readFileSync(f.path), f.path, { maxDecompressedBytes: info + 16 });
+  assert.equal(elf.sectionContents('.debug_info')!.length, info);
+  assert.throws(
+    () => elf.sectionContents('.debug_line'),
+    /\.debug_line at offset 0x[0-9a-f]+: decompressing its \d+ bytes .* over the total of \d+ ProbeLens decompresses per file/,
+  );
+  // Another file (a fresh parse) has its own total.
+  assert.ok(ElfFile.parse(readFileSync(f.path), f.path, { maxDecompressedBytes: info + 16 }).sectionContents('.debug_info'));
 });

@@ -12,6 +12,7 @@ const TYPED = new Set([
   'ElfFormatError',
   'UnsupportedArchError',
   'DwarfFormatError',
+  'DwarfTypeLimitError',
   'CfiError',
   'DebugFileMismatchError',
   'ZstdDataError',

@@ -1,0 +1,21 @@
+// The CLI indexes in the same worker as the editor, under the same scaled time and memory limits; these
+// environment variables fix them instead (the error at a limit names the one to raise).
+import type { LoadOptions } from '../core/index/load';
+import { CLI_LIMIT_NAMES } from '../core/worker/limits';
+import { UsageError } from './args';
+
+function positive(name: string): number | undefined {
+  const v = process.env[name];
+  if (v === undefined || v.trim() === '') return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`${name} must be a positive number, got '${v}'`);
+  return n;
+}
+
+export function indexOptions(): Pick<LoadOptions, 'inWorker' | 'limits' | 'limitNames'> {
+  return {
+    inWorker: true,
+    limits: { timeLimitSeconds: positive(CLI_LIMIT_NAMES.time), memoryLimitMb: positive(CLI_LIMIT_NAMES.memory) },
+    limitNames: CLI_LIMIT_NAMES,
+  };
+}
