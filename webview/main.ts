@@ -110,6 +110,8 @@ const model: TableModel = {
     cells[2].textContent = `${scratch.pid}/${scratch.tid}`;
     cells[3].textContent = view.str(scratch.comm);
     cells[4].textContent = view.str(scratch.probe);
+    // The copy of the function's code the hit came from (clone, part, inlined copy), when the engine names it.
+    cells[4].title = scratch.siteText;
     cells[5].textContent = scratch.argText;
     cells[6].textContent = scratch.retText;
     cells[7].textContent = scratch.latencyNs >= 0 ? formatDuration(scratch.latencyNs) : '';

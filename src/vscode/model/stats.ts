@@ -2,7 +2,7 @@
 // hit counts per host, the last hits' values and the latency of an entry/return pair. Pure data in, pure
 // data out: the decorations, hovers, lenses and tree all read this.
 import type { AggregateSnapshot, LatencyStats } from '../../core/session/aggregates';
-import type { HitValue } from '../../core/tracefs/hitParser';
+import type { HitValue } from '../../shared/hit';
 
 export type ProbeState = 'pending' | 'armed' | 'error' | 'stale' | 'disabled' | 'stopped';
 

@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeHits, type PanelHit, type ToWebview } from '../../../../src/shared/protocol';
+import type { Hit } from '../../../../src/shared/hit';
+import { decodeHits, type ToWebview } from '../../../../src/shared/protocol';
 import { PanelFeed } from '../../../../src/vscode/panel/panelFeed';
 
-function hits(from: number, count: number): PanelHit[] {
+function hits(from: number, count: number): Hit[] {
   return Array.from({ length: count }, (_, k) => {
     const i = from + k;
     return {
@@ -16,12 +17,13 @@ function hits(from: number, count: number): PanelHit[] {
       cpu: 0,
       ts: i,
       args: { i },
+      event: i % 2 ? 'sub' : 'add',
       ...(i % 2 ? { retval: -1, latencyNs: 1000 * (i + 1) } : {}),
     };
   });
 }
 
-const hitsIn = (msgs: ToWebview[]): PanelHit[] => msgs.flatMap((m) => (m.type === 'hits' ? decodeHits(m.batch) : []));
+const hitsIn = (msgs: ToWebview[]): Hit[] => msgs.flatMap((m) => (m.type === 'hits' ? decodeHits(m.batch) : []));
 
 test('ready replays init then the history, and later hits arrive batched with stats', () => {
   const feed = new PanelFeed({ version: '9.9.9', flushIntervalMs: 60_000, maxBatch: 4 });
