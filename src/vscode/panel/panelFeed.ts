@@ -7,6 +7,7 @@ import {
   emptyStats,
   decodeHits,
   encodeHits,
+  type ExportFormat,
   type HitBatch,
   type PanelStats,
   type ProbeInfo,
@@ -14,6 +15,7 @@ import {
   type ToWebview,
 } from '../../shared/protocol';
 import { log2Bucket, type Hit } from '../../shared/hit';
+import { hitsToCsv, hitsToJson } from '../../core/session/export';
 import { parseFilter } from '../../shared/hitFilter';
 import { formatArgs, formatValue } from '../../shared/hitText';
 
@@ -164,6 +166,12 @@ export class PanelFeed {
       }
     }
     return out;
+  }
+
+  /** The export file's text and its hit count: what the panel's Export buttons write (the CLI's serializer for JSON). */
+  exportText(format: ExportFormat, filterText = ''): { text: string; hits: number } {
+    const hits = this.retainedHits(filterText);
+    return { text: format === 'json' ? hitsToJson(hits) : hitsToCsv(hits), hits: hits.length };
   }
 
   /** Encode what is pending, keep it in the history and send it (with the stats when they changed). */
