@@ -1,7 +1,7 @@
 // Text for the inline decoration, the hover and the status bar. Fixed formatting (not the UI locale) so what
 // a user reads and what tests assert are the same everywhere: `● 1,204 hits · last a=3 b=-7 · p50 2.1µs`.
 import type { LatencyStats } from '../../core/session/aggregates';
-import { formatCount, formatDuration, formatValues } from '../../shared/hitText';
+import { formatCount, formatDuration, formatSite, formatTs, formatValues } from '../../shared/hitText';
 import type { ProbeState, SpecStats } from './stats';
 
 export { formatCount, formatDuration, formatValue, formatValues } from '../../shared/hitText';
@@ -69,7 +69,11 @@ export function hoverMarkdown(spec: string, st: SpecStats | undefined, state: Pr
     if (st.lastHits.length) {
       lines.push('', '**Last hits**', '');
       for (const h of [...st.lastHits].reverse())
-        lines.push(`- ${escapeMarkdown(h.host)} ${h.ts.toFixed(6)} — ${escapeMarkdown(formatValues(h.values, 200)) || '(no values)'}`);
+        lines.push(
+          `- ${escapeMarkdown(h.host)} ${formatTs(h.ts)} — ${escapeMarkdown(formatValues(h.values, 200)) || '(no values)'}${
+            h.site && h.site.kind !== 'entry' ? ` · ${escapeMarkdown(formatSite(h.site))}` : ''
+          }`,
+        );
     }
     if (st.latency && st.latency.count > 0) lines.push('', ...latencyLines(st.latency));
   }

@@ -323,4 +323,32 @@ describe('live panel webview in Chromium', () => {
     assert.deepEqual((await p.posted()).at(-1), { type: 'clear' });
     assert.equal((await domRows(p)).length, 0);
   });
+
+  test("a row shows a traced program's text escaped, null and arrays as values, and its site on the probe", async (t) => {
+    const p = await open(t);
+    if (!p) return;
+    const site = { kind: 'inlined' as const, address: '0x401136', caller: 'main', file: 'calc.c', line: 30 };
+    const hostile: Hit = {
+      ...hits(0, 1)[0],
+      comm: 'a\rb\u2028',
+      args: { s: 'x\n\u001b[2Jy', p: null, v: [1, 2] },
+      site,
+    };
+    await p.send(init(), { type: 'hits', batch: encodeHits([hostile]) });
+    await frames(p);
+    const row = await p.page.evaluate(() => {
+      // No helper functions in here: the bundler's name helper does not exist in the page.
+      const r = document.querySelector('.pl-spacer > .pl-row') as HTMLElement;
+      return {
+        comm: (r.querySelector('.pl-col-comm') as HTMLElement).textContent,
+        args: (r.querySelector('.pl-col-args') as HTMLElement).textContent,
+        probeTitle: (r.querySelector('.pl-col-probe') as HTMLElement).title,
+      };
+    });
+    assert.deepEqual(row, {
+      comm: 'a\\rb\\u2028',
+      args: 's="x\\n\\x1b[2Jy" p=null v=[1,2]',
+      probeTitle: 'inlined into main at calc.c:30 (0x401136)',
+    });
+  });
 });

@@ -123,3 +123,15 @@ test('hover markdown shows hostile values as their text: no markup, link, image,
     ].join('\n'),
   );
 });
+
+test("the hover says which copy of the function's code a last hit came from, when it is not the entry", () => {
+  const v = view('local', 2);
+  const site = { kind: 'inlined' as const, address: '0x401136', caller: 'main', file: 'calls.c', line: 130 };
+  const st = statsForSpec('add_ints $params', [{ ...v, events: [{ event: 'add_ints', spec: 'add_ints $params', site }] }]);
+  const md = hoverMarkdown('add_ints $params', st, 'armed');
+  assert.match(md, /^- local 2\.000000 — a=3 b=-7 · inlined into main at calls\.c:130 \(0x401136\)$/m);
+  const entry = statsForSpec('add_ints $params', [
+    { ...v, events: [{ event: 'add_ints', spec: 'add_ints $params', site: { kind: 'entry', address: '0x401000' } }] },
+  ]);
+  assert.match(hoverMarkdown('add_ints $params', entry, 'armed'), /^- local 2\.000000 — a=3 b=-7$/m);
+});

@@ -116,3 +116,18 @@ test('retainedHits applies the panel filter for export; clear forgets everything
   assert.equal(msgs.at(-1)?.type, 'cleared', 'a detached feed sends nothing');
   feed.dispose();
 });
+
+test("exportText writes what the panel's Export buttons save: the CLI's JSON objects, or CSV with formulas neutralised", () => {
+  const feed = new PanelFeed({ version: 't' });
+  const h: Hit = { ...hits(0, 1)[0], comm: '=cmd|x', args: { s: '@SUM(A1)', n: -5, p: null } };
+  feed.post([h]);
+  const json = feed.exportText('json');
+  assert.equal(json.hits, 1);
+  assert.deepEqual(JSON.parse(json.text), [
+    { host: 'local', probe: 'add', kind: 'entry', pid: 1, tid: 1, comm: '=cmd|x', cpu: 0, ts: 0, args: { s: '@SUM(A1)', n: -5, p: null } },
+  ]);
+  const csv = feed.exportText('csv', 'probe:add').text.split('\r\n');
+  assert.equal(csv[0], 'ts,host,probe,kind,pid,tid,comm,cpu,retval,latency_ns,args.s,args.n,args.p');
+  assert.equal(csv[1], "0,local,add,entry,1,1,'=cmd|x,0,,,'@SUM(A1),-5,null");
+  feed.dispose();
+});
