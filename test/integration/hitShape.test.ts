@@ -26,8 +26,17 @@ interface Both {
   out: FixtureOutput;
 }
 
-/** Arms `specs` on a private copy of the fixture, runs it once, and hands every hit to both writers. */
-async function traceBoth(t: TestContext, name: FixtureName, specs: string[], args: string[] = []): Promise<Both | undefined> {
+/**
+ * Arms `specs` on a private copy of the fixture, runs it once, hands every hit to both writers, and stops once
+ * `arrived(hits, out)` says every hit the program's own report implies has come in (bounded).
+ */
+async function traceBoth(
+  t: TestContext,
+  name: FixtureName,
+  specs: string[],
+  arrived: (hits: Hit[], out: FixtureOutput) => boolean,
+  args: string[] = [],
+): Promise<Both | undefined> {
   if (!requireTracefs(t)) return undefined;
   const f = await fixtureOrSkip(t, name);
   if (!f) return undefined;
@@ -51,12 +60,9 @@ async function traceBoth(t: TestContext, name: FixtureName, specs: string[], arg
   let out: FixtureOutput;
   try {
     out = await runFixture({ ...f, path: bin }, args);
-    // The stream lags the program: wait (bounded) until hits stop arriving.
-    let last = -1;
-    for (let i = 0; i < 60 && hits.length !== last; i++) {
-      last = hits.length;
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    // The stream lags the program (more so on a loaded machine): wait for the hits, not for a time.
+    const deadline = Date.now() + 60_000;
+    while (!arrived(hits, out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   } finally {
     await session.stop();
   }
@@ -95,6 +101,18 @@ test('C: each hit in the CLI NDJSON and in the panel JSON export of one session 
       // `a` read as an address faults (null); four bytes of the stack are an array value.
       'add_ints fault=+0(%di):string top=+0(%sp):u8[4]',
     ],
+    (hits, out) => {
+      const calls = (fn: string) => out.calls.filter((c) => c.func === fn).length;
+      const got = (probe: string) => hits.filter((h) => h.probe === probe).length;
+      const addInts = hits.filter((h) => h.event.startsWith('add_ints') && h.kind === 'entry').length;
+      return (
+        addInts >= 2 * calls('add_ints') &&
+        got('add_ints_return') >= calls('add_ints') &&
+        got('mix_unsigned') >= calls('mix_unsigned') &&
+        got('greet') >= calls('greet') &&
+        got('account_deposit') >= calls('account_deposit')
+      );
+    },
     ['2'],
   );
   if (!run) return;
@@ -123,7 +141,10 @@ test('C: each hit in the CLI NDJSON and in the panel JSON export of one session 
 });
 
 test('Go: returns paired per goroutine carry their latency to the panel as to the CLI', async (t) => {
-  const run = await traceBoth(t, 'go', ['main.work worker value', 'main.work%return $retval']);
+  const run = await traceBoth(t, 'go', ['main.work worker value', 'main.work%return $retval'], (hits, out) => {
+    const works = out.calls.filter((c) => c.func === 'main.work').length;
+    return hits.filter((h) => h.probe.startsWith('main_work_return')).length >= works;
+  });
   if (!run) return;
   const { cli } = assertSameHits(run);
   const works = run.out.calls.filter((c) => c.func === 'main.work');
