@@ -144,9 +144,10 @@ export async function openPanelPage(browser: Browser, o: OpenOptions): Promise<P
     page,
     errors,
     send: async (...msgs) => {
+      // unknown[]: playwright's serializability check recurses without end into the recursive HitValue type.
       await page.evaluate((ms) => {
         for (const m of ms) window.postMessage(m, '*');
-      }, msgs);
+      }, msgs as unknown[]);
     },
     posted: () => page.evaluate((k) => (window as unknown as Record<string, { posted: FromWebview[] }>)[k].posted, fake),
     savedState: () => page.evaluate((k) => (window as unknown as Record<string, { state: unknown }>)[k].state, fake),

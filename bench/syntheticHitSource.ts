@@ -1,7 +1,7 @@
 // SyntheticHitSource: hits shaped like a real session's, at a fixed rate, for `bench:panel`. A handful of
 // probes on three hosts; entry hits carry 0–4 arguments (ints, u64 decimal strings, pointers, strings),
 // return hits a value and a latency. Runs in Node or a browser worker (no Node imports).
-import type { HitKind, PanelHit } from '../src/shared/protocol';
+import type { Hit, ProbeKind } from '../src/shared/hit';
 
 export class SyntheticHitSource {
   private timer: ReturnType<typeof setInterval> | undefined;
@@ -17,12 +17,12 @@ export class SyntheticHitSource {
   }
 
   /** Emits every 10 ms whatever is due since the start, so a late tick catches up instead of lowering the rate. */
-  start(onHits: (hits: PanelHit[]) => void): void {
+  start(onHits: (hits: Hit[]) => void): void {
     const t0 = performance.now();
     this.timer = setInterval(() => {
       const due = Math.floor(((performance.now() - t0) / 1000) * this.rate) - this.emitted;
       if (due <= 0) return;
-      const hits = new Array<PanelHit>(due);
+      const hits = new Array<Hit>(due);
       for (let i = 0; i < due; i++) hits[i] = this.next();
       this.emitted += due;
       onHits(hits);
@@ -33,11 +33,11 @@ export class SyntheticHitSource {
     clearInterval(this.timer);
   }
 
-  private next(): PanelHit {
+  private next(): Hit {
     const n = this.seq++;
     const p = n % this.probes.length;
     const ret = n % 3 === 2;
-    const kind: HitKind = ret ? 'return' : 'entry';
+    const kind: ProbeKind = ret ? 'return' : 'entry';
     const args: Record<string, number | string> = {};
     if (!ret) {
       args.len = (n * 7919) % 65536;
@@ -48,6 +48,7 @@ export class SyntheticHitSource {
     return {
       host: this.hosts[n % 3],
       probe: this.probes[p],
+      event: this.probes[p],
       kind,
       pid: 4000 + (n % 5),
       tid: 4000 + (n % 17),

@@ -18,6 +18,7 @@ import { VirtualTable, type Column, type TableModel } from './table/virtualTable
 import { HistogramView, sumHistograms } from './stats/histogram';
 import { ProbeCountsView } from './stats/probeCounts';
 import { formatCount, formatDuration, formatTs } from './format';
+import { escapeText } from '../src/shared/hitText';
 
 interface SavedState {
   filter: string;
@@ -108,8 +109,11 @@ const model: TableModel = {
     cells[0].textContent = formatTs(scratch.ts);
     cells[1].textContent = view.str(scratch.host);
     cells[2].textContent = `${scratch.pid}/${scratch.tid}`;
-    cells[3].textContent = view.str(scratch.comm);
+    // A comm is the traced program's text: control characters, line separators and bidi overrides show escaped.
+    cells[3].textContent = escapeText(view.str(scratch.comm));
     cells[4].textContent = view.str(scratch.probe);
+    // The copy of the function's code the hit came from (clone, part, inlined copy), when the engine names it.
+    cells[4].title = scratch.siteText;
     cells[5].textContent = scratch.argText;
     cells[6].textContent = scratch.retText;
     cells[7].textContent = scratch.latencyNs >= 0 ? formatDuration(scratch.latencyNs) : '';

@@ -3,7 +3,6 @@
 //   probe:NAME        probe name contains NAME      host:NAME   host contains NAME      comm:NAME   comm contains NAME
 //   pid:N  tid:N      exact thread-group / thread id             kind:entry|return|line|usdt
 // Side-effect free.
-import type { ArgValue } from './protocol';
 
 export interface HitFields {
   probe: string;
@@ -60,14 +59,4 @@ export function parseFilter(text: string): HitFilter {
       return words.every((w) => hay.includes(w));
     },
   };
-}
-
-/** "a=3 b=-7 name=hello": how the panel shows a hit's arguments. */
-export function formatArgs(names: readonly string[], values: readonly ArgValue[], offset = 0): string {
-  let s = '';
-  for (let i = 0; i < names.length; i++) {
-    if (i > 0) s += ' ';
-    s += `${names[i]}=${values[offset + i]}`;
-  }
-  return s;
 }

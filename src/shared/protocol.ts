@@ -6,30 +6,12 @@
 // one object per hit (with repeated host/probe/comm/arg-name strings) costs far more than a few flat
 // arrays of numbers.
 
-export const PROTOCOL_VERSION = 1;
+import { PROBE_KINDS, type Hit, type HitSite, type HitValue } from './hit';
 
-export type HitKind = 'entry' | 'return' | 'line' | 'usdt';
-export const HIT_KINDS: readonly HitKind[] = ['entry', 'return', 'line', 'usdt'];
+export const PROTOCOL_VERSION = 2;
 
-/** A value as contracts.md's JSON writes it: a number when |v| < 2^53, otherwise a decimal or "0x…" string. */
-export type ArgValue = number | string;
-
-/** One hit in contracts.md's JSON shape, plus the paired entry→return latency when the engine knows it. */
-export interface PanelHit {
-  host: string;
-  probe: string;
-  kind: HitKind;
-  pid: number;
-  tid: number;
-  comm: string;
-  cpu: number;
-  /** seconds on the target's `mono` trace clock */
-  ts: number;
-  args: Record<string, ArgValue>;
-  retval?: ArgValue;
-  /** entry→return latency in nanoseconds (return hits only) */
-  latencyNs?: number;
-}
+/** A hit travels as its columns in a `HitBatch`; `encodeHits`/`decodeHits` are exact inverses. */
+export type { Hit, HitSite, HitValue, ProbeKind } from './hit';
 
 /** What the panel knows about a probe: its name and where it sits in the source (for "open source"). */
 export interface ProbeInfo {
@@ -70,14 +52,17 @@ export interface SessionInfo {
  */
 export interface HitBatch {
   n: number;
-  /** strings referenced by index from host, probe, comm and shapes */
+  /** strings referenced by index from host, probe, event, comm and shapes */
   strings: string[];
   /** each shape is the list of arg names (string indices) a row's `args` values follow */
   shapes: number[][];
+  /** the distinct sites of this batch's hits */
+  sites: HitSite[];
   ts: Float64Array;
   host: Int32Array;
   probe: Int32Array;
-  /** index into HIT_KINDS */
+  event: Int32Array;
+  /** index into PROBE_KINDS */
   kind: Int32Array;
   pid: Int32Array;
   tid: Int32Array;
@@ -85,10 +70,13 @@ export interface HitBatch {
   cpu: Int32Array;
   shape: Int32Array;
   /** all rows' arg values, flattened in shape order */
-  args: ArgValue[];
-  retval: (ArgValue | null)[];
+  args: HitValue[];
+  /** `undefined` when the hit has no return value (null is a value: the fetch faulted) */
+  retval: (HitValue | undefined)[];
   /** -1 when the hit has no latency */
   latencyNs: Float64Array;
+  /** index into `sites`, -1 when the hit names none */
+  site: Int32Array;
 }
 
 export type ToWebview =
@@ -161,8 +149,8 @@ export class RequestTracker {
   }
 }
 
-/** Encode hits column-oriented; strings and arg-name lists are interned once per batch. */
-export function encodeHits(hits: readonly PanelHit[]): HitBatch {
+/** Encode hits column-oriented; strings, arg-name lists and sites are interned once per batch. */
+export function encodeHits(hits: readonly Hit[]): HitBatch {
   const strings: string[] = [];
   const stringIds = new Map<string, number>();
   const intern = (s: string): number => {
@@ -176,14 +164,19 @@ export function encodeHits(hits: readonly PanelHit[]): HitBatch {
   };
   const shapes: number[][] = [];
   const shapeIds = new Map<string, number>();
+  const sites: HitSite[] = [];
+  // The session hands every hit of one event the same site object, so identity collapses them.
+  const siteIds = new Map<HitSite, number>();
   const n = hits.length;
   const b: HitBatch = {
     n,
     strings,
     shapes,
+    sites,
     ts: new Float64Array(n),
     host: new Int32Array(n),
     probe: new Int32Array(n),
+    event: new Int32Array(n),
     kind: new Int32Array(n),
     pid: new Int32Array(n),
     tid: new Int32Array(n),
@@ -191,8 +184,9 @@ export function encodeHits(hits: readonly PanelHit[]): HitBatch {
     cpu: new Int32Array(n),
     shape: new Int32Array(n),
     args: [],
-    retval: new Array<ArgValue | null>(n),
+    retval: new Array<HitValue | undefined>(n),
     latencyNs: new Float64Array(n),
+    site: new Int32Array(n),
   };
   for (let i = 0; i < n; i++) {
     const h = hits[i];
@@ -208,15 +202,26 @@ export function encodeHits(hits: readonly PanelHit[]): HitBatch {
     b.ts[i] = h.ts;
     b.host[i] = intern(h.host);
     b.probe[i] = intern(h.probe);
-    b.kind[i] = Math.max(0, HIT_KINDS.indexOf(h.kind));
+    b.event[i] = intern(h.event);
+    b.kind[i] = Math.max(0, PROBE_KINDS.indexOf(h.kind));
     b.pid[i] = h.pid;
     b.tid[i] = h.tid;
     b.comm[i] = intern(h.comm);
     b.cpu[i] = h.cpu;
     b.shape[i] = shape;
     for (const name of names) b.args.push(h.args[name]);
-    b.retval[i] = h.retval ?? null;
+    b.retval[i] = h.retval;
     b.latencyNs[i] = h.latencyNs ?? -1;
+    let site = -1;
+    if (h.site) {
+      site = siteIds.get(h.site) ?? -1;
+      if (site < 0) {
+        site = sites.length;
+        sites.push(h.site);
+        siteIds.set(h.site, site);
+      }
+    }
+    b.site[i] = site;
   }
   return b;
 }
@@ -231,39 +236,35 @@ export function forEachHitRow(b: HitBatch, visit: (row: number, argNames: readon
   }
 }
 
-/** The inverse of encodeHits (tests, export of what the webview holds). */
-export function decodeHits(b: HitBatch): PanelHit[] {
-  const out: PanelHit[] = [];
-  forEachHitRow(b, (i, names, off) => {
-    const args: Record<string, ArgValue> = {};
-    for (let k = 0; k < names.length; k++) args[b.strings[names[k]]] = b.args[off + k];
-    const hit: PanelHit = {
-      host: b.strings[b.host[i]],
-      probe: b.strings[b.probe[i]],
-      kind: HIT_KINDS[b.kind[i]] ?? 'entry',
-      pid: b.pid[i],
-      tid: b.tid[i],
-      comm: b.strings[b.comm[i]],
-      cpu: b.cpu[i],
-      ts: b.ts[i],
-      args,
-    };
-    const rv = b.retval[i];
-    if (rv !== null) hit.retval = rv;
-    if (b.latencyNs[i] >= 0) hit.latencyNs = b.latencyNs[i];
-    out.push(hit);
-  });
-  return out;
+/** Row `row` of a batch as a hit (its arguments start at `argOffset` in `b.args`). */
+export function hitAt(b: HitBatch, row: number, argOffset: number): Hit {
+  const names = b.shapes[b.shape[row]];
+  const args: Record<string, HitValue> = {};
+  for (let k = 0; k < names.length; k++) args[b.strings[names[k]]] = b.args[argOffset + k];
+  const hit: Hit = {
+    host: b.strings[b.host[row]],
+    probe: b.strings[b.probe[row]],
+    kind: PROBE_KINDS[b.kind[row]] ?? 'entry',
+    pid: b.pid[row],
+    tid: b.tid[row],
+    comm: b.strings[b.comm[row]],
+    cpu: b.cpu[row],
+    ts: b.ts[row],
+    args,
+    event: b.strings[b.event[row]],
+  };
+  const rv = b.retval[row];
+  if (rv !== undefined) hit.retval = rv;
+  if (b.latencyNs[row] >= 0) hit.latencyNs = b.latencyNs[row];
+  if (b.site[row] >= 0) hit.site = b.sites[b.site[row]];
+  return hit;
 }
 
-/** Index of the log2 bucket a latency falls in: [2^i, 2^(i+1)) ns; 0 and 1 ns share bucket 0. */
-export function log2Bucket(ns: number): number {
-  if (!(ns >= 2)) return 0;
-  let i = Math.floor(Math.log2(ns));
-  // log2 rounds near large powers of two; settle the edge exactly.
-  if (2 ** i > ns) i--;
-  else if (2 ** (i + 1) <= ns) i++;
-  return Math.min(63, i);
+/** The inverse of encodeHits (the host's export, tests). */
+export function decodeHits(b: HitBatch): Hit[] {
+  const out: Hit[] = [];
+  forEachHitRow(b, (i, _names, off) => out.push(hitAt(b, i, off)));
+  return out;
 }
 
 export function emptyStats(): PanelStats {

@@ -4,8 +4,6 @@ import * as vscode from 'vscode';
 import { PROBELENS_VERSION } from '../core/version';
 import type { ProbeInfo } from '../shared/protocol';
 import type { Ctx } from './ctx';
-import { LatencyPairer } from './model/latencyPairing';
-import { toPanelHit } from './model/panelHits';
 import { buildToLocal } from './model/pathMapping';
 import { LivePanel, type LivePanelDeps } from './panel/livePanel';
 import { PanelFeed } from './panel/panelFeed';
@@ -14,27 +12,14 @@ import type { Tracing } from './tracing';
 export class PanelHost implements vscode.Disposable {
   readonly feed = new PanelFeed({ version: PROBELENS_VERSION });
   private lost = 0;
-  private readonly pairers = new WeakMap<object, LatencyPairer>();
 
   constructor(
     private readonly ctx: Ctx,
     private readonly tracing: Tracing,
   ) {
     ctx.push(
-      tracing.onHit((hit, run) => {
-        const ph = toPanelHit(hit);
-        const session = run.session;
-        if (session) {
-          let pairer = this.pairers.get(session);
-          if (!pairer) {
-            const byEvent = new Map(session.probes.map((p) => [p.event, p]));
-            this.pairers.set(session, (pairer = new LatencyPairer((e) => byEvent.get(e))));
-          }
-          const ns = pairer.latencyNs(hit);
-          if (ns !== undefined) ph.latencyNs = ns;
-        }
-        this.feed.post([ph]);
-      }),
+      // The session's hits go to the panel as they are: latency is already paired (threads and goroutines).
+      tracing.onHit((hit) => this.feed.post([hit])),
     );
     ctx.push(tracing.onDidChange(() => this.sync()));
     ctx.push(LivePanel.registerSerializer(ctx.extension, this.deps()));

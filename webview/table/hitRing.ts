@@ -5,10 +5,13 @@
 // Argument and return-value text is not built on arrival (at 100,000 hits/s that is most of the work and
 // most of the garbage): a row keeps a reference to the batch it came in and its offset there, and the text
 // is made when the row is read, which happens only for rows on screen, filtering and export.
-import { formatArgs } from '../../src/shared/hitFilter';
+import { formatArgs, formatSite, formatValue } from '../../src/shared/hitText';
 import type { HitBatch } from '../../src/shared/protocol';
 
-/** A row as read back. Ids (host, probe, comm) index the view's string table; kind indexes HIT_KINDS. */
+/**
+ * One retained hit as the table reads it back: the numeric fields of the `Hit`, its strings as ids into the
+ * view's string table (kind indexes PROBE_KINDS), and its arguments, return value and site as display text.
+ */
 export interface RingRow {
   ts: number;
   host: number;
@@ -22,22 +25,8 @@ export interface RingRow {
   latencyNs: number;
   argText: string;
   retText: string;
-}
-
-/** A row as stored: its fields, and where in its batch the arguments and return value are. */
-export interface RingInput {
-  ts: number;
-  host: number;
-  probe: number;
-  kind: number;
-  pid: number;
-  tid: number;
-  comm: number;
-  cpu: number;
-  latencyNs: number;
-  batch: HitBatch;
-  row: number;
-  argOffset: number;
+  /** where the hit's code sits ("inlined into main at a.c:12 (0x…)"), '' when the hit names no site */
+  siteText: string;
 }
 
 const INTS = 9; // host, probe, kind, pid, tid, comm, cpu, row, argOffset
@@ -73,27 +62,31 @@ export class HitRing {
     return seq >= this.start && seq < this.end;
   }
 
-  push(r: RingInput): number {
+  /**
+   * Keeps row `row` of `b` (its arguments start at `argOffset` in `b.args`); `ids` maps the batch's string
+   * indices to the view's string table.
+   */
+  push(b: HitBatch, row: number, argOffset: number, ids: readonly number[]): number {
     const seq = this.end++;
     if (this.end - this.start > this.capacity) {
       this.start++;
       this.dropped++;
     }
     const s = seq % this.capacity;
-    this.ts[s] = r.ts;
-    this.latency[s] = r.latencyNs;
+    this.ts[s] = b.ts[row];
+    this.latency[s] = b.latencyNs[row];
     const o = s * INTS;
     const ints = this.ints;
-    ints[o] = r.host;
-    ints[o + 1] = r.probe;
-    ints[o + 2] = r.kind;
-    ints[o + 3] = r.pid;
-    ints[o + 4] = r.tid;
-    ints[o + 5] = r.comm;
-    ints[o + 6] = r.cpu;
-    ints[o + 7] = r.row;
-    ints[o + 8] = r.argOffset;
-    this.batches[s] = r.batch;
+    ints[o] = ids[b.host[row]];
+    ints[o + 1] = ids[b.probe[row]];
+    ints[o + 2] = b.kind[row];
+    ints[o + 3] = b.pid[row];
+    ints[o + 4] = b.tid[row];
+    ints[o + 5] = ids[b.comm[row]];
+    ints[o + 6] = b.cpu[row];
+    ints[o + 7] = row;
+    ints[o + 8] = argOffset;
+    this.batches[s] = b;
     return seq;
   }
 
@@ -116,7 +109,9 @@ export class HitRing {
     const row = ints[o + 7];
     out.argText = argTextOf(b, row, ints[o + 8]);
     const rv = b.retval[row];
-    out.retText = rv === null || rv === undefined ? '' : String(rv);
+    out.retText = rv === undefined ? '' : formatValue(rv);
+    const site = b.site[row];
+    out.siteText = site >= 0 ? formatSite(b.sites[site]) : '';
     return true;
   }
 
@@ -139,5 +134,5 @@ export function argTextOf(b: HitBatch, row: number, argOffset: number): string {
 }
 
 export function emptyRow(): RingRow {
-  return { ts: 0, host: 0, probe: 0, kind: 0, pid: 0, tid: 0, comm: 0, cpu: 0, latencyNs: -1, argText: '', retText: '' };
+  return { ts: 0, host: 0, probe: 0, kind: 0, pid: 0, tid: 0, comm: 0, cpu: 0, latencyNs: -1, argText: '', retText: '', siteText: '' };
 }

@@ -1,9 +1,10 @@
 // What the table shows: the bounded history (HitRing), narrowed by the filter, frozen while paused.
 // Paused means "keep receiving, stop moving": batches wait in a queue bounded like the history and join
 // it on resume, so the rows under the user's eyes are not evicted while they read them.
-import { HIT_KINDS, type HitBatch } from '../../src/shared/protocol';
+import { PROBE_KINDS } from '../../src/shared/hit';
+import type { HitBatch } from '../../src/shared/protocol';
 import { parseFilter, type HitFields, type HitFilter } from '../../src/shared/hitFilter';
-import { HitRing, emptyRow, type RingInput, type RingRow } from './hitRing';
+import { HitRing, emptyRow, type RingRow } from './hitRing';
 
 export class StringTable {
   private readonly ids = new Map<string, number>();
@@ -32,20 +33,6 @@ export class HitView {
   private pausedDropped = 0;
   private isPaused = false;
   private readonly scratch = emptyRow();
-  private readonly input: RingInput = {
-    ts: 0,
-    host: 0,
-    probe: 0,
-    kind: 0,
-    pid: 0,
-    tid: 0,
-    comm: 0,
-    cpu: 0,
-    latencyNs: -1,
-    batch: undefined as unknown as HitBatch,
-    row: 0,
-    argOffset: 0,
-  };
   private readonly fields: HitFields = { probe: '', host: '', comm: '', kind: '', pid: 0, tid: 0, argText: '', retText: '' };
 
   constructor(capacity: number) {
@@ -152,7 +139,7 @@ export class HitView {
     f.probe = this.str(r.probe);
     f.host = this.str(r.host);
     f.comm = this.str(r.comm);
-    f.kind = HIT_KINDS[r.kind] ?? '';
+    f.kind = PROBE_KINDS[r.kind] ?? '';
     f.pid = r.pid;
     f.tid = r.tid;
     f.argText = r.argText;
@@ -162,24 +149,11 @@ export class HitView {
 
   private ingest(b: HitBatch): number {
     const ids = b.strings.map((s) => this.strings.intern(s));
-    const input = this.input;
-    input.batch = b;
     const filtering = !this.filter.empty;
     let off = 0;
     for (let i = 0; i < b.n; i++) {
-      input.ts = b.ts[i];
-      input.host = ids[b.host[i]];
-      input.probe = ids[b.probe[i]];
-      input.kind = b.kind[i];
-      input.pid = b.pid[i];
-      input.tid = b.tid[i];
-      input.comm = ids[b.comm[i]];
-      input.cpu = b.cpu[i];
-      input.latencyNs = b.latencyNs[i];
-      input.row = i;
-      input.argOffset = off;
+      const seq = this.ring.push(b, i, off, ids);
       off += b.shapes[b.shape[i]].length;
-      const seq = this.ring.push(input);
       if (filtering) {
         this.ring.read(seq, this.scratch);
         if (this.filter.matches(this.fieldsOf(this.scratch))) this.matches.push(seq);

@@ -2,7 +2,7 @@
 import type { BinaryIndex } from '../../core/index/binaryIndex';
 import { loadIndex } from '../../core/index/load';
 import type { IndexedFunction } from '../../core/index/model';
-import { hexAddress, jsonInteger, toJson } from '../../core/format/json';
+import { hexAddress, jsonInteger, toJson } from '../../shared/hitJson';
 import { resolvePoint, resolveSourceFile } from '../../core/probes/resolve';
 import { parsePoint } from '../../core/probes/spec';
 import { variablesAtSite } from '../../core/probes/variables';

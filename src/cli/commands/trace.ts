@@ -8,8 +8,9 @@ import { LocalTarget } from '../../core/target/local';
 import { SshTarget } from '../../core/target/ssh';
 import type { Target } from '../../core/target/target';
 import { TracefsAgent } from '../../core/tracefs/agentClient';
-import { hitToJson, type Hit } from '../../core/tracefs/hitParser';
-import { toJson } from '../../core/format/json';
+import type { Hit } from '../../shared/hit';
+import { hitToJsonLine, toJson } from '../../shared/hitJson';
+import { formatHitLine } from '../../shared/hitText';
 import { oneValue, parseArgs, positiveNumber, UsageError, type ParsedArgs } from '../args';
 import { indexOptions } from '../limits';
 import type { Io } from './inspect';
@@ -68,14 +69,6 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
   for (const p of probes) for (const w of p.warnings) process.stderr.write(`probelens: ${p.event}: ${w}\n`);
 }
 
-function formatHitText(h: Hit): string {
-  const args = Object.entries(h.args)
-    .map(([k, v]) => `${k}=${typeof v === 'string' && !/^0x/.test(v) ? JSON.stringify(v) : String(v)}`)
-    .join(' ');
-  const ret = h.retval !== undefined ? ` → ${String(h.retval)}` : '';
-  return `${h.ts.toFixed(6)} ${h.host} ${h.comm}-${h.pid}/${h.tid} ${h.probe}${args ? ` ${args}` : ''}${ret}\n`;
-}
-
 export async function traceCommand(argv: string[], io: Io): Promise<number> {
   const args = parseArgs(argv, {
     ...SSH_OPTS,
@@ -107,7 +100,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   const onHit = (h: Hit) => {
     if (count !== undefined && total >= count) return;
     total++;
-    io.out(json ? `${toJson(hitToJson(h))}\n` : formatHitText(h));
+    io.out(json ? hitToJsonLine(h) : formatHitLine(h));
     if (count !== undefined && total >= count) stopRequested();
   };
   const log = (m: string) => process.stderr.write(`probelens: ${m}\n`);

@@ -12,6 +12,7 @@ import { resolvePoint, ResolveError, type ResolvedSite } from './resolve';
 import { findReturnSites } from './returns';
 import { parseSpec, type ProbeArg, type ProbeSpec } from './spec';
 import { siteContext, variablesAtSite, type SiteVariable } from './variables';
+import type { HitSite, ProbeKind } from '../../shared/hit';
 
 export interface CompiledArg {
   name: string;
@@ -28,7 +29,7 @@ export interface CompiledProbe {
   event: string;
   group: string;
   definition: string;
-  kind: 'entry' | 'return' | 'line' | 'usdt';
+  kind: ProbeKind;
   /** The spec text it came from, and which probe of a multi-site spec this is. */
   spec: string;
   function?: string;
@@ -43,6 +44,8 @@ export interface CompiledProbe {
   pairBy: 'tid' | 'goroutine';
   /** Arguments left out and why (optimized out at this address, …). */
   warnings: string[];
+  /** Which copy of the function's code this event is armed on; every hit of the event carries it. */
+  site?: HitSite;
 }
 
 /** Bytes of a Go string fetched per hit (longer strings end in "…"). */

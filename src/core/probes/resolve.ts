@@ -2,6 +2,7 @@
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { IndexedFunction, IndexedUsdt } from '../index/model';
 import type { ProbePoint } from './spec';
+import type { ProbeKind } from '../../shared/hit';
 
 export class ResolveError extends Error {
   constructor(message: string) {
@@ -11,7 +12,7 @@ export class ResolveError extends Error {
 }
 
 export interface ResolvedSite {
-  kind: 'entry' | 'return' | 'line' | 'usdt';
+  kind: ProbeKind;
   /** The function the site is in (line probes: the one containing the address). */
   fn?: IndexedFunction;
   usdt?: IndexedUsdt;

@@ -2,7 +2,7 @@
 // session length: counts per probe and per source line, the last N values of each argument, and entry→return
 // latency (paired per thread, or per goroutine for Go, with a bounded stack per key for recursion) kept as a
 // log2 histogram for display plus a log-linear one for percentiles.
-import type { Hit, HitValue } from '../tracefs/hitParser';
+import { log2Bucket, type Hit, type HitValue } from '../../shared/hit';
 
 export interface AggregateOptions {
   /** Values kept per argument (default 16). */
@@ -71,8 +71,7 @@ class Histogram {
     this.count++;
     if (v > this.max) this.max = v;
     if (v < this.min) this.min = v;
-    const e = v < 1 ? 0 : Math.floor(Math.log2(v));
-    this.log2[Math.min(63, e)]++;
+    this.log2[log2Bucket(v)]++;
     const key = fineIndex(v);
     this.fine.set(key, (this.fine.get(key) ?? 0) + 1);
   }
@@ -150,9 +149,10 @@ export class Aggregates {
 
   /**
    * Counts `hit` and remembers its arguments; `pairing` holds arguments that only pair entries with returns
-   * (the session's hidden goroutine pointer), looked up before the hit's own.
+   * (the session's hidden goroutine pointer), looked up before the hit's own. Returns the entry→return latency
+   * in nanoseconds when `hit` is a return paired with its entry: the one pairing every consumer of hits uses.
    */
-  add(hit: Hit, pairing?: Readonly<Record<string, HitValue>>): void {
+  add(hit: Hit, pairing?: Readonly<Record<string, HitValue>>): number | undefined {
     this.pairing = pairing;
     this.hits.set(hit.probe, (this.hits.get(hit.probe) ?? 0) + 1);
     const site = this.sites.get(hit.probe);
@@ -164,7 +164,7 @@ export class Aggregates {
     const asEntry = this.entryOf.get(hit.probe);
     if (asEntry) this.enter(asEntry, hit);
     const asExit = this.exitOf.get(hit.probe);
-    if (asExit) this.leave(asExit, hit);
+    return asExit ? this.leave(asExit, hit) : undefined;
   }
 
   addLost(n: number): void {
@@ -236,17 +236,20 @@ export class Aggregates {
     if (byKey.size > this.maxKeys) byKey.delete(byKey.keys().next().value!);
   }
 
-  private leave(pair: LatencyPair, hit: Hit): void {
+  private leave(pair: LatencyPair, hit: Hit): number | undefined {
     const key = this.key(pair, hit);
     const stack = key === null ? undefined : this.open.get(pair.entry)!.get(key);
     const start = stack?.pop();
     if (start === undefined) {
       this.unpaired++;
-      return;
+      return undefined;
     }
     if (stack!.length === 0) this.open.get(pair.entry)!.delete(key!);
     let h = this.latency.get(pair.entry);
     if (!h) this.latency.set(pair.entry, (h = new Histogram()));
-    h.add((hit.ts - start) * 1e9);
+    // The trace clock prints microseconds: round away the float noise of the subtraction.
+    const ns = Math.max(0, Math.round((hit.ts - start) * 1e9));
+    h.add(ns);
+    return ns;
   }
 }

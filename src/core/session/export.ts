@@ -1,64 +1,28 @@
-// Serialisers for a list of hits: JSON (contracts.md's hit objects, one array) and CSV (RFC 4180).
-// Pure functions, so the live panel and the CLI write the same files.
-
-export type ExportValue = number | string | bigint;
-
-/** contracts.md's hit shape, plus the panel's paired latency (written to CSV only; JSON keeps the contract). */
-export interface ExportHit {
-  host: string;
-  probe: string;
-  kind: string;
-  pid: number;
-  tid: number;
-  comm: string;
-  cpu: number;
-  ts: number;
-  args: Record<string, ExportValue>;
-  retval?: ExportValue;
-  latencyNs?: number;
-}
-
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-
-/** contracts.md: integers are JSON numbers when |v| < 2^53, otherwise decimal strings. */
-export function jsonValue(v: ExportValue): number | string {
-  if (typeof v === 'bigint') return v <= MAX_SAFE && v >= -MAX_SAFE ? Number(v) : v.toString();
-  if (typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v)) {
-    // Already past 2^53, so precision is gone; at least keep the contract's type.
-    return BigInt(v).toString();
-  }
-  return v;
-}
-
-function contractHit(h: ExportHit): Record<string, unknown> {
-  const args: Record<string, number | string> = {};
-  for (const [k, v] of Object.entries(h.args)) args[k] = jsonValue(v);
-  const o: Record<string, unknown> = {
-    host: h.host,
-    probe: h.probe,
-    kind: h.kind,
-    pid: h.pid,
-    tid: h.tid,
-    comm: h.comm,
-    cpu: h.cpu,
-    ts: h.ts,
-    args,
-  };
-  if (h.retval !== undefined) o.retval = jsonValue(h.retval);
-  return o;
-}
+// Files of hits: JSON (one array of the contract's hit objects, written by the same serializer as the CLI's
+// NDJSON) and CSV (RFC 4180, one column per argument name). Pure functions.
+import type { Hit, HitValue } from '../../shared/hit';
+import { hitToJson, jsonValue, toJson } from '../../shared/hitJson';
 
 /** One JSON array, one hit per line (diff- and grep-friendly), newline-terminated. */
-export function hitsToJson(hits: Iterable<ExportHit>): string {
+export function hitsToJson(hits: Iterable<Hit>): string {
   const lines: string[] = [];
-  for (const h of hits) lines.push(JSON.stringify(contractHit(h)));
+  for (const h of hits) lines.push(toJson(hitToJson(h)));
   return lines.length === 0 ? '[]\n' : `[\n${lines.join(',\n')}\n]\n`;
 }
 
-/** RFC 4180 §2: a field with a comma, quote, CR or LF is quoted, and its quotes doubled. */
-export function csvField(v: ExportValue | undefined | null): string {
-  if (v === undefined || v === null) return '';
-  const s = typeof v === 'string' ? v : String(v);
+const NUMBER = /^-?\d+(?:\.\d+)?(?:e[+-]?\d+)?$/i;
+// A spreadsheet evaluates a cell that starts with one of these as a formula (OWASP "CSV injection"); tab and CR
+// start one too in some of them once leading whitespace is trimmed.
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * One CSV field. Text that a spreadsheet would run as a formula gets a leading single quote (numbers such as
+ * `-5` stay numbers); then RFC 4180 §2: a field with a comma, quote, CR or LF is quoted, its quotes doubled.
+ */
+export function csvField(v: HitValue | undefined): string {
+  if (v === undefined) return '';
+  let s = v === null ? 'null' : typeof v === 'string' ? v : typeof v === 'number' ? String(v) : JSON.stringify(v);
+  if (typeof v === 'string' && FORMULA_START.test(s) && !NUMBER.test(s)) s = `'${s}`;
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
@@ -68,8 +32,8 @@ const FIXED_COLUMNS = ['ts', 'host', 'probe', 'kind', 'pid', 'tid', 'comm', 'cpu
  * Header plus one record per hit, CRLF line breaks (RFC 4180). Each argument name gets its own
  * `args.NAME` column (in order of first appearance) so spreadsheets can sort and sum by value.
  */
-export function hitsToCsv(hits: Iterable<ExportHit>): string {
-  const list = Array.isArray(hits) ? (hits as ExportHit[]) : [...hits];
+export function hitsToCsv(hits: Iterable<Hit>): string {
+  const list = Array.isArray(hits) ? (hits as Hit[]) : [...hits];
   const argNames: string[] = [];
   const seen = new Set<string>();
   for (const h of list) {

@@ -114,7 +114,9 @@ function presentHit(hit: Hit, probe: CompiledProbe | undefined): Hit {
     if (v !== undefined && !(hit.kind === 'return' && a.fetch === '$retval')) args[a.name] = v;
   }
   const comm = hit.args.probelens_comm;
-  return { ...hit, args, comm: typeof comm === 'string' && comm ? comm : hit.comm };
+  const out: Hit = { ...hit, args, comm: typeof comm === 'string' && comm ? comm : hit.comm };
+  if (probe.site) out.site = probe.site;
+  return out;
 }
 
 export class TraceSession {
@@ -188,7 +190,8 @@ export class TraceSession {
       onHit: (raw) => {
         const hit = presentHit(raw, this.byEvent.get(raw.event));
         // Aggregates see what users see; the hidden goroutine pointer only pairs entries with returns.
-        this.aggregates.add(hit, raw.args);
+        const latencyNs = this.aggregates.add(hit, raw.args);
+        if (latencyNs !== undefined) hit.latencyNs = latencyNs;
         opts.onHit?.(hit);
       },
       onLost: (_cpu, n) => {

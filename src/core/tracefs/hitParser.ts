@@ -8,11 +8,10 @@
 // (2) when the definitions carry a per-session sentinel as their last fetcharg (an immediate value the traced
 // program cannot know, see `sentinelFetcharg`), a record ends only at a line ending with that sentinel, so no
 // string content can start a record or a LOST line.
-import { parseTypedValue, type HitValue } from './values';
+import type { Hit, HitValue, ProbeKind } from '../../shared/hit';
+import { parseTypedValue } from './values';
 
-export type { HitValue } from './values';
-
-export type ProbeKind = 'entry' | 'return' | 'line' | 'usdt';
+export type { Hit, HitValue, ProbeKind } from '../../shared/hit';
 
 export interface EventSchema {
   /** tracefs event name (without group). */
@@ -24,38 +23,6 @@ export interface EventSchema {
   args: Array<{ name: string; type: string }>;
   /** Name of the arg that holds `$retval` on return probes: reported as `retval`, not in `args`. */
   retvalArg?: string;
-}
-
-export interface Hit {
-  host: string;
-  probe: string;
-  kind: ProbeKind;
-  pid: number;
-  tid: number;
-  comm: string;
-  cpu: number;
-  ts: number;
-  args: Record<string, HitValue>;
-  retval?: HitValue;
-  /** tracefs event name, for pairing entries with returns (not part of the JSON contract). */
-  event: string;
-}
-
-/** The contract's NDJSON shape of a hit: `{host, probe, kind, pid, tid, comm, cpu, ts, args, retval}`. */
-export function hitToJson(h: Hit): Record<string, unknown> {
-  const o: Record<string, unknown> = {
-    host: h.host,
-    probe: h.probe,
-    kind: h.kind,
-    pid: h.pid,
-    tid: h.tid,
-    comm: h.comm,
-    cpu: h.cpu,
-    ts: h.ts,
-    args: h.args,
-  };
-  if (h.retval !== undefined) o.retval = h.retval;
-  return o;
 }
 
 export interface ParserStats {

@@ -1,43 +1,18 @@
 // Text for the inline decoration, the hover and the status bar. Fixed formatting (not the UI locale) so what
 // a user reads and what tests assert are the same everywhere: `● 1,204 hits · last a=3 b=-7 · p50 2.1µs`.
 import type { LatencyStats } from '../../core/session/aggregates';
-import type { HitValue } from '../../core/tracefs/hitParser';
+import { formatCount, formatDuration, formatSite, formatTs, formatValues } from '../../shared/hitText';
 import type { ProbeState, SpecStats } from './stats';
 
-export function formatCount(n: number): string {
-  const s = String(Math.trunc(Math.abs(n)));
-  return (n < 0 ? '-' : '') + s.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-}
+export { formatCount, formatDuration, formatValue, formatValues } from '../../shared/hitText';
 
-/** Nanoseconds with two significant digits: 850ns, 2.1µs, 15ms, 1.2s. */
-export function formatNs(ns: number): string {
-  const units: Array<[number, string]> = [
-    [1e9, 's'],
-    [1e6, 'ms'],
-    [1e3, 'µs'],
-  ];
-  for (const [scale, unit] of units) {
-    if (ns >= scale) {
-      const v = ns / scale;
-      return `${v >= 10 ? Math.round(v) : Math.round(v * 10) / 10}${unit}`;
-    }
-  }
-  return `${Math.round(ns)}ns`;
-}
-
-export function formatValue(v: HitValue | undefined, max = 24): string {
-  if (v === undefined || v === null) return '?';
-  if (typeof v === 'number') return String(v);
-  if (Array.isArray(v)) return `[${v.map((x) => formatValue(x, max)).join(',')}]`;
-  // Pointers and big integers come as strings already formatted ("0x…", decimal); text gets quotes.
-  const s = /^(0x[0-9a-f]+|-?[0-9]+)$/i.test(v) ? v : JSON.stringify(v);
-  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
-}
-
-export function formatValues(values: Record<string, HitValue>): string {
-  return Object.entries(values)
-    .map(([k, v]) => `${k}=${formatValue(v)}`)
-    .join(' ');
+/**
+ * Markdown that shows `s` as the literal text where it sits mid-line (values are escaped text already, one line):
+ * CommonMark lets a backslash escape any ASCII punctuation, so a traced program's strings cannot add code spans,
+ * emphasis, links, images, tables or HTML to a hover.
+ */
+export function escapeMarkdown(s: string): string {
+  return s.replace(/[\\`*_[\]<>&~|]/g, '\\$&');
 }
 
 /** The inline text after a probe's line; `undefined` stats means armed and silent so far. */
@@ -50,8 +25,8 @@ export function decorationText(st: SpecStats | undefined, state: ProbeState, pro
   // After Stop the last session's numbers stay, with a hollow dot.
   const parts = [`${state === 'stopped' ? '○' : '●'} ${formatCount(hits)} ${plural(hits)}`];
   const last = st?.lastHits[st.lastHits.length - 1];
-  if (last && Object.keys(last.values).length) parts.push(`last ${formatValues(last.values)}`);
-  if (st?.latency && st.latency.count > 0) parts.push(`p50 ${formatNs(st.latency.p50)}`);
+  if (last && Object.keys(last.values).length) parts.push(`last ${formatValues(last.values, 24)}`);
+  if (st?.latency && st.latency.count > 0) parts.push(`p50 ${formatDuration(st.latency.p50)}`);
   return parts.join(' · ');
 }
 
@@ -77,24 +52,28 @@ export function sparkline(log2: readonly number[]): { bars: string; from: number
 
 function latencyLines(l: LatencyStats): string[] {
   const out = [
-    `**Latency** (${formatCount(l.count)} calls): p50 ${formatNs(l.p50)} · p90 ${formatNs(l.p90)} · p99 ${formatNs(l.p99)} · max ${formatNs(l.max)}`,
+    `**Latency** (${formatCount(l.count)} calls): p50 ${formatDuration(l.p50)} · p90 ${formatDuration(l.p90)} · p99 ${formatDuration(l.p99)} · max ${formatDuration(l.max)}`,
   ];
   const sp = sparkline(l.log2);
-  if (sp) out.push('', `\`${formatNs(sp.from)} ${sp.bars} ${formatNs(sp.to)}\``);
+  if (sp) out.push('', `\`${formatDuration(sp.from)} ${sp.bars} ${formatDuration(sp.to)}\``);
   return out;
 }
 
 /** Markdown for the hover on a probe's line. */
 export function hoverMarkdown(spec: string, st: SpecStats | undefined, state: ProbeState, problems: readonly string[] = []): string {
   const lines = [`**ProbeLens** \`${spec.replace(/`/g, "'")}\` — ${state}`];
-  for (const p of problems) lines.push('', `⚠ ${p}`);
+  for (const p of problems) lines.push('', `⚠ ${escapeMarkdown(p)}`);
   if (st) {
     const hosts = Object.entries(st.byHost);
-    if (hosts.length) lines.push('', hosts.map(([h, n]) => `${h}: ${formatCount(n)} ${plural(n)}`).join(' · '));
+    if (hosts.length) lines.push('', hosts.map(([h, n]) => `${escapeMarkdown(h)}: ${formatCount(n)} ${plural(n)}`).join(' · '));
     if (st.lastHits.length) {
       lines.push('', '**Last hits**', '');
       for (const h of [...st.lastHits].reverse())
-        lines.push(`- \`${h.host}\` ${h.ts.toFixed(6)} — ${formatValues(h.values) || '(no values)'}`);
+        lines.push(
+          `- ${escapeMarkdown(h.host)} ${formatTs(h.ts)} — ${escapeMarkdown(formatValues(h.values, 200)) || '(no values)'}${
+            h.site && h.site.kind !== 'entry' ? ` · ${escapeMarkdown(formatSite(h.site))}` : ''
+          }`,
+        );
     }
     if (st.latency && st.latency.count > 0) lines.push('', ...latencyLines(st.latency));
   }

@@ -1,7 +1,7 @@
 // Which code lenses go above which lines of a source file, computed from the binary index's functions for
 // that file. Pure: the provider in ../codeLens.ts only turns these into vscode.CodeLens objects.
 import type { IndexedFunction } from '../../core/index/model';
-import { formatCount, formatNs } from './format';
+import { formatCount, formatDuration } from '../../shared/hitText';
 import type { ProbeState } from './stats';
 
 export type LensKind = 'trace' | 'returns' | 'latency' | 'unprobeable';
@@ -66,7 +66,7 @@ function liveTitle(kind: Exclude<LensKind, 'unprobeable'>, live: LiveSpec): stri
   if (kind === 'latency') {
     const p =
       live.p50Ns !== undefined && (live.calls ?? 0) > 0
-        ? `p50 ${formatNs(live.p50Ns)} · ${formatCount(live.calls ?? 0)} calls`
+        ? `p50 ${formatDuration(live.p50Ns)} · ${formatCount(live.calls ?? 0)} calls`
         : `${formatCount(live.hits)} hits`;
     return `$(watch) Latency: ${p} · ${stateWord(live.state)}`;
   }

@@ -2,15 +2,15 @@
 // hit counts per host, the last hits' values and the latency of an entry/return pair. Pure data in, pure
 // data out: the decorations, hovers, lenses and tree all read this.
 import type { AggregateSnapshot, LatencyStats } from '../../core/session/aggregates';
-import type { HitValue } from '../../core/tracefs/hitParser';
+import type { HitSite, HitValue } from '../../shared/hit';
 
 export type ProbeState = 'pending' | 'armed' | 'error' | 'stale' | 'disabled' | 'stopped';
 
 /** One session's view of its probes: which tracefs events each spec became, and its aggregates. */
 export interface SessionView {
   host: string;
-  /** event name → spec text it was compiled from */
-  events: ReadonlyArray<{ event: string; spec: string }>;
+  /** event name → spec text it was compiled from, and the copy of the function's code it is armed on */
+  events: ReadonlyArray<{ event: string; spec: string; site?: HitSite }>;
   snapshot: AggregateSnapshot;
 }
 
@@ -18,6 +18,7 @@ export interface LastHit {
   host: string;
   ts: number;
   values: Record<string, HitValue>;
+  site?: HitSite;
 }
 
 export interface SpecStats {
@@ -29,7 +30,11 @@ export interface SpecStats {
 }
 
 /** Zips an event's per-argument rings back into hits (all arguments of a hit are recorded together). */
-function lastHitsOf(host: string, rings: Record<string, Array<{ ts: number; value: HitValue }>> | undefined): LastHit[] {
+function lastHitsOf(
+  host: string,
+  rings: Record<string, Array<{ ts: number; value: HitValue }>> | undefined,
+  site: HitSite | undefined,
+): LastHit[] {
   if (!rings) return [];
   const names = Object.keys(rings);
   if (names.length === 0) return [];
@@ -46,7 +51,7 @@ function lastHitsOf(host: string, rings: Record<string, Array<{ ts: number; valu
         ts = s.ts;
       }
     }
-    out.push({ host, ts, values });
+    out.push(site ? { host, ts, values, site } : { host, ts, values });
   }
   return out;
 }
@@ -54,12 +59,12 @@ function lastHitsOf(host: string, rings: Record<string, Array<{ ts: number; valu
 export function statsForSpec(spec: string, sessions: readonly SessionView[], keepLast = 8): SpecStats {
   const st: SpecStats = { hits: 0, byHost: {}, lastHits: [] };
   for (const s of sessions) {
-    for (const { event, spec: sp } of s.events) {
+    for (const { event, spec: sp, site } of s.events) {
       if (sp !== spec) continue;
       const n = s.snapshot.hits[event] ?? 0;
       st.hits += n;
       st.byHost[s.host] = (st.byHost[s.host] ?? 0) + n;
-      st.lastHits.push(...lastHitsOf(s.host, s.snapshot.lastValues[event]));
+      st.lastHits.push(...lastHitsOf(s.host, s.snapshot.lastValues[event], site));
       const lat = s.snapshot.latency[event];
       if (lat && (!st.latency || lat.count > st.latency.count)) st.latency = lat;
     }

@@ -4,7 +4,6 @@
 // replays its state, which also covers the panel being restored after a window reload (the serializer).
 import * as vscode from 'vscode';
 import type { ExportFormat, FromWebview, ToWebview } from '../../shared/protocol';
-import { hitsToCsv, hitsToJson } from '../../core/session/export';
 import { renderPanelHtml } from './html';
 import type { PanelFeed } from './panelFeed';
 
@@ -113,19 +112,18 @@ export class LivePanel implements vscode.Disposable {
   }
 
   private async exportHits(format: ExportFormat, filter: string): Promise<string> {
-    const hits = this.deps.feed.retainedHits(filter);
+    const { text, hits } = this.deps.feed.exportText(format, filter);
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
     const name = `probelens-hits-${stamp}.${format}`;
     const target = await vscode.window.showSaveDialog({
       defaultUri: folder ? vscode.Uri.joinPath(folder, name) : undefined,
       filters: format === 'json' ? { JSON: ['json'] } : { CSV: ['csv'] },
-      saveLabel: `Export ${hits.length} hits`,
+      saveLabel: `Export ${hits} hits`,
     });
     if (!target) return 'export cancelled';
-    const text = format === 'json' ? hitsToJson(hits) : hitsToCsv(hits);
     await vscode.workspace.fs.writeFile(target, Buffer.from(text, 'utf8'));
-    return `exported ${hits.length} hits to ${target.fsPath}`;
+    return `exported ${hits} hits to ${target.fsPath}`;
   }
 
   private async openSource(probe: string, file?: string, line?: number): Promise<void> {

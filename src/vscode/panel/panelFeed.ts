@@ -7,15 +7,17 @@ import {
   emptyStats,
   decodeHits,
   encodeHits,
-  log2Bucket,
+  type ExportFormat,
   type HitBatch,
-  type PanelHit,
   type PanelStats,
   type ProbeInfo,
   type SessionInfo,
   type ToWebview,
 } from '../../shared/protocol';
-import { parseFilter, formatArgs } from '../../shared/hitFilter';
+import { log2Bucket, type Hit } from '../../shared/hit';
+import { hitsToCsv, hitsToJson } from '../../core/session/export';
+import { parseFilter } from '../../shared/hitFilter';
+import { formatArgs, formatValue } from '../../shared/hitText';
 
 export interface PanelFeedOptions {
   version: string;
@@ -34,7 +36,7 @@ export class PanelFeed {
   readonly historyCapacity: number;
   private readonly flushIntervalMs: number;
   private readonly maxBatch: number;
-  private pending: PanelHit[] = [];
+  private pending: Hit[] = [];
   private history: HitBatch[] = [];
   private historyRows = 0;
   private evicted = 0;
@@ -52,7 +54,7 @@ export class PanelFeed {
     this.maxBatch = opts.maxBatch ?? 5_000;
   }
 
-  post(hits: readonly PanelHit[]): void {
+  post(hits: readonly Hit[]): void {
     if (this.disposed) return;
     const { counts, latency } = this.stats;
     for (const h of hits) {
@@ -136,10 +138,10 @@ export class PanelFeed {
   }
 
   /** The retained hits, oldest first, narrowed by the panel's filter text (what the user sees). */
-  retainedHits(filterText = ''): PanelHit[] {
+  retainedHits(filterText = ''): Hit[] {
     this.flush();
     const filter = parseFilter(filterText);
-    const out: PanelHit[] = [];
+    const out: Hit[] = [];
     for (const b of this.history) {
       for (const h of decodeHits(b)) {
         if (filter.empty) {
@@ -158,12 +160,18 @@ export class PanelFeed {
             names,
             names.map((n) => h.args[n]),
           ),
-          retText: h.retval === undefined ? '' : String(h.retval),
+          retText: h.retval === undefined ? '' : formatValue(h.retval),
         });
         if (ok) out.push(h);
       }
     }
     return out;
+  }
+
+  /** The export file's text and its hit count: what the panel's Export buttons write (the CLI's serializer for JSON). */
+  exportText(format: ExportFormat, filterText = ''): { text: string; hits: number } {
+    const hits = this.retainedHits(filterText);
+    return { text: format === 'json' ? hitsToJson(hits) : hitsToCsv(hits), hits: hits.length };
   }
 
   /** Encode what is pending, keep it in the history and send it (with the stats when they changed). */

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatArgs, parseFilter, type HitFields } from '../../../src/shared/hitFilter';
+import { parseFilter, type HitFields } from '../../../src/shared/hitFilter';
+import { formatArgs } from '../../../src/shared/hitText';
 
 const hit = (over: Partial<HitFields> = {}): HitFields => ({
   probe: 'parse_request',

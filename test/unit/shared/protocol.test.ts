@@ -1,9 +1,23 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RequestTracker, decodeHits, encodeHits, log2Bucket, type FromWebview, type PanelHit } from '../../../src/shared/protocol';
+import { log2Bucket, type Hit } from '../../../src/shared/hit';
+import { RequestTracker, decodeHits, encodeHits, type FromWebview } from '../../../src/shared/protocol';
 
-const hits: PanelHit[] = [
-  { host: 'local', probe: 'add', kind: 'entry', pid: 10, tid: 11, comm: 'calc', cpu: 0, ts: 1.5, args: { a: 3, b: -7 } },
+const site = { kind: 'clone' as const, address: '0x401200', caller: 'add' };
+const hits: Hit[] = [
+  {
+    host: 'local',
+    probe: 'add',
+    kind: 'entry',
+    pid: 10,
+    tid: 11,
+    comm: 'calc',
+    cpu: 0,
+    ts: 1.5,
+    args: { a: 3, b: -7 },
+    event: 'add',
+    site,
+  },
   {
     host: 'web1',
     probe: 'add',
@@ -16,6 +30,8 @@ const hits: PanelHit[] = [
     args: {},
     retval: '18446744073709551615',
     latencyNs: 2100,
+    event: 'add__return',
+    site,
   },
   {
     host: 'local',
@@ -26,13 +42,16 @@ const hits: PanelHit[] = [
     comm: 'calc',
     cpu: 1,
     ts: 2,
-    args: { name: 'a "b",\nc', p: '0x7ffd1234' },
+    args: { name: 'a "b",\nc', p: '0x7ffd1234', f: null, bytes: [1, [2, null]] },
+    retval: null,
+    event: 'greet',
   },
-  { host: 'local', probe: 'add', kind: 'usdt', pid: 10, tid: 11, comm: 'calc', cpu: 0, ts: 3, args: { a: 0, b: 1 } },
+  { host: 'local', probe: 'add', kind: 'usdt', pid: 10, tid: 11, comm: 'calc', cpu: 0, ts: 3, args: { a: 0, b: 1 }, event: 'add' },
 ];
 
-test('a hit batch decodes to exactly the hits encoded (u64 strings, hex, quotes, kinds, missing fields)', () => {
+test('a hit batch decodes to exactly the hits encoded (u64 strings, hex, quotes, kinds, null, arrays, sites, missing fields)', () => {
   assert.deepEqual(decodeHits(encodeHits(hits)), hits);
+  assert.equal(decodeHits(encodeHits(hits))[2].retval, null, 'a faulted return value stays null, not absent');
 });
 
 test('a batch interns repeated strings and arg-name lists once', () => {

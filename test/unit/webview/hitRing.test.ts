@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { encodeHits, type PanelHit } from '../../../src/shared/protocol';
-import { HitRing, emptyRow, type RingInput } from '../../../webview/table/hitRing';
+import type { Hit } from '../../../src/shared/hit';
+import { encodeHits, type HitBatch } from '../../../src/shared/protocol';
+import { HitRing, emptyRow } from '../../../webview/table/hitRing';
 
-const hit = (i: number): PanelHit => ({
+const hit = (i: number): Hit => ({
   host: 'h',
   probe: 'p',
   kind: i % 2 ? 'return' : 'entry',
@@ -14,27 +15,16 @@ const hit = (i: number): PanelHit => ({
   ts: i / 10,
   args: i % 2 ? {} : { a: i, s: `x${i}` },
   ...(i % 2 ? { retval: -i } : {}),
+  event: 'p',
 });
 
-/** Rows as HitView pushes them: fields plus where the batch keeps their arguments. */
-function inputs(from: number, count: number): RingInput[] {
+/** Rows as HitView pushes them: a batch, a row of it and where the batch keeps the row's arguments. */
+function inputs(from: number, count: number): Array<[HitBatch, number, number, number[]]> {
   const b = encodeHits(Array.from({ length: count }, (_, k) => hit(from + k)));
+  const ids = b.strings.map((_, i) => i);
   let off = 0;
   return Array.from({ length: count }, (_, i) => {
-    const r: RingInput = {
-      ts: b.ts[i],
-      host: 0,
-      probe: 0,
-      kind: b.kind[i],
-      pid: b.pid[i],
-      tid: b.tid[i],
-      comm: 0,
-      cpu: 0,
-      latencyNs: -1,
-      batch: b,
-      row: i,
-      argOffset: off,
-    };
+    const r: [HitBatch, number, number, number[]] = [b, i, off, ids];
     off += b.shapes[b.shape[i]].length;
     return r;
   });
@@ -42,7 +32,7 @@ function inputs(from: number, count: number): RingInput[] {
 
 test('the ring keeps the newest rows up to its capacity and counts the dropped ones', () => {
   const r = new HitRing(3);
-  for (const input of inputs(0, 5)) r.push(input);
+  for (const input of inputs(0, 5)) r.push(...input);
   assert.equal(r.size, 3);
   assert.equal(r.dropped, 2);
   assert.equal(r.start, 2);
@@ -53,33 +43,54 @@ test('the ring keeps the newest rows up to its capacity and counts the dropped o
     assert.equal(r.read(seq, out), true);
     assert.equal(out.pid, seq);
     assert.equal(out.ts, seq / 10);
-    assert.equal(out.argText, seq % 2 ? '' : `a=${seq} s=x${seq}`, 'argument text made on read from the batch');
+    assert.equal(out.argText, seq % 2 ? '' : `a=${seq} s="x${seq}"`, 'argument text made on read from the batch');
     assert.equal(out.retText, seq % 2 ? `${-seq}` : '');
   }
 });
 
 test('rows from several batches keep their own arguments', () => {
   const r = new HitRing(10);
-  for (const input of [...inputs(0, 3), ...inputs(10, 3)]) r.push(input);
+  for (const input of [...inputs(0, 3), ...inputs(10, 3)]) r.push(...input);
   const out = emptyRow();
   r.read(2, out);
-  assert.equal(out.argText, 'a=2 s=x2');
+  assert.equal(out.argText, 'a=2 s="x2"');
   r.read(5, out);
-  assert.equal(out.argText, 'a=12 s=x12');
+  assert.equal(out.argText, 'a=12 s="x12"');
 });
 
 test('clear empties the ring without reusing sequence numbers', () => {
   const r = new HitRing(4);
   const rows = inputs(0, 3);
-  r.push(rows[0]);
-  r.push(rows[1]);
+  r.push(...rows[0]);
+  r.push(...rows[1]);
   r.clear();
   assert.equal(r.size, 0);
   assert.equal(r.dropped, 0);
   assert.equal(r.read(0, emptyRow()), false);
-  assert.equal(r.push(rows[2]), 2);
+  assert.equal(r.push(...rows[2]), 2);
 });
 
 test('a ring refuses a capacity below one', () => {
   assert.throws(() => new HitRing(0), RangeError);
+});
+
+test('a row reads back text values quoted and escaped, faults and arrays as such, and its site', () => {
+  const site = { kind: 'inlined' as const, address: '0x401136', caller: 'main', file: 'a.c', line: 12 };
+  const b = encodeHits([
+    { ...hit(0), args: { s: 'a\x1b[2Jb\n', p: null, v: [1, 2], x: '0xZZ' }, retval: null, site },
+    { ...hit(2), comm: 'x', site },
+  ]);
+  const r = new HitRing(4);
+  const ids = b.strings.map((_, i) => i);
+  r.push(b, 0, 0, ids);
+  r.push(b, 1, 4, ids);
+  const out = emptyRow();
+  r.read(0, out);
+  assert.equal(out.argText, 's="a\\x1b[2Jb\\n" p=null v=[1,2] x="0xZZ"');
+  assert.equal(out.retText, 'null', 'a faulted return value is not an absent one');
+  assert.equal(out.siteText, 'inlined into main at a.c:12 (0x401136)');
+  assert.equal(b.sites.length, 1, 'one site object is sent once per batch');
+  r.read(1, out);
+  assert.equal(out.argText, 'a=2 s="x2"');
+  assert.equal(out.retText, '');
 });

@@ -1,10 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { encodeHits, type PanelHit } from '../../../src/shared/protocol';
+import type { Hit } from '../../../src/shared/hit';
+import { encodeHits } from '../../../src/shared/protocol';
 import { HitView } from '../../../webview/table/hitView';
 import { emptyRow } from '../../../webview/table/hitRing';
 
-function hits(from: number, count: number, probe = 'work'): PanelHit[] {
+function hits(from: number, count: number, probe = 'work'): Hit[] {
   return Array.from({ length: count }, (_, k) => {
     const i = from + k;
     return {
@@ -17,6 +18,7 @@ function hits(from: number, count: number, probe = 'work'): PanelHit[] {
       cpu: 0,
       ts: i,
       args: { i, tag: `t${i}` },
+      event: probe,
     };
   });
 }
@@ -36,7 +38,7 @@ test('the view shows the newest hits up to the capacity and counts the older one
   assert.equal(v.dropped, 3);
   const r = emptyRow();
   v.read(v.seqAt(0), r);
-  assert.equal(r.argText, 'i=3 tag=t3');
+  assert.equal(r.argText, 'i=3 tag="t3"');
   assert.equal(v.str(r.host), 'web2');
 });
 

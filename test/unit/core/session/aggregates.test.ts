@@ -107,3 +107,19 @@ test('memory stays bounded: deep recursion and many threads never grow the open-
   agg.add(hit('r', 2, { tid: 100 + 991 }));
   assert.equal(agg.snapshot().unpairedReturns, 2);
 });
+
+test("add() returns each paired return's latency, per thread and per goroutine (the one pairing the panel and CLI use)", () => {
+  const agg = new Aggregates(new Map(), [
+    { entry: 'c', exit: 'c%return' },
+    { entry: 'g', exit: ['g%ret0', 'g%ret1'], by: 'probelens_g' },
+  ]);
+  assert.equal(agg.add(hit('c', 1.0)), undefined, 'an entry has no latency');
+  assert.equal(agg.add(hit('c%return', 1.000003, { kind: 'return' })), 3000);
+  assert.equal(agg.add(hit('c%return', 1.1, { kind: 'return' })), undefined, 'a return without its entry has none');
+  // A goroutine that migrates from thread 20 to thread 21 between entry and return still pairs.
+  assert.equal(agg.add(hit('g', 2.0, { tid: 20 }), { probelens_g: '0xc000001' }), undefined);
+  assert.equal(agg.add(hit('g', 2.0, { tid: 20 }), { probelens_g: '0xc000002' }), undefined);
+  assert.equal(agg.add(hit('g%ret1', 2.000005, { tid: 21, kind: 'return' }), { probelens_g: '0xc000001' }), 5000);
+  assert.equal(agg.add(hit('g%ret0', 2.00001, { tid: 22, kind: 'return' }), { probelens_g: '0xc000002' }), 10000);
+  assert.equal(agg.snapshot().latency.g.count, 2);
+});

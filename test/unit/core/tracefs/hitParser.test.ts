@@ -2,15 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  HitParser,
-  hitToJson,
-  matchArgs,
-  sentinelFetcharg,
-  type EventSchema,
-  type Hit,
-  type Sentinel,
-} from '../../../../src/core/tracefs/hitParser';
+import { hitToJson } from '../../../../src/shared/hitJson';
+import { HitParser, matchArgs, sentinelFetcharg, type EventSchema, type Hit, type Sentinel } from '../../../../src/core/tracefs/hitParser';
 
 const samples = join(__dirname, '../../../fixtures/trace-samples');
 

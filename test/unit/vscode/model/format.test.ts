@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { decorationText, formatCount, formatNs, hitRate, hoverMarkdown, sparkline } from '../../../../src/vscode/model/format';
+import { decorationText, formatCount, formatDuration, hitRate, hoverMarkdown, sparkline } from '../../../../src/vscode/model/format';
 import { statsForSpec, type SessionView } from '../../../../src/vscode/model/stats';
 
 const latency = { count: 10, p50: 2100, p90: 5000, p99: 9000, max: 9500, min: 1000, log2: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 5, 0, 2] };
@@ -56,13 +56,13 @@ test('states other than armed say so; one hit is singular', () => {
 test('numbers and durations', () => {
   assert.equal(formatCount(0), '0');
   assert.equal(formatCount(1234567), '1,234,567');
-  assert.equal(formatNs(850), '850ns');
-  assert.equal(formatNs(2100), '2.1µs');
-  assert.equal(formatNs(15_400_000), '15ms');
-  assert.equal(formatNs(1_200_000_000), '1.2s');
+  assert.equal(formatDuration(850), '850ns');
+  assert.equal(formatDuration(2100), '2.1µs');
+  assert.equal(formatDuration(15_400_000), '15ms');
+  assert.equal(formatDuration(1_200_000_000), '1.2s');
 });
 
-test('strings are quoted, pointers and nulls are not', () => {
+test('strings are quoted, pointers and a faulted fetch (null) are not', () => {
   const st = statsForSpec('s', [
     {
       host: 'h',
@@ -77,7 +77,7 @@ test('strings are quoted, pointers and nulls are not', () => {
       },
     },
   ]);
-  assert.equal(decorationText(st, 'armed'), '● 1 hit · last name="bob" p=0x7ffd12 q=?');
+  assert.equal(decorationText(st, 'armed'), '● 1 hit · last name="bob" p=0x7ffd12 q=null');
 });
 
 test('the hover lists hosts, last hits (newest first) and a latency sparkline', () => {
@@ -98,4 +98,40 @@ test('the hover lists hosts, last hits (newest first) and a latency sparkline', 
 test('hit rate from two samples', () => {
   assert.equal(hitRate(undefined, { t: 1000, total: 5 }), 0);
   assert.equal(hitRate({ t: 0, total: 0 }, { t: 500, total: 50 }), 100);
+});
+
+test('hover markdown shows hostile values as their text: no markup, link, image, HTML or extra line gets through', () => {
+  const hostile = 'x*y*_z_ `c` [t](http://e) ![i](http://e/i.png) <img src=x> a|b ~~s~~ &amp;\n- item';
+  const md = hoverMarkdown(
+    'f $params',
+    { hits: 1, byHost: { 'h<b>': 1 }, lastHits: [{ host: 'h<b>', ts: 1, values: { s: hostile, n: -3 } }] },
+    'armed',
+    ['arg *p*: <b>optimized out</b>'],
+  );
+  assert.equal(
+    md,
+    [
+      '**ProbeLens** `f $params` — armed',
+      '',
+      '⚠ arg \\*p\\*: \\<b\\>optimized out\\</b\\>',
+      '',
+      'h\\<b\\>: 1 hit',
+      '',
+      '**Last hits**',
+      '',
+      '- h\\<b\\> 1.000000 — s="x\\*y\\*\\_z\\_ \\`c\\` \\[t\\](http://e) !\\[i\\](http://e/i.png) \\<img src=x\\> a\\|b \\~\\~s\\~\\~ \\&amp;\\\\n- item" n=-3',
+    ].join('\n'),
+  );
+});
+
+test("the hover says which copy of the function's code a last hit came from, when it is not the entry", () => {
+  const v = view('local', 2);
+  const site = { kind: 'inlined' as const, address: '0x401136', caller: 'main', file: 'calls.c', line: 130 };
+  const st = statsForSpec('add_ints $params', [{ ...v, events: [{ event: 'add_ints', spec: 'add_ints $params', site }] }]);
+  const md = hoverMarkdown('add_ints $params', st, 'armed');
+  assert.match(md, /^- local 2\.000000 — a=3 b=-7 · inlined into main at calls\.c:130 \(0x401136\)$/m);
+  const entry = statsForSpec('add_ints $params', [
+    { ...v, events: [{ event: 'add_ints', spec: 'add_ints $params', site: { kind: 'entry', address: '0x401000' } }] },
+  ]);
+  assert.match(hoverMarkdown('add_ints $params', entry, 'armed'), /^- local 2\.000000 — a=3 b=-7$/m);
 });

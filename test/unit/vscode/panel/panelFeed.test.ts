@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeHits, type PanelHit, type ToWebview } from '../../../../src/shared/protocol';
+import type { Hit } from '../../../../src/shared/hit';
+import { decodeHits, type ToWebview } from '../../../../src/shared/protocol';
 import { PanelFeed } from '../../../../src/vscode/panel/panelFeed';
 
-function hits(from: number, count: number): PanelHit[] {
+function hits(from: number, count: number): Hit[] {
   return Array.from({ length: count }, (_, k) => {
     const i = from + k;
     return {
@@ -16,12 +17,13 @@ function hits(from: number, count: number): PanelHit[] {
       cpu: 0,
       ts: i,
       args: { i },
+      event: i % 2 ? 'sub' : 'add',
       ...(i % 2 ? { retval: -1, latencyNs: 1000 * (i + 1) } : {}),
     };
   });
 }
 
-const hitsIn = (msgs: ToWebview[]): PanelHit[] => msgs.flatMap((m) => (m.type === 'hits' ? decodeHits(m.batch) : []));
+const hitsIn = (msgs: ToWebview[]): Hit[] => msgs.flatMap((m) => (m.type === 'hits' ? decodeHits(m.batch) : []));
 
 test('ready replays init then the history, and later hits arrive batched with stats', () => {
   const feed = new PanelFeed({ version: '9.9.9', flushIntervalMs: 60_000, maxBatch: 4 });
@@ -112,5 +114,20 @@ test('retainedHits applies the panel filter for export; clear forgets everything
   feed.post(hits(0, 1));
   feed.flush();
   assert.equal(msgs.at(-1)?.type, 'cleared', 'a detached feed sends nothing');
+  feed.dispose();
+});
+
+test("exportText writes what the panel's Export buttons save: the CLI's JSON objects, or CSV with formulas neutralised", () => {
+  const feed = new PanelFeed({ version: 't' });
+  const h: Hit = { ...hits(0, 1)[0], comm: '=cmd|x', args: { s: '@SUM(A1)', n: -5, p: null } };
+  feed.post([h]);
+  const json = feed.exportText('json');
+  assert.equal(json.hits, 1);
+  assert.deepEqual(JSON.parse(json.text), [
+    { host: 'local', probe: 'add', kind: 'entry', pid: 1, tid: 1, comm: '=cmd|x', cpu: 0, ts: 0, args: { s: '@SUM(A1)', n: -5, p: null } },
+  ]);
+  const csv = feed.exportText('csv', 'probe:add').text.split('\r\n');
+  assert.equal(csv[0], 'ts,host,probe,kind,pid,tid,comm,cpu,retval,latency_ns,args.s,args.n,args.p');
+  assert.equal(csv[1], "0,local,add,entry,1,1,'=cmd|x,0,,,'@SUM(A1),-5,null");
   feed.dispose();
 });

@@ -1,0 +1,54 @@
+// The one shape of a hit, from the trace parser to the webview: the engine produces it, the CLI and the panel
+// serialise it with the same function (./hitJson), and the panel's column batches (./protocol) encode it.
+// Side-effect free and free of Node and VS Code imports: the webview bundle imports it too.
+
+export type ProbeKind = 'entry' | 'return' | 'line' | 'usdt';
+/** Every kind in a fixed order: the column batches send a kind as its index here. */
+export const PROBE_KINDS: readonly ProbeKind[] = ['entry', 'return', 'line', 'usdt'];
+
+/**
+ * A fetched value, already in the JSON rule's terms (docs/contracts.md): integers as numbers when |v| < 2^53,
+ * otherwise decimal strings; hex-typed values and pointers as "0x…" strings; text as it is; a fetch that
+ * faulted as null; fixed-size arrays (`u8[4]`) as arrays.
+ */
+export type HitValue = number | string | null | HitValue[];
+
+/** Which copy of a function's code a hit came from (a function can have several: clones, parts, inlined copies). */
+export interface HitSite {
+  kind: 'entry' | 'clone' | 'part' | 'inlined';
+  /** "0x…" */
+  address: string;
+  /** the function the code is inlined into, or a part's parent */
+  caller?: string;
+  file?: string;
+  line?: number;
+}
+
+export interface Hit {
+  host: string;
+  probe: string;
+  kind: ProbeKind;
+  pid: number;
+  tid: number;
+  comm: string;
+  cpu: number;
+  /** seconds on the target's trace clock */
+  ts: number;
+  args: Record<string, HitValue>;
+  retval?: HitValue;
+  /** entry→return latency in nanoseconds, on a return paired with its entry (per thread, or per goroutine for Go) */
+  latencyNs?: number;
+  site?: HitSite;
+  /** tracefs event name: pairs entries with returns inside the engine; never serialised */
+  event: string;
+}
+
+/** Index of the log2 bucket a latency falls in: [2^i, 2^(i+1)) ns; 0 and 1 ns share bucket 0. */
+export function log2Bucket(ns: number): number {
+  if (!(ns >= 2)) return 0;
+  let i = Math.floor(Math.log2(ns));
+  // log2 rounds near large powers of two; settle the edge exactly.
+  if (2 ** i > ns) i--;
+  else if (2 ** (i + 1) <= ns) i++;
+  return Math.min(63, i);
+}

@@ -1,0 +1,85 @@
+// The JSON rules (docs/contracts.md) and the one hit serializer: the CLI's `--json` lines, the panel's JSON
+// export and anything else that writes hits go through `hitToJson` and `toJson`, so they cannot disagree.
+//   integers are JSON numbers only while exact (|v| < 2^53), otherwise decimal strings;
+//   addresses, offsets and pointers are "0x…" hex strings.
+import type { Hit, HitValue } from './hit';
+
+const LIMIT = 2n ** 53n;
+
+export function jsonInteger(v: number | bigint): number | string {
+  if (typeof v === 'number') {
+    if (!Number.isInteger(v)) throw new RangeError(`not an integer: ${v}`);
+    return Math.abs(v) < 2 ** 53 ? v : BigInt(v).toString();
+  }
+  return v < LIMIT && v > -LIMIT ? Number(v) : v.toString();
+}
+
+/** A decimal integer as text (as tracefs prints it) under the same rule. */
+export function jsonIntegerText(text: string): number | string {
+  // Up to 15 digits is always below 2^53: skip BigInt on the hot path.
+  if (text.length <= 15) return Number(text);
+  return jsonInteger(BigInt(text));
+}
+
+export function hexAddress(v: number | bigint): string {
+  if (typeof v === 'number' && (!Number.isInteger(v) || v < 0)) throw new RangeError(`not an address: ${v}`);
+  if (typeof v === 'bigint' && v < 0n) throw new RangeError(`not an address: ${v}`);
+  return `0x${v.toString(16)}`;
+}
+
+/** A value under the rule: an integer past 2^53 (its precision already gone) at least keeps the contract's type. */
+export function jsonValue(v: HitValue | bigint): HitValue {
+  if (typeof v === 'bigint') return jsonInteger(v);
+  if (typeof v === 'number') return Number.isInteger(v) && !Number.isSafeInteger(v) ? BigInt(v).toString() : v;
+  if (Array.isArray(v)) return v.map(jsonValue);
+  return v;
+}
+
+// JSON allows U+2028, U+2029 and the C1 controls (U+0085 NEL among them) raw inside strings, but line splitters
+// (JavaScript's old line terminators, Python's str.splitlines, many log shippers) break a line there, and a
+// terminal acts on C1 controls (U+009B is CSI). Outside strings JSON never contains them, so replacing every
+// occurrence with its \u escape is exact.
+const LINE_BREAKERS = /[\u007f-\u009f\u2028\u2029]/g;
+const escapeCode = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/** JSON.stringify that writes bigint values by the rule and never emits a character that splits or controls a line. */
+export function toJson(value: unknown, indent?: number): string {
+  return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? jsonInteger(v) : v), indent).replace(LINE_BREAKERS, escapeCode);
+}
+
+/** The contract's hit object: `{host, probe, kind, pid, tid, comm, cpu, ts, args, retval?, latencyNs?, site?}`. */
+export interface HitJson {
+  host: string;
+  probe: string;
+  kind: string;
+  pid: number;
+  tid: number;
+  comm: string;
+  cpu: number;
+  ts: number;
+  args: Record<string, HitValue>;
+  retval?: HitValue;
+  latencyNs?: number;
+  site?: Hit['site'];
+}
+
+export function hitToJson(h: Hit): HitJson {
+  const args: Record<string, HitValue> = {};
+  for (const [k, v] of Object.entries(h.args)) args[k] = jsonValue(v);
+  const o: HitJson = { host: h.host, probe: h.probe, kind: h.kind, pid: h.pid, tid: h.tid, comm: h.comm, cpu: h.cpu, ts: h.ts, args };
+  if (h.retval !== undefined) o.retval = jsonValue(h.retval);
+  if (h.latencyNs !== undefined) o.latencyNs = h.latencyNs;
+  if (h.site) {
+    const s = h.site;
+    o.site = { kind: s.kind, address: s.address };
+    if (s.caller !== undefined) o.site.caller = s.caller;
+    if (s.file !== undefined) o.site.file = s.file;
+    if (s.line !== undefined) o.site.line = s.line;
+  }
+  return o;
+}
+
+/** One NDJSON line (newline-terminated): what `probelens trace --json` prints per hit. */
+export function hitToJsonLine(h: Hit): string {
+  return `${toJson(hitToJson(h))}\n`;
+}
