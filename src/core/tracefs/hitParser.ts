@@ -2,12 +2,17 @@
 //   this kernel, record-tgid on:  `  comm-123   (    120) [001] DBZff  2488.667250: ev: (0x5646a543f16a) a=-1 s="x"`
 //   older kernels, no tgid:       `  comm-123   [001] d...   88.000001: ev: (0x400546) a=-1`
 //   irq-info off drops the flags column; return probes print `(0xRET <- 0xFUNC)`.
-// Strings are printed unescaped, so a traced string can contain newlines and text that looks like another event
-// or a `CPU:N [LOST M EVENTS]` line. Two defences: (1) records are parsed against the schema the client defined
-// (argument names in order), and a string only ends where the rest of the record still fits the schema (the rightmost such place);
-// (2) when the definitions carry a per-session sentinel as their last fetcharg (an immediate value the traced
-// program cannot know, see `sentinelFetcharg`), a record ends only at a line ending with that sentinel, so no
-// string content can start a record or a LOST line.
+// The comm (printed `%16s`, so padded with spaces) and strings are the traced program's text, printed raw: any
+// byte but NUL, including newlines, `\r`, U+2028/U+2029 and text shaped like records, arguments or LOST lines.
+// With a sentinel (the kernel has immediate fetchargs; see framing.ts) a record is every line up to the one that
+// ends with the secret, its header is what precedes the first secret (parsed from its end: the comm comes first),
+// and each string ends where the secret follows it; the only lines outside records are the kernel's own
+// (`CPU:N [LOST M EVENTS]`, `[LINE TOO BIG]`), which it prints before a record, where a record's first line
+// cannot be mistaken for them (it starts with the comm's padding). Without a sentinel (older kernels) records are
+// parsed line by line against the schema the client defined, a string ending only where the rest of the record
+// still fits (the rightmost such place): a string cannot alter the arguments fetched after it, but with a
+// newline it can still end its record early and forge lines after it.
+import { frameLayout, isStringType, type FrameLayout } from './framing';
 import { parseTypedValue, type HitValue } from './values';
 
 export type { HitValue } from './values';
@@ -75,15 +80,24 @@ export interface Sentinel {
   printed: string;
 }
 
-/** The fetcharg to append to every definition, and what the parser must see at the end of each record. */
+/** The fetcharg that ends a framed definition (see frameDefinition), and the sentinel the parser is given. */
 export function sentinelFetcharg(secret: bigint, name = '__pl'): { fetcharg: string; sentinel: Sentinel } {
   const v = BigInt.asUintN(64, secret);
   return { fetcharg: `${name}=\\${v.toString(10)}:x64`, sentinel: { name, printed: `0x${v.toString(16)}` } };
 }
 
+// Line mode (no sentinel): the header is the start of a line. The `s` flag: a comm may hold `\r`, U+2028 or
+// U+2029, which `.` alone does not match (lines never hold `\n`).
 const HEADER =
-  /^\s*(.*?)-(\d+)\s+(?:\(\s*(\d+|-+)\)\s+)?\[(\d+)\]\s+(?:(\S{1,6})\s+)?(\d+(?:\.\d+)?):\s+([A-Za-z_][A-Za-z0-9_]*):\s+\((0x[0-9a-f]+)(?:\s+<-\s+(0x[0-9a-f]+))?\)(.*)$/;
-const LOST = /^CPU:(\d+) \[LOST (\d+) EVENTS\]$/;
+  /^ *(.*?)-(\d+)\s+(?:\(\s*(\d+|-+)\)\s+)?\[(\d+)\]\s+(?:(\S{1,6})\s+)?(\d+(?:\.\d+)?):\s+([A-Za-z_][A-Za-z0-9_]*):\s+\((0x[0-9a-f]+)(?:\s+<-\s+(0x[0-9a-f]+))?\)(.*)$/s;
+// Framed mode: the whole header, anchored at its end; the comm is whatever precedes the fixed fields (greedy:
+// the kernel's fields after it hold no program text, so the rightmost fit is the real one).
+const FRAMED_HEADER =
+  /^([\s\S]*)-(\d+) +(?:\( *(\d+|-+)\) +)?\[(\d+)\] +(?:(\S{1,6}) +)?(\d+(?:\.\d+)?): ([A-Za-z_][A-Za-z0-9_]*): \((0x[0-9a-f]+)(?: <- (0x[0-9a-f]+))?\)$/;
+// `CPU:N [LOST EVENTS]` (no count) when the ring buffer could not say how many.
+const LOST = /^CPU:(\d+) \[LOST (?:(\d+) )?EVENTS\]$/;
+// Printed instead of a record that does not fit the kernel's print buffer (trace_seq, 4 or 8 KiB).
+const TOO_BIG = '[LINE TOO BIG]';
 const MAX_RECORD = 64 * 1024;
 
 interface Header {
@@ -98,8 +112,14 @@ interface Header {
 export class HitParser {
   readonly stats: ParserStats = { hits: 0, lost: 0, lostByCpu: new Map(), unparsed: 0, malformed: 0 };
   private readonly schemas = new Map<string, EventSchema>();
+  private readonly layouts = new Map<string, FrameLayout>();
   private pending: { header: Header; text: string } | null = null;
-  private sentinelTail: string | undefined;
+  /** Framed mode: the lines of the record being read, or null between records. */
+  private record: string | null = null;
+  /** Framed mode: after an over-long record, skip to the next record end before reading again. */
+  private resync = false;
+  private readonly tail: string | undefined;
+  private readonly value: string | undefined;
 
   constructor(
     private readonly opts: {
@@ -111,9 +131,122 @@ export class HitParser {
     },
   ) {
     for (const e of opts.events) this.schemas.set(e.event, e);
+    const s = opts.sentinel;
+    if (s) {
+      this.value = `=${s.printed}`;
+      this.tail = ` ${s.name}${this.value}`;
+    }
   }
 
   push(line: string): void {
+    if (this.tail !== undefined) this.pushFramed(line, this.tail);
+    else this.pushLine(line);
+  }
+
+  /** End of stream: a record still open (its string never closed) is counted as malformed. */
+  end(): void {
+    if (this.pending || this.record !== null) this.stats.malformed++;
+    this.pending = null;
+    this.record = null;
+  }
+
+  private lostLine(line: string): boolean {
+    const lost = LOST.exec(line);
+    if (!lost) return false;
+    const cpu = +lost[1];
+    // An unknown count is at least one event; the per-CPU counters at stop give the exact figure.
+    const n = lost[2] === undefined ? 1 : +lost[2];
+    this.stats.lost += n;
+    this.stats.lostByCpu.set(cpu, (this.stats.lostByCpu.get(cpu) ?? 0) + n);
+    this.opts.onLost?.(cpu, n);
+    return true;
+  }
+
+  private pushFramed(line: string, tail: string): void {
+    const ends = line.endsWith(tail);
+    if (this.resync) {
+      this.resync = !ends;
+      return;
+    }
+    if (this.record === null) {
+      // Between records: the kernel's own lines. A record's first line starts with the comm padded to 16 bytes
+      // (a comm is at most 15), so with a space: it can be neither of these.
+      if (this.lostLine(line)) return;
+      if (line === TOO_BIG) {
+        this.stats.malformed++;
+        return;
+      }
+      this.record = line;
+    } else {
+      this.record += '\n' + line;
+    }
+    if (!ends) {
+      if (this.record.length > MAX_RECORD) {
+        this.record = null;
+        this.resync = true;
+        this.stats.malformed++;
+      }
+      return;
+    }
+    const rec = this.record;
+    this.record = null;
+    if (!this.readFramed(rec)) this.stats.malformed++;
+  }
+
+  private layoutOf(schema: EventSchema): FrameLayout {
+    let l = this.layouts.get(schema.event);
+    if (!l) this.layouts.set(schema.event, (l = frameLayout(schema.args, this.opts.sentinel!.name)));
+    return l;
+  }
+
+  /** One complete record (it ends with the sentinel). False if it does not fit its schema. */
+  private readFramed(rec: string): boolean {
+    const val = this.value!;
+    const open = ` ${this.opts.sentinel!.name}h${val}`;
+    const at = rec.indexOf(open);
+    if (at < 0) return false;
+    const m = FRAMED_HEADER.exec(rec.slice(0, at));
+    const schema = m ? this.schemas.get(m[7]) : undefined;
+    if (!m || !schema) return false;
+    const layout = this.layoutOf(schema);
+    const args = schema.args;
+    const out: Array<string | null> = new Array(args.length);
+    let pos = at + open.length;
+    for (let k = 0; k < args.length; k++) {
+      const key = ` ${args[k].name}=`;
+      if (!rec.startsWith(key, pos)) return false;
+      const v = pos + key.length;
+      if (isStringType(args[k].type)) {
+        // The value ends where ` MARKER=SECRET` follows: the marker after it, or the record's end.
+        const marker = ` ${layout.after[k] ?? layout.end}${val}`;
+        let end: number;
+        if (rec.startsWith('(fault)' + marker, v)) {
+          out[k] = null;
+          end = v + 7;
+        } else {
+          if (rec.charCodeAt(v) !== 34 /* " */) return false;
+          const q = rec.indexOf('"' + marker, v + 1);
+          if (q < 0) return false;
+          out[k] = rec.slice(v + 1, q);
+          end = q + 1;
+        }
+        pos = layout.after[k] ? end + marker.length : end;
+      } else {
+        let end = rec.indexOf(' ', v);
+        if (end < 0) end = rec.length;
+        if (end === v) return false;
+        out[k] = rec.slice(v, end) === '(fault)' ? null : rec.slice(v, end);
+        pos = end;
+      }
+    }
+    if (rec.length - pos !== this.tail!.length) return false;
+    const tgid = m[3] && /^\d+$/.test(m[3]) ? +m[3] : null;
+    const comm = m[1].replace(/^ +/, '');
+    this.emit({ comm, tid: +m[2], tgid, cpu: +m[4], ts: parseFloat(m[6]), schema }, out);
+    return true;
+  }
+
+  private pushLine(line: string): void {
     if (this.pending) {
       this.pending.text += '\n' + line;
       if (this.pending.text.length > MAX_RECORD) {
@@ -124,15 +257,7 @@ export class HitParser {
       this.tryComplete();
       return;
     }
-    const lost = LOST.exec(line);
-    if (lost) {
-      const cpu = +lost[1];
-      const n = +lost[2];
-      this.stats.lost += n;
-      this.stats.lostByCpu.set(cpu, (this.stats.lostByCpu.get(cpu) ?? 0) + n);
-      this.opts.onLost?.(cpu, n);
-      return;
-    }
+    if (this.lostLine(line)) return;
     const m = HEADER.exec(line);
     const schema = m ? this.schemas.get(m[7]) : undefined;
     if (!m || !schema) {
@@ -144,31 +269,11 @@ export class HitParser {
     this.tryComplete();
   }
 
-  /** End of stream: a record still open (its string never closed) is counted as malformed. */
-  end(): void {
-    if (this.pending) this.stats.malformed++;
-    this.pending = null;
-  }
-
+  /** Line mode: an unfinished string simply continues on the next line. */
   private tryComplete(): void {
     const p = this.pending!;
-    let text = p.text;
-    const s = this.opts.sentinel;
-    if (s) {
-      const tail = (this.sentinelTail ??= ` ${s.name}=${s.printed}`);
-      if (!text.endsWith(tail)) return;
-      text = text.slice(0, -tail.length);
-    }
-    const values = matchArgs(text, p.header.schema.args);
-    if (!values) {
-      // Without a sentinel an unfinished string simply continues on the next line; with one, the record is
-      // complete and did not fit.
-      if (s) {
-        this.pending = null;
-        this.stats.malformed++;
-      }
-      return;
-    }
+    const values = matchArgs(p.text, p.header.schema.args);
+    if (!values) return;
     this.pending = null;
     this.emit(p.header, values);
   }
@@ -200,10 +305,6 @@ export class HitParser {
     this.stats.hits++;
     this.opts.onHit(hit);
   }
-}
-
-function isStringType(type: string): boolean {
-  return type === 'string' || type === 'ustring' || type === 'symstr';
 }
 
 /**
