@@ -38,6 +38,8 @@ export interface SessionSummary {
   host: string;
   hits: Record<string, number>;
   lost: number;
+  /** received + lost − the kernel's count, negated; 0 when they agree (see LossReport.mismatch). */
+  mismatch: number;
   kernelHits: Record<string, number>;
   latency: Record<string, { p50: number; p90: number; p99: number; max: number }>;
   loss?: LossReport;
@@ -123,6 +125,7 @@ export class TraceSession {
   aggregates!: Aggregates;
   private agent?: TracefsAgent;
   private parser?: HitParser;
+  private traceEnded?: Promise<void>;
   private ended?: Promise<SessionSummary>;
   private readonly byEvent = new Map<string, CompiledProbe>();
 
@@ -197,7 +200,7 @@ export class TraceSession {
       },
     });
     agent.onTraceLine((l) => this.parser!.push(l));
-    agent.onTraceEnd(() => this.parser!.end());
+    this.traceEnded = new Promise((res) => agent.onTraceEnd(res));
     if (opts.bufferKb) await agent.setBufferKb(opts.bufferKb);
     for (const p of this.probes) {
       try {
@@ -232,8 +235,11 @@ export class TraceSession {
     this.ended ??= (async () => {
       this.state = 'stopping';
       const report = await this.agent!.stop();
+      // STOP's reply comes on stderr, the drained records on stdout: count the hits once the stream has ended
+      // (or the channel closed, which ends it too).
+      await Promise.race([this.traceEnded, this.agent!.exit]);
       this.parser!.end();
-      const loss = lossReport(this.parser!.stats, report);
+      const loss = lossReport(this.parser!.stats, report, this.opts.pid !== undefined || !!this.opts.filter);
       this.state = 'stopped';
       const sum = this.aggregates.summary();
       return {
@@ -241,6 +247,7 @@ export class TraceSession {
         hits: sum.hits,
         latency: sum.latency,
         lost: loss.lost,
+        mismatch: loss.mismatch,
         kernelHits: Object.fromEntries(loss.kernelHits),
         loss,
       };
