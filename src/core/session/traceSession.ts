@@ -126,6 +126,7 @@ export class TraceSession {
   private agent?: TracefsAgent;
   private parser?: HitParser;
   private traceEnded?: Promise<void>;
+  private finalMismatch?: number;
   private ended?: Promise<SessionSummary>;
   private readonly byEvent = new Map<string, CompiledProbe>();
 
@@ -241,6 +242,7 @@ export class TraceSession {
       this.parser!.end();
       const loss = lossReport(this.parser!.stats, report, this.opts.pid !== undefined || !!this.opts.filter);
       this.state = 'stopped';
+      this.finalMismatch = loss.mismatch;
       const sum = this.aggregates.summary();
       return {
         host: this.host,
@@ -258,6 +260,14 @@ export class TraceSession {
   /** Drop the connection without stopping: the agent notices (stdin EOF) and cleans up by itself. */
   abandon(): void {
     this.agent?.abandon();
+  }
+
+  /**
+   * received + lost against the kernel's count (see LossReport.mismatch): once stopped, the summary's figure;
+   * while tracing, the records that arrived and could not be read (the kernel's count comes at stop).
+   */
+  get mismatch(): number {
+    return this.finalMismatch ?? this.parser?.stats.malformed ?? 0;
   }
 
   /** Settles when the agent has exited, for whatever reason. */
