@@ -195,6 +195,16 @@ export class TracefsAgent {
     await this.command('DEF', this.sentinelValue ? frameDefinition(definition, this.sentinelValue) : definition);
   }
 
+  /**
+   * A rejected definition comes back in error_log's `Command:` line, and errors reach logs a traced program of
+   * the same user may read: the secret is masked, with as many characters so the caret under it still points right.
+   */
+  private redact(text: string): string {
+    if (!this.sentinelValue) return text;
+    const secret = BigInt(this.sentinelValue.printed).toString(10);
+    return text.replaceAll(secret, '*'.repeat(secret.length));
+  }
+
   /** What every record ends with, or null when the kernel has no immediate fetchargs. */
   get sentinel(): Sentinel | null {
     return this.sentinelValue;
@@ -289,7 +299,7 @@ export class TracefsAgent {
     }
     const [, kind, verb, rest] = m;
     if (kind === 'INFO') {
-      head.info.push(rest);
+      head.info.push(this.redact(rest));
       return;
     }
     this.pending.shift();
