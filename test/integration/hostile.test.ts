@@ -12,6 +12,7 @@ import { LocalTarget } from '../../src/core/target/local';
 import type { Hit } from '../../src/core/tracefs/hitParser';
 import { fixtureOrSkip, runFixture, type FixtureOutput } from '../helpers/fixtures';
 import { missing } from '../helpers/require';
+import { isolatedEnv, privateCopy, startCli } from './engine-harness';
 import { requireTracefs } from '../helpers/tracefs';
 
 const text = (hex: string) => Buffer.from(hex, 'hex').toString('utf8');
@@ -67,4 +68,25 @@ test('a program with \\r, U+2028, U+2029 and \\n in its comm and record-, LOST- 
   assert.equal(summary.hits.handle_req + summary.lost, summary.kernelHits.handle_req, 'received + lost = kernelHits');
   assert.equal(summary.mismatch, 0);
   assert.equal(summary.loss?.unaccounted, 0);
+});
+
+test('probelens trace on the hostile program: every call counted, nothing missing or lost', async (t) => {
+  const tracefs = requireTracefs(t);
+  if (!tracefs) return;
+  if (!readFileSync(join(tracefs, 'README'), 'utf8').includes('\\imm-value')) {
+    missing(t, 'this kernel has no immediate fetchargs (\\imm, Linux 5.13+): records cannot be framed by a secret');
+    return;
+  }
+  const f = await fixtureOrSkip(t, 'hostile');
+  if (!f) return;
+  const bin = privateCopy(t, f.path);
+  const cli = startCli(t, ['trace', bin, 'handle_req path uid name'], isolatedEnv(t));
+  await cli.waitFor(/Ctrl-C to stop/, 120_000);
+  const out = await runFixture({ ...f, path: bin }, ['3']);
+  assert.equal(out.counts.get('handle_req'), 21);
+  cli.child.kill('SIGINT');
+  const { code } = await cli.exit;
+  assert.equal(code, 0, cli.stderr());
+  assert.match(cli.stdout(), /^handle_req: 21 hits \(kernel counted 21\)$/m);
+  assert.doesNotMatch(cli.stdout(), /^(lost|\S+: mismatch):/m);
 });
