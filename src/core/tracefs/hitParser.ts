@@ -12,7 +12,7 @@
 // parsed line by line against the schema the client defined, a string ending only where the rest of the record
 // still fits (the rightmost such place): a string cannot alter the arguments fetched after it, but with a
 // newline it can still end its record early and forge lines after it.
-import { frameLayout, isStringType, type FrameLayout } from './framing';
+import { frameLayout, isStringType } from './framing';
 import { parseTypedValue, type HitValue } from './values';
 
 export type { HitValue } from './values';
@@ -90,15 +90,17 @@ export function sentinelFetcharg(secret: bigint, name = '__pl'): { fetcharg: str
 // U+2029, which `.` alone does not match (lines never hold `\n`).
 const HEADER =
   /^ *(.*?)-(\d+)\s+(?:\(\s*(\d+|-+)\)\s+)?\[(\d+)\]\s+(?:(\S{1,6})\s+)?(\d+(?:\.\d+)?):\s+([A-Za-z_][A-Za-z0-9_]*):\s+\((0x[0-9a-f]+)(?:\s+<-\s+(0x[0-9a-f]+))?\)(.*)$/s;
-// Framed mode: the whole header, anchored at its end; the comm is whatever precedes the fixed fields (greedy:
-// the kernel's fields after it hold no program text, so the rightmost fit is the real one).
-const FRAMED_HEADER =
-  /^([\s\S]*)-(\d+) +(?:\( *(\d+|-+)\) +)?\[(\d+)\] +(?:(\S{1,6}) +)?(\d+(?:\.\d+)?): ([A-Za-z_][A-Za-z0-9_]*): \((0x[0-9a-f]+)(?: <- (0x[0-9a-f]+))?\)$/;
+// Framed mode: the header's fields after the CPU column (the comm before it is the program's text), matched
+// from the last ` [` before the first secret: nothing after the CPU column holds a `[`.
+const FRAMED_TAIL = /\[(\d+)\] +(?:\S{1,6} +)?(\d+(?:\.\d+)?): ([A-Za-z_][A-Za-z0-9_]*): \(0x[0-9a-f]+(?: <- 0x[0-9a-f]+)?\)/y;
 // `CPU:N [LOST EVENTS]` (no count) when the ring buffer could not say how many.
 const LOST = /^CPU:(\d+) \[LOST (?:(\d+) )?EVENTS\]$/;
 // Printed instead of a record that does not fit the kernel's print buffer (trace_seq, 4 or 8 KiB).
 const TOO_BIG = '[LINE TOO BIG]';
 const MAX_RECORD = 64 * 1024;
+
+/** Per argument: ` name=`, and for strings the ` MARKER=SECRET` that ends them and whether to step over it. */
+type FramePlan = Array<{ key: string; marker: string | undefined; short: string; skip: number }>;
 
 interface Header {
   comm: string;
@@ -112,7 +114,7 @@ interface Header {
 export class HitParser {
   readonly stats: ParserStats = { hits: 0, lost: 0, lostByCpu: new Map(), unparsed: 0, malformed: 0 };
   private readonly schemas = new Map<string, EventSchema>();
-  private readonly layouts = new Map<string, FrameLayout>();
+  private readonly plans = new Map<string, FramePlan>();
   private pending: { header: Header; text: string } | null = null;
   /** Framed mode: the lines of the record being read, or null between records. */
   private record: string | null = null;
@@ -120,6 +122,8 @@ export class HitParser {
   private resync = false;
   private readonly tail: string | undefined;
   private readonly value: string | undefined;
+  private readonly openTok: string | undefined;
+  private readonly openShort: string | undefined;
 
   constructor(
     private readonly opts: {
@@ -135,6 +139,9 @@ export class HitParser {
     if (s) {
       this.value = `=${s.printed}`;
       this.tail = ` ${s.name}${this.value}`;
+      const open = frameLayout([], s.name).open;
+      this.openTok = ` ${open}${this.value}`;
+      this.openShort = `${open}=`;
     }
   }
 
@@ -151,6 +158,8 @@ export class HitParser {
   }
 
   private lostLine(line: string): boolean {
+    // Records start with a space (the comm's padding): skip the regex on the hot path.
+    if (line.charCodeAt(0) !== 67 /* C */) return false;
     const lost = LOST.exec(line);
     if (!lost) return false;
     const cpu = +lost[1];
@@ -193,56 +202,61 @@ export class HitParser {
     if (!this.readFramed(rec)) this.stats.malformed++;
   }
 
-  private layoutOf(schema: EventSchema): FrameLayout {
-    let l = this.layouts.get(schema.event);
-    if (!l) this.layouts.set(schema.event, (l = frameLayout(schema.args, this.opts.sentinel!.name)));
-    return l;
+  /** The fixed texts of an event's framed records, built once per event. */
+  private planOf(schema: EventSchema): FramePlan {
+    let plan = this.plans.get(schema.event);
+    if (!plan) {
+      const val = this.value!;
+      const layout = frameLayout(schema.args, this.opts.sentinel!.name);
+      plan = schema.args.map((a, k) => {
+        // A string ends where ` MARKER=SECRET` follows: its own marker, or the record's end.
+        const marker = isStringType(a.type) ? ` ${layout.after[k] ?? layout.end}${val}` : undefined;
+        const name = layout.after[k] ?? layout.end;
+        return { key: ` ${a.name}=`, marker, short: `${name}=`, skip: layout.after[k] ? marker!.length : 0 };
+      });
+      this.plans.set(schema.event, plan);
+    }
+    return plan;
   }
 
   /** One complete record (it ends with the sentinel). False if it does not fit its schema. */
   private readFramed(rec: string): boolean {
-    const val = this.value!;
-    const open = ` ${this.opts.sentinel!.name}h${val}`;
-    const at = rec.indexOf(open);
+    const at = findToken(rec, 0, this.openShort!, this.openTok!);
     if (at < 0) return false;
-    const m = FRAMED_HEADER.exec(rec.slice(0, at));
-    const schema = m ? this.schemas.get(m[7]) : undefined;
-    if (!m || !schema) return false;
-    const layout = this.layoutOf(schema);
-    const args = schema.args;
-    const out: Array<string | null> = new Array(args.length);
-    let pos = at + open.length;
-    for (let k = 0; k < args.length; k++) {
-      const key = ` ${args[k].name}=`;
+    const header = parseFramedHeader(rec, at);
+    const schema = header && this.schemas.get(header.event);
+    if (!header || !schema) return false;
+    const plan = this.planOf(schema);
+    const out: Array<string | null> = new Array(plan.length);
+    let pos = at + this.openTok!.length;
+    for (let k = 0; k < plan.length; k++) {
+      const { key, marker, short, skip } = plan[k];
       if (!rec.startsWith(key, pos)) return false;
       const v = pos + key.length;
-      if (isStringType(args[k].type)) {
-        // The value ends where ` MARKER=SECRET` follows: the marker after it, or the record's end.
-        const marker = ` ${layout.after[k] ?? layout.end}${val}`;
-        let end: number;
-        if (rec.startsWith('(fault)' + marker, v)) {
+      let end: number;
+      if (marker !== undefined) {
+        if (rec.startsWith('(fault)', v) && rec.startsWith(marker, v + 7)) {
           out[k] = null;
           end = v + 7;
         } else {
           if (rec.charCodeAt(v) !== 34 /* " */) return false;
-          const q = rec.indexOf('"' + marker, v + 1);
-          if (q < 0) return false;
-          out[k] = rec.slice(v + 1, q);
-          end = q + 1;
+          const q = findToken(rec, v + 1, short, marker);
+          if (q < 0 || rec.charCodeAt(q - 1) !== 34 || q - 1 === v) return false;
+          out[k] = rec.slice(v + 1, q - 1);
+          end = q;
         }
-        pos = layout.after[k] ? end + marker.length : end;
+        pos = end + skip;
       } else {
-        let end = rec.indexOf(' ', v);
+        end = rec.indexOf(' ', v);
         if (end < 0) end = rec.length;
         if (end === v) return false;
-        out[k] = rec.slice(v, end) === '(fault)' ? null : rec.slice(v, end);
+        const raw = rec.slice(v, end);
+        out[k] = raw === '(fault)' ? null : raw;
         pos = end;
       }
     }
     if (rec.length - pos !== this.tail!.length) return false;
-    const tgid = m[3] && /^\d+$/.test(m[3]) ? +m[3] : null;
-    const comm = m[1].replace(/^ +/, '');
-    this.emit({ comm, tid: +m[2], tgid, cpu: +m[4], ts: parseFloat(m[6]), schema }, out);
+    this.emit({ ...header, schema }, out);
     return true;
   }
 
@@ -305,6 +319,57 @@ export class HitParser {
     this.stats.hits++;
     this.opts.onHit(hit);
   }
+}
+
+/**
+ * Where ` NAME=SECRET` (`full`) first occurs in `rec` from `from`: found by its short `NAME=` and then compared
+ * whole (V8 searches for a long needle with a table built per call, which costs more than the record).
+ */
+function findToken(rec: string, from: number, short: string, full: string): number {
+  for (let i = rec.indexOf(short, from + 1); i >= 0; i = rec.indexOf(short, i + 1)) {
+    if (rec.startsWith(full, i - 1)) return i - 1;
+  }
+  return -1;
+}
+
+/**
+ * The header of a framed record, `rec[0, at)`, read from its end: `(addr)`, event, timestamp, flags, `[cpu]`, then
+ * leftwards `(tgid)` when record-tgid is on, `-pid`, and whatever precedes is the comm (without the `%16s`
+ * padding). Reading from the end, no comm can shift a field.
+ */
+function parseFramedHeader(
+  rec: string,
+  at: number,
+): { comm: string; tid: number; tgid: number | null; cpu: number; ts: number; event: string } | null {
+  const br = rec.lastIndexOf(' [', at);
+  if (br < 0) return null;
+  FRAMED_TAIL.lastIndex = br + 1;
+  const m = FRAMED_TAIL.exec(rec);
+  if (!m || FRAMED_TAIL.lastIndex !== at) return null;
+  let i = br;
+  while (i > 0 && rec.charCodeAt(i - 1) === 32) i--;
+  let tgid: number | null = null;
+  if (rec.charCodeAt(i - 1) === 41 /* ) */) {
+    const open = rec.lastIndexOf('(', i - 1);
+    const inner = open < 0 ? '' : rec.slice(open + 1, i - 1).trim();
+    if (/^\d+$/.test(inner)) tgid = +inner;
+    else if (!/^-+$/.test(inner)) return null;
+    i = open;
+    while (i > 0 && rec.charCodeAt(i - 1) === 32) i--;
+  }
+  let d = i;
+  while (d > 0 && rec.charCodeAt(d - 1) >= 48 && rec.charCodeAt(d - 1) <= 57) d--;
+  if (d === i || d === 0 || rec.charCodeAt(d - 1) !== 45 /* - */) return null;
+  let pad = 0;
+  while (pad < d - 1 && rec.charCodeAt(pad) === 32) pad++;
+  return {
+    comm: rec.slice(pad, d - 1),
+    tid: +rec.slice(d, i),
+    tgid,
+    cpu: +m[1],
+    ts: parseFloat(m[2]),
+    event: m[3],
+  };
 }
 
 /**
