@@ -67,6 +67,7 @@ test('a program with \\r, U+2028, U+2029 and \\n in its comm and record-, LOST- 
   assert.equal(summary.kernelHits.handle_req, 21);
   assert.equal(summary.hits.handle_req + summary.lost, summary.kernelHits.handle_req, 'received + lost = kernelHits');
   assert.equal(summary.mismatch, 0);
+  assert.equal(session.mismatch, 0, 'what the panel shows for the stopped session');
   assert.equal(summary.loss?.unaccounted, 0);
 });
 
