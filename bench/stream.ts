@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadIndex } from '../src/core/index/load';
 import { compileProbes } from '../src/core/probes/compiler';
-import { sentinelFetcharg } from '../src/core/tracefs/hitParser';
+import { frameDefinition } from '../src/core/tracefs/framing';
 import {
   appendUprobe,
   benchSshd,
@@ -271,14 +271,13 @@ async function main(): Promise<void> {
     execFileSync('gcc', ['-O2', '-g', '-Wl,--build-id', '-o', bin, join(dir, 'loop.c')]);
     const { index } = await loadIndex(bin);
     const [probe] = await compileProbes(['tick seq'], index, { group: 'probelens_1_template' });
-    // The very definition probelens writes, under the baseline's own group and event name, with the same
-    // anti-forgery sentinel fetcharg the agent appends (so both records have the same size in the ring buffer).
-    const sentinel =
-      existsSync(join(TRACEFS, 'README')) && readFileSync(join(TRACEFS, 'README'), 'utf8').includes('\\imm-value')
-        ? ` ${sentinelFetcharg(0x1234567890abcdefn).fetcharg}`
-        : '';
-    const definitionFor = (group: string, event: string) =>
-      probe.definition.replace(/^p:probelens_1_template\/\S+/, `p:${group}/${event}`) + sentinel;
+    // The very definition probelens writes, under the baseline's own group and event name, framed by a secret
+    // as the agent client frames it (so both records have the same size in the ring buffer).
+    const framed = existsSync(join(TRACEFS, 'README')) && readFileSync(join(TRACEFS, 'README'), 'utf8').includes('\\imm-value');
+    const definitionFor = (group: string, event: string) => {
+      const d = probe.definition.replace(/^p:probelens_1_template\/\S+/, `p:${group}/${event}`);
+      return framed ? frameDefinition(d, { name: '__pl', printed: '0x9234567890abcdef' }) : d;
+    };
     const cli = await bundleCli();
     const ssh = await benchSshd();
     const results: RunResult[] = [];

@@ -173,10 +173,13 @@ function renderFrame(): void {
   }
 
   const lost = stats.lost;
-  lostBanner.hidden = lost <= 0;
-  if (lost > 0) {
-    setText(lostBanner, `${formatCount(lost)} events lost — the kernel buffer overflowed; raise buffer size or add a filter`);
-  }
+  const mismatch = stats.mismatch;
+  lostBanner.hidden = lost <= 0 && mismatch === 0;
+  const notes: string[] = [];
+  if (lost > 0) notes.push(`${formatCount(lost)} events lost — the kernel buffer overflowed; raise buffer size or add a filter`);
+  if (mismatch > 0) notes.push(`${formatCount(mismatch)} events the kernel counted were neither received nor reported lost`);
+  if (mismatch < 0) notes.push(`${formatCount(-mismatch)} more records received than the kernel counted`);
+  if (notes.length) setText(lostBanner, notes.join(' · '));
   const dropped = view.dropped + stats.historyDropped;
   droppedNotice.hidden = dropped <= 0;
   if (dropped > 0) setText(droppedNotice, `${formatCount(dropped)} older hits dropped from view`);

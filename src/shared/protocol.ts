@@ -33,6 +33,11 @@ export interface PanelStats {
   latency: Record<string, LatencyHistogram>;
   /** events the kernel dropped (ring-buffer overflow), as the engine reports them */
   lost: number;
+  /**
+   * events the kernel counted for the probes that were neither received nor reported lost (negative: more
+   * records than it counted), as the sessions' summaries say; 0 when they agree
+   */
+  mismatch: number;
   /** hits the host dropped before they reached the panel (its bounded queue overflowed) */
   historyDropped: number;
 }
@@ -268,5 +273,5 @@ export function decodeHits(b: HitBatch): Hit[] {
 }
 
 export function emptyStats(): PanelStats {
-  return { counts: {}, latency: {}, lost: 0, historyDropped: 0 };
+  return { counts: {}, latency: {}, lost: 0, mismatch: 0, historyDropped: 0 };
 }

@@ -12,6 +12,7 @@ import type { Tracing } from './tracing';
 export class PanelHost implements vscode.Disposable {
   readonly feed = new PanelFeed({ version: PROBELENS_VERSION });
   private lost = 0;
+  private mismatch = 0;
 
   constructor(
     private readonly ctx: Ctx,
@@ -77,6 +78,12 @@ export class PanelHost implements vscode.Disposable {
     if (lost !== this.lost) {
       this.lost = lost;
       this.feed.setLost(lost);
+    }
+    let mismatch = 0;
+    for (const r of runs) mismatch += r.session ? r.session.mismatch : (r.mismatch ?? 0);
+    if (mismatch !== this.mismatch) {
+      this.mismatch = mismatch;
+      this.feed.setMismatch(mismatch);
     }
   }
 

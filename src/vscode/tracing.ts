@@ -42,6 +42,8 @@ export interface Run {
   session?: TraceSession;
   /** the numbers of the session as it stopped, shown until the next start */
   final?: SessionView;
+  /** the stopped session's summary mismatch (received + lost against the kernel's count) */
+  mismatch?: number;
   /** spec → why it is not armed */
   specErrors: Map<string, string>;
   /** spec → compiler warnings (arguments left out) */
@@ -210,7 +212,10 @@ export class Tracing implements vscode.Disposable {
     if (s) {
       try {
         const sum = await s.stop();
-        this.ctx.log(`stopped on ${sum.host}: ${Object.values(sum.hits).reduce((a, b) => a + b, 0)} hits, ${sum.lost} lost`);
+        r.mismatch = sum.mismatch;
+        this.ctx.log(
+          `stopped on ${sum.host}: ${Object.values(sum.hits).reduce((a, b) => a + b, 0)} hits, ${sum.lost} lost${sum.mismatch ? `, mismatch ${sum.mismatch} (received + lost differs from the kernel's count)` : ''}`,
+        );
       } catch (e) {
         this.ctx.log(
           `stopping on ${r.target.label} failed (${(e as Error).message}); the agent cleans up by itself when its client is gone`,

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { requireTracefs } from '../helpers/tracefs';
-import { IN_CI } from '../helpers/require';
+import { IN_CI, missing } from '../helpers/require';
 import { TracefsAgent, offendingToken } from '../../src/core/tracefs/agentClient';
 import {
   SHELLS,
@@ -124,6 +124,33 @@ test('a rejected definition returns the kernel error_log with its caret', async 
       (e: Error & { details?: string[] }) => {
         assert.match(e.message, /Invalid register name|Invalid fetch argument|Unknown register/i);
         assert.equal(offendingToken(e.details!), 'a=%nosuchreg:s32');
+        return true;
+      },
+    );
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('a rejected framed definition: the caret still names the ARG, and the secret is not in the error', async (t) => {
+  if (!requireTracefs(t)) return;
+  const w = getWorkload();
+  const agent = await TracefsAgent.start(new ShellTarget(['dash']), {});
+  try {
+    if (!agent.sentinel) {
+      missing(t, 'this kernel has no immediate fetchargs (\\imm): definitions are not framed');
+      return;
+    }
+    const secret = BigInt(agent.sentinel.printed).toString(10);
+    await assert.rejects(
+      agent.define(`p:${agent.group}/bad ${w.path}:${w.addOffset} s=+0(%dx):string a=%nosuchreg:s32`),
+      (e: Error & { details?: string[] }) => {
+        assert.equal(offendingToken(e.details!), 'a=%nosuchreg:s32');
+        assert.ok(
+          e.details!.some((l) => l.includes('__pl0=\\*')),
+          e.details!.join('\n'),
+        );
+        assert.ok(!`${e.message}\n${e.details!.join('\n')}`.includes(secret));
         return true;
       },
     );

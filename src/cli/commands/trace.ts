@@ -166,8 +166,16 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
       );
     }
     if (summary.lost) io.out(`lost: ${summary.lost} events (raise --buffer-kb or add --filter)\n`);
+    for (const [host, h] of Object.entries(summary.hosts)) if (h.mismatch) io.out(`${host}: ${describeMismatch(h.mismatch)}\n`);
   }
   return results.some((r) => r.error) ? 1 : 0;
+}
+
+/** One sentence for a host whose received + lost differs from the kernel's count (see LossReport.mismatch). */
+export function describeMismatch(n: number): string {
+  return n > 0
+    ? `mismatch: ${n} event${n === 1 ? '' : 's'} the kernel counted ${n === 1 ? 'was' : 'were'} neither received nor reported lost`
+    : `mismatch: ${-n} more record${n === -1 ? '' : 's'} received than the kernel counted`;
 }
 
 export async function cleanupCommand(argv: string[], io: Io): Promise<number> {

@@ -37,13 +37,15 @@ export async function startAll(
 export interface MergedSummary {
   hits: Record<string, number>;
   lost: number;
+  /** The hosts' mismatches added up; each host with one has it in `hosts` too. */
+  mismatch: number;
   kernelHits: Record<string, number>;
   latency: Record<string, { p50: number; p90: number; p99: number; max: number }>;
-  hosts: Record<string, { ok: boolean; error?: string }>;
+  hosts: Record<string, { ok: boolean; error?: string; mismatch?: number }>;
 }
 
 export function mergeSummaries(outcomes: Array<{ host: string; summary?: SessionSummary; error?: Error }>): MergedSummary {
-  const m: MergedSummary = { hits: {}, lost: 0, kernelHits: {}, latency: {}, hosts: {} };
+  const m: MergedSummary = { hits: {}, lost: 0, mismatch: 0, kernelHits: {}, latency: {}, hosts: {} };
   for (const o of outcomes) {
     m.hosts[o.host] = o.error ? { ok: false, error: o.error.message } : { ok: true };
     const s = o.summary;
@@ -51,6 +53,10 @@ export function mergeSummaries(outcomes: Array<{ host: string; summary?: Session
     for (const [k, v] of Object.entries(s.hits)) m.hits[k] = (m.hits[k] ?? 0) + v;
     for (const [k, v] of Object.entries(s.kernelHits)) m.kernelHits[k] = (m.kernelHits[k] ?? 0) + v;
     m.lost += s.lost;
+    if (s.mismatch) {
+      m.mismatch += s.mismatch;
+      m.hosts[o.host].mismatch = s.mismatch;
+    }
     // Percentiles do not add up across hosts; with several hosts the worst host's figures are reported.
     for (const [k, v] of Object.entries(s.latency)) if (!m.latency[k] || v.p99 > m.latency[k].p99) m.latency[k] = v;
   }

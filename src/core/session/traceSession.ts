@@ -38,6 +38,8 @@ export interface SessionSummary {
   host: string;
   hits: Record<string, number>;
   lost: number;
+  /** received + lost − the kernel's count, negated; 0 when they agree (see LossReport.mismatch). */
+  mismatch: number;
   kernelHits: Record<string, number>;
   latency: Record<string, { p50: number; p90: number; p99: number; max: number }>;
   loss?: LossReport;
@@ -125,6 +127,8 @@ export class TraceSession {
   aggregates!: Aggregates;
   private agent?: TracefsAgent;
   private parser?: HitParser;
+  private traceEnded?: Promise<void>;
+  private finalMismatch?: number;
   private ended?: Promise<SessionSummary>;
   private readonly byEvent = new Map<string, CompiledProbe>();
 
@@ -200,7 +204,7 @@ export class TraceSession {
       },
     });
     agent.onTraceLine((l) => this.parser!.push(l));
-    agent.onTraceEnd(() => this.parser!.end());
+    this.traceEnded = new Promise((res) => agent.onTraceEnd(res));
     if (opts.bufferKb) await agent.setBufferKb(opts.bufferKb);
     for (const p of this.probes) {
       try {
@@ -235,15 +239,20 @@ export class TraceSession {
     this.ended ??= (async () => {
       this.state = 'stopping';
       const report = await this.agent!.stop();
+      // STOP's reply comes on stderr, the drained records on stdout: count the hits once the stream has ended
+      // (or the channel closed, which ends it too).
+      await Promise.race([this.traceEnded, this.agent!.exit]);
       this.parser!.end();
-      const loss = lossReport(this.parser!.stats, report);
+      const loss = lossReport(this.parser!.stats, report, this.opts.pid !== undefined || !!this.opts.filter);
       this.state = 'stopped';
+      this.finalMismatch = loss.mismatch;
       const sum = this.aggregates.summary();
       return {
         host: this.host,
         hits: sum.hits,
         latency: sum.latency,
         lost: loss.lost,
+        mismatch: loss.mismatch,
         kernelHits: Object.fromEntries(loss.kernelHits),
         loss,
       };
@@ -254,6 +263,14 @@ export class TraceSession {
   /** Drop the connection without stopping: the agent notices (stdin EOF) and cleans up by itself. */
   abandon(): void {
     this.agent?.abandon();
+  }
+
+  /**
+   * received + lost against the kernel's count (see LossReport.mismatch): once stopped, the summary's figure;
+   * while tracing, the records that arrived and could not be read (the kernel's count comes at stop).
+   */
+  get mismatch(): number {
+    return this.finalMismatch ?? this.parser?.stats.malformed ?? 0;
   }
 
   /** Settles when the agent has exited, for whatever reason. */

@@ -20,7 +20,8 @@ import { StringDecoder } from 'node:string_decoder';
 import { randomBytes } from 'node:crypto';
 import { AGENT_ARGV0, AGENT_PROTOCOL_VERSION, AGENT_SCRIPT } from '../target/agentScript';
 import type { ExecChannel, ExecExit, Target } from '../target/target';
-import { sentinelFetcharg, type Sentinel } from './hitParser';
+import { frameDefinition, newSentinel } from './framing';
+import type { Sentinel } from './hitParser';
 
 export interface AgentHello {
   pid: number;
@@ -124,7 +125,6 @@ export class TracefsAgent {
   readonly exit: Promise<ExecExit>;
   private readonly pending: Pending[] = [];
   private exited: ExecExit | null = null;
-  private sentinelArg: string | null = null;
   private sentinelValue: Sentinel | null = null;
   private hbTimer: NodeJS.Timeout | null = null;
   private traceListeners: Array<(line: string) => void> = [];
@@ -164,11 +164,7 @@ export class TracefsAgent {
     try {
       const r = await agent.command('HELLO', `${AGENT_PROTOCOL_VERSION} ${nonce} ${Math.max(0, Math.floor(timeout))}`);
       agent.hello = parseHello(r.text, r.info);
-      if (agent.hello.caps.has('imm') && opts.sentinel !== false) {
-        const s = sentinelFetcharg(randomBytes(8).readBigUInt64LE(0));
-        agent.sentinelArg = s.fetcharg;
-        agent.sentinelValue = s.sentinel;
-      }
+      if (agent.hello.caps.has('imm') && opts.sentinel !== false) agent.sentinelValue = newSentinel();
     } catch (e) {
       channel.stdin.end();
       throw e;
@@ -191,11 +187,22 @@ export class TracefsAgent {
   }
 
   /**
-   * Append one definition. When the kernel supports immediate fetchargs, the session's sentinel is appended as
-   * the last fetcharg (see hitParser: it makes forged records impossible); pass `this.sentinel` to HitParser.
+   * Append one definition. When the kernel supports immediate fetchargs, the session's secret frames it (see
+   * framing.ts: nothing the traced program prints can then end, start or alter a record); pass `this.sentinel`
+   * to HitParser. The framed text is sent only to the agent: the secret stays out of logs.
    */
   async define(definition: string): Promise<void> {
-    await this.command('DEF', this.sentinelArg ? `${definition} ${this.sentinelArg}` : definition);
+    await this.command('DEF', this.sentinelValue ? frameDefinition(definition, this.sentinelValue) : definition);
+  }
+
+  /**
+   * A rejected definition comes back in error_log's `Command:` line, and errors reach logs a traced program of
+   * the same user may read: the secret is masked, with as many characters so the caret under it still points right.
+   */
+  private redact(text: string): string {
+    if (!this.sentinelValue) return text;
+    const secret = BigInt(this.sentinelValue.printed).toString(10);
+    return text.replaceAll(secret, '*'.repeat(secret.length));
   }
 
   /** What every record ends with, or null when the kernel has no immediate fetchargs. */
@@ -292,7 +299,7 @@ export class TracefsAgent {
     }
     const [, kind, verb, rest] = m;
     if (kind === 'INFO') {
-      head.info.push(rest);
+      head.info.push(this.redact(rest));
       return;
     }
     this.pending.shift();

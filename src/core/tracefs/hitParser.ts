@@ -2,12 +2,17 @@
 //   this kernel, record-tgid on:  `  comm-123   (    120) [001] DBZff  2488.667250: ev: (0x5646a543f16a) a=-1 s="x"`
 //   older kernels, no tgid:       `  comm-123   [001] d...   88.000001: ev: (0x400546) a=-1`
 //   irq-info off drops the flags column; return probes print `(0xRET <- 0xFUNC)`.
-// Strings are printed unescaped, so a traced string can contain newlines and text that looks like another event
-// or a `CPU:N [LOST M EVENTS]` line. Two defences: (1) records are parsed against the schema the client defined
-// (argument names in order), and a string only ends where the rest of the record still fits the schema (the rightmost such place);
-// (2) when the definitions carry a per-session sentinel as their last fetcharg (an immediate value the traced
-// program cannot know, see `sentinelFetcharg`), a record ends only at a line ending with that sentinel, so no
-// string content can start a record or a LOST line.
+// The comm (printed `%16s`, so padded with spaces) and strings are the traced program's text, printed raw: any
+// byte but NUL, including newlines, `\r`, U+2028/U+2029 and text shaped like records, arguments or LOST lines.
+// With a sentinel (the kernel has immediate fetchargs; see framing.ts) a record is every line up to the one that
+// ends with the secret, its header is what precedes the first secret (parsed from its end: the comm comes first),
+// and each string ends where the secret follows it; the only lines outside records are the kernel's own
+// (`CPU:N [LOST M EVENTS]`, `[LINE TOO BIG]`), which it prints before a record, where a record's first line
+// cannot be mistaken for them (it starts with the comm's padding). Without a sentinel (older kernels) records are
+// parsed line by line against the schema the client defined, a string ending only where the rest of the record
+// still fits (the rightmost such place): a string cannot alter the arguments fetched after it, but with a
+// newline it can still end its record early and forge lines after it.
+import { frameLayout, isStringType } from './framing';
 import type { Hit, HitValue, ProbeKind } from '../../shared/hit';
 import { parseTypedValue } from './values';
 
@@ -42,16 +47,27 @@ export interface Sentinel {
   printed: string;
 }
 
-/** The fetcharg to append to every definition, and what the parser must see at the end of each record. */
+/** The fetcharg that ends a framed definition (see frameDefinition), and the sentinel the parser is given. */
 export function sentinelFetcharg(secret: bigint, name = '__pl'): { fetcharg: string; sentinel: Sentinel } {
   const v = BigInt.asUintN(64, secret);
   return { fetcharg: `${name}=\\${v.toString(10)}:x64`, sentinel: { name, printed: `0x${v.toString(16)}` } };
 }
 
+// Line mode (no sentinel): the header is the start of a line. The `s` flag: a comm may hold `\r`, U+2028 or
+// U+2029, which `.` alone does not match (lines never hold `\n`).
 const HEADER =
-  /^\s*(.*?)-(\d+)\s+(?:\(\s*(\d+|-+)\)\s+)?\[(\d+)\]\s+(?:(\S{1,6})\s+)?(\d+(?:\.\d+)?):\s+([A-Za-z_][A-Za-z0-9_]*):\s+\((0x[0-9a-f]+)(?:\s+<-\s+(0x[0-9a-f]+))?\)(.*)$/;
-const LOST = /^CPU:(\d+) \[LOST (\d+) EVENTS\]$/;
+  /^ *(.*?)-(\d+)\s+(?:\(\s*(\d+|-+)\)\s+)?\[(\d+)\]\s+(?:(\S{1,6})\s+)?(\d+(?:\.\d+)?):\s+([A-Za-z_][A-Za-z0-9_]*):\s+\((0x[0-9a-f]+)(?:\s+<-\s+(0x[0-9a-f]+))?\)(.*)$/s;
+// Framed mode: the header's fields after the CPU column (the comm before it is the program's text), matched
+// from the last ` [` before the first secret: nothing after the CPU column holds a `[`.
+const FRAMED_TAIL = /\[(\d+)\] +(?:\S{1,6} +)?(\d+(?:\.\d+)?): ([A-Za-z_][A-Za-z0-9_]*): \(0x[0-9a-f]+(?: <- 0x[0-9a-f]+)?\)/y;
+// `CPU:N [LOST EVENTS]` (no count) when the ring buffer could not say how many.
+const LOST = /^CPU:(\d+) \[LOST (?:(\d+) )?EVENTS\]$/;
+// Printed instead of a record that does not fit the kernel's print buffer (trace_seq, 4 or 8 KiB).
+const TOO_BIG = '[LINE TOO BIG]';
 const MAX_RECORD = 64 * 1024;
+
+/** Per argument: ` name=`, and for strings the ` MARKER=SECRET` that ends them and whether to step over it. */
+type FramePlan = Array<{ key: string; marker: string | undefined; short: string; skip: number }>;
 
 interface Header {
   comm: string;
@@ -65,8 +81,16 @@ interface Header {
 export class HitParser {
   readonly stats: ParserStats = { hits: 0, lost: 0, lostByCpu: new Map(), unparsed: 0, malformed: 0 };
   private readonly schemas = new Map<string, EventSchema>();
+  private readonly plans = new Map<string, FramePlan>();
   private pending: { header: Header; text: string } | null = null;
-  private sentinelTail: string | undefined;
+  /** Framed mode: the lines of the record being read, or null between records. */
+  private record: string | null = null;
+  /** Framed mode: after an over-long record, skip to the next record end before reading again. */
+  private resync = false;
+  private readonly tail: string | undefined;
+  private readonly value: string | undefined;
+  private readonly openTok: string | undefined;
+  private readonly openShort: string | undefined;
 
   constructor(
     private readonly opts: {
@@ -78,9 +102,132 @@ export class HitParser {
     },
   ) {
     for (const e of opts.events) this.schemas.set(e.event, e);
+    const s = opts.sentinel;
+    if (s) {
+      this.value = `=${s.printed}`;
+      this.tail = ` ${s.name}${this.value}`;
+      const open = frameLayout([], s.name).open;
+      this.openTok = ` ${open}${this.value}`;
+      this.openShort = `${open}=`;
+    }
   }
 
   push(line: string): void {
+    if (this.tail !== undefined) this.pushFramed(line, this.tail);
+    else this.pushLine(line);
+  }
+
+  /** End of stream: a record still open (its string never closed) is counted as malformed. */
+  end(): void {
+    if (this.pending || this.record !== null) this.stats.malformed++;
+    this.pending = null;
+    this.record = null;
+  }
+
+  private lostLine(line: string): boolean {
+    // Records start with a space (the comm's padding): skip the regex on the hot path.
+    if (line.charCodeAt(0) !== 67 /* C */) return false;
+    const lost = LOST.exec(line);
+    if (!lost) return false;
+    const cpu = +lost[1];
+    // An unknown count is at least one event; the per-CPU counters at stop give the exact figure.
+    const n = lost[2] === undefined ? 1 : +lost[2];
+    this.stats.lost += n;
+    this.stats.lostByCpu.set(cpu, (this.stats.lostByCpu.get(cpu) ?? 0) + n);
+    this.opts.onLost?.(cpu, n);
+    return true;
+  }
+
+  private pushFramed(line: string, tail: string): void {
+    const ends = line.endsWith(tail);
+    if (this.resync) {
+      this.resync = !ends;
+      return;
+    }
+    if (this.record === null) {
+      // Between records: the kernel's own lines. A record's first line starts with the comm padded to 16 bytes
+      // (a comm is at most 15), so with a space: it can be neither of these.
+      if (this.lostLine(line)) return;
+      if (line === TOO_BIG) {
+        this.stats.malformed++;
+        return;
+      }
+      this.record = line;
+    } else {
+      this.record += '\n' + line;
+    }
+    if (!ends) {
+      if (this.record.length > MAX_RECORD) {
+        this.record = null;
+        this.resync = true;
+        this.stats.malformed++;
+      }
+      return;
+    }
+    const rec = this.record;
+    this.record = null;
+    if (!this.readFramed(rec)) this.stats.malformed++;
+  }
+
+  /** The fixed texts of an event's framed records, built once per event. */
+  private planOf(schema: EventSchema): FramePlan {
+    let plan = this.plans.get(schema.event);
+    if (!plan) {
+      const val = this.value!;
+      const layout = frameLayout(schema.args, this.opts.sentinel!.name);
+      plan = schema.args.map((a, k) => {
+        // A string ends where ` MARKER=SECRET` follows: its own marker, or the record's end.
+        const marker = isStringType(a.type) ? ` ${layout.after[k] ?? layout.end}${val}` : undefined;
+        const name = layout.after[k] ?? layout.end;
+        return { key: ` ${a.name}=`, marker, short: `${name}=`, skip: layout.after[k] ? marker!.length : 0 };
+      });
+      this.plans.set(schema.event, plan);
+    }
+    return plan;
+  }
+
+  /** One complete record (it ends with the sentinel). False if it does not fit its schema. */
+  private readFramed(rec: string): boolean {
+    const at = findToken(rec, 0, this.openShort!, this.openTok!);
+    if (at < 0) return false;
+    const header = parseFramedHeader(rec, at);
+    const schema = header && this.schemas.get(header.event);
+    if (!header || !schema) return false;
+    const plan = this.planOf(schema);
+    const out: Array<string | null> = new Array(plan.length);
+    let pos = at + this.openTok!.length;
+    for (let k = 0; k < plan.length; k++) {
+      const { key, marker, short, skip } = plan[k];
+      if (!rec.startsWith(key, pos)) return false;
+      const v = pos + key.length;
+      let end: number;
+      if (marker !== undefined) {
+        if (rec.startsWith('(fault)', v) && rec.startsWith(marker, v + 7)) {
+          out[k] = null;
+          end = v + 7;
+        } else {
+          if (rec.charCodeAt(v) !== 34 /* " */) return false;
+          const q = findToken(rec, v + 1, short, marker);
+          if (q < 0 || rec.charCodeAt(q - 1) !== 34 || q - 1 === v) return false;
+          out[k] = rec.slice(v + 1, q - 1);
+          end = q;
+        }
+        pos = end + skip;
+      } else {
+        end = rec.indexOf(' ', v);
+        if (end < 0) end = rec.length;
+        if (end === v) return false;
+        const raw = rec.slice(v, end);
+        out[k] = raw === '(fault)' ? null : raw;
+        pos = end;
+      }
+    }
+    if (rec.length - pos !== this.tail!.length) return false;
+    this.emit({ ...header, schema }, out);
+    return true;
+  }
+
+  private pushLine(line: string): void {
     if (this.pending) {
       this.pending.text += '\n' + line;
       if (this.pending.text.length > MAX_RECORD) {
@@ -91,15 +238,7 @@ export class HitParser {
       this.tryComplete();
       return;
     }
-    const lost = LOST.exec(line);
-    if (lost) {
-      const cpu = +lost[1];
-      const n = +lost[2];
-      this.stats.lost += n;
-      this.stats.lostByCpu.set(cpu, (this.stats.lostByCpu.get(cpu) ?? 0) + n);
-      this.opts.onLost?.(cpu, n);
-      return;
-    }
+    if (this.lostLine(line)) return;
     const m = HEADER.exec(line);
     const schema = m ? this.schemas.get(m[7]) : undefined;
     if (!m || !schema) {
@@ -111,31 +250,11 @@ export class HitParser {
     this.tryComplete();
   }
 
-  /** End of stream: a record still open (its string never closed) is counted as malformed. */
-  end(): void {
-    if (this.pending) this.stats.malformed++;
-    this.pending = null;
-  }
-
+  /** Line mode: an unfinished string simply continues on the next line. */
   private tryComplete(): void {
     const p = this.pending!;
-    let text = p.text;
-    const s = this.opts.sentinel;
-    if (s) {
-      const tail = (this.sentinelTail ??= ` ${s.name}=${s.printed}`);
-      if (!text.endsWith(tail)) return;
-      text = text.slice(0, -tail.length);
-    }
-    const values = matchArgs(text, p.header.schema.args);
-    if (!values) {
-      // Without a sentinel an unfinished string simply continues on the next line; with one, the record is
-      // complete and did not fit.
-      if (s) {
-        this.pending = null;
-        this.stats.malformed++;
-      }
-      return;
-    }
+    const values = matchArgs(p.text, p.header.schema.args);
+    if (!values) return;
     this.pending = null;
     this.emit(p.header, values);
   }
@@ -169,8 +288,55 @@ export class HitParser {
   }
 }
 
-function isStringType(type: string): boolean {
-  return type === 'string' || type === 'ustring' || type === 'symstr';
+/**
+ * Where ` NAME=SECRET` (`full`) first occurs in `rec` from `from`: found by its short `NAME=` and then compared
+ * whole (V8 searches for a long needle with a table built per call, which costs more than the record).
+ */
+function findToken(rec: string, from: number, short: string, full: string): number {
+  for (let i = rec.indexOf(short, from + 1); i >= 0; i = rec.indexOf(short, i + 1)) {
+    if (rec.startsWith(full, i - 1)) return i - 1;
+  }
+  return -1;
+}
+
+/**
+ * The header of a framed record, `rec[0, at)`, read from its end: `(addr)`, event, timestamp, flags, `[cpu]`, then
+ * leftwards `(tgid)` when record-tgid is on, `-pid`, and whatever precedes is the comm (without the `%16s`
+ * padding). Reading from the end, no comm can shift a field.
+ */
+function parseFramedHeader(
+  rec: string,
+  at: number,
+): { comm: string; tid: number; tgid: number | null; cpu: number; ts: number; event: string } | null {
+  const br = rec.lastIndexOf(' [', at);
+  if (br < 0) return null;
+  FRAMED_TAIL.lastIndex = br + 1;
+  const m = FRAMED_TAIL.exec(rec);
+  if (!m || FRAMED_TAIL.lastIndex !== at) return null;
+  let i = br;
+  while (i > 0 && rec.charCodeAt(i - 1) === 32) i--;
+  let tgid: number | null = null;
+  if (rec.charCodeAt(i - 1) === 41 /* ) */) {
+    const open = rec.lastIndexOf('(', i - 1);
+    const inner = open < 0 ? '' : rec.slice(open + 1, i - 1).trim();
+    if (/^\d+$/.test(inner)) tgid = +inner;
+    else if (!/^-+$/.test(inner)) return null;
+    i = open;
+    while (i > 0 && rec.charCodeAt(i - 1) === 32) i--;
+  }
+  let d = i;
+  while (d > 0 && rec.charCodeAt(d - 1) >= 48 && rec.charCodeAt(d - 1) <= 57) d--;
+  if (d === i || d === 0 || rec.charCodeAt(d - 1) !== 45 /* - */) return null;
+  let pad = 0;
+  while (pad < d - 1 && rec.charCodeAt(pad) === 32) pad++;
+  return {
+    comm: rec.slice(pad, d - 1),
+    tid: +rec.slice(d, i),
+    tgid,
+    cpu: +m[1],
+    ts: parseFloat(m[2]),
+    event: m[3],
+  };
 }
 
 /**

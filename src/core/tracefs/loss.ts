@@ -18,9 +18,17 @@ export interface LossReport {
    * --pid, which uprobe_profile still counts; or a stream cut short). 0 for an unfiltered, cleanly stopped run.
    */
   unaccounted: number;
+  /**
+   * How far received + lost is from the kernel's count, where they must be equal: for a session that filters
+   * nothing, kernel hits − received − lost (negative: more records than the kernel counted). With `--pid` or
+   * `--filter` the kernel also counts the events filtered out (`unaccounted`), so only the records that reached
+   * us and could not be read are certain: their count. 0 when everything is accounted for.
+   */
+  mismatch: number;
 }
 
-export function lossReport(parser: ParserStats, stop: StopReport): LossReport {
+/** `filtered`: the session had a pid filter or an event filter (the kernel counts hits it then does not record). */
+export function lossReport(parser: ParserStats, stop: StopReport, filtered = false): LossReport {
   const sum = (f: (c: StopReport['cpus'][number]) => number) => stop.cpus.reduce((s, c) => s + f(c), 0);
   const overrun = sum((c) => c.overrun);
   const dropped = sum((c) => c.dropped);
@@ -28,6 +36,7 @@ export function lossReport(parser: ParserStats, stop: StopReport): LossReport {
   const lost = stop.cpus.length > 0 ? overrun + dropped + commitOverrun : parser.lost;
   let kernelTotal = 0;
   for (const n of stop.kernelHits.values()) kernelTotal += n;
+  const unaccounted = kernelTotal - parser.hits - lost;
   return {
     lost,
     streamLost: parser.lost,
@@ -35,6 +44,7 @@ export function lossReport(parser: ParserStats, stop: StopReport): LossReport {
     dropped,
     commitOverrun,
     kernelHits: stop.kernelHits,
-    unaccounted: kernelTotal - parser.hits - lost,
+    unaccounted,
+    mismatch: filtered ? parser.malformed : unaccounted,
   };
 }

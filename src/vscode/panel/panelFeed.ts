@@ -82,6 +82,14 @@ export class PanelFeed {
     this.schedule();
   }
 
+  /** received + lost against the kernel's count, over every session (see PanelStats.mismatch). */
+  setMismatch(total: number): void {
+    if (total === this.stats.mismatch) return;
+    this.stats.mismatch = total;
+    this.statsDirty = true;
+    this.schedule();
+  }
+
   setProbes(probes: readonly ProbeInfo[]): void {
     this.probes = [...probes];
     this.send({ type: 'probes', probes: this.probes });

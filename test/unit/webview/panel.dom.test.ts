@@ -261,6 +261,24 @@ describe('live panel webview in Chromium', () => {
     assert.equal(await text(p, '#pl-dropped'), '510 older hits dropped from view');
   });
 
+  test("the banner says by how much received + lost differs from the kernel's count", async (t) => {
+    const p = await open(t);
+    if (!p) return;
+    await p.send(init(), stats({ mismatch: 3 }));
+    await frames(p);
+    assert.equal(await hidden(p, '#pl-lost'), false);
+    assert.equal(await text(p, '#pl-lost'), '3 events the kernel counted were neither received nor reported lost');
+    await p.send(stats({ lost: 5, mismatch: -2 }));
+    await frames(p);
+    assert.equal(
+      await text(p, '#pl-lost'),
+      '5 events lost — the kernel buffer overflowed; raise buffer size or add a filter · 2 more records received than the kernel counted',
+    );
+    await p.send(stats({}));
+    await frames(p);
+    assert.equal(await hidden(p, '#pl-lost'), true);
+  });
+
   test('per-probe counts and the latency histogram follow the stats; a probe can be picked', async (t) => {
     const p = await open(t);
     if (!p) return;

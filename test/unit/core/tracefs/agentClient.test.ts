@@ -40,3 +40,14 @@ test('loss: the per-CPU counters are authoritative and the rest is accounted for
   const noStats = lossReport({ hits: 1, lost: 4, lostByCpu: new Map(), unparsed: 0, malformed: 0 }, { cpus: [], kernelHits: new Map() });
   assert.equal(noStats.lost, 4);
 });
+
+test('loss: the mismatch is the gap when nothing filters, and only the unreadable records when something does', () => {
+  const stop = { cpus: [{ cpu: 0, overrun: 2, commitOverrun: 0, dropped: 0, entries: 0 }], kernelHits: new Map([['a', 10]]) };
+  const stats = (hits: number, malformed: number) => ({ hits, lost: 2, lostByCpu: new Map(), unparsed: 0, malformed });
+  assert.equal(lossReport(stats(8, 0), stop).mismatch, 0);
+  assert.equal(lossReport(stats(5, 3), stop).mismatch, 3, 'records that arrived but could not be read');
+  assert.equal(lossReport(stats(11, 0), stop).mismatch, -3, 'more records than the kernel counted: forged');
+  const filtered = lossReport(stats(4, 1), stop, true);
+  assert.equal(filtered.unaccounted, 4, 'the filter gap stays unaccounted');
+  assert.equal(filtered.mismatch, 1);
+});

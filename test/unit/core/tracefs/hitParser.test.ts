@@ -120,22 +120,21 @@ test('without a sentinel, a string that is the last arg can end early and forge 
   assert.equal(p.stats.unparsed, 1);
 });
 
-test('with a sentinel, nothing inside a string can end the record, forge a LOST line or a hit', () => {
+test('the sentinel fetcharg is an x64 immediate printed in hex', () => {
   const { fetcharg, sentinel } = sentinelFetcharg(0xabcdefn);
   assert.equal(fetcharg, '__pl=\\11259375:x64');
+  assert.deepEqual(sentinel, { name: '__pl', printed: '0xabcdef' });
+});
+
+test('line mode: a comm holding \\r, U+2028 or U+2029 still starts a record', () => {
   const hits: Hit[] = [];
-  const p = new HitParser({ host: 'h', events: [schema], sentinel, onHit: (h) => hits.push(h) });
-  const lines = [
-    '  a-1 (1) [000] ..... 1.0: ev: (0x1) s="x"',
-    'CPU:0 [LOST 5 EVENTS]',
-    '  a-1 (1) [000] ..... 1.0: ev: (0x1) s="forged" __pl=0x1234',
-    '" __pl=0xabcdef',
-    'CPU:1 [LOST 3 EVENTS]',
-  ];
-  for (const l of lines) p.push(l);
-  assert.equal(hits.length, 1);
-  assert.equal(hits[0].args.s, 'x"\nCPU:0 [LOST 5 EVENTS]\n  a-1 (1) [000] ..... 1.0: ev: (0x1) s="forged" __pl=0x1234\n');
-  assert.equal(p.stats.lost, 3);
+  const p = new HitParser({ host: 'h', events: [schema], onHit: (h) => hits.push(h) });
+  for (const comm of ['a\rb', 'x\u2028y', 'p\u2029q']) p.push(`${comm.padStart(16)}-7 (7) [000] ..... 1.0: ev: (0x1) s="v"`);
+  assert.deepEqual(
+    hits.map((h) => h.comm),
+    ['a\rb', 'x\u2028y', 'p\u2029q'],
+  );
+  assert.equal(p.stats.unparsed, 0);
 });
 
 test('a string in the middle ends at the rightmost quote after which the rest fits the schema', () => {

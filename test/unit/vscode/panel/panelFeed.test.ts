@@ -30,6 +30,7 @@ test('ready replays init then the history, and later hits arrive batched with st
   feed.setProbes([{ name: 'add', file: '/src/calc.c', line: 3 }]);
   feed.post(hits(0, 6));
   feed.setLost(7);
+  feed.setMismatch(-2);
   const msgs: ToWebview[] = [];
   feed.attach((m) => msgs.push(m));
   const init = msgs[0];
@@ -39,6 +40,7 @@ test('ready replays init then the history, and later hits arrive batched with st
   assert.deepEqual(init.probes, [{ name: 'add', file: '/src/calc.c', line: 3 }]);
   assert.deepEqual(init.stats.counts, { add: 3, sub: 3 });
   assert.equal(init.stats.lost, 7);
+  assert.equal(init.stats.mismatch, -2);
   assert.deepEqual(hitsIn(msgs), hits(0, 6));
   msgs.length = 0;
   feed.post(hits(6, 3));

@@ -1,0 +1,66 @@
+// Record framing by a per-session secret. trace_pipe prints a traced program's text raw: the task name (`comm`,
+// up to 15 bytes) at the start of each record and `string` arguments inside it may hold any byte but NUL, so
+// newlines, `"`, text shaped like another record, another argument or a `CPU:N [LOST M EVENTS]` line. Every
+// definition therefore carries immediate fetchargs (`\imm`, Linux 5.13+: `\imm-value` in tracefs README) whose
+// value is a 64-bit secret the traced program never sees (it lives in this process and in root-only tracefs):
+//   open       first, so the header (where the comm is) ends at the first occurrence of the secret;
+//   after[i]   right after every string argument that is not the last, so a string ends only where `" NAME=SECRET`
+//              follows, which its own content cannot spell;
+//   end        last, so a record ends only at a line that ends with the secret.
+// Non-string values (integers, hex, arrays of integers, `(fault)`) are printed by the kernel, never by the program.
+import { randomBytes } from 'node:crypto';
+import type { Sentinel } from './hitParser';
+
+export function isStringType(type: string): boolean {
+  return type === 'string' || type === 'ustring' || type === 'symstr';
+}
+
+export interface FrameLayout {
+  open: string;
+  /** The marker after argument i, or undefined (not a string, or the last argument: `end` follows it). */
+  after: Array<string | undefined>;
+  end: string;
+}
+
+export function frameLayout(args: ReadonlyArray<{ name: string; type: string }>, base: string): FrameLayout {
+  return {
+    open: `${base}h`,
+    after: args.map((a, i) => (isStringType(a.type) && i < args.length - 1 ? `${base}${i}` : undefined)),
+    end: base,
+  };
+}
+
+/** A fresh secret: the top bit set, so it always prints as 16 hex digits. */
+export function newSentinel(name = '__pl'): Sentinel {
+  const v = randomBytes(8).readBigUInt64LE(0) | (1n << 63n);
+  return { name, printed: `0x${v.toString(16)}` };
+}
+
+/**
+ * `definition` (as formatDefinition writes it: `p:G/E PATH:OFF name=fetch[:type] …`) with the framing fetchargs
+ * inserted. The parser derives the same layout from the event's schema, whose arguments are the definition's.
+ */
+export function frameDefinition(definition: string, sentinel: Sentinel): string {
+  const tokens = definition.split(' ');
+  const args = tokens.slice(2).map((t) => {
+    const eq = t.indexOf('=');
+    const fetch = t.slice(eq + 1);
+    const colon = fetch.lastIndexOf(':');
+    // An untyped $comm is a string to the kernel.
+    return { name: t.slice(0, eq), type: colon >= 0 ? fetch.slice(colon + 1) : fetch === '$comm' ? 'string' : '' };
+  });
+  const layout = frameLayout(args, sentinel.name);
+  for (const a of args) {
+    if (a.name === layout.end || a.name === layout.open || layout.after.includes(a.name))
+      throw new Error(`argument name '${a.name}' is reserved by ProbeLens (names starting with ${sentinel.name} frame the records)`);
+  }
+  const imm = `=\\${BigInt(sentinel.printed).toString(10)}:x64`;
+  const out = [...tokens.slice(0, 2), `${layout.open}${imm}`];
+  tokens.slice(2).forEach((t, i) => {
+    out.push(t);
+    const m = layout.after[i];
+    if (m) out.push(`${m}${imm}`);
+  });
+  out.push(`${layout.end}${imm}`);
+  return out.join(' ');
+}
