@@ -32,7 +32,7 @@ const { AT } = K;
 export { DwarfFormatError, isTombstone } from './reader';
 export { registerName } from './expr';
 export type { Arch, LocDesc } from './expr';
-export type { FunctionInfo, ParamInfo, InlinedInstance } from './functions';
+export type { ConcreteCopy, FunctionInfo, ParamInfo, InlinedInstance } from './functions';
 export type { LineTable } from './line';
 export type { TypeDesc, Member } from './types';
 export type { VariableInfo } from './vars';
@@ -41,6 +41,7 @@ export class Dwarf implements Resolver {
   private readonly dw: Sections;
   private unitList: Unit[] | undefined;
   private fns: FunctionInfo[] | undefined;
+  private inlinedCallers: ReadonlyMap<number, number> | undefined;
   private typeScopes: Map<number, string> | undefined;
   private readonly lines = new Map<number, LineTable | null>();
   private readonly lineFiles = new Map<number, string[]>();
@@ -89,6 +90,7 @@ export class Dwarf implements Resolver {
     // Type units hold no code, but walking them records the namespaces their classes live in.
     for (const u of this.units()) pass.walk(u);
     this.typeScopes = pass.typeScopes;
+    this.inlinedCallers = pass.inlinedCaller;
     return (this.fns = assemble(pass, this));
   }
 
@@ -99,7 +101,8 @@ export class Dwarf implements Resolver {
 
   /** Call sites and code ranges of a function's inlined copies (decoded on demand). */
   inlinedInstances(fn: FunctionInfo): InlinedInstance[] {
-    return inlinedInstances(this, fn);
+    if (!this.inlinedCallers) this.functions();
+    return inlinedInstances(this, fn, this.inlinedCallers);
   }
 
   /** The line table of a unit (undefined when it has none). */
