@@ -1,6 +1,9 @@
 // What the compiler says about a function's sites: the site a probe (and so each of its hits) belongs to, and the
 // limit on how many sites one spec may arm before someone confirms it.
+import type { BinaryIndex } from '../index/binaryIndex';
 import type { SiteKind } from '../index/model';
+import { resolvePoint } from './resolve';
+import { parseSpec, type ProbeSpec } from './spec';
 
 export class CompileError extends Error {
   constructor(
@@ -47,3 +50,33 @@ export function teardownText(sites: number): string {
 }
 
 export const siteAddress = (a: bigint): string => `0x${a.toString(16)}`;
+
+/**
+ * How many sites each spec would arm (resolution only, no compilation): what the editor asks about and the CLI
+ * checks before anything is armed. Specs that do not resolve count 0 (compiling them reports why).
+ */
+export function siteCounts(
+  specs: ReadonlyArray<string | ProbeSpec>,
+  index: BinaryIndex,
+  disabledSites?: ReadonlySet<string>,
+): Array<{ spec: string; sites: number }> {
+  return specs.map((s) => {
+    const spec = typeof s === 'string' ? parseSpec(s) : s;
+    try {
+      const sites = resolvePoint(spec.point, index);
+      return { spec: spec.text, sites: sites.filter((x) => !x.site || !disabledSites?.has(siteAddress(x.address))).length };
+    } catch {
+      return { spec: spec.text, sites: 0 };
+    }
+  });
+}
+
+/** Throws TooManySitesError for the first spec over the limit. */
+export function checkSiteLimit(
+  specs: ReadonlyArray<string | ProbeSpec>,
+  index: BinaryIndex,
+  opts: { maxSites?: number; disabledSites?: ReadonlySet<string> },
+): void {
+  const limit = opts.maxSites ?? DEFAULT_MAX_SITES;
+  for (const c of siteCounts(specs, index, opts.disabledSites)) if (c.sites > limit) throw new TooManySitesError(c.spec, c.sites, limit);
+}

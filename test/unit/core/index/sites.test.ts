@@ -90,7 +90,7 @@ test('sites: the GCC -O2 fixture really has each case (nm oracle), and each func
   assert.equal(part.sites[0].symbol, 'part_fn.part.0');
   assert.equal(part.sites.filter((s) => s.kind === 'inlined').length, inlinedCount(f.path, 'part_fn'));
   for (const s of part.sites.filter((s) => s.kind === 'inlined')) {
-    assert.equal(s.caller, 'main');
+    assert.match(s.caller ?? '', /^drive_part_[ab]$/);
     assert.ok(s.file?.endsWith('/sites.c') && s.line! > 0, 'an inlined copy names its call site');
   }
 
