@@ -346,7 +346,11 @@ export class Tracing implements vscode.Disposable {
   }
 
   private viewOf(r: Run, s: TraceSession): SessionView {
-    return { host: r.target.label, events: s.probes.map((p) => ({ event: p.event, spec: p.spec })), snapshot: s.aggregates.snapshot() };
+    return {
+      host: r.target.label,
+      events: s.probes.map((p) => ({ event: p.event, spec: p.spec, site: p.site })),
+      snapshot: s.aggregates.snapshot(),
+    };
   }
 
   /** Live sessions' numbers, or while stopped the numbers each run had when it stopped. */

@@ -2,6 +2,7 @@
 // hit counts per host, the last hits' values and the latency of an entry/return pair. Pure data in, pure
 // data out: the decorations, hovers, lenses and tree all read this.
 import type { AggregateSnapshot, LatencyStats } from '../../core/session/aggregates';
+import type { ProbeSite } from '../../core/probes/sites';
 import type { HitValue } from '../../core/tracefs/hitParser';
 
 export type ProbeState = 'pending' | 'armed' | 'error' | 'stale' | 'disabled' | 'stopped';
@@ -9,8 +10,8 @@ export type ProbeState = 'pending' | 'armed' | 'error' | 'stale' | 'disabled' | 
 /** One session's view of its probes: which tracefs events each spec became, and its aggregates. */
 export interface SessionView {
   host: string;
-  /** event name → spec text it was compiled from */
-  events: ReadonlyArray<{ event: string; spec: string }>;
+  /** event name → spec text it was compiled from, and the function site it arms (function probes) */
+  events: ReadonlyArray<{ event: string; spec: string; site?: ProbeSite }>;
   snapshot: AggregateSnapshot;
 }
 
@@ -26,6 +27,8 @@ export interface SpecStats {
   /** newest last */
   lastHits: LastHit[];
   latency?: LatencyStats;
+  /** Hits per function site (all hosts), in the order the sites were armed: the lens's sum broken down. */
+  bySite?: Array<ProbeSite & { hits: number }>;
 }
 
 /** Zips an event's per-argument rings back into hits (all arguments of a hit are recorded together). */
@@ -52,18 +55,26 @@ function lastHitsOf(host: string, rings: Record<string, Array<{ ts: number; valu
 }
 
 export function statsForSpec(spec: string, sessions: readonly SessionView[], keepLast = 8): SpecStats {
-  const st: SpecStats = { hits: 0, byHost: {}, lastHits: [] };
+  const st: SpecStats = { hits: 0, byHost: {}, lastHits: [], bySite: [] };
+  const sites = new Map<string, ProbeSite & { hits: number }>();
   for (const s of sessions) {
-    for (const { event, spec: sp } of s.events) {
+    for (const { event, spec: sp, site } of s.events) {
       if (sp !== spec) continue;
       const n = s.snapshot.hits[event] ?? 0;
       st.hits += n;
+      if (site) {
+        const key = `${site.kind}\0${site.address}`;
+        const row = sites.get(key);
+        if (row) row.hits += n;
+        else sites.set(key, { ...site, hits: n });
+      }
       st.byHost[s.host] = (st.byHost[s.host] ?? 0) + n;
       st.lastHits.push(...lastHitsOf(s.host, s.snapshot.lastValues[event]));
       const lat = s.snapshot.latency[event];
       if (lat && (!st.latency || lat.count > st.latency.count)) st.latency = lat;
     }
   }
+  st.bySite = [...sites.values()];
   // Timestamps of one host are comparable; across hosts the order is only approximate (separate clocks).
   st.lastHits.sort((a, b) => a.ts - b.ts);
   if (st.lastHits.length > keepLast) st.lastHits = st.lastHits.slice(-keepLast);
