@@ -46,7 +46,7 @@ export class TooManySitesError extends CompileError {
 
 export function teardownText(sites: number): string {
   const ms = sites * DISARM_MS_PER_SITE;
-  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+  return ms < 1000 ? `${ms} ms` : `${(Math.round(ms / 100) / 10).toFixed(1)} s`;
 }
 
 export const siteAddress = (a: bigint): string => `0x${a.toString(16)}`;
