@@ -144,7 +144,7 @@ export function resolvePoint(point: ProbePoint, index: BinaryIndex): ResolvedSit
     const sites = point.ret ? returnSites(f) : callSites(f);
     if (sites.length === 0)
       throw new ResolveError(
-        `the returns of '${f.name}' cannot be probed: it has no out-of-line code, and returns of its ${f.inlinedInstances} inlined cop${f.inlinedInstances === 1 ? 'y' : 'ies'} have no return instruction to probe`,
+        `the returns of '${f.name}' cannot be probed: its calls begin only in its ${f.inlinedInstances} inlined cop${f.inlinedInstances === 1 ? 'y' : 'ies'}, which have no return instruction to probe`,
       );
     return sites.map((s): ResolvedSite => ({
       kind: point.ret ? 'return' : 'entry',

@@ -84,3 +84,17 @@ test('define: same-name statics are all armed; NAME@FILE narrows to one', async 
   const one = cli('define', f.path, 'same_name@sites_other.c x', '--json');
   assert.equal((JSON.parse(one.out) as unknown[]).length, 1);
 });
+
+test('define: a return probe arms out-of-line sites and says which inlined copies it cannot see', async (t) => {
+  const f = await fixtureOrSkip(t, 'sites');
+  if (!f) return;
+  const both = cli('define', f.path, 'both_fn%return $retval', '--json');
+  assert.equal(both.code, 0, both.err);
+  const defs = JSON.parse(both.out) as Array<{ definition: string }>;
+  assert.equal(defs.length, 1);
+  assert.match(defs[0].definition, /^r:/);
+  assert.match(both.err, /both_fn is also inlined in 1 place\(s\), which have no return instruction to probe/);
+  const inl = cli('define', f.path, 'inl_fn%return');
+  assert.notEqual(inl.code, 0);
+  assert.match(inl.err, /its calls begin only in its 2 inlined copies, which have no return instruction to probe/);
+});
