@@ -24,7 +24,7 @@ import { locationAtPc, locationOf } from './lists';
 import { DwarfFormatError } from './reader';
 import { Types, type TypeDesc } from './types';
 import { parseUnits, Sections, isTypeUnit, type Die, type Unit } from './unit';
-import { variablesAt, type VariableInfo } from './vars';
+import { constValueOf, variablesAt, type VariableInfo } from './vars';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
 const { AT } = K;
@@ -171,6 +171,11 @@ export class Dwarf implements Resolver {
   /** Location of one variable/parameter DIE at `pc`. */
   locationOf(varDieOffset: number, pc: number): LocDesc {
     const d = this.dieAt(varDieOffset);
+    // DW_AT_const_value: the compiler folded the parameter to that constant everywhere (DWARF 5 §4.1.10).
+    if (!d.has(AT.location)) {
+      const c = constValueOf(d);
+      if (c) return c;
+    }
     return describeLocation(d.unit, locationAtPc(locationOf(d.unit, d), pc), this.arch);
   }
 

@@ -65,8 +65,9 @@ function entrySize(f: FunctionInfo): number {
 }
 
 /**
- * Parameter locations at the entry pc: a register the DWARF location names there is trusted; anything else
- * (-O0's stack slots are filled only by the prologue) comes from the calling convention, typed by DWARF.
+ * Parameter locations at the entry pc: a register the DWARF location names there is trusted, and a constant DWARF
+ * says the parameter was folded to is reported as such; anything else (-O0's stack slots are filled only by the
+ * prologue) comes from the calling convention, typed by DWARF.
  */
 export function entryParams(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: CallingConvention, abiFallback = true): IndexedParam[] {
   const describe = (o: number | undefined) => dw.typeOf(o);
@@ -82,9 +83,11 @@ export function entryParams(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: Callin
     const type = dw.typeName(p.typeOffset);
     if (f.entryPc !== undefined) {
       const loc = dw.locationOf(p.dieOffset, f.entryPc);
-      if (loc.kind === 'register') {
+      if (loc.kind === 'register' || loc.kind === 'value') {
         const r = fetchForLocation(loc, { arch, cfa: entryCfa(arch) });
         if (r.ok && r.isValue) return { name: p.name, type, location: r.fetch };
+        // Whatever DWARF says wins over the calling convention: the register holds no such argument.
+        if (!r.ok) return { name: p.name, type, location: `unavailable: ${r.reason}` };
       }
     }
     // A clone or split part has its own calling convention (parameters dropped, replaced or reordered).

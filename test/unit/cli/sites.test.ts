@@ -98,3 +98,13 @@ test('define: a return probe arms out-of-line sites and says which inlined copie
   assert.notEqual(inl.code, 0);
   assert.match(inl.err, /its calls begin only in its 2 inlined copies, which have no return instruction to probe/);
 });
+
+test('define: a parameter DWARF gives as a constant is that constant, never a guess from the calling convention', async (t) => {
+  const f = await fixtureOrSkip(t, 'sites');
+  if (!f) return;
+  // clone_fn(&b, 9): the .constprop clone has k as DW_AT_const_value 9 (and %si holds something else).
+  const r = cli('define', f.path, 'clone_fn k');
+  assert.notEqual(r.code, 0);
+  assert.match(r.err, /'k' cannot be fetched at clone_fn entry: a constant \(9\) folded by the compiler/);
+  assert.doesNotMatch(r.out, /%si/);
+});
