@@ -10,10 +10,10 @@ usage:
   probelens lines     BIN SRC[:LINE]     [--json] [--no-cache]
   probelens vars      BIN POINT          [--json] [--no-cache]
   probelens usdt      BIN                [--json] [--no-cache]
-  probelens define    BIN SPEC…          [--json] [--remote-path PATH]
+  probelens define    BIN SPEC…          [--json] [--remote-path PATH] [--max-sites N] [--disable-site 0xADDR]…
   probelens trace     BIN SPEC… [--host [USER@]HOST[:PORT]]… [--identity FILE] [--known-hosts FILE] [--accept-new]
                       [--remote-path PATH] [--pid N] [--filter EXPR] [--duration SECONDS] [--count N] [--json]
-                      [--no-build-id-check] [--buffer-kb N] [--sudo]
+                      [--no-build-id-check] [--buffer-kb N] [--sudo] [--max-sites N] [--disable-site 0xADDR]…
   probelens cleanup   [--host …] [--identity FILE] [--known-hosts FILE] [--sudo]
 
 SPEC is a point and its arguments in one word (quote it): 'add_ints a b', 'deposit%return $retval',

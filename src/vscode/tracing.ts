@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import type { BinaryIndex } from '../core/index/binaryIndex';
 import { CompileError } from '../core/probes/compiler';
 import { resolvePoint } from '../core/probes/resolve';
+import { siteCounts } from '../core/probes/sites';
 import { parseSpec, SpecSyntaxError } from '../core/probes/spec';
 import { DefinitionRejectedError, TraceSession } from '../core/session/traceSession';
 import type { Target } from '../core/target/target';
@@ -26,6 +27,7 @@ import {
   setProbeEnabled,
   type ProbeSet,
 } from './model/probeSet';
+import { allowedSites, siteQuestion } from './model/siteLimit';
 import { statsForSpec, type ProbeState, type SessionView, type SpecStats } from './model/stats';
 import type { TargetEntry, Targets } from './targets';
 
@@ -59,6 +61,8 @@ export interface SpecLocation {
 export class Tracing implements vscode.Disposable {
   set: ProbeSet = emptyProbeSet();
   private readonly runs = new Map<string, Run>();
+  /** Specs the user agreed to arm although they have more sites than the limit, with their size. */
+  private readonly agreedSites = new Map<string, number>();
   private connections = new Map<string, Promise<Target>>();
   private tracing = false;
   private generation = 0;
@@ -153,6 +157,7 @@ export class Tracing implements vscode.Disposable {
   // ---- editing the set ----
 
   async add(binary: string, specs: string[]): Promise<void> {
+    if (!(await this.agreeToSites(binary, specs))) return;
     const key = this.keyOf(binary);
     for (const s of specs) addProbe(this.set, key, s);
     await this.save();
@@ -160,6 +165,22 @@ export class Tracing implements vscode.Disposable {
     // Arming is what the user asked for: start (or re-arm this binary) even if the spec was in the set already.
     if (this.tracing) await this.rearm(key);
     else await this.start();
+  }
+
+  /** Asks before adding a spec that arms more than the site limit (the CLI needs --max-sites for it). */
+  private async agreeToSites(binary: string, specs: string[]): Promise<boolean> {
+    let index: BinaryIndex;
+    try {
+      index = await this.binaries.index(binary);
+    } catch {
+      return true; // arming reports the index problem itself
+    }
+    const q = siteQuestion(siteCounts(specs, index));
+    if (!q) return true;
+    const arm = 'Arm all sites';
+    if ((await vscode.window.showWarningMessage(`ProbeLens: ${q.message}`, { modal: true }, arm)) !== arm) return false;
+    for (const c of q.over) this.agreedSites.set(c.spec, c.sites);
+    return true;
   }
 
   async remove(key: string, spec: string): Promise<void> {
@@ -298,6 +319,7 @@ export class Tracing implements vscode.Disposable {
           specs: remaining,
           remotePath,
           debugDirs: this.ctx.config.debugDirs,
+          maxSites: allowedSites(remaining, this.agreedSites),
           onHit: (hit) => {
             this.dirty = true;
             for (const f of this.hitListeners) f(hit, run);

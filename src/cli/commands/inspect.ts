@@ -38,6 +38,16 @@ export function functionJson(f: IndexedFunction) {
     size: jsonInteger(f.size),
     params: f.params.map((p) => ({ name: p.name, type: p.type, location: p.location })),
     inlinedInstances: f.inlinedInstances,
+    aliases: f.aliases ?? [],
+    sites: f.sites.map((s) => ({
+      kind: s.kind,
+      address: hexAddress(s.address),
+      fileOffset: s.fileOffset !== undefined ? hexAddress(s.fileOffset) : null,
+      caller: s.caller ?? null,
+      file: s.file ?? null,
+      line: s.line ?? null,
+      symbol: s.symbol ?? null,
+    })),
     probeable: f.probeable,
     reason: f.reason ?? null,
   };
@@ -62,7 +72,7 @@ export async function functionsCommand(argv: string[], io: Io): Promise<void> {
     const where = f.file ? `${f.file}:${f.line ?? '?'}` : '(no source)';
     const addr = f.address !== undefined ? hexAddress(f.address) : '-';
     const params = f.params.map((p) => `${p.type} ${p.name}@${p.location}`).join(', ');
-    const note = f.probeable ? '' : `  [not probe-able: ${f.reason ?? 'no code'}]`;
+    const note = f.probeable ? siteNote(f) : `  [not probe-able: ${f.reason ?? 'no code'}]`;
     io.out(`${addr.padEnd(12)} ${f.name}(${params})  ${where}${note}\n`);
   }
 }
@@ -130,4 +140,13 @@ export async function usdtCommand(argv: string[], io: Io): Promise<void> {
       io.out(
         `${r.provider}:${r.name}\t${r.address}${r.semaphore ? ` semaphore ${r.semaphore}` : ''}\t${r.args.map((a) => `${a.signed ? '-' : ''}${a.size}@${a.operand}`).join(' ')}\n`,
       );
+}
+
+/** "  [3 sites: entry, 2 inlined]" when a function has more code than its entry. */
+function siteNote(f: IndexedFunction): string {
+  if (f.sites.length === 1 && f.sites[0].kind === 'entry') return '';
+  const counts = new Map<string, number>();
+  for (const s of f.sites) counts.set(s.kind, (counts.get(s.kind) ?? 0) + 1);
+  const parts = [...counts].map(([k, n]) => (n === 1 ? k : `${n} ${k}`));
+  return `  [${f.sites.length} site${f.sites.length === 1 ? '' : 's'}: ${parts.join(', ')}]`;
 }

@@ -1,6 +1,7 @@
 // probelens define | trace | cleanup — compile specs, trace local or SSH targets, sweep leftovers.
 import { loadIndex } from '../../core/index/load';
 import { compileProbes } from '../../core/probes/compiler';
+import { checkSiteLimit } from '../../core/probes/sites';
 import { mergeSummaries, startAll, type HostOutcome } from '../../core/session/fanout';
 import type { SessionSummary } from '../../core/session/traceSession';
 import { sshOptionsFromCli } from '../../core/ssh/cliOptions';
@@ -48,6 +49,7 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
     'remote-path': { kind: 'value' },
     'debug-dir': { kind: 'value', repeat: true },
     group: { kind: 'value' },
+    ...SITE_OPTS,
   });
   const [bin, ...specs] = args.positionals;
   if (!bin || specs.length === 0) throw new UsageError('usage: probelens define BIN SPEC…');
@@ -57,6 +59,7 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
     group,
     targetPath: oneValue(args, 'remote-path'),
     debugDirs: args.values.get('debug-dir'),
+    ...siteOptions(args),
   });
   if (args.flags.has('json'))
     io.out(
@@ -67,6 +70,24 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
     );
   else for (const p of probes) io.out(`${p.definition}\n`);
   for (const p of probes) for (const w of p.warnings) process.stderr.write(`probelens: ${p.event}: ${w}\n`);
+}
+
+const SITE_OPTS = {
+  'max-sites': { kind: 'value' },
+  'disable-site': { kind: 'value', repeat: true },
+} as const;
+
+/** --max-sites N (a spec arming more sites is refused) and --disable-site 0xADDR (repeatable). */
+function siteOptions(args: ParsedArgs): { maxSites?: number; disabledSites?: ReadonlySet<string> } {
+  const maxSites = positiveNumber(args, 'max-sites', true);
+  const disabled = args.values.get('disable-site') ?? [];
+  for (const a of disabled)
+    if (!/^0x[0-9a-f]+$/i.test(a))
+      throw new UsageError(`--disable-site takes a site address as 'functions --json' lists it (0x…), not '${a}'`);
+  return {
+    maxSites,
+    disabledSites: disabled.length ? new Set(disabled.map((a) => `0x${BigInt(a).toString(16)}`)) : undefined,
+  };
 }
 
 export async function traceCommand(argv: string[], io: Io): Promise<number> {
@@ -82,9 +103,11 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     'buffer-kb': { kind: 'value' },
     'debug-dir': { kind: 'value', repeat: true },
     heartbeat: { kind: 'value' },
+    ...SITE_OPTS,
   });
   const [bin, ...specs] = args.positionals;
   if (!bin || specs.length === 0) throw new UsageError('usage: probelens trace BIN SPEC… [--host [USER@]HOST[:PORT]]…');
+  const sites = siteOptions(args);
   const duration = positiveNumber(args, 'duration', false);
   const count = positiveNumber(args, 'count', true);
   const pid = positiveNumber(args, 'pid', true);
@@ -93,6 +116,8 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   const json = args.flags.has('json');
   const hosts = args.values.get('host') ?? ['local'];
   const { index } = await loadIndex(bin, { debugDirs: args.values.get('debug-dir'), ...indexOptions() });
+  // Before anything is armed: a spec over the limit is refused with what it would cost.
+  checkSiteLimit(specs, index, sites);
 
   let total = 0;
   let stopRequested: () => void = () => undefined;
@@ -115,6 +140,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     noBuildIdCheck: args.flags.has('no-build-id-check'),
     debugDirs: args.values.get('debug-dir'),
     heartbeatSeconds: heartbeat,
+    ...sites,
     onHit,
     onLost: (n) => {
       if (!json) log(`${n} events lost (the trace buffer overflowed)`);

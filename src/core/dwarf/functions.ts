@@ -22,11 +22,28 @@ export interface ParamInfo {
 
 export interface InlinedInstance {
   readonly dieOffset: number;
-  /** Entry pc of the inlined copy (DW_AT_entry_pc, else the start of its first range). */
+  readonly unitOffset: number;
+  /** Entry pc of the inlined copy by the DWARF 5 §2.18 rule (see entryOf). */
   readonly entryPc: number | undefined;
   readonly ranges: number[];
   readonly callFile: string;
   readonly callLine: number;
+  /** DIE of the function it was inlined into (a subprogram, or the origin of an enclosing inlined copy). */
+  readonly callerDie: number | undefined;
+}
+
+/** One out-of-line body of a function: the function itself, a clone (.isra/.constprop) or a split part (.part). */
+export interface ConcreteCopy {
+  readonly dieOffset: number;
+  readonly unitOffset: number;
+  /**
+   * Where the copy may begin, best first: DW_AT_entry_pc, else DW_AT_low_pc; a copy with only DW_AT_ranges has
+   * no standard entry, so every range start is a candidate in listed order (GCC lists the entry range first,
+   * LLVM sorts by address) and the function symbol decides.
+   */
+  readonly entryCandidates: number[];
+  readonly ranges: number[];
+  readonly params: ParamInfo[];
 }
 
 export interface FunctionInfo {
@@ -49,6 +66,10 @@ export interface FunctionInfo {
    * their call sites and ranges on demand (std-heavy Rust binaries carry tens of thousands).
    */
   readonly inlinedDies: number[];
+  /** The abstract root of the function's DIE chain: what its inlined copies (and their callers) name. */
+  readonly originOffset: number;
+  /** Every out-of-line copy sharing this function's abstract origin (the one described above among them). */
+  readonly copies: ConcreteCopy[];
   readonly probeable: boolean;
   /** Why not probeable: 'fully inlined' | 'no code' | 'discarded section'. */
   readonly reason: string | undefined;
@@ -74,6 +95,8 @@ const vals = [0, 0, 0],
 export class FunctionPass {
   readonly recs = new Map<number, Rec>();
   readonly inlined = new Map<number, number[]>();
+  /** Inlined-subroutine DIE → the function DIE it sits in (for "inlined into CALLER"). */
+  readonly inlinedCaller = new Map<number, number>();
   /** Enclosing namespace/class prefix of named types declared inside one (C++, Rust): type strings use it. */
   readonly typeScopes = new Map<number, string>();
 
@@ -83,6 +106,8 @@ export class FunctionPass {
     // Per depth: the scope prefix, and the subprogram record when the parent is a subprogram.
     const prefixes: string[] = [''];
     const fns: Array<Rec | undefined> = [undefined];
+    // Per depth: the function (subprogram, or an inlined copy's origin) whose code encloses the children.
+    const owners: Array<number | undefined> = [undefined];
     let depth = 0;
     while (r.pos < u.end) {
       const at = r.pos;
@@ -91,17 +116,20 @@ export class FunctionPass {
         if (--depth <= 0) break;
         prefixes.pop();
         fns.pop();
+        owners.pop();
         continue;
       }
       const ab = a!;
       const tag = ab.tag;
       let prefix = prefixes[prefixes.length - 1];
       let fn: Rec | undefined;
+      let owner = owners[owners.length - 1];
       switch (tag) {
         case TAG.subprogram: {
           const d = readAttrs(u, r, ab, at);
           const rec = this.record(u, d, prefix);
           fn = rec;
+          owner = at;
           break;
         }
         case TAG.formal_parameter: {
@@ -123,6 +151,8 @@ export class FunctionPass {
             let list = this.inlined.get(origin);
             if (!list) this.inlined.set(origin, (list = []));
             list.push(at);
+            if (owner !== undefined) this.inlinedCaller.set(at, owner);
+            owner = origin;
           }
           break;
         }
@@ -172,6 +202,7 @@ export class FunctionPass {
         prefixes.push(prefix);
         // Parameters belong to the nearest subprogram only when they are its direct children.
         fns.push(fn);
+        owners.push(owner);
       } else if (depth === 0) break;
     }
     // A missing final null for the unit itself is tolerated (some producers drop it); ending inside a nested
@@ -244,7 +275,7 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
   for (const rec of pass.recs.values()) for (const p of rec.params) paramByOffset.set(p.dieOffset, p);
   // Subprogram DIEs are already decoded; chains mostly stay among them.
   const dieAt = (off: number): Die => pass.recs.get(off)?.die ?? res.dieAt(off);
-  const build = (rec: Rec, inl: number[]): FunctionInfo => {
+  const build = (rec: Rec, inl: number[], group: Rec[], root: number): FunctionInfo => {
     const d = rec.die,
       u = d.unit;
     // One walk down the specification/abstract_origin chain collects every inherited attribute.
@@ -267,14 +298,10 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
     const prefix = pass.recs.get(nameDie.offset)?.prefix ?? rec.prefix;
     const file = fileDie ? res.fileName(fileDie.unit, num(fileDie, AT.decl_file) ?? 0) : '';
     const ranges = rec.ranges;
-    let entry: number | undefined;
-    if (rec.hasCode) {
-      // DW_AT_entry_pc when given, else low_pc, else (DW_AT_ranges only) the lowest range start.
-      entry = u.addr(d, AT.entry_pc) ?? (d.has(AT.high_pc) ? u.addr(d, AT.low_pc) : undefined) ?? lowestStart(ranges);
-    }
-    let params = rec.params;
-    if (params.some((p) => !p.name || p.typeOffset === undefined)) {
-      params = params.map((p) => {
+    const entry = rec.hasCode ? entryOf(u, d, ranges)[0] : undefined;
+    const named = (params: ParamInfo[]): ParamInfo[] => {
+      if (!params.some((p) => !p.name || p.typeOffset === undefined)) return params;
+      return params.map((p) => {
         // Concrete parameters name their abstract twin; it was recorded with its own subprogram.
         let name = p.name,
           typeOffset = p.typeOffset,
@@ -293,7 +320,8 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
         }
         return { name, typeOffset, dieOffset: p.dieOffset };
       });
-    }
+    };
+    const params = named(rec.params);
     let reason: string | undefined;
     // DW_AT_inline 1/3 says the compiler did inline it even when it left no inlined_subroutine DIE behind.
     const wasInlined = inl.length > 0 || inline === 1 || inline === 3;
@@ -309,19 +337,41 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
       inline: inline ?? 0,
       params,
       inlinedDies: inl,
+      originOffset: root,
+      copies: group.map((g) => ({
+        dieOffset: g.die.offset,
+        unitOffset: g.die.unit.offset,
+        entryCandidates: entryOf(g.die.unit, g.die, g.ranges),
+        ranges: g.ranges,
+        params: g === rec ? params : named(g.params),
+      })),
       probeable: rec.hasCode,
       reason,
       dieOffset: d.offset,
       unitOffset: u.offset,
     };
   };
-  // Concrete functions first; each claims the inlined instances of its abstract root once.
+  // Inlined copies are filed under the abstract root of whatever DIE they name as their origin.
+  const inlinedByRoot = new Map<number, number[]>();
+  for (const [origin, list] of pass.inlined) {
+    const root = abstractRoot(origin);
+    const l = inlinedByRoot.get(root);
+    if (l) l.push(...list);
+    else inlinedByRoot.set(root, [...list]);
+  }
+  // Concrete functions first, one per abstract root: clones and split parts share the root of the function
+  // they were made from, so they become sites of that one function rather than functions of their own.
+  const groups = new Map<number, Rec[]>();
   for (const rec of pass.recs.values()) {
     if (!rec.hasCode) continue;
     const root = abstractRoot(rec.die.offset);
-    const inl = claimed.has(root) ? [] : (pass.inlined.get(root) ?? []);
+    const g = groups.get(root);
+    if (g) g.push(rec);
+    else groups.set(root, [rec]);
+  }
+  for (const [root, group] of groups) {
     claimed.add(root);
-    out.push(build(rec, inl));
+    out.push(build(group[0], inlinedByRoot.get(root) ?? [], group, root));
   }
   // Then functions without code: abstract instances never emitted out of line, and discarded/empty ones.
   for (const rec of pass.recs.values()) {
@@ -329,33 +379,51 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
     const d = rec.die,
       u = d.unit;
     const isDecl = u.flag(d, AT.declaration);
-    if (isDecl && !pass.inlined.has(d.offset)) continue;
+    const inl = inlinedByRoot.get(d.offset) ?? [];
+    if (isDecl && inl.length === 0) continue;
     // An origin-linked DIE without code is a stray piece of an abstract instance already listed elsewhere.
     if (originOf(d) !== undefined && !rec.discarded) continue;
     claimed.add(d.offset);
-    out.push(build(rec, pass.inlined.get(d.offset) ?? []));
+    out.push(build(rec, inl, [], d.offset));
   }
   return out;
 }
 
-function lowestStart(ranges: number[]): number {
-  let lo = Infinity;
-  for (let i = 0; i < ranges.length; i += 2) if (ranges[i] < lo) lo = ranges[i];
-  return lo;
+/**
+ * Entry candidates of a subprogram or inlined copy (DWARF 5 §2.18): DW_AT_entry_pc (an address, or a constant
+ * offset from the base address), else DW_AT_low_pc; with only DW_AT_ranges every range start in listed order.
+ */
+export function entryOf(u: Unit, d: Die, ranges: number[]): number[] {
+  const ei = d.index(AT.entry_pc);
+  if (ei >= 0) {
+    const a = u.addr(d, AT.entry_pc);
+    if (a !== undefined) return [a];
+    const base = u.addr(d, AT.low_pc) ?? ranges[0];
+    if (base !== undefined) return [base + d.vals[ei]];
+  }
+  if (d.has(AT.high_pc)) {
+    const lo = u.addr(d, AT.low_pc);
+    if (lo !== undefined) return [lo];
+  }
+  const out: number[] = [];
+  for (let i = 0; i < ranges.length; i += 2) if (!out.includes(ranges[i])) out.push(ranges[i]);
+  return out;
 }
 
 /** Decodes the inlined copies listed in `fn.inlinedDies`. */
-export function inlinedInstances(res: Resolver, fn: FunctionInfo): InlinedInstance[] {
+export function inlinedInstances(res: Resolver, fn: FunctionInfo, callers?: ReadonlyMap<number, number>): InlinedInstance[] {
   return fn.inlinedDies.map((off) => {
     const die = res.dieAt(off);
     const iu = die.unit;
     const r = rangesOf(iu, die);
     return {
       dieOffset: off,
-      entryPc: iu.addr(die, AT.entry_pc) ?? (r.length ? lowestStart(r) : undefined),
+      unitOffset: iu.offset,
+      entryPc: entryOf(iu, die, r)[0],
       ranges: r,
       callFile: res.fileName(iu, num(die, AT.call_file) ?? 0),
       callLine: num(die, AT.call_line) ?? 0,
+      callerDie: callers?.get(off),
     };
   });
 }

@@ -24,7 +24,7 @@ import { locationAtPc, locationOf } from './lists';
 import { DwarfFormatError } from './reader';
 import { Types, type TypeDesc } from './types';
 import { parseUnits, Sections, isTypeUnit, type Die, type Unit } from './unit';
-import { variablesAt, type VariableInfo } from './vars';
+import { constValueOf, variablesAt, type VariableInfo } from './vars';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
 const { AT } = K;
@@ -32,7 +32,7 @@ const { AT } = K;
 export { DwarfFormatError, isTombstone } from './reader';
 export { registerName } from './expr';
 export type { Arch, LocDesc } from './expr';
-export type { FunctionInfo, ParamInfo, InlinedInstance } from './functions';
+export type { ConcreteCopy, FunctionInfo, ParamInfo, InlinedInstance } from './functions';
 export type { LineTable } from './line';
 export type { TypeDesc, Member } from './types';
 export { DwarfTypeLimitError } from './types';
@@ -42,6 +42,7 @@ export class Dwarf implements Resolver {
   private readonly dw: Sections;
   private unitList: Unit[] | undefined;
   private fns: FunctionInfo[] | undefined;
+  private inlinedCallers: ReadonlyMap<number, number> | undefined;
   private typeScopes: Map<number, string> | undefined;
   private readonly lines = new Map<number, LineTable | null>();
   private readonly lineFiles = new Map<number, string[]>();
@@ -90,6 +91,7 @@ export class Dwarf implements Resolver {
     // Type units hold no code, but walking them records the namespaces their classes live in.
     for (const u of this.units()) pass.walk(u);
     this.typeScopes = pass.typeScopes;
+    this.inlinedCallers = pass.inlinedCaller;
     return (this.fns = assemble(pass, this));
   }
 
@@ -100,7 +102,8 @@ export class Dwarf implements Resolver {
 
   /** Call sites and code ranges of a function's inlined copies (decoded on demand). */
   inlinedInstances(fn: FunctionInfo): InlinedInstance[] {
-    return inlinedInstances(this, fn);
+    if (!this.inlinedCallers) this.functions();
+    return inlinedInstances(this, fn, this.inlinedCallers);
   }
 
   /** The line table of a unit (undefined when it has none). */
@@ -169,6 +172,11 @@ export class Dwarf implements Resolver {
   /** Location of one variable/parameter DIE at `pc`. */
   locationOf(varDieOffset: number, pc: number): LocDesc {
     const d = this.dieAt(varDieOffset);
+    // DW_AT_const_value: the compiler folded the parameter to that constant everywhere (DWARF 5 §4.1.10).
+    if (!d.has(AT.location)) {
+      const c = constValueOf(d);
+      if (c) return c;
+    }
     return describeLocation(d.unit, locationAtPc(locationOf(d.unit, d), pc), this.arch);
   }
 

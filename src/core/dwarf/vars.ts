@@ -46,8 +46,7 @@ export function variablesAt(res: Resolver, types: Types, arch: Arch, scope: Die,
         const typeOffset = inherited(res, c, (x) => x.unit.ref(x, AT.type));
         let location: LocDesc;
         if (c.has(AT.location)) location = describeLocation(u, locationAtPc(locationOf(u, c), pc), arch);
-        else if (c.has(AT.const_value)) location = { kind: 'value', value: c.vals[c.index(AT.const_value)] };
-        else location = { kind: 'optimized-out' };
+        else location = constValueOf(c) ?? { kind: 'optimized-out' };
         // Skip extern declarations of globals inside a function body; they are not locals.
         if (!(c.tag === TAG.variable && u.flag(c, AT.declaration))) {
           out.push({
@@ -89,4 +88,22 @@ export function variablesAt(res: Resolver, types: Types, arch: Arch, scope: Die,
     }
   }
   return result;
+}
+
+const INTEGER_FORMS = new Set<number>([
+  K.FORM.data1,
+  K.FORM.data2,
+  K.FORM.data4,
+  K.FORM.data8,
+  K.FORM.sdata,
+  K.FORM.udata,
+  K.FORM.implicit_const,
+]);
+
+/** DW_AT_const_value as a value location when it is an integer; block and string constants are left out. */
+export function constValueOf(d: Die): LocDesc | undefined {
+  const i = d.index(AT.const_value);
+  if (i < 0) return undefined;
+  if (!INTEGER_FORMS.has(d.forms[i])) return { kind: 'implicit', bytes: new Uint8Array(0) };
+  return { kind: 'value', value: d.vals[i] };
 }

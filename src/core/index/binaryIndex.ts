@@ -46,8 +46,8 @@ export class BinaryIndex {
   }
 
   /**
-   * Functions called `name` (its qualified name, linkage name, or the qualified name without a C++ parameter
-   * list), optionally only those declared in a source file whose path ends with `src`.
+   * Functions called `name` (its qualified name, linkage name, an alias symbol of its entry, or the qualified
+   * name without a C++ parameter list), optionally only those declared in a source file whose path ends with `src`.
    */
   function(name: string, src?: string): IndexedFunction[] {
     if (!this.byName) {
@@ -61,6 +61,7 @@ export class BinaryIndex {
       for (const f of this.data.functions) {
         add(f.name, f);
         add(f.linkageName, f);
+        for (const a of f.aliases ?? []) add(a, f);
       }
       this.byName = m;
     }

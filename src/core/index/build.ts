@@ -4,7 +4,9 @@
 import { openBinary, type BinaryImage, type OpenBinaryOptions } from '../binary/binaryImage';
 import { demangle, withoutRustHash } from '../demangle';
 import { readBinaryIdentity } from './identity';
+import type { SymbolGroup } from '../binary/symbols';
 import { dwarfIndexPart } from './fromDwarf';
+import { symbolKind } from './sites';
 import { INDEX_FORMAT, type IndexData, type IndexedFunction, type IndexedUsdt, type LineRows } from './model';
 
 export interface BuildOptions extends OpenBinaryOptions {
@@ -19,14 +21,16 @@ export async function buildIndex(path: string, opts: BuildOptions = {}): Promise
   let functions: IndexedFunction[] = [];
   let files: string[] = [];
   let lines: LineRows = emptyLines();
+  let code: number[] = [];
   if (image.hasDwarf) {
     opts.onProgress?.(`reading DWARF of ${path}${image.debugPath !== path ? ` from ${image.debugPath}` : ''}`);
     const part = dwarfIndexPart(image);
     functions = part.functions;
     files = part.files;
     lines = part.lines;
+    code = part.code;
   }
-  functions = mergeSymbols(image, functions);
+  functions = mergeSymbols(image, functions, code);
   return {
     format: INDEX_FORMAT,
     path,
@@ -62,29 +66,72 @@ export function emptyLines(): LineRows {
  * debug info at all) are listed too, by symbol, without source or parameters. DWARF functions get their file
  * offsets here, from the executable's program headers.
  */
-function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[]): IndexedFunction[] {
+function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: number[]): IndexedFunction[] {
+  const { groups } = image.functionSymbols();
+  const offsetOf = (a: bigint): bigint | undefined => {
+    try {
+      return BigInt(image.fileOffsetOf(a));
+    } catch {
+      return undefined;
+    }
+  };
   const known = new Set<bigint>();
+  const entries = new Map<bigint, IndexedFunction>();
   for (const f of fromDwarf) {
+    f.sites = f.sites.filter((s) => (s.fileOffset = offsetOf(s.address)) !== undefined);
+    for (const s of f.sites) {
+      known.add(s.address);
+      if (s.kind === 'entry') entries.set(s.address, f);
+    }
     if (f.address === undefined) continue;
     known.add(f.address);
-    try {
-      f.fileOffset = BigInt(image.fileOffsetOf(f.address));
-    } catch {
+    f.fileOffset = offsetOf(f.address);
+    if (f.fileOffset === undefined) {
       f.probeable = false;
       f.reason = 'its address is in no loadable segment of the binary';
-    }
+    } else f.probeable = f.sites.length > 0;
   }
-  const out = fromDwarf;
-  for (const g of image.functionSymbols().groups) {
-    if (known.has(g.address) || g.address === 0n) continue;
-    const sym = g.symbols.find((s) => s.binding === 'global') ?? g.symbols[0];
-    let fileOffset: bigint | undefined;
-    try {
-      fileOffset = BigInt(image.fileOffsetOf(g.address));
-    } catch {
+  const byName = new Map<string, bigint>();
+  for (const g of groups) for (const s of g.symbols) if (!byName.has(s.name)) byName.set(s.name, g.address);
+  // Other names of an entry (aliases, .localalias) name the same function.
+  for (const [address, f] of entries) {
+    const g = groupAt(groups, address);
+    const other = g?.symbols.map((s) => s.name).filter((n) => n !== f.name && n !== f.linkageName && symbolKind(n) === 'entry');
+    if (other?.length) f.aliases = other;
+  }
+  // A DWARF declaration whose code lives under another symbol (an alias declared in a header) is that code.
+  const dropped = new Set<IndexedFunction>();
+  for (const f of fromDwarf) {
+    if (f.sites.length > 0) continue;
+    const address = byName.get(f.linkageName ?? f.name);
+    if (address === undefined) continue;
+    if (entries.has(address)) {
+      dropped.add(f);
       continue;
     }
+    const fileOffset = offsetOf(address);
+    const g = groupAt(groups, address);
+    if (fileOffset === undefined || !g || insideCode(code, address)) continue;
+    f.address = address;
+    f.fileOffset = fileOffset;
+    f.size = Number(g.size);
+    f.sites = [{ kind: 'entry', address, fileOffset, dieOffset: f.dieOffset, unitOffset: f.unitOffset }];
+    f.probeable = true;
+    f.reason = undefined;
+    known.add(address);
+    entries.set(address, f);
+  }
+  const out = dropped.size ? fromDwarf.filter((f) => !dropped.has(f)) : fromDwarf;
+  // Functions the symbol table knows but DWARF does not. Symbols inside a DWARF function's code (its .cold
+  // block, a part) belong to that function and are not listed again.
+  for (const g of groups) {
+    if (known.has(g.address) || g.address === 0n || insideCode(code, g.address)) continue;
+    const sym = g.symbols.find((s) => s.binding === 'global') ?? g.symbols[0];
+    const fileOffset = offsetOf(g.address);
+    if (fileOffset === undefined) continue;
     const pretty = withoutRustHash(demangle(sym.name)).replace(/\(.*\)( const)?$/, '');
+    const probeable = sym.kind === 'func';
+    const aliases = g.symbols.map((s) => s.name).filter((n) => n !== sym.name);
     out.push({
       name: pretty,
       linkageName: pretty !== sym.name ? sym.name : undefined,
@@ -93,7 +140,9 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[]): Indexed
       size: Number(g.size),
       params: [],
       inlinedInstances: 0,
-      probeable: sym.kind === 'func',
+      sites: probeable ? [{ kind: 'entry', address: g.address, fileOffset, dieOffset: -1, unitOffset: -1 }] : [],
+      aliases: aliases.length ? aliases : undefined,
+      probeable,
       reason: sym.kind === 'ifunc' ? 'it is an IFUNC resolver, not the implementation' : undefined,
       external: sym.binding !== 'local',
       unitOffset: -1,
@@ -101,4 +150,35 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[]): Indexed
     });
   }
   return out;
+}
+
+function groupAt(groups: readonly SymbolGroup[], address: bigint): SymbolGroup | undefined {
+  let lo = 0,
+    hi = groups.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const a = groups[mid].address;
+    if (a === address) return groups[mid];
+    if (a < address) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return undefined;
+}
+
+/** Whether `address` lies in a DWARF function's code (its ranges as [lo, hi) pairs sorted by start). */
+function insideCode(code: readonly number[], address: bigint): boolean {
+  const a = Number(address);
+  // Ranges may nest or overlap (a copy's ranges inside another's are rare but legal): look back a little.
+  let lo = 0,
+    hi = code.length / 2 - 1,
+    found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (code[mid * 2] <= a) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  for (let i = found; i >= 0 && i > found - 16; i--) if (a >= code[i * 2] && a < code[i * 2 + 1]) return true;
+  return false;
 }

@@ -2,9 +2,9 @@
 // table instead of as an object graph: v8.deserialize of tens of thousands of small objects dominates a cache
 // load, while typed arrays load at memory speed. The function objects are rebuilt from the columns the first
 // time anything asks for them, so opening a cached index costs only the deserialisation.
-import { INDEX_FORMAT, type IndexData, type IndexedFunction, type IndexedParam } from './model';
+import { INDEX_FORMAT, type FunctionSite, type IndexData, type IndexedFunction, type IndexedParam, type SiteKind } from './model';
 
-export const CODEC_VERSION = 1;
+export const CODEC_VERSION = 2;
 
 export interface EncodedIndex {
   codec: typeof CODEC_VERSION;
@@ -27,9 +27,28 @@ export interface EncodedIndex {
     dieOffset: Float64Array;
     paramStart: Uint32Array;
     paramCount: Uint32Array;
+    siteStart: Uint32Array;
+    siteCount: Uint32Array;
+    /** String id of the function's aliases, joined by U+0001 (symbol names never hold it). */
+    aliases: Uint32Array;
   };
   param: { name: Uint32Array; type: Uint32Array; location: Uint32Array };
+  site: {
+    kind: Uint8Array;
+    address: Float64Array;
+    /** -1: no file offset. */
+    fileOffset: Float64Array;
+    dieOffset: Float64Array;
+    unitOffset: Float64Array;
+    caller: Uint32Array;
+    file: Uint32Array;
+    line: Uint32Array;
+    symbol: Uint32Array;
+  };
 }
+
+const SITE_KINDS: readonly SiteKind[] = ['entry', 'clone', 'part', 'inlined'];
+const ALIAS_SEP = '\u0001';
 
 const NONE = 0xffffffff;
 const F_PROBEABLE = 1,
@@ -68,7 +87,11 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
     dieOffset: new Float64Array(n),
     paramStart: new Uint32Array(n),
     paramCount: new Uint32Array(n),
+    siteStart: new Uint32Array(n),
+    siteCount: new Uint32Array(n),
+    aliases: new Uint32Array(n),
   };
+  const sites: FunctionSite[] = [];
   const pn: number[] = [],
     pt: number[] = [],
     pl: number[] = [];
@@ -93,12 +116,31 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
     fn.dieOffset[i] = f.dieOffset;
     fn.paramStart[i] = pn.length;
     fn.paramCount[i] = f.params.length;
+    fn.siteStart[i] = sites.length;
+    fn.siteCount[i] = f.sites.length;
+    fn.aliases[i] = sid(f.aliases?.join(ALIAS_SEP));
+    for (const s of f.sites) {
+      if (s.address >= EXACT || (s.fileOffset ?? 0n) >= EXACT) return undefined;
+      sites.push(s);
+    }
     for (const p of f.params) {
       pn.push(sid(p.name));
       pt.push(sid(p.type));
       pl.push(sid(p.location));
     }
   }
+  // Before the string table is encoded: the site columns add strings of their own.
+  const site: EncodedIndex['site'] = {
+    kind: Uint8Array.from(sites, (s) => SITE_KINDS.indexOf(s.kind)),
+    address: Float64Array.from(sites, (s) => Number(s.address)),
+    fileOffset: Float64Array.from(sites, (s) => (s.fileOffset === undefined ? -1 : Number(s.fileOffset))),
+    dieOffset: Float64Array.from(sites, (s) => s.dieOffset),
+    unitOffset: Float64Array.from(sites, (s) => s.unitOffset),
+    caller: Uint32Array.from(sites, (s) => sid(s.caller)),
+    file: Uint32Array.from(sites, (s) => sid(s.file)),
+    line: Uint32Array.from(sites, (s) => s.line ?? 0),
+    symbol: Uint32Array.from(sites, (s) => sid(s.symbol)),
+  };
   const meta: Omit<IndexData, 'functions'> & { functions?: unknown } = { ...d };
   delete meta.functions;
   return {
@@ -108,6 +150,7 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
     strings: new TextEncoder().encode(list.join('\0')),
     fn,
     param: { name: Uint32Array.from(pn), type: Uint32Array.from(pt), location: Uint32Array.from(pl) },
+    site,
   };
 }
 
@@ -127,6 +170,23 @@ function materialize(e: EncodedIndex): IndexedFunction[] {
         location: strings[e.param.location[start + k]],
       };
     }
+    const sites: FunctionSite[] = new Array(f.siteCount[i]);
+    for (let k = 0; k < sites.length; k++) {
+      const j = f.siteStart[i] + k;
+      const fo = e.site.fileOffset[j];
+      sites[k] = {
+        kind: SITE_KINDS[e.site.kind[j]],
+        address: BigInt(e.site.address[j]),
+        fileOffset: fo < 0 ? undefined : BigInt(fo),
+        dieOffset: e.site.dieOffset[j],
+        unitOffset: e.site.unitOffset[j],
+        caller: opt(e.site.caller[j]),
+        file: opt(e.site.file[j]),
+        line: e.site.line[j] || undefined,
+        symbol: opt(e.site.symbol[j]),
+      };
+    }
+    const aliases = opt(f.aliases[i]);
     out[i] = {
       name: strings[f.name[i]],
       linkageName: opt(f.linkage[i]),
@@ -137,6 +197,8 @@ function materialize(e: EncodedIndex): IndexedFunction[] {
       size: f.size[i],
       params,
       inlinedInstances: f.inlined[i],
+      sites,
+      aliases: aliases === undefined ? undefined : aliases.split(ALIAS_SEP),
       probeable: (flags & F_PROBEABLE) !== 0,
       reason: opt(f.reason[i]),
       external: (flags & F_EXTERNAL) !== 0,

@@ -6,9 +6,12 @@ import { ROW_END_SEQUENCE, ROW_PROLOGUE_END, ROW_STMT } from '../dwarf/line';
 import { placeArguments, type CallingConvention } from '../probes/abi';
 import { abiTypeOf, entryCfa, fetchForLocation, stripQualifiers, type Arch } from '../probes/fetch';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, LINE_PROLOGUE_END, type IndexedFunction, type IndexedParam, type LineRows } from './model';
+import { functionNamesByDie, inlinedSites, placeCopies, type SymbolsByAddress } from './sites';
 
 export interface DwarfIndexPart {
   functions: IndexedFunction[];
+  /** Every code range of every out-of-line copy ([lo, hi) pairs, .cold blocks included), sorted by start. */
+  code: number[];
   files: string[];
   lines: LineRows;
 }
@@ -23,7 +26,16 @@ export function dwarfIndexPart(image: BinaryImage): DwarfIndexPart {
   const dw = openDwarf(image.dwarf(), arch);
   const goInfo = image.goInfo();
   const conv = callingConvention(arch, goInfo ? { regabi: goInfo.abi === 'register' } : undefined);
-  const functions = dw.functions().map((f) => indexFunction(dw, f, arch, conv, conv.startsWith('go')));
+  const symbols = new Map<number, string[]>();
+  for (const g of image.functionSymbols().groups)
+    symbols.set(
+      Number(g.address),
+      g.symbols.map((s) => s.name),
+    );
+  const infos = dw.functions();
+  const names = functionNamesByDie(infos);
+  const ctx: IndexCtx = { dw, arch, conv, go: conv.startsWith('go'), symbols, nameOf: (d) => names.get(d) };
+  const functions = infos.map((f) => indexFunction(ctx, f));
   const { files, lines } = mergeLineTables(dw);
   // Go emits no DW_AT_decl_line for functions: use the line of the entry address (the `func` line, or the
   // first statement for small leaf functions; the editor snaps to the `func` line above it).
@@ -35,7 +47,14 @@ export function dwarfIndexPart(image: BinaryImage): DwarfIndexPart {
       f.file ??= at.file || undefined;
     }
   }
-  return { functions, files, lines };
+  return { functions, files, lines, code: codeRanges(infos) };
+}
+
+function codeRanges(infos: readonly FunctionInfo[]): number[] {
+  const pairs: Array<[number, number]> = [];
+  for (const f of infos) for (const c of f.copies) for (let i = 0; i < c.ranges.length; i += 2) pairs.push([c.ranges[i], c.ranges[i + 1]]);
+  pairs.sort((a, b) => a[0] - b[0]);
+  return pairs.flat();
 }
 
 function entrySize(f: FunctionInfo): number {
@@ -46,10 +65,11 @@ function entrySize(f: FunctionInfo): number {
 }
 
 /**
- * Parameter locations at the entry pc: a register the DWARF location names there is trusted; anything else
- * (-O0's stack slots are filled only by the prologue) comes from the calling convention, typed by DWARF.
+ * Parameter locations at the entry pc: a register the DWARF location names there is trusted, and a constant DWARF
+ * says the parameter was folded to is reported as such; anything else (-O0's stack slots are filled only by the
+ * prologue) comes from the calling convention, typed by DWARF.
  */
-export function entryParams(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: CallingConvention): IndexedParam[] {
+export function entryParams(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: CallingConvention, abiFallback = true): IndexedParam[] {
   const describe = (o: number | undefined) => dw.typeOf(o);
   let placements: ReturnType<typeof placeArguments> | undefined;
   const abi = (i: number) => {
@@ -63,11 +83,15 @@ export function entryParams(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: Callin
     const type = dw.typeName(p.typeOffset);
     if (f.entryPc !== undefined) {
       const loc = dw.locationOf(p.dieOffset, f.entryPc);
-      if (loc.kind === 'register') {
+      if (loc.kind === 'register' || loc.kind === 'value') {
         const r = fetchForLocation(loc, { arch, cfa: entryCfa(arch) });
         if (r.ok && r.isValue) return { name: p.name, type, location: r.fetch };
+        // Whatever DWARF says wins over the calling convention: the register holds no such argument.
+        if (!r.ok) return { name: p.name, type, location: `unavailable: ${r.reason}` };
       }
     }
+    // A clone or split part has its own calling convention (parameters dropped, replaced or reordered).
+    if (!abiFallback) return { name: p.name, type, location: 'unavailable: not in a register at the entry of this copy' };
     const placed = abi(i);
     if (!placed.ok) return { name: p.name, type, location: `unavailable: ${placed.reason}` };
     const text = placed.parts.map((x) => x.fetch).join(',');
@@ -83,11 +107,35 @@ export function isGoResult(dw: Dwarf, paramDie: number): boolean {
   return d.unit.flag(d, DW_AT_variable_parameter);
 }
 
-function indexFunction(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: CallingConvention, go: boolean): IndexedFunction {
+interface IndexCtx {
+  dw: Dwarf;
+  arch: Arch;
+  conv: CallingConvention;
+  go: boolean;
+  symbols: SymbolsByAddress;
+  nameOf: (die: number) => string | undefined;
+}
+
+function indexFunction(ctx: IndexCtx, info: FunctionInfo): IndexedFunction {
+  const { dw, arch, conv, go } = ctx;
+  const placed = placeCopies(info, ctx.symbols);
+  // The function as described by its primary copy: the entry, else a clone, else a part.
+  const primary = placed[0];
+  let f: FunctionInfo = primary
+    ? {
+        ...info,
+        dieOffset: primary.copy.dieOffset,
+        unitOffset: primary.copy.unitOffset,
+        entryPc: Number(primary.site.address),
+        ranges: primary.copy.ranges,
+        params: primary.copy.params,
+      }
+    : info;
   if (go) f = { ...f, params: f.params.filter((p) => !isGoResult(dw, p.dieOffset)) };
+  const sites = [...placed.map((p) => p.site), ...inlinedSites(dw, info, ctx.nameOf)];
   let params: IndexedParam[];
   try {
-    params = entryParams(dw, f, arch, conv);
+    params = entryParams(dw, f, arch, conv, !primary || primary.site.kind === 'entry');
   } catch (e) {
     // One damaged type or location must not hide the function; say what went wrong in its place.
     const why = e instanceof Error ? e.message : String(e);
@@ -102,8 +150,9 @@ function indexFunction(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: CallingConv
     size: entrySize(f),
     params,
     inlinedInstances: f.inlinedDies.length,
-    probeable: f.probeable,
-    reason: f.reason,
+    sites,
+    probeable: sites.length > 0,
+    reason: sites.length > 0 ? undefined : f.reason,
     external: f.external,
     unitOffset: f.unitOffset,
     dieOffset: f.dieOffset,

@@ -5,7 +5,7 @@
 
 import type { UsdtOperand } from '../binary/usdt';
 
-export const INDEX_FORMAT = 1;
+export const INDEX_FORMAT = 2;
 
 export interface IndexedParam {
   name: string;
@@ -13,6 +13,31 @@ export interface IndexedParam {
   type: string;
   /** Where the value is at the function's entry, as tracefs fetcharg text ("%di", "+8(%sp)"), or "optimized out". */
   location: string;
+}
+
+/**
+ * Where a call of a function can begin, or where its code lives: `entry` the out-of-line function (its symbol's
+ * address), `clone` a specialised copy (`.isra`, `.constprop`), `part` the split-off body of a partially
+ * inlined function (`.part.N`, entered only through the function's own entry or an inlined copy of its head),
+ * `inlined` a DW_TAG_inlined_subroutine copy inside a caller. `.cold` blocks are never sites.
+ */
+export type SiteKind = 'entry' | 'clone' | 'part' | 'inlined';
+
+export interface FunctionSite {
+  kind: SiteKind;
+  address: bigint;
+  /** File offset by the PT_LOAD formula (set once the executable's program headers are known). */
+  fileOffset?: bigint;
+  /** The site's own DIE (subprogram or inlined_subroutine) and its unit, for its variables' locations. */
+  dieOffset: number;
+  unitOffset: number;
+  /** The function an inlined copy sits in, or the function a part was split from. */
+  caller?: string;
+  /** Call site of an inlined copy. */
+  file?: string;
+  line?: number;
+  /** The symbol at a clone's or part's address (`f.constprop.0`). */
+  symbol?: string;
 }
 
 export interface IndexedFunction {
@@ -33,6 +58,11 @@ export interface IndexedFunction {
   params: IndexedParam[];
   /** Number of DW_TAG_inlined_subroutine instances of this function elsewhere. */
   inlinedInstances: number;
+  /** Every place the function's code is (see FunctionSite), entry first, then clones, parts, inlined copies. */
+  sites: FunctionSite[];
+  /** Other symbol names of the entry address (`__attribute__((alias))`, `.localalias`), which name it too. */
+  aliases?: string[];
+  /** At least one site. */
   probeable: boolean;
   /** Why not probe-able ("fully inlined", "no code", "discarded section"). */
   reason?: string;

@@ -13,6 +13,9 @@ import { findReturnSites } from './returns';
 import { parseSpec, type ProbeArg, type ProbeSpec } from './spec';
 import { siteContext, variablesAtSite, type SiteVariable } from './variables';
 import type { HitSite, ProbeKind } from '../../shared/hit';
+import { CompileError, DEFAULT_MAX_SITES, siteAddress, TooManySitesError, type ProbeSite } from './sites';
+
+export { CompileError, DEFAULT_MAX_SITES, DISARM_MS_PER_SITE, siteAddress, teardownText, TooManySitesError, type ProbeSite } from './sites';
 
 export interface CompiledArg {
   name: string;
@@ -46,6 +49,8 @@ export interface CompiledProbe {
   warnings: string[];
   /** Which copy of the function's code this event is armed on; every hit of the event carries it. */
   site?: HitSite;
+  /** Arguments of the spec this site cannot fetch (the copy dropped the parameter, …) and why. */
+  unavailable?: Array<{ name: string; reason: string }>;
 }
 
 /** Bytes of a Go string fetched per hit (longer strings end in "…"). */
@@ -58,16 +63,10 @@ export interface CompileOptions {
   debugDirs?: string[];
   /** The target kernel supports semaphore (REF_CTR_OFFSET) probes (README mentions ref_ctr_offset). */
   refCtrOffset?: boolean;
-}
-
-export class CompileError extends Error {
-  constructor(
-    readonly spec: string,
-    message: string,
-  ) {
-    super(`${spec}: ${message}`);
-    this.name = 'CompileError';
-  }
+  /** A spec resolving to more sites than this is refused with TooManySitesError (default DEFAULT_MAX_SITES). */
+  maxSites?: number;
+  /** Site addresses ("0x…", as ProbeSite.address) not to arm. */
+  disabledSites?: ReadonlySet<string>;
 }
 
 interface Ctx {
@@ -93,12 +92,33 @@ export async function compileProbes(specs: Array<string | ProbeSpec>, index: Bin
 }
 
 async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> {
-  const sites = resolvePoint(spec.point, ctx.index);
+  const disabled = ctx.opts.disabledSites;
+  const resolved = resolvePoint(spec.point, ctx.index);
+  const sites = disabled?.size ? resolved.filter((s) => !s.site || !disabled.has(siteAddress(s.address))) : resolved;
+  if (sites.length === 0) throw new ResolveError(`every site of this spec is disabled`);
+  const limit = ctx.opts.maxSites ?? DEFAULT_MAX_SITES;
+  if (sites.length > limit) throw new TooManySitesError(spec.text, sites.length, limit);
+  // With several sites an argument a copy does not have is left out there, not a reason to refuse the spec.
+  const lenient = sites.filter((s) => s.site).length > 1;
   const out: CompiledProbe[] = [];
   for (const site of sites) {
     if (site.kind === 'usdt') out.push(compileUsdt(spec, site.usdt!, ctx));
     else if (site.kind === 'return' && ctx.go) out.push(...(await compileGoReturns(spec, site, ctx)));
-    else out.push(await compileSite(spec, site, ctx));
+    else out.push(await compileSite(spec, site, ctx, lenient));
+  }
+  if (lenient) {
+    for (const a of spec.args) {
+      const missing = out.map((p) => p.unavailable?.find((u) => u.name === a.name));
+      if (missing.every((m) => m !== undefined)) throw new ArgError(missing[0]!.reason);
+    }
+  }
+  if (spec.point.kind === 'function' && spec.point.ret) {
+    for (const fn of new Set(sites.map((s) => s.fn!))) {
+      const inlined = fn.sites.filter((s) => s.kind === 'inlined').length;
+      if (inlined === 0) continue;
+      const note = `${fn.name} is also inlined in ${inlined} place(s), which have no return instruction to probe: calls there are not seen by this return probe`;
+      for (const p of out) if (p.function === fn.name) p.warnings.push(note);
+    }
   }
   return out;
 }
@@ -108,18 +128,36 @@ function baseName(site: ResolvedSite): string {
   return site.fn?.name ?? 'probe';
 }
 
-async function compileSite(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): Promise<CompiledProbe> {
+function siteEventName(site: ResolvedSite): string {
+  const s = site.site;
+  if (!s || s.kind === 'entry') return baseName(site);
+  return `${baseName(site)}_${s.kind}_${s.address.toString(16)}`;
+}
+
+async function compileSite(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx, lenient = false): Promise<CompiledProbe> {
   const { index, opts } = ctx;
   const fn = site.fn!;
   const warnings: string[] = [];
+  const unavailable: Array<{ name: string; reason: string }> = [];
   const args: CompiledArg[] = [];
   const isReturn = site.kind === 'return';
-  const vars = site.kind === 'entry' && site.address === fn.address ? entryVars(fn) : await variablesAtSite(index, site, opts.debugDirs);
-  for (const a of spec.args) args.push(...(await compileArg(a, site, fn, vars, ctx, warnings)));
+  const atEntry = site.kind === 'entry' && site.address === fn.address && (!site.site || site.site.kind === 'entry');
+  const vars = atEntry ? entryVars(fn) : await variablesAtSite(index, site, opts.debugDirs);
+  for (const a of spec.args) {
+    try {
+      args.push(...(await compileArg(a, site, fn, vars, ctx, warnings)));
+    } catch (e) {
+      if (!lenient || !(e instanceof ArgError)) throw e;
+      unavailable.push({ name: a.name, reason: e.message });
+      warnings.push(`${a.name} unavailable at ${describeSite(site)}: ${e.message}`);
+    }
+  }
   if (ctx.go && site.kind === 'entry') args.push({ name: 'probelens_g', fetch: '%r14', type: 'x64', display: 'hex', hidden: true });
   const fileOffset =
-    site.address === fn.address && fn.fileOffset !== undefined ? fn.fileOffset : await fileOffsetOf(index, site.address, opts.debugDirs);
-  const event = uniqueEventName(`${baseName(site)}${isReturn ? '__return' : ''}`, ctx.used);
+    site.site?.fileOffset ??
+    (site.address === fn.address && fn.fileOffset !== undefined ? fn.fileOffset : await fileOffsetOf(index, site.address, opts.debugDirs));
+  const event = uniqueEventName(`${siteEventName(site)}${isReturn ? '__return' : ''}`, ctx.used);
+  const s = site.site;
   return finish(
     {
       event,
@@ -132,14 +170,24 @@ async function compileSite(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): Promi
       address: site.address,
       fileOffset,
       args,
-      pairKey: site.kind === 'line' ? undefined : `${fn.name}@${fn.address}`,
+      // Entry and return pair per out-of-line copy; an inlined copy has no return probe to pair with.
+      pairKey: site.kind === 'line' || s?.kind === 'inlined' ? undefined : `${fn.name}@${s?.address ?? fn.address}`,
       pairBy: ctx.go ? 'goroutine' : 'tid',
       warnings,
+      site: s ? { kind: s.kind, address: siteAddress(s.address), caller: s.caller, file: s.file, line: s.line } : undefined,
+      unavailable: unavailable.length ? unavailable : undefined,
     },
     isReturn ? 'r' : 'p',
     opts,
     index,
   );
+}
+
+function describeSite(site: ResolvedSite): string {
+  const s = site.site;
+  if (!s) return `0x${site.address.toString(16)}`;
+  const where = s.kind === 'inlined' ? ` in ${s.caller ?? '?'}${s.file ? ` (${s.file.replace(/^.*\//, '')}:${s.line ?? '?'})` : ''}` : '';
+  return `the ${s.kind} site 0x${s.address.toString(16)}${where}`;
 }
 
 /**

@@ -1,6 +1,6 @@
 // From a parsed probe point to concrete addresses in one binary, with errors a user can act on.
 import type { BinaryIndex } from '../index/binaryIndex';
-import type { IndexedFunction, IndexedUsdt } from '../index/model';
+import type { FunctionSite, IndexedFunction, IndexedUsdt } from '../index/model';
 import type { ProbePoint } from './spec';
 import type { ProbeKind } from '../../shared/hit';
 
@@ -20,6 +20,26 @@ export interface ResolvedSite {
   /** Source position of the site, when known (function: its declaration; line: the line). */
   file?: string;
   line?: number;
+  /** Which of the function's sites this is (function entry and return probes). */
+  site?: FunctionSite;
+}
+
+/**
+ * The sites where a call of `f` begins, each call at exactly one of them: the out-of-line entry, each clone
+ * (a call goes to the entry or to one clone) and each inlined copy. A `.part` is not one of them: GCC's partial
+ * inlining leaves the head (up to the split point) in the function's entry and inlines it into callers, and
+ * the part is only reached from there, so the call was already seen. Only when the function has no other site
+ * (the head's inlined copies left no DWARF) is the part where its calls can be seen, and then only the calls
+ * that got past the head.
+ */
+export function callSites(f: IndexedFunction): FunctionSite[] {
+  const calls = f.sites.filter((s) => s.kind !== 'part');
+  return calls.length > 0 ? calls : f.sites;
+}
+
+/** Out-of-line sites, where a return probe (uretprobe) sees each return of a call that began there. */
+export function returnSites(f: IndexedFunction): FunctionSite[] {
+  return callSites(f).filter((s) => s.kind !== 'inlined');
 }
 
 /** The index's source file that `src` names: the same absolute path, or a unique path suffix (`calls.c`, `src/a.c`). */
@@ -95,22 +115,16 @@ export function resolvePoint(point: ProbePoint, index: BinaryIndex): ResolvedSit
     );
   }
   if (point.glob) {
-    fns = fns.filter((f) => f.probeable && f.address !== undefined);
+    fns = fns.filter((f) => f.probeable);
     if (fns.length === 0) throw new ResolveError(`no probe-able function matches '${point.func}' in ${index.path}`);
   } else {
-    const withCode = fns.filter((f) => f.address !== undefined);
-    const distinct = new Map(withCode.map((f) => [f.address, f]));
-    if (distinct.size > 1) {
-      throw new ResolveError(
-        `'${point.func}' is ambiguous in ${index.path}: ${[...distinct.values()].map((f) => `${f.file ?? '?'}:${f.line ?? '?'}`).join(', ')}; write ${point.func}@FILE to pick one`,
-      );
+    // Every function of that name (statics of different files, as perf probe does); NAME@FILE narrows.
+    const withCode = fns.filter((f) => f.probeable);
+    if (withCode.length === 0) {
+      const f = fns[0];
+      throw new ResolveError(`'${f.name}' cannot be probed: ${f.reason ?? 'it has no code'}`);
     }
-    const f = withCode[0] ?? fns[0];
-    if (!f.probeable || f.address === undefined)
-      throw new ResolveError(
-        `'${f.name}' cannot be probed: ${f.reason ?? 'it has no code of its own'}${f.inlinedInstances ? ` (inlined in ${f.inlinedInstances} place(s))` : ''}`,
-      );
-    fns = [f];
+    fns = withCode;
   }
   return fns.flatMap((f): ResolvedSite[] => {
     if (point.relLine !== undefined) {
@@ -122,10 +136,24 @@ export function resolvePoint(point: ProbePoint, index: BinaryIndex): ResolvedSit
       return sites;
     }
     if (point.offset !== undefined) {
+      if (f.address === undefined)
+        throw new ResolveError(`${f.name} has no out-of-line code, so +${point.offset} has nothing to be relative to`);
       if (point.offset >= f.size && f.size > 0)
         throw new ResolveError(`${f.name}+${point.offset} is past the end of the function (${f.size} bytes)`);
-      return [{ kind: 'entry', fn: f, address: f.address! + BigInt(point.offset), file: f.file, line: f.line }];
+      return [{ kind: 'entry', fn: f, address: f.address + BigInt(point.offset), file: f.file, line: f.line }];
     }
-    return [{ kind: point.ret ? 'return' : 'entry', fn: f, address: f.address!, file: f.file, line: f.line }];
+    const sites = point.ret ? returnSites(f) : callSites(f);
+    if (sites.length === 0)
+      throw new ResolveError(
+        `the returns of '${f.name}' cannot be probed: its calls begin only in its ${f.inlinedInstances} inlined cop${f.inlinedInstances === 1 ? 'y' : 'ies'}, which have no return instruction to probe`,
+      );
+    return sites.map((s): ResolvedSite => ({
+      kind: point.ret ? 'return' : 'entry',
+      fn: f,
+      address: s.address,
+      file: f.file,
+      line: f.line,
+      site: s,
+    }));
   });
 }

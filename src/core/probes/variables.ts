@@ -50,6 +50,8 @@ export function frameAt(ctx: SiteContext, index: BinaryIndex, fnDie: number, ent
 
 export async function variablesAtSite(index: BinaryIndex, site: ResolvedSite, debugDirs?: string[]): Promise<SiteVariable[]> {
   const fn = site.fn;
+  if (site.site && site.site.kind !== 'entry' && site.site.dieOffset >= 0 && site.address === site.site.address)
+    return variablesAtCopy(index, site, debugDirs);
   if (!fn || fn.dieOffset < 0) return [];
   const ctx = await siteContext(index, debugDirs);
   const pc = Number(site.address);
@@ -63,8 +65,27 @@ export async function variablesAtSite(index: BinaryIndex, site: ResolvedSite, de
       const p = fn.params.find((x) => x.name === v.name);
       if (p) return { name: v.name, type: v.type, location: p.location, kind: 'param', typeOffset: v.typeOffset };
     }
-    const r = fetchForLocation(v.location, frame);
-    const location = r.ok ? (r.isValue ? r.fetch : r.address) : r.reason === 'optimized out' ? 'optimized out' : `unavailable: ${r.reason}`;
-    return { name: v.name, type: v.type, location, kind: v.kind, typeOffset: v.typeOffset };
+    return siteVariable(v, frame);
   });
+}
+
+function siteVariable(v: ReturnType<DebugAccess['dwarf']['variablesAt']>[number], frame: FrameContext): SiteVariable {
+  const r = fetchForLocation(v.location, frame);
+  const location = r.ok ? (r.isValue ? r.fetch : r.address) : r.reason === 'optimized out' ? 'optimized out' : `unavailable: ${r.reason}`;
+  return { name: v.name, type: v.type, location, kind: v.kind, typeOffset: v.typeOffset };
+}
+
+/**
+ * At a clone, a part or an inlined copy, the variables are that copy's own (its DIE's children, with their own
+ * location lists); no calling convention applies there, so whatever DWARF does not say is unavailable.
+ */
+async function variablesAtCopy(index: BinaryIndex, site: ResolvedSite, debugDirs?: string[]): Promise<SiteVariable[]> {
+  const copy = site.site!;
+  const ctx = await siteContext(index, debugDirs);
+  const pc = Number(site.address);
+  // An inlined copy's frame base is its enclosing subprogram's; a clone or part is its own subprogram.
+  const holder = copy.kind === 'inlined' ? index.functionContaining(site.address) : undefined;
+  const frameDie = copy.kind === 'inlined' ? (holder && holder.dieOffset >= 0 ? holder.dieOffset : copy.dieOffset) : copy.dieOffset;
+  const frame = frameAt(ctx, index, frameDie, copy.kind === 'inlined' ? undefined : pc, pc);
+  return ctx.access.dwarf.variablesAt(copy.dieOffset, pc).map((v) => siteVariable(v, frame));
 }

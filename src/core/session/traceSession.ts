@@ -30,6 +30,10 @@ export interface SessionOptions {
   /** Seconds of client silence after which the agent cleans up by itself (default 3). */
   heartbeatSeconds?: number;
   debugDirs?: string[];
+  /** A spec may arm at most this many sites (default 128); more is refused until raised (CLI --max-sites). */
+  maxSites?: number;
+  /** Site addresses ("0x…") not to arm. */
+  disabledSites?: ReadonlySet<string>;
   onHit?: (hit: Hit) => void;
   onLost?: (events: number) => void;
 }
@@ -182,6 +186,8 @@ export class TraceSession {
       targetPath: remotePath,
       debugDirs: opts.debugDirs,
       refCtrOffset: agent.hello.caps.has('ref_ctr_offset') || undefined,
+      maxSites: opts.maxSites,
+      disabledSites: opts.disabledSites,
     });
     for (const p of this.probes) this.byEvent.set(p.event, p);
     const sites = new Map<string, ProbeSite>();

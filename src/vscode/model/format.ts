@@ -66,6 +66,7 @@ export function hoverMarkdown(spec: string, st: SpecStats | undefined, state: Pr
   if (st) {
     const hosts = Object.entries(st.byHost);
     if (hosts.length) lines.push('', hosts.map(([h, n]) => `${escapeMarkdown(h)}: ${formatCount(n)} ${plural(n)}`).join(' · '));
+    lines.push(...siteLines(st));
     if (st.lastHits.length) {
       lines.push('', '**Last hits**', '');
       for (const h of [...st.lastHits].reverse())
@@ -78,6 +79,18 @@ export function hoverMarkdown(spec: string, st: SpecStats | undefined, state: Pr
     if (st.latency && st.latency.count > 0) lines.push('', ...latencyLines(st.latency));
   }
   return lines.join('\n');
+}
+
+/** The per-site breakdown of a function probe armed at more than one site. */
+export function siteLines(st: SpecStats): string[] {
+  if (!st.bySite || st.bySite.length < 2) return [];
+  const out = ['', `**By site** (${st.bySite.length})`, ''];
+  for (const s of st.bySite) {
+    const where = s.caller ? ` in ${s.caller}` : '';
+    const at = s.file ? ` (${s.file.replace(/^.*\//, '')}:${s.line ?? '?'})` : '';
+    out.push(`- ${s.kind} \`${s.address}\`${where}${at}: ${formatCount(s.hits)} ${plural(s.hits)}`);
+  }
+  return out;
 }
 
 /** Hit rate from two (time, total) samples: the status bar's "N hits/s". */

@@ -27,6 +27,8 @@ export interface SpecStats {
   /** newest last */
   lastHits: LastHit[];
   latency?: LatencyStats;
+  /** Hits per function site (all hosts), in the order the sites were armed: the lens's sum broken down. */
+  bySite?: Array<HitSite & { hits: number }>;
 }
 
 /** Zips an event's per-argument rings back into hits (all arguments of a hit are recorded together). */
@@ -57,18 +59,26 @@ function lastHitsOf(
 }
 
 export function statsForSpec(spec: string, sessions: readonly SessionView[], keepLast = 8): SpecStats {
-  const st: SpecStats = { hits: 0, byHost: {}, lastHits: [] };
+  const st: SpecStats = { hits: 0, byHost: {}, lastHits: [], bySite: [] };
+  const sites = new Map<string, HitSite & { hits: number }>();
   for (const s of sessions) {
     for (const { event, spec: sp, site } of s.events) {
       if (sp !== spec) continue;
       const n = s.snapshot.hits[event] ?? 0;
       st.hits += n;
+      if (site) {
+        const key = `${site.kind}\0${site.address}`;
+        const row = sites.get(key);
+        if (row) row.hits += n;
+        else sites.set(key, { ...site, hits: n });
+      }
       st.byHost[s.host] = (st.byHost[s.host] ?? 0) + n;
       st.lastHits.push(...lastHitsOf(s.host, s.snapshot.lastValues[event], site));
       const lat = s.snapshot.latency[event];
       if (lat && (!st.latency || lat.count > st.latency.count)) st.latency = lat;
     }
   }
+  st.bySite = [...sites.values()];
   // Timestamps of one host are comparable; across hosts the order is only approximate (separate clocks).
   st.lastHits.sort((a, b) => a.ts - b.ts);
   if (st.lastHits.length > keepLast) st.lastHits = st.lastHits.slice(-keepLast);

@@ -36,6 +36,8 @@ test('functions --json has the contract shape; --match filters; the cache is wri
     'size',
     'params',
     'inlinedInstances',
+    'aliases',
+    'sites',
     'probeable',
     'reason',
   ]);

@@ -19,6 +19,7 @@ const fn = (
   size,
   params: [],
   inlinedInstances: 0,
+  sites: [{ kind: 'entry', address, fileOffset: address, dieOffset: 0, unitOffset: 0 }],
   probeable: true,
   external: true,
   unitOffset: 0,

@@ -11,6 +11,7 @@ function fn(name: string, line: number, probeable = true, reason?: string): Inde
     size: 10,
     params: [],
     inlinedInstances: 0,
+    sites: probeable ? [{ kind: 'entry', address: BigInt(line * 16), dieOffset: 0, unitOffset: 0 }] : [],
     probeable,
     reason,
     external: true,

@@ -1,0 +1,106 @@
+// A function is all of its code: its out-of-line entry, its clones and split parts (concrete copies that share
+// its abstract origin) and every inlined copy. This turns one FunctionInfo of the DWARF pass into its sites,
+// using the symbol table to say which concrete copy is which (DWARF marks none of them) and where a copy
+// described only by DW_AT_ranges begins.
+import type { ConcreteCopy, Dwarf, FunctionInfo } from '../dwarf';
+import type { FunctionSite, SiteKind } from './model';
+
+/** Symbol names by address (every alias of each address). */
+export type SymbolsByAddress = ReadonlyMap<number, readonly string[]>;
+
+// GCC's suffixes for code it made from a function: hot/cold split blocks, partial-inlining parts, and IPA clones
+// (SRA, constant propagation; LLVM's `.specialized`). `.lto_priv.N`/`.localalias` rename the function itself.
+const COLD = /\.cold(\.\d+)?$/;
+const PART = /\.part\.\d+/;
+const CLONE = /\.(isra|constprop|specialized|clone)\.\d+/;
+
+export function symbolKind(name: string): SiteKind | 'cold' {
+  if (COLD.test(name)) return 'cold';
+  if (PART.test(name)) return 'part';
+  if (CLONE.test(name)) return 'clone';
+  return 'entry';
+}
+
+/** The kind of an out-of-line copy by the names at its address; undefined when no symbol is there. */
+function copyKind(names: readonly string[] | undefined): { kind: SiteKind; symbol: string } | undefined {
+  if (!names?.length) return undefined;
+  let best: { kind: SiteKind; symbol: string } | undefined;
+  const rank: Record<SiteKind, number> = { entry: 0, clone: 1, part: 2, inlined: 3 };
+  for (const n of names) {
+    const k = symbolKind(n);
+    if (k === 'cold') continue;
+    if (!best || rank[k] < rank[best.kind]) best = { kind: k, symbol: n };
+  }
+  return best;
+}
+
+export interface CopyPlacement {
+  copy: ConcreteCopy;
+  site: FunctionSite;
+}
+
+/**
+ * Places each concrete copy: its entry is the first candidate a (non-.cold) symbol confirms, else DWARF's own
+ * first candidate. With symbols the names say entry/clone/part; without, the first copy is the entry.
+ */
+export function placeCopies(f: FunctionInfo, symbols: SymbolsByAddress): CopyPlacement[] {
+  const out: CopyPlacement[] = [];
+  for (const c of f.copies) {
+    if (c.entryCandidates.length === 0) continue;
+    const confirmed = c.entryCandidates.find((a) => copyKind(symbols.get(a)) !== undefined);
+    const address = confirmed ?? c.entryCandidates[0];
+    const named = copyKind(symbols.get(address));
+    out.push({
+      copy: c,
+      site: {
+        kind: named?.kind ?? 'entry',
+        address: BigInt(address),
+        dieOffset: c.dieOffset,
+        unitOffset: c.unitOffset,
+        symbol: named && named.kind !== 'entry' ? named.symbol : undefined,
+      },
+    });
+  }
+  // One out-of-line entry: unnamed copies beside a named entry are clones the symbol table does not describe.
+  let entries = out.filter((p) => p.site.kind === 'entry');
+  if (entries.length > 1) {
+    const named = entries.find((p) => symbols.has(Number(p.site.address))) ?? entries[0];
+    for (const p of entries) if (p !== named) p.site.kind = 'clone';
+    entries = [named];
+  }
+  const rank: Record<SiteKind, number> = { entry: 0, clone: 1, part: 2, inlined: 3 };
+  out.sort((a, b) => rank[a.site.kind] - rank[b.site.kind] || Number(a.site.address - b.site.address));
+  for (const p of out) if (p.site.kind === 'part') p.site.caller = f.name;
+  return out;
+}
+
+/** The inlined copies of `f` as sites (copies whose code was discarded have no ranges and are left out). */
+export function inlinedSites(dw: Dwarf, f: FunctionInfo, nameOf: (die: number) => string | undefined): FunctionSite[] {
+  if (f.inlinedDies.length === 0) return [];
+  const out: FunctionSite[] = [];
+  for (const i of dw.inlinedInstances(f)) {
+    if (i.entryPc === undefined || i.ranges.length === 0) continue;
+    out.push({
+      kind: 'inlined',
+      address: BigInt(i.entryPc),
+      dieOffset: i.dieOffset,
+      unitOffset: i.unitOffset,
+      caller: i.callerDie !== undefined ? nameOf(i.callerDie) : undefined,
+      file: i.callFile || undefined,
+      line: i.callLine || undefined,
+    });
+  }
+  out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : a.dieOffset - b.dieOffset));
+  return out;
+}
+
+/** Names of every DIE a function is known by (abstract origin, each copy), for "inlined into CALLER". */
+export function functionNamesByDie(fns: readonly FunctionInfo[]): Map<number, string> {
+  const m = new Map<number, string>();
+  for (const f of fns) {
+    m.set(f.dieOffset, f.name);
+    m.set(f.originOffset, f.name);
+    for (const c of f.copies) m.set(c.dieOffset, f.name);
+  }
+  return m;
+}

@@ -1,0 +1,25 @@
+// Arming many sites is slow to undo (each uprobe event costs kernel time to disarm), so a spec over the limit is
+// armed only once the user has agreed to its size. Pure: the question's text and what was agreed.
+import { DEFAULT_MAX_SITES, teardownText } from '../../core/probes/sites';
+
+export interface SiteCount {
+  spec: string;
+  sites: number;
+}
+
+/** The modal question for the specs over the limit, or undefined when none is. */
+export function siteQuestion(counts: readonly SiteCount[], limit = DEFAULT_MAX_SITES): { message: string; over: SiteCount[] } | undefined {
+  const over = counts.filter((c) => c.sites > limit);
+  if (over.length === 0) return undefined;
+  const total = over.reduce((n, c) => n + c.sites, 0);
+  const what = over.map((c) => `'${c.spec}' (${c.sites} sites)`).join(', ');
+  return {
+    message: `${what} would arm ${total} sites, more than ${limit}. Disarming them takes about ${teardownText(total)} of kernel time. Arm every site?`,
+    over,
+  };
+}
+
+/** The site limit a set of specs may arm with, given the sizes the user agreed to. */
+export function allowedSites(specs: readonly string[], agreed: ReadonlyMap<string, number>): number {
+  return Math.max(DEFAULT_MAX_SITES, ...specs.map((s) => agreed.get(s) ?? 0));
+}

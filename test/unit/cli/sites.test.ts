@@ -1,0 +1,110 @@
+// The CLI on a function with several sites: `functions --json` lists them, `define` arms each as its own event,
+// --max-sites guards against arming many, --disable-site leaves one out.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fixtureOrSkip } from '../../helpers/fixtures';
+
+const MAIN = resolve(__dirname, '../../../src/cli/main.ts');
+const cache = mkdtempSync(join(tmpdir(), 'probelens-cli-cache-'));
+
+function cli(...args: string[]) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, XDG_CACHE_HOME: cache },
+  });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+interface JsonSite {
+  kind: string;
+  address: string;
+  fileOffset: string | null;
+  caller: string | null;
+  file: string | null;
+  line: number | null;
+  symbol: string | null;
+}
+
+test('functions --json: sites with their kinds, addresses as 0x…, callers and call sites of inlined copies', async (t) => {
+  const f = await fixtureOrSkip(t, 'sites');
+  if (!f) return;
+  const r = cli('functions', f.path, '--match', 'part_ext', '--json');
+  assert.equal(r.code, 0, r.err);
+  const [fn] = JSON.parse(r.out) as Array<{ name: string; address: string; sites: JsonSite[] }>;
+  assert.deepEqual(
+    fn.sites.map((s) => s.kind),
+    ['entry', 'part', 'inlined', 'inlined'],
+  );
+  assert.equal(fn.sites[0].address, fn.address);
+  assert.equal(fn.sites[1].symbol, 'part_ext.part.0');
+  for (const s of fn.sites) assert.match(s.address, /^0x[0-9a-f]+$/);
+  for (const s of fn.sites.slice(2)) {
+    assert.match(s.caller ?? '', /^drive_ext_[ab]$/);
+    assert.ok(s.file?.endsWith('/sites.c') && s.line !== null);
+  }
+});
+
+test('define: every call site is its own event; --max-sites refuses more with the teardown cost; --disable-site', async (t) => {
+  const f = await fixtureOrSkip(t, 'sites');
+  if (!f) return;
+  const all = cli('define', f.path, 'part_ext', '--json');
+  assert.equal(all.code, 0, all.err);
+  const defs = JSON.parse(all.out) as Array<{ event: string; definition: string }>;
+  // entry + two inlined heads; the .part is reached only through those (see README).
+  assert.equal(defs.length, 3);
+  assert.equal(new Set(defs.map((d) => d.event)).size, 3, 'event names are unique');
+  for (const d of defs) assert.ok(d.event.length <= 63);
+
+  const capped = cli('define', f.path, 'part_ext', '--max-sites', '2');
+  assert.notEqual(capped.code, 0);
+  assert.match(capped.err, /would arm 3 sites \(more than 2\).*about 135 ms.*--max-sites 3/);
+  assert.equal(capped.out, '');
+  assert.equal(cli('define', f.path, 'part_ext', '--max-sites', '3').code, 0);
+
+  const listed = JSON.parse(cli('functions', f.path, '--match', 'part_ext', '--json').out) as Array<{ sites: JsonSite[] }>;
+  const inlined = listed[0].sites.find((s) => s.kind === 'inlined')!;
+  const fewer = cli('define', f.path, 'part_ext', '--json', '--disable-site', inlined.address);
+  assert.equal(fewer.code, 0, fewer.err);
+  assert.equal((JSON.parse(fewer.out) as unknown[]).length, 2);
+  const bad = cli('define', f.path, 'part_ext', '--disable-site', 'part_ext');
+  assert.equal(bad.code, 2);
+  assert.match(bad.err, /--disable-site takes a site address/);
+});
+
+test('define: same-name statics are all armed; NAME@FILE narrows to one', async (t) => {
+  const f = await fixtureOrSkip(t, 'sites');
+  if (!f) return;
+  const both = cli('define', f.path, 'same_name x', '--json');
+  assert.equal(both.code, 0, both.err);
+  assert.equal((JSON.parse(both.out) as unknown[]).length, 2);
+  const one = cli('define', f.path, 'same_name@sites_other.c x', '--json');
+  assert.equal((JSON.parse(one.out) as unknown[]).length, 1);
+});
+
+test('define: a return probe arms out-of-line sites and says which inlined copies it cannot see', async (t) => {
+  const f = await fixtureOrSkip(t, 'sites');
+  if (!f) return;
+  const both = cli('define', f.path, 'both_fn%return $retval', '--json');
+  assert.equal(both.code, 0, both.err);
+  const defs = JSON.parse(both.out) as Array<{ definition: string }>;
+  assert.equal(defs.length, 1);
+  assert.match(defs[0].definition, /^r:/);
+  assert.match(both.err, /both_fn is also inlined in 1 place\(s\), which have no return instruction to probe/);
+  const inl = cli('define', f.path, 'inl_fn%return');
+  assert.notEqual(inl.code, 0);
+  assert.match(inl.err, /its calls begin only in its 2 inlined copies, which have no return instruction to probe/);
+});
+
+test('define: a parameter DWARF gives as a constant is that constant, never a guess from the calling convention', async (t) => {
+  const f = await fixtureOrSkip(t, 'sites');
+  if (!f) return;
+  // clone_fn(&b, 9): the .constprop clone has k as DW_AT_const_value 9 (and %si holds something else).
+  const r = cli('define', f.path, 'clone_fn k');
+  assert.notEqual(r.code, 0);
+  assert.match(r.err, /'k' cannot be fetched at clone_fn entry: a constant \(9\) folded by the compiler/);
+  assert.doesNotMatch(r.out, /%si/);
+});
