@@ -4,9 +4,11 @@
 // scan of every candidate's unit names and line-table files decides which one is indexed, so a tree with
 // dozens of binaries indexes only the one the open file is in. What was decided for each file is published
 // (onDidResolve) so the status bar can say "no binary built from object.c" instead of staying silent.
+import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import * as vscode from 'vscode';
 import type { BinaryIndex } from '../core/index/binaryIndex';
+import { readBinaryIdentity } from '../core/index/identity';
 import { loadIndex } from '../core/index/load';
 import { chooseBinaries, groupBuilds, type Build } from '../core/workspace/choose';
 import { discoverWorkspace, elfType, isElfFile, workspaceLabel, type FoundBinary } from '../core/workspace/discover';
@@ -119,9 +121,25 @@ export class Binaries implements vscode.Disposable {
     this.known = new Set(cands.map((c) => c.path));
     const t0 = Date.now();
     const out: BinaryScan[] = [];
+    // Copies of one build (same build-id, read from the first page of the file) are scanned once.
+    const byId = new Map<string, BinaryScan>();
     for (const c of cands) {
+      const id = (() => {
+        try {
+          return readBinaryIdentity(c.path);
+        } catch {
+          return undefined;
+        }
+      })();
+      const same = id?.buildId ? byId.get(id.buildId) : undefined;
+      const st = same && (await stat(c.path).catch(() => undefined));
+      if (same && st) {
+        out.push({ ...same, path: c.path, size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino });
+        continue;
+      }
       const s = await this.scanCache.get(c.path).catch(() => undefined);
       if (s) out.push(s);
+      if (s?.buildId) byId.set(s.buildId, s);
       await new Promise((r) => setImmediate(r));
     }
     const ms = Date.now() - t0;

@@ -64,6 +64,8 @@ export class BinaryStatus implements vscode.Disposable {
         this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
         break;
     }
+    // Screen readers (and the e2e tests) read the whole sentence, not just the short text.
+    this.item.accessibilityInformation = { label: String(this.item.tooltip) };
     this.item.show();
   }
 
