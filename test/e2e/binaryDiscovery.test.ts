@@ -3,14 +3,23 @@
 // info names, and lenses come in soon; a workspace with no binary says so on screen and Select Binary fixes it.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { corpusProjectOrSkip } from '../helpers/corpus';
 import { e2ePrerequisites, withCodeServer } from './harness/session';
-import { codeLens, openFile, statusBarItem, waitForNotification } from './harness/workbench';
+import { codeLens, goToLine, openFile, statusBarItem, waitForNotification } from './harness/workbench';
 import { prepareWorkspace } from './harness/workspaces';
+
+/** 1-based line of the first line of `file` matching `re`. */
+function lineOf(file: string, re: RegExp): number {
+  const i = readFileSync(file, 'utf8')
+    .split('\n')
+    .findIndex((l) => re.test(l));
+  assert.ok(i >= 0, `no line matching ${re} in ${file}`);
+  return i + 1;
+}
 
 /** A throwaway index cache, so "cold" means cold: nothing indexed before this test. */
 function coldCache(t: TestContext): Record<string, string> {
@@ -77,6 +86,8 @@ test(
     await withCodeServer(t, { workspace: redis.srcDir, env: coldCache(t) }, async ({ page }) => {
       const t0 = Date.now();
       await openFile(page, 'src/object.c');
+      // The file opens on its licence comment: lenses are drawn (and found) where the user looks, at a function.
+      await goToLine(page, lineOf(join(redis.srcDir, 'src', 'object.c'), /^robj \*createObject\(/));
       await codeLens(page, /^Trace$/)
         .first()
         .waitFor({ state: 'visible', timeout: 30_000 });
@@ -97,6 +108,7 @@ test("PostgreSQL's tree (many binaries and libraries): the backend is chosen for
   await withCodeServer(t, { workspace: pg.srcDir, env: coldCache(t) }, async ({ page }) => {
     const t0 = Date.now();
     await openFile(page, 'src/backend/tcop/postgres.c');
+    await goToLine(page, lineOf(join(pg.srcDir, 'src', 'backend', 'tcop', 'postgres.c'), /^exec_simple_query\(/));
     await statusBarItem(page, /^\s*postgres\b/).waitFor({ state: 'visible', timeout: 120_000 });
     await codeLens(page, /^Trace$/)
       .first()
