@@ -1,18 +1,24 @@
-// The workspace's binaries: found by the user's globs or by discovery, one optionally pinned per workspace,
-// indexed in the background (a notification the first time), re-indexed when the file changes. A source
-// file belongs to the binary whose DWARF declares functions in it (after `probelens.pathMappings`).
+// The workspace's binaries: found by the user's globs or by discovery anywhere in the tree, one optionally
+// pinned per workspace, indexed in the background (a notification the first time), re-indexed when the file
+// changes. A source file belongs to the build whose DWARF names it (after `probelens.pathMappings`): a cheap
+// scan of every candidate's unit names and line-table files decides which one is indexed, so a tree with
+// dozens of binaries indexes only the one the open file is in. What was decided for each file is published
+// (onDidResolve) so the status bar can say "no binary built from object.c" instead of staying silent.
+import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import * as vscode from 'vscode';
 import type { BinaryIndex } from '../core/index/binaryIndex';
+import { readBinaryIdentity } from '../core/index/identity';
 import { loadIndex } from '../core/index/load';
 import { IndexLimitError } from '../core/worker/limits';
-import { discoverBinaries, isElfFile, type FoundBinary } from '../core/workspace/discover';
+import { chooseBinaries, groupBuilds, type Build } from '../core/workspace/choose';
+import { discoverWorkspace, elfType, isElfFile, workspaceLabel, type FoundBinary } from '../core/workspace/discover';
+import { ScanCache, type BinaryScan } from '../core/workspace/scan';
 import type { Ctx } from './ctx';
 import { localToBuild } from './model/pathMapping';
+import { BinaryWatcher } from './binaryWatcher';
 
 const PINNED_KEY = 'probelens.pinnedBinary';
-// Indexing is the expensive part; a workspace with dozens of binaries gets its newest few looked at.
-const MAX_AUTO_INDEX = 6;
 
 export interface SourceBinary {
   binary: string;
@@ -21,30 +27,54 @@ export interface SourceBinary {
   buildFile: string;
 }
 
+/** What is known about the binary of one source file (its local path). */
+export type Resolution =
+  | { state: 'searching'; file: string }
+  | { state: 'found'; file: string; binary: string; label: string; pinned: boolean; others: string[] }
+  | { state: 'none'; file: string; candidates: number; unreadable: Array<{ label: string; reason: string }> };
+
 export class Binaries implements vscode.Disposable {
   private readonly indexes = new Map<string, Promise<BinaryIndex>>();
   private readonly ready = new Map<string, BinaryIndex>();
   private readonly watchers = new Map<string, vscode.Disposable>();
   /** Builds that failed, shown to the user once: not retried on every lens refresh until the file or a limit changes. */
   private readonly failed = new Map<string, unknown>();
+  private readonly scanCache = new ScanCache(() => ({ debugDirs: this.ctx.config.debugDirs }));
+  private readonly resolved = new Map<string, Promise<SourceBinary | undefined>>();
+  private readonly resolutions = new Map<string, Resolution>();
   private candidatesCache?: Promise<FoundBinary[]>;
-  private discoveredAt = 0;
   private firstIndexShown = false;
   private readonly changed = new vscode.EventEmitter<{ binary: string; rebuilt: boolean }>();
-  /** An index was built or rebuilt (`rebuilt`: the file changed under it). */
+  private readonly resolvedEvent = new vscode.EventEmitter<Resolution>();
+  /** An index was built or rebuilt (`rebuilt`: the file changed under it), or the set of binaries changed. */
   readonly onDidChangeIndex = this.changed.event;
+  /** What is known about a source file's binary changed. */
+  readonly onDidResolve = this.resolvedEvent.event;
 
   constructor(private readonly ctx: Ctx) {
     ctx.push(
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (e.affectsConfiguration('probelens.binaries')) this.candidatesCache = undefined;
+        if (e.affectsConfiguration('probelens.binaries') || e.affectsConfiguration('probelens.debugDirs')) this.rediscover();
         if (e.affectsConfiguration('probelens.index') || e.affectsConfiguration('probelens.debugDirs')) {
           this.failed.clear();
           this.changed.fire({ binary: '', rebuilt: false });
         }
-        if (e.affectsConfiguration('probelens.binaries') || e.affectsConfiguration('probelens.pathMappings'))
+        if (e.affectsConfiguration('probelens.binaries') || e.affectsConfiguration('probelens.pathMappings')) {
+          this.resolved.clear();
           this.changed.fire({ binary: '', rebuilt: false });
+        }
       }),
+    );
+    // A build that writes a new binary (or relinks one not yet indexed) changes which file maps where.
+    ctx.push(
+      new BinaryWatcher(
+        (path) => this.isKnown(path),
+        (paths) => {
+          ctx.log(`binaries changed on disk: ${paths.map((p) => basename(p)).join(', ')}: looking again`);
+          this.rediscover();
+          this.changed.fire({ binary: '', rebuilt: false });
+        },
+      ),
     );
   }
 
@@ -54,22 +84,28 @@ export class Binaries implements vscode.Disposable {
 
   async pin(path: string | undefined): Promise<void> {
     await this.ctx.extension.workspaceState.update(PINNED_KEY, path);
+    this.resolved.clear();
     this.changed.fire({ binary: path ?? '', rebuilt: false });
   }
 
-  /** Binaries of the workspace, newest first; the pinned one first of all. */
+  /** The last known resolution of a local source file. */
+  resolution(localFile: string): Resolution | undefined {
+    return this.resolutions.get(localFile);
+  }
+
+  /** Binaries of the workspace, newest first. */
   candidates(): Promise<FoundBinary[]> {
     this.candidatesCache ??= (async () => {
-      this.discoveredAt = Date.now();
       const globs = this.ctx.config.binaries;
       const found: FoundBinary[] = [];
       for (const f of vscode.workspace.workspaceFolders ?? []) {
         if (f.uri.scheme !== 'file') continue;
-        found.push(...(await discoverBinaries(f.uri.fsPath, globs)));
+        const d = await discoverWorkspace(f.uri.fsPath, globs);
+        found.push(...d.binaries);
+        this.ctx.log(
+          `binaries in ${f.uri.fsPath}: ${d.binaries.length} found in ${d.elapsedMs} ms (${d.entries} entries looked at${d.truncated ? `; stopped early: the ${d.truncated} budget ran out, set probelens.binaries to look in the right place` : ''})${globs.length ? `, probelens.binaries: ${globs.join(', ')}` : ''}`,
+        );
       }
-      this.ctx.log(
-        `binaries: ${found.length ? found.map((b) => b.label).join(', ') : 'none found'}${globs.length ? ` (probelens.binaries: ${globs.join(', ')})` : ' (discovered)'}`,
-      );
       return found;
     })();
     return this.candidatesCache;
@@ -78,6 +114,44 @@ export class Binaries implements vscode.Disposable {
   /** Forget the discovery result (a build may have produced new binaries). */
   rediscover(): void {
     this.candidatesCache = undefined;
+    this.resolved.clear();
+  }
+
+  private known = new Set<string>();
+  private isKnown(path: string): boolean {
+    return this.known.has(path);
+  }
+
+  /** Every candidate scanned (cached until its file changes); the editor stays responsive between files. */
+  private async scans(): Promise<BinaryScan[]> {
+    const cands = await this.candidates();
+    this.known = new Set(cands.map((c) => c.path));
+    const t0 = Date.now();
+    const out: BinaryScan[] = [];
+    // Copies of one build (same build-id, read from the first page of the file) are scanned once.
+    const byId = new Map<string, BinaryScan>();
+    for (const c of cands) {
+      const id = (() => {
+        try {
+          return readBinaryIdentity(c.path);
+        } catch {
+          return undefined;
+        }
+      })();
+      const same = id?.buildId ? byId.get(id.buildId) : undefined;
+      const st = same && (await stat(c.path).catch(() => undefined));
+      if (same && st) {
+        out.push({ ...same, path: c.path, size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino });
+        continue;
+      }
+      const s = await this.scanCache.get(c.path).catch(() => undefined);
+      if (s) out.push(s);
+      if (s?.buildId) byId.set(s.buildId, s);
+      await new Promise((r) => setImmediate(r));
+    }
+    const ms = Date.now() - t0;
+    if (ms > 200) this.ctx.log(`scanned the source files of ${out.length} binaries in ${ms} ms`);
+    return out;
   }
 
   /** The index of `path` if it is built already (never starts a build). */
@@ -158,6 +232,7 @@ export class Binaries implements vscode.Disposable {
     this.indexes.delete(path);
     this.ready.delete(path);
     this.failed.delete(path);
+    this.resolved.clear();
     try {
       await this.index(path);
       // Even an identical rebuild is a new file (linkers unlink and recreate): uprobes stay on the old inode.
@@ -167,44 +242,110 @@ export class Binaries implements vscode.Disposable {
     }
   }
 
-  /** The binary whose DWARF mentions `localFile`: the pinned one if it does, else the first candidate that does. */
-  async forSource(localFile: string): Promise<SourceBinary | undefined> {
+  /** The binary whose DWARF names `localFile`: the pinned one if it does, else the best build that does. */
+  forSource(localFile: string): Promise<SourceBinary | undefined> {
     const buildFile = localToBuild(localFile, this.ctx.config.pathMappings, this.ctx.workspaceFolder);
-    const order: string[] = [];
-    if (this.pinned) order.push(this.pinned);
-    for (const c of (await this.candidates()).slice(0, MAX_AUTO_INDEX)) if (!order.includes(c.path)) order.push(c.path);
-    for (const binary of order) {
+    let p = this.resolved.get(buildFile);
+    if (!p) {
+      p = this.resolve(localFile, buildFile);
+      this.resolved.set(buildFile, p);
+      // Nothing built from this file yet: look again later (the user may be about to build; the watcher
+      // also notices new binaries), not on every keystroke.
+      void p.then((r) => !r && setTimeout(() => this.resolved.get(buildFile) === p && this.resolved.delete(buildFile), 10_000));
+    }
+    return p;
+  }
+
+  private publish(r: Resolution): void {
+    this.resolutions.set(r.file, r);
+    this.resolvedEvent.fire(r);
+  }
+
+  private async resolve(localFile: string, buildFile: string): Promise<SourceBinary | undefined> {
+    const root = this.ctx.workspaceFolder ?? '/';
+    const contains = (index: BinaryIndex) => index.functionsInFile(buildFile).length > 0 || index.sourceFiles().includes(buildFile);
+    if (!this.resolutions.has(localFile) || this.resolutions.get(localFile)?.state !== 'found')
+      this.publish({ state: 'searching', file: localFile });
+    const pinned = this.pinned;
+    if (pinned) {
+      try {
+        const index = await this.index(pinned);
+        if (contains(index)) {
+          this.publish({ state: 'found', file: localFile, binary: pinned, label: workspaceLabel(root, pinned), pinned: true, others: [] });
+          return { binary: pinned, index, buildFile };
+        }
+      } catch {
+        // logged by build(); fall back to discovery
+      }
+    }
+    const scans = await this.scans();
+    const choice = chooseBinaries(scans, buildFile);
+    for (const b of choice.builds) {
+      const binary = b.primary.path;
       let index: BinaryIndex;
       try {
         index = await this.index(binary);
       } catch {
         continue;
       }
-      if (index.functionsInFile(buildFile).length > 0 || index.sourceFiles().includes(buildFile)) return { binary, index, buildFile };
+      if (!contains(index)) continue;
+      const others = choice.builds.filter((o) => o !== b).map((o) => workspaceLabel(root, o.primary.path));
+      this.publish({ state: 'found', file: localFile, binary, label: workspaceLabel(root, binary), pinned: false, others });
+      return { binary, index, buildFile };
     }
-    // Nothing built from this file yet: look again later (the user may be about to build), not on every keystroke.
-    if (Date.now() - this.discoveredAt > 10_000) this.candidatesCache = undefined;
+    this.publish({
+      state: 'none',
+      file: localFile,
+      candidates: scans.length,
+      unreadable: choice.unreadable.map((b) => ({
+        label: workspaceLabel(root, b.primary.path),
+        reason: b.primary.noDebugReason ?? 'no debug info',
+      })),
+    });
     return undefined;
   }
 
-  /** "ProbeLens: Select Binary": pick one of the discovered binaries (or browse) and pin it for this workspace. */
+  /** "ProbeLens: Select Binary": pick one of the distinct builds (or browse) and pin it for this workspace. */
   async select(): Promise<string | undefined> {
     this.rediscover();
-    const found = await this.candidates();
+    const root = this.ctx.workspaceFolder ?? '/';
+    const active = vscode.window.activeTextEditor?.document.uri;
+    const buildFile = active?.scheme === 'file' ? localToBuild(active.fsPath, this.ctx.config.pathMappings, this.ctx.workspaceFolder) : '';
+    const scans = await this.scans();
+    const forFile = new Set(buildFile ? chooseBinaries(scans, buildFile).builds : []);
+    const builds = groupBuilds(scans);
+    const ordered = [...forFile, ...builds.filter((b) => ![...forFile].some((f) => f.primary.path === b.primary.path))];
     type Item = vscode.QuickPickItem & { path?: string; action?: 'browse' | 'unpin' };
-    const items: Item[] = found.map((b) => ({
-      label: b.label,
-      description: b.kind === 'shared-library' ? 'shared library' : 'executable',
-      path: b.path,
-      detail: b.path === this.pinned ? '$(pinned) pinned for this workspace' : undefined,
+    const describe = (b: Build): string => {
+      const kind = b.primary.kind === 'shared-library' ? 'shared library' : 'executable';
+      if ([...forFile].some((f) => f.primary.path === b.primary.path)) return `${kind} · built from ${basename(buildFile)}`;
+      return b.primary.debug === 'none' ? `${kind} · no debug info` : kind;
+    };
+    const items: Item[] = ordered.map((b) => ({
+      label: workspaceLabel(root, b.primary.path),
+      description: describe(b),
+      path: b.primary.path,
+      detail:
+        [
+          b.primary.path === this.pinned ? '$(pinned) pinned for this workspace' : '',
+          b.copies.length > 1
+            ? `same build as ${b.copies
+                .slice(1)
+                .map((c) => basename(c.path))
+                .join(', ')}`
+            : '',
+          b.primary.debug === 'none' ? (b.primary.noDebugReason ?? '') : '',
+        ]
+          .filter(Boolean)
+          .join(' · ') || undefined,
     }));
     items.push({ label: '$(folder-opened) Browse…', action: 'browse' });
     if (this.pinned) items.push({ label: '$(pinned-dirty) Unpin (choose by source file again)', action: 'unpin' });
     const pick = await vscode.window.showQuickPick(items, {
       title: 'ProbeLens: binary to trace',
-      placeHolder: found.length
+      placeHolder: ordered.length
         ? 'Pick the binary built from this workspace'
-        : 'No ELF binaries found: browse for one, or set probelens.binaries',
+        : 'No ELF binaries found in the workspace: browse for one, or set probelens.binaries',
     });
     if (!pick) return undefined;
     if (pick.action === 'unpin') {
@@ -215,7 +356,7 @@ export class Binaries implements vscode.Disposable {
     if (pick.action === 'browse') {
       const uris = await vscode.window.showOpenDialog({ canSelectMany: false, openLabel: 'Trace this binary' });
       path = uris?.[0]?.fsPath;
-      if (path && !isElfFile(path)) {
+      if (path && elfType(path) === undefined) {
         void vscode.window.showErrorMessage(`ProbeLens: ${path} is not an ELF file; pick the compiled program or shared library.`);
         return undefined;
       }
@@ -229,5 +370,6 @@ export class Binaries implements vscode.Disposable {
   dispose(): void {
     for (const w of this.watchers.values()) w.dispose();
     this.changed.dispose();
+    this.resolvedEvent.dispose();
   }
 }

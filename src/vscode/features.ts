@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 import { TracefsAgent } from '../core/tracefs/agentClient';
 import { Binaries } from './binaries';
+import { BinaryStatus } from './binaryStatus';
 import { ProbeCodeLenses, SOURCE_LANGUAGES } from './codeLens';
 import { registerCommand, showVersionCommand } from './commands';
 import { Ctx } from './ctx';
@@ -54,6 +55,7 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
     if (awake || !vscode.window.visibleTextEditors.some((e) => SOURCE_LANGUAGES.includes(e.document.languageId))) return;
     awake = true;
     status.show();
+    ctx.push(new BinaryStatus(binaries));
     void tracing.load();
   };
   ctx.push(vscode.window.onDidChangeVisibleTextEditors(wake));

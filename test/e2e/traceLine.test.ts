@@ -77,7 +77,7 @@ test(
       }
 
       // Export writes the same hits to a file: accept the save dialog's proposed path in the workspace.
-      await frame.locator('#pl-export-json').dispatchEvent('click');
+      await frame.locator('#pl-export-json').click();
       await page.locator('.quick-input-widget').first().waitFor({ state: 'visible', timeout: 30_000 });
       await page.keyboard.press('Enter');
       let exported: string | undefined;
@@ -94,13 +94,12 @@ test(
 
       // Clicking a row opens the probe's source line.
       await goToLine(page, 1);
-      // Dispatched rather than clicked: in this narrow side column the panel's rows have no visible box (a panel
-      // layout issue, reported to its owner); the click handling is the same.
+      // A real click, in the narrow side column the panel opens in.
       await frame
         .locator('.pl-viewport .pl-row .pl-col-args')
         .filter({ hasText: /\bacc=/ })
         .first()
-        .dispatchEvent('click');
+        .click();
       await statusBarItem(page, new RegExp(`Ln ${line},`)).waitFor({ state: 'visible', timeout: 30_000 });
 
       // A rebuild leaves the armed probe watching the old file: the Probes view says stale.

@@ -1,6 +1,7 @@
 // A virtualised table with fixed row height: the DOM holds only the rows in view plus an overscan,
 // positioned inside a spacer as tall as the whole list. It follows the tail while scrolled to the
 // bottom, keeps the row under the user's eyes in place otherwise, and is driven by the keyboard.
+import { layoutFor, measureCh, type TableLayout } from './layout';
 import { isNavKey, moveSelection, pageRows, scrollToReveal, visibleRange } from './virtualWindow';
 
 export interface Column {
@@ -25,6 +26,7 @@ interface RowEl {
 }
 
 export interface VirtualTableOptions {
+  /** px per row in the wide layouts; narrow layouts may use more (see layout.ts) */
   rowHeight: number;
   overscan?: number;
   /** Enter or click on a row */
@@ -46,6 +48,10 @@ export class VirtualTable {
   private anchorOffset = 0;
   private lastSetTop = -1;
   private model: TableModel | null = null;
+  private rh: number;
+  private chPx = 8;
+  /** The layout for the current width (columns shown, row height); `data-layout` on the table for the CSS. */
+  layout: TableLayout;
 
   constructor(
     private readonly columns: readonly Column[],
@@ -53,8 +59,12 @@ export class VirtualTable {
     private readonly requestRender: () => void,
   ) {
     this.overscan = opts.overscan ?? 10;
+    this.rh = opts.rowHeight;
+    this.layout = { name: 'wide', rowHeight: opts.rowHeight };
     this.element = document.createElement('div');
     this.element.className = 'pl-table';
+    this.element.dataset.layout = this.layout.name;
+    this.element.style.setProperty('--pl-row-height', `${this.rh}px`);
     this.element.setAttribute('role', 'grid');
     const header = document.createElement('div');
     header.className = 'pl-row pl-header';
@@ -79,11 +89,33 @@ export class VirtualTable {
     this.viewport.addEventListener('scroll', () => this.onScroll(), { passive: true });
     this.viewport.addEventListener('keydown', (e) => this.onKey(e));
     this.spacer.addEventListener('click', (e) => this.onClick(e));
-    new ResizeObserver(() => this.requestRender()).observe(this.viewport);
+    new ResizeObserver(() => {
+      this.relayout();
+      this.requestRender();
+    }).observe(this.viewport);
   }
 
   get rowHeight(): number {
-    return this.opts.rowHeight;
+    return this.rh;
+  }
+
+  /** Picks the layout for the table's width; keeps the row at the top of the view in place across a change. */
+  relayout(): void {
+    const width = this.element.clientWidth;
+    if (width <= 0) return;
+    // Measured each time: VS Code changes the editor font variables in place when the user changes the font.
+    this.chPx = measureCh(this.element);
+    const next = layoutFor(width, this.chPx, this.opts.rowHeight);
+    if (next.name === this.layout.name && next.rowHeight === this.rh) return;
+    if (!this.follow) this.anchorAtTop();
+    this.layout = next;
+    this.element.dataset.layout = next.name;
+    if (next.rowHeight !== this.rh) {
+      this.rh = next.rowHeight;
+      this.element.style.setProperty('--pl-row-height', `${next.rowHeight}px`);
+      this.anchorOffset = 0;
+      this.lastSetTop = -1;
+    }
   }
 
   /** Scroll position as rows from the top, for state persistence. */

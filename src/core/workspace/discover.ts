@@ -1,27 +1,28 @@
 // Finding a project's ELF binaries: the user's globs (setting `probelens.binaries`, relative to the workspace)
-// or, without them, ELF executables and shared libraries in the usual build folders. Reads 4 bytes per
-// candidate, never follows symlinked directories, and stops at fixed limits so a huge tree cannot stall.
+// or, without them, every ELF executable and shared library anywhere in the tree — in-tree Make/autotools
+// builds (redis, PostgreSQL, nginx put binaries next to their sources), CMake/Meson build folders, Cargo's
+// `target/`, Go module roots. Reads 20 bytes per candidate, never follows symlinks, and stops at a file and a
+// time budget so a huge tree cannot stall the editor; the result says when a budget cut the walk short.
 import { closeSync, openSync, readSync, type Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 
-export const DEFAULT_BUILD_DIRS = [
-  '.',
-  'build',
-  'builddir',
-  'out',
-  'bin',
-  'target/debug',
-  'target/release',
-  'cmake-build-debug',
-  'cmake-build-release',
-  '_build',
-  'dist',
-];
-const SKIP_DIRS = new Set(['node_modules', '.git', '.hg', '.svn', '.vscode', '.cache', 'vendor', '.deps', 'incremental', 'deps']);
-const MAX_DEPTH = 4;
-const MAX_ENTRIES = 20000;
-const MAX_RESULTS = 200;
+// Folders that never hold the project's own build output, or hold only copies and intermediates of it:
+// Cargo's deps/ (hash-suffixed copies of target/*/NAME), incremental/ and .fingerprint/, build-script
+// binaries under target/*/build/ are skipped by skipDir().
+const SKIP_DIRS = new Set(['node_modules', 'vendor', 'incremental', 'deps', '__pycache__', 'CMakeFiles']);
+const MAX_DEPTH = 16;
+
+export interface DiscoverBudget {
+  /** directory entries looked at (files and folders) */
+  maxEntries: number;
+  /** wall-clock milliseconds for the walk */
+  maxMs: number;
+  /** binaries kept */
+  maxResults: number;
+}
+
+export const DEFAULT_BUDGET: DiscoverBudget = { maxEntries: 200_000, maxMs: 5_000, maxResults: 1_000 };
 
 export interface FoundBinary {
   path: string;
@@ -32,70 +33,113 @@ export interface FoundBinary {
   mtimeMs: number;
 }
 
-export function isElfFile(path: string): boolean {
+export interface Discovery {
+  binaries: FoundBinary[];
+  /** directory entries looked at */
+  entries: number;
+  elapsedMs: number;
+  /** set when a budget ended the walk early: which one */
+  truncated?: 'entries' | 'time' | 'results';
+}
+
+const ET_EXEC = 2,
+  ET_DYN = 3;
+
+/** The ELF object type (e_type) of a file, or undefined when it is not an ELF file. */
+export function elfType(path: string): number | undefined {
   let fd: number | undefined;
   try {
     fd = openSync(path, 'r');
-    const b = Buffer.alloc(4);
-    return readSync(fd, b, 0, 4, 0) === 4 && b.readUInt32BE(0) === 0x7f454c46;
+    const b = Buffer.alloc(20);
+    if (readSync(fd, b, 0, 20, 0) < 18 || b.readUInt32BE(0) !== 0x7f454c46) return undefined;
+    return b[5] === 2 ? b.readUInt16BE(16) : b.readUInt16LE(16);
   } catch {
-    return false;
+    return undefined;
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
 }
 
+export function isElfFile(path: string): boolean {
+  return elfType(path) !== undefined;
+}
+
+function skipDir(name: string, parentRel: string): boolean {
+  // libtool keeps the real ELF files in .libs/ (the top-level names are wrapper scripts).
+  if ((name.startsWith('.') && name !== '.libs') || SKIP_DIRS.has(name)) return true;
+  // Cargo: target/<profile>/build/ holds build-script executables, not the crate's program.
+  return name === 'build' && /(^|\/)target\/[^/]+$/.test(parentRel);
+}
+
 /**
- * ELF binaries under `root`: those matching `globs` (relative, `**` allowed) when given, else executables and
- * `.so` files in DEFAULT_BUILD_DIRS (the root itself only one level deep). Sorted newest first.
+ * ELF executables and shared libraries under `root` (relocatable objects, cores and scripts are not), newest
+ * first: those matching `globs` (relative, `**` allowed) when given, else all of them.
  */
-export async function discoverBinaries(root: string, globs: readonly string[] = []): Promise<FoundBinary[]> {
+export async function discoverWorkspace(
+  root: string,
+  globs: readonly string[] = [],
+  budget: DiscoverBudget = DEFAULT_BUDGET,
+): Promise<Discovery> {
+  const t0 = Date.now();
   const found = new Map<string, FoundBinary>();
-  let budget = MAX_ENTRIES;
   const matchers = globs.map((g) => globToPathRegExp(g));
-  const walk = async (dir: string, depth: number): Promise<void> => {
-    if (depth > MAX_DEPTH || budget <= 0 || found.size >= MAX_RESULTS) return;
-    let entries: Dirent[];
-    try {
-      entries = await readdir(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      if (--budget <= 0) return;
-      const p = join(dir, e.name);
-      if (e.isDirectory()) {
-        if (!SKIP_DIRS.has(e.name) && !e.name.startsWith('.')) await walk(p, depth + 1);
-        continue;
-      }
-      if (!e.isFile()) continue;
-      const rel = relative(root, p).split(sep).join('/');
-      if (matchers.length > 0 && !matchers.some((m) => m.test(rel))) continue;
-      await consider(p, rel, matchers.length > 0);
-    }
+  let entries = 0;
+  let truncated: Discovery['truncated'];
+  const over = (): boolean => {
+    if (truncated) return true;
+    if (entries >= budget.maxEntries) truncated = 'entries';
+    else if (found.size >= budget.maxResults) truncated = 'results';
+    else if (Date.now() - t0 > budget.maxMs) truncated = 'time';
+    return truncated !== undefined;
   };
-  const consider = async (p: string, rel: string, explicit: boolean): Promise<void> => {
-    const st = await stat(p).catch(() => undefined);
-    if (!st) return;
+  const consider = async (p: string, rel: string): Promise<void> => {
+    const explicit = matchers.length > 0;
+    if (explicit && !matchers.some((m) => m.test(rel))) return;
     const isSo = /\.so(\.[0-9]+)*$/.test(p);
+    if (/\.(o|a|ko|debug|dwo)$/.test(p)) return;
+    const st = await stat(p).catch(() => undefined);
+    if (!st?.isFile() || st.size < 64) return;
     if (!explicit && !isSo && (st.mode & 0o111) === 0) return;
-    if (/\.(o|a|ko|debug)$/.test(p) || !isElfFile(p)) return;
+    const type = elfType(p);
+    if (type !== ET_EXEC && type !== ET_DYN) return;
     found.set(p, { path: p, label: rel, kind: isSo ? 'shared-library' : 'executable', size: st.size, mtimeMs: st.mtimeMs });
   };
-  if (matchers.length > 0) await walk(root, 0);
-  else {
-    for (const d of DEFAULT_BUILD_DIRS) {
-      const dir = join(root, d);
-      if (d !== '.') {
-        await walk(dir, 1);
+  // Breadth-first: a budget that runs out leaves the shallow folders (where builds usually put their
+  // programs) looked at rather than one deep corner.
+  let level: Array<{ dir: string; rel: string }> = [{ dir: root, rel: '' }];
+  for (let depth = 0; level.length > 0 && depth <= MAX_DEPTH && !over(); depth++) {
+    const next: typeof level = [];
+    for (const { dir, rel } of level) {
+      if (over()) break;
+      let list: Dirent[];
+      try {
+        list = await readdir(dir, { withFileTypes: true });
+      } catch {
         continue;
       }
-      // Only the root's own files: its subfolders are either build dirs (walked here) or sources.
-      const entries = await readdir(dir, { withFileTypes: true }).catch(() => [] as Dirent[]);
-      for (const e of entries) if (e.isFile()) await consider(join(dir, e.name), e.name, false);
+      for (const e of list) {
+        if (over()) break;
+        entries++;
+        const childRel = rel ? `${rel}/${e.name}` : e.name;
+        if (e.isDirectory()) {
+          if (!skipDir(e.name, rel)) next.push({ dir: join(dir, e.name), rel: childRel });
+        } else if (e.isFile()) await consider(join(dir, e.name), childRel);
+      }
     }
+    level = next;
   }
-  return [...found.values()].sort((a, b) => b.mtimeMs - a.mtimeMs || a.label.localeCompare(b.label));
+  const binaries = [...found.values()].sort((a, b) => b.mtimeMs - a.mtimeMs || a.label.localeCompare(b.label));
+  return { binaries, entries, elapsedMs: Date.now() - t0, truncated };
+}
+
+/** discoverWorkspace's binaries alone. */
+export async function discoverBinaries(root: string, globs: readonly string[] = []): Promise<FoundBinary[]> {
+  return (await discoverWorkspace(root, globs)).binaries;
+}
+
+/** The workspace-relative form of a path, `/`-separated. */
+export function workspaceLabel(root: string, path: string): string {
+  return relative(root, path).split(sep).join('/');
 }
 
 /** A workspace-relative glob: `**` spans folders, `*` and `?` stay within one. */

@@ -37,6 +37,8 @@ export interface CodeServerOptions {
    * default is hours, waiting for the tab to reconnect).
    */
   reconnectionGraceSeconds?: number;
+  /** Extra environment for code-server and its extension host (e.g. a throwaway XDG_CACHE_HOME for a cold start). */
+  env?: Record<string, string>;
 }
 
 export interface CodeServer {
@@ -129,7 +131,7 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<CodeServ
       ...(opts.reconnectionGraceSeconds !== undefined ? ['--reconnection-grace-time', String(opts.reconnectionGraceSeconds)] : []),
     ],
     // Its own process group, so stop() also ends the extension host and the other helpers it forks.
-    { cwd: workDir, env: codeServerEnv(paths, workDir), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    { cwd: workDir, env: { ...codeServerEnv(paths, workDir), ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.stdout!.pipe(log, { end: false });

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { discoverBinaries, globToPathRegExp } from '../../../../src/core/workspace/discover';
+import { discoverBinaries, discoverWorkspace, globToPathRegExp } from '../../../../src/core/workspace/discover';
 
 function project(): string {
   const root = mkdtempSync(join(tmpdir(), 'probelens-ws-'));
@@ -23,7 +23,7 @@ function project(): string {
   return root;
 }
 
-test('default discovery finds executables and shared libraries in build folders only', async () => {
+test('default discovery finds executables and shared libraries, not objects, scripts or dependencies', async () => {
   const root = project();
   const found = await discoverBinaries(root);
   assert.deepEqual(found.map((f) => [f.label, f.kind]).sort(), [
@@ -44,4 +44,55 @@ test('globs from the setting replace the defaults', async () => {
     ['build/app'],
   );
   assert.ok(globToPathRegExp('**/x').test('a/b/x') && globToPathRegExp('**/x').test('x') && !globToPathRegExp('*/x').test('a/b/x'));
+});
+
+test('binaries anywhere in the tree: in-tree builds, Cargo target/ without its deps and build scripts, libtool .libs', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'probelens-ws-'));
+  const c = join(root, 'main.c');
+  writeFileSync(c, 'int main(void){return 0;}\n');
+  const make = (rel: string, flags: string[] = []) => {
+    mkdirSync(join(root, rel, '..'), { recursive: true });
+    execFileSync('gcc', ['-g', ...flags, '-o', join(root, rel), c]);
+  };
+  make('src/deep/er/redis-server');
+  make('src/backend/postgres');
+  make('target/debug/app');
+  make('target/debug/deps/app-0123abcd');
+  make('target/debug/build/x-1/build-script-build');
+  make('lib/.libs/libz.so.1.2', ['-shared', '-fPIC']);
+  make('.git/hooks/bin');
+  execFileSync('gcc', ['-g', '-c', '-o', join(root, 'src', 'backend', 'main.o'), c]);
+  const found = await discoverWorkspace(root);
+  assert.deepEqual(found.binaries.map((f) => f.label).sort(), [
+    'lib/.libs/libz.so.1.2',
+    'src/backend/postgres',
+    'src/deep/er/redis-server',
+    'target/debug/app',
+  ]);
+  assert.equal(found.truncated, undefined);
+  assert.ok(found.entries > 8);
+});
+
+test('a budget ends the walk early and says which; shallow folders are looked at first', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'probelens-ws-'));
+  const c = join(root, 'main.c');
+  writeFileSync(c, 'int main(void){return 0;}\n');
+  execFileSync('gcc', ['-o', join(root, 'top'), c]);
+  let deep = root;
+  for (let i = 0; i < 5; i++) {
+    deep = join(deep, `d${i}`);
+    mkdirSync(deep);
+    for (let k = 0; k < 20; k++) writeFileSync(join(deep, `f${k}.txt`), '');
+  }
+  execFileSync('gcc', ['-o', join(deep, 'bottom'), c]);
+  const cut = await discoverWorkspace(root, [], { maxEntries: 30, maxMs: 60_000, maxResults: 100 });
+  assert.equal(cut.truncated, 'entries');
+  assert.deepEqual(
+    cut.binaries.map((b) => b.label),
+    ['top'],
+  );
+  const all = await discoverWorkspace(root, [], { maxEntries: 1000, maxMs: 60_000, maxResults: 100 });
+  assert.equal(all.truncated, undefined);
+  assert.deepEqual(all.binaries.map((b) => b.label).sort(), ['d0/d1/d2/d3/d4/bottom', 'top']);
+  assert.equal((await discoverWorkspace(root, [], { maxEntries: 1000, maxMs: 60_000, maxResults: 1 })).truncated, 'results');
 });

@@ -1,0 +1,95 @@
+// Says, for the source file in the active editor, which binary ProbeLens traces it in — or that there is none
+// and what to do about it. A status bar item always shows the state; the first time a file has no binary, a
+// notification offers *Select Binary…* (once per window: a user who dismissed it still has the status bar).
+import { basename } from 'node:path';
+import * as vscode from 'vscode';
+import type { Binaries, Resolution } from './binaries';
+import { SOURCE_LANGUAGES } from './codeLens';
+
+export class BinaryStatus implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('probelens.binary', vscode.StatusBarAlignment.Left, 49);
+  private readonly subs: vscode.Disposable[] = [];
+  private notified = false;
+
+  constructor(private readonly binaries: Binaries) {
+    this.item.name = 'ProbeLens binary';
+    this.item.command = 'probelens.selectBinary';
+    this.subs.push(
+      binaries.onDidResolve((r) => {
+        if (r.file === this.activeFile()) this.show(r);
+        if (r.state === 'none') this.notify(r);
+      }),
+      vscode.window.onDidChangeActiveTextEditor(() => this.refresh()),
+    );
+    this.refresh();
+  }
+
+  private activeFile(): string | undefined {
+    const doc = vscode.window.activeTextEditor?.document;
+    if (!doc || doc.uri.scheme !== 'file' || !SOURCE_LANGUAGES.includes(doc.languageId)) return undefined;
+    return doc.uri.fsPath;
+  }
+
+  refresh(): void {
+    const file = this.activeFile();
+    if (!file) {
+      this.item.hide();
+      return;
+    }
+    const r = this.binaries.resolution(file);
+    if (r) this.show(r);
+    else {
+      // Not asked yet (lenses off, say): ask, which publishes the answer.
+      this.show({ state: 'searching', file });
+      void this.binaries.forSource(file).catch(() => undefined);
+    }
+  }
+
+  private show(r: Resolution): void {
+    const name = basename(r.file);
+    switch (r.state) {
+      case 'searching':
+        this.item.text = `$(sync~spin) ProbeLens: looking for the binary of ${name}`;
+        this.item.tooltip = `Looking through the workspace's binaries for one whose debug info names ${name}.`;
+        this.item.backgroundColor = undefined;
+        break;
+      case 'found':
+        this.item.text = `$(file-binary) ${basename(r.label)}${r.others.length ? ` (+${r.others.length})` : ''}`;
+        this.item.tooltip = `${name} is traced in ${r.label}${r.pinned ? ' (pinned)' : ''}.${r.others.length ? ` Also built into: ${r.others.join(', ')}.` : ''} Click to choose another binary.`;
+        this.item.backgroundColor = undefined;
+        break;
+      case 'none':
+        this.item.text = `$(warning) ProbeLens: no binary built from ${name}`;
+        this.item.tooltip = `${noneDetail(r)} Click to select a binary.`;
+        this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
+        break;
+    }
+    // Screen readers (and the e2e tests) read the whole sentence, not just the short text.
+    this.item.accessibilityInformation = { label: String(this.item.tooltip) };
+    this.item.show();
+  }
+
+  private notify(r: Extract<Resolution, { state: 'none' }>): void {
+    // Files outside the workspace (a system header opened by "Go to Definition") are not the user's build.
+    if (this.notified || !vscode.workspace.getWorkspaceFolder(vscode.Uri.file(r.file))) return;
+    this.notified = true;
+    void vscode.window
+      .showWarningMessage(`ProbeLens: no binary built from ${basename(r.file)}. ${noneDetail(r)}`, 'Select Binary…')
+      .then((pick) => pick && vscode.commands.executeCommand('probelens.selectBinary'));
+  }
+
+  dispose(): void {
+    for (const s of this.subs) s.dispose();
+    this.item.dispose();
+  }
+}
+
+function noneDetail(r: Extract<Resolution, { state: 'none' }>): string {
+  if (r.unreadable.length > 0) {
+    const shown = r.unreadable.slice(0, 3).map((u) => `${u.label}: ${u.reason}`);
+    return `${r.unreadable.length} binar${r.unreadable.length === 1 ? 'y' : 'ies'} could not be checked — ${shown.join('; ')}${r.unreadable.length > 3 ? '; …' : ''}. Rebuild with -g or install the debug files, or select the binary.`;
+  }
+  return r.candidates > 0
+    ? `None of the workspace's ${r.candidates} binaries has debug info naming it: build it with -g, set probelens.pathMappings if it was built elsewhere, or select the binary.`
+    : 'The workspace has no ELF program or library yet: build it with -g, or select the binary.';
+}
