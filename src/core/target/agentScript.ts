@@ -276,14 +276,70 @@ overwrite() {
 }
 
 arm() {
-  [ -d "$I/events/$G" ] || { say ERR ARM ENOEVENTS "no definitions"; return; }
   if [ -f "$I/options/record-tgid" ]; then echo 1 2>/dev/null > "$I/options/record-tgid"; else say INFO ARM no record-tgid; fi
   grep -q mono "$I/trace_clock" && echo mono 2>/dev/null > "$I/trace_clock"
   echo 1 2>/dev/null > "$I/tracing_on"
   cat "$I/trace_pipe" < /dev/null 2>/dev/null &
   CAT=$!
-  if echo 1 2>/dev/null > "$I/events/$G/enable"; then STATE=armed; say OK ARM "clock=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$I/trace_clock")"
+  # A session may start with no definition yet (every spec refused): it is armed, and EV ON adds events later.
+  if [ ! -d "$I/events/$G" ] || echo 1 2>/dev/null > "$I/events/$G/enable"; then
+    STATE=armed; say OK ARM "clock=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$I/trace_clock")"
   else say ERR ARM EKERNEL "enabling the events failed"; fi
+}
+
+# Live edits of an armed session touch one event of our group and nothing else.
+our_event() {
+  matches '^[A-Za-z_][A-Za-z0-9_]{0,62}$' "$1" && [ -d "$I/events/$G/$1" ]
+}
+
+# PN := uprobe_profile's hit count of our event $1 (the profile names events without their group and lists
+# them in uprobe_events' order, so both are walked together).
+profile_of() {
+  PN=0
+  [ -f "$T/uprobe_profile" ] || return 0
+  exec 3< "$T/uprobe_events" 4< "$T/uprobe_profile"
+  while IFS= read -r def <&3 && IFS= read -r prof <&4; do
+    case "$def" in [pr]:"$G/$1 "*) for w in $prof; do PN=$w; done; break ;; esac
+  done
+  exec 3<&- 4<&-
+}
+
+# UNREAD := entries the reader has not consumed yet, over every CPU.
+unread() {
+  UNREAD=0
+  for f in "$I"/per_cpu/cpu*/stats; do
+    while IFS= read -r l; do case "$l" in entries:*) set -f; set -- $l; set +f; UNREAD=$((UNREAD + $2)) ;; esac; done < "$f"
+  done
+}
+
+# EV ON|OFF <event>: enable or disable one event in our instance; OFF replies with its kernel hit count.
+ev() {
+  set -f; set -- $1; set +f
+  [ $# -eq 2 ] || { say ERR EV EPROTO "usage: EV ON|OFF <event>"; return; }
+  case "$1" in ON) v=1 ;; OFF) v=0 ;; *) say ERR EV EPROTO "usage: EV ON|OFF <event>"; return ;; esac
+  our_event "$2" || { say ERR EV ENOENT "no event $2 in this session"; return; }
+  if ! echo $v 2>/dev/null > "$I/events/$G/$2/enable"; then say ERR EV EKERNEL "cannot set $2/enable to $v"; return; fi
+  if [ $v = 0 ]; then profile_of "$2"; say OK EV "hits=$PN"; else say OK EV; fi
+}
+
+# UNDEF <event>: disable it, read its kernel hit count, remove its definition. The kernel resets the whole
+# ring buffer of every instance the removed event was ever enabled in (its unread entries would name a freed
+# event), which would silently drop the other probes' unread hits: so wait (bounded) until the reader has
+# consumed everything, and report what was still unread at removal.
+undef() {
+  our_event "$1" || { say ERR UNDEF ENOENT "no event $1 in this session"; return; }
+  echo 0 2>/dev/null > "$I/events/$G/$1/enable"
+  profile_of "$1"
+  k=0
+  unread
+  while [ -n "$CAT" ] && [ "$UNREAD" != 0 ] && [ $k -lt 100 ]; do
+    sleep 0.02 2>/dev/null || sleep 1
+    k=$((k + 1))
+    unread
+  done
+  [ -n "$CAT" ] || UNREAD=0
+  if printf '%s\n' "-:$G/$1" 2>/dev/null >> "$T/uprobe_events"; then say OK UNDEF "hits=$PN" "unread=$UNREAD"
+  else say ERR UNDEF EKERNEL "the kernel refused to remove $1"; fi
 }
 
 stop() {
@@ -320,6 +376,8 @@ while :; do
     *:OVERWRITE) overwrite "$rest" ;;
     *:STATS) cpu_stats STATS; say OK STATS ;;
     ready:ARM) arm ;;
+    armed:EV) ev "$rest" ;;
+    *:UNDEF) undef "$rest" ;;
     *:STOP) stop ;;
     *) say ERR PROTO EPROTO "unknown or misplaced command" ;;
   esac
