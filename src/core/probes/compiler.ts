@@ -5,7 +5,7 @@ import { inherited } from '../dwarf/functions';
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { IndexedFunction, IndexedUsdt } from '../index/model';
 import { isGoResult } from '../index/fromDwarf';
-import { formatDefinition, uniqueEventName, type FetchArg } from './definition';
+import { formatDefinition, UNBOUND_GROUP, uniqueEventName, type FetchArg } from './definition';
 import { stripQualifiers } from './fetch';
 import { ArgError, deref, member, placeFromLocation, scalarFetch, valueFetch, type Place, type TypedFetch } from './places';
 import { resolvePoint, ResolveError, type ResolvedSite } from './resolve';
@@ -49,7 +49,10 @@ export interface CompiledProbe {
 export const GO_STRING_PREVIEW = 64;
 
 export interface CompileOptions {
-  group: string;
+  /** Default UNBOUND_GROUP: a session binds the definitions to its agent's group when it sends them. */
+  group?: string;
+  /** Event names already taken in the session (probes added to a running session get fresh ones). */
+  usedEvents?: Set<string>;
   /** The binary's path on the target (defaults to the index's local path). */
   targetPath?: string;
   debugDirs?: string[];
@@ -75,7 +78,7 @@ interface Ctx {
 }
 
 export async function compileProbes(specs: Array<string | ProbeSpec>, index: BinaryIndex, opts: CompileOptions): Promise<CompiledProbe[]> {
-  const ctx: Ctx = { index, opts, used: new Set(), go: index.isGo };
+  const ctx: Ctx = { index, opts, used: opts.usedEvents ?? new Set(), go: index.isGo };
   const out: CompiledProbe[] = [];
   for (const s of specs) {
     const spec = typeof s === 'string' ? parseSpec(s) : s;
@@ -120,7 +123,7 @@ async function compileSite(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): Promi
   return finish(
     {
       event,
-      group: opts.group,
+      group: opts.group ?? UNBOUND_GROUP,
       kind: site.kind === 'line' ? 'line' : isReturn ? 'return' : 'entry',
       spec: spec.text,
       function: fn.name,
@@ -156,7 +159,7 @@ function finish(
   const fetchArgs: FetchArg[] = p.args.map((a) => ({ name: a.name, fetch: a.fetch, type: a.type }));
   const definition = formatDefinition({
     kind,
-    group: opts.group,
+    group: opts.group ?? UNBOUND_GROUP,
     event: p.event,
     path: opts.targetPath ?? index.path,
     offset: p.fileOffset,
@@ -389,7 +392,7 @@ async function compileGoReturns(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): 
       finish(
         {
           event,
-          group: ctx.opts.group,
+          group: ctx.opts.group ?? UNBOUND_GROUP,
           kind: 'return',
           spec: spec.text,
           function: fn.name,
@@ -502,7 +505,7 @@ function compileUsdt(spec: ProbeSpec, u: IndexedUsdt, ctx: Ctx): CompiledProbe {
   return finish(
     {
       event,
-      group: ctx.opts.group,
+      group: ctx.opts.group ?? UNBOUND_GROUP,
       kind: 'usdt',
       spec: spec.text,
       address: u.address,

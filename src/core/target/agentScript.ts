@@ -338,6 +338,8 @@ undef() {
     unread
   done
   [ -n "$CAT" ] || UNREAD=0
+  # The reset also zeroes the per-CPU loss counters: report them as they were.
+  cpu_stats UNDEF
   if printf '%s\n' "-:$G/$1" 2>/dev/null >> "$T/uprobe_events"; then say OK UNDEF "hits=$PN" "unread=$UNREAD"
   else say ERR UNDEF EKERNEL "the kernel refused to remove $1"; fi
 }

@@ -12,7 +12,8 @@
 //   ARM                                   record-tgid, trace_clock mono, start the reader, enable the group
 //   EV ON|OFF <event>                     (armed) enable or disable one event; OFF replies `hits=<uprobe_profile count>`
 //   UNDEF <event>                         disable one event, read its count, wait (bounded) until the reader has
-//                                         consumed the buffer, remove the definition: `hits=<n> unread=<n>`
+//                                         consumed the buffer, report the per-CPU counters, remove the definition:
+//                                         `hits=<n> unread=<n>`
 //   HB                                    heartbeat (no reply); any line also counts
 //   STOP                                  disable, drain, report stats, clean up, exit
 // stderr (agent → client), each line `<nonce> OK <VERB> …`, `<nonce> ERR <VERB> <CODE> <message>` or
@@ -54,6 +55,8 @@ export interface UndefReport {
   hits: number;
   /** Entries of any event the reader had not consumed when the kernel reset the buffer (see the agent's UNDEF). */
   unread: number;
+  /** The per-CPU ring-buffer counters just before the reset zeroed them. */
+  cpus: CpuBufferStats[];
 }
 
 export interface AgentOptions {
@@ -236,7 +239,11 @@ export class TracefsAgent {
   /** Disable and remove one event of the session, leaving every other one armed (see UndefReport). */
   async undefine(event: string): Promise<UndefReport> {
     const r = await this.command('UNDEF', event);
-    return { hits: Number(/(?:^| )hits=(\d+)/.exec(r.text)?.[1] ?? 0), unread: Number(/(?:^| )unread=(\d+)/.exec(r.text)?.[1] ?? 0) };
+    return {
+      hits: Number(/(?:^| )hits=(\d+)/.exec(r.text)?.[1] ?? 0),
+      unread: Number(/(?:^| )unread=(\d+)/.exec(r.text)?.[1] ?? 0),
+      cpus: parseStop(r.info).cpus,
+    };
   }
 
   /** What every record ends with, or null when the kernel has no immediate fetchargs. */

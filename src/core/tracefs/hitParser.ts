@@ -110,7 +110,12 @@ export class HitParser {
       onLost?: (cpu: number, count: number) => void;
     },
   ) {
-    for (const e of opts.events) this.schemas.set(e.event, e);
+    this.addEvents(opts.events);
+  }
+
+  /** Events defined after the parser was made (probes added to a running session). */
+  addEvents(events: readonly EventSchema[]): void {
+    for (const e of events) this.schemas.set(e.event, e);
   }
 
   push(line: string): void {
