@@ -28,7 +28,6 @@ import {
   serializeProbeSet,
   setProbeEnabled,
   type ProbeSet,
-  type ProbeSetEntry,
 } from './model/probeSet';
 import { statsForSpec, type ProbeState, type SessionView, type SpecStats } from './model/stats';
 import type { TargetEntry, Targets } from './targets';

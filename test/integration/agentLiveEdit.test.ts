@@ -47,11 +47,14 @@ for (const [name, shell] of Object.entries(SHELLS)) {
       const verdicts = await agent.defineAll([
         `p:${g}/leaf_in ${w.path}:${w.leafOffset} x=%di:s64`,
         `p:${g}/bad ${w.path}:${w.leafOffset} x=%nosuchreg:s64`,
+        `p:${g}/evil ${w.path};reboot:${w.leafOffset}`,
         `r:${g}/leaf_ret ${w.path}:${w.leafOffset} retval=$retval:s64`,
       ]);
+      assert.equal(verdicts.length, 4, 'one verdict per line');
       assert.equal(verdicts[0], null);
       assert.ok(verdicts[1] instanceof AgentError && verdicts[1].code === 'EKERNEL', String(verdicts[1]));
-      assert.equal(verdicts[2], null);
+      assert.ok(verdicts[2] instanceof AgentError && verdicts[2].code === 'EINVAL', String(verdicts[2]));
+      assert.equal(verdicts[3], null);
       // The refused line touched nothing: the earlier definition is as it was, the two good ones were added.
       const after = ours(g);
       assert.deepEqual(after.slice(0, before.length), before);

@@ -215,9 +215,12 @@ hello() {
   say OK HELLO 1 "pid=$$" "group=$G" "tracefs=$T" "uid=$uid" "caps=$(caps)"
 }
 
-def() {
+def_pattern() {
   re='^[pr]:'"$G"'/[A-Za-z_][A-Za-z0-9_]{0,62} /[A-Za-z0-9._/+@,=~-]+:0x[0-9a-fA-F]+(%return)?(\(0x[0-9a-fA-F]+\))?( [A-Za-z_][A-Za-z0-9_]{0,62}=[]\A-Za-z0-9_%@$+().:[/-]+)*$'
-  matches "$re" "$1" || { say ERR DEF EINVAL "definition refused by the agent's pattern"; return; }
+}
+
+# One definition per write(): a write carrying several lines stops at the first line the kernel rejects.
+def_write() {
   if printf '%s\n' "$1" 2>/dev/null >> "$T/uprobe_events"; then
     say OK DEF
   else
@@ -228,6 +231,41 @@ def() {
     fi
     say ERR DEF EKERNEL "the kernel rejected the definition"
   fi
+}
+
+def() {
+  def_pattern
+  matches "$re" "$1" || { say ERR DEF EINVAL "definition refused by the agent's pattern"; return; }
+  def_write "$1"
+}
+
+# DEFS <n>, then n definition lines: one reply per definition, as n DEF commands would give. One grep checks
+# them all (a process per line costs tens of milliseconds on a loaded host); it prints the refused lines.
+defs() {
+  case "$1" in ''|*[!0-9]*) say ERR DEF EPROTO "usage: DEFS <count>"; return ;; esac
+  [ "$1" -le 10000 ] || { say ERR DEF EPROTO "at most 10000 definitions at once"; return; }
+  batch=
+  k=0
+  while [ $k -lt "$1" ] && IFS= read -r line; do
+    batch="$batch$line
+"
+    k=$((k + 1))
+  done
+  def_pattern
+  bad=$(printf '%s' "$batch" | grep -Ev -- "$re")
+  while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    case "
+$bad
+" in
+      *"
+$line
+"*) say ERR DEF EINVAL "definition refused by the agent's pattern" ;;
+      *) def_write "$line" ;;
+    esac
+  done <<DEFS_END
+$batch
+DEFS_END
 }
 
 buildid() {
@@ -289,7 +327,8 @@ arm() {
 
 # Live edits of an armed session touch one event of our group and nothing else.
 our_event() {
-  matches '^[A-Za-z_][A-Za-z0-9_]{0,62}$' "$1" && [ -d "$I/events/$G/$1" ]
+  case "$1" in '' | [0-9]* | *[!A-Za-z0-9_]*) return 1 ;; esac
+  [ -d "$I/events/$G/$1" ]
 }
 
 # PN := uprobe_profile's hit count of our event $1 (the profile names events without their group and lists
@@ -371,6 +410,7 @@ while :; do
     init:*) say ERR PROTO EPROTO "expected HELLO"; exit 2 ;;
     *:HB) ;;
     *:DEF) def "$rest" ;;
+    *:DEFS) defs "$rest" ;;
     *:BUILDID) buildid "$rest" ;;
     *:PID) pid_filter "$rest" ;;
     *:FILTER) filter "$rest" ;;

@@ -4,6 +4,7 @@
 //   HELLO 1 <nonce> [heartbeat-seconds]   find tracefs, check root, sweep dead owners' leftovers, create the instance
 //   BUILDID <offset> <length> <hex> <path> compare <length> bytes at <offset> of <path> with <hex>
 //   DEF <definition>                      append one definition (must name our group)
+//   DEFS <n>, then n definition lines     the same for n definitions, checked by one grep: n DEF replies
 //   BUF <kib>                             instance buffer_size_kb
 //   OVERWRITE 0|1                         ring-buffer policy (1, the default, drops oldest and says LOST in the stream)
 //   STATS                                 per-CPU ring-buffer counters now (live loss when overwrite is off)
@@ -212,13 +213,17 @@ export class TracefsAgent {
   }
 
   /**
-   * Append many definitions in one round trip: every DEF line is written at once, then the replies are read.
+   * Append many definitions in one round trip: DEFS and every definition line are written at once, then the
+   * replies are read.
    * The agent writes each definition with its own write() (one write carrying several lines stops at the first
    * line the kernel rejects), so each gets its own verdict: null when accepted, else the AgentError.
    */
   async defineAll(definitions: readonly string[]): Promise<Array<AgentError | null>> {
+    const lines = definitions.map((d) => (this.sentinelArg ? `${d} ${this.sentinelArg}` : d));
+    if (lines.some((l) => !l.trim())) throw new AgentError('DEF', 'EINVAL', 'empty definition');
     const results = await this.pipeline(
-      definitions.map((d) => ['DEF', this.sentinelArg ? `${d} ${this.sentinelArg}` : d] as [string, string]),
+      lines.map((l) => ['DEF', l] as [string, string]),
+      `DEFS ${lines.length}\n${lines.join('\n')}\n`,
     );
     return results.map((r) => (r instanceof Error ? asAgentError(r) : null));
   }
@@ -329,7 +334,11 @@ export class TracefsAgent {
    * Writes every command line with one write() and then collects the replies in order (the agent answers
    * each line in turn). A rejected command does not stop the later ones; its Error takes its place.
    */
-  private pipeline(cmds: ReadonlyArray<[string, string]>): Promise<Array<{ text: string; info: string[] } | Error>> {
+  private pipeline(
+    cmds: ReadonlyArray<[string, string]>,
+    /** What to write instead of one line per command (a batch command whose lines get one reply each). */
+    text?: string,
+  ): Promise<Array<{ text: string; info: string[] } | Error>> {
     if (cmds.length === 0) return Promise.resolve([]);
     const bad = cmds.find(([, a]) => /[\r\n\0]/.test(a));
     if (bad) return Promise.reject(new AgentError(bad[0], 'EINVAL', `${bad[0]} argument contains a line break or NUL`));
@@ -338,7 +347,7 @@ export class TracefsAgent {
       ([verb]) =>
         new Promise<{ text: string; info: string[] }>((resolve, reject) => this.pending.push({ verb, info: [], resolve, reject })),
     );
-    this.channel.stdin.write(cmds.map(([verb, arg]) => `${verb} ${arg}\n`).join(''));
+    this.channel.stdin.write(text ?? cmds.map(([verb, arg]) => `${verb} ${arg}\n`).join(''));
     return Promise.all(replies.map((p) => p.catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))))));
   }
 
