@@ -46,8 +46,8 @@ test(
       assert.match(first[0], /^p:probelens_\d+_[a-z0-9]+\/add_ints /);
 
       // Add the second from its lens while the first is armed and counting.
-      const clicked = Date.now();
       await clickCodeLens(page, /^Trace$/, { line: definitionLine(dir, 'mix_unsigned'), timeout: 60_000 });
+      const clicked = Date.now();
       await until(
         page,
         () => defs().some((l) => /\/mix_unsigned /.test(l)),
