@@ -338,7 +338,8 @@ export class Tracing implements vscode.Disposable {
     });
     run.queue = step.catch((e: unknown) => {
       this.ctx.log(`${run.target.label}: ${(e as Error).message}`);
-      void vscode.window.showErrorMessage(`ProbeLens (${run.target.label}): ${(e as Error).message}`);
+      // An edit overtaken by Stop Tracing is not an error worth a notification.
+      if (run.session?.state === 'armed') void vscode.window.showErrorMessage(`ProbeLens (${run.target.label}): ${(e as Error).message}`);
     });
     return run.queue as Promise<void>;
   }
