@@ -244,7 +244,7 @@ export class TraceSession {
   /** Compiles spec by spec (so one refusal does not hide the others) for this target's kernel. */
   private async compile(
     specs: Array<string | ProbeSpec>,
-    caps: ReadonlySet<string>,
+    caps: ReadonlySet<string> | undefined,
   ): Promise<{ probes: CompiledProbe[]; refused: RefusedSpec[] }> {
     const { opts } = this;
     const probes: CompiledProbe[] = [];
@@ -256,7 +256,7 @@ export class TraceSession {
             targetPath: opts.remotePath ?? opts.index.path,
             debugDirs: opts.debugDirs,
             usedEvents: this.usedEvents,
-            ...compileOptionsFor(caps),
+            ...(caps ? compileOptionsFor(caps) : {}),
           })),
         );
       } catch (e) {
@@ -318,9 +318,11 @@ export class TraceSession {
     const { opts } = this;
     const remotePath = opts.remotePath ?? opts.index.path;
     checkProbePath(remotePath);
-    // With the target's kernel known from an earlier session, compiling (and refusing) needs no agent.
+    // Compiling needs no agent: it is done first, so the agent's heartbeat watchdog never waits on it. Only
+    // semaphore-guarded USDT probes depend on the kernel (reference counters): when this target's capabilities
+    // are not known yet they are assumed and checked once the agent has said what the kernel offers.
     const caps = knownCaps(opts.target);
-    let compiled = caps ? await this.compile(opts.specs, caps) : undefined;
+    let compiled = await this.compile(opts.specs, caps);
     const agent = (this.agent = await TracefsAgent.start(opts.target, {
       sudo: opts.sudo,
       heartbeatTimeoutSeconds: opts.heartbeatSeconds ?? 3,
@@ -344,7 +346,10 @@ export class TraceSession {
         }
       }
     }
-    compiled ??= await this.compile(opts.specs, agent.hello.caps);
+    if (!caps && !agent.hello.caps.has('ref_ctr') && compiled.probes.some((p) => /^\S+ \S+\(0x/.test(p.definition))) {
+      this.usedEvents.clear();
+      compiled = await this.compile(opts.specs, agent.hello.caps);
+    }
     this.aggregates = new Aggregates();
     this.parser = new HitParser({
       host: this.host,
