@@ -27,7 +27,8 @@ export async function benchDefine(bin: string, specs: string[], runs: number): P
   const serial: number[] = [];
   for (let r = 0; r < runs + 1; r++) {
     for (const mode of ['piped', 'serial'] as const) {
-      const agent = await TracefsAgent.start(new LocalTarget(), {});
+      // A generous watchdog: enabling 100 probes of a 40 MB binary is one kernel write the agent cannot interrupt.
+      const agent = await TracefsAgent.start(new LocalTarget(), { heartbeatTimeoutSeconds: 10 });
       try {
         const defs = probes.map((p) => bindGroup(p.definition, agent.group));
         const t0 = performance.now();

@@ -263,6 +263,7 @@ $line
 "*) say ERR DEF EINVAL "definition refused by the agent's pattern" ;;
       *) def_write "$line" ;;
     esac
+    still_here
   done <<DEFS_END
 $batch
 DEFS_END
@@ -325,6 +326,12 @@ arm() {
   else say ERR ARM EKERNEL "enabling the events failed"; fi
 }
 
+# A long command (many definitions, a removal waiting for the reader) keeps the client's queued heartbeats
+# unread: the watchdog is told the client is not the one that went quiet.
+still_here() {
+  [ -n "$WD" ] && kill -USR1 "$WD" 2>/dev/null
+}
+
 # Live edits of an armed session touch one event of our group and nothing else.
 our_event() {
   case "$1" in '' | [0-9]* | *[!A-Za-z0-9_]*) return 1 ;; esac
@@ -372,6 +379,7 @@ undef() {
   k=0
   unread
   while [ -n "$CAT" ] && [ "$UNREAD" != 0 ] && [ $k -lt 100 ]; do
+    still_here
     sleep 0.02 2>/dev/null || sleep 1
     k=$((k + 1))
     unread
