@@ -1,15 +1,16 @@
 // The workspace's tracing: the probe set (`.vscode/probelens.json`), and while tracing one TraceSession per
-// (active target, binary). Adding or removing a probe re-arms that binary's sessions with the new set (a
-// session's probes are fixed when it starts). A spec the compiler or the kernel refuses is marked in error and
-// the session goes on with the others. A binary rebuilt under armed probes marks them stale.
+// (active target, binary). Adding, removing, enabling or disabling a probe — from the editor, the Probes view
+// or a hand edit (or checkout) of the file — is applied in place to that binary's sessions on every target:
+// only the probes concerned are touched, the others keep counting. A spec the compiler or the kernel refuses
+// is marked in error and nothing else changes. A binary rebuilt under armed probes marks them stale.
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import type { BinaryIndex } from '../core/index/binaryIndex';
-import { CompileError } from '../core/probes/compiler';
+import type { CompiledProbe } from '../core/probes/compiler';
 import { resolvePoint } from '../core/probes/resolve';
 import { siteCounts } from '../core/probes/sites';
-import { parseSpec, SpecSyntaxError } from '../core/probes/spec';
-import { DefinitionRejectedError, TraceSession } from '../core/session/traceSession';
+import { parseSpec } from '../core/probes/spec';
+import { TraceSession } from '../core/session/traceSession';
 import type { Target } from '../core/target/target';
 import type { Hit } from '../core/tracefs/hitParser';
 import type { Binaries } from './binaries';
@@ -19,9 +20,11 @@ import {
   addProbe,
   binaryFromKey,
   binaryKey,
+  changedBinaries,
   emptyProbeSet,
   enabledSpecs,
   parseProbeSet,
+  planEdits,
   removeProbe,
   serializeProbeSet,
   setProbeEnabled,
@@ -51,6 +54,8 @@ export interface Run {
   /** spec → compiler warnings (arguments left out) */
   specWarnings: Map<string, string[]>;
   generation: number;
+  /** Edits of this run's session, one at a time in the order asked. */
+  queue: Promise<unknown>;
 }
 
 export interface SpecLocation {
@@ -73,6 +78,10 @@ export class Tracing implements vscode.Disposable {
   private readonly locations = new Map<string, SpecLocation | null>();
   /** Counts moved since the last `takeDirty()`. */
   private dirty = false;
+  /** The file's text as we last wrote it: the watcher's echo of our own save is not a hand edit. */
+  private lastWritten: string | undefined;
+  /** Saves and reloads of the file, one at a time (a reload then sees the file as our last save left it). */
+  private fileQueue: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly ctx: Ctx,
@@ -99,6 +108,14 @@ export class Tracing implements vscode.Disposable {
         this.changed.fire();
       }),
     );
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    if (folder) {
+      const w = ctx.push(vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(folder, '.vscode/probelens.json')));
+      const reload = () => void this.onFile(() => this.reloadFromDisk());
+      ctx.push(w.onDidChange(reload));
+      ctx.push(w.onDidCreate(reload));
+      ctx.push(w.onDidDelete(reload));
+    }
   }
 
   get isTracing(): boolean {
@@ -139,11 +156,52 @@ export class Tracing implements vscode.Disposable {
     this.changed.fire();
   }
 
-  private async save(): Promise<void> {
+  private save(): Promise<void> {
+    const text = serializeProbeSet(this.set);
+    return this.onFile(async () => {
+      const uri = this.setUri;
+      if (!uri) return;
+      this.lastWritten = text;
+      await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(uri, '..'));
+      await vscode.workspace.fs.writeFile(uri, Buffer.from(text, 'utf8'));
+    });
+  }
+
+  private onFile<T>(f: () => Promise<T>): Promise<T> {
+    const r = this.fileQueue.then(f);
+    this.fileQueue = r.catch(() => undefined);
+    return r;
+  }
+
+  /**
+   * The file changed on disk (a hand edit, a `git checkout`, or our own save): the new set replaces the old
+   * and the difference is applied in place. A file that does not parse changes nothing (its error is shown).
+   */
+  private async reloadFromDisk(): Promise<void> {
     const uri = this.setUri;
     if (!uri) return;
-    await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(uri, '..'));
-    await vscode.workspace.fs.writeFile(uri, Buffer.from(serializeProbeSet(this.set), 'utf8'));
+    let text = '';
+    try {
+      text = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8');
+    } catch (e) {
+      if (!(e instanceof vscode.FileSystemError)) throw e;
+      // Deleted: no probes (an empty text parses to the empty set below).
+    }
+    if (text === this.lastWritten) return;
+    let next: ProbeSet;
+    try {
+      next = text.trim() ? parseProbeSet(text, uri.fsPath) : emptyProbeSet();
+    } catch (e) {
+      this.ctx.log(`${(e as Error).message}; the probes stay as they were`);
+      void vscode.window.showErrorMessage(`ProbeLens: ${(e as Error).message}; the probes stay as they were.`);
+      return;
+    }
+    this.lastWritten = text;
+    const keys = changedBinaries(this.set, next);
+    this.set = next;
+    this.ctx.log(`${uri.fsPath} changed on disk: applying it to ${keys.length ? keys.join(', ') : 'nothing (no probe changed)'}`);
+    this.changed.fire();
+    if (this.tracing) await Promise.all(keys.map((k) => this.apply(k)));
   }
 
   keyOf(binary: string): string {
@@ -162,9 +220,10 @@ export class Tracing implements vscode.Disposable {
     for (const s of specs) addProbe(this.set, key, s);
     await this.save();
     this.changed.fire();
-    // Arming is what the user asked for: start (or re-arm this binary) even if the spec was in the set already.
-    if (this.tracing) await this.rearm(key);
-    else await this.start();
+    if (!this.tracing) return this.start();
+    // Arming is what the user asked for: a spec refused before is tried again.
+    for (const r of this.runsOf(key)) for (const s of specs) r.specErrors.delete(s);
+    await this.apply(key);
   }
 
   /** Asks before adding a spec that arms more than the site limit (the CLI needs --max-sites for it). */
@@ -187,14 +246,14 @@ export class Tracing implements vscode.Disposable {
     if (!removeProbe(this.set, key, spec)) return;
     await this.save();
     this.changed.fire();
-    if (this.tracing) await this.rearm(key);
+    if (this.tracing) await this.apply(key);
   }
 
   async setEnabled(key: string, spec: string, enabled: boolean): Promise<void> {
     if (!setProbeEnabled(this.set, key, spec, enabled)) return;
     await this.save();
     this.changed.fire();
-    if (this.tracing) await this.rearm(key);
+    if (this.tracing) await this.apply(key);
   }
 
   // ---- sessions ----
@@ -260,110 +319,170 @@ export class Tracing implements vscode.Disposable {
     return c;
   }
 
-  /** (Re)starts the sessions of one binary on every active target with its enabled specs. */
-  private async rearm(key: string): Promise<void> {
-    const binary = this.pathOf(key);
-    const specs = enabledSpecs(this.set, key);
-    const scope = this.ctx.sessionScope;
+  /**
+   * Brings one binary's sessions on every active target in line with the set, in place: a running session
+   * gets only the additions, removals and toggles; a target without one gets a new session.
+   */
+  private async apply(key: string): Promise<void> {
     await Promise.all(
       this.targets.active().map(async (t) => {
-        const id = `${t.id}\0${key}`;
-        const old = this.runs.get(id);
-        if (old) await this.stopRun(old);
-        if (specs.length === 0) {
-          this.runs.delete(id);
-          this.changed.fire();
-          return;
-        }
-        const run: Run = {
-          target: t,
-          binaryKey: key,
-          binary,
-          state: 'starting',
-          stale: false,
-          specErrors: new Map(),
-          specWarnings: new Map(),
-          generation: this.generation,
-        };
-        this.runs.set(id, run);
-        this.changed.fire();
-        try {
-          const index = await this.binaries.index(binary);
-          const target = await this.connection(t, scope);
-          await this.startRun(run, index, target, specs);
-        } catch (e) {
-          run.state = 'failed';
-          run.error = (e as Error).message;
-          this.ctx.log(`${t.label}: ${run.error}`);
-          void vscode.window.showErrorMessage(`ProbeLens (${t.label}): ${run.error}`);
-        }
-        this.changed.fire();
+        const run = this.runs.get(`${t.id}\0${key}`);
+        // A rebuilt binary's session watches the old build: new definitions would land at its offsets.
+        if (run?.session?.state === 'armed' && !run.stale) return this.applyTo(run);
+        // Starting: it applies the set as it is once armed (see startRun).
+        if (run?.state === 'starting') return;
+        await this.rearmOn(t, key);
       }),
     );
   }
 
+  private applyTo(run: Run): Promise<void> {
+    const step = run.queue.then(async () => {
+      const session = run.session;
+      if (!session || session.state !== 'armed') return;
+      const wanted = this.set.binaries[run.binaryKey] ?? [];
+      if (!wanted.length) return this.dropRun(run);
+      const live = [...new Set(session.probes.map((p) => p.spec))].map((spec) => ({ spec, enabled: session.isEnabled(spec) }));
+      const plan = planEdits(live, wanted, new Set(run.specErrors.keys()));
+      const where = run.target.label;
+      for (const spec of plan.remove) {
+        this.ctx.log(`${where}: removing ${spec}`);
+        await session.remove(spec);
+        run.specWarnings.delete(spec);
+      }
+      for (const spec of plan.disable) await session.setEnabled(spec, false);
+      for (const spec of plan.enable) await session.setEnabled(spec, true);
+      if (plan.add.length) {
+        this.ctx.log(`${where}: adding ${plan.add.join(' | ')}`);
+        const r = await session.add(plan.add, allowedSites(plan.add, this.agreedSites));
+        this.noteArmed(run, r.added);
+        for (const x of r.refused) this.noteRefused(run, x.spec, x.error);
+      }
+      // Specs no longer in the set keep no diagnostics.
+      for (const spec of [...run.specErrors.keys()]) if (!wanted.some((w) => w.spec === spec)) run.specErrors.delete(spec);
+      this.changed.fire();
+    });
+    run.queue = step.catch((e: unknown) => {
+      this.ctx.log(`${run.target.label}: ${(e as Error).message}`);
+      // An edit overtaken by Stop Tracing is not an error worth a notification.
+      if (run.session?.state === 'armed') void vscode.window.showErrorMessage(`ProbeLens (${run.target.label}): ${(e as Error).message}`);
+    });
+    return run.queue as Promise<void>;
+  }
+
+  /** The binary has no probes left on this target: its session ends (the agent removes everything). */
+  private async dropRun(run: Run): Promise<void> {
+    const id = `${run.target.id}\0${run.binaryKey}`;
+    if (this.runs.get(id) === run) this.runs.delete(id);
+    await this.stopRun(run);
+    this.changed.fire();
+  }
+
+  private noteArmed(run: Run, probes: CompiledProbe[]): void {
+    for (const p of probes) {
+      this.ctx.log(`  → ${run.target.label}: ${p.definition}`);
+      run.specErrors.delete(p.spec);
+      if (p.warnings.length) run.specWarnings.set(p.spec, [...(run.specWarnings.get(p.spec) ?? []), ...p.warnings]);
+    }
+  }
+
+  private noteRefused(run: Run, spec: string, e: Error): void {
+    // CompileError repeats the spec in its message; the spec is shown beside it anyway.
+    const msg = e.message;
+    run.specErrors.set(spec, msg.startsWith(`${spec}: `) ? msg.slice(spec.length + 2) : msg);
+    this.ctx.log(`  ✗ ${spec}: ${msg}`);
+  }
+
+  /** (Re)starts the sessions of one binary on every active target with its enabled specs. */
+  private async rearm(key: string): Promise<void> {
+    await Promise.all(this.targets.active().map((t) => this.rearmOn(t, key)));
+  }
+
+  private async rearmOn(t: TargetEntry, key: string): Promise<void> {
+    const binary = this.pathOf(key);
+    const specs = enabledSpecs(this.set, key);
+    const scope = this.ctx.sessionScope;
+    const id = `${t.id}\0${key}`;
+    const old = this.runs.get(id);
+    if (old) await this.stopRun(old);
+    if (specs.length === 0) {
+      this.runs.delete(id);
+      this.changed.fire();
+      return;
+    }
+    const run: Run = {
+      target: t,
+      binaryKey: key,
+      binary,
+      state: 'starting',
+      stale: false,
+      specErrors: new Map(),
+      specWarnings: new Map(),
+      generation: this.generation,
+      queue: Promise.resolve(),
+    };
+    this.runs.set(id, run);
+    this.changed.fire();
+    try {
+      const index = await this.binaries.index(binary);
+      const target = await this.connection(t, scope);
+      await this.startRun(run, index, target, specs);
+    } catch (e) {
+      run.state = 'failed';
+      run.error = (e as Error).message;
+      this.ctx.log(`${t.label}: ${run.error}`);
+      void vscode.window.showErrorMessage(`ProbeLens (${t.label}): ${run.error}`);
+    }
+    this.changed.fire();
+  }
+
   private async startRun(run: Run, index: BinaryIndex, target: Target, specs: string[]): Promise<void> {
-    let remaining = [...specs];
     const remotePath =
       run.target.remotePrefix && this.ctx.workspaceFolder
         ? remoteBinaryPath(run.binary, { localPrefix: this.ctx.workspaceFolder, remotePrefix: run.target.remotePrefix })
         : undefined;
-    // Each refused spec is set aside and the rest retried, so one typo does not keep the others from arming.
-    while (remaining.length > 0) {
-      this.ctx.log(`arming on ${target.describe()}: ${run.binary}${remotePath ? ` (as ${remotePath})` : ''}: ${remaining.join(' | ')}`);
-      try {
-        const session = await TraceSession.start({
-          target,
-          sudo: run.target.sudo,
-          index,
-          specs: remaining,
-          remotePath,
-          debugDirs: this.ctx.config.debugDirs,
-          maxSites: allowedSites(remaining, this.agreedSites),
-          onHit: (hit) => {
-            this.dirty = true;
-            for (const f of this.hitListeners) f(hit, run);
-          },
-          onLost: () => {
-            this.dirty = true;
-          },
-        });
-        if (run.generation !== this.generation || this.runs.get(`${run.target.id}\0${run.binaryKey}`) !== run) {
-          await session.stop();
-          return;
-        }
-        run.session = session;
-        run.state = 'armed';
-        for (const p of session.probes) {
-          this.ctx.log(`  → ${target.host}: ${p.definition}`);
-          if (p.warnings.length) run.specWarnings.set(p.spec, [...(run.specWarnings.get(p.spec) ?? []), ...p.warnings]);
-        }
-        void session.exited.then(() => {
-          if (run.session === session && session.state === 'failed') {
-            run.state = 'failed';
-            run.error = `the agent on ${run.target.label} exited unexpectedly; see the ProbeLens output`;
-            this.changed.fire();
-          }
-        });
-        return;
-      } catch (e) {
-        const spec =
-          e instanceof DefinitionRejectedError
-            ? e.probe.spec
-            : e instanceof CompileError || e instanceof SpecSyntaxError
-              ? e.spec
-              : undefined;
-        const match = spec !== undefined ? remaining.find((s) => s === spec || s.trim() === spec.trim()) : undefined;
-        if (match === undefined) throw e;
-        // CompileError repeats the spec in its message; the spec is shown beside it anyway.
-        const msg = (e as Error).message;
-        run.specErrors.set(match, msg.startsWith(`${match}: `) ? msg.slice(match.length + 2) : msg);
-        this.ctx.log(`  ✗ ${match}: ${(e as Error).message}`);
-        remaining = remaining.filter((s) => s !== match);
-      }
+    this.ctx.log(`arming on ${target.describe()}: ${run.binary}${remotePath ? ` (as ${remotePath})` : ''}: ${specs.join(' | ')}`);
+    // A refused spec is set aside with its diagnostic; the others arm (and later edits go into this session).
+    const session = await TraceSession.start({
+      target,
+      sudo: run.target.sudo,
+      index,
+      specs,
+      remotePath,
+      keepGoing: true,
+      maxSites: allowedSites(specs, this.agreedSites),
+      debugDirs: this.ctx.config.debugDirs,
+      onHit: (hit) => {
+        this.dirty = true;
+        for (const f of this.hitListeners) f(hit, run);
+      },
+      onLost: () => {
+        this.dirty = true;
+      },
+    });
+    if (run.generation !== this.generation || this.runs.get(`${run.target.id}\0${run.binaryKey}`) !== run) {
+      await session.stop();
+      return;
     }
-    run.state = 'failed';
-    run.error = 'no probe could be armed';
+    for (const x of session.refused) this.noteRefused(run, x.spec, x.error);
+    if (session.probes.length === 0) {
+      await session.stop();
+      run.state = 'failed';
+      run.error = 'no probe could be armed';
+      return;
+    }
+    run.session = session;
+    run.state = 'armed';
+    this.noteArmed(run, session.probes);
+    void session.exited.then(() => {
+      if (run.session === session && session.state === 'failed') {
+        run.state = 'failed';
+        run.error = `the agent on ${run.target.label} exited unexpectedly; see the ProbeLens output`;
+        this.changed.fire();
+      }
+    });
+    // Edits made while it was starting.
+    void this.applyTo(run);
   }
 
   // ---- what the editor shows ----

@@ -5,7 +5,7 @@ import { inherited } from '../dwarf/functions';
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { IndexedFunction, IndexedUsdt } from '../index/model';
 import { isGoResult } from '../index/fromDwarf';
-import { formatDefinition, uniqueEventName, type FetchArg } from './definition';
+import { formatDefinition, UNBOUND_GROUP, uniqueEventName, type FetchArg } from './definition';
 import { stripQualifiers } from './fetch';
 import { ArgError, deref, member, placeFromLocation, scalarFetch, valueFetch, type Place, type TypedFetch } from './places';
 import { resolvePoint, ResolveError, type ResolvedSite } from './resolve';
@@ -57,7 +57,10 @@ export interface CompiledProbe {
 export const GO_STRING_PREVIEW = 64;
 
 export interface CompileOptions {
-  group: string;
+  /** Default UNBOUND_GROUP: a session binds the definitions to its agent's group when it sends them. */
+  group?: string;
+  /** Event names already taken in the session (probes added to a running session get fresh ones). */
+  usedEvents?: Set<string>;
   /** The binary's path on the target (defaults to the index's local path). */
   targetPath?: string;
   debugDirs?: string[];
@@ -77,7 +80,7 @@ interface Ctx {
 }
 
 export async function compileProbes(specs: Array<string | ProbeSpec>, index: BinaryIndex, opts: CompileOptions): Promise<CompiledProbe[]> {
-  const ctx: Ctx = { index, opts, used: new Set(), go: index.isGo };
+  const ctx: Ctx = { index, opts, used: opts.usedEvents ?? new Set(), go: index.isGo };
   const out: CompiledProbe[] = [];
   for (const s of specs) {
     const spec = typeof s === 'string' ? parseSpec(s) : s;
@@ -161,7 +164,7 @@ async function compileSite(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx, lenien
   return finish(
     {
       event,
-      group: opts.group,
+      group: opts.group ?? UNBOUND_GROUP,
       kind: site.kind === 'line' ? 'line' : isReturn ? 'return' : 'entry',
       spec: spec.text,
       function: fn.name,
@@ -207,7 +210,7 @@ function finish(
   const fetchArgs: FetchArg[] = p.args.map((a) => ({ name: a.name, fetch: a.fetch, type: a.type }));
   const definition = formatDefinition({
     kind,
-    group: opts.group,
+    group: opts.group ?? UNBOUND_GROUP,
     event: p.event,
     path: opts.targetPath ?? index.path,
     offset: p.fileOffset,
@@ -440,7 +443,7 @@ async function compileGoReturns(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): 
       finish(
         {
           event,
-          group: ctx.opts.group,
+          group: ctx.opts.group ?? UNBOUND_GROUP,
           kind: 'return',
           spec: spec.text,
           function: fn.name,
@@ -553,7 +556,7 @@ function compileUsdt(spec: ProbeSpec, u: IndexedUsdt, ctx: Ctx): CompiledProbe {
   return finish(
     {
       event,
-      group: ctx.opts.group,
+      group: ctx.opts.group ?? UNBOUND_GROUP,
       kind: 'usdt',
       spec: spec.text,
       address: u.address,

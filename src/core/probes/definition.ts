@@ -30,6 +30,11 @@ export class DefinitionError extends Error {
 }
 
 export const GROUP_PATTERN = /^probelens_[0-9]+_[a-z0-9]+$/;
+/**
+ * The group probes are compiled under before any agent runs: a session's real group is only known once its
+ * agent has started (it names the agent's process), so definitions are bound to it when they are sent.
+ */
+export const UNBOUND_GROUP = 'probelens_unbound';
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const MAX_EVENT = 63;
 // Fetchargs: registers, stack, memory and dereference chains; no spaces, quotes or shell/tracefs separators.
@@ -62,8 +67,16 @@ export function uniqueEventName(base: string, used: Set<string>): string {
   return candidate;
 }
 
+/** `definition` (compiled under any group) as a definition of `group`. */
+export function bindGroup(definition: string, group: string): string {
+  if (!GROUP_PATTERN.test(group)) throw new DefinitionError(`invalid probe group '${group}'`);
+  const m = /^([pr]):[^/\s]+\//.exec(definition);
+  if (!m) throw new DefinitionError(`not a uprobe definition: '${definition.slice(0, 40)}'`);
+  return `${m[1]}:${group}/${definition.slice(m[0].length)}`;
+}
+
 export function formatDefinition(d: ProbeDefinition): string {
-  if (!GROUP_PATTERN.test(d.group)) throw new DefinitionError(`invalid probe group '${d.group}'`);
+  if (d.group !== UNBOUND_GROUP && !GROUP_PATTERN.test(d.group)) throw new DefinitionError(`invalid probe group '${d.group}'`);
   if (!IDENT.test(d.event) || d.event.length > MAX_EVENT) throw new DefinitionError(`invalid event name '${d.event}'`);
   checkProbePath(d.path);
   if (d.offset < 0n) throw new DefinitionError('negative file offset');

@@ -132,18 +132,25 @@ export class Aggregates {
   private lost = 0;
   private pairing: Readonly<Record<string, HitValue>> | undefined;
 
-  constructor(
-    private readonly sites: ReadonlyMap<string, ProbeSite> = new Map(),
-    pairs: readonly LatencyPair[] = [],
-    opts: AggregateOptions = {},
-  ) {
+  private readonly sites = new Map<string, ProbeSite>();
+
+  constructor(sites: ReadonlyMap<string, ProbeSite> = new Map(), pairs: readonly LatencyPair[] = [], opts: AggregateOptions = {}) {
     this.lastN = opts.lastN ?? 16;
     this.maxDepth = opts.maxDepth ?? 256;
     this.maxKeys = opts.maxKeys ?? 65536;
+    this.track(sites, pairs);
+  }
+
+  /**
+   * Probes added while running: their source sites, and the session's pairs (known ones keep their open
+   * entries; a pair that gained a probe, e.g. a return added after its entry, is extended).
+   */
+  track(sites: ReadonlyMap<string, ProbeSite>, pairs: readonly LatencyPair[]): void {
+    for (const [k, v] of sites) this.sites.set(k, v);
     for (const p of pairs) {
       this.entryOf.set(p.entry, p);
       for (const x of Array.isArray(p.exit) ? p.exit : [p.exit]) this.exitOf.set(x, p);
-      this.open.set(p.entry, new Map());
+      if (!this.open.has(p.entry)) this.open.set(p.entry, new Map());
     }
   }
 

@@ -1,16 +1,19 @@
-// One target's probes from arming to cleanup: start the fixed agent, check the binary is the one indexed,
-// compile the specs for this session's group, define and arm them, parse the stream into hits and aggregates,
-// and stop (or lose the client) with nothing left behind on the target.
+// One target's probes from arming to cleanup: compile the specs (before the agent runs when this target's
+// kernel capabilities are known), start the fixed agent, check the binary is the one indexed, define and arm
+// them, parse the stream into hits and aggregates, apply edits in place while armed (add, remove, enable,
+// disable: only the events concerned are touched, the others keep counting), and stop (or lose the client)
+// with nothing left behind on the target.
 import type { BinaryIndex } from '../index/binaryIndex';
 import { readBinaryIdentity } from '../index/identity';
 import { compileProbes, type CompiledProbe } from '../probes/compiler';
-import { checkProbePath } from '../probes/definition';
+import { bindGroup, checkProbePath } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
 import type { Target } from '../target/target';
 import { AgentError, offendingToken, TracefsAgent } from '../tracefs/agentClient';
 import { HitParser, type EventSchema, type Hit, type HitValue } from '../tracefs/hitParser';
 import { lossReport, type LossReport } from '../tracefs/loss';
 import { Aggregates, type LatencyPair, type ProbeSite } from './aggregates';
+import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
 
 export type SessionState = 'starting' | 'armed' | 'stopping' | 'stopped' | 'failed';
 
@@ -34,6 +37,11 @@ export interface SessionOptions {
   maxSites?: number;
   /** Site addresses ("0x…") not to arm. */
   disabledSites?: ReadonlySet<string>;
+  /**
+   * A spec the compiler or the kernel refuses is set aside (listed in `refused`) and the others are armed;
+   * without it the first refusal fails the start (the CLI's behaviour).
+   */
+  keepGoing?: boolean;
   onHit?: (hit: Hit) => void;
   onLost?: (events: number) => void;
 }
@@ -71,6 +79,19 @@ export class DefinitionRejectedError extends Error {
     this.name = 'DefinitionRejectedError';
   }
 }
+
+/** A spec the compiler or a target's kernel refused, and why. */
+export interface RefusedSpec {
+  spec: string;
+  error: Error;
+}
+
+export interface AddResult {
+  added: CompiledProbe[];
+  refused: RefusedSpec[];
+}
+
+const sameSpec = (a: string, b: string) => a === b || a.trim() === b.trim();
 
 function schemaOf(p: CompiledProbe): EventSchema {
   const retval = p.kind === 'return' ? p.args.find((a) => a.fetch === '$retval' || a.name === 'retval') : undefined;
@@ -127,7 +148,10 @@ function presentHit(hit: Hit, probe: CompiledProbe | undefined): Hit {
 
 export class TraceSession {
   state: SessionState = 'starting';
+  /** The probes defined on the target now (enabled or not), in the order they were added. */
   probes: CompiledProbe[] = [];
+  /** Specs set aside at start (with `keepGoing`). */
+  refused: RefusedSpec[] = [];
   aggregates!: Aggregates;
   private agent?: TracefsAgent;
   private parser?: HitParser;
@@ -135,6 +159,15 @@ export class TraceSession {
   private finalMismatch?: number;
   private ended?: Promise<SessionSummary>;
   private readonly byEvent = new Map<string, CompiledProbe>();
+  /** Event names ever used in this session: a removed probe's name is never reused, so counts never mix. */
+  private readonly usedEvents = new Set<string>();
+  private readonly disabledEvents = new Set<string>();
+  /** uprobe_profile counts of removed events, read before their removal; part of the summary's kernelHits. */
+  private readonly removedKernelHits = new Map<string, number>();
+  /** Loss counters zeroed by removals (the kernel resets the buffer), and entries still unread at the reset. */
+  private lostAtRemovals = 0;
+  /** Edits run one at a time, in the order they were asked for. */
+  private edits: Promise<unknown> = Promise.resolve();
 
   private constructor(readonly opts: SessionOptions) {}
 
@@ -155,14 +188,160 @@ export class TraceSession {
     return s;
   }
 
+  /** Whether `spec`'s events are defined here and enabled. */
+  isEnabled(spec: string): boolean {
+    return this.probes.some((p) => sameSpec(p.spec, spec) && !this.disabledEvents.has(p.event));
+  }
+
+  /**
+   * Compiles and defines `specs` on the armed session in one round trip and enables only their events; the
+   * other probes keep counting. A spec the compiler or the kernel refuses is returned with its error and
+   * leaves nothing behind.
+   */
+  /** `maxSites`: the site limit for these specs (the editor raises it for specs whose user agreed to more). */
+  add(specs: Array<string | ProbeSpec>, maxSites = this.opts.maxSites): Promise<AddResult> {
+    return this.edit(async () => {
+      const compiled = await this.compile(specs, this.agent!.hello.caps, maxSites);
+      const defined = await this.define(compiled.probes);
+      const refused = [...compiled.refused, ...defined.refused];
+      if (defined.accepted.length) {
+        const events = defined.accepted.map((p) => p.event);
+        if (this.opts.filter) {
+          for (const p of defined.accepted) await this.agent!.setFilter(p.event, this.opts.filter);
+        }
+        const verdicts = await this.agent!.setEventsEnabled(events, true);
+        verdicts.forEach((v, i) => {
+          if (v instanceof Error) refused.push({ spec: defined.accepted[i].spec, error: v });
+        });
+      }
+      const bad = new Set(refused.map((r) => r.spec));
+      const added = defined.accepted.filter((p) => !bad.has(p.spec));
+      // A spec refused on one of its sites or at enabling is taken back whole.
+      for (const p of defined.accepted.filter((q) => bad.has(q.spec))) await this.undefine(p);
+      this.probes.push(...added);
+      return { added, refused };
+    });
+  }
+
+  /** Disables and removes `spec`'s events alone (their kernel counts are read first and kept for the summary). */
+  remove(spec: string): Promise<void> {
+    return this.edit(async () => {
+      for (const p of this.probes.filter((q) => sameSpec(q.spec, spec))) await this.undefine(p);
+    });
+  }
+
+  /** Enables or disables `spec`'s events alone; counts go on from where they were. */
+  setEnabled(spec: string, enabled: boolean): Promise<void> {
+    return this.edit(async () => {
+      const events = this.probes.filter((p) => sameSpec(p.spec, spec) && this.disabledEvents.has(p.event) === enabled).map((p) => p.event);
+      const verdicts = await this.agent!.setEventsEnabled(events, enabled);
+      verdicts.forEach((v, i) => {
+        if (v instanceof Error) throw v;
+        if (enabled) this.disabledEvents.delete(events[i]);
+        else this.disabledEvents.add(events[i]);
+      });
+    });
+  }
+
+  private edit<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.edits.then(() => {
+      if (this.state !== 'armed') throw new Error(`the session on ${this.host} is ${this.state}`);
+      return f();
+    });
+    this.edits = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Compiles spec by spec (so one refusal does not hide the others) for this target's kernel. */
+  private async compile(
+    specs: Array<string | ProbeSpec>,
+    caps: ReadonlySet<string> | undefined,
+    maxSites = this.opts.maxSites,
+  ): Promise<{ probes: CompiledProbe[]; refused: RefusedSpec[] }> {
+    const { opts } = this;
+    const probes: CompiledProbe[] = [];
+    const refused: RefusedSpec[] = [];
+    for (const spec of specs) {
+      try {
+        probes.push(
+          ...(await compileProbes([spec], opts.index, {
+            targetPath: opts.remotePath ?? opts.index.path,
+            debugDirs: opts.debugDirs,
+            usedEvents: this.usedEvents,
+            maxSites,
+            disabledSites: opts.disabledSites,
+            ...(caps ? compileOptionsFor(caps) : {}),
+          })),
+        );
+      } catch (e) {
+        if (!opts.keepGoing) throw e;
+        refused.push({ spec: typeof spec === 'string' ? spec : spec.text, error: e instanceof Error ? e : new Error(String(e)) });
+      }
+    }
+    return { probes, refused };
+  }
+
+  /** Binds `probes` to this session's group and defines them in one round trip; the parser learns them first. */
+  private async define(probes: CompiledProbe[]): Promise<{ accepted: CompiledProbe[]; refused: RefusedSpec[] }> {
+    const agent = this.agent!;
+    const bound = probes.map((p) => ({ ...p, group: agent.group, definition: bindGroup(p.definition, agent.group) }));
+    this.track(bound);
+    const verdicts = await agent.defineAll(bound.map((p) => p.definition));
+    const refused: RefusedSpec[] = [];
+    const accepted: CompiledProbe[] = [];
+    verdicts.forEach((v, i) => {
+      const p = bound[i];
+      if (!v) accepted.push(p);
+      else if (v.code === 'EKERNEL') {
+        const msg =
+          v.details
+            .filter((d) => d.trim())
+            .slice(-3)
+            .join(' ')
+            .trim() || v.message;
+        refused.push({ spec: p.spec, error: new DefinitionRejectedError(this.host, p, msg, offendingToken(v.details)) });
+      } else refused.push({ spec: p.spec, error: v });
+    });
+    const bad = new Set(refused.map((r) => r.spec));
+    if (bad.size && !this.opts.keepGoing) throw refused[0].error;
+    // Sites of a refused spec that the kernel accepted go too (never enabled, so removing them resets nothing).
+    for (const p of accepted.filter((q) => bad.has(q.spec))) await agent.undefine(p.event);
+    return { accepted: accepted.filter((p) => !bad.has(p.spec)), refused };
+  }
+
+  /** Tells the parser and the aggregates about new events before they can fire. */
+  private track(probes: CompiledProbe[]): void {
+    const sites = new Map<string, ProbeSite>();
+    for (const p of probes) {
+      this.byEvent.set(p.event, p);
+      if (p.file && p.line) sites.set(p.event, { file: p.file, line: p.line });
+    }
+    this.parser!.addEvents(probes.map(schemaOf));
+    this.aggregates.track(sites, pairsOf([...this.byEvent.values()]));
+  }
+
+  private async undefine(p: CompiledProbe): Promise<void> {
+    const r = await this.agent!.undefine(p.event);
+    this.removedKernelHits.set(p.event, r.hits);
+    this.lostAtRemovals += r.unread + r.cpus.reduce((s, c) => s + c.overrun + c.dropped + c.commitOverrun, 0);
+    this.disabledEvents.delete(p.event);
+    this.probes = this.probes.filter((q) => q !== p && q.event !== p.event);
+  }
+
   private async arm(): Promise<void> {
     const { opts } = this;
+    const remotePath = opts.remotePath ?? opts.index.path;
+    checkProbePath(remotePath);
+    // Compiling needs no agent: it is done first, so the agent's heartbeat watchdog never waits on it. Only
+    // semaphore-guarded USDT probes depend on the kernel (reference counters): when this target's capabilities
+    // are not known yet they are assumed and checked once the agent has said what the kernel offers.
+    const caps = knownCaps(opts.target);
+    let compiled = await this.compile(opts.specs, caps);
     const agent = (this.agent = await TracefsAgent.start(opts.target, {
       sudo: opts.sudo,
       heartbeatTimeoutSeconds: opts.heartbeatSeconds ?? 3,
     }));
-    const remotePath = opts.remotePath ?? opts.index.path;
-    checkProbePath(remotePath);
+    rememberCaps(opts.target, agent.hello.caps);
     if (!opts.noBuildIdCheck) {
       const id = readBinaryIdentity(opts.index.path);
       if (id.buildId && id.buildIdOffset !== undefined && id.buildIdLength !== undefined) {
@@ -181,21 +360,14 @@ export class TraceSession {
         }
       }
     }
-    this.probes = await compileProbes(opts.specs, opts.index, {
-      group: agent.group,
-      targetPath: remotePath,
-      debugDirs: opts.debugDirs,
-      refCtrOffset: agent.hello.caps.has('ref_ctr_offset') || undefined,
-      maxSites: opts.maxSites,
-      disabledSites: opts.disabledSites,
-    });
-    for (const p of this.probes) this.byEvent.set(p.event, p);
-    const sites = new Map<string, ProbeSite>();
-    for (const p of this.probes) if (p.file && p.line) sites.set(p.event, { file: p.file, line: p.line });
-    this.aggregates = new Aggregates(sites, pairsOf(this.probes));
+    if (!caps && !agent.hello.caps.has('ref_ctr') && compiled.probes.some((p) => /^\S+ \S+\(0x/.test(p.definition))) {
+      this.usedEvents.clear();
+      compiled = await this.compile(opts.specs, agent.hello.caps);
+    }
+    this.aggregates = new Aggregates();
     this.parser = new HitParser({
       host: this.host,
-      events: this.probes.map(schemaOf),
+      events: [],
       sentinel: agent.sentinel,
       onHit: (raw) => {
         const hit = presentHit(raw, this.byEvent.get(raw.event));
@@ -212,25 +384,9 @@ export class TraceSession {
     agent.onTraceLine((l) => this.parser!.push(l));
     this.traceEnded = new Promise((res) => agent.onTraceEnd(res));
     if (opts.bufferKb) await agent.setBufferKb(opts.bufferKb);
-    for (const p of this.probes) {
-      try {
-        await agent.define(p.definition);
-      } catch (e) {
-        if (e instanceof AgentError && e.code === 'EKERNEL') {
-          throw new DefinitionRejectedError(
-            this.host,
-            p,
-            e.details
-              .filter((d) => d.trim())
-              .slice(-3)
-              .join(' ')
-              .trim() || e.message,
-            offendingToken(e.details),
-          );
-        }
-        throw e;
-      }
-    }
+    const defined = await this.define(compiled.probes);
+    this.probes = defined.accepted;
+    this.refused = [...compiled.refused, ...defined.refused];
     if (opts.pid !== undefined) await agent.filterPid(opts.pid);
     if (opts.filter) for (const p of this.probes) await agent.setFilter(p.event, opts.filter);
     await agent.arm();
@@ -243,13 +399,20 @@ export class TraceSession {
   /** Disables and removes every probe, ends the reader, removes the instance; reports counts and loss. */
   stop(): Promise<SessionSummary> {
     this.ended ??= (async () => {
+      // An edit in flight finishes first (its agent replies come before STOP's).
+      await this.edits;
       this.state = 'stopping';
       const report = await this.agent!.stop();
       // STOP's reply comes on stderr, the drained records on stdout: count the hits once the stream has ended
       // (or the channel closed, which ends it too).
       await Promise.race([this.traceEnded, this.agent!.exit]);
       this.parser!.end();
+      for (const [ev, n] of this.removedKernelHits) if (!report.kernelHits.has(ev)) report.kernelHits.set(ev, n);
       const loss = lossReport(this.parser!.stats, report, this.opts.pid !== undefined || !!this.opts.filter);
+      if (this.lostAtRemovals) {
+        loss.lost += this.lostAtRemovals;
+        loss.unaccounted -= this.lostAtRemovals;
+      }
       this.state = 'stopped';
       this.finalMismatch = loss.mismatch;
       const sum = this.aggregates.summary();

@@ -215,9 +215,12 @@ hello() {
   say OK HELLO 1 "pid=$$" "group=$G" "tracefs=$T" "uid=$uid" "caps=$(caps)"
 }
 
-def() {
+def_pattern() {
   re='^[pr]:'"$G"'/[A-Za-z_][A-Za-z0-9_]{0,62} /[A-Za-z0-9._/+@,=~-]+:0x[0-9a-fA-F]+(%return)?(\(0x[0-9a-fA-F]+\))?( [A-Za-z_][A-Za-z0-9_]{0,62}=[]\A-Za-z0-9_%@$+().:[/-]+)*$'
-  matches "$re" "$1" || { say ERR DEF EINVAL "definition refused by the agent's pattern"; return; }
+}
+
+# One definition per write(): a write carrying several lines stops at the first line the kernel rejects.
+def_write() {
   if printf '%s\n' "$1" 2>/dev/null >> "$T/uprobe_events"; then
     say OK DEF
   else
@@ -228,6 +231,42 @@ def() {
     fi
     say ERR DEF EKERNEL "the kernel rejected the definition"
   fi
+}
+
+def() {
+  def_pattern
+  matches "$re" "$1" || { say ERR DEF EINVAL "definition refused by the agent's pattern"; return; }
+  def_write "$1"
+}
+
+# DEFS <n>, then n definition lines: one reply per definition, as n DEF commands would give. One grep checks
+# them all (a process per line costs tens of milliseconds on a loaded host); it prints the refused lines.
+defs() {
+  case "$1" in ''|*[!0-9]*) say ERR DEF EPROTO "usage: DEFS <count>"; return ;; esac
+  [ "$1" -le 10000 ] || { say ERR DEF EPROTO "at most 10000 definitions at once"; return; }
+  batch=
+  k=0
+  while [ $k -lt "$1" ] && IFS= read -r line; do
+    batch="$batch$line
+"
+    k=$((k + 1))
+  done
+  def_pattern
+  bad=$(printf '%s' "$batch" | grep -Ev -- "$re")
+  while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    case "
+$bad
+" in
+      *"
+$line
+"*) say ERR DEF EINVAL "definition refused by the agent's pattern" ;;
+      *) def_write "$line" ;;
+    esac
+    still_here
+  done <<DEFS_END
+$batch
+DEFS_END
 }
 
 buildid() {
@@ -276,14 +315,80 @@ overwrite() {
 }
 
 arm() {
-  [ -d "$I/events/$G" ] || { say ERR ARM ENOEVENTS "no definitions"; return; }
   if [ -f "$I/options/record-tgid" ]; then echo 1 2>/dev/null > "$I/options/record-tgid"; else say INFO ARM no record-tgid; fi
   grep -q mono "$I/trace_clock" && echo mono 2>/dev/null > "$I/trace_clock"
   echo 1 2>/dev/null > "$I/tracing_on"
   cat "$I/trace_pipe" < /dev/null 2>/dev/null &
   CAT=$!
-  if echo 1 2>/dev/null > "$I/events/$G/enable"; then STATE=armed; say OK ARM "clock=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$I/trace_clock")"
+  # A session may start with no definition yet (every spec refused): it is armed, and EV ON adds events later.
+  if [ ! -d "$I/events/$G" ] || echo 1 2>/dev/null > "$I/events/$G/enable"; then
+    STATE=armed; say OK ARM "clock=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$I/trace_clock")"
   else say ERR ARM EKERNEL "enabling the events failed"; fi
+}
+
+# A long command (many definitions, a removal waiting for the reader) keeps the client's queued heartbeats
+# unread: the watchdog is told the client is not the one that went quiet.
+still_here() {
+  [ -n "$WD" ] && kill -USR1 "$WD" 2>/dev/null
+}
+
+# Live edits of an armed session touch one event of our group and nothing else.
+our_event() {
+  case "$1" in '' | [0-9]* | *[!A-Za-z0-9_]*) return 1 ;; esac
+  [ -d "$I/events/$G/$1" ]
+}
+
+# PN := uprobe_profile's hit count of our event $1 (the profile names events without their group and lists
+# them in uprobe_events' order, so both are walked together).
+profile_of() {
+  PN=0
+  [ -f "$T/uprobe_profile" ] || return 0
+  exec 3< "$T/uprobe_events" 4< "$T/uprobe_profile"
+  while IFS= read -r def <&3 && IFS= read -r prof <&4; do
+    case "$def" in [pr]:"$G/$1 "*) for w in $prof; do PN=$w; done; break ;; esac
+  done
+  exec 3<&- 4<&-
+}
+
+# UNREAD := entries the reader has not consumed yet, over every CPU.
+unread() {
+  UNREAD=0
+  for f in "$I"/per_cpu/cpu*/stats; do
+    while IFS= read -r l; do case "$l" in entries:*) set -f; set -- $l; set +f; UNREAD=$((UNREAD + $2)) ;; esac; done < "$f"
+  done
+}
+
+# EV ON|OFF <event>: enable or disable one event in our instance; OFF replies with its kernel hit count.
+ev() {
+  set -f; set -- $1; set +f
+  [ $# -eq 2 ] || { say ERR EV EPROTO "usage: EV ON|OFF <event>"; return; }
+  case "$1" in ON) v=1 ;; OFF) v=0 ;; *) say ERR EV EPROTO "usage: EV ON|OFF <event>"; return ;; esac
+  our_event "$2" || { say ERR EV ENOENT "no event $2 in this session"; return; }
+  if ! echo $v 2>/dev/null > "$I/events/$G/$2/enable"; then say ERR EV EKERNEL "cannot set $2/enable to $v"; return; fi
+  if [ $v = 0 ]; then profile_of "$2"; say OK EV "hits=$PN"; else say OK EV; fi
+}
+
+# UNDEF <event>: disable it, read its kernel hit count, remove its definition. The kernel resets the whole
+# ring buffer of every instance the removed event was ever enabled in (its unread entries would name a freed
+# event), which would silently drop the other probes' unread hits: so wait (bounded) until the reader has
+# consumed everything, and report what was still unread at removal.
+undef() {
+  our_event "$1" || { say ERR UNDEF ENOENT "no event $1 in this session"; return; }
+  echo 0 2>/dev/null > "$I/events/$G/$1/enable"
+  profile_of "$1"
+  k=0
+  unread
+  while [ -n "$CAT" ] && [ "$UNREAD" != 0 ] && [ $k -lt 100 ]; do
+    still_here
+    sleep 0.02 2>/dev/null || sleep 1
+    k=$((k + 1))
+    unread
+  done
+  [ -n "$CAT" ] || UNREAD=0
+  # The reset also zeroes the per-CPU loss counters: report them as they were.
+  cpu_stats UNDEF
+  if printf '%s\n' "-:$G/$1" 2>/dev/null >> "$T/uprobe_events"; then say OK UNDEF "hits=$PN" "unread=$UNREAD"
+  else say ERR UNDEF EKERNEL "the kernel refused to remove $1"; fi
 }
 
 stop() {
@@ -313,6 +418,7 @@ while :; do
     init:*) say ERR PROTO EPROTO "expected HELLO"; exit 2 ;;
     *:HB) ;;
     *:DEF) def "$rest" ;;
+    *:DEFS) defs "$rest" ;;
     *:BUILDID) buildid "$rest" ;;
     *:PID) pid_filter "$rest" ;;
     *:FILTER) filter "$rest" ;;
@@ -320,6 +426,8 @@ while :; do
     *:OVERWRITE) overwrite "$rest" ;;
     *:STATS) cpu_stats STATS; say OK STATS ;;
     ready:ARM) arm ;;
+    armed:EV) ev "$rest" ;;
+    *:UNDEF) undef "$rest" ;;
     *:STOP) stop ;;
     *) say ERR PROTO EPROTO "unknown or misplaced command" ;;
   esac

@@ -4,12 +4,17 @@
 //   HELLO 1 <nonce> [heartbeat-seconds]   find tracefs, check root, sweep dead owners' leftovers, create the instance
 //   BUILDID <offset> <length> <hex> <path> compare <length> bytes at <offset> of <path> with <hex>
 //   DEF <definition>                      append one definition (must name our group)
+//   DEFS <n>, then n definition lines     the same for n definitions, checked by one grep: n DEF replies
 //   BUF <kib>                             instance buffer_size_kb
 //   OVERWRITE 0|1                         ring-buffer policy (1, the default, drops oldest and says LOST in the stream)
 //   STATS                                 per-CPU ring-buffer counters now (live loss when overwrite is off)
 //   PID <pid>                             trace only that process's threads (set_event_pid + event-fork)
 //   FILTER <event> <expr>                 the event's filter in the instance
 //   ARM                                   record-tgid, trace_clock mono, start the reader, enable the group
+//   EV ON|OFF <event>                     (armed) enable or disable one event; OFF replies `hits=<uprobe_profile count>`
+//   UNDEF <event>                         disable one event, read its count, wait (bounded) until the reader has
+//                                         consumed the buffer, report the per-CPU counters, remove the definition:
+//                                         `hits=<n> unread=<n>`
 //   HB                                    heartbeat (no reply); any line also counts
 //   STOP                                  disable, drain, report stats, clean up, exit
 // stderr (agent → client), each line `<nonce> OK <VERB> …`, `<nonce> ERR <VERB> <CODE> <message>` or
@@ -45,6 +50,15 @@ export interface StopReport {
   cpus: CpuBufferStats[];
   /** uprobe_profile hits per event name of our group. */
   kernelHits: Map<string, number>;
+}
+
+/** What removing one event reported: its final uprobe_profile count, and entries still unread at removal. */
+export interface UndefReport {
+  hits: number;
+  /** Entries of any event the reader had not consumed when the kernel reset the buffer (see the agent's UNDEF). */
+  unread: number;
+  /** The per-CPU ring-buffer counters just before the reset zeroed them. */
+  cpus: CpuBufferStats[];
 }
 
 export interface AgentOptions {
@@ -205,6 +219,45 @@ export class TracefsAgent {
     return text.replaceAll(secret, '*'.repeat(secret.length));
   }
 
+  /**
+   * Append many definitions in one round trip: DEFS and every definition line are written at once, then the
+   * replies are read.
+   * The agent writes each definition with its own write() (one write carrying several lines stops at the first
+   * line the kernel rejects), so each gets its own verdict: null when accepted, else the AgentError.
+   */
+  async defineAll(definitions: readonly string[]): Promise<Array<AgentError | null>> {
+    const lines = definitions.map((d) => (this.sentinelValue ? frameDefinition(d, this.sentinelValue) : d));
+    if (lines.some((l) => !l.trim())) throw new AgentError('DEF', 'EINVAL', 'empty definition');
+    const results = await this.pipeline(
+      lines.map((l) => ['DEF', l] as [string, string]),
+      `DEFS ${lines.length}\n${lines.join('\n')}\n`,
+    );
+    return results.map((r) => (r instanceof Error ? asAgentError(r) : null));
+  }
+
+  /**
+   * Enable or disable single events of an armed session, in one round trip. Disabling replies with the
+   * event's kernel hit count (uprobe_profile), returned in order; an event that failed yields its AgentError.
+   */
+  async setEventsEnabled(events: readonly string[], on: boolean): Promise<Array<AgentError | { hits?: number }>> {
+    const results = await this.pipeline(events.map((e) => ['EV', `${on ? 'ON' : 'OFF'} ${e}`] as [string, string]));
+    return results.map((r) => {
+      if (r instanceof Error) return asAgentError(r);
+      const m = /(?:^| )hits=(\d+)/.exec(r.text);
+      return m ? { hits: Number(m[1]) } : {};
+    });
+  }
+
+  /** Disable and remove one event of the session, leaving every other one armed (see UndefReport). */
+  async undefine(event: string): Promise<UndefReport> {
+    const r = await this.command('UNDEF', event);
+    return {
+      hits: Number(/(?:^| )hits=(\d+)/.exec(r.text)?.[1] ?? 0),
+      unread: Number(/(?:^| )unread=(\d+)/.exec(r.text)?.[1] ?? 0),
+      cpus: parseStop(r.info).cpus,
+    };
+  }
+
   /** What every record ends with, or null when the kernel has no immediate fetchargs. */
   get sentinel(): Sentinel | null {
     return this.sentinelValue;
@@ -284,6 +337,27 @@ export class TracefsAgent {
     });
   }
 
+  /**
+   * Writes every command line with one write() and then collects the replies in order (the agent answers
+   * each line in turn). A rejected command does not stop the later ones; its Error takes its place.
+   */
+  private pipeline(
+    cmds: ReadonlyArray<[string, string]>,
+    /** What to write instead of one line per command (a batch command whose lines get one reply each). */
+    text?: string,
+  ): Promise<Array<{ text: string; info: string[] } | Error>> {
+    if (cmds.length === 0) return Promise.resolve([]);
+    const bad = cmds.find(([, a]) => /[\r\n\0]/.test(a));
+    if (bad) return Promise.reject(new AgentError(bad[0], 'EINVAL', `${bad[0]} argument contains a line break or NUL`));
+    if (this.exited) return Promise.reject(new AgentExitedError(this.exited, this.diagnostics));
+    const replies = cmds.map(
+      ([verb]) =>
+        new Promise<{ text: string; info: string[] }>((resolve, reject) => this.pending.push({ verb, info: [], resolve, reject })),
+    );
+    this.channel.stdin.write(text ?? cmds.map(([verb, arg]) => `${verb} ${arg}\n`).join(''));
+    return Promise.all(replies.map((p) => p.catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))))));
+  }
+
   private onStderr(line: string): void {
     const prefix = `${this.nonce} `;
     if (!line.startsWith(prefix)) {
@@ -312,6 +386,11 @@ export class TracefsAgent {
       head.reject(new AgentError(verb, code, describeAgentError(verb, code, msg, head.info), head.info));
     }
   }
+}
+
+function asAgentError(e: Error): AgentError {
+  if (e instanceof AgentError) return e;
+  throw e; // the agent exited: not a verdict on this one command
 }
 
 /**

@@ -101,7 +101,7 @@ export class HitParser {
       onLost?: (cpu: number, count: number) => void;
     },
   ) {
-    for (const e of opts.events) this.schemas.set(e.event, e);
+    this.addEvents(opts.events);
     const s = opts.sentinel;
     if (s) {
       this.value = `=${s.printed}`;
@@ -110,6 +110,11 @@ export class HitParser {
       this.openTok = ` ${open}${this.value}`;
       this.openShort = `${open}=`;
     }
+  }
+
+  /** Events defined after the parser was made (probes added to a running session). */
+  addEvents(events: readonly EventSchema[]): void {
+    for (const e of events) this.schemas.set(e.event, e);
   }
 
   push(line: string): void {

@@ -111,3 +111,50 @@ export function setProbeEnabled(set: ProbeSet, bin: string, spec: string, enable
 export function enabledSpecs(set: ProbeSet, bin: string): string[] {
   return (set.binaries[bin] ?? []).filter((e) => e.enabled).map((e) => e.spec);
 }
+
+/** What a running session has defined for one spec. */
+export interface LiveSpecState {
+  spec: string;
+  enabled: boolean;
+}
+
+/** The in-place edits that turn a session's probes into the set's entries for its binary. */
+export interface EditPlan {
+  add: string[];
+  remove: string[];
+  enable: string[];
+  disable: string[];
+}
+
+/**
+ * Compares what a session has defined (`live`) with the set's entries for its binary (`wanted`): specs gone
+ * from the set are removed, new enabled ones added, toggled ones enabled or disabled; a disabled spec that
+ * was never defined stays so. `refused` specs (the compiler or kernel said no and nothing changed since) are
+ * not tried again.
+ */
+export function planEdits(
+  live: readonly LiveSpecState[],
+  wanted: readonly ProbeSetEntry[],
+  refused: ReadonlySet<string> = new Set(),
+): EditPlan {
+  const plan: EditPlan = { add: [], remove: [], enable: [], disable: [] };
+  const liveBySpec = new Map(live.map((l) => [l.spec, l]));
+  const wantedSpecs = new Set(wanted.map((w) => w.spec));
+  for (const l of live) if (!wantedSpecs.has(l.spec)) plan.remove.push(l.spec);
+  for (const w of wanted) {
+    const l = liveBySpec.get(w.spec);
+    if (!l) {
+      if (w.enabled && !refused.has(w.spec) && !plan.add.includes(w.spec)) plan.add.push(w.spec);
+    } else if (w.enabled && !l.enabled) plan.enable.push(w.spec);
+    else if (!w.enabled && l.enabled) plan.disable.push(w.spec);
+  }
+  return plan;
+}
+
+/** Binaries whose entries differ between two sets (a hand edit or a checkout of the file touches only those). */
+export function changedBinaries(before: ProbeSet, after: ProbeSet): string[] {
+  const keys = new Set([...Object.keys(before.binaries), ...Object.keys(after.binaries)]);
+  const same = (a: ProbeSetEntry[] = [], b: ProbeSetEntry[] = []) =>
+    a.length === b.length && a.every((e, i) => e.spec === b[i].spec && e.enabled === b[i].enabled);
+  return [...keys].filter((k) => !same(before.binaries[k], after.binaries[k])).sort();
+}

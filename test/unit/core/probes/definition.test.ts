@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatDefinition, uniqueEventName, DefinitionError } from '../../../../src/core/probes/definition';
+import { bindGroup, formatDefinition, uniqueEventName, DefinitionError, UNBOUND_GROUP } from '../../../../src/core/probes/definition';
 
 const group = 'probelens_1234_ab12';
 
@@ -64,4 +64,21 @@ test('event names are C identifiers of at most 63 characters, unique with a nume
   const long2 = uniqueEventName('x'.repeat(100), used);
   assert.equal(long2.length, 63);
   assert.ok(long2.endsWith('_2'));
+});
+
+test('compiled before any agent runs, a definition is bound to the session group when sent', () => {
+  const unbound = formatDefinition({
+    kind: 'r',
+    group: UNBOUND_GROUP,
+    event: 'f_return',
+    path: '/opt/a:b/x'.replace(':', '_'),
+    offset: 0x10n,
+    args: [{ name: 'v', fetch: '$retval', type: 's64' }],
+  });
+  assert.equal(unbound, 'r:probelens_unbound/f_return /opt/a_b/x:0x10 v=$retval:s64');
+  assert.equal(bindGroup(unbound, group), 'r:probelens_1234_ab12/f_return /opt/a_b/x:0x10 v=$retval:s64');
+  // Only a real session group is accepted, and only a definition's own group prefix is replaced.
+  assert.throws(() => bindGroup(unbound, 'other/x'), DefinitionError);
+  assert.throws(() => bindGroup(unbound, UNBOUND_GROUP), DefinitionError);
+  assert.throws(() => bindGroup('-:probelens_unbound/f', group), DefinitionError);
 });

@@ -1,0 +1,23 @@
+// Each target's kernel capabilities (the agent's reading of tracefs README and files), remembered in memory per
+// target once a session has started there, so later sessions and edits compile before any agent runs.
+import type { CompileOptions } from '../probes/compiler';
+import type { Target } from '../target/target';
+
+const known = new Map<string, ReadonlySet<string>>();
+
+/** A target is identified by its description (user, host, port and jump hosts for SSH; "local" here). */
+const keyOf = (target: Target) => `${target.host}\0${target.describe()}`;
+
+export function knownCaps(target: Target): ReadonlySet<string> | undefined {
+  return known.get(keyOf(target));
+}
+
+export function rememberCaps(target: Target, caps: ReadonlySet<string>): void {
+  known.set(keyOf(target), new Set(caps));
+}
+
+/** The compiler options that depend on the target's kernel. */
+export function compileOptionsFor(caps: ReadonlySet<string>): Pick<CompileOptions, 'refCtrOffset'> {
+  // The agent lists `ref_ctr` when README documents uprobe reference counters (Linux 4.20+).
+  return { refCtrOffset: caps.has('ref_ctr') };
+}
