@@ -248,6 +248,21 @@ async function build(name: CorpusName): Promise<CorpusProject> {
   return { name, version: m.version, srcDir: m.srcDir, binaries: m.binaries };
 }
 
+/**
+ * A corpus binary already built (any cached version, newest manifest first), without fetching or building:
+ * for benchmarks that use the corpus when it is there.
+ */
+export function builtCorpusBinary(name: CorpusName, binary: string): string | undefined {
+  const root = corpusCacheRoot();
+  if (!existsSync(root)) return undefined;
+  const manifests = readdirSync(root)
+    .filter((f) => f.startsWith(`${name}-`) && f.endsWith('.json'))
+    .map((f) => JSON.parse(readFileSync(join(root, f), 'utf8')) as Manifest)
+    .filter((m) => m.name === name && m.binaries[binary] && existsSync(m.binaries[binary]))
+    .sort((a, b) => b.version.localeCompare(a.version, 'en', { numeric: true }));
+  return manifests[0]?.binaries[binary];
+}
+
 const memo = new Map<CorpusName, Promise<CorpusProject>>();
 
 /**
