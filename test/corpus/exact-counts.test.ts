@@ -91,6 +91,8 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
       onHit: (h) => received.push(h),
     });
     const specOf = new Map(session.probes.map((pr) => [pr.event, pr.spec]));
+    // Each armed event is one site of its function (the compiled probe says which), and each hit names it too.
+    const siteKindOf = new Map(session.probes.map((pr) => [pr.event, (pr as { site?: { kind?: string } }).site?.kind]));
     const a = await redis.snapshot();
     await redis.workload(REQUESTS);
     const b = await redis.snapshot();
@@ -111,7 +113,7 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
       if (us <= a.endUs || us >= b.startUs) continue;
       const spec = specOf.get(h.probe) ?? h.probe;
       got.set(spec, (got.get(spec) ?? 0) + 1);
-      const kind = (h as Hit & { site?: { kind?: string } }).site?.kind;
+      const kind = (h as Hit & { site?: { kind?: string } }).site?.kind ?? siteKindOf.get(h.probe);
       if (kind) kindsRan.add(kind);
     }
     const mismatches = chosen

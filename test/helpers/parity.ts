@@ -236,7 +236,8 @@ export function placementViolations(facts: ElfFacts, fns: FunctionJson[]): strin
       if (at && /\.cold(\.\d+)?$/.test(at.name)) bad.push(`${f.name}: entry ${s.address} is inside ${at.name}`);
       const named = facts.byName.get(f.linkageName) ?? facts.byName.get(f.name);
       if (named && !named.some((n) => n.address === addr)) {
-        bad.push(`${f.name}: entry ${s.address}, symbol ${named.map((n) => `0x${n.address.toString(16)}`).join('/')}`);
+        const there = at ? ` (in ${at.name})` : '';
+        bad.push(`${f.name}: entry ${s.address}${there}, its symbol at ${named.map((n) => `0x${n.address.toString(16)}`).join('/')}`);
       }
       const key = `${f.name}@${s.address}`;
       const where = `${f.file}:${f.line}`;
