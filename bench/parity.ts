@@ -58,6 +58,7 @@ async function one(project: CorpusName, name: string): Promise<Row> {
     const sites = byName.get(n)!.flatMap((f) => f.sites ?? []);
     if ('error' in ans) {
       if (sites.length === 0) skip('no code (both agree)');
+      else if (!byName.get(n)!.some((f) => f.file)) skip('no DWARF (perf probes only functions with debug info)');
       else {
         skip('perf probe failed');
         console.log(`${name}\t${n}\tperf-failed\t${ans.error}`);

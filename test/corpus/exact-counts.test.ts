@@ -65,7 +65,8 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
       const syms = facts.byName.get(n) ?? [];
       return syms.length > 0 && syms.every((s) => after.addresses.has(s.address)) && (siteCount.get(n) ?? 0) <= 128;
     });
-    const rank = (n: string) => -[...(sitesOf.get(n) ?? [])].filter((k) => k !== 'entry').length;
+    const weight: Record<SiteKind, number> = { part: 4, clone: 4, inlined: 1, entry: 0 };
+    const rank = (n: string) => -[...(sitesOf.get(n) ?? [])].reduce((w, k) => w + weight[k], 0);
     candidates.sort((a, b) => rank(a) - rank(b) || called.get(a)! - called.get(b)! || a.localeCompare(b));
     const chosen: string[] = [];
     let hits = 0;
