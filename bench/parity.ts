@@ -49,6 +49,11 @@ async function one(project: CorpusName, name: string): Promise<Row> {
   }
   const names = [...byName.keys()].sort().filter((n) => {
     const k = byName.get(n)!.reduce((s, f) => s + (f.sites?.length ?? 0), 0);
+    // perf probes only functions with debug info; asking it about others fails whole batches.
+    if (!byName.get(n)!.some((f) => f.file)) {
+      skip(k ? 'no DWARF (perf probes only functions with debug info)' : 'no code (both agree)');
+      return false;
+    }
     if (k > 128) skip('more than 128 sites (perf probe refuses)');
     return k <= 128;
   });
@@ -58,7 +63,6 @@ async function one(project: CorpusName, name: string): Promise<Row> {
     const sites = byName.get(n)!.flatMap((f) => f.sites ?? []);
     if ('error' in ans) {
       if (sites.length === 0) skip('no code (both agree)');
-      else if (!byName.get(n)!.some((f) => f.file)) skip('no DWARF (perf probes only functions with debug info)');
       else {
         skip('perf probe failed');
         console.log(`${name}\t${n}\tperf-failed\t${ans.error}`);
