@@ -1,5 +1,5 @@
 // npm run bench:attach -- [BIN] [--runs N]
-// Arms 100 functions of a real project (postgres, built by bench/build-real-projects.sh; the many-O2 fixture when
+// Arms 100 functions of a real project (the corpus's postgres, bench/build-real-projects.sh; the many-O2 fixture when
 // it is absent) with `probelens trace` through a throwaway sshd on 127.0.0.1, timed from command start to the CLI's
 // "tracing 100 probes" line (index from its cache, SSH login, agent start, build-id check, 100 definitions written,
 // the group enabled), beside `perf probe -x BIN --add` of the same 100 (then `perf probe -d`). Goal: under 1 s.
@@ -7,20 +7,17 @@
 // Then in-process figures (bench/attachLive.ts): defining the 100 pipelined beside one round trip each, and
 // adding 1 probe to a session with 100 armed while they are called (time to armed, hits lost on the 100).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { loadIndex } from '../src/core/index/load';
+import { builtCorpusBinary } from '../test/helpers/corpus';
 import { fixture } from '../test/helpers/fixtures';
 import { benchDefine, benchLiveAdd } from './attachLive';
 import { benchSshd, bundleCli, median, spawnWatched, table, waitExit } from './engineCommon';
 
 function realProject(): string | undefined {
-  const root = join(process.env.XDG_CACHE_HOME || join(process.env.HOME ?? '/root', '.cache'), 'probelens-bench');
-  const pg = spawnSync('sh', ['-c', `ls -d ${root}/postgresql-15-*/src/backend/postgres 2>/dev/null | head -1`], {
-    encoding: 'utf8',
-  }).stdout.trim();
-  return pg && existsSync(pg) ? pg : undefined;
+  return builtCorpusBinary('postgres', 'postgres');
 }
 
 /** Functions both tools can probe by name: one definition each (unique, external, with code), spread evenly. */

@@ -1,12 +1,13 @@
 // npm run bench:index -- [BIN…]
 // Cold full index (in a fresh process: time and peak RSS), in-process cache load, and beside them gdb's
 // `info functions ^main$` and `readelf --debug-dump=decodedline` on the same binary, with ratios.
-// Without arguments: a few fixtures and any real projects bench/build-real-projects.sh has built.
+// Without arguments: a few fixtures and the corpus's postgres if it is built (bench/build-real-projects.sh).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, statSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadIndex } from '../src/core/index/load';
+import { builtCorpusBinary } from '../test/helpers/corpus';
 import { fixture, type FixtureName } from '../test/helpers/fixtures';
 
 const CHILD = resolve(__dirname, 'index-cold.ts');
@@ -26,11 +27,8 @@ function median(xs: number[]): number {
 async function defaultBinaries(): Promise<string[]> {
   const out: string[] = [];
   for (const n of ['calls-O2', 'cpp-O2', 'go', 'rust-O2'] as FixtureName[]) out.push((await fixture(n)).path);
-  const real = join(process.env.XDG_CACHE_HOME || join(process.env.HOME ?? '/root', '.cache'), 'probelens-bench');
-  const pg = spawnSync('sh', ['-c', `ls -d ${real}/postgresql-15-*/src/backend/postgres 2>/dev/null | head -1`], {
-    encoding: 'utf8',
-  }).stdout.trim();
-  if (pg && existsSync(pg)) out.push(pg);
+  const pg = builtCorpusBinary('postgres', 'postgres');
+  if (pg) out.push(pg);
   return out;
 }
 
@@ -76,7 +74,7 @@ async function main(): Promise<void> {
     const gdb = median([0, 1, 2].map(() => timeCommand('gdb', ['-nx', '-batch', '-ex', 'info functions ^main$', bin])));
     const readelf = median([0, 1, 2].map(() => timeCommand('sh', ['-c', 'readelf --debug-dump=decodedline "$1" >/dev/null', 'sh', bin])));
     rows.push([
-      bin.replace(/^.*\/(probelens-test\/fixtures|probelens-bench)\//, ''),
+      bin.replace(/^.*\/probelens-test\/(fixtures|corpus)\//, ''),
       `${(statSync(bin).size / 1048576).toFixed(1)} MiB`,
       String(c.functions),
       String(c.rows),

@@ -12,7 +12,7 @@ const argv = process.argv.slice(2);
 const dash = argv.indexOf('--');
 const tiers = dash < 0 ? argv : argv.slice(0, dash);
 const extra = dash < 0 ? [] : argv.slice(dash + 1);
-const known = ['unit', 'integration', 'e2e'];
+const known = ['unit', 'integration', 'corpus', 'e2e'];
 if (tiers.length === 0 || tiers.some((t) => !known.includes(t))) {
   console.error(`usage: node test/run.mjs ${known.join('|')}… [-- node-test-args]`);
   process.exit(2);
@@ -28,8 +28,8 @@ function listTests(dir) {
   return out;
 }
 
-// Tiers that touch global kernel state (tracefs) or one code-server run serially.
-const concurrency = { unit: String(Math.max(2, (await import('node:os')).cpus().length)), integration: '1', e2e: '1' };
+// Tiers that touch global kernel state (tracefs), build real programs or drive one code-server run serially.
+const concurrency = { unit: String(Math.max(2, (await import('node:os')).cpus().length)), integration: '1', corpus: '1', e2e: '1' };
 let status = 0;
 for (const tier of tiers) {
   const files = listTests(join(root, 'test', tier)).map((f) => relative(root, f));

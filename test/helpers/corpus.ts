@@ -5,7 +5,8 @@
 // The build is in-tree and the tree's absolute path is baked into the DWARF (DW_AT_comp_dir), so a tree cannot
 // be built elsewhere and renamed into place as the fixtures are. Instead a build happens in its final directory
 // under a lock, and only a manifest (<name>-<version>.json, written by atomic rename as the last step) marks it
-// complete; a directory without a manifest is a dead build's leftover and is built again from scratch.
+// complete; a directory without a manifest is an interrupted build, resumed by make (or, failing that, redone
+// from a clean copy of the sources).
 //
 // CLI (a CI stage): node --import tsx test/helpers/corpus.ts --all | NAME…
 import { execFile } from 'node:child_process';
@@ -219,11 +220,26 @@ async function build(name: CorpusName): Promise<CorpusProject> {
       if (done) return done;
       const t0 = Date.now();
       rmSync(manifestFile, { force: true });
-      rmSync(dir, { recursive: true, force: true });
-      if (tree) cpSync(tree, dir, { recursive: true, verbatimSymlinks: true });
-      else mkdirSync(dir, { recursive: true });
+      const fresh = () => {
+        rmSync(dir, { recursive: true, force: true });
+        if (tree) cpSync(tree, dir, { recursive: true, verbatimSymlinks: true });
+        else mkdirSync(dir, { recursive: true });
+        writeFileSync(log, '');
+      };
       const log = join(dir, '.probelens-build.log');
-      await recipe.build(dir, runner(name, log));
+      if (existsSync(join(dir, '.probelens-build.log'))) {
+        // An interrupted build of this very version: make resumes where it stopped (it deletes the target it
+        // was writing when signalled); if that fails, start again from a clean copy.
+        try {
+          await recipe.build(dir, runner(name, log));
+        } catch {
+          fresh();
+          await recipe.build(dir, runner(name, log));
+        }
+      } else {
+        fresh();
+        await recipe.build(dir, runner(name, log));
+      }
       const srcDir = tree ? dir : (await capture('go', ['env', 'GOROOT'])).trim();
       const binaries: Record<string, string> = {};
       for (const [b, rel] of Object.entries(recipe.binaries)) {
@@ -246,6 +262,21 @@ async function build(name: CorpusName): Promise<CorpusProject> {
     });
   }
   return { name, version: m.version, srcDir: m.srcDir, binaries: m.binaries };
+}
+
+/**
+ * A corpus binary already built (any cached version, newest manifest first), without fetching or building:
+ * for benchmarks that use the corpus when it is there.
+ */
+export function builtCorpusBinary(name: CorpusName, binary: string): string | undefined {
+  const root = corpusCacheRoot();
+  if (!existsSync(root)) return undefined;
+  const manifests = readdirSync(root)
+    .filter((f) => f.startsWith(`${name}-`) && f.endsWith('.json'))
+    .map((f) => JSON.parse(readFileSync(join(root, f), 'utf8')) as Manifest)
+    .filter((m) => m.name === name && m.binaries[binary] && existsSync(m.binaries[binary]))
+    .sort((a, b) => b.version.localeCompare(a.version, 'en', { numeric: true }));
+  return manifests[0]?.binaries[binary];
 }
 
 const memo = new Map<CorpusName, Promise<CorpusProject>>();

@@ -29,15 +29,18 @@ export const COUNT_RUNTIME = join(REPO, 'test', 'corpus', 'runtime', 'count-call
 
 // Two jobs: the machines have two cores, shared with other work.
 const JOBS = '-j2';
+const REDIS_MAKE = ['MALLOC=libc'];
 
 export const CORPUS_RECIPES: Record<CorpusName, CorpusRecipe> = {
   redis: {
     aptSource: 'redis',
     revision: 1,
     aptBuildDeps: ['make', 'pkg-config'],
-    why: 'C, -O2 -g by its own Makefile (bundled jemalloc, lua, hiredis): .cold splits, .part/.isra/.constprop clones, thousands of inlined copies, same-name statics',
-    // The Makefile's defaults are what redis ships: OPTIMIZATION=-O2, DEBUG=-g -ggdb, jemalloc.
-    build: (dir, run) => run('make', [JOBS], { cwd: dir }),
+    why: 'C, -O2 -g by its own Makefile (bundled lua and hiredis, libc malloc): .cold splits, .part/.isra/.constprop clones, thousands of inlined copies, same-name statics',
+    // The Makefile's defaults (OPTIMIZATION=-O2, DEBUG=-g -ggdb) but MALLOC=libc: Debian's patch adding
+    // USE_SYSTEM_JEMALLOC tests `#if USE_SYSTEM_JEMALLOC == yes`, which is true when neither name is defined, so
+    // the bundled-jemalloc build no longer links (undefined mallocx); libc malloc also spares the jemalloc build.
+    build: (dir, run) => run('make', [JOBS, ...REDIS_MAKE], { cwd: dir }),
     binaries: {
       'redis-server': 'src/redis-server',
       'redis-cli': 'src/redis-cli',
@@ -53,8 +56,8 @@ export const CORPUS_RECIPES: Record<CorpusName, CorpusRecipe> = {
       const obj = join(dir, 'probelens-count-calls.o');
       await run('gcc', ['-O2', '-g', '-Wall', '-c', COUNT_RUNTIME, '-o', obj], { cwd: dir });
       // REDIS_CFLAGS/REDIS_LDFLAGS reach redis's own code only (the Makefile's documented hook, used by its
-      // `gcov` target), so the bundled jemalloc the runtime never calls stays uninstrumented.
-      await run('make', [JOBS, 'REDIS_CFLAGS=-finstrument-functions', `REDIS_LDFLAGS=${obj}`], { cwd: dir });
+      // `gcov` target), so the bundled lua and hiredis stay uninstrumented.
+      await run('make', [JOBS, ...REDIS_MAKE, 'REDIS_CFLAGS=-finstrument-functions', `REDIS_LDFLAGS=${obj}`], { cwd: dir });
     },
     binaries: {
       'redis-server': 'src/redis-server',

@@ -1,0 +1,111 @@
+// npm run bench:parity -- [redis-server|postgres|…]
+// Every function of every corpus binary placed by ProbeLens (`functions --json` sites) beside `perf probe -D`
+// (perf 6.1, a dry run), every difference listed with its reason category, then the README's table.
+// Builds the corpus first if needed (test/helpers/corpus.ts). Not part of .ci/run: a full run takes a while.
+import { corpusProject, type CorpusName } from '../test/helpers/corpus';
+import { compareSites, elfFacts, perfCannotParse, perfPlacement, probelensFunctions, type FunctionJson } from '../test/helpers/parity';
+
+const BINARIES: Array<[CorpusName, string]> = [
+  ['redis', 'redis-server'],
+  ['postgres', 'postgres'],
+  ['postgres', 'libpq.so'],
+  ['ninja', 'ninja'],
+  ['gofmt', 'gofmt'],
+];
+
+interface Row {
+  binary: string;
+  functions: number;
+  sites: number;
+  compared: number;
+  agree: number;
+  notCompared: Record<string, number>;
+  differences: Record<string, number>;
+}
+
+async function one(project: CorpusName, name: string): Promise<Row> {
+  const p = await corpusProject(project);
+  const bin = p.binaries[name];
+  const [facts, listed] = await Promise.all([elfFacts(bin), probelensFunctions(bin)]);
+  // Before the sites model, a function was its one `address`: measured as a single entry site.
+  const before = !listed.some((f) => f.sites);
+  const fns = before
+    ? listed.map((f) => ({ ...f, sites: f.address && f.probeable ? [{ kind: 'entry' as const, address: f.address }] : [] }))
+    : listed;
+  const row: Row = {
+    binary: `${name} (${project} ${p.version})${before ? ', one address per function (no sites model)' : ''}`,
+    functions: fns.length,
+    sites: fns.reduce((n, f) => n + (f.sites?.length ?? 0), 0),
+    compared: 0,
+    agree: 0,
+    notCompared: {},
+    differences: {},
+  };
+  const skip = (why: string) => (row.notCompared[why] = (row.notCompared[why] ?? 0) + 1);
+  const byName = new Map<string, FunctionJson[]>();
+  for (const f of fns) {
+    if (perfCannotParse(f)) skip('perf cannot parse the name (C++ ns::f, Go pkg.F)');
+    else byName.set(f.name, [...(byName.get(f.name) ?? []), f]);
+  }
+  const names = [...byName.keys()].sort().filter((n) => {
+    const k = byName.get(n)!.reduce((s, f) => s + (f.sites?.length ?? 0), 0);
+    // perf probes only functions with debug info; asking it about others fails whole batches.
+    if (!byName.get(n)!.some((f) => f.file)) {
+      skip(k ? 'no DWARF (perf probes only functions with debug info)' : 'no code (both agree)');
+      return false;
+    }
+    if (k > 128) skip('more than 128 sites (perf probe refuses)');
+    return k <= 128;
+  });
+  const perf = await perfPlacement(bin, names, 200);
+  for (const n of names) {
+    const ans = perf.get(n)!;
+    const sites = byName.get(n)!.flatMap((f) => f.sites ?? []);
+    if ('error' in ans) {
+      if (sites.length === 0) skip('no code (both agree)');
+      else {
+        skip('perf probe failed');
+        console.log(`${name}\t${n}\tperf-failed\t${ans.error}`);
+      }
+      continue;
+    }
+    row.compared++;
+    const diffs = compareSites(facts, sites, ans.offsets);
+    if (diffs.length === 0) row.agree++;
+    for (const d of diffs) {
+      row.differences[d.reason] = (row.differences[d.reason] ?? 0) + 1;
+      console.log(`${name}\t${n}\t${d.reason}\t${d.side} 0x${d.fileOffset.toString(16)} in ${d.symbol}`);
+    }
+  }
+  return row;
+}
+
+async function main(): Promise<void> {
+  const only = process.argv.slice(2);
+  const rows: Row[] = [];
+  for (const [project, name] of BINARIES) {
+    if (only.length && !only.includes(name)) continue;
+    const t0 = Date.now();
+    rows.push(await one(project, name));
+    console.error(`${name}: ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  }
+  const fmt = (r: Record<string, number>) =>
+    Object.entries(r)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => `${k} ${v.toLocaleString('en')}`)
+      .join('; ') || '—';
+  console.log('\n| corpus binary | functions | sites | compared with perf probe | agreement | differences by reason | not compared |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const r of rows) {
+    const pct = r.compared ? ((100 * r.agree) / r.compared).toFixed(1) : '—';
+    console.log(
+      `| ${r.binary} | ${r.functions.toLocaleString('en')} | ${r.sites.toLocaleString('en')} | ${r.compared.toLocaleString('en')} | ` +
+        `${r.agree.toLocaleString('en')} (${pct}%) | ${fmt(r.differences)} | ${fmt(r.notCompared)} |`,
+    );
+  }
+}
+
+main().catch((e: Error) => {
+  console.error(e.message);
+  process.exit(1);
+});

@@ -1,0 +1,138 @@
+// Exact counts on a real program: redis built with -finstrument-functions counts every call of every function
+// itself (inlined copies included), and a probe on a function must see exactly those calls, from all its sites.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadIndex } from '../../src/core/index/load';
+import { TraceSession } from '../../src/core/session/traceSession';
+import { LocalTarget } from '../../src/core/target/local';
+import type { Hit } from '../../src/core/tracefs/hitParser';
+import { corpusProjectOrSkip } from '../helpers/corpus';
+import { elfFacts, probelensFunctions, SITES_MISSING, type SiteKind } from '../helpers/parity';
+import { requireTracefs } from '../helpers/tracefs';
+import { CountingRedis, delta } from './redisCounts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const REQUESTS = 200;
+// Bounds that keep the stream loss-free and teardown short (≈45 ms of kernel time per armed event).
+const MAX_HITS = 150_000;
+const MAX_SITES = 900;
+const KINDS: SiteKind[] = ['entry', 'clone', 'part', 'inlined'];
+
+test('instrumented redis under redis-benchmark: received hits equal the program’s own call counts, exactly', async (t) => {
+  if (!requireTracefs(t)) return;
+  const p = await corpusProjectOrSkip(t, 'redis-instrumented');
+  if (!p) return;
+  // A private copy: uprobes sit on the inode, so nobody else's redis run hits our probes (or theirs ours).
+  const dir = mkdtempSync(join(tmpdir(), 'probelens-corpus-counts-'));
+  const server = join(dir, 'redis-server');
+  copyFileSync(p.binaries['redis-server'], server);
+  const facts = await elfFacts(server);
+  const fns = await probelensFunctions(server);
+  assert.ok(
+    fns.some((f) => f.sites),
+    SITES_MISSING,
+  );
+  const sitesOf = new Map<string, Set<SiteKind>>();
+  const siteCount = new Map<string, number>();
+  for (const f of fns) {
+    for (const s of f.sites ?? []) sitesOf.set(f.name, (sitesOf.get(f.name) ?? new Set()).add(s.kind));
+    siteCount.set(f.name, (siteCount.get(f.name) ?? 0) + (f.sites?.length ?? 0));
+  }
+
+  const redis = await CountingRedis.start({ server, cli: p.binaries['redis-cli'], benchmark: p.binaries['redis-benchmark'], dir, facts });
+  let session: TraceSession | undefined;
+  try {
+    // 1. The program alone: what it calls while idle (timers: serverCron at hz 10, …), then what the workload calls.
+    const idle0 = await redis.snapshot();
+    let idle1 = await redis.snapshot();
+    while ((delta(idle0, idle1).get('serverCron') ?? 0) < 20) {
+      await sleep(200);
+      idle1 = await redis.snapshot();
+    }
+    const idle = new Set(delta(idle0, idle1).keys());
+    await redis.workload(REQUESTS);
+    const after = await redis.snapshot();
+    const called = delta(idle1, after);
+
+    // Functions the workload calls and the idle program does not, whose every same-name definition counts itself
+    // (deps/ are built without -finstrument-functions), at most 128 sites each; those with sites of the rarer kinds
+    // first, so every kind is represented.
+    const candidates = [...called.keys()].filter((n) => {
+      if (idle.has(n) || n.startsWith('?') || !sitesOf.has(n)) return false;
+      const syms = facts.byName.get(n) ?? [];
+      return syms.length > 0 && syms.every((s) => after.addresses.has(s.address)) && (siteCount.get(n) ?? 0) <= 128;
+    });
+    const weight: Record<SiteKind, number> = { part: 4, clone: 4, inlined: 1, entry: 0 };
+    const rank = (n: string) => -[...(sitesOf.get(n) ?? [])].reduce((w, k) => w + weight[k], 0);
+    candidates.sort((a, b) => rank(a) - rank(b) || called.get(a)! - called.get(b)! || a.localeCompare(b));
+    const chosen: string[] = [];
+    let hits = 0;
+    let sites = 0;
+    for (const n of candidates) {
+      if (hits + called.get(n)! > MAX_HITS || sites + siteCount.get(n)! > MAX_SITES) continue;
+      chosen.push(n);
+      hits += called.get(n)!;
+      sites += siteCount.get(n)!;
+    }
+    t.diagnostic(`${candidates.length} candidate functions; tracing ${chosen.length} (${sites} sites, ≈${hits} hits)`);
+    assert.ok(chosen.length >= 200, `at least 200 functions to compare (${chosen.length} qualify)`);
+
+    // 2. The same workload traced: all chosen functions armed at all their sites.
+    const received: Hit[] = [];
+    const { index } = await loadIndex(server, { noCache: true });
+    session = await TraceSession.start({
+      target: new LocalTarget(),
+      index,
+      specs: chosen,
+      pid: redis.proc.pid,
+      bufferKb: 16384,
+      onHit: (h) => received.push(h),
+    });
+    const specOf = new Map(session.probes.map((pr) => [pr.event, pr.spec]));
+    // Each armed event is one site of its function (the compiled probe says which), and each hit names it too.
+    const siteKindOf = new Map(session.probes.map((pr) => [pr.event, (pr as { site?: { kind?: string } }).site?.kind]));
+    const a = await redis.snapshot();
+    await redis.workload(REQUESTS);
+    const b = await redis.snapshot();
+    const expected = delta(a, b);
+    // The stream lags the program: wait until it has delivered everything the kernel counted.
+    for (let last = -1, i = 0; i < 120 && received.length !== last; i++) {
+      last = received.length;
+      await sleep(500);
+    }
+    const summary = await session.stop();
+    session = undefined;
+    assert.equal(summary.lost, 0, `lost ${summary.lost} events: the comparison needs every hit`);
+
+    const got = new Map<string, number>();
+    const kindsRan = new Set<string>();
+    for (const h of received) {
+      const us = Math.round(h.ts * 1e6);
+      if (us <= a.endUs || us >= b.startUs) continue;
+      const spec = specOf.get(h.probe) ?? h.probe;
+      got.set(spec, (got.get(spec) ?? 0) + 1);
+      const kind = (h as Hit & { site?: { kind?: string } }).site?.kind ?? siteKindOf.get(h.probe);
+      if (kind) kindsRan.add(kind);
+    }
+    const mismatches = chosen
+      .filter((n) => (got.get(n) ?? 0) !== (expected.get(n) ?? 0))
+      .map(
+        (n) => `${n}: received ${got.get(n) ?? 0}, the program counted ${expected.get(n) ?? 0} (sites: ${[...sitesOf.get(n)!].join(',')})`,
+      );
+    t.diagnostic(`${chosen.length - mismatches.length} of ${chosen.length} functions counted exactly`);
+    assert.equal(a.overflow + b.overflow, 0, 'the counting runtime had room for every function');
+    assert.deepEqual(mismatches.length, 0, `${mismatches.length} function(s) differ:\n  ${mismatches.slice(0, 60).join('\n  ')}`);
+    assert.deepEqual(
+      KINDS.filter((k) => !kindsRan.has(k)),
+      [],
+      'every kind of site is represented by a site that ran',
+    );
+  } finally {
+    if (session) await session.stop().catch(() => undefined);
+    redis.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

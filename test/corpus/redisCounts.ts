@@ -1,0 +1,156 @@
+// The instrumented redis of the corpus as an oracle: a running redis-server whose counting runtime
+// (test/corpus/runtime/count-calls.c) writes per-function call counts on SIGUSR2, and the workload that drives it.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { ElfFacts } from '../helpers/parity';
+
+const execFileP = promisify(execFile);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface Snapshot {
+  n: number;
+  /** CLOCK_MONOTONIC at the snapshot's start and end, in microseconds (the trace clock's resolution). */
+  startUs: number;
+  endUs: number;
+  /** Calls counted per function name (same-name functions summed, as a spec `NAME` arms them all). */
+  counts: Map<string, number>;
+  /** Every function address (ELF addresses) the runtime has seen called. */
+  addresses: Set<bigint>;
+  overflow: number;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
+  });
+}
+
+export class CountingRedis {
+  private snapshots = 0;
+  private constructor(
+    readonly proc: ChildProcess,
+    readonly port: number,
+    private readonly countsPath: string,
+    private readonly names: Map<bigint, string>,
+    private readonly cli: string,
+    private readonly benchmark: string,
+  ) {}
+
+  /** Starts `server` (a private copy of the instrumented redis-server) and waits until it answers PING. */
+  static async start(opts: { server: string; cli: string; benchmark: string; dir: string; facts: ElfFacts }): Promise<CountingRedis> {
+    const port = await freePort();
+    const countsPath = join(opts.dir, 'counts');
+    const proc = spawn(
+      opts.server,
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        opts.dir,
+        '--logfile',
+        join(opts.dir, 'redis.log'),
+      ],
+      { env: { ...process.env, PROBELENS_COUNTS: countsPath }, stdio: 'ignore' },
+    );
+    const names = new Map<bigint, string>();
+    for (const s of opts.facts.funcs) if (!names.has(s.address)) names.set(s.address, s.name);
+    const r = new CountingRedis(proc, port, countsPath, names, opts.cli, opts.benchmark);
+    // Bounded wait for the listener (a hang guard, not a measurement).
+    for (let i = 0; ; i++) {
+      if (proc.exitCode !== null) throw new Error(`redis-server exited with ${proc.exitCode} (log: ${join(opts.dir, 'redis.log')})`);
+      try {
+        if ((await r.cliCommand('PING')).trim() === 'PONG') return r;
+      } catch {
+        /* not listening yet */
+      }
+      if (i > 300) throw new Error('redis-server did not answer PING within 30 s');
+      await sleep(100);
+    }
+  }
+
+  async cliCommand(...args: string[]): Promise<string> {
+    return (await execFileP(this.cli, ['-h', '127.0.0.1', '-p', String(this.port), ...args])).stdout;
+  }
+
+  /** Runs redis-benchmark against the server (a fixed, deterministic request mix). */
+  async workload(requests: number): Promise<void> {
+    await execFileP(
+      this.benchmark,
+      [
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(this.port),
+        '-n',
+        String(requests),
+        '-c',
+        '2',
+        '-q',
+        '-t',
+        'ping,set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,lrange_100,mset',
+      ],
+      { maxBuffer: 16 << 20 },
+    );
+  }
+
+  /** Asks the program for its counts and waits until it has written them. */
+  async snapshot(): Promise<Snapshot> {
+    const n = ++this.snapshots;
+    const file = `${this.countsPath}.${n}`;
+    this.proc.kill('SIGUSR2');
+    for (let i = 0; !existsSync(file); i++) {
+      if (this.proc.exitCode !== null) throw new Error('redis-server exited before writing its counts');
+      if (i > 1000) throw new Error(`no counts snapshot ${file} after 20 s`);
+      await sleep(20);
+    }
+    const counts = new Map<string, number>();
+    const addresses = new Set<bigint>();
+    let head: string[] = [];
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      if (line.startsWith('snapshot ')) head = line.split(' ');
+      else if (line) {
+        const [off, c] = line.split(' ');
+        addresses.add(BigInt(`0x${off}`));
+        const name = this.names.get(BigInt(`0x${off}`)) ?? `?0x${off}`;
+        counts.set(name, (counts.get(name) ?? 0) + Number(c));
+      }
+    }
+    if (head.length !== 5) throw new Error(`counts snapshot ${file} has no trailer line`);
+    return {
+      n,
+      startUs: Math.floor(Number(head[2]) / 1000),
+      endUs: Math.ceil(Number(head[3]) / 1000),
+      counts,
+      addresses,
+      overflow: Number(head[4]),
+    };
+  }
+
+  stop(): void {
+    if (this.proc.exitCode === null) this.proc.kill('SIGKILL');
+  }
+}
+
+/** Calls made between two snapshots, per function name. */
+export function delta(a: Snapshot, b: Snapshot): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [k, v] of b.counts) {
+    const d = v - (a.counts.get(k) ?? 0);
+    if (d !== 0) out.set(k, d);
+  }
+  return out;
+}
