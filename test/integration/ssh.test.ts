@@ -466,7 +466,7 @@ test('the fixed tracefs agent (multi-line, quotes, backslashes) starts and stops
   const target = await SshTarget.connect(opts(sshd, scratch(t)));
   t.after(() => target.close());
   const agent = await TracefsAgent.start(target);
-  assert.match(agent.hello.group, /^probelens_\d+_[0-9a-f]+$/);
+  assert.match(agent.hello.group, /^probelens_\d+_[0-9a-f]+_[0-9a-f]+_[0-9a-f]+$/);
   assert.ok(agent.hello.caps.has('uprobe_events'));
   assert.ok(existsSync(join(tracefs, 'instances', agent.hello.group)), 'the agent made its instance on the target');
   await agent.stop();
