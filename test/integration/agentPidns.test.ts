@@ -11,7 +11,7 @@ import { missing } from '../helpers/require';
 import { TracefsAgent } from '../../src/core/tracefs/agentClient';
 import { LocalTarget } from '../../src/core/target/local';
 import type { ExecChannel, ExecOptions, Target } from '../../src/core/target/target';
-import { buildWorkload, collectHits, defineWorkloadProbes, leftovers, runWorkload, waitClean, type Workload } from './agentHarness';
+import { buildWorkload, collectHits, defineWorkloadProbes, leftovers, runWorkload, type Workload } from './agentHarness';
 
 const UNSHARE = ['unshare', '--pid', '--fork', '--mount-proc'];
 // For the client processes: killing unshare (the test's cleanup) takes the whole namespace with it.
