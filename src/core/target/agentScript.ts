@@ -381,17 +381,21 @@ stop() {
 }
 
 # Every catchable signal that would end the shell ends it through quit (dash and busybox run no EXIT trap on an
-# untrapped one), and the EXIT trap covers a fatal shell error. The codes are 128 + the usual Linux numbers; a
-# name this shell does not know (dash has no STKFLT) is skipped, as "command" keeps a failing trap from ending
-# the shell. Real-time signals go by number. CHLD, CONT, URG, WINCH and the stop signals do not end a process.
+# untrapped one), and the EXIT trap covers a fatal shell error. Each is NAME NUMBER CODE: a name this shell does
+# not know (dash has no STKFLT) is trapped by its number, the one x86 and the generic Linux ABI (arm, arm64,
+# riscv) use; "command" keeps a failing trap from ending the shell. CODE is 128 + that number. Real-time signals
+# go by number. CHLD, CONT, URG, WINCH and the stop signals do not end a process.
 # on_signals quit: install; on_signals '': ignore them all (while cleaning up).
 on_signals() {
   mode=$1
-  set -- HUP 129 INT 130 QUIT 131 ILL 132 TRAP 133 ABRT 134 BUS 135 FPE 136 USR1 138 SEGV 139 USR2 140 ALRM 142 \
-    TERM 143 STKFLT 144 XCPU 152 XFSZ 153 VTALRM 154 PROF 155 IO 157 PWR 158 SYS 159
-  while [ $# -ge 2 ]; do
-    if [ "$mode" = quit ]; then command trap "quit $2" "$1" 2>/dev/null; else command trap '' "$1" 2>/dev/null; fi
-    shift 2
+  set -- HUP 1 129 INT 2 130 QUIT 3 131 ILL 4 132 TRAP 5 133 ABRT 6 134 BUS 7 135 FPE 8 136 USR1 10 138 SEGV 11 139 \
+    USR2 12 140 ALRM 14 142 TERM 15 143 STKFLT 16 144 XCPU 24 152 XFSZ 25 153 VTALRM 26 154 PROF 27 155 IO 29 157 \
+    PWR 30 158 SYS 31 159
+  while [ $# -ge 3 ]; do
+    a=''
+    [ "$mode" = quit ] && a="quit $3"
+    command trap "$a" "$1" 2>/dev/null || command trap "$a" "$2" 2>/dev/null
+    shift 3
   done
   n=32
   while [ $n -le 64 ]; do
