@@ -225,7 +225,7 @@ async function probelens(ssh: BenchSshd, cli: string, bin: string, calls: number
     let group = '';
     await until(
       () => {
-        const m = new RegExp(`^p:(probelens_[0-9]+_[a-z0-9]+)/\\S+ ${bin.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`, 'm').exec(
+        const m = new RegExp(`^p:(probelens_[0-9]+_[a-z0-9_]+)/\\S+ ${bin.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`, 'm').exec(
           readFileSync(join(TRACEFS, 'uprobe_events'), 'utf8'),
         );
         if (m) group = m[1];

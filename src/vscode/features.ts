@@ -119,17 +119,25 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
       await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: `ProbeLens: cleaning up ${t.label}` },
         async () => {
-          // The agent's HELLO sweeps every probelens_* group and instance whose owner process is gone.
+          // The agent's HELLO sweeps every probelens_* group and instance whose owner it can prove gone, and names
+          // those it cannot judge (owners in PID namespaces its /proc does not show), which it keeps.
           try {
             const target = await targets.open(t);
+            let undecided: Array<{ group: string; why: string }> = [];
             try {
               const agent = await TracefsAgent.start(target, { sudo: t.sudo });
+              undecided = agent.hello.undecided;
               await agent.stop();
             } finally {
               await target.close();
             }
             ctx.log(`cleaned up ${t.label}: leftovers of dead ProbeLens sessions removed`);
-            void vscode.window.showInformationMessage(`ProbeLens: ${t.label} has no leftovers of dead sessions.`);
+            for (const u of undecided) ctx.log(`cleaned up ${t.label}: kept ${u.group}: cannot tell whether its owner is alive (${u.why})`);
+            void vscode.window.showInformationMessage(
+              undecided.length
+                ? `ProbeLens: ${t.label}: kept ${undecided.length} leftover${undecided.length === 1 ? '' : 's'} whose owner may be alive in another PID namespace (${undecided.map((u) => u.group).join(', ')}); clean up where that namespace is visible, or remove one with "probelens cleanup --force GROUP".`
+                : `ProbeLens: ${t.label} has no leftovers of dead sessions.`,
+            );
           } catch (e) {
             ctx.log(`clean up ${t.label}: ${(e as Error).message}`);
             void vscode.window.showErrorMessage(`ProbeLens (${t.label}): ${(e as Error).message}`);

@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { parseDestination } from '../core/ssh/destination';
+import { rememberedSecret } from '../core/ssh/rememberedSecret';
 import type { UnknownHostInfo } from '../core/ssh/hostKeyPolicy';
 import { LocalTarget } from '../core/target/local';
 import { SshTarget } from '../core/target/ssh';
@@ -149,7 +150,7 @@ export class Targets implements vscode.Disposable {
       log: (m) => this.ctx.log(`ssh ${t.label}: ${m}`),
       onUnknownHost: (info) => this.askUnknownHost(info),
       passphrase: (keyFile, attempt) => this.secret(`passphrase:${keyFile}`, `Passphrase for ${keyFile}`, attempt),
-      password: (user, host) => this.secret(`password:${user}@${host}`, `Password for ${user}@${host}`, 1),
+      password: (user, host, attempt) => this.secret(`password:${user}@${host}`, `Password for ${user}@${host}`, attempt),
     });
   }
 
@@ -166,26 +167,21 @@ export class Targets implements vscode.Disposable {
     return choice === accept ? 'accept-and-record' : 'reject';
   }
 
-  private async secret(key: string, prompt: string, attempt: number): Promise<string | undefined> {
-    const secrets = this.ctx.extension.secrets;
-    const storeKey = `probelens.ssh.${key}`;
-    if (attempt === 1) {
-      const kept = await secrets.get(storeKey);
-      if (kept !== undefined) return kept;
-    } else await secrets.delete(storeKey);
-    const value = await vscode.window.showInputBox({
-      title: 'ProbeLens: SSH',
-      prompt: attempt > 1 ? `${prompt} (try again)` : prompt,
-      password: true,
-      ignoreFocusOut: true,
+  private secret(key: string, prompt: string, attempt: number): Promise<string | undefined> {
+    return rememberedSecret(this.ctx.extension.secrets, `probelens.ssh.${key}`, attempt, async (retry) => {
+      const value = await vscode.window.showInputBox({
+        title: 'ProbeLens: SSH',
+        prompt: retry ? `${prompt} (try again)` : prompt,
+        password: true,
+        ignoreFocusOut: true,
+      });
+      if (value === undefined) return undefined;
+      const keep = await vscode.window.showQuickPick(['Use it for this connection only', 'Remember it (VS Code SecretStorage)'], {
+        title: 'ProbeLens: keep this secret?',
+        ignoreFocusOut: true,
+      });
+      return { value, remember: !!keep?.startsWith('Remember') };
     });
-    if (value === undefined) return undefined;
-    const keep = await vscode.window.showQuickPick(['Use it for this connection only', 'Remember it (VS Code SecretStorage)'], {
-      title: 'ProbeLens: keep this secret?',
-      ignoreFocusOut: true,
-    });
-    if (keep?.startsWith('Remember')) await secrets.store(storeKey, value);
-    return value;
   }
 
   dispose(): void {

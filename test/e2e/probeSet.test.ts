@@ -76,7 +76,7 @@ test(
       const logs = findFiles(join(workDir, 'user-data', 'logs'), /ProbeLens\.log$/);
       assert.ok(logs.length > 0, 'the ProbeLens output channel has a log file');
       const text = logs.map((f) => readFileSync(f, 'utf8')).join('\n');
-      assert.match(text, /→ local: p:probelens_[0-9]+_[a-z0-9]+\/\S+ \S*calls:0x[0-9a-f]+/);
+      assert.match(text, /→ local: p:probelens_[0-9]+_[a-z0-9_]+\/\S+ \S*calls:0x[0-9a-f]+/);
       assert.match(text, /✗ greet no_such_var: /);
     });
   },

@@ -31,6 +31,11 @@ export interface SshdOptions {
   extraConfig?: string[];
   /** sshd LogLevel. Default VERBOSE (shows accepted keys and disconnects, without DEBUG's noise). */
   logLevel?: string;
+  /**
+   * Login passwords by user. sshd (without PAM) checks /etc/shadow, so it runs in a private mount namespace over a
+   * copy holding these: the machine's accounts are untouched. Enable password logins with `extraConfig`.
+   */
+  passwords?: Record<string, string>;
 }
 
 export interface KeyPair {
@@ -349,7 +354,26 @@ async function startOnce(opts: SshdOptions): Promise<Sshd> {
   const configFile = join(dir, 'sshd_config');
   writeFileSync(configFile, config.join('\n') + '\n');
 
-  const argv = [SSHD, '-D', '-e', '-f', configFile];
+  let argv = [SSHD, '-D', '-e', '-f', configFile];
+  if (opts.passwords) {
+    const shadow = join(dir, 'shadow');
+    const hashes = new Map(
+      Object.entries(opts.passwords).map(([user, pw]) => [
+        user,
+        execFileSync('openssl', ['passwd', '-6', '-stdin'], { input: pw, encoding: 'utf8' }).trim(),
+      ]),
+    );
+    const lines = readFileSync('/etc/shadow', 'utf8')
+      .split('\n')
+      .map((l) => {
+        const f = l.split(':');
+        const h = hashes.get(f[0]);
+        return h && f.length > 2 ? [f[0], h, ...f.slice(2)].join(':') : l;
+      });
+    writeFileSync(shadow, lines.join('\n'), { mode: 0o600 });
+    // unshare without --fork execs: sshd keeps the pid we track.
+    argv = ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', 'mount --bind "$0" /etc/shadow && exec "$@"', shadow, ...argv];
+  }
   const cmd = opts.netns ? ['nsenter', `--net=/run/netns/${opts.netns}`, '--', ...argv] : argv;
   const child: ChildProcess = spawn(cmd[0], cmd.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
   let logText = '';

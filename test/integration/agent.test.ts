@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { statSync } from 'node:fs';
 import { requireTracefs } from '../helpers/tracefs';
 import { IN_CI, missing } from '../helpers/require';
 import { TracefsAgent, offendingToken } from '../../src/core/tracefs/agentClient';
@@ -28,7 +29,9 @@ for (const [name, shell] of Object.entries(SHELLS)) {
     const agent = await TracefsAgent.start(new ShellTarget(shell), {});
     const group = agent.group;
     try {
-      assert.match(group, /^probelens_\d+_[a-z0-9]+$/);
+      // The owner: the agent's pid, its PID namespace (nsfs device and inode, hex) and the session's nonce.
+      const ns = statSync(`/proc/${agent.hello.pid}/ns/pid`);
+      assert.equal(group, `probelens_${agent.hello.pid}_${ns.dev.toString(16)}_${ns.ino.toString(16)}_${agent.nonce}`);
       assert.ok(agent.hello.caps.has('uprobe_events'));
       const { hits, ended } = collectHits(agent);
       await agent.checkBuildId(w.path, w.buildIdOffset, 20, w.buildId);

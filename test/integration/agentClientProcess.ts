@@ -5,8 +5,10 @@ import { TracefsAgent } from '../../src/core/tracefs/agentClient';
 import { buildWorkload, defineWorkloadProbes } from './agentHarness';
 
 (async () => {
+  // Built first: gcc blocks the event loop, and with it the heartbeats a started agent waits for.
+  const workload = buildWorkload();
   const agent = await TracefsAgent.start(new LocalTarget({ sudo: process.argv[2] === 'sudo' }), {});
-  await defineWorkloadProbes(agent, buildWorkload());
+  await defineWorkloadProbes(agent, workload);
   await agent.arm();
   process.stdout.write(`${agent.group}\n`);
   setInterval(() => undefined, 1 << 30);

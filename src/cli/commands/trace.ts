@@ -9,6 +9,7 @@ import { LocalTarget } from '../../core/target/local';
 import { SshTarget } from '../../core/target/ssh';
 import type { Target } from '../../core/target/target';
 import { TracefsAgent } from '../../core/tracefs/agentClient';
+import { GROUP_PATTERN } from '../../core/probes/definition';
 import type { Hit } from '../../shared/hit';
 import { hitToJsonLine, toJson } from '../../shared/hitJson';
 import { formatHitLine } from '../../shared/hitText';
@@ -205,8 +206,10 @@ export function describeMismatch(n: number): string {
 }
 
 export async function cleanupCommand(argv: string[], io: Io): Promise<number> {
-  const args = parseArgs(argv, SSH_OPTS);
+  const args = parseArgs(argv, { ...SSH_OPTS, force: { kind: 'value', repeat: true } });
   if (args.positionals.length) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
+  const force = args.values.get('force') ?? [];
+  for (const g of force) if (!GROUP_PATTERN.test(g)) throw new UsageError(`--force takes a ProbeLens group name (probelens_…), not '${g}'`);
   const hosts = args.values.get('host') ?? ['local'];
   const connect = connector(args, (m) => process.stderr.write(`probelens: ${m}\n`));
   let failed = 0;
@@ -214,11 +217,33 @@ export async function cleanupCommand(argv: string[], io: Io): Promise<number> {
     let target: Target | undefined;
     try {
       target = await connect(host);
-      // The agent's HELLO sweeps every probelens_* group and instance whose owner is gone; STOP removes its own.
+      // The agent's HELLO sweeps every probelens_* group and instance whose owner it can prove dead and names the
+      // ones it cannot judge; STOP removes its own.
       const agent = await TracefsAgent.start(target, { sudo: useSudo(args, host) });
-      const swept = agent.hello.swept;
-      await agent.stop();
-      io.out(`${host}: ${swept.length ? `removed ${swept.join(', ')}` : 'nothing to clean up'}\n`);
+      const { swept, undecided } = agent.hello;
+      const forced: string[] = [];
+      try {
+        for (const g of force) {
+          try {
+            await agent.forceRemove(g);
+            forced.push(g);
+          } catch (e) {
+            failed++;
+            process.stderr.write(`probelens: ${host}: not removing ${g}: ${e instanceof Error ? e.message : String(e)}\n`);
+          }
+        }
+      } finally {
+        await agent.stop();
+      }
+      const removed = [...swept, ...forced];
+      io.out(`${host}: ${removed.length ? `removed ${removed.join(', ')}` : 'nothing to clean up'}\n`);
+      for (const u of undecided.filter((x) => !forced.includes(x.group))) {
+        io.out(
+          `${host}: kept ${u.group}: cannot tell whether its owner is alive (${u.why}); run probelens cleanup where its ` +
+            `namespace is visible (the host), or, if you know that session is gone: probelens cleanup --force ${u.group}` +
+            `${host === 'local' ? '' : ` --host ${host}`}\n`,
+        );
+      }
     } catch (e) {
       failed++;
       process.stderr.write(`probelens: ${host}: ${e instanceof Error ? e.message : String(e)}\n`);

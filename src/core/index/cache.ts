@@ -2,10 +2,26 @@
 // $XDG_CACHE_HOME/probelens/index/ (default ~/.cache/probelens/index/). Entries are keyed by GNU build-id, or by
 // path + size + mtime for binaries without one, and written with v8.serialize: typed arrays and bigints
 // round-trip exactly and load far faster than JSON (the line tables dominate the size).
+//
+// An index decides where probes are placed — by root, on the target — so whoever can write the cache can make a
+// session patch arbitrary code. The directories are therefore 0700 and the entries 0600 whatever the umask, and a
+// directory owned by someone else or writable by group or others is refused rather than used.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync, unlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+  unlinkSync,
+} from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
 
 export function indexCacheDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -27,13 +43,88 @@ export function cacheKey(k: CacheKeyInput): string {
   return createHash('sha256').update(`${identity}\0${k.salt}`).digest('hex').slice(0, 40);
 }
 
-/** The cached value, or undefined when absent, unreadable or of another format (then it is rebuilt). */
+/** A cache directory or entry that someone other than this user could have written; it is never used. */
+export class UnsafeCacheError extends Error {
+  constructor(
+    readonly path: string,
+    why: string,
+  ) {
+    super(
+      `refusing the index cache ${path}: ${why}; anyone who can write it decides where probes are placed. ` +
+        `Remove it (rm -rf ${path}) or make it yours and private (chown, chmod 700), or pass --no-cache`,
+    );
+    this.name = 'UnsafeCacheError';
+  }
+}
+
+const myUid = (): number | undefined => (typeof process.getuid === 'function' ? process.getuid() : undefined);
+
+function checkOwned(path: string, st: { uid: number; mode: number }, kind: string): void {
+  const uid = myUid();
+  if (uid !== undefined && st.uid !== uid)
+    throw new UnsafeCacheError(path, `the ${kind} is owned by uid ${st.uid}, not by you (uid ${uid})`);
+  if (st.mode & 0o022)
+    throw new UnsafeCacheError(path, `the ${kind} is writable by group or others (mode ${(st.mode & 0o777).toString(8)})`);
+}
+
+/**
+ * Checks `dir` (and its parent when that is the `probelens` directory we create too) before use: a real directory,
+ * ours, not writable by group or others; tightens one of ours that is merely readable by others (older versions
+ * created them 0755) to 0700. Throws UnsafeCacheError; returns false when it does not exist (yet).
+ */
+export function checkCacheDir(dir: string): boolean {
+  const parent = dirname(dir);
+  for (const d of basename(parent) === 'probelens' ? [parent, dir] : [dir]) {
+    let st;
+    try {
+      st = lstatSync(d);
+    } catch {
+      return false;
+    }
+    if (!st.isDirectory()) throw new UnsafeCacheError(d, st.isSymbolicLink() ? 'it is a symbolic link' : 'it is not a directory');
+    checkOwned(d, st, 'directory');
+    if (st.mode & 0o077) chmodSync(d, 0o700);
+  }
+  return true;
+}
+
+/** Creates `dir` (and the `probelens` directory above it) 0700 whatever the umask, then checks it as above. */
+export function ensureCacheDir(dir: string): void {
+  const parent = dirname(dir);
+  for (const d of basename(parent) === 'probelens' ? [parent, dir] : [dir]) {
+    try {
+      mkdirSync(d, { recursive: true, mode: 0o700 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+  }
+  checkCacheDir(dir);
+}
+
+/**
+ * The cached value, or undefined when absent, unreadable or of another format (then it is rebuilt). Throws
+ * UnsafeCacheError for a directory or entry someone else could have written.
+ */
 export function readCache<T>(key: string, isValid: (v: unknown) => v is T, dir = indexCacheDir()): T | undefined {
+  if (!checkCacheDir(dir)) return undefined;
+  const file = join(dir, `${key}.v8`);
   let buf: Buffer;
+  let fd: number;
   try {
-    buf = readFileSync(join(dir, `${key}.v8`));
+    fd = openSync(file, 'r');
   } catch {
     return undefined;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) return undefined;
+    checkOwned(file, st, 'entry');
+    buf = readFileSync(fd);
+  } catch (e) {
+    if (e instanceof UnsafeCacheError) throw e;
+    return undefined;
+  } finally {
+    closeSync(fd);
   }
   try {
     const v: unknown = deserialize(buf);
@@ -43,12 +134,22 @@ export function readCache<T>(key: string, isValid: (v: unknown) => v is T, dir =
   }
 }
 
-/** Writes atomically (temp file + rename) so a concurrent reader never sees half an entry. Best effort. */
+/**
+ * Writes atomically (temp file + rename) so a concurrent reader never sees half an entry; the entry is 0600.
+ * Best effort, except that an unsafe directory throws UnsafeCacheError.
+ */
 export function writeCache(key: string, value: unknown, dir = indexCacheDir()): boolean {
   const tmp = join(dir, `.${key}.${process.pid}.${Date.now()}.tmp`);
   try {
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(tmp, serialize(value));
+    ensureCacheDir(dir);
+  } catch (e) {
+    if (e instanceof UnsafeCacheError) throw e;
+    return false;
+  }
+  try {
+    // `wx`: never follow or reuse something already at the temp name; chmod because the umask applies to `mode`.
+    writeFileSync(tmp, serialize(value), { mode: 0o600, flag: 'wx' });
+    chmodSync(tmp, 0o600);
     renameSync(tmp, join(dir, `${key}.v8`));
     return true;
   } catch {

@@ -29,7 +29,12 @@ export class DefinitionError extends Error {
   }
 }
 
-export const GROUP_PATTERN = /^probelens_[0-9]+_[a-z0-9]+$/;
+/**
+ * Groups are named by the target's agent, `probelens_<pid>_<nsdev>_<nsino>_<nonce>`: its pid in its own PID
+ * namespace, that namespace's device and inode in hex (see agentScript.ts), and the session's nonce; older agents
+ * named them `probelens_<pid>_<nonce>`. tracefs refuses group names of 64 characters or more.
+ */
+export const GROUP_PATTERN = /^(?=.{1,63}$)probelens_[0-9]+_(?:[0-9a-f]+_[0-9a-f]+_)?[a-z0-9]+$/;
 /**
  * The group probes are compiled under before any agent runs: a session's real group is only known once its
  * agent has started (it names the agent's process), so definitions are bound to it when they are sent.

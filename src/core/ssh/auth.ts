@@ -9,8 +9,11 @@ import type { AuthAttempt } from './errors';
 export interface AuthCallbacks {
   /** Asked for an encrypted identity file's passphrase; undefined skips the key. `attempt` starts at 1. */
   passphrase?: (keyFile: string, attempt: number) => string | undefined | Promise<string | undefined>;
-  /** Asked for the password (password and keyboard-interactive methods); undefined skips them. */
-  password?: (user: string, host: string) => string | undefined | Promise<string | undefined>;
+  /**
+   * Asked for the password (password and keyboard-interactive methods); undefined skips them. `attempt` starts at
+   * 1; a later attempt means the server rejected the previous answer (so a remembered one must be forgotten).
+   */
+  password?: (user: string, host: string, attempt: number) => string | undefined | Promise<string | undefined>;
 }
 
 interface AuthState extends AuthCallbacks {
@@ -25,7 +28,17 @@ interface AuthState extends AuthCallbacks {
 
 type Step = () => Promise<AnyAuthMethod | undefined>;
 
+interface PlannedStep {
+  method: AuthenticationType;
+  detail?: string;
+  run: Step;
+  /** After the server refused this step: whether to run it again (a rejected password, tries left). */
+  again?: () => boolean;
+}
+
 const PASSPHRASE_TRIES = 3;
+// OpenSSH's NumberOfPasswordPrompts default.
+const PASSWORD_TRIES = 3;
 
 function isEncryptedKeyError(e: Error): boolean {
   return /encrypted|passphrase/i.test(e.message);
@@ -60,9 +73,9 @@ async function loadIdentity(file: string, explicit: boolean, st: AuthState, user
   return undefined;
 }
 
-function steps(hop: ResolvedHost, st: AuthState): { method: AuthenticationType; detail?: string; run: Step }[] {
+function steps(hop: ResolvedHost, st: AuthState): PlannedStep[] {
   const user = hop.user;
-  const out: { method: AuthenticationType; detail?: string; run: Step }[] = [];
+  const out: PlannedStep[] = [];
   if (st.agent && !hop.identitiesOnly) {
     const agent = st.agent;
     out.push({ method: 'agent', detail: `ssh-agent ${agent}`, run: async () => ({ type: 'agent', username: user, agent }) });
@@ -70,30 +83,46 @@ function steps(hop: ResolvedHost, st: AuthState): { method: AuthenticationType; 
   for (const file of hop.identityFiles) {
     out.push({ method: 'publickey', detail: file, run: () => loadIdentity(file, hop.identityFilesExplicit, st, user) });
   }
-  let password: Promise<string | undefined> | undefined;
-  const askPassword = () => (password ??= Promise.resolve(st.password?.(user, hop.hostName)));
+  // One answer serves both password methods until the server rejects it (it was sent and the login went on).
+  const pw = { value: undefined as string | undefined, attempt: 0, sent: false };
+  const askPassword = async (): Promise<string | undefined> => {
+    if (pw.attempt > 0 && !pw.sent) return pw.value;
+    if (pw.attempt >= PASSWORD_TRIES || !st.password) return undefined;
+    pw.attempt++;
+    pw.sent = false;
+    pw.value = await st.password(user, hop.hostName, pw.attempt);
+    return pw.value;
+  };
+  const again = () => pw.sent && pw.attempt < PASSWORD_TRIES && pw.value !== undefined;
   if (st.password && hop.kbdInteractiveAuthentication) {
     out.push({
       method: 'keyboard-interactive',
       run: async () => {
-        const pw = await askPassword();
-        if (pw === undefined) return undefined;
+        const answer = await askPassword();
+        if (answer === undefined) return undefined;
         return {
           type: 'keyboard-interactive',
           username: user,
           // Only the usual single hidden "Password:" prompt can be answered without a terminal.
-          prompt: (_name, _instr, _lang, prompts, finish) => finish(prompts.map((p) => (p.echo ? '' : pw))),
+          prompt: (_name, _instr, _lang, prompts, finish) => {
+            if (prompts.some((p) => !p.echo)) pw.sent = true;
+            finish(prompts.map((p) => (p.echo ? '' : answer)));
+          },
         };
       },
+      again,
     });
   }
   if (st.password && hop.passwordAuthentication) {
     out.push({
       method: 'password',
       run: async () => {
-        const pw = await askPassword();
-        return pw === undefined ? undefined : { type: 'password', username: user, password: pw };
+        const answer = await askPassword();
+        if (answer === undefined) return undefined;
+        pw.sent = true;
+        return { type: 'password', username: user, password: answer };
       },
+      again,
     });
   }
   return out;
@@ -103,7 +132,8 @@ function steps(hop: ResolvedHost, st: AuthState): { method: AuthenticationType; 
 export function authHandlerFor(hop: ResolvedHost, st: AuthState): AuthHandlerMiddleware {
   const queue = steps(hop, st);
   let first = true;
-  return (methodsLeft, _partial, next) => {
+  let last: PlannedStep | undefined;
+  return (methodsLeft, partial, next) => {
     if (first) {
       first = false;
       // `none` first, as OpenSSH does: the refusal tells us which methods the server takes.
@@ -111,6 +141,9 @@ export function authHandlerFor(hop: ResolvedHost, st: AuthState): AuthHandlerMid
       return;
     }
     if (methodsLeft) st.serverMethods.splice(0, st.serverMethods.length, ...methodsLeft);
+    // Called again without partial success: the server refused the last step.
+    if (last && !partial && last.again?.()) queue.unshift(last);
+    last = undefined;
     const allowed = (m: AuthenticationType) => !methodsLeft || methodsLeft.includes(m === 'agent' ? 'publickey' : m);
     void (async () => {
       while (queue.length) {
@@ -125,6 +158,7 @@ export function authHandlerFor(hop: ResolvedHost, st: AuthState): AuthHandlerMid
         }
         if (!auth) continue;
         st.tried.push({ method: step.method, ...(step.detail ? { detail: step.detail } : {}) });
+        last = step;
         next(auth);
         return;
       }

@@ -34,6 +34,58 @@ alive_owner() {
   grep -q probelens-agent "/proc/$1/cmdline" 2>/dev/null
 }
 
+# A group's owner is the agent that created it, named by its pid in its own PID namespace and by that namespace:
+# probelens_<pid>_<nsdev>_<nsino>_<nonce>, where nsdev and nsino (hex) are the device and inode of
+# /proc/<pid>/ns/pid, which together identify a namespace. A pid means nothing outside its namespace, so an
+# owner is judged from what this agent's /proc shows (see judge).
+ns_id() {
+  set -f; set -- $(stat -L -c '%d %i' "$1" 2>/dev/null); set +f
+  [ $# -eq 2 ] && printf '%x_%x
+' "$1" "$2"
+}
+
+# NSMAP: "<pid> <nsdev>_<nsino>" for every visible process whose namespace we may read; NSPIDS: their
+# NSpid lines (the pid in each namespace from /proc's own down to the process's, innermost last; kernels
+# before 4.1 have none); ALLVIS=1 when the initial PID namespace is among them, which means /proc shows every
+# process on the machine. The initial namespace's inode is fixed (0xEFFFFFFC, the kernel's PROC_PID_INIT_INO);
+# namespaces created later get inodes from 0xF0000000 up.
+scan_procs() {
+  NSMAP=
+  raw=$(stat -L -c '%n %d %i' /proc/[0-9]*/ns/pid 2>/dev/null | sed -n 's,^/proc/\([0-9]*\)/ns/pid \([0-9]* [0-9]*\)$,\1 \2,p')
+  [ -n "$raw" ] && NSMAP=$(set -f; printf '%s %x_%x\n' $raw)
+  NSPIDS=$(grep -H '^NSpid:' /proc/[0-9]*/status 2>/dev/null)
+  ALLVIS=0
+  printf '%s\n' "$NSMAP" | grep -q ' [0-9a-f]*_effffffc$' && ALLVIS=1
+}
+
+# Whether group $1's owner is alive: 0 alive (or may be), 1 provably dead, 2 cannot tell from here; JWHY says
+# why. Needs scan_procs, run after the group was listed (an owner alive then is in the scan). A group of the
+# older form probelens_<pid>_<nonce> names no namespace: its owner may be any agent with that pid.
+judge() {
+  pid=$(printf '%s\n' "$1" | sed -n 's/^probelens_\([0-9][0-9]*\)_[a-z0-9_]*$/\1/p')
+  ns=$(printf '%s\n' "$1" | sed -n 's/^probelens_[0-9][0-9]*_\([0-9a-f][0-9a-f]*_[0-9a-f][0-9a-f]*\)_[a-z0-9][a-z0-9]*$/\1/p')
+  [ -n "$pid" ] || { JWHY="not a group name ProbeLens gives"; return 2; }
+  if [ -z "$NSPIDS" ]; then
+    # Without NSpid a pid can only be checked in our own namespace.
+    if [ "$ns" = "$SELFNS" ] && [ "$SELFNS" != 0_0 ]; then
+      alive_owner "$pid" && { JWHY="owner pid $pid is running"; return 0; }
+      JWHY="owner pid $pid is gone"; return 1
+    fi
+    JWHY="this kernel shows no NSpid to find pid $pid of namespace $ns"; return 2
+  fi
+  for c in $(printf '%s\n' "$NSPIDS" | sed -n "s,^/proc/\([0-9]*\)/status:NSpid:.*[^0-9]$pid\$,\1,p"); do
+    grep -q probelens-agent "/proc/$c/cmdline" 2>/dev/null || continue
+    cns=$(printf '%s\n' "$NSMAP" | sed -n "s/^$c //p")
+    if [ -z "$ns" ] || [ -z "$cns" ] || [ "$cns" = "$ns" ]; then JWHY="owner pid $pid is running"; return 0; fi
+  done
+  if [ "$ALLVIS" = 1 ]; then JWHY="no agent runs as pid $pid in its namespace"; return 1; fi
+  # One visible process of a namespace means all of its processes are visible (an ancestor's /proc shows them).
+  if [ -n "$ns" ] && printf '%s\n' "$NSMAP" | grep -q " $ns\$"; then JWHY="no agent runs as pid $pid in its namespace"; return 1; fi
+  JWHY="its PID namespace ($ns) is not visible from this agent's /proc"
+  [ -n "$ns" ] || JWHY="it names no PID namespace and this agent's /proc does not show every process"
+  return 2
+}
+
 find_tracefs() {
   for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
     if [ -f "$d/README" ]; then T=$d; return 0; fi
@@ -62,6 +114,8 @@ caps() {
 }
 
 kill_readers() {
+  # kill takes pids of our namespace; /proc's are another's when it was mounted by an ancestor namespace.
+  [ "$PROCOURS" = 1 ] || return 0
   for p in $(grep -lF "instances/$1/trace_pipe" /proc/[0-9]*/cmdline 2>/dev/null | sed -n 's,^/proc/\([0-9]*\)/cmdline$,\1,p'); do
     [ "$p" = "$$" ] || kill "$p" 2>/dev/null
   done
@@ -91,23 +145,42 @@ remove_group() {
   done
 }
 
+remove_leftover() {
+  [ -f "$T/instances/$1/events/$1/enable" ] && echo 0 2>/dev/null > "$T/instances/$1/events/$1/enable"
+  [ -f "$T/events/$1/enable" ] && echo 0 2>/dev/null > "$T/events/$1/enable"
+  remove_group "$1"
+  kill_readers "$1"
+  [ -d "$T/instances/$1" ] && rmdir_retry "$T/instances/$1"
+}
+
+# Removes the groups and instances of owners proven dead; names those it cannot judge (never removes them).
 sweep() {
-  groups=$( { sed -n 's/^[pr]:\(probelens_[0-9]*_[a-z0-9]*\)\/.*/\1/p' "$T/uprobe_events"
+  groups=$( { sed -n 's/^[pr]:\(probelens_[0-9][a-z0-9_]*\)\/.*/\1/p' "$T/uprobe_events"
     for d in "$T"/instances/probelens_*; do [ -d "$d" ] && printf '%s\n' "$d" | sed 's,.*/,,'; done; } 2>/dev/null)
+  [ -n "$groups" ] || return 0
+  scan_procs
   done_list=' '
   for g in $groups; do
     case "$done_list" in *" $g "*) continue ;; esac
     done_list="$done_list$g "
-    owner=$(printf '%s\n' "$g" | sed -n 's/^probelens_\([0-9][0-9]*\)_[a-z0-9][a-z0-9]*$/\1/p')
-    [ -n "$owner" ] || continue
-    alive_owner "$owner" && continue
-    [ -f "$T/instances/$g/events/$g/enable" ] && echo 0 2>/dev/null > "$T/instances/$g/events/$g/enable"
-    [ -f "$T/events/$g/enable" ] && echo 0 2>/dev/null > "$T/events/$g/enable"
-    remove_group "$g"
-    kill_readers "$g"
-    [ -d "$T/instances/$g" ] && rmdir_retry "$T/instances/$g"
-    say INFO HELLO swept "$g"
+    matches '^probelens_[0-9]+_[a-z0-9_]+$' "$g" || continue
+    judge "$g"
+    case $? in
+      1) remove_leftover "$g"; say INFO HELLO swept "$g" ;;
+      2) say INFO HELLO undecided "$g" "$JWHY" ;;
+    esac
   done
+}
+
+# Removes a group whose owner cannot be judged here, when the user says it is dead. A live owner is refused.
+force() {
+  matches '^probelens_[0-9]+_[a-z0-9_]{1,52}$' "$1" || { say ERR FORCE EINVAL "not a ProbeLens group name"; return; }
+  [ "$1" != "$G" ] || { say ERR FORCE EINVAL "that is this session's own group"; return; }
+  if ! grep -q "^[pr]:$1/" "$T/uprobe_events" && [ ! -d "$T/instances/$1" ]; then say ERR FORCE ENOENT "no group or instance $1 on the target"; return; fi
+  scan_procs
+  judge "$1" && { say ERR FORCE EBUSY "its owner is alive ($JWHY)"; return; }
+  remove_leftover "$1"
+  if grep -q "^[pr]:$1/" "$T/uprobe_events" || [ -d "$T/instances/$1" ]; then say ERR FORCE EKERNEL "could not remove all of $1"; else say OK FORCE; fi
 }
 
 stop_reader() {
@@ -157,7 +230,7 @@ report_stats() {
 cleanup() {
   [ "$STATE" = done ] && return 0
   STATE=done
-  trap '' TERM INT HUP ALRM USR1
+  on_signals ''
   [ -n "$WD" ] && kill "$WD" 2>/dev/null
   if [ -n "$G" ]; then
     [ -f "$I/events/$G/enable" ] && echo 0 2>/dev/null > "$I/events/$G/enable"
@@ -206,8 +279,15 @@ hello() {
     say ERR HELLO EPERM "needs root or passwordless sudo (uid $uid cannot write $T/uprobe_events)"; exit 3
   fi
   [ -d "$T/instances" ] || { say ERR HELLO ENOINSTANCES "this kernel has no tracefs instances"; exit 3; }
+  SELFNS=$(ns_id /proc/self/ns/pid)
+  [ -n "$SELFNS" ] || SELFNS=0_0
+  PROCOURS=0
+  # One NSpid entry: /proc was mounted by our own namespace, so its pids are ours.
+  [ "$(sed -n 's/^NSpid:[[:space:]]*\([0-9]*\)$/x/p' /proc/self/status 2>/dev/null)" = x ] && PROCOURS=1
+  grep -q '^NSpid:' /proc/self/status 2>/dev/null || PROCOURS=1
   sweep
-  G="probelens_$$_$N"
+  G="probelens_$$_$SELFNS"_"$N"
+  matches '^[a-z0-9_]{1,63}$' "$G" || { say ERR HELLO EPROTO "group name $G is 64 characters or more, which tracefs refuses: use a shorter nonce"; G=; exit 2; }
   I="$T/instances/$G"
   mkdir "$I" 2>/dev/null || { say ERR HELLO EINSTANCE "cannot create $I"; G=; exit 3; }
   STATE=ready
@@ -392,7 +472,7 @@ undef() {
 }
 
 stop() {
-  trap '' TERM INT HUP ALRM
+  on_signals ''
   [ -n "$WD" ] && kill "$WD" 2>/dev/null
   WD=
   if [ -n "$G" ]; then
@@ -405,10 +485,32 @@ stop() {
   exit 0
 }
 
-trap 'quit 129' HUP
-trap 'quit 130' INT
-trap 'quit 143' TERM
-trap 'quit 142' ALRM
+# Every catchable signal that would end the shell ends it through quit (dash and busybox run no EXIT trap on an
+# untrapped one), and the EXIT trap covers a fatal shell error. Each is NAME NUMBER CODE: a name this shell does
+# not know (dash has no STKFLT) is trapped by its number, the one x86 and the generic Linux ABI (arm, arm64,
+# riscv) use; "command" keeps a failing trap from ending the shell. CODE is 128 + that number. Real-time signals
+# go by number. CHLD, CONT, URG, WINCH and the stop signals do not end a process.
+# on_signals quit: install; on_signals '': ignore them all (while cleaning up).
+on_signals() {
+  mode=$1
+  set -- HUP 1 129 INT 2 130 QUIT 3 131 ILL 4 132 TRAP 5 133 ABRT 6 134 BUS 7 135 FPE 8 136 USR1 10 138 SEGV 11 139 \
+    USR2 12 140 ALRM 14 142 TERM 15 143 STKFLT 16 144 XCPU 24 152 XFSZ 25 153 VTALRM 26 154 PROF 27 155 IO 29 157 \
+    PWR 30 158 SYS 31 159
+  while [ $# -ge 3 ]; do
+    a=''
+    [ "$mode" = quit ] && a="quit $3"
+    command trap "$a" "$1" 2>/dev/null || command trap "$a" "$2" 2>/dev/null
+    shift 3
+  done
+  n=32
+  while [ $n -le 64 ]; do
+    if [ "$mode" = quit ]; then command trap "quit $((128 + n))" $n 2>/dev/null; else command trap '' $n 2>/dev/null; fi
+    n=$((n + 1))
+  done
+}
+
+on_signals quit
+trap cleanup EXIT
 
 while :; do
   if ! read -r cmd rest; then quit 0; fi
@@ -425,6 +527,7 @@ while :; do
     *:BUF) buf "$rest" ;;
     *:OVERWRITE) overwrite "$rest" ;;
     *:STATS) cpu_stats STATS; say OK STATS ;;
+    *:FORCE) force "$rest" ;;
     ready:ARM) arm ;;
     armed:EV) ev "$rest" ;;
     *:UNDEF) undef "$rest" ;;

@@ -2,6 +2,7 @@
 //
 // stdin  (client → agent), one command per line:
 //   HELLO 1 <nonce> [heartbeat-seconds]   find tracefs, check root, sweep dead owners' leftovers, create the instance
+//                                         (INFO `swept <group>` / `undecided <group> <why>` per leftover)
 //   BUILDID <offset> <length> <hex> <path> compare <length> bytes at <offset> of <path> with <hex>
 //   DEF <definition>                      append one definition (must name our group)
 //   DEFS <n>, then n definition lines     the same for n definitions, checked by one grep: n DEF replies
@@ -16,6 +17,7 @@
 //                                         consumed the buffer, report the per-CPU counters, remove the definition:
 //                                         `hits=<n> unread=<n>`
 //   HB                                    heartbeat (no reply); any line also counts
+//   FORCE <group>                         remove a leftover whose owner cannot be judged (refused if it is alive)
 //   STOP                                  disable, drain, report stats, clean up, exit
 // stderr (agent → client), each line `<nonce> OK <VERB> …`, `<nonce> ERR <VERB> <CODE> <message>` or
 //   `<nonce> INFO <VERB> …` (INFO lines precede the OK/ERR they belong to). Lines without the nonce are tool
@@ -27,6 +29,7 @@ import { AGENT_ARGV0, AGENT_PROTOCOL_VERSION, AGENT_SCRIPT } from '../target/age
 import type { ExecChannel, ExecExit, Target } from '../target/target';
 import { frameDefinition, newSentinel } from './framing';
 import type { Sentinel } from './hitParser';
+import { GROUP_PATTERN } from '../probes/definition';
 
 export interface AgentHello {
   pid: number;
@@ -36,6 +39,11 @@ export interface AgentHello {
   caps: Set<string>;
   /** Groups/instances of dead owners removed by the start-of-session sweep. */
   swept: string[];
+  /**
+   * Leftovers the sweep kept because it cannot tell whether their owner is alive (an agent in a PID namespace
+   * this target's /proc does not show); `probelens cleanup --force GROUP` removes one.
+   */
+  undecided: Array<{ group: string; why: string }>;
 }
 
 export interface CpuBufferStats {
@@ -291,6 +299,12 @@ export class TracefsAgent {
     await this.command('FILTER', `${event} ${expr}`);
   }
 
+  /** Remove another session's leftover `group` that the sweep could not judge; refused when its owner is alive. */
+  async forceRemove(group: string): Promise<void> {
+    if (!GROUP_PATTERN.test(group)) throw new AgentError('FORCE', 'EINVAL', `'${group}' is not a ProbeLens group name`);
+    await this.command('FORCE', group);
+  }
+
   async arm(): Promise<void> {
     await this.command('ARM');
   }
@@ -434,6 +448,10 @@ function parseHello(text: string, info: string[]): AgentHello {
     uid: Number(kv.get('uid')),
     caps: new Set((kv.get('caps') ?? '').split(',').filter(Boolean)),
     swept: info.map((l) => /^swept (\S+)$/.exec(l)?.[1]).filter((x): x is string => !!x),
+    undecided: info.flatMap((l) => {
+      const m = /^undecided (\S+) (.*)$/.exec(l);
+      return m ? [{ group: m[1], why: m[2] }] : [];
+    }),
   };
 }
 

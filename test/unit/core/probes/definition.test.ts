@@ -1,6 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bindGroup, formatDefinition, uniqueEventName, DefinitionError, UNBOUND_GROUP } from '../../../../src/core/probes/definition';
+import {
+  bindGroup,
+  formatDefinition,
+  uniqueEventName,
+  DefinitionError,
+  GROUP_PATTERN,
+  UNBOUND_GROUP,
+} from '../../../../src/core/probes/definition';
 
 const group = 'probelens_1234_ab12';
 
@@ -81,4 +88,14 @@ test('compiled before any agent runs, a definition is bound to the session group
   assert.throws(() => bindGroup(unbound, 'other/x'), DefinitionError);
   assert.throws(() => bindGroup(unbound, UNBOUND_GROUP), DefinitionError);
   assert.throws(() => bindGroup('-:probelens_unbound/f', group), DefinitionError);
+});
+
+test('group names: the agent’s probelens_<pid>_<nsdev>_<nsino>_<nonce> and the older probelens_<pid>_<nonce>; 64 characters or more refused', () => {
+  for (const g of ['probelens_1234_4_effffffc_ab12cd34ef56', 'probelens_1_4_f0000152_abcdef', 'probelens_1234_ab12'])
+    assert.ok(GROUP_PATTERN.test(g), g);
+  const longest = `probelens_1_4_f0000152_${'a'.repeat(63 - 'probelens_1_4_f0000152_'.length)}`;
+  assert.equal(longest.length, 63);
+  assert.ok(GROUP_PATTERN.test(longest));
+  for (const g of [`${longest}b`, 'probelens_1_4_f0000152_ab_cd', 'probelens_1_4_XYZ_ab', 'probelens__ab', 'probelens_1_4_f0000152_ab;rm'])
+    assert.ok(!GROUP_PATTERN.test(g), g);
 });
