@@ -178,7 +178,7 @@ async function baseline(
       /* never enabled */
     }
     child.kill('SIGKILL');
-    // A blocked `cat trace_pipe` outlives its ssh session (tracefs-facts): end it, or the instance stays busy.
+    // A blocked `cat trace_pipe` outlives its ssh session: end it, or the instance stays busy.
     for (const pid of readerPids(group)) {
       try {
         process.kill(pid, 'SIGKILL');

@@ -1,5 +1,5 @@
 // A strict argument parser for the probelens CLI: every option is declared, unknown ones are errors, values
-// are checked where they are read. (No dependency: the CLI's grammar is small and fixed by contracts.md.)
+// are checked where they are read. (No dependency: the CLI's grammar is small and fixed by docs/contracts.md.)
 
 export type OptionSpec = { kind: 'flag' } | { kind: 'value'; repeat?: boolean };
 

@@ -43,7 +43,7 @@ export function buildWorkload(): Workload {
   execFileSync('gcc', ['-O0', '-g', '-Wl,--build-id', '-o', path, join(__dirname, '../fixtures/trace-samples/workload.c')]);
   const nm = execFileSync('nm', [path]).toString();
   const sym = (name: string) => BigInt('0x' + new RegExp(`^([0-9a-f]+) T ${name}$`, 'm').exec(nm)![1]);
-  // File offset from the PT_LOAD containing the symbol (tracefs-facts: never a single-base shortcut).
+  // File offset from the PT_LOAD containing the symbol (docs/architecture.md: never a single-base shortcut).
   const loads = [
     ...execFileSync('readelf', ['-lW', path])
       .toString()

@@ -1,4 +1,4 @@
-// Acceptance (issue 4, Cleanup): `probelens trace` over SSH with 100 probes armed, ended every way a session can
+// Cleanup at the CLI: `probelens trace` over SSH with 100 probes armed, ended every way a session can
 // end — a normal stop, kill -9 of the client, the network path cut (sshd in a namespace whose link goes down), the
 // TCP connection killed — leaves no definitions, instance or reader of its group on the target within 10 s.
 // The sshd target and this machine share one kernel, so the target's tracefs is /sys/kernel/tracing here.

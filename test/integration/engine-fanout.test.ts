@@ -1,4 +1,4 @@
-// Acceptance (issue 4, Fan-out): `probelens trace` against three sshd hosts at once, one of them failing, reports
+// Fan-out at the CLI: `probelens trace` against three sshd hosts at once, one of them failing, reports
 // hits from the two others (tagged by host) and the failure of the one, with exit status 1. All three servers run on
 // this machine, so every call of the fixture hits both healthy sessions' probes (each in its own group).
 import { test, type TestContext } from 'node:test';

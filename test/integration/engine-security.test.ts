@@ -1,4 +1,4 @@
-// Acceptance (issue 4, Security) at the CLI: `probelens trace --host …` refuses unknown host keys unless told
+// Security at the CLI: `probelens trace --host …` refuses unknown host keys unless told
 // --accept-new, refuses changed and @revoked keys always, matches hashed known_hosts entries and [host]:port, verifies
 // both keys of a ProxyJump chain; hostile probe names, paths and filters never run anything on the target.
 import { test, type TestContext } from 'node:test';

@@ -1,4 +1,4 @@
-// probelens functions | lines | vars | usdt — what a binary offers to probe (contracts.md's JSON shapes).
+// probelens functions | lines | vars | usdt — what a binary offers to probe (docs/contracts.md, JSON).
 import type { BinaryIndex } from '../../core/index/binaryIndex';
 import { loadIndex } from '../../core/index/load';
 import type { IndexedFunction } from '../../core/index/model';

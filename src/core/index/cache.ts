@@ -1,4 +1,4 @@
-// The on-disk index cache shared by the CLI and the extension (contracts.md):
+// The on-disk index cache shared by the CLI and the extension (docs/contracts.md, caches):
 // $XDG_CACHE_HOME/probelens/index/ (default ~/.cache/probelens/index/). Entries are keyed by GNU build-id, or by
 // path + size + mtime for binaries without one, and written with v8.serialize: typed arrays and bigints
 // round-trip exactly and load far faster than JSON (the line tables dominate the size).

@@ -1,4 +1,4 @@
-// The serialisable full index of one binary (issue 3, item 7): every function with its declaring file/line,
+// The serialisable full index of one binary: every function with its declaring file/line,
 // entry address, file offset and parameters, plus the line table. It is what the worker builds, what the cache
 // stores (v8.serialize) and what BinaryIndex answers queries from. Locals and struct layouts are not in it:
 // they are decoded per unit on demand from the binary itself.

@@ -1,6 +1,6 @@
 // Return sites of a function, for return probes that are ordinary uprobes on each RET instruction instead of a
 // uretprobe: a uretprobe swaps the return address on the stack, and Go moves goroutine stacks, so a Go program
-// dies with "unexpected return pc" (tracefs-facts, Go). The scan is a linear decode from the entry, the way
+// dies with "unexpected return pc" (docs/architecture.md, kernel facts). The scan is a linear decode from the entry, the way
 // objdump reads code: x86-64 through a real decoder (x86decoder.ts), since a 0xc3 byte may sit inside an
 // immediate or displacement; AArch64 has fixed 4-byte instructions, so it is read word by word.
 import { hex } from '../binary/cursor';

@@ -1,4 +1,4 @@
-// Probe specs in perf probe's grammar (contracts.md): a point followed by arguments, one string.
+// Probe specs in perf probe's grammar (docs/contracts.md): a point followed by arguments, one string.
 //   point: FUNC[@SRC][:RLN|+OFFS|%return] | SRC:ALN | sdt:PROVIDER:NAME
 //   arg:   name | name->field | name.field | name[idx] | name:TYPE | $params | $vars | $retval | $comm
 //          | NEWNAME=ARG | raw tracefs fetcharg (%di, +8(%sp):s32, +0(%di):string, @0x1234, $stack2)

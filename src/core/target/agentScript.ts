@@ -4,7 +4,7 @@
 //
 // Streams: stdout carries the instance's trace_pipe and nothing else (a `cat` writes it directly); control
 // replies go to stderr, each prefixed with the client's per-session nonce so stray tool messages can't pass
-// for replies. See agentProtocol.ts for the client side and the command list.
+// for replies. src/core/tracefs/agentClient.ts is the client side and lists the commands.
 //
 // The script avoids `${` and backquotes so it can live in a String.raw template.
 export const AGENT_PROTOCOL_VERSION = 1;
