@@ -54,4 +54,23 @@ export default tseslint.config(
     },
   },
   { files: ['src/core/**/*.ts', 'src/shared/**/*.ts', 'webview/**/*.ts'], rules: noVscode },
+  {
+    // One-way arrows inside the core (docs/architecture.md): probes → index → dwarf → binary. The layers below the
+    // compiler never import it (a loop there once existed only for a method a test used).
+    files: ['src/core/index/**/*.ts', 'src/core/dwarf/**/*.ts', 'src/core/binary/**/*.ts', 'src/core/fetch/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          ...noVscode['no-restricted-imports'][1],
+          patterns: [
+            {
+              group: ['**/probes', '**/probes/*', '**/session', '**/session/*', '**/tracefs', '**/tracefs/*'],
+              message: 'the index, DWARF, ELF and fetch layers must not import the compiler, sessions or tracefs (docs/architecture.md).',
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

@@ -1,7 +1,6 @@
 // Queries over one binary's IndexData. Lookup tables are built lazily on first use, so loading an index from
 // the cache costs only the deserialisation.
 import { posix } from 'node:path';
-import { variablesAtSite } from '../probes/variables';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, type IndexData, type IndexedFunction, type IndexedUsdt } from './model';
 
 export interface LineLocation {
@@ -133,23 +132,6 @@ export class BinaryIndex {
       if (address < f.address! + BigInt(f.size)) return f;
     }
     return undefined;
-  }
-
-  /**
-   * Parameters and locals visible at `address` and where each is there (fetch text or why not), decoded on
-   * demand from the binary's DWARF (the full index does not hold locals).
-   */
-  async variablesAt(
-    address: bigint,
-    debugDirs?: string[],
-  ): Promise<Array<{ name: string; type: string; location: string; kind: 'param' | 'local' }>> {
-    const fn = this.functionContaining(address);
-    if (!fn) return [];
-    const at = this.lineForAddress(address);
-    const kind = address === fn.address ? 'entry' : 'line';
-    return (await variablesAtSite(this, { kind, fn, address, file: at?.file, line: at?.line }, debugDirs)).map(
-      ({ name, type, location, kind: k }) => ({ name, type, location, kind: k }),
-    );
   }
 
   /** Every distinct `is_stmt` address of `file:line`, ascending. */

@@ -3,8 +3,8 @@
 import type { BinaryImage } from '../binary/binaryImage';
 import { openDwarf, type Dwarf, type FunctionInfo } from '../dwarf';
 import { ROW_END_SEQUENCE, ROW_PROLOGUE_END, ROW_STMT } from '../dwarf/line';
-import { placeArguments, type CallingConvention } from '../probes/abi';
-import { abiTypeOf, entryCfa, fetchForLocation, stripQualifiers, type Arch } from '../probes/fetch';
+import { placeArguments, type CallingConvention } from '../fetch/abi';
+import { abiTypeOf, entryCfa, fetchForLocation, stripQualifiers, type Arch } from '../fetch/fetch';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, LINE_PROLOGUE_END, type IndexedFunction, type IndexedParam, type LineRows } from './model';
 import { functionNamesByDie, inlinedSites, placeCopies, type SymbolsByAddress } from './sites';
 

@@ -6,14 +6,14 @@ import type { BinaryIndex } from '../index/binaryIndex';
 import type { IndexedFunction, IndexedUsdt } from '../index/model';
 import { isGoResult } from '../index/fromDwarf';
 import { formatDefinition, UNBOUND_GROUP, uniqueEventName, type FetchArg } from './definition';
-import { stripQualifiers } from './fetch';
+import { stripQualifiers } from '../fetch/fetch';
 import { ArgError, deref, member, placeFromLocation, scalarFetch, valueFetch, type Place, type TypedFetch } from './places';
 import { resolvePoint, ResolveError, type ResolvedSite } from './resolve';
 import { findReturnSites } from './returns';
 import { parseSpec, type ProbeArg, type ProbeSpec } from './spec';
 import { siteContext, variablesAtSite, type SiteVariable } from './variables';
 import type { HitSite, ProbeKind } from '../../shared/hit';
-import { CompileError, DEFAULT_MAX_SITES, siteAddress, TooManySitesError, type ProbeSite } from './sites';
+import { CompileError, DEFAULT_MAX_SITES, siteAddress, TooManySitesError } from './sites';
 
 export { CompileError, DEFAULT_MAX_SITES, DISARM_MS_PER_SITE, siteAddress, teardownText, TooManySitesError, type ProbeSite } from './sites';
 

@@ -5,7 +5,7 @@
 //   abs:  a global at @+N.
 // A fetch argument for the value itself is then `%di`, `+off(base)` or `@+N`.
 import type { TypeDesc } from '../dwarf';
-import { fetchTypeOf, stripQualifiers } from './fetch';
+import { fetchTypeOf, stripQualifiers } from '../fetch/fetch';
 
 export type Place =
   | { kind: 'reg'; reg: string }

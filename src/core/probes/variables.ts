@@ -4,7 +4,7 @@ import type { BinaryIndex } from '../index/binaryIndex';
 import { openDebugAccess, type DebugAccess } from '../index/debugAccess';
 import { callFrameInfo, type CallFrameInfo } from '../unwind';
 import { registerName } from '../dwarf';
-import { entryCfa, fetchForLocation, tracefsRegister, type FrameContext } from './fetch';
+import { entryCfa, fetchForLocation, tracefsRegister, type FrameContext } from '../fetch/fetch';
 import type { ResolvedSite } from './resolve';
 
 export interface SiteVariable {
@@ -88,4 +88,22 @@ async function variablesAtCopy(index: BinaryIndex, site: ResolvedSite, debugDirs
   const frameDie = copy.kind === 'inlined' ? (holder && holder.dieOffset >= 0 ? holder.dieOffset : copy.dieOffset) : copy.dieOffset;
   const frame = frameAt(ctx, index, frameDie, copy.kind === 'inlined' ? undefined : pc, pc);
   return ctx.access.dwarf.variablesAt(copy.dieOffset, pc).map((v) => siteVariable(v, frame));
+}
+
+/**
+ * Parameters and locals visible at `address` and where each is there (fetch text or why not), decoded on demand
+ * from the binary's DWARF (the full index does not hold locals).
+ */
+export async function variablesAtAddress(
+  index: BinaryIndex,
+  address: bigint,
+  debugDirs?: string[],
+): Promise<Array<{ name: string; type: string; location: string; kind: 'param' | 'local' }>> {
+  const fn = index.functionContaining(address);
+  if (!fn) return [];
+  const at = index.lineForAddress(address);
+  const kind = address === fn.address ? 'entry' : 'line';
+  return (await variablesAtSite(index, { kind, fn, address, file: at?.file, line: at?.line }, debugDirs)).map(
+    ({ name, type, location, kind: k }) => ({ name, type, location, kind: k }),
+  );
 }

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fixtureOrSkip, markerLine } from '../../helpers/fixtures';
 import { loadIndex } from '../../../src/core/index/load';
+import { variablesAtAddress } from '../../../src/core/probes/variables';
 
 const MAIN = resolve(__dirname, '../../../src/cli/main.ts');
 const cache = mkdtempSync(join(tmpdir(), 'probelens-cli-cache-'));
@@ -108,13 +109,13 @@ test('an unknown function names close matches', async (t) => {
   assert.match(r.err, /has no function 'add_int' \(did you mean 'add_ints'/);
 });
 
-test('BinaryIndex.variablesAt: a loop line shows its locals with register/stack fetches', async (t) => {
+test('variablesAtAddress: a loop line shows its locals with register/stack fetches', async (t) => {
   const f = await fixtureOrSkip(t, 'calls-O0');
   if (!f) return;
   const { index } = await loadIndex(f.path, { noCache: true });
   const m = markerLine(f, 'sum_squares.step');
   const [addr] = index.addressesForLine(m.file, m.line);
-  const vars = await index.variablesAt(addr);
+  const vars = await variablesAtAddress(index, addr);
   const byName = new Map(vars.map((v) => [v.name, v]));
   assert.equal(byName.get('n')?.kind, 'param');
   assert.equal(byName.get('i')?.kind, 'local');
