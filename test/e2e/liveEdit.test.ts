@@ -43,7 +43,7 @@ test(
       await waitForInline(page, /^● 3 hits · last a=3 b=-7$/, 30_000);
       const first = defs();
       assert.equal(first.length, 1, `one definition armed: ${JSON.stringify(first)}`);
-      assert.match(first[0], /^p:probelens_\d+_[a-z0-9]+\/add_ints /);
+      assert.match(first[0], /^p:probelens_[0-9]+_[a-z0-9_]+\/add_ints /);
 
       // Add the second from its lens while the first is armed and counting.
       await clickCodeLens(page, /^Trace$/, { line: definitionLine(dir, 'mix_unsigned'), timeout: 60_000 });
