@@ -17,7 +17,7 @@ import { join, isAbsolute } from 'node:path';
 import type { TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { CORPUS_NAMES, CORPUS_RECIPES, COUNT_RUNTIME, type CorpusName, type Run } from './corpusRecipes';
-import { missing } from './require';
+import { orSkip } from './require';
 
 export { CORPUS_NAMES, CORPUS_RECIPES, type CorpusName };
 
@@ -297,14 +297,8 @@ export function corpusProject(name: CorpusName): Promise<CorpusProject> {
 }
 
 /** corpusProject(), except that an unavailable project skips the test (and fails it under CI=true). */
-export async function corpusProjectOrSkip(t: TestContext, name: CorpusName): Promise<CorpusProject | undefined> {
-  try {
-    return await corpusProject(name);
-  } catch (e) {
-    if (!(e instanceof CorpusUnavailable)) throw e;
-    missing(t, e.message);
-    return undefined;
-  }
+export function corpusProjectOrSkip(t: TestContext, name: CorpusName): Promise<CorpusProject | undefined> {
+  return orSkip(t, () => corpusProject(name), CorpusUnavailable);
 }
 
 if (require.main === module) {

@@ -15,7 +15,7 @@ import type { TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { parseFixtureOutput, type FixtureOutput } from '../fixtures/output';
 import { FIXTURE_NAMES, RECIPES, type Fixture, type FixtureName, type Tool, type Unit } from '../fixtures/recipes';
-import { missing } from './require';
+import { orSkip } from './require';
 
 export { FIXTURE_NAMES, parseFixtureOutput };
 export type { Fixture, FixtureName, FixtureOutput };
@@ -254,14 +254,8 @@ export async function fixture(name: FixtureName): Promise<Fixture> {
 }
 
 /** fixture(), except that a missing toolchain skips the test (and fails it under CI=true) via missing(). */
-export async function fixtureOrSkip(t: TestContext, name: FixtureName): Promise<Fixture | undefined> {
-  try {
-    return await fixture(name);
-  } catch (e) {
-    if (!(e instanceof ToolchainMissing)) throw e;
-    missing(t, e.message);
-    return undefined;
-  }
+export function fixtureOrSkip(t: TestContext, name: FixtureName): Promise<Fixture | undefined> {
+  return orSkip(t, () => fixture(name), ToolchainMissing);
 }
 
 /** Builds every fixture, two units at a time (the machines have two cores). */

@@ -20,3 +20,21 @@ export function missing(t: TestContext, what: string): void {
   if (IN_CI) throw new PrerequisiteMissing(`${what} (CI=true: tests that need it must run)`);
   t.skip(what);
 }
+
+/**
+ * `get()`, except that a missing prerequisite — an error of class `Missing` (a toolchain, a corpus project) — skips
+ * the test, and fails it under CI=true, via missing().
+ */
+export async function orSkip<T>(
+  t: TestContext,
+  get: () => Promise<T>,
+  Missing: abstract new (...args: never[]) => Error,
+): Promise<T | undefined> {
+  try {
+    return await get();
+  } catch (e) {
+    if (!(e instanceof Missing)) throw e;
+    missing(t, e.message);
+    return undefined;
+  }
+}
