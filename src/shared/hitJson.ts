@@ -48,20 +48,7 @@ export function toJson(value: unknown, indent?: number): string {
 }
 
 /** The contract's hit object: `{host, probe, kind, pid, tid, comm, cpu, ts, args, retval?, latencyNs?, site?}`. */
-export interface HitJson {
-  host: string;
-  probe: string;
-  kind: string;
-  pid: number;
-  tid: number;
-  comm: string;
-  cpu: number;
-  ts: number;
-  args: Record<string, HitValue>;
-  retval?: HitValue;
-  latencyNs?: number;
-  site?: Hit['site'];
-}
+export type HitJson = Omit<Hit, 'event'>;
 
 export function hitToJson(h: Hit): HitJson {
   const args: Record<string, HitValue> = {};
