@@ -112,7 +112,9 @@ test("PostgreSQL's tree (many binaries and libraries): the backend is chosen for
     const t0 = Date.now();
     await goToLine(page, lineOf(join(pg.srcDir, 'src', 'backend', 'tcop', 'postgres.c'), /^exec_simple_query\(/));
     await statusBarItem(page, /^\s*postgres\b/).waitFor({ state: 'visible', timeout: 120_000 });
+    // Monaco keeps lenses of nearby lines in the DOM but hidden: wait for one that is drawn.
     await codeLens(page, /^Trace$/)
+      .filter({ visible: true })
       .first()
       .waitFor({ state: 'visible', timeout: 180_000 });
     t.diagnostic(`lenses on postgres.c ${Date.now() - t0} ms after opening it (cold index cache)`);
