@@ -126,7 +126,11 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: nu
   // block, a part) belong to that function and are not listed again.
   for (const g of groups) {
     if (known.has(g.address) || g.address === 0n || insideCode(code, g.address)) continue;
-    const sym = g.symbols.find((s) => s.binding === 'global') ?? g.symbols[0];
+    // A `.cold` block is code split off a function (its unlikely paths), never a function or an entry of its own,
+    // even when, as for libraries built without -g, no DWARF says whose it is.
+    const named = g.symbols.filter((s) => symbolKind(s.name) !== 'cold');
+    if (named.length === 0) continue;
+    const sym = named.find((s) => s.binding === 'global') ?? named[0];
     const fileOffset = offsetOf(g.address);
     if (fileOffset === undefined) continue;
     const pretty = withoutRustHash(demangle(sym.name)).replace(/\(.*\)( const)?$/, '');
