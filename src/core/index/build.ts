@@ -7,7 +7,7 @@ import { readBinaryIdentity } from './identity';
 import type { SymbolGroup } from '../binary/symbols';
 import { dwarfIndexPart } from './fromDwarf';
 import { symbolKind } from './sites';
-import { INDEX_FORMAT, type IndexData, type IndexedFunction, type IndexedUsdt, type LineRows } from './model';
+import { INDEX_FORMAT, type FunctionSite, type IndexData, type IndexedFunction, type IndexedUsdt, type LineRows } from './model';
 
 export interface BuildOptions extends OpenBinaryOptions {
   onProgress?: (message: string) => void;
@@ -78,6 +78,7 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: nu
   const known = new Set<bigint>();
   const entries = new Map<bigint, IndexedFunction>();
   if (image.goInfo()) fromDwarf = withoutAbiWrappers(image, fromDwarf, known);
+  fromDwarf = mergeSameEntry(fromDwarf);
   for (const f of fromDwarf) {
     f.sites = f.sites.filter((s) => (s.fileOffset = offsetOf(s.address)) !== undefined);
     for (const s of f.sites) {
@@ -182,6 +183,35 @@ function withoutAbiWrappers(image: BinaryImage, fns: IndexedFunction[], known: S
     if (own) target.linkageName = own.name;
   }
   return out;
+}
+
+/**
+ * One function per (name, entry address): a C++ template instance or inline function has a concrete DIE in every
+ * unit that emitted it, while the linker kept one copy of the code. Their sites merge, deduplicated by address
+ * (two events at one address would count each call twice).
+ */
+export function mergeSameEntry(fns: IndexedFunction[]): IndexedFunction[] {
+  const first = new Map<string, IndexedFunction>();
+  const out: IndexedFunction[] = [];
+  for (const f of fns) {
+    const key = f.address !== undefined ? `${f.name}\0${f.address}` : undefined;
+    const into = key !== undefined ? first.get(key) : undefined;
+    if (!into) {
+      if (key !== undefined) first.set(key, f);
+      f.sites = uniqueSites(f.sites);
+      out.push(f);
+      continue;
+    }
+    into.sites = uniqueSites([...into.sites, ...f.sites]);
+    into.inlinedInstances += f.inlinedInstances;
+    into.probeable ||= f.probeable;
+  }
+  return out;
+}
+
+function uniqueSites(sites: FunctionSite[]): FunctionSite[] {
+  const seen = new Set<bigint>();
+  return sites.filter((s) => !seen.has(s.address) && !!seen.add(s.address));
 }
 
 function groupAt(groups: readonly SymbolGroup[], address: bigint): SymbolGroup | undefined {

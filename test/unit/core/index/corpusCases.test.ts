@@ -7,7 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildIndex } from '../../../../src/core/index/build';
+import { buildIndex, mergeSameEntry } from '../../../../src/core/index/build';
+import type { FunctionSite, IndexedFunction } from '../../../../src/core/index/model';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
 import { missing } from '../../../helpers/require';
 
@@ -87,5 +88,55 @@ test("Go ABI wrappers (pkg.F.abi0 / an assembly function's ABIInternal wrapper) 
   assert.deepEqual(
     pairs.filter((n) => wrappers.has(n)),
     [],
+  );
+});
+
+const site = (kind: FunctionSite['kind'], address: number, dieOffset: number): FunctionSite => ({
+  kind,
+  address: BigInt(address),
+  dieOffset,
+  unitOffset: 0,
+});
+const fn = (name: string, address: number | undefined, sites: FunctionSite[], dieOffset: number): IndexedFunction => ({
+  name,
+  address: address !== undefined ? BigInt(address) : undefined,
+  size: 16,
+  params: [],
+  inlinedInstances: sites.filter((s) => s.kind === 'inlined').length,
+  sites,
+  probeable: sites.length > 0,
+  external: true,
+  unitOffset: 0,
+  dieOffset,
+});
+
+test('one function per (name, entry address): DIEs of several units merge, their sites deduplicated by address', () => {
+  // A template instance emitted by three units (one DIE each), the linker kept one copy at 0x100; two units
+  // inlined it elsewhere too, one of them at the same address as another unit's copy (a shared inline function).
+  const merged = mergeSameEntry([
+    fn('std::f<int>', 0x100, [site('entry', 0x100, 1), site('inlined', 0x200, 2)], 1),
+    fn('other', 0x300, [site('entry', 0x300, 3)], 3),
+    fn('std::f<int>', 0x100, [site('entry', 0x100, 4), site('inlined', 0x250, 5), site('inlined', 0x200, 6)], 4),
+    fn('std::f<int>', 0x100, [site('entry', 0x100, 7)], 7),
+    // Same name at another address: a different definition (same-name statics), kept apart.
+    fn('std::f<int>', 0x400, [site('entry', 0x400, 8)], 8),
+    fn('declared', undefined, [], 9),
+  ]);
+  assert.deepEqual(
+    merged.map((f) => [f.name, f.address, f.sites.map((s) => [s.kind, Number(s.address)])]),
+    [
+      [
+        'std::f<int>',
+        0x100n,
+        [
+          ['entry', 0x100],
+          ['inlined', 0x200],
+          ['inlined', 0x250],
+        ],
+      ],
+      ['other', 0x300n, [['entry', 0x300]]],
+      ['std::f<int>', 0x400n, [['entry', 0x400]]],
+      ['declared', undefined, []],
+    ],
   );
 });
