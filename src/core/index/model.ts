@@ -5,7 +5,7 @@
 
 import type { UsdtOperand } from '../binary/usdt';
 
-export const INDEX_FORMAT = 3;
+export const INDEX_FORMAT = 5;
 
 export interface IndexedParam {
   name: string;
