@@ -88,9 +88,9 @@ export function inlinedSites(dw: Dwarf, f: FunctionInfo, nameOf: (die: number) =
     if (i.entryPc === undefined || i.ranges.length === 0) continue;
     // GCC 12 can leave an inlined copy of a function inside the function itself (inside each out-of-line and
     // each inlined copy of it) whose call is at the declaration's own file:line:column: the body of a wrapper it
-    // made of the function (every -finstrument-functions function; IPA clones kept callable under the old name in
-    // plain builds of redis too). A real recursive call is never at the declaration's name. That copy is reached
-    // only through the enclosing copy's entry, which already counts the call.
+    // made of the function. Every -finstrument-functions function has one; plain -O2 builds of redis have some
+    // too. A real recursive call is never at the declaration's name. That copy is reached only through the
+    // enclosing copy's entry, which already counts the call.
     const body =
       i.callerDie !== undefined &&
       own.has(i.callerDie) &&
