@@ -7,7 +7,7 @@ import { readBinaryIdentity } from './identity';
 import type { SymbolGroup } from '../binary/symbols';
 import { dwarfIndexPart } from './fromDwarf';
 import { symbolKind } from './sites';
-import { INDEX_FORMAT, type FunctionSite, type IndexData, type IndexedFunction, type IndexedUsdt, type LineRows } from './model';
+import { INDEX_FORMAT, type IndexData, type IndexedFunction, type IndexedUsdt, type LineRows } from './model';
 
 export interface BuildOptions extends OpenBinaryOptions {
   onProgress?: (message: string) => void;
@@ -187,8 +187,10 @@ function withoutAbiWrappers(image: BinaryImage, fns: IndexedFunction[], known: S
 
 /**
  * One function per (name, entry address): a C++ template instance or inline function has a concrete DIE in every
- * unit that emitted it, while the linker kept one copy of the code. Their sites merge, deduplicated by address
- * (two events at one address would count each call twice).
+ * unit that emitted it, while the linker kept one copy of the code, which each of those DIEs describes. Their
+ * sites merge; a site another unit's DIE already gave (same address) is that same code. Within one unit two
+ * sites at one address stay two: inlined copies of two calls whose code GCC merged (`f(k) + f(k)`) are two calls
+ * each time that address runs.
  */
 export function mergeSameEntry(fns: IndexedFunction[]): IndexedFunction[] {
   const first = new Map<string, IndexedFunction>();
@@ -198,20 +200,15 @@ export function mergeSameEntry(fns: IndexedFunction[]): IndexedFunction[] {
     const into = key !== undefined ? first.get(key) : undefined;
     if (!into) {
       if (key !== undefined) first.set(key, f);
-      f.sites = uniqueSites(f.sites);
       out.push(f);
       continue;
     }
-    into.sites = uniqueSites([...into.sites, ...f.sites]);
+    const have = new Set(into.sites.map((s) => s.address));
+    into.sites = [...into.sites, ...f.sites.filter((s) => !have.has(s.address))];
     into.inlinedInstances += f.inlinedInstances;
     into.probeable ||= f.probeable;
   }
   return out;
-}
-
-function uniqueSites(sites: FunctionSite[]): FunctionSite[] {
-  const seen = new Set<bigint>();
-  return sites.filter((s) => !seen.has(s.address) && !!seen.add(s.address));
 }
 
 function groupAt(groups: readonly SymbolGroup[], address: bigint): SymbolGroup | undefined {

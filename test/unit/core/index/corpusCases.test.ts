@@ -110,7 +110,7 @@ const fn = (name: string, address: number | undefined, sites: FunctionSite[], di
   dieOffset,
 });
 
-test('one function per (name, entry address): DIEs of several units merge, their sites deduplicated by address', () => {
+test('one function per (name, entry address): DIEs of several units merge, a site another unit gave is not repeated', () => {
   // A template instance emitted by three units (one DIE each), the linker kept one copy at 0x100; two units
   // inlined it elsewhere too, one of them at the same address as another unit's copy (a shared inline function).
   const merged = mergeSameEntry([
@@ -118,6 +118,8 @@ test('one function per (name, entry address): DIEs of several units merge, their
     fn('other', 0x300, [site('entry', 0x300, 3)], 3),
     fn('std::f<int>', 0x100, [site('entry', 0x100, 4), site('inlined', 0x250, 5), site('inlined', 0x200, 6)], 4),
     fn('std::f<int>', 0x100, [site('entry', 0x100, 7)], 7),
+    // Within one unit two copies at one address are two calls whose code was merged: both stay.
+    fn('twice', 0x500, [site('entry', 0x500, 10), site('inlined', 0x600, 11), site('inlined', 0x600, 12)], 10),
     // Same name at another address: a different definition (same-name statics), kept apart.
     fn('std::f<int>', 0x400, [site('entry', 0x400, 8)], 8),
     fn('declared', undefined, [], 9),
@@ -135,6 +137,15 @@ test('one function per (name, entry address): DIEs of several units merge, their
         ],
       ],
       ['other', 0x300n, [['entry', 0x300]]],
+      [
+        'twice',
+        0x500n,
+        [
+          ['entry', 0x500],
+          ['inlined', 0x600],
+          ['inlined', 0x600],
+        ],
+      ],
       ['std::f<int>', 0x400n, [['entry', 0x400]]],
       ['declared', undefined, []],
     ],
