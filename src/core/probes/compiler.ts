@@ -13,7 +13,7 @@ import { findReturnSites } from './returns';
 import { parseSpec, type ProbeArg, type ProbeSpec } from './spec';
 import { siteContext, variablesAtSite, type SiteVariable } from './variables';
 import type { HitSite, ProbeKind } from '../../shared/hit';
-import { CompileError, DEFAULT_MAX_SITES, siteAddress, TooManySitesError, type ProbeSite } from './sites';
+import { CompileError, DEFAULT_MAX_SITES, siteAddress, TooManySitesError } from './sites';
 
 export { CompileError, DEFAULT_MAX_SITES, DISARM_MS_PER_SITE, siteAddress, teardownText, TooManySitesError, type ProbeSite } from './sites';
 

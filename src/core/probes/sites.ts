@@ -2,7 +2,6 @@
 // limit on how many sites one spec may arm before someone confirms it.
 import type { HitSite } from '../../shared/hit';
 import type { BinaryIndex } from '../index/binaryIndex';
-import type { SiteKind } from '../index/model';
 import { resolvePoint } from './resolve';
 import { parseSpec, type ProbeSpec } from './spec';
 
