@@ -249,8 +249,13 @@ export function placementViolations(facts: ElfFacts, fns: FunctionJson[]): strin
   const covered = new Set(fns.flatMap((f) => (f.sites ?? []).map((s) => BigInt(s.address))));
   // Clones (.isra, .constprop) are entered by calls of their own; .part and .cold code is reached from its
   // function (the README's rule says which .part entries are armed).
+  // Go's ABI wrappers: of `pkg.F` and `pkg.F.abi0`, one forwards to the other and only the function itself is a site.
+  const abiPartnerCovered = (name: string) => {
+    const partner = name.endsWith('.abi0') ? name.slice(0, -5) : `${name}.abi0`;
+    return (facts.byName.get(partner) ?? []).some((p) => covered.has(p.address));
+  };
   for (const s of facts.funcs) {
-    if (s.size === 0n || /\.(part|cold)(\.\d+)?$/.test(s.name) || covered.has(s.address)) continue;
+    if (s.size === 0n || /\.(part|cold)(\.\d+)?$/.test(s.name) || covered.has(s.address) || abiPartnerCovered(s.name)) continue;
     bad.push(`symbol ${s.name} at 0x${s.address.toString(16)} is no function's site`);
   }
   return bad;

@@ -28,6 +28,11 @@ export interface InlinedInstance {
   readonly ranges: number[];
   readonly callFile: string;
   readonly callLine: number;
+  readonly callColumn: number;
+  /** Whether the compiler marked where the copy begins (DW_AT_entry_pc), rather than only where its code is. */
+  readonly hasEntryPc: boolean;
+  /** The concrete subprogram DIE whose code holds the copy (through any enclosing inlined copies). */
+  readonly subprogramDie: number | undefined;
   /** DIE of the function it was inlined into (a subprogram, or the origin of an enclosing inlined copy). */
   readonly callerDie: number | undefined;
 }
@@ -53,6 +58,8 @@ export interface FunctionInfo {
   /** Declaring file (normalised absolute path) and line. */
   readonly file: string;
   readonly line: number;
+  /** Declaration column (0 when not given). */
+  readonly column: number;
   /** Entry address (low_pc or the first range's start); undefined when there is no out-of-line code. */
   readonly entryPc: number | undefined;
   /** Flat [lo, hi, lo, hi…] code ranges. */
@@ -97,6 +104,8 @@ export class FunctionPass {
   readonly inlined = new Map<number, number[]>();
   /** Inlined-subroutine DIE → the function DIE it sits in (for "inlined into CALLER"). */
   readonly inlinedCaller = new Map<number, number>();
+  /** Inlined-subroutine DIE → the concrete subprogram DIE whose code holds it. */
+  readonly inlinedSubprogram = new Map<number, number>();
   /** Enclosing namespace/class prefix of named types declared inside one (C++, Rust): type strings use it. */
   readonly typeScopes = new Map<number, string>();
 
@@ -108,6 +117,7 @@ export class FunctionPass {
     const fns: Array<Rec | undefined> = [undefined];
     // Per depth: the function (subprogram, or an inlined copy's origin) whose code encloses the children.
     const owners: Array<number | undefined> = [undefined];
+    const subprograms: Array<number | undefined> = [undefined];
     let depth = 0;
     while (r.pos < u.end) {
       const at = r.pos;
@@ -117,6 +127,7 @@ export class FunctionPass {
         prefixes.pop();
         fns.pop();
         owners.pop();
+        subprograms.pop();
         continue;
       }
       const ab = a!;
@@ -124,12 +135,14 @@ export class FunctionPass {
       let prefix = prefixes[prefixes.length - 1];
       let fn: Rec | undefined;
       let owner = owners[owners.length - 1];
+      let subprogram = subprograms[subprograms.length - 1];
       switch (tag) {
         case TAG.subprogram: {
           const d = readAttrs(u, r, ab, at);
           const rec = this.record(u, d, prefix);
           fn = rec;
           owner = at;
+          subprogram = at;
           break;
         }
         case TAG.formal_parameter: {
@@ -152,6 +165,7 @@ export class FunctionPass {
             if (!list) this.inlined.set(origin, (list = []));
             list.push(at);
             if (owner !== undefined) this.inlinedCaller.set(at, owner);
+            if (subprogram !== undefined) this.inlinedSubprogram.set(at, subprogram);
             owner = origin;
           }
           break;
@@ -203,6 +217,7 @@ export class FunctionPass {
         // Parameters belong to the nearest subprogram only when they are its direct children.
         fns.push(fn);
         owners.push(owner);
+        subprograms.push(subprogram);
       } else if (depth === 0) break;
     }
     // A missing final null for the unit itself is tolerated (some producers drop it); ending inside a nested
@@ -280,7 +295,7 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
       u = d.unit;
     // One walk down the specification/abstract_origin chain collects every inherited attribute.
     let nameDie: Die | undefined, linkageName: string | undefined, fileDie: Die | undefined;
-    let line: number | undefined, external: boolean | undefined, inline: number | undefined;
+    let line: number | undefined, column: number | undefined, external: boolean | undefined, inline: number | undefined;
     let cur: Die | undefined = d;
     for (let i = 0; i < 8 && cur; i++) {
       const cu: Unit = cur.unit;
@@ -288,6 +303,7 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
       linkageName ??= cu.str(cur, AT.linkage_name) ?? cu.str(cur, AT.MIPS_linkage_name);
       if (!fileDie && cur.has(AT.decl_file)) fileDie = cur;
       line ??= num(cur, AT.decl_line);
+      if (line === num(cur, AT.decl_line)) column ??= num(cur, AT.decl_column);
       if (external === undefined && cur.has(AT.external)) external = cu.flag(cur, AT.external);
       inline ??= num(cur, AT.inline);
       const next: number | undefined = cu.ref(cur, AT.specification) ?? cu.ref(cur, AT.abstract_origin);
@@ -331,6 +347,7 @@ export function assemble(pass: FunctionPass, res: Resolver): FunctionInfo[] {
       linkageName,
       file,
       line: line ?? 0,
+      column: column ?? 0,
       entryPc: entry,
       ranges,
       external: external ?? false,
@@ -411,7 +428,12 @@ export function entryOf(u: Unit, d: Die, ranges: number[]): number[] {
 }
 
 /** Decodes the inlined copies listed in `fn.inlinedDies`. */
-export function inlinedInstances(res: Resolver, fn: FunctionInfo, callers?: ReadonlyMap<number, number>): InlinedInstance[] {
+export function inlinedInstances(
+  res: Resolver,
+  fn: FunctionInfo,
+  callers?: ReadonlyMap<number, number>,
+  subprograms?: ReadonlyMap<number, number>,
+): InlinedInstance[] {
   return fn.inlinedDies.map((off) => {
     const die = res.dieAt(off);
     const iu = die.unit;
@@ -423,6 +445,9 @@ export function inlinedInstances(res: Resolver, fn: FunctionInfo, callers?: Read
       ranges: r,
       callFile: res.fileName(iu, num(die, AT.call_file) ?? 0),
       callLine: num(die, AT.call_line) ?? 0,
+      callColumn: num(die, AT.call_column) ?? 0,
+      hasEntryPc: die.has(AT.entry_pc),
+      subprogramDie: subprograms?.get(off),
       callerDie: callers?.get(off),
     };
   });

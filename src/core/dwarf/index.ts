@@ -43,6 +43,7 @@ export class Dwarf implements Resolver {
   private unitList: Unit[] | undefined;
   private fns: FunctionInfo[] | undefined;
   private inlinedCallers: ReadonlyMap<number, number> | undefined;
+  private inlinedSubprograms: ReadonlyMap<number, number> | undefined;
   private typeScopes: Map<number, string> | undefined;
   private readonly lines = new Map<number, LineTable | null>();
   private readonly lineFiles = new Map<number, string[]>();
@@ -92,6 +93,7 @@ export class Dwarf implements Resolver {
     for (const u of this.units()) pass.walk(u);
     this.typeScopes = pass.typeScopes;
     this.inlinedCallers = pass.inlinedCaller;
+    this.inlinedSubprograms = pass.inlinedSubprogram;
     return (this.fns = assemble(pass, this));
   }
 
@@ -103,7 +105,7 @@ export class Dwarf implements Resolver {
   /** Call sites and code ranges of a function's inlined copies (decoded on demand). */
   inlinedInstances(fn: FunctionInfo): InlinedInstance[] {
     if (!this.inlinedCallers) this.functions();
-    return inlinedInstances(this, fn, this.inlinedCallers);
+    return inlinedInstances(this, fn, this.inlinedCallers, this.inlinedSubprograms);
   }
 
   /** The line table of a unit (undefined when it has none). */

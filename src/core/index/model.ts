@@ -5,7 +5,7 @@
 
 import type { UsdtOperand } from '../binary/usdt';
 
-export const INDEX_FORMAT = 2;
+export const INDEX_FORMAT = 6;
 
 export interface IndexedParam {
   name: string;

@@ -2,7 +2,7 @@
 // its abstract origin) and every inlined copy. This turns one FunctionInfo of the DWARF pass into its sites,
 // using the symbol table to say which concrete copy is which (DWARF marks none of them) and where a copy
 // described only by DW_AT_ranges begins.
-import type { ConcreteCopy, Dwarf, FunctionInfo } from '../dwarf';
+import type { ConcreteCopy, Dwarf, FunctionInfo, InlinedInstance } from '../dwarf';
 import type { FunctionSite, SiteKind } from './model';
 
 /** Symbol names by address (every alias of each address). */
@@ -78,8 +78,32 @@ export function placeCopies(f: FunctionInfo, symbols: SymbolsByAddress): CopyPla
 export function inlinedSites(dw: Dwarf, f: FunctionInfo, nameOf: (die: number) => string | undefined): FunctionSite[] {
   if (f.inlinedDies.length === 0) return [];
   const out: FunctionSite[] = [];
-  for (const i of dw.inlinedInstances(f)) {
+  // The DIEs that are this function itself: its abstract origin (what an enclosing inlined copy of it names) and
+  // its out-of-line copies.
+  const own = new Set([f.dieOffset, f.originOffset, ...f.copies.map((c) => c.dieOffset)]);
+  const all = dw.inlinedInstances(f);
+  const callKey = (i: InlinedInstance) => `${i.subprogramDie}:${i.callerDie}:${i.callFile}:${i.callLine}:${i.callColumn}`;
+  const entered = new Set(all.filter((i) => i.hasEntryPc && i.ranges.length > 0).map(callKey));
+  for (const i of all) {
     if (i.entryPc === undefined || i.ranges.length === 0) continue;
+    // GCC 12 can leave an inlined copy of a function inside the function itself (inside each out-of-line and
+    // each inlined copy of it) whose call is at the declaration's own file:line:column: the body of a wrapper it
+    // made of the function. Every -finstrument-functions function has one; plain -O2 builds of redis have some
+    // too. A real recursive call is never at the declaration's name. That copy is reached only through the
+    // enclosing copy's entry, which already counts the call.
+    const body =
+      i.callerDie !== undefined &&
+      own.has(i.callerDie) &&
+      f.column > 0 &&
+      i.callFile === f.file &&
+      i.callLine === f.line &&
+      i.callColumn === f.column;
+    if (body) continue;
+    // GCC marks where each inlined copy begins (DW_AT_entry_pc from its inline-entry marker). When code of copies
+    // of one source call inside one function was merged (cross-jumping, tail merging), the marker stays with one
+    // copy; the others keep only fragments (an instruction scheduled ahead of the shared code, often on a path
+    // that never calls the function), and the calls they stood for run through the marked copy's entry.
+    if (!i.hasEntryPc && entered.has(callKey(i))) continue;
     out.push({
       kind: 'inlined',
       address: BigInt(i.entryPc),
