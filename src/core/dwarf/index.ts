@@ -20,7 +20,7 @@ import * as K from './constants';
 import { describeLocation, type Arch, type LocDesc } from './expr';
 import { assemble, FunctionPass, inlinedInstances, type FunctionInfo, type InlinedInstance, type Resolver } from './functions';
 import { parseLineFiles, parseLineTable, type LineTable } from './line';
-import { locationAtPc, locationOf } from './lists';
+import { locationAtPc, locationOf, rangesOf } from './lists';
 import { DwarfFormatError } from './reader';
 import { Types, type TypeDesc } from './types';
 import { parseUnits, Sections, isTypeUnit, type Die, type Unit } from './unit';
@@ -100,6 +100,12 @@ export class Dwarf implements Resolver {
   scopeOf(offset: number): string {
     if (!this.typeScopes) this.functions();
     return this.typeScopes?.get(offset) ?? '';
+  }
+
+  /** The code ranges [lo, hi, lo, hi…] of the DIE at `offset` (empty when it has none). */
+  codeRangesOf(offset: number): number[] {
+    const d = this.dieAt(offset);
+    return rangesOf(d.unit, d);
   }
 
   /** Call sites and code ranges of a function's inlined copies (decoded on demand). */

@@ -84,8 +84,18 @@ export function inlinedSites(dw: Dwarf, f: FunctionInfo, nameOf: (die: number) =
   const all = dw.inlinedInstances(f);
   const callKey = (i: InlinedInstance) => `${i.subprogramDie}:${i.callerDie}:${i.callFile}:${i.callLine}:${i.callColumn}`;
   const entered = new Set(all.filter((i) => i.hasEntryPc && i.ranges.length > 0).map(callKey));
+  // GCC can emit a copy with an entry marker but an empty code range (high_pc 0) when every instruction of it was
+  // scheduled into the surrounding code: the call still begins at the marker, and perf probe arms it there. A copy
+  // with neither ranges nor a marker inside its function's code was discarded.
+  const inCallerCode = (i: InlinedInstance): boolean => {
+    if (i.entryPc === undefined || i.subprogramDie === undefined) return false;
+    const r = dw.codeRangesOf(i.subprogramDie);
+    for (let k = 0; k < r.length; k += 2) if (i.entryPc >= r[k] && i.entryPc < r[k + 1]) return true;
+    return false;
+  };
   for (const i of all) {
-    if (i.entryPc === undefined || i.ranges.length === 0) continue;
+    if (i.entryPc === undefined) continue;
+    if (i.ranges.length === 0 && !(i.hasEntryPc && inCallerCode(i))) continue;
     // GCC 12 can leave an inlined copy of a function inside the function itself (inside each out-of-line and
     // each inlined copy of it) whose call is at the declaration's own file:line:column: the body of a wrapper it
     // made of the function. Every -finstrument-functions function has one; plain -O2 builds of redis have some
