@@ -5,7 +5,7 @@
 
 import type { UsdtOperand } from '../binary/usdt';
 
-export const INDEX_FORMAT = 6;
+export const INDEX_FORMAT = 7;
 
 export interface IndexedParam {
   name: string;
