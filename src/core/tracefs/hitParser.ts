@@ -47,12 +47,6 @@ export interface Sentinel {
   printed: string;
 }
 
-/** The fetcharg that ends a framed definition (see frameDefinition), and the sentinel the parser is given. */
-export function sentinelFetcharg(secret: bigint, name = '__pl'): { fetcharg: string; sentinel: Sentinel } {
-  const v = BigInt.asUintN(64, secret);
-  return { fetcharg: `${name}=\\${v.toString(10)}:x64`, sentinel: { name, printed: `0x${v.toString(16)}` } };
-}
-
 // Line mode (no sentinel): the header is the start of a line. The `s` flag: a comm may hold `\r`, U+2028 or
 // U+2029, which `.` alone does not match (lines never hold `\n`).
 const HEADER =

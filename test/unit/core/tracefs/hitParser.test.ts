@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hitToJson } from '../../../../src/shared/hitJson';
-import { HitParser, matchArgs, sentinelFetcharg, type EventSchema, type Hit, type Sentinel } from '../../../../src/core/tracefs/hitParser';
+import { HitParser, matchArgs, type EventSchema, type Hit, type Sentinel } from '../../../../src/core/tracefs/hitParser';
 
 const samples = join(__dirname, '../../../fixtures/trace-samples');
 
@@ -118,12 +118,6 @@ test('without a sentinel, a string that is the last arg can end early and forge 
   for (const l of ['  a-1 (1) [000] ..... 1.0: ev: (0x1) s="x"', 'CPU:0 [LOST 5 EVENTS]"']) p.push(l);
   assert.equal(hits[0].args.s, 'x');
   assert.equal(p.stats.unparsed, 1);
-});
-
-test('the sentinel fetcharg is an x64 immediate printed in hex', () => {
-  const { fetcharg, sentinel } = sentinelFetcharg(0xabcdefn);
-  assert.equal(fetcharg, '__pl=\\11259375:x64');
-  assert.deepEqual(sentinel, { name: '__pl', printed: '0xabcdef' });
 });
 
 test('line mode: a comm holding \\r, U+2028 or U+2029 still starts a record', () => {
