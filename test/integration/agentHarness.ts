@@ -1,6 +1,6 @@
 // Shared by the agent integration tests: a throwaway gcc-built workload, a Target that runs the agent under a
 // chosen shell (dash, busybox ash, bash), and checks of what a session left on the machine.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -126,7 +126,13 @@ export async function waitClean(group: string, ms = 10_000): Promise<string[]> {
 }
 
 export function runWorkload(w: Workload, n: number, s = 'hi'): string {
-  return execFileSync(w.path, [String(n), s])
-    .toString()
-    .trim();
+  return runWorkloadPid(w, n, s).out;
+}
+
+/** Runs the workload and also says which pid it ran as (the oracle for the pid a hit reports). */
+export function runWorkloadPid(w: Workload, n: number, s = 'hi'): { out: string; pid: number } {
+  const r = spawnSync(w.path, [String(n), s], { encoding: 'utf8' });
+  if (r.error) throw r.error;
+  if (r.status !== 0) throw new Error(`workload exited ${r.status ?? r.signal}: ${r.stderr}`);
+  return { out: r.stdout.trim(), pid: r.pid };
 }
