@@ -106,8 +106,11 @@ export function leftovers(group: string): string[] {
   if (existsSync(join(T, 'instances', group))) out.push(`instance ${group}`);
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
+      // A reader has the pipe's absolute path as an argument; the agent's own search for readers (grep -lF
+      // instances/G/trace_pipe /proc/*/cmdline) names it relative, and is not one.
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (cmd.includes(`instances/${group}/trace_pipe`)) out.push(`reader pid ${pid}: ${cmd.replace(/\0/g, ' ')}`);
+      if (cmd.split('\0').some((a) => a.startsWith('/') && a.endsWith(`/instances/${group}/trace_pipe`)))
+        out.push(`reader pid ${pid}: ${cmd.replace(/\0/g, ' ')}`);
     } catch {
       // the process ended while we looked
     }

@@ -22,6 +22,7 @@ G=
 I=
 CAT=
 WD=
+HBS=0
 STATE=init
 trap '' PIPE
 
@@ -231,7 +232,7 @@ cleanup() {
   [ "$STATE" = done ] && return 0
   STATE=done
   on_signals ''
-  [ -n "$WD" ] && kill "$WD" 2>/dev/null
+  unwatch
   if [ -n "$G" ]; then
     [ -f "$I/events/$G/enable" ] && echo 0 2>/dev/null > "$I/events/$G/enable"
     # Nobody is left to read what remains in the buffer: end the reader at once.
@@ -248,19 +249,26 @@ quit() {
   exit "$1"
 }
 
-start_watchdog() {
-  # Counts whole seconds of silence (every line from the client resets it with USR1), so the agent reacts
-  # between $1 and $1+1 seconds after the client went quiet, not up to twice that.
+# The watchdog runs only while the agent waits for the client's next line, and fires $HBS seconds after it began
+# waiting. While a command runs there is none: arming a thousand sites can keep the kernel busy for seconds while
+# the client's heartbeats queue unread, and that is not the client going quiet (a watchdog that counted through
+# commands, told "still here" only between steps, fired on busy machines). It is ended with KILL: a shell that
+# receives a caught signal in the instant after fork, before it has reset its traps, loses it (dash does), and a
+# watchdog that survived would fire in the middle of a healthy session. It sleeps in 1 s steps, so the sleep it
+# leaves behind is gone within a second.
+watch() {
+  [ "$HBS" -gt 0 ] || return 0
   (
-    idle=0
-    trap 'idle=0' USR1
-    while :; do
-      sleep 1
-      idle=$((idle + 1))
-      if [ "$idle" -ge "$1" ]; then kill -ALRM $$ 2>/dev/null; exit 0; fi
-    done
+    w=0
+    while [ $w -lt "$HBS" ]; do sleep 1; w=$((w + 1)); done
+    kill -ALRM $$ 2>/dev/null
   ) < /dev/null > /dev/null 2>&1 &
   WD=$!
+}
+
+unwatch() {
+  [ -n "$WD" ] && kill -KILL "$WD" 2>/dev/null
+  WD=
 }
 
 hello() {
@@ -291,7 +299,7 @@ hello() {
   I="$T/instances/$G"
   mkdir "$I" 2>/dev/null || { say ERR HELLO EINSTANCE "cannot create $I"; G=; exit 3; }
   STATE=ready
-  if [ $# -ge 3 ] && matches '^[0-9]{1,4}$' "$3" && [ "$3" -gt 0 ]; then start_watchdog "$3"; fi
+  if [ $# -ge 3 ] && matches '^[0-9]{1,4}$' "$3"; then HBS=$3; fi
   say OK HELLO 1 "pid=$$" "group=$G" "tracefs=$T" "uid=$uid" "caps=$(caps)"
 }
 
@@ -343,7 +351,6 @@ $line
 "*) say ERR DEF EINVAL "definition refused by the agent's pattern" ;;
       *) def_write "$line" ;;
     esac
-    still_here
   done <<DEFS_END
 $batch
 DEFS_END
@@ -406,12 +413,6 @@ arm() {
   else say ERR ARM EKERNEL "enabling the events failed"; fi
 }
 
-# A long command (many definitions, a removal waiting for the reader) keeps the client's queued heartbeats
-# unread: the watchdog is told the client is not the one that went quiet.
-still_here() {
-  [ -n "$WD" ] && kill -USR1 "$WD" 2>/dev/null
-}
-
 # Live edits of an armed session touch one event of our group and nothing else.
 our_event() {
   case "$1" in '' | [0-9]* | *[!A-Za-z0-9_]*) return 1 ;; esac
@@ -459,7 +460,6 @@ undef() {
   k=0
   unread
   while [ -n "$CAT" ] && [ "$UNREAD" != 0 ] && [ $k -lt 100 ]; do
-    still_here
     sleep 0.02 2>/dev/null || sleep 1
     k=$((k + 1))
     unread
@@ -473,8 +473,7 @@ undef() {
 
 stop() {
   on_signals ''
-  [ -n "$WD" ] && kill "$WD" 2>/dev/null
-  WD=
+  unwatch
   if [ -n "$G" ]; then
     [ -f "$I/events/$G/enable" ] && echo 0 2>/dev/null > "$I/events/$G/enable"
     drain_reader
@@ -513,8 +512,9 @@ on_signals quit
 trap cleanup EXIT
 
 while :; do
+  watch
   if ! read -r cmd rest; then quit 0; fi
-  [ -n "$WD" ] && kill -USR1 "$WD" 2>/dev/null
+  unwatch
   case "$STATE:$cmd" in
     init:HELLO) hello "$rest" ;;
     init:*) say ERR PROTO EPROTO "expected HELLO"; exit 2 ;;

@@ -1,0 +1,94 @@
+// The agent's heartbeat watchdog measures the client's silence, not the kernel's speed: a command that keeps the
+// agent busy for longer than the heartbeat timeout (the client's heartbeats queue unread meanwhile) must not end
+// the session, and silence after it still must. The long command here is real: `cleanup --force` of a dead
+// session's armed probes, where the kernel spends ≈45 ms disarming each event.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { requireTracefs } from '../helpers/tracefs';
+import { TracefsAgent } from '../../src/core/tracefs/agentClient';
+import { LocalTarget } from '../../src/core/target/local';
+import type { ExecChannel, ExecOptions, Target } from '../../src/core/target/target';
+import { SHELLS, ShellTarget, buildWorkload, leftovers, waitClean, type Workload } from './agentHarness';
+
+/** An agent in a PID namespace of its own that dies with it: its probes stay behind, owned by nobody alive. */
+class DoomedNamespaceTarget implements Target {
+  readonly host = 'local';
+  private readonly local = new LocalTarget();
+  describe(): string {
+    return 'local (own PID namespace)';
+  }
+  exec(argv: readonly string[], opts?: ExecOptions): Promise<ExecChannel> {
+    return this.local.exec(['unshare', '--pid', '--fork', '--mount-proc', '--kill-child', ...argv], opts);
+  }
+  close(): Promise<void> {
+    return this.local.close();
+  }
+}
+
+const EVENTS = 100;
+const TIMEOUT_S = 1;
+
+let workload: Workload | undefined;
+const getWorkload = () => (workload ??= buildWorkload());
+
+/** A dead session's group with EVENTS armed probes (its agent and reader were killed with their namespace). */
+async function deadArmedGroup(w: Workload): Promise<string> {
+  const owner = await TracefsAgent.start(new DoomedNamespaceTarget(), {});
+  const group = owner.group;
+  const defs = Array.from({ length: EVENTS }, (_, i) => `p:${group}/e${i} ${w.path}:${w.addOffset}`);
+  assert.deepEqual(
+    (await owner.defineAll(defs)).filter((e) => e !== null),
+    [],
+  );
+  await owner.arm();
+  owner.kill('KILL');
+  await owner.exit;
+  // The namespace's processes (agent, reader) are gone once the instance has no reader left.
+  for (let i = 0; i < 200 && leftovers(group).some((l) => l.startsWith('reader')); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(leftovers(group).filter((l) => /^[pr]:/.test(l)).length, EVENTS, 'the dead session left its armed probes');
+  return group;
+}
+
+for (const [name, shell] of Object.entries(SHELLS)) {
+  test(`${name}: a command longer than the heartbeat timeout keeps the session; silence afterwards still ends it`, async (t) => {
+    if (!requireTracefs(t)) return;
+    const w = getWorkload();
+    // Started first: a new agent sweeps what dead owners left, which would leave nothing to force.
+    const agent = await TracefsAgent.start(new ShellTarget(shell), { heartbeatTimeoutSeconds: TIMEOUT_S, heartbeatIntervalMs: 200 });
+    try {
+      const group = await deadArmedGroup(w);
+      const t0 = Date.now();
+      await agent.forceRemove(group);
+      const took = Date.now() - t0;
+      // The precondition that makes this test mean something (not a performance check).
+      assert.ok(took > 2000 * TIMEOUT_S, `the forced removal took ${took} ms, not longer than the ${TIMEOUT_S} s heartbeat timeout`);
+      assert.deepEqual(leftovers(group), []);
+      const stats = await agent.cpuStats();
+      assert.ok(stats.length > 0, 'the agent still answers after the long command');
+      agent.stopHeartbeat();
+      assert.equal((await agent.exit).code, 142, 'silence after the long command still ends the session');
+      assert.deepEqual(await waitClean(agent.group), []);
+    } finally {
+      agent.kill('KILL');
+    }
+  });
+}
+
+for (const [name, shell] of Object.entries(SHELLS)) {
+  test(`${name}: a healthy session survives hundreds of back-to-back commands and then quiet heartbeats`, async (t) => {
+    if (!requireTracefs(t)) return;
+    // Every command line restarts the watchdog; one that outlived its restart would fire mid-session. A watchdog
+    // ended with a catchable signal can miss it when the signal lands right after its fork (seen with dash).
+    const agent = await TracefsAgent.start(new ShellTarget(shell), { heartbeatTimeoutSeconds: 2, heartbeatIntervalMs: 300 });
+    try {
+      await Promise.all(Array.from({ length: 300 }, () => agent.cpuStats()));
+      // Longer than the timeout, with only heartbeats arriving.
+      await new Promise((r) => setTimeout(r, 4000));
+      assert.ok((await agent.cpuStats()).length > 0, 'the agent still answers');
+      await agent.stop();
+      assert.equal((await agent.exit).code, 0);
+    } finally {
+      agent.kill('KILL');
+    }
+  });
+}
