@@ -1,6 +1,7 @@
 // Queries over one binary's IndexData. Lookup tables are built lazily on first use, so loading an index from
 // the cache costs only the deserialisation.
 import { posix } from 'node:path';
+import { CodeMap, type CopyAt } from './codeMap';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, type IndexData, type IndexedFunction, type IndexedUsdt } from './model';
 
 export interface LineLocation {
@@ -20,6 +21,7 @@ export class BinaryIndex {
   private byFile?: Map<string, IndexedFunction[]>;
   private fileIds?: Map<string, number>;
   private byEntry?: IndexedFunction[];
+  private codeMap?: CodeMap;
 
   constructor(readonly data: IndexData) {}
 
@@ -132,6 +134,11 @@ export class BinaryIndex {
       if (address < f.address! + BigInt(f.size)) return f;
     }
     return undefined;
+  }
+
+  /** Every function copy (site) whose code holds `address`, innermost first. */
+  copiesAt(address: bigint): CopyAt[] {
+    return (this.codeMap ??= new CodeMap(this.data.functions)).at(Number(address));
   }
 
   /** Every distinct `is_stmt` address of `file:line`, ascending. */
