@@ -164,6 +164,35 @@ export class BinaryIndex {
     return [...out].sort((a, b) => a - b);
   }
 
+  /**
+   * Whether every row strictly between addresses `from` and `to` is `file:line`, in one sequence: the code from
+   * `from` up to `to` is that line's alone (so `to` continues a block of it that starts at or before `from`).
+   */
+  onlyLineBetween(from: bigint, to: bigint, file: string, line: number): boolean {
+    const id = this.fileId(file);
+    const lo = Number(from);
+    const hi = Number(to);
+    const { address, line: lines, file: files, flags } = this.data.lines;
+    let i = this.firstRowAbove(lo);
+    for (; i < address.length && address[i] < hi; i++) {
+      if (flags[i] & LINE_END_SEQUENCE || lines[i] !== line || files[i] !== id) return false;
+    }
+    return true;
+  }
+
+  /** Index of the first row whose address is above `a`. */
+  private firstRowAbove(a: number): number {
+    const { address } = this.data.lines;
+    let lo = 0;
+    let hi = address.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (address[mid] <= a) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
   /** The source line of an address (the last row at or below it in its sequence). */
   lineForAddress(addr: bigint): LineLocation | undefined {
     const a = Number(addr);

@@ -30,23 +30,28 @@ export function ownerAt(index: BinaryIndex, address: bigint, file: string, line:
 }
 
 /**
- * The addresses a probe on `file:line` arms: the start of each block of the line's code in each copy. A block
- * is a run of rows of the line with nothing else between; a row right after one of the same line in the same
- * copy continues it (GCC repeats rows for columns and views). A call on the line whose callee was inlined
- * begins at the inlined copy's entry, which the line table gives the callee's line: that entry counts as the
- * line's too (perf probe does the same), unless the line's own code runs straight into it.
+ * The addresses a probe on `file:line` arms: in each copy, the first is_stmt row of each block of the line's
+ * code. A block is a run of rows of the line with no other line's row between (GCC repeats rows for columns and
+ * views, and may open a block with a non-statement row). A call on the line whose callee was inlined begins at
+ * the inlined copy's entry, which the line table gives the callee's line: that entry counts as the line's too
+ * (perf probe does the same), unless the line's own code runs straight into it.
  */
 export function lineAddresses(index: BinaryIndex, file: string, line: number): LineAddress[] {
   const candidates = new Set(index.addressesForLine(file, line));
   for (const f of index.functions())
     for (const s of f.sites) if (s.kind === 'inlined' && s.line === line && s.file === file) candidates.add(s.address);
   const out: LineAddress[] = [];
+  const last = new Map<FunctionSite | undefined, bigint>();
   for (const a of [...candidates].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))) {
     const owner = ownerAt(index, a, file, line);
-    if (a > 0n) {
-      const prev = index.lineForAddress(a - 1n);
-      if (prev && prev.file === file && prev.line === line && ownerAt(index, a - 1n, file, line)?.site === owner?.site) continue;
-    }
+    const k = last.get(owner?.site);
+    last.set(owner?.site, a);
+    if (
+      k !== undefined &&
+      index.onlyLineBetween(k, a, file, line) &&
+      (a === 0n || ownerAt(index, a - 1n, file, line)?.site === owner?.site)
+    )
+      continue;
     out.push({ address: a, fn: owner?.fn ?? index.functionContaining(a), site: owner?.site });
   }
   return out;

@@ -212,6 +212,24 @@ test('blocks: rows of a line in a row are one block, but two copies back to back
   assert.throws(() => resolvePoint(parsePoint('helper:21'), idx), /has no code inside helper/);
 });
 
+test('a block opened by a non-statement row is armed at its first statement row', () => {
+  const caller = fn('caller', 30, [site('entry', 0x1000, [0x1000, 0x1100])], 0x1000, 0x100);
+  const idx = index(
+    [caller],
+    [
+      [0x1000, 31],
+      [0x1008, 32, 0],
+      [0x100c, 32],
+      [0x1010, 32, 0],
+      [0x1014, 33],
+    ],
+  );
+  assert.deepEqual(
+    resolvePoint(parsePoint('a.c:32'), idx).map((s) => hex(s.address)),
+    ['0x100c'],
+  );
+});
+
 test('a call on the line whose callee is inlined with no code of the line left arms the copy’s entry', () => {
   // Line 40 of caller is `return helper(x);`: every instruction of it is the callee's (its rows say line 11).
   const helper = fn('helper', 10, [site('inlined', 0x1010, [0x1010, 0x1020], 'caller')]);
