@@ -20,6 +20,8 @@ const EXPLAINED = new Set<LineReason>([
   'perf-refuses-shared-address',
   'perf-refuses-no-symbol',
   'perf-refuses-event-name',
+  'perf-refuses-no-scope',
+  'perf-declaration-entry',
   'perf-per-row',
   'perf-call-entry-in-block',
 ]);

@@ -15,6 +15,8 @@ export type LineReason =
   | 'perf-refuses-shared-address'
   /** perf refuses the whole line when one of its addresses is in a block it finds no symbol for (`.cold`). */
   | 'perf-refuses-no-symbol'
+  /** perf finds no DWARF scope (function) for one of the line's addresses and refuses the line. */
+  | 'perf-refuses-no-scope'
   | 'perf-refuses-other'
   /** perf cannot name the event after a C++ function (`~T`, `f<T>`) and refuses the line. */
   | 'perf-refuses-event-name'
@@ -27,6 +29,11 @@ export type LineReason =
   | 'perf-call-entry-in-block'
   /** ProbeLens also arms the entry of an inlined call made on the line, as perf does for a call line it finds. */
   | 'ours-inlined-call-entry'
+  /**
+   * perf also arms a function's entry for its declaration line (a call begins there); ProbeLens arms the line's
+   * own rows only, so a call is not counted twice when the line also has code after the entry.
+   */
+  | 'perf-declaration-entry'
   | 'ours-only-other'
   | 'perf-only-other';
 
@@ -104,7 +111,9 @@ export async function compareLine(
         ? 'perf-refuses-no-symbol'
         : /invalid event name/.test(answer.error)
           ? 'perf-refuses-event-name'
-          : 'perf-refuses-other';
+          : /Failed to find scope/.test(answer.error)
+            ? 'perf-refuses-no-scope'
+            : 'perf-refuses-other';
     cmp.differences.push({ side: 'perf-refuses', reason });
     return cmp;
   }
@@ -128,7 +137,16 @@ export async function compareLine(
     const owner = ownerAt(index, a, file, line)?.site;
     const start = addrs.filter((x) => x.address < a && x.site === owner).at(-1);
     const continues = start !== undefined && index.onlyLineBetween(start.address, a, file, line);
-    const reason: LineReason = !continues ? 'perf-only-other' : rows.has(a) ? 'perf-per-row' : 'perf-call-entry-in-block';
+    const declared = index
+      .functions()
+      .some((f) => f.file === file && f.line === line && f.sites.some((x) => x.kind !== 'inlined' && x.address === a));
+    const reason: LineReason = continues
+      ? rows.has(a)
+        ? 'perf-per-row'
+        : 'perf-call-entry-in-block'
+      : declared
+        ? 'perf-declaration-entry'
+        : 'perf-only-other';
     cmp.differences.push({ side: 'perf-only', address: a, reason, symbol: sym(a) });
   }
   return cmp;
