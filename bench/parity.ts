@@ -1,8 +1,12 @@
-// npm run bench:parity -- [redis-server|postgres|…]
+// npm run bench:parity -- [redis-server|postgres|…] [--lines N] [--lines-only]
 // Every function of every corpus binary placed by ProbeLens (`functions --json` sites) beside `perf probe -D`
-// (perf 6.1, a dry run), every difference listed with its reason category, then the README's table.
+// (perf 6.1, a dry run), every difference listed with its reason category, then the README's table; then line
+// probes: N sampled source lines per C/C++ binary (default 300, half of them lines of inlined functions) beside
+// `perf probe -D FILE:LINE`, with their table.
 // Builds the corpus first if needed (test/helpers/corpus.ts). Not part of .ci/run: a full run takes a while.
+import { loadIndex } from '../src/core/index/load';
 import { corpusProject, type CorpusName } from '../test/helpers/corpus';
+import { compareLine, sampleLines } from '../test/helpers/lineParity';
 import { compareSites, elfFacts, perfCannotParse, perfPlacement, probelensFunctions, type FunctionJson } from '../test/helpers/parity';
 
 const BINARIES: Array<[CorpusName, string]> = [
@@ -80,11 +84,63 @@ async function one(project: CorpusName, name: string): Promise<Row> {
   return row;
 }
 
+interface LineRow {
+  binary: string;
+  sampled: number;
+  inlined: number;
+  placed: number;
+  agree: number;
+  agreeInlined: number;
+  differences: Record<string, number>;
+}
+
+/** Line probes of one binary beside perf probe's, one perf run per line (perf fails a whole batch on one line). */
+async function lines(project: CorpusName, name: string, count: number): Promise<LineRow> {
+  const p = await corpusProject(project);
+  const bin = p.binaries[name];
+  const [{ index }, facts] = await Promise.all([loadIndex(bin), elfFacts(bin)]);
+  const sample = sampleLines(index, p.srcDir, count);
+  const row: LineRow = {
+    binary: `${name} (${project} ${p.version})`,
+    sampled: sample.length,
+    inlined: sample.filter((s) => s.inlined).length,
+    placed: 0,
+    agree: 0,
+    agreeInlined: 0,
+    differences: {},
+  };
+  for (const s of sample) {
+    const c = await compareLine(bin, facts, index, p.srcDir, s.file, s.line, s.inlined);
+    if (c.perf) row.placed++;
+    if (c.differences.length === 0) {
+      row.agree++;
+      if (s.inlined) row.agreeInlined++;
+    }
+    for (const d of c.differences) {
+      row.differences[d.reason] = (row.differences[d.reason] ?? 0) + 1;
+      const where = d.address === undefined ? (c.perfError ?? '') : `0x${d.address.toString(16)} in ${d.symbol ?? '?'}`;
+      console.log(`${name}\t${c.spec}\t${d.reason}\t${d.side} ${where}`);
+    }
+  }
+  return row;
+}
+
 async function main(): Promise<void> {
-  const only = process.argv.slice(2);
+  const argv = process.argv.slice(2);
+  const li = argv.indexOf('--lines');
+  const lineCount = li >= 0 ? Number(argv[li + 1]) : 300;
+  const linesOnly = argv.includes('--lines-only');
+  const only = (li >= 0 ? argv.filter((_, i) => i !== li && i !== li + 1) : argv).filter((a) => a !== '--lines-only');
   const rows: Row[] = [];
+  const lineRows: LineRow[] = [];
   for (const [project, name] of BINARIES) {
     if (only.length && !only.includes(name)) continue;
+    if (name !== 'gofmt' && lineCount > 0) {
+      const t1 = Date.now();
+      lineRows.push(await lines(project, name, lineCount));
+      console.error(`${name} lines: ${((Date.now() - t1) / 1000).toFixed(0)} s`);
+    }
+    if (linesOnly) continue;
     const t0 = Date.now();
     rows.push(await one(project, name));
     console.error(`${name}: ${((Date.now() - t0) / 1000).toFixed(0)} s`);
@@ -94,13 +150,27 @@ async function main(): Promise<void> {
       .sort((a, b) => b[1] - a[1])
       .map(([k, v]) => `${k} ${v.toLocaleString('en')}`)
       .join('; ') || '—';
-  console.log('\n| corpus binary | functions | sites | compared with perf probe | agreement | differences by reason | not compared |');
-  console.log('|---|---|---|---|---|---|---|');
+  if (rows.length) {
+    console.log('\n| corpus binary | functions | sites | compared with perf probe | agreement | differences by reason | not compared |');
+    console.log('|---|---|---|---|---|---|---|');
+  }
   for (const r of rows) {
     const pct = r.compared ? ((100 * r.agree) / r.compared).toFixed(1) : '—';
     console.log(
       `| ${r.binary} | ${r.functions.toLocaleString('en')} | ${r.sites.toLocaleString('en')} | ${r.compared.toLocaleString('en')} | ` +
         `${r.agree.toLocaleString('en')} (${pct}%) | ${fmt(r.differences)} | ${fmt(r.notCompared)} |`,
+    );
+  }
+  if (lineRows.length === 0) return;
+  // Lines are sampled: every k-th line with code of the program's own sources, plus as many lines of inlined functions.
+  console.log(
+    '\n| corpus binary | lines sampled (of inlined functions) | placed by perf probe | agreement (inlined lines) | differences by reason |',
+  );
+  console.log('|---|---|---|---|---|');
+  for (const r of lineRows) {
+    const pct = r.placed ? ((100 * r.agree) / r.placed).toFixed(1) : '—';
+    console.log(
+      `| ${r.binary} | ${r.sampled} (${r.inlined}) | ${r.placed} | ${r.agree} (${pct}%; ${r.agreeInlined}) | ${fmt(r.differences)} |`,
     );
   }
 }

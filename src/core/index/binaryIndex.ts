@@ -1,6 +1,7 @@
 // Queries over one binary's IndexData. Lookup tables are built lazily on first use, so loading an index from
 // the cache costs only the deserialisation.
 import { posix } from 'node:path';
+import { CodeMap, type CopyAt } from './codeMap';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, type IndexData, type IndexedFunction, type IndexedUsdt } from './model';
 
 export interface LineLocation {
@@ -20,6 +21,7 @@ export class BinaryIndex {
   private byFile?: Map<string, IndexedFunction[]>;
   private fileIds?: Map<string, number>;
   private byEntry?: IndexedFunction[];
+  private codeMap?: CodeMap;
 
   constructor(readonly data: IndexData) {}
 
@@ -134,6 +136,11 @@ export class BinaryIndex {
     return undefined;
   }
 
+  /** Every function copy (site) whose code holds `address`, innermost first. */
+  copiesAt(address: bigint): CopyAt[] {
+    return (this.codeMap ??= new CodeMap(this.data.functions)).at(Number(address));
+  }
+
   /** Every distinct `is_stmt` address of `file:line`, ascending. */
   addressesForLine(file: string, line: number): bigint[] {
     const id = this.fileId(file);
@@ -155,6 +162,35 @@ export class BinaryIndex {
     for (let i = 0; i < lines.length; i++)
       if (files[i] === id && flags[i] & LINE_IS_STMT && !(flags[i] & LINE_END_SEQUENCE)) out.add(lines[i]);
     return [...out].sort((a, b) => a - b);
+  }
+
+  /**
+   * Whether every row strictly between addresses `from` and `to` is `file:line`, in one sequence: the code from
+   * `from` up to `to` is that line's alone (so `to` continues a block of it that starts at or before `from`).
+   */
+  onlyLineBetween(from: bigint, to: bigint, file: string, line: number): boolean {
+    const id = this.fileId(file);
+    const lo = Number(from);
+    const hi = Number(to);
+    const { address, line: lines, file: files, flags } = this.data.lines;
+    let i = this.firstRowAbove(lo);
+    for (; i < address.length && address[i] < hi; i++) {
+      if (flags[i] & LINE_END_SEQUENCE || lines[i] !== line || files[i] !== id) return false;
+    }
+    return true;
+  }
+
+  /** Index of the first row whose address is above `a`. */
+  private firstRowAbove(a: number): number {
+    const { address } = this.data.lines;
+    let lo = 0;
+    let hi = address.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (address[mid] <= a) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 
   /** The source line of an address (the last row at or below it in its sequence). */

@@ -44,6 +44,10 @@ export interface EncodedIndex {
     file: Uint32Array;
     line: Uint32Array;
     symbol: Uint32Array;
+    /** Each site's code ranges: rangeCount numbers (lo, hi pairs) from rangeStart in `ranges`. */
+    rangeStart: Uint32Array;
+    rangeCount: Uint32Array;
+    ranges: Float64Array;
   };
 }
 
@@ -140,7 +144,16 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
     file: Uint32Array.from(sites, (s) => sid(s.file)),
     line: Uint32Array.from(sites, (s) => s.line ?? 0),
     symbol: Uint32Array.from(sites, (s) => sid(s.symbol)),
+    rangeStart: new Uint32Array(sites.length),
+    rangeCount: Uint32Array.from(sites, (s) => s.ranges?.length ?? 0),
+    ranges: new Float64Array(sites.reduce((n, s) => n + (s.ranges?.length ?? 0), 0)),
   };
+  let at = 0;
+  sites.forEach((s, i) => {
+    site.rangeStart[i] = at;
+    if (s.ranges) site.ranges.set(s.ranges, at);
+    at += s.ranges?.length ?? 0;
+  });
   const meta: Omit<IndexData, 'functions'> & { functions?: unknown } = { ...d };
   delete meta.functions;
   return {
@@ -184,6 +197,9 @@ function materialize(e: EncodedIndex): IndexedFunction[] {
         file: opt(e.site.file[j]),
         line: e.site.line[j] || undefined,
         symbol: opt(e.site.symbol[j]),
+        ranges: e.site.rangeCount[j]
+          ? Array.from(e.site.ranges.subarray(e.site.rangeStart[j], e.site.rangeStart[j] + e.site.rangeCount[j]))
+          : undefined,
       };
     }
     const aliases = opt(f.aliases[i]);

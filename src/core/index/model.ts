@@ -5,7 +5,7 @@
 
 import type { UsdtOperand } from '../binary/usdt';
 
-export const INDEX_FORMAT = 7;
+export const INDEX_FORMAT = 8;
 
 export interface IndexedParam {
   name: string;
@@ -38,6 +38,12 @@ export interface FunctionSite {
   line?: number;
   /** The symbol at a clone's or part's address (`f.constprop.0`). */
   symbol?: string;
+  /**
+   * The copy's code as flat [lo, hi, lo, hi…] ranges: an out-of-line copy's include its `.cold` blocks, an
+   * inlined copy's include the fragments of the same call that lost the entry marker to it. What a line probe
+   * uses to say which copy an address runs in.
+   */
+  ranges?: number[];
 }
 
 export interface IndexedFunction {

@@ -58,6 +58,7 @@ export function placeCopies(f: FunctionInfo, symbols: SymbolsByAddress): CopyPla
         dieOffset: c.dieOffset,
         unitOffset: c.unitOffset,
         symbol: named && named.kind !== 'entry' ? named.symbol : undefined,
+        ranges: c.ranges.length ? c.ranges : undefined,
       },
     });
   }
@@ -93,6 +94,8 @@ export function inlinedSites(dw: Dwarf, f: FunctionInfo, nameOf: (die: number) =
     for (let k = 0; k < r.length; k += 2) if (i.entryPc >= r[k] && i.entryPc < r[k + 1]) return true;
     return false;
   };
+  const fragments: InlinedInstance[] = [];
+  const byCall = new Map<string, number>();
   for (const i of all) {
     if (i.entryPc === undefined) continue;
     if (i.ranges.length === 0 && !(i.hasEntryPc && inCallerCode(i))) continue;
@@ -113,7 +116,11 @@ export function inlinedSites(dw: Dwarf, f: FunctionInfo, nameOf: (die: number) =
     // of one source call inside one function was merged (cross-jumping, tail merging), the marker stays with one
     // copy; the others keep only fragments (an instruction scheduled ahead of the shared code, often on a path
     // that never calls the function), and the calls they stood for run through the marked copy's entry.
-    if (!i.hasEntryPc && entered.has(callKey(i))) continue;
+    if (!i.hasEntryPc && entered.has(callKey(i))) {
+      fragments.push(i);
+      continue;
+    }
+    if (i.hasEntryPc && i.ranges.length > 0) byCall.set(callKey(i), i.dieOffset);
     out.push({
       kind: 'inlined',
       address: BigInt(i.entryPc),
@@ -122,7 +129,14 @@ export function inlinedSites(dw: Dwarf, f: FunctionInfo, nameOf: (die: number) =
       caller: i.callerDie !== undefined ? nameOf(i.callerDie) : undefined,
       file: i.callFile || undefined,
       line: i.callLine || undefined,
+      ranges: i.ranges.length ? [...i.ranges] : undefined,
     });
+  }
+  // A fragment's code runs as part of the call its marked copy stands for: it is that copy's code.
+  for (const i of fragments) {
+    const die = byCall.get(callKey(i));
+    const into = out.find((s) => s.dieOffset === die);
+    if (into && i.ranges.length) into.ranges = [...(into.ranges ?? []), ...i.ranges];
   }
   out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : a.dieOffset - b.dieOffset));
   return out;

@@ -157,7 +157,7 @@ async function compileSite(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx, lenien
   }
   if (ctx.go && site.kind === 'entry') args.push({ name: 'probelens_g', fetch: '%r14', type: 'x64', display: 'hex', hidden: true });
   const fileOffset =
-    site.site?.fileOffset ??
+    (site.site?.address === site.address ? site.site.fileOffset : undefined) ??
     (site.address === fn.address && fn.fileOffset !== undefined ? fn.fileOffset : await fileOffsetOf(index, site.address, opts.debugDirs));
   const event = uniqueEventName(`${siteEventName(site)}${isReturn ? '__return' : ''}`, ctx.used);
   const s = site.site;

@@ -1,6 +1,7 @@
 // From a parsed probe point to concrete addresses in one binary, with errors a user can act on.
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { FunctionSite, IndexedFunction, IndexedUsdt } from '../index/model';
+import { lineAddresses } from './lines';
 import type { ProbePoint } from './spec';
 import type { ProbeKind } from '../../shared/hit';
 
@@ -20,7 +21,7 @@ export interface ResolvedSite {
   /** Source position of the site, when known (function: its declaration; line: the line). */
   file?: string;
   line?: number;
-  /** Which of the function's sites this is (function entry and return probes). */
+  /** Which of the function's sites this is (function entry and return probes), or the copy a line's address is in. */
   site?: FunctionSite;
 }
 
@@ -68,20 +69,9 @@ function suggest(index: BinaryIndex, name: string): string {
 }
 
 function lineSites(index: BinaryIndex, file: string, line: number, within?: IndexedFunction): ResolvedSite[] {
-  let addrs = index.addressesForLine(file, line);
-  if (within?.address !== undefined) {
-    const lo = within.address;
-    const hi = lo + BigInt(within.size);
-    addrs = addrs.filter((a) => a >= lo && a < hi);
-  }
-  // One probe per contiguous block of the line: an address whose preceding row is the same line adds nothing.
-  const sites: ResolvedSite[] = [];
-  for (const a of addrs) {
-    const prev = a > 0n ? index.lineForAddress(a - 1n) : undefined;
-    if (prev && prev.file === file && prev.line === line && sites.length > 0) continue;
-    sites.push({ kind: 'line', address: a, fn: within ?? index.functionContaining(a), file, line });
-  }
-  return sites;
+  // FUNC:REL is the line wherever FUNC's code is: its entry, .cold blocks, clones, parts and inlined copies.
+  const addrs = lineAddresses(index, file, line).filter((a) => !within || a.fn === within);
+  return addrs.map((a): ResolvedSite => ({ kind: 'line', address: a.address, fn: a.fn, file, line, site: a.site }));
 }
 
 /**

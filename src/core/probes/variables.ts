@@ -50,7 +50,7 @@ export function frameAt(ctx: SiteContext, index: BinaryIndex, fnDie: number, ent
 
 export async function variablesAtSite(index: BinaryIndex, site: ResolvedSite, debugDirs?: string[]): Promise<SiteVariable[]> {
   const fn = site.fn;
-  if (site.site && site.site.kind !== 'entry' && site.site.dieOffset >= 0 && site.address === site.site.address)
+  if (site.site && site.site.kind !== 'entry' && site.site.dieOffset >= 0 && (site.address === site.site.address || site.kind === 'line'))
     return variablesAtCopy(index, site, debugDirs);
   if (!fn || fn.dieOffset < 0) return [];
   const ctx = await siteContext(index, debugDirs);
@@ -86,7 +86,7 @@ async function variablesAtCopy(index: BinaryIndex, site: ResolvedSite, debugDirs
   // An inlined copy's frame base is its enclosing subprogram's; a clone or part is its own subprogram.
   const holder = copy.kind === 'inlined' ? index.functionContaining(site.address) : undefined;
   const frameDie = copy.kind === 'inlined' ? (holder && holder.dieOffset >= 0 ? holder.dieOffset : copy.dieOffset) : copy.dieOffset;
-  const frame = frameAt(ctx, index, frameDie, copy.kind === 'inlined' ? undefined : pc, pc);
+  const frame = frameAt(ctx, index, frameDie, copy.kind === 'inlined' ? undefined : Number(copy.address), pc);
   return ctx.access.dwarf.variablesAt(copy.dieOffset, pc).map((v) => siteVariable(v, frame));
 }
 

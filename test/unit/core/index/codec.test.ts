@@ -5,8 +5,8 @@ import { buildIndex } from '../../../../src/core/index/build';
 import { decodeIndex, encodeIndex } from '../../../../src/core/index/codec';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
 
-test('the cache codec round-trips an index exactly (functions, params, lines, USDT, Go facts)', async (t) => {
-  for (const name of ['calls-O2', 'usdt', 'go', 'cpp-O2'] as const) {
+test('the cache codec round-trips an index exactly (functions, params, sites and their code ranges, lines, USDT, Go facts)', async (t) => {
+  for (const name of ['calls-O2', 'usdt', 'go', 'cpp-O2', 'lines'] as const) {
     const f = await fixtureOrSkip(t, name);
     if (!f) return;
     const data = await buildIndex(f.path);
