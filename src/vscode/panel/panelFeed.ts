@@ -46,6 +46,8 @@ export class PanelFeed {
   /** each probe's sites by kind and address, and the latest hit of each (its text is made only when sent) */
   private siteIndex = new Map<string, SiteStats>();
   private siteLast = new Map<SiteStats, Hit>();
+  /** event → the probe it is one site of (see setProbeGroups) */
+  private groups = new Map<string, string>();
   private probes: ProbeInfo[] = [];
   private session: SessionInfo = { state: 'idle' };
   private sink: PanelSink | undefined;
@@ -63,10 +65,11 @@ export class PanelFeed {
     const { counts, latency } = this.stats;
     for (const h of hits) {
       this.pending.push(h);
-      counts[h.probe] = (counts[h.probe] ?? 0) + 1;
-      if (h.site) this.countSite(h, h.site);
+      const probe = this.groups.get(h.probe) ?? h.probe;
+      counts[probe] = (counts[probe] ?? 0) + 1;
+      if (h.site) this.countSite(probe, h, h.site);
       if (h.latencyNs !== undefined && h.latencyNs >= 0) {
-        const hist = (latency[h.probe] ??= { buckets: [], count: 0, maxNs: 0 });
+        const hist = (latency[probe] ??= { buckets: [], count: 0, maxNs: 0 });
         const b = log2Bucket(h.latencyNs);
         while (hist.buckets.length <= b) hist.buckets.push(0);
         hist.buckets[b]++;
@@ -79,13 +82,22 @@ export class PanelFeed {
     else this.schedule();
   }
 
-  private countSite(h: Hit, site: HitSite): void {
-    const key = `${h.probe}\0${site.kind}\0${site.address}`;
+  /**
+   * A function probe is armed as one event per site, and each hit names its event; the counts, histograms and
+   * per-site breakdown are per probe, so the host says which probe each event is a site of (`event → probe`,
+   * unmapped events stand for themselves). Applies to hits posted from now on.
+   */
+  setProbeGroups(groups: ReadonlyMap<string, string>): void {
+    this.groups = new Map(groups);
+  }
+
+  private countSite(probe: string, h: Hit, site: HitSite): void {
+    const key = `${probe}\0${site.kind}\0${site.address}`;
     let st = this.siteIndex.get(key);
     if (!st) {
       st = { site, count: 0, lastArgs: '', lastRet: '', latencyCount: 0, latencySumNs: 0, latencyMaxNs: 0 };
       this.siteIndex.set(key, st);
-      (this.stats.sites[h.probe] ??= []).push(st);
+      (this.stats.sites[probe] ??= []).push(st);
     }
     st.count++;
     if (h.latencyNs !== undefined && h.latencyNs >= 0) {
