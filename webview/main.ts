@@ -17,6 +17,7 @@ import { emptyRow } from './table/hitRing';
 import { VirtualTable, type Column, type TableModel } from './table/virtualTable';
 import { HistogramView, sumHistograms } from './stats/histogram';
 import { ProbeCountsView } from './stats/probeCounts';
+import { SiteBreakdownView } from './stats/siteBreakdown';
 import { formatCount, formatDuration, formatTs } from './format';
 import { escapeText } from '../src/shared/hitText';
 
@@ -55,17 +56,10 @@ let notice = '';
 // ---- layout -------------------------------------------------------------------------------------------
 const toolbar = el('div', 'pl-toolbar');
 const filter = textField({
-  placeholder: 'Filter: words, probe:NAME host:NAME comm:NAME pid:N kind:return',
+  placeholder: 'Filter: words, probe:NAME host:NAME comm:NAME pid:N kind:return site:ADDR',
   ariaLabel: 'Filter hits',
   id: 'pl-filter',
-  onInput: (text) => {
-    view.setFilter(text);
-    table.resetAnchor();
-    table.invalidate();
-    post({ type: 'filter', text });
-    saveState();
-    scheduleRender();
-  },
+  onInput: applyFilter,
 });
 const pauseBtn = button({ label: 'Pause', id: 'pl-pause', title: 'Stop adding rows (hits keep being counted)', onClick: togglePause });
 const clearBtn = button({ label: 'Clear', id: 'pl-clear', onClick: clearAll });
@@ -128,9 +122,19 @@ const counts = new ProbeCountsView((p) => {
   scheduleRender();
 });
 counts.selected = histogramProbe;
+const sites = new SiteBreakdownView((address) => {
+  // The site word replaces any earlier one and keeps the rest of what the user typed.
+  const rest = filter.value
+    .split(/\s+/)
+    .filter((w) => w && !/^site:./i.test(w))
+    .join(' ');
+  const text = address ? `${rest} site:${address}`.trim() : rest;
+  filter.value = text;
+  applyFilter(text);
+});
 const histogram = new HistogramView();
 const side = el('aside', 'pl-side');
-side.append(counts.element, histogram.element);
+side.append(counts.element, sites.element, histogram.element);
 const main = el('div', 'pl-main');
 main.append(table.element, side);
 document.body.append(toolbar, lostBanner, droppedNotice, main);
@@ -199,6 +203,11 @@ function renderFrame(): void {
         ? sumHistograms(Object.values(stats.latency))
         : null;
     histogram.render(histogramProbe ?? 'all probes', h);
+    // The picked probe's sites; with nothing picked, those of the only probe that names sites.
+    const withSites = Object.keys(stats.sites);
+    const siteProbe = histogramProbe ?? (withSites.length === 1 ? withSites[0] : null);
+    const activeSite = /(?:^|\s)site:(\S+)/i.exec(view.filterString)?.[1].toLowerCase() ?? null;
+    sites.render(siteProbe, siteProbe ? stats.sites[siteProbe] : undefined, activeSite);
   }
 }
 
@@ -251,6 +260,16 @@ function setProbes(list: readonly ProbeInfo[]): void {
 }
 
 // ---- actions ------------------------------------------------------------------------------------------
+function applyFilter(text: string): void {
+  view.setFilter(text);
+  statsDirty = true; // the site view marks the site the table is narrowed to
+  table.resetAnchor();
+  table.invalidate();
+  post({ type: 'filter', text });
+  saveState();
+  scheduleRender();
+}
+
 function togglePause(): void {
   if (view.paused) view.resume();
   else view.pause();

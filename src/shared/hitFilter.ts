@@ -2,6 +2,7 @@
 //   free words        every word must occur (case-insensitive) in probe, host, comm, arguments or return value
 //   probe:NAME        probe name contains NAME      host:NAME   host contains NAME      comm:NAME   comm contains NAME
 //   pid:N  tid:N      exact thread-group / thread id             kind:entry|return|line|usdt
+//   site:ADDR         the hit came from the site at that address (exactly), or site:KIND (entry|clone|part|inlined)
 // Side-effect free.
 
 export interface HitFields {
@@ -14,6 +15,10 @@ export interface HitFields {
   /** arguments as the panel shows them ("a=3 b=-7") */
   argText: string;
   retText: string;
+  /** the address ("0x…") of the site the hit came from, '' when it names none */
+  site: string;
+  /** that site's kind, '' when none */
+  siteKind: string;
 }
 
 export interface HitFilter {
@@ -21,7 +26,7 @@ export interface HitFilter {
   matches(h: HitFields): boolean;
 }
 
-const FIELD_TOKENS = ['probe', 'host', 'comm', 'kind', 'pid', 'tid'] as const;
+const FIELD_TOKENS = ['probe', 'host', 'comm', 'kind', 'pid', 'tid', 'site'] as const;
 type FieldToken = (typeof FIELD_TOKENS)[number];
 
 export function parseFilter(text: string): HitFilter {
@@ -49,6 +54,10 @@ export function parseFilter(text: string): HitFilter {
             break;
           case 'kind':
             if (h.kind !== value) return false;
+            break;
+          // Exact: 0x40 must not pick out every site whose address begins with it.
+          case 'site':
+            if (h.site.toLowerCase() !== value && h.siteKind !== value) return false;
             break;
           default:
             if (!h[field].toLowerCase().includes(value)) return false;

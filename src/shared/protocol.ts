@@ -27,9 +27,24 @@ export interface LatencyHistogram {
   maxNs: number;
 }
 
+/** One site's share of a probe's hits: the panel's per-site view. */
+export interface SiteStats {
+  site: HitSite;
+  count: number;
+  /** the site's latest hit's arguments and return value, as the table shows them */
+  lastArgs: string;
+  lastRet: string;
+  /** of this site's hits, those that carried a latency, their sum and their maximum */
+  latencyCount: number;
+  latencySumNs: number;
+  latencyMaxNs: number;
+}
+
 export interface PanelStats {
   /** hits per probe since the session (or the last clear) began */
   counts: Record<string, number>;
+  /** per probe, its hits that name a site, broken down by site in the order the sites first hit */
+  sites: Record<string, SiteStats[]>;
   latency: Record<string, LatencyHistogram>;
   /** events the kernel dropped (ring-buffer overflow), as the engine reports them */
   lost: number;
@@ -273,5 +288,5 @@ export function decodeHits(b: HitBatch): Hit[] {
 }
 
 export function emptyStats(): PanelStats {
-  return { counts: {}, latency: {}, lost: 0, mismatch: 0, historyDropped: 0 };
+  return { counts: {}, sites: {}, latency: {}, lost: 0, mismatch: 0, historyDropped: 0 };
 }

@@ -13,6 +13,7 @@ export class PanelHost implements vscode.Disposable {
   readonly feed = new PanelFeed({ version: PROBELENS_VERSION });
   private lost = 0;
   private mismatch = 0;
+  private known = new Map<string, string>();
 
   constructor(
     private readonly ctx: Ctx,
@@ -20,7 +21,11 @@ export class PanelHost implements vscode.Disposable {
   ) {
     ctx.push(
       // The session's hits go to the panel as they are: latency is already paired (threads and goroutines).
-      tracing.onHit((hit) => this.feed.post([hit])),
+      tracing.onHit((hit) => {
+        // A probe edited into a running trace can hit before the next sync: learn its sites first.
+        if (!this.known.has(hit.probe)) this.syncGroups();
+        this.feed.post([hit]);
+      }),
     );
     ctx.push(tracing.onDidChange(() => this.sync()));
     ctx.push(LivePanel.registerSerializer(ctx.extension, this.deps()));
@@ -50,9 +55,31 @@ export class PanelHost implements vscode.Disposable {
     return out;
   }
 
+  /**
+   * Each event → the probe (spec) it is a site of, named by the spec's entry-site event (the bare function
+   * name): the panel counts a function probe once, over all its sites, and breaks it down per site.
+   */
+  private groups(): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const r of this.tracing.allRuns()) {
+      const probes = r.session?.probes ?? [];
+      const name = new Map<string, string>();
+      for (const p of probes) if (!p.site || p.site.kind === 'entry') if (!name.has(p.spec)) name.set(p.spec, p.event);
+      for (const p of probes) if (!name.has(p.spec)) name.set(p.spec, p.event);
+      for (const p of probes) out.set(p.event, name.get(p.spec) as string);
+    }
+    return out;
+  }
+
+  private syncGroups(): void {
+    this.known = this.groups();
+    this.feed.setProbeGroups(this.known);
+  }
+
   /** Called on state changes and by the live timer. */
   sync(): void {
     const runs = this.tracing.allRuns();
+    this.syncGroups();
     this.feed.setProbes(this.probes());
     const failed = runs.filter((r) => r.state === 'failed');
     const state = !this.tracing.isTracing

@@ -94,3 +94,48 @@ export function localTracingWorkspace(t: TestContext): { tracefs: string; dir: s
   t.after(() => rmSync(scratch, { recursive: true, force: true }));
   return { tracefs, ...buildCWorkspace(scratch) };
 }
+
+/**
+ * Hovers the mouse over ProbeLens's inline result matching `want` and returns the hover's text once it shows
+ * `until`. The hover opens after the editor's hover delay and can be dismissed by a re-render (a decoration
+ * update moves the text), so the mouse moves away and back until it shows or the time is up.
+ */
+export async function hoverInline(page: Page, want: RegExp, until: RegExp, timeout: number): Promise<string> {
+  const deadline = Date.now() + timeout;
+  const hover = page.locator('.monaco-hover').filter({ hasText: until }).first();
+  for (;;) {
+    const box = await page.evaluate(
+      ({ source, flags }) => {
+        const re = new RegExp(source, flags);
+        for (const el of Array.from(document.querySelectorAll('.monaco-editor .view-lines span'))) {
+          const c = getComputedStyle(el, '::after').content;
+          if (!c || c === 'none' || c === 'normal') continue;
+          let text = '';
+          try {
+            text = JSON.parse(c.replace(/\\([0-9a-f]{1,6}) ?/gi, (_m, h: string) => String.fromCodePoint(parseInt(h, 16)))) as string;
+          } catch {
+            continue;
+          }
+          if (!re.test(text)) continue;
+          const r = el.getBoundingClientRect();
+          if (r.width > 0) return { x: r.left, y: r.top, w: r.width, h: r.height };
+        }
+        return null;
+      },
+      { source: want.source, flags: want.flags },
+    );
+    if (box) {
+      await page.mouse.move(box.x + Math.min(box.w / 2, 40), box.y + box.h / 2, { steps: 4 });
+      if (
+        await hover.waitFor({ state: 'visible', timeout: 3_000 }).then(
+          () => true,
+          () => false,
+        )
+      )
+        return hover.innerText();
+      await page.mouse.move(box.x, box.y + box.h * 4);
+    }
+    if (Date.now() >= deadline) throw new Error(`no hover matching ${until} over the inline result ${want} within ${timeout} ms`);
+    await page.waitForTimeout(300);
+  }
+}

@@ -27,6 +27,9 @@ export interface RingRow {
   retText: string;
   /** where the hit's code sits ("inlined into main at a.c:12 (0x…)"), '' when the hit names no site */
   siteText: string;
+  /** that site's address and kind, '' when the hit names no site */
+  siteAddress: string;
+  siteKind: string;
 }
 
 const INTS = 9; // host, probe, kind, pid, tid, comm, cpu, row, argOffset
@@ -111,7 +114,10 @@ export class HitRing {
     const rv = b.retval[row];
     out.retText = rv === undefined ? '' : formatValue(rv);
     const site = b.site[row];
-    out.siteText = site >= 0 ? formatSite(b.sites[site]) : '';
+    const st = site >= 0 ? b.sites[site] : undefined;
+    out.siteText = st ? formatSite(st) : '';
+    out.siteAddress = st?.address ?? '';
+    out.siteKind = st?.kind ?? '';
     return true;
   }
 
@@ -134,5 +140,20 @@ export function argTextOf(b: HitBatch, row: number, argOffset: number): string {
 }
 
 export function emptyRow(): RingRow {
-  return { ts: 0, host: 0, probe: 0, kind: 0, pid: 0, tid: 0, comm: 0, cpu: 0, latencyNs: -1, argText: '', retText: '', siteText: '' };
+  return {
+    ts: 0,
+    host: 0,
+    probe: 0,
+    kind: 0,
+    pid: 0,
+    tid: 0,
+    comm: 0,
+    cpu: 0,
+    latencyNs: -1,
+    argText: '',
+    retText: '',
+    siteText: '',
+    siteAddress: '',
+    siteKind: '',
+  };
 }

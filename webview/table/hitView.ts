@@ -33,7 +33,18 @@ export class HitView {
   private pausedDropped = 0;
   private isPaused = false;
   private readonly scratch = emptyRow();
-  private readonly fields: HitFields = { probe: '', host: '', comm: '', kind: '', pid: 0, tid: 0, argText: '', retText: '' };
+  private readonly fields: HitFields = {
+    probe: '',
+    host: '',
+    comm: '',
+    kind: '',
+    pid: 0,
+    tid: 0,
+    argText: '',
+    retText: '',
+    site: '',
+    siteKind: '',
+  };
 
   constructor(capacity: number) {
     this.ring = new HitRing(capacity);
@@ -144,6 +155,8 @@ export class HitView {
     f.tid = r.tid;
     f.argText = r.argText;
     f.retText = r.retText;
+    f.site = r.siteAddress;
+    f.siteKind = r.siteKind;
     return f;
   }
 

@@ -12,9 +12,10 @@ import {
   type PanelStats,
   type ProbeInfo,
   type SessionInfo,
+  type SiteStats,
   type ToWebview,
 } from '../../shared/protocol';
-import { log2Bucket, type Hit } from '../../shared/hit';
+import { log2Bucket, type Hit, type HitSite } from '../../shared/hit';
 import { hitsToCsv, hitsToJson } from '../../core/session/export';
 import { parseFilter } from '../../shared/hitFilter';
 import { formatArgs, formatValue } from '../../shared/hitText';
@@ -42,6 +43,11 @@ export class PanelFeed {
   private evicted = 0;
   private stats: PanelStats = emptyStats();
   private statsDirty = false;
+  /** each probe's sites by kind and address, and the latest hit of each (its text is made only when sent) */
+  private siteIndex = new Map<string, SiteStats>();
+  private siteLast = new Map<SiteStats, Hit>();
+  /** event → the probe it is one site of (see setProbeGroups) */
+  private groups = new Map<string, string>();
   private probes: ProbeInfo[] = [];
   private session: SessionInfo = { state: 'idle' };
   private sink: PanelSink | undefined;
@@ -59,9 +65,11 @@ export class PanelFeed {
     const { counts, latency } = this.stats;
     for (const h of hits) {
       this.pending.push(h);
-      counts[h.probe] = (counts[h.probe] ?? 0) + 1;
+      const probe = this.groups.get(h.probe) ?? h.probe;
+      counts[probe] = (counts[probe] ?? 0) + 1;
+      if (h.site) this.countSite(probe, h, h.site);
       if (h.latencyNs !== undefined && h.latencyNs >= 0) {
-        const hist = (latency[h.probe] ??= { buckets: [], count: 0, maxNs: 0 });
+        const hist = (latency[probe] ??= { buckets: [], count: 0, maxNs: 0 });
         const b = log2Bucket(h.latencyNs);
         while (hist.buckets.length <= b) hist.buckets.push(0);
         hist.buckets[b]++;
@@ -72,6 +80,45 @@ export class PanelFeed {
     this.statsDirty = true;
     if (this.pending.length >= this.maxBatch) this.flush();
     else this.schedule();
+  }
+
+  /**
+   * A function probe is armed as one event per site, and each hit names its event; the counts, histograms and
+   * per-site breakdown are per probe, so the host says which probe each event is a site of (`event → probe`,
+   * unmapped events stand for themselves). Applies to hits posted from now on.
+   */
+  setProbeGroups(groups: ReadonlyMap<string, string>): void {
+    this.groups = new Map(groups);
+  }
+
+  private countSite(probe: string, h: Hit, site: HitSite): void {
+    const key = `${probe}\0${site.kind}\0${site.address}`;
+    let st = this.siteIndex.get(key);
+    if (!st) {
+      st = { site, count: 0, lastArgs: '', lastRet: '', latencyCount: 0, latencySumNs: 0, latencyMaxNs: 0 };
+      this.siteIndex.set(key, st);
+      (this.stats.sites[probe] ??= []).push(st);
+    }
+    st.count++;
+    if (h.latencyNs !== undefined && h.latencyNs >= 0) {
+      st.latencyCount++;
+      st.latencySumNs += h.latencyNs;
+      if (h.latencyNs > st.latencyMaxNs) st.latencyMaxNs = h.latencyNs;
+    }
+    this.siteLast.set(st, h);
+  }
+
+  /** Writes the latest values of the sites hit since the stats were last sent. */
+  private siteTexts(): void {
+    for (const [st, h] of this.siteLast) {
+      const names = Object.keys(h.args);
+      st.lastArgs = formatArgs(
+        names,
+        names.map((n) => h.args[n]),
+      );
+      st.lastRet = h.retval === undefined ? '' : formatValue(h.retval);
+    }
+    this.siteLast.clear();
   }
 
   /** Total events the kernel reported lost so far (not a delta). */
@@ -110,6 +157,8 @@ export class PanelFeed {
     this.historyRows = 0;
     this.evicted = 0;
     this.stats = emptyStats();
+    this.siteIndex.clear();
+    this.siteLast.clear();
     this.statsDirty = false;
     this.send({ type: 'cleared' });
   }
@@ -123,6 +172,7 @@ export class PanelFeed {
     this.sink = sink;
     // Rows evicted before this replay are ones the webview never receives; later evictions it sees itself.
     this.stats.historyDropped = this.evicted;
+    this.siteTexts();
     this.send({
       type: 'init',
       version: this.opts.version,
@@ -169,6 +219,8 @@ export class PanelFeed {
             names.map((n) => h.args[n]),
           ),
           retText: h.retval === undefined ? '' : formatValue(h.retval),
+          site: h.site?.address ?? '',
+          siteKind: h.site?.kind ?? '',
         });
         if (ok) out.push(h);
       }
@@ -198,6 +250,7 @@ export class PanelFeed {
     }
     if (this.statsDirty) {
       this.statsDirty = false;
+      this.siteTexts();
       this.send({ type: 'stats', stats: this.stats });
     }
   }

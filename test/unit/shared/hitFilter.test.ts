@@ -12,6 +12,8 @@ const hit = (over: Partial<HitFields> = {}): HitFields => ({
   tid: 4243,
   argText: 'len=512 path=/index.html',
   retText: '',
+  site: '',
+  siteKind: '',
   ...over,
 });
 
@@ -49,4 +51,14 @@ test('unknown prefixes and a bare "probe:" are plain words', () => {
 test('formatArgs writes name=value pairs from a flat value list at an offset', () => {
   assert.equal(formatArgs(['a', 'b'], [9, 9, 3, -7], 2), 'a=3 b=-7');
   assert.equal(formatArgs([], [1]), '');
+});
+
+test('site:ADDR picks the hits of one site exactly; site:KIND those of a kind', () => {
+  const inl = hit({ site: '0x4011a0', siteKind: 'inlined' });
+  assert.equal(parseFilter('site:0x4011A0').matches(inl), true);
+  assert.equal(parseFilter('site:0x4011').matches(inl), false, 'an address prefix is another site');
+  assert.equal(parseFilter('site:inlined').matches(inl), true);
+  assert.equal(parseFilter('site:entry').matches(inl), false);
+  assert.equal(parseFilter('site:0x4011a0').matches(hit()), false, 'a hit that names no site');
+  assert.equal(parseFilter('probe:parse site:0x4011a0').matches(inl), true);
 });

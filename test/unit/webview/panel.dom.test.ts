@@ -1,9 +1,9 @@
 // The live panel's webview in real Chromium: the real bundle, the real page and CSP, a fake VS Code host.
-import { after, before, describe, test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser } from 'playwright-core';
-import { missing } from '../../helpers/require';
-import { buildWebview, chromiumMissing, launchChromium, openPanelPage, type PanelBundle, type PanelPage } from '../../../bench/panelPage';
+import type { PanelPage } from '../../../bench/panelPage';
+import { usePanelBrowser } from '../../helpers/panelBrowser';
+import { PanelFeed } from '../../../src/vscode/panel/panelFeed';
 import type { Hit } from '../../../src/shared/hit';
 import { emptyStats, encodeHits, type PanelStats, type ToWebview } from '../../../src/shared/protocol';
 
@@ -89,28 +89,8 @@ const hidden = (p: PanelPage, sel: string): Promise<boolean> =>
   p.page.evaluate((s) => (document.querySelector(s) as HTMLElement).hidden, sel);
 
 describe('live panel webview in Chromium', () => {
-  let browser: Browser | undefined;
-  let bundle: PanelBundle;
-  const skip = chromiumMissing();
-
-  before(async () => {
-    if (skip) return;
-    bundle = await buildWebview();
-    browser = await launchChromium();
-  });
-  after(async () => {
-    await browser?.close();
-  });
-
-  async function open(t: TestContext, state?: unknown): Promise<PanelPage | null> {
-    if (skip || !browser) {
-      missing(t, skip ?? 'Chromium did not start');
-      return null;
-    }
-    const p = await openPanelPage(browser, { bundle, state });
-    t.after(() => p.close());
-    return p;
-  }
+  const panel = usePanelBrowser();
+  const open = (t: TestContext, state?: unknown): Promise<PanelPage | null> => panel.open(t, { state });
 
   test('loads under the nonce CSP with no violations, says ready, and registers the toolkit controls', async (t) => {
     const p = await open(t);
@@ -368,5 +348,87 @@ describe('live panel webview in Chromium', () => {
       args: 's="x\\n\\x1b[2Jy" p=null v=[1,2]',
       probeTitle: 'inlined into main at calc.c:30 (0x401136)',
     });
+  });
+
+  test('a probe picked in the counts shows its hits per site; picking a site narrows the rows to it and back', async (t) => {
+    const p = await open(t);
+    if (!p) return;
+    const entry = { kind: 'entry' as const, address: '0x128ea0', file: '/src/acl.c', line: 2050 };
+    const inlined = { kind: 'inlined' as const, address: '0x12a4c0', caller: 'ACLLoadFromFile', file: '/src/acl.c', line: 2310 };
+    const part = { kind: 'part' as const, address: '0x5e8f4', caller: 'ACLAppendUserForLoading' };
+    // Hits 0..8 round-robin over three sites; the entry site's hits carry a latency.
+    const all = hits(0, 9).map((h, i): Hit => {
+      const site = [entry, inlined, part][i % 3];
+      const { retval: _r, latencyNs: _l, ...rest } = h;
+      return {
+        ...rest,
+        probe: 'acl',
+        kind: 'entry',
+        event: 'acl',
+        args: { n: i },
+        site,
+        ...(site === entry ? { latencyNs: 1000 * (i + 1) } : {}),
+      };
+    });
+    // The real host half makes the stats, as the extension does.
+    const feed = new PanelFeed({ version: '0.1.0', flushIntervalMs: 60_000 });
+    feed.setProbes([{ name: 'acl', file: '/src/acl.c', line: 2050 }]);
+    feed.post(all);
+    const msgs: ToWebview[] = [];
+    feed.attach((m) => msgs.push(m));
+    feed.dispose();
+    await p.send(...msgs);
+    await frames(p);
+    await p.page.click('.pl-counts li[data-probe="acl"]');
+    await frames(p);
+    const siteView = () =>
+      p.page.evaluate(() => ({
+        title: document.querySelector('.pl-sites h3')?.textContent,
+        rows: [...document.querySelectorAll<HTMLElement>('.pl-sites li')].map((li) => ({
+          site: li.dataset.site,
+          selected: li.getAttribute('aria-selected'),
+          text: [...li.querySelectorAll('.pl-site-name, .pl-badge, .pl-site-detail')].map((e) => e.textContent),
+        })),
+      }));
+    assert.deepEqual(await siteView(), {
+      title: 'acl · 3 sites · 9 hits',
+      rows: [
+        { site: '0x128ea0', selected: 'false', text: ['entry 0x128ea0', '3', 'acl.c:2050', 'last: n=6', 'latency: mean 4µs, max 7µs (3)'] },
+        { site: '0x12a4c0', selected: 'false', text: ['inlined 0x12a4c0', '3', 'into ACLLoadFromFile · acl.c:2310', 'last: n=7'] },
+        { site: '0x5e8f4', selected: 'false', text: ['part 0x5e8f4', '3', 'of ACLAppendUserForLoading', 'last: n=8'] },
+      ],
+    });
+    await p.page.locator('#pl-filter input').fill('comm:calc');
+    await p.page.click('.pl-sites li[data-site="0x12a4c0"]');
+    await frames(p);
+    assert.equal(await p.page.locator('#pl-filter input').inputValue(), 'comm:calc site:0x12a4c0', 'the site word joins what was typed');
+    assert.deepEqual(
+      (await domRows(p)).map((r) => r[5]),
+      ['n=1', 'n=4', 'n=7'],
+    );
+    assert.deepEqual((await p.posted()).at(-1), { type: 'filter', text: 'comm:calc site:0x12a4c0' });
+    assert.equal((await siteView()).rows[1].selected, 'true');
+    // Another site replaces the first; picking the picked one again shows every site's hits.
+    await p.page.click('.pl-sites li[data-site="0x5e8f4"]');
+    await frames(p);
+    assert.deepEqual(
+      (await domRows(p)).map((r) => r[5]),
+      ['n=2', 'n=5', 'n=8'],
+    );
+    await p.page.click('.pl-sites li[data-site="0x5e8f4"]');
+    await frames(p);
+    assert.equal(await p.page.locator('#pl-filter input').inputValue(), 'comm:calc');
+    assert.equal((await domRows(p)).length, 9);
+    assert.deepEqual(p.errors, []);
+  });
+
+  test('the site view is hidden while the picked probe names no sites', async (t) => {
+    const p = await open(t);
+    if (!p) return;
+    await p.send(init(), { type: 'hits', batch: encodeHits(hits(0, 8)) }, stats({ counts: { add: 6, sub: 2 } }));
+    await frames(p);
+    await p.page.click('.pl-counts li[data-probe="add"]');
+    await frames(p);
+    assert.equal(await hidden(p, '.pl-sites'), true);
   });
 });

@@ -1,11 +1,10 @@
 // The live panel at the widths it is really shown at (a side editor column is ~400 px): every row shows its
 // time, comm, probe and arguments inside the panel, wider panels show more columns, and a row is clicked as a
 // user clicks it (a real mouse click at the row's box, which needs the row to have one).
-import { after, before, describe, test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser } from 'playwright-core';
-import { missing } from '../../helpers/require';
-import { buildWebview, chromiumMissing, launchChromium, openPanelPage, type PanelBundle, type PanelPage } from '../../../bench/panelPage';
+import type { PanelPage } from '../../../bench/panelPage';
+import { usePanelBrowser } from '../../helpers/panelBrowser';
 import type { Hit } from '../../../src/shared/hit';
 import { emptyStats, encodeHits, PROTOCOL_VERSION, type ToWebview } from '../../../src/shared/protocol';
 
@@ -89,26 +88,11 @@ async function layout(
 }
 
 describe('live panel layout at any width (Chromium)', () => {
-  let browser: Browser | undefined;
-  let bundle: PanelBundle;
-  const skip = chromiumMissing();
-
-  before(async () => {
-    if (skip) return;
-    bundle = await buildWebview();
-    browser = await launchChromium();
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  const panel = usePanelBrowser();
 
   async function open(t: TestContext, width: number): Promise<PanelPage | null> {
-    if (skip || !browser) {
-      missing(t, skip ?? 'Chromium did not start');
-      return null;
-    }
-    const p = await openPanelPage(browser, { bundle, width, height: 600 });
-    t.after(() => p.close());
+    const p = await panel.open(t, { width, height: 600 });
+    if (!p) return null;
     // The font variables VS Code sets on a webview's <html> (its defaults on Linux).
     await p.page.evaluate(() => {
       const s = document.documentElement.style;

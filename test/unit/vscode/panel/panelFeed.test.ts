@@ -133,3 +133,56 @@ test("exportText writes what the panel's Export buttons save: the CLI's JSON obj
   assert.equal(csv[1], "0,local,add,entry,1,1,'=cmd|x,0,,,'@SUM(A1),-5,null");
   feed.dispose();
 });
+
+test('per-site stats: each probe site counts its own hits, keeps its latest values and latency; the export filters by site', () => {
+  const entry = { kind: 'entry' as const, address: '0x128ea0' };
+  const inl = { kind: 'inlined' as const, address: '0x5e8f4', caller: 'loadUsers', file: 'acl.c', line: 2210 };
+  // One event per site; the host says they are sites of one probe.
+  const hit = (i: number, site: Hit['site'], latencyNs?: number): Hit => ({
+    host: 'local',
+    probe: site && site.kind !== 'entry' ? `ACLAppendUserForLoading_${site.kind}_${site.address.slice(2)}` : 'ACLAppendUserForLoading',
+    kind: 'entry',
+    pid: 1,
+    tid: 1,
+    comm: 'redis-server',
+    cpu: 0,
+    ts: i,
+    args: { n: i },
+    event: 'e',
+    ...(site ? { site } : {}),
+    ...(latencyNs !== undefined ? { latencyNs } : {}),
+  });
+  const feed = new PanelFeed({ version: 'x', flushIntervalMs: 60_000 });
+  feed.setProbeGroups(new Map([['ACLAppendUserForLoading_inlined_5e8f4', 'ACLAppendUserForLoading']]));
+  // The engine hands every hit of one site the same object, but equal sites from a replay must still collapse.
+  feed.post([hit(0, entry, 100), hit(1, { ...inl }), hit(2, entry, 300), hit(3, inl), hit(4, undefined), hit(5, { ...inl })]);
+  const msgs: ToWebview[] = [];
+  feed.attach((m) => msgs.push(m));
+  const init = msgs[0];
+  assert.ok(init.type === 'init');
+  assert.deepEqual(init.stats.counts, { ACLAppendUserForLoading: 6 }, 'the probe counts all its sites once');
+  assert.deepEqual(init.stats.latency.ACLAppendUserForLoading?.count, 2);
+  assert.deepEqual(init.stats.sites.ACLAppendUserForLoading, [
+    { site: entry, count: 2, lastArgs: 'n=2', lastRet: '', latencyCount: 2, latencySumNs: 400, latencyMaxNs: 300 },
+    { site: inl, count: 3, lastArgs: 'n=5', lastRet: '', latencyCount: 0, latencySumNs: 0, latencyMaxNs: 0 },
+  ]);
+  assert.deepEqual(
+    feed.retainedHits('site:0x5e8f4').map((h) => h.ts),
+    [1, 3, 5],
+  );
+  assert.deepEqual(
+    feed.retainedHits('site:entry').map((h) => h.ts),
+    [0, 2],
+  );
+  feed.clear();
+  feed.post([hit(6, inl)]);
+  feed.flush();
+  const last = msgs.filter((m) => m.type === 'stats').at(-1);
+  assert.ok(last?.type === 'stats');
+  assert.deepEqual(
+    last.stats.sites.ACLAppendUserForLoading.map((s) => [s.site.address, s.count, s.lastArgs]),
+    [['0x5e8f4', 1, 'n=6']],
+    'clear starts the breakdown over',
+  );
+  feed.dispose();
+});
