@@ -8,7 +8,7 @@ import { requireTracefs } from '../helpers/tracefs';
 import { TracefsAgent } from '../../src/core/tracefs/agentClient';
 import { LocalTarget } from '../../src/core/target/local';
 import type { ExecChannel, ExecOptions, Target } from '../../src/core/target/target';
-import { SHELLS, ShellTarget, buildWorkload, leftovers, waitClean, type Workload } from './agentHarness';
+import { SHELLS, ShellTarget, buildWorkload, defineWorkloadProbes, leftovers, runWorkload, waitClean, type Workload } from './agentHarness';
 
 /** An agent in a PID namespace of its own that dies with it: its probes stay behind, owned by nobody alive. */
 class DoomedNamespaceTarget implements Target {
@@ -92,3 +92,33 @@ for (const [name, shell] of Object.entries(SHELLS)) {
     }
   });
 }
+
+test('a client busy with a flood of hits for longer than the heartbeat timeout keeps its session', async (t) => {
+  if (!requireTracefs(t)) return;
+  const w = getWorkload();
+  const agent = await TracefsAgent.start(new ShellTarget(['dash']), { heartbeatTimeoutSeconds: 1, heartbeatIntervalMs: 200 });
+  try {
+    await defineWorkloadProbes(agent, w);
+    let lines = 0;
+    // 4 ms of work per trace line, all on the event loop: 400 calls arrive in a few chunks and hold it for seconds.
+    agent.onTraceLine(() => {
+      lines++;
+      const until = Date.now() + 4;
+      while (Date.now() < until);
+    });
+    await agent.arm();
+    const t0 = Date.now();
+    runWorkload(w, 400);
+    await new Promise<void>((resolve) => {
+      const poll = () => (lines >= 800 ? resolve() : setTimeout(poll, 20));
+      poll();
+    });
+    const busy = Date.now() - t0;
+    assert.ok(busy > 2000, `the flood kept the client busy ${busy} ms, not longer than the 1 s heartbeat timeout`);
+    const report = await agent.stop();
+    assert.deepEqual(Object.fromEntries(report.kernelHits), { pl_add: 400, pl_leaf_ret: 400 });
+    assert.equal((await agent.exit).code, 0);
+  } finally {
+    agent.kill('KILL');
+  }
+});

@@ -149,6 +149,8 @@ export class TracefsAgent {
   private exited: ExecExit | null = null;
   private sentinelValue: Sentinel | null = null;
   private hbTimer: NodeJS.Timeout | null = null;
+  private hbEveryMs = 0;
+  private lastHb = 0;
   private traceListeners: Array<(line: string) => void> = [];
   private endListeners: Array<() => void> = [];
 
@@ -160,10 +162,18 @@ export class TracefsAgent {
     const err = lineSplitter((l) => this.onStderr(l));
     channel.stderr.on('data', (c: Buffer) => err.push(c));
     channel.stderr.on('end', () => err.end());
+    // A flood of hits can keep this process busy for longer than the agent's heartbeat timeout without the timer
+    // getting a turn (one event-loop pass reads up to ~2 MiB of trace text, and a loaded machine gives it little
+    // CPU): heartbeats are also sent from the stream itself, checked every 16 lines.
+    let lines = 0;
     const out = lineSplitter((l) => {
+      if ((++lines & 15) === 0) this.beat();
       for (const f of this.traceListeners) f(l);
     });
-    channel.stdout.on('data', (c: Buffer) => out.push(c));
+    channel.stdout.on('data', (c: Buffer) => {
+      this.beat();
+      out.push(c);
+    });
     channel.stdout.on('end', () => {
       out.end();
       for (const f of this.endListeners) f();
@@ -331,13 +341,22 @@ export class TracefsAgent {
   stopHeartbeat(): void {
     if (this.hbTimer) clearInterval(this.hbTimer);
     this.hbTimer = null;
+    this.hbEveryMs = 0;
   }
 
   private startHeartbeat(ms: number): void {
-    this.hbTimer = setInterval(() => {
-      if (!this.exited) this.channel.stdin.write('HB\n');
-    }, ms);
+    this.hbEveryMs = ms;
+    this.hbTimer = setInterval(() => this.beat(true), ms);
     this.hbTimer.unref();
+  }
+
+  /** Sends a heartbeat when one is due (the timer's always are). */
+  private beat(timer = false): void {
+    if (this.hbEveryMs === 0 || this.exited) return;
+    const now = Date.now();
+    if (!timer && now - this.lastHb < this.hbEveryMs) return;
+    this.lastHb = now;
+    this.channel.stdin.write('HB\n');
   }
 
   private command(verb: string, arg?: string): Promise<{ text: string; info: string[] }> {
