@@ -88,3 +88,61 @@ function decoderErrorText(x: typeof Iced, err: Iced.DecoderError): string {
   if (err === x.DecoderError.NoMoreBytes) return 'instruction runs past the end of the function';
   return 'invalid x86-64 instruction';
 }
+
+/** One instruction of a control-flow graph walk (inlinedExits.ts): every instruction, calls included. */
+export interface X86FlowInsn {
+  address: bigint;
+  length: number;
+  kind: X86Kind | 'call' | 'call-indirect' | 'jmp-got' | 'nop';
+  /** Branch or call target of 'jmp', 'jcc' and 'call'. */
+  target?: bigint;
+}
+
+/**
+ * Decodes 64-bit code linearly and returns every instruction (ordinary ones as 'other'), or stops at the first
+ * undecodable one, which is returned as the last element. `jmp *X(%rip)` is told apart as 'jmp-got': it jumps
+ * through a pointer in data (a GOT slot or a function-pointer global), which holds a function's address, never
+ * an address inside the caller's own code, unlike `jmp *%rax` (switch tables, computed goto).
+ */
+export function decodeX86Flow(code: Uint8Array, address: bigint): Array<X86FlowInsn | { address: bigint; invalid: true; reason: string }> {
+  const x = load();
+  const decoder = new x.Decoder(64, code, x.DecoderOptions.None);
+  const insn = new x.Instruction();
+  const out: Array<X86FlowInsn | { address: bigint; invalid: true; reason: string }> = [];
+  try {
+    decoder.ip = address;
+    while (decoder.canDecode) {
+      decoder.decodeOut(insn);
+      const flow = insn.flowControl;
+      const at = insn.ip;
+      if (flow === x.FlowControl.Next) {
+        out.push({ address: at, length: insn.length, kind: insn.mnemonic === x.Mnemonic.Nop ? 'nop' : 'other' });
+        continue;
+      }
+      if (insn.code === x.Code.INVALID) {
+        out.push({ address: at, invalid: true, reason: decoderErrorText(x, decoder.lastError) });
+        break;
+      }
+      if (flow === x.FlowControl.Call) {
+        out.push(
+          insn.isCallNear
+            ? { address: at, length: insn.length, kind: 'call', target: insn.nearBranchTarget }
+            : { address: at, length: insn.length, kind: 'call-indirect' },
+        );
+        continue;
+      }
+      if (flow === x.FlowControl.IndirectCall) {
+        out.push({ address: at, length: insn.length, kind: 'call-indirect' });
+        continue;
+      }
+      const step = classify(x, insn, flow, at);
+      if (step.kind === 'jmp-indirect' && insn.op0Kind === x.OpKind.Memory && insn.memoryBase === x.Register.RIP)
+        out.push({ ...step, kind: 'jmp-got' });
+      else out.push(step);
+    }
+  } finally {
+    insn.free();
+    decoder.free();
+  }
+  return out;
+}

@@ -1,0 +1,290 @@
+// Where a call of an inlined copy ends. An inlined copy has no RET, and its code ranges (DW_AT_ranges, often
+// several, interleaved with its caller's scheduled code) do not end where control leaves it. So the enclosing
+// function's code is decoded whole (every range, .cold included), its control flow built instruction by
+// instruction, and the copy's instructions marked. Control that leaves the copy and always comes back into it
+// (not through its entry) is the caller's code scheduled in between: that hop counts as inside. Every other edge
+// out leaves the copy, and an exit probe goes where it fires exactly once per leaving: at an instruction all of
+// whose successors are outside (a jump or fall-through out, a RET), or at an outside target all of whose
+// predecessors are inside. Then the placement is proved on the control-flow graph: from the function's entry,
+// the copy's entry is only reached while no call of it is open, an exit only while one is, and no open call
+// leaves the function unseen. Whatever cannot be proved says why, and the site's returns are unavailable.
+import { decodeX86Flow, type X86FlowInsn } from './x86decoder';
+
+export interface HostRange {
+  start: bigint;
+  bytes: Uint8Array;
+}
+
+export interface InlinedExitQuery {
+  arch: 'x86_64' | 'aarch64';
+  /** Every code range of the subprogram the copy sits in (DW_AT_ranges, the .cold block included). */
+  host: HostRange[];
+  /** Where that subprogram is entered. */
+  hostEntry: bigint;
+  /** The copy's own code ranges, [lo, hi). */
+  copy: Array<[bigint, bigint]>;
+  /** The copy's entry pc, where its entry probe sits. */
+  entry: bigint;
+  /** Whether a direct call to `target` never returns (abort, a function DWARF marks DW_AT_noreturn). */
+  noReturn?: (target: bigint) => boolean;
+}
+
+export interface InlinedExit {
+  address: bigint;
+  /** 'leaving': an instruction of the copy (or of a hop) whose every successor is outside; 'target': the first outside instruction, reached only from inside. */
+  how: 'leaving' | 'target';
+}
+
+export type ExitsUnavailable =
+  | 'arch' // only x86-64 code is decoded
+  | 'undecodable' // bytes that are no instruction, or a jump into the middle of one
+  | 'indirect-jump' // a computed jump (switch table, computed goto) whose targets are unknown
+  | 'shared-target' // a conditional edge out to code also reached from elsewhere
+  | 'reentered' // the copy's entry is reached again while a call of it is open (a loop through its entry)
+  | 'unpaired'; // an exit can be reached without passing the copy's entry
+
+export type InlinedExits = { ok: true; exits: InlinedExit[] } | { ok: false; category: ExitsUnavailable; reason: string; address?: bigint };
+
+const hex = (a: bigint) => `0x${a.toString(16)}`;
+
+class Unavailable extends Error {
+  constructor(
+    readonly category: ExitsUnavailable,
+    message: string,
+    readonly address?: bigint,
+  ) {
+    super(message);
+  }
+}
+
+/** Pseudo-node: control leaves the enclosing function (a RET, a tail jump). */
+const SINK = -1;
+
+interface Graph {
+  insns: X86FlowInsn[];
+  at: Map<bigint, number>;
+  succ: number[][];
+  pred: number[][];
+  fallsOff: ReadonlySet<bigint>;
+}
+
+export function findInlinedExits(q: InlinedExitQuery): InlinedExits {
+  if (q.arch !== 'x86_64') return { ok: false, category: 'arch', reason: 'exits of inlined copies are found by decoding x86-64 code only' };
+  try {
+    return { ok: true, exits: place(q) };
+  } catch (e) {
+    if (e instanceof Unavailable) return { ok: false, category: e.category, reason: e.message, address: e.address };
+    throw e;
+  }
+}
+
+// Bytes that follow a range's last instruction as alignment: NOP, INT3 and zero.
+function onlyPadding(code: Uint8Array, from: number): boolean {
+  for (let i = from; i < code.length; i++) if (code[i] !== 0xcc && code[i] !== 0x90 && code[i] !== 0x00) return false;
+  return true;
+}
+
+function build(q: InlinedExitQuery): Graph {
+  const insns: X86FlowInsn[] = [];
+  for (const r of q.host) {
+    for (const step of decodeX86Flow(r.bytes, r.start)) {
+      if ('invalid' in step) {
+        if (!onlyPadding(r.bytes, Number(step.address - r.start)))
+          throw new Unavailable(
+            'undecodable',
+            `its function's code at ${hex(step.address)} could not be decoded (${step.reason})`,
+            step.address,
+          );
+        break;
+      }
+      insns.push(step);
+    }
+  }
+  insns.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+  const at = new Map<bigint, number>();
+  insns.forEach((i, n) => at.set(i.address, n));
+  const inHost = (a: bigint) => q.host.some((r) => a >= r.start && a < r.start + BigInt(r.bytes.length));
+  const node = (from: X86FlowInsn, a: bigint): number => {
+    const n = at.get(a);
+    if (n !== undefined) return n;
+    if (inHost(a))
+      throw new Unavailable('undecodable', `a jump at ${hex(from.address)} lands inside an instruction at ${hex(a)}`, from.address);
+    return SINK;
+  };
+  // Instructions that would run on past the end of the function's ranges: only an error where they run.
+  const fallsOff = new Set<bigint>();
+  const succ: number[][] = insns.map((i) => {
+    const next = i.address + BigInt(i.length);
+    switch (i.kind) {
+      case 'ret':
+      case 'jmp-got':
+        return [SINK];
+      case 'stop':
+        return [];
+      case 'jmp':
+        return [node(i, i.target!)];
+      case 'jcc':
+        return [node(i, i.target!), ...(at.has(next) ? [at.get(next)!] : [SINK])];
+      case 'jmp-indirect':
+        throw new Unavailable(
+          'indirect-jump',
+          `its function has a computed jump at ${hex(i.address)} (a switch table?) whose targets are not known`,
+          i.address,
+        );
+      case 'call':
+        // A call that never returns ends the path; so does one with nothing after it in the function's code
+        // (GCC emits nothing after a call to a noreturn function).
+        if (q.noReturn?.(i.target!) || !at.has(next)) return [];
+        return [at.get(next)!];
+      case 'call-indirect':
+        return at.has(next) ? [at.get(next)!] : [];
+      case 'nop':
+        return at.has(next) ? [at.get(next)!] : [];
+      default:
+        if (at.has(next)) return [at.get(next)!];
+        fallsOff.add(i.address);
+        return [];
+    }
+  });
+  const pred: number[][] = insns.map(() => []);
+  succ.forEach((ss, n) => ss.forEach((s) => s !== SINK && pred[s].push(n)));
+  return { insns, at, succ, pred, fallsOff };
+}
+
+function place(q: InlinedExitQuery): InlinedExit[] {
+  const g = build(q);
+  const { insns, succ, pred } = g;
+  const inCopy = insns.map((i) => q.copy.some(([lo, hi]) => i.address >= lo && i.address < hi));
+  const entry = g.at.get(q.entry);
+  if (entry === undefined || !inCopy[entry])
+    throw new Unavailable('undecodable', `the copy's entry ${hex(q.entry)} is not the start of one of its instructions`, q.entry);
+  const hostEntry = g.at.get(q.hostEntry);
+  if (hostEntry === undefined)
+    throw new Unavailable('undecodable', `its function's entry ${hex(q.hostEntry)} is not the start of an instruction`, q.hostEntry);
+
+  // Copy instructions that run before its entry (argument set-up scheduled ahead of it) lead to the entry
+  // through the copy's own code; no call is open there, so they are not inside it.
+  const pre = new Uint8Array(insns.length);
+  const work: number[] = [entry];
+  while (work.length) {
+    const n = work.pop()!;
+    for (const p of pred[n]) if (inCopy[p] && p !== entry && !pre[p]) ((pre[p] = 1), work.push(p));
+  }
+  const body = insns.map((_, n) => inCopy[n] && !pre[n]);
+  // Hops: outside instructions reached from the copy and leading back into it other than through its entry.
+  const fromCopy = new Uint8Array(insns.length);
+  insns.forEach((_, n) => {
+    if (!body[n]) return;
+    for (const s of succ[n]) if (s !== SINK && !inCopy[s] && !fromCopy[s]) ((fromCopy[s] = 1), work.push(s));
+  });
+  while (work.length) {
+    const n = work.pop()!;
+    for (const s of succ[n]) if (s !== SINK && !inCopy[s] && !fromCopy[s]) ((fromCopy[s] = 1), work.push(s));
+  }
+  const toCopy = new Uint8Array(insns.length);
+  insns.forEach((_, n) => {
+    if (body[n] && n !== entry) for (const p of pred[n]) if (!inCopy[p] && !toCopy[p]) ((toCopy[p] = 1), work.push(p));
+  });
+  while (work.length) {
+    const n = work.pop()!;
+    for (const p of pred[n]) if (!inCopy[p] && !toCopy[p]) ((toCopy[p] = 1), work.push(p));
+  }
+  const inside = insns.map((_, n) => body[n] || (fromCopy[n] === 1 && toCopy[n] === 1));
+
+  // Exits: where each edge out of the inside is seen exactly once. A conditional jump out (one successor
+  // inside) can only be seen at its target, which must be reached from inside alone; an instruction whose
+  // successors are all outside is probed itself, unless its edges all go to such targets already.
+  const leaving = new Set<number>();
+  const target = new Set<number>();
+  const outside = (s: number) => s === SINK || !inside[s];
+  insns.forEach((i, n) => {
+    if (!inside[n] || succ[n].every(outside) || !succ[n].some(outside)) return;
+    for (const s of succ[n].filter(outside)) {
+      if (s !== SINK && s !== hostEntry && pred[s].every((p) => inside[p])) {
+        target.add(s);
+        continue;
+      }
+      const where = s === SINK ? 'out of the function' : `to ${hex(insns[s].address)}, which is also reached from outside the copy`;
+      throw new Unavailable('shared-target', `a conditional jump at ${hex(i.address)} leaves the copy ${where}`, i.address);
+    }
+  });
+  insns.forEach((i, n) => {
+    if (!inside[n] || succ[n].length === 0 || !succ[n].every(outside)) return;
+    const covered = succ[n].filter((s) => target.has(s)).length;
+    if (covered === 0) leaving.add(n);
+    else if (covered < succ[n].length)
+      throw new Unavailable('shared-target', `the jump at ${hex(i.address)} leaves the copy both to an exit and elsewhere`, i.address);
+  });
+  if (leaving.has(entry))
+    throw new Unavailable(
+      'reentered',
+      `the copy's entry ${hex(q.entry)} is also where control leaves it (a loop back to its entry, or a one-instruction copy)`,
+      q.entry,
+    );
+  verify(g, entry, hostEntry, leaving, target);
+  return [
+    ...[...leaving].map((n): InlinedExit => ({ address: insns[n].address, how: 'leaving' })),
+    ...[...target].map((n): InlinedExit => ({ address: insns[n].address, how: 'target' })),
+  ].sort((a, b) => (a.address < b.address ? -1 : 1));
+}
+
+const OUT = 1; // no call of the copy is open
+const IN = 2; // a call is open: it entered and has not left
+
+/**
+ * Proves the placement: a forward dataflow of {no call open, call open} from the function's entry. Code no
+ * jump reaches (exception landing pads, code after a call ProbeLens does not know never returns) may run in
+ * either state, so it starts with both.
+ */
+function verify(g: Graph, entry: number, hostEntry: number, leaving: Set<number>, target: Set<number>): void {
+  const { insns, succ, pred } = g;
+  const state = new Uint8Array(insns.length);
+  const work: number[] = [];
+  const seed = (n: number, s: number) => {
+    if ((state[n] | s) === state[n]) return;
+    state[n] |= s;
+    work.push(n);
+  };
+  let reachable = true;
+  const run = () => {
+    while (work.length) {
+      const n = work.pop()!;
+      let s = state[n];
+      const at = insns[n].address;
+      if (reachable && g.fallsOff.has(at))
+        throw new Unavailable('undecodable', `code at ${hex(at)} runs on past the end of its function's ranges`, at);
+      if (target.has(n)) {
+        if (s & OUT) throw new Unavailable('unpaired', `the exit at ${hex(at)} can be reached without passing the copy's entry`, at);
+        s = OUT;
+      }
+      if (n === entry) {
+        if (s & IN)
+          throw new Unavailable(
+            'reentered',
+            `the copy's entry ${hex(at)} can be reached again before the copy was left (a loop through its entry)`,
+            at,
+          );
+        s = IN;
+      }
+      if (leaving.has(n)) {
+        if (s & OUT) throw new Unavailable('unpaired', `the exit at ${hex(at)} can be reached without passing the copy's entry`, at);
+        s = OUT;
+      }
+      for (const t of succ[n]) {
+        if (t === SINK) {
+          if (s & IN) throw new Unavailable('unpaired', `control can leave the function at ${hex(at)} with a call of the copy open`, at);
+        } else seed(t, s);
+      }
+    }
+  };
+  seed(hostEntry, OUT);
+  run();
+  // Past here the code is reached by no jump: trailing bytes that decode as something are no error there.
+  reachable = false;
+  for (let n = 0; n < insns.length; n++) {
+    // Alignment NOPs between blocks are never run; the code they pad is reached by its jumps.
+    if (state[n] || insns[n].kind === 'nop') continue;
+    seed(n, OUT | IN);
+    run();
+  }
+}
