@@ -162,26 +162,32 @@ function place(q: InlinedExitQuery): InlinedExit[] {
   if (hostEntry === undefined)
     throw new Unavailable('undecodable', `its function's entry ${hex(q.hostEntry)} is not the start of an instruction`, q.hostEntry);
 
-  // Copy instructions that run before its entry (argument set-up scheduled ahead of it) lead to the entry
-  // through the copy's own code; no call is open there, so they are not inside it.
-  const pre = new Uint8Array(insns.length);
-  const work: number[] = [entry];
-  while (work.length) {
-    const n = work.pop()!;
-    for (const p of pred[n]) if (inCopy[p] && p !== entry && !pre[p]) ((pre[p] = 1), work.push(p));
-  }
-  const body = insns.map((_, n) => inCopy[n] && !pre[n]);
+  const reach = (seeds: number[], expand: (n: number) => boolean): Uint8Array => {
+    const seen = new Uint8Array(insns.length);
+    const work = seeds.filter((n) => !seen[n] && (seen[n] = 1));
+    while (work.length) {
+      const n = work.pop()!;
+      if (expand(n)) for (const t of succ[n]) if (t !== SINK && !seen[t]) ((seen[t] = 1), work.push(t));
+    }
+    return seen;
+  };
+  // What runs: code reached from the function's entry, and code no jump reaches that is not alignment padding
+  // (exception landing pads).
+  const roots = insns.flatMap((i, n) => (pred[n].length === 0 && i.kind !== 'nop' ? [n] : []));
+  const live = reach([hostEntry, ...roots], () => true);
+  // Padding that never runs is no predecessor of the code after it.
+  for (let n = 0; n < insns.length; n++) pred[n] = pred[n].filter((p) => live[p]);
+  // Copy instructions reached from the function's entry without passing the copy's entry run before a call
+  // begins (argument set-up scheduled ahead of it, code shared with the previous copy): not inside a call.
+  const before = reach([hostEntry], (n) => n !== entry);
+  const body = insns.map((_, n) => n === entry || (inCopy[n] && live[n] === 1 && !before[n]));
   // Hops: outside instructions reached from the copy and leading back into it other than through its entry.
-  const fromCopy = new Uint8Array(insns.length);
-  insns.forEach((_, n) => {
-    if (!body[n]) return;
-    for (const s of succ[n]) if (s !== SINK && !inCopy[s] && !fromCopy[s]) ((fromCopy[s] = 1), work.push(s));
-  });
-  while (work.length) {
-    const n = work.pop()!;
-    for (const s of succ[n]) if (s !== SINK && !inCopy[s] && !fromCopy[s]) ((fromCopy[s] = 1), work.push(s));
-  }
+  const fromCopy = reach(
+    insns.flatMap((_, n) => (body[n] ? succ[n].filter((t) => t !== SINK && !inCopy[t]) : [])),
+    (n) => !inCopy[n],
+  );
   const toCopy = new Uint8Array(insns.length);
+  const work: number[] = [];
   insns.forEach((_, n) => {
     if (body[n] && n !== entry) for (const p of pred[n]) if (!inCopy[p] && !toCopy[p]) ((toCopy[p] = 1), work.push(p));
   });
@@ -189,43 +195,78 @@ function place(q: InlinedExitQuery): InlinedExit[] {
     const n = work.pop()!;
     for (const p of pred[n]) if (!inCopy[p] && !toCopy[p]) ((toCopy[p] = 1), work.push(p));
   }
-  const inside = insns.map((_, n) => body[n] || (fromCopy[n] === 1 && toCopy[n] === 1));
+  const inside = insns.map((_, n) => body[n] || (!inCopy[n] && fromCopy[n] === 1 && toCopy[n] === 1));
 
   // Exits: where each edge out of the inside is seen exactly once. A conditional jump out (one successor
   // inside) can only be seen at its target, which must be reached from inside alone; an instruction whose
-  // successors are all outside is probed itself, unless its edges all go to such targets already.
+  // successors are all outside is probed itself, unless its edges all go to such targets already. Where a
+  // target is also reached from outside code that only the copy's exits reach (the caller's code merged with
+  // one exit path), that code is taken inside, so the exit is seen where the paths meet; never across a call,
+  // whose time would count as the copy's.
+  for (;;) {
+    const r = exits(g, inside, hostEntry);
+    if (!('shared' in r)) {
+      const { leaving, target } = r;
+      if (leaving.has(entry))
+        throw new Unavailable(
+          'reentered',
+          `the copy's entry ${hex(q.entry)} is also where control leaves it (a loop back to its entry, or a one-instruction copy)`,
+          q.entry,
+        );
+      verify(g, entry, hostEntry, leaving, target);
+      return [
+        ...[...leaving].map((n): InlinedExit => ({ address: insns[n].address, how: 'leaving' })),
+        ...[...target].map((n): InlinedExit => ({ address: insns[n].address, how: 'target' })),
+      ].sort((a, b) => (a.address < b.address ? -1 : 1));
+    }
+    if (r.shared === SINK) throw new Unavailable('shared-target', r.reason, r.at);
+    const outsidePreds = pred[r.shared].filter((p) => !inside[p]);
+    const absorbable = (p: number) =>
+      p !== hostEntry &&
+      live[p] === 1 &&
+      insns[p].kind !== 'call' &&
+      insns[p].kind !== 'call-indirect' &&
+      pred[p].length > 0 &&
+      pred[p].every((q) => inside[q]);
+    if (outsidePreds.length === 0 || !outsidePreds.every(absorbable)) throw new Unavailable('shared-target', r.reason, r.at);
+    for (const p of outsidePreds) inside[p] = true;
+  }
+}
+
+function exits(
+  g: Graph,
+  inside: boolean[],
+  hostEntry: number,
+): { leaving: Set<number>; target: Set<number> } | { shared: number; reason: string; at: bigint } {
+  const { insns, succ, pred } = g;
   const leaving = new Set<number>();
   const target = new Set<number>();
   const outside = (s: number) => s === SINK || !inside[s];
-  insns.forEach((i, n) => {
-    if (!inside[n] || succ[n].every(outside) || !succ[n].some(outside)) return;
+  for (let n = 0; n < insns.length; n++) {
+    if (!inside[n] || succ[n].every(outside) || !succ[n].some(outside)) continue;
     for (const s of succ[n].filter(outside)) {
       if (s !== SINK && s !== hostEntry && pred[s].every((p) => inside[p])) {
         target.add(s);
         continue;
       }
       const where = s === SINK ? 'out of the function' : `to ${hex(insns[s].address)}, which is also reached from outside the copy`;
-      throw new Unavailable('shared-target', `a conditional jump at ${hex(i.address)} leaves the copy ${where}`, i.address);
+      return { shared: s, reason: `a conditional jump at ${hex(insns[n].address)} leaves the copy ${where}`, at: insns[n].address };
     }
-  });
-  insns.forEach((i, n) => {
-    if (!inside[n] || succ[n].length === 0 || !succ[n].every(outside)) return;
+  }
+  for (let n = 0; n < insns.length; n++) {
+    if (!inside[n] || succ[n].length === 0 || !succ[n].every(outside)) continue;
     const covered = succ[n].filter((s) => target.has(s)).length;
     if (covered === 0) leaving.add(n);
-    else if (covered < succ[n].length)
-      throw new Unavailable('shared-target', `the jump at ${hex(i.address)} leaves the copy both to an exit and elsewhere`, i.address);
-  });
-  if (leaving.has(entry))
-    throw new Unavailable(
-      'reentered',
-      `the copy's entry ${hex(q.entry)} is also where control leaves it (a loop back to its entry, or a one-instruction copy)`,
-      q.entry,
-    );
-  verify(g, entry, hostEntry, leaving, target);
-  return [
-    ...[...leaving].map((n): InlinedExit => ({ address: insns[n].address, how: 'leaving' })),
-    ...[...target].map((n): InlinedExit => ({ address: insns[n].address, how: 'target' })),
-  ].sort((a, b) => (a.address < b.address ? -1 : 1));
+    else if (covered < succ[n].length) {
+      const s = succ[n].find((t) => !target.has(t))!;
+      return {
+        shared: s,
+        reason: `the jump at ${hex(insns[n].address)} leaves the copy both to an exit and elsewhere`,
+        at: insns[n].address,
+      };
+    }
+  }
+  return { leaving, target };
 }
 
 const OUT = 1; // no call of the copy is open
