@@ -40,6 +40,7 @@ export type ExitsUnavailable =
   | 'undecodable' // bytes that are no instruction, or a jump into the middle of one
   | 'indirect-jump' // a computed jump (switch table, computed goto) whose targets are unknown
   | 'shared-target' // a conditional edge out to code also reached from elsewhere
+  | 'entry-outside' // DWARF's entry pc lies after the copy's own code
   | 'reentered' // the copy's entry is reached again while a call of it is open (a loop through its entry)
   | 'unpaired'; // an exit can be reached without passing the copy's entry
 
@@ -156,8 +157,8 @@ function place(q: InlinedExitQuery): InlinedExit[] {
   const { insns, succ, pred } = g;
   const inCopy = insns.map((i) => q.copy.some(([lo, hi]) => i.address >= lo && i.address < hi));
   const entry = g.at.get(q.entry);
-  if (entry === undefined || !inCopy[entry])
-    throw new Unavailable('undecodable', `the copy's entry ${hex(q.entry)} is not the start of one of its instructions`, q.entry);
+  if (entry === undefined)
+    throw new Unavailable('undecodable', `the copy's entry ${hex(q.entry)} is not the start of an instruction`, q.entry);
   const hostEntry = g.at.get(q.hostEntry);
   if (hostEntry === undefined)
     throw new Unavailable('undecodable', `its function's entry ${hex(q.hostEntry)} is not the start of an instruction`, q.hostEntry);
@@ -207,6 +208,12 @@ function place(q: InlinedExitQuery): InlinedExit[] {
     const r = exits(g, inside, hostEntry);
     if (!('shared' in r)) {
       const { leaving, target } = r;
+      if (leaving.has(entry) && !inCopy[entry])
+        throw new Unavailable(
+          'entry-outside',
+          `the copy's entry ${hex(q.entry)} lies outside its own code, which runs before it (GCC put the entry after the copy's instructions)`,
+          q.entry,
+        );
       if (leaving.has(entry))
         throw new Unavailable(
           'reentered',

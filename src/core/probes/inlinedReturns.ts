@@ -74,3 +74,13 @@ export async function inlinedSiteExits(index: BinaryIndex, site: FunctionSite, d
   }
   return findInlinedExits({ arch: index.arch, host, hostEntry, copy, entry: site.address, noReturn: noReturnTest(index, ctx) });
 }
+
+/** "returns unavailable at N inlined copies: reason; …" for the copies whose exits could not be proved. */
+export function unavailableNote(copies: ReadonlyArray<{ reason: string }>): string {
+  const n = copies.length;
+  const shown = copies.slice(0, 3).map((c) => c.reason);
+  return (
+    `returns are unavailable at ${n} inlined cop${n === 1 ? 'y' : 'ies'}, whose calls this return probe does not see (${shown.join('; ')}` +
+    `${n > 3 ? `; and ${n - 3} more` : ''})`
+  );
+}
