@@ -8,7 +8,7 @@
 // predecessors are inside. Then the placement is proved on the control-flow graph: from the function's entry,
 // the copy's entry is only reached while no call of it is open, an exit only while one is, and no open call
 // leaves the function unseen. Whatever cannot be proved says why, and the site's returns are unavailable.
-import { decodeX86Flow, type X86FlowInsn } from './x86decoder';
+import { decodeX86Flow, type JumpTable, type X86FlowInsn } from './x86decoder';
 
 export interface HostRange {
   start: bigint;
@@ -27,6 +27,8 @@ export interface InlinedExitQuery {
   entry: bigint;
   /** Whether a direct call to `target` never returns (abort, a function DWARF marks DW_AT_noreturn). */
   noReturn?: (target: bigint) => boolean;
+  /** Bytes of the binary at an address (a switch's jump table in .rodata), or undefined where there are none. */
+  readData?: (address: bigint, size: number) => Uint8Array | undefined;
 }
 
 export interface InlinedExit {
@@ -40,6 +42,7 @@ export type ExitsUnavailable =
   | 'undecodable' // bytes that are no instruction, or a jump into the middle of one
   | 'indirect-jump' // a computed jump (switch table, computed goto) whose targets are unknown
   | 'shared-target' // a conditional edge out to code also reached from elsewhere
+  | 'unprobeable' // an exit instruction the kernel refuses to probe (a segment or LOCK prefix)
   | 'entry-outside' // DWARF's entry pc lies after the copy's own code
   | 'reentered' // the copy's entry is reached again while a call of it is open (a loop through its entry)
   | 'unpaired'; // an exit can be reached without passing the copy's entry
@@ -126,12 +129,15 @@ function build(q: InlinedExitQuery): Graph {
         return [node(i, i.target!)];
       case 'jcc':
         return [node(i, i.target!), ...(at.has(next) ? [at.get(next)!] : [SINK])];
-      case 'jmp-indirect':
+      case 'jmp-indirect': {
+        const targets = i.table && q.readData ? tableTargets(i.table, q.readData, at) : [];
+        if (targets.length > 0) return targets;
         throw new Unavailable(
           'indirect-jump',
           `its function has a computed jump at ${hex(i.address)} (a switch table?) whose targets are not known`,
           i.address,
         );
+      }
       case 'call':
         // A call that never returns ends the path; so does one with nothing after it in the function's code
         // (GCC emits nothing after a call to a noreturn function).
@@ -152,6 +158,45 @@ function build(q: InlinedExitQuery): Graph {
   return { insns, at, succ, pred, fallsOff };
 }
 
+// Legacy prefixes, and those Linux's x86 uprobes refuse (is_prefix_bad in arch/x86/kernel/uprobes.c: ES, CS, SS,
+// DS, LOCK). The refusal comes only when the probe is installed in a running process, silently: an event on
+// such an instruction (GCC pads with `cs nopw`) is defined but never fires, so it must not be chosen.
+const PREFIXES = new Set([0x26, 0x2e, 0x36, 0x3e, 0x64, 0x65, 0x66, 0x67, 0xf0, 0xf2, 0xf3]);
+const REFUSED_PREFIXES = new Set([0x26, 0x2e, 0x36, 0x3e, 0xf0]);
+
+function refusedByKernel(q: InlinedExitQuery, address: bigint): void {
+  const r = q.host.find((h) => address >= h.start && address < h.start + BigInt(h.bytes.length))!;
+  for (let i = Number(address - r.start); i < r.bytes.length && PREFIXES.has(r.bytes[i]); i++)
+    if (REFUSED_PREFIXES.has(r.bytes[i]))
+      throw new Unavailable(
+        'unprobeable',
+        `the kernel refuses a uprobe on the exit instruction at ${hex(address)} (a segment or LOCK prefix)`,
+        address,
+      );
+}
+
+const MAX_TABLE = 4096;
+
+/**
+ * Targets of a jump table: its entries up to the first that is not an instruction of the function. The real
+ * table's entries all are; reading on past its end can only add edges that never run, which the proof below
+ * treats like any other path (it may refuse more, never accept less).
+ */
+function tableTargets(t: JumpTable, read: NonNullable<InlinedExitQuery['readData']>, at: ReadonlyMap<bigint, number>): number[] {
+  const size = t.entry === 'rel32' ? 4 : 8;
+  const out = new Set<number>();
+  for (let k = 0; k < MAX_TABLE; k++) {
+    const b = read(t.address + BigInt(k * size), size);
+    if (!b || b.length < size) break;
+    const v = new DataView(b.buffer, b.byteOffset, size);
+    const target = t.entry === 'rel32' ? t.address + BigInt(v.getInt32(0, true)) : v.getBigUint64(0, true);
+    const n = at.get(target);
+    if (n === undefined) break;
+    out.add(n);
+  }
+  return [...out];
+}
+
 function place(q: InlinedExitQuery): InlinedExit[] {
   const g = build(q);
   const { insns, succ, pred } = g;
@@ -168,7 +213,12 @@ function place(q: InlinedExitQuery): InlinedExit[] {
     const work = seeds.filter((n) => !seen[n] && (seen[n] = 1));
     while (work.length) {
       const n = work.pop()!;
-      if (expand(n)) for (const t of succ[n]) if (t !== SINK && !seen[t]) ((seen[t] = 1), work.push(t));
+      if (!expand(n)) continue;
+      for (const t of succ[n]) {
+        if (t === SINK || seen[t]) continue;
+        seen[t] = 1;
+        work.push(t);
+      }
     }
     return seen;
   };
@@ -188,13 +238,13 @@ function place(q: InlinedExitQuery): InlinedExit[] {
     (n) => !inCopy[n],
   );
   const toCopy = new Uint8Array(insns.length);
-  const work: number[] = [];
-  insns.forEach((_, n) => {
-    if (body[n] && n !== entry) for (const p of pred[n]) if (!inCopy[p] && !toCopy[p]) ((toCopy[p] = 1), work.push(p));
-  });
+  const work = insns.flatMap((_, n) => (body[n] && n !== entry ? [n] : []));
   while (work.length) {
-    const n = work.pop()!;
-    for (const p of pred[n]) if (!inCopy[p] && !toCopy[p]) ((toCopy[p] = 1), work.push(p));
+    for (const p of pred[work.pop()!]) {
+      if (inCopy[p] || toCopy[p]) continue;
+      toCopy[p] = 1;
+      work.push(p);
+    }
   }
   const inside = insns.map((_, n) => body[n] || (!inCopy[n] && fromCopy[n] === 1 && toCopy[n] === 1));
 
@@ -221,6 +271,7 @@ function place(q: InlinedExitQuery): InlinedExit[] {
           q.entry,
         );
       verify(g, entry, hostEntry, leaving, target);
+      for (const n of [...leaving, ...target]) refusedByKernel(q, insns[n].address);
       return [
         ...[...leaving].map((n): InlinedExit => ({ address: insns[n].address, how: 'leaving' })),
         ...[...target].map((n): InlinedExit => ({ address: insns[n].address, how: 'target' })),
@@ -285,7 +336,7 @@ const IN = 2; // a call is open: it entered and has not left
  * either state, so it starts with both.
  */
 function verify(g: Graph, entry: number, hostEntry: number, leaving: Set<number>, target: Set<number>): void {
-  const { insns, succ, pred } = g;
+  const { insns, succ } = g;
   const state = new Uint8Array(insns.length);
   const work: number[] = [];
   const seed = (n: number, s: number) => {

@@ -72,7 +72,14 @@ export async function inlinedSiteExits(index: BinaryIndex, site: FunctionSite, d
     const address = BigInt(hostFlat[i]);
     host.push({ start: address, bytes: image.functionBytes({ address, size: BigInt(hostFlat[i + 1] - hostFlat[i]) }) });
   }
-  return findInlinedExits({ arch: index.arch, host, hostEntry, copy, entry: site.address, noReturn: noReturnTest(index, ctx) });
+  const readData = (address: bigint, size: number): Uint8Array | undefined => {
+    try {
+      return image.functionBytes({ address, size: BigInt(size) });
+    } catch {
+      return undefined; // not in a loaded segment: no table there
+    }
+  };
+  return findInlinedExits({ arch: index.arch, host, hostEntry, copy, entry: site.address, noReturn: noReturnTest(index, ctx), readData });
 }
 
 /** "returns unavailable at N inlined copies: reason; …" for the copies whose exits could not be proved. */

@@ -170,3 +170,14 @@ test('undecodable bytes in the function refuse; trailing padding does not', () =
   assert.deepEqual(findInlinedExits(query(padded, [[0, 3]], 0)), { ok: true, exits: at([2, 'leaving']) });
   assert.equal(((r) => !r.ok && r.category)(findInlinedExits({ ...query(padded, [[0, 2]], 0), arch: 'aarch64' })), 'arch');
 });
+
+test("an exit on an instruction the kernel will not probe (GCC's `cs nopw` padding) is refused, not armed to stay silent", () => {
+  const code = bytes(
+    ...[0x85, 0xff], //                                       0  test %edi,%edi        copy entry
+    ...[0x2e, 0x66, 0x0f, 0x1f, 0x84, 0x00, 0, 0, 0, 0], //   2  cs nopw 0(%rax,%rax)  copy, falls out
+    0xc3, //                                                  12 ret
+  );
+  const r = findInlinedExits(query(code, [[0, 12]], 0));
+  assert.equal(!r.ok && r.category, 'unprobeable');
+  assert.match(!r.ok ? r.reason : '', /0x401002/);
+});
