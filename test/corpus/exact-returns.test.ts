@@ -114,8 +114,12 @@ test('instrumented redis: return probes at every site, inlined copies included, 
       pid: redis.proc.pid,
       bufferKb: 16384,
       maxSites: 10_000,
+      // A flood of 100,000 hits on a loaded 2-core machine can keep the event loop from sending a heartbeat
+      // within the default 3 s (the agent then exits, as if the client had died).
+      heartbeatSeconds: 30,
       onHit: (h) => received.push(h),
     });
+    t.diagnostic(`armed at ${new Date().toISOString()}`);
     const probeOf = new Map(session.probes.map((pr) => [pr.event, pr]));
     const a = await redis.snapshot();
     await redis.workload(REQUESTS);
@@ -126,6 +130,7 @@ test('instrumented redis: return probes at every site, inlined copies included, 
       await sleep(500);
     }
     const snap = session.aggregates.snapshot();
+    t.diagnostic(`received ${received.length} hits; stopping at ${new Date().toISOString()}`);
     const summary = await session.stop();
     session = undefined;
     assert.equal(summary.lost, 0, `lost ${summary.lost} events: the comparison needs every hit`);

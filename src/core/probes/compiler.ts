@@ -427,6 +427,7 @@ async function compileInlinedReturns(
   const s = site.site!;
   const found = await inlinedSiteExits(ctx.index, s, ctx.opts.debugDirs);
   if (!found.ok) return { reason: `${describeSite(site)}: ${found.reason}` };
+  if (found.exits.length === 0) return { reason: `${describeSite(site)}: it never returns (every path ends in a call that does not)` };
   const args: CompiledArg[] = [];
   const unavailable: Array<{ name: string; reason: string }> = [];
   const warnings: string[] = [];
