@@ -23,7 +23,7 @@ import { parseLineFiles, parseLineTable, type LineTable } from './line';
 import { locationAtPc, locationOf, rangesOf } from './lists';
 import { DwarfFormatError } from './reader';
 import { Types, type TypeDesc } from './types';
-import { parseUnits, Sections, isTypeUnit, type Die, type Unit } from './unit';
+import { nextAbbrev, parseUnits, Sections, isTypeUnit, skipAttrs, type Die, type Unit } from './unit';
 import { constValueOf, variablesAt, type VariableInfo } from './vars';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -106,6 +106,33 @@ export class Dwarf implements Resolver {
   codeRangesOf(offset: number): number[] {
     const d = this.dieAt(offset);
     return rangesOf(d.unit, d);
+  }
+
+  /**
+   * The subprogram DIE whose code holds the DIE at `offset` (for an inlined copy, the concrete function it was
+   * inlined into, however deeply nested), found by walking its unit's tree.
+   */
+  enclosingSubprogram(offset: number): number | undefined {
+    const u = this.unitOf(offset);
+    const r = u.reader(u.dieStart);
+    const outer: Array<number | undefined> = [];
+    let sub: number | undefined;
+    while (r.pos < u.end) {
+      const at = r.pos;
+      const a = nextAbbrev(u, r);
+      if (a === null) {
+        if (outer.length === 0) break;
+        sub = outer.pop();
+        continue;
+      }
+      if (at === offset) return sub;
+      skipAttrs(u, r, a!);
+      if (a!.hasChildren) {
+        outer.push(sub);
+        if (a!.tag === K.TAG.subprogram) sub = at;
+      }
+    }
+    return undefined;
   }
 
   /** Call sites and code ranges of a function's inlined copies (decoded on demand). */

@@ -10,6 +10,7 @@ import { stripQualifiers } from '../fetch/fetch';
 import { ArgError, deref, member, placeFromLocation, scalarFetch, valueFetch, type Place, type TypedFetch } from './places';
 import { resolvePoint, ResolveError, type ResolvedSite } from './resolve';
 import { findReturnSites } from './returns';
+import { inlinedSiteExits, unavailableNote } from './inlinedReturns';
 import { parseSpec, type ProbeArg, type ProbeSpec } from './spec';
 import { siteContext, variablesAtSite, type SiteVariable } from './variables';
 import type { HitSite, ProbeKind } from '../../shared/hit';
@@ -104,9 +105,14 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
   // With several sites an argument a copy does not have is left out there, not a reason to refuse the spec.
   const lenient = sites.filter((s) => s.site).length > 1;
   const out: CompiledProbe[] = [];
+  const noReturns: Array<{ site: ResolvedSite; reason: string }> = [];
   for (const site of sites) {
     if (site.kind === 'usdt') out.push(compileUsdt(spec, site.usdt!, ctx));
-    else if (site.kind === 'return' && ctx.go) out.push(...(await compileGoReturns(spec, site, ctx)));
+    else if (site.kind === 'return' && site.site?.kind === 'inlined') {
+      const r = await compileInlinedReturns(spec, site, ctx, lenient);
+      if ('reason' in r) noReturns.push({ site, reason: r.reason });
+      else out.push(...r);
+    } else if (site.kind === 'return' && ctx.go) out.push(...(await compileGoReturns(spec, site, ctx)));
     else out.push(await compileSite(spec, site, ctx, lenient));
   }
   if (lenient) {
@@ -115,12 +121,12 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
       if (missing.every((m) => m !== undefined)) throw new ArgError(missing[0]!.reason);
     }
   }
-  if (spec.point.kind === 'function' && spec.point.ret) {
-    for (const fn of new Set(sites.map((s) => s.fn!))) {
-      const inlined = fn.sites.filter((s) => s.kind === 'inlined').length;
-      if (inlined === 0) continue;
-      const note = `${fn.name} is also inlined in ${inlined} place(s), which have no return instruction to probe: calls there are not seen by this return probe`;
-      for (const p of out) if (p.function === fn.name) p.warnings.push(note);
+  if (noReturns.length > 0) {
+    // Never silently fewer: a copy whose exits cannot be proved is named, and so is why.
+    if (out.length === 0) throw new ResolveError(`the returns of this spec cannot be probed: ${unavailableNote(noReturns)}`);
+    for (const fn of new Set(noReturns.map((n) => n.site.fn!))) {
+      const note = unavailableNote(noReturns.filter((n) => n.site.fn === fn));
+      for (const p of out) if (p.function === fn.name) p.warnings.push(`${fn.name}: ${note}`);
     }
   }
   return out;
@@ -173,8 +179,8 @@ async function compileSite(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx, lenien
       address: site.address,
       fileOffset,
       args,
-      // Entry and return pair per out-of-line copy; an inlined copy has no return probe to pair with.
-      pairKey: site.kind === 'line' || s?.kind === 'inlined' ? undefined : `${fn.name}@${s?.address ?? fn.address}`,
+      // Entry and return pair per site (an inlined copy's exits are plain probes sharing its key).
+      pairKey: site.kind === 'line' ? undefined : `${fn.name}@${s?.address ?? fn.address}`,
       pairBy: ctx.go ? 'goroutine' : 'tid',
       warnings,
       site: s ? { kind: s.kind, address: siteAddress(s.address), caller: s.caller, file: s.file, line: s.line } : undefined,
@@ -405,6 +411,63 @@ async function retvalArg(name: string, fn: IndexedFunction, ctx: Ctx, fetch: str
   } catch {
     return { name, fetch, type: 'x64', display: 'hex' };
   }
+}
+
+/**
+ * Return probes of an inlined copy: a plain uprobe at each of its exits (inlinedExits.ts), or why there are none.
+ * No register holds a result there, so `$retval` and variables are unavailable; `$comm` and raw fetches work.
+ */
+async function compileInlinedReturns(
+  spec: ProbeSpec,
+  site: ResolvedSite,
+  ctx: Ctx,
+  lenient: boolean,
+): Promise<CompiledProbe[] | { reason: string }> {
+  const fn = site.fn!;
+  const s = site.site!;
+  const found = await inlinedSiteExits(ctx.index, s, ctx.opts.debugDirs);
+  if (!found.ok) return { reason: `${describeSite(site)}: ${found.reason}` };
+  if (found.exits.length === 0) return { reason: `${describeSite(site)}: it never returns (every path ends in a call that does not)` };
+  const args: CompiledArg[] = [];
+  const unavailable: Array<{ name: string; reason: string }> = [];
+  const warnings: string[] = [];
+  for (const a of spec.args) {
+    if (a.kind === 'raw' || (a.kind === 'special' && a.which === 'comm')) {
+      args.push(...(await compileArg(a, site, fn, [], ctx, warnings)));
+      continue;
+    }
+    const what = a.kind === 'special' && a.which === 'retval' ? 'the return value' : 'variables';
+    const reason = `${what} cannot be fetched at the exits of an inlined copy (it has no return instruction or register)`;
+    if (!lenient) throw new ArgError(`${a.name}: ${reason}`);
+    unavailable.push({ name: a.name, reason });
+    warnings.push(`${a.name} unavailable at ${describeSite(site)}: ${reason}`);
+  }
+  if (ctx.go) args.push({ name: 'probelens_g', fetch: '%r14', type: 'x64', display: 'hex', hidden: true });
+  const { access } = await siteContext(ctx.index, ctx.opts.debugDirs);
+  return found.exits.map((exit) =>
+    finish(
+      {
+        event: uniqueEventName(`${siteEventName(site)}__return`, ctx.used),
+        group: ctx.opts.group ?? UNBOUND_GROUP,
+        kind: 'return',
+        spec: spec.text,
+        function: fn.name,
+        file: site.file,
+        line: site.line,
+        address: exit.address,
+        fileOffset: BigInt(access.image.fileOffsetOf(exit.address)),
+        args,
+        pairKey: `${fn.name}@${s.address}`,
+        pairBy: ctx.go ? 'goroutine' : 'tid',
+        warnings: [...warnings],
+        site: { kind: s.kind, address: siteAddress(s.address), caller: s.caller, file: s.file, line: s.line },
+        unavailable: unavailable.length ? unavailable : undefined,
+      },
+      'p',
+      ctx.opts,
+      ctx.index,
+    ),
+  );
 }
 
 async function compileGoReturns(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): Promise<CompiledProbe[]> {

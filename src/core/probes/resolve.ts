@@ -38,9 +38,12 @@ export function callSites(f: IndexedFunction): FunctionSite[] {
   return calls.length > 0 ? calls : f.sites;
 }
 
-/** Out-of-line sites, where a return probe (uretprobe) sees each return of a call that began there. */
+/**
+ * Where a return probe sees each return of a call: every call site. Out-of-line ones get a uretprobe; an
+ * inlined copy has no return instruction, so the compiler probes the exits it finds by decoding (inlinedExits.ts).
+ */
 export function returnSites(f: IndexedFunction): FunctionSite[] {
-  return callSites(f).filter((s) => s.kind !== 'inlined');
+  return callSites(f);
 }
 
 /** The index's source file that `src` names: the same absolute path, or a unique path suffix (`calls.c`, `src/a.c`). */
@@ -133,10 +136,7 @@ export function resolvePoint(point: ProbePoint, index: BinaryIndex): ResolvedSit
       return [{ kind: 'entry', fn: f, address: f.address + BigInt(point.offset), file: f.file, line: f.line }];
     }
     const sites = point.ret ? returnSites(f) : callSites(f);
-    if (sites.length === 0)
-      throw new ResolveError(
-        `the returns of '${f.name}' cannot be probed: its calls begin only in its ${f.inlinedInstances} inlined cop${f.inlinedInstances === 1 ? 'y' : 'ies'}, which have no return instruction to probe`,
-      );
+    if (sites.length === 0) throw new ResolveError(`'${f.name}' has no site to probe`);
     return sites.map((s): ResolvedSite => ({
       kind: point.ret ? 'return' : 'entry',
       fn: f,

@@ -88,3 +88,123 @@ function decoderErrorText(x: typeof Iced, err: Iced.DecoderError): string {
   if (err === x.DecoderError.NoMoreBytes) return 'instruction runs past the end of the function';
   return 'invalid x86-64 instruction';
 }
+
+/** One instruction of a control-flow graph walk (inlinedExits.ts): every instruction, calls included. */
+export interface X86FlowInsn {
+  address: bigint;
+  length: number;
+  kind: X86Kind | 'call' | 'call-indirect' | 'jmp-got' | 'nop';
+  /** Branch or call target of 'jmp', 'jcc' and 'call'. */
+  target?: bigint;
+  /** A 'jmp-indirect' through a switch table GCC laid out in the canonical way (see jumpTable). */
+  table?: JumpTable;
+}
+
+/**
+ * A switch's jump table: `rel32` entries are offsets from the table's own address (PIC: `lea T(%rip),%rB;
+ * movslq (%rB,%rI,4),%rA; add %rB,%rA; jmp *%rA`), `abs64` entries absolute addresses (`jmp *T(,%rI,8)`).
+ * The table's length is not decoded (the bound check may be far away): readers stop at the first entry that
+ * is not an instruction of the function, which can only add edges that never run.
+ */
+export interface JumpTable {
+  address: bigint;
+  entry: 'rel32' | 'abs64';
+}
+
+interface Recent {
+  mnemonic: number;
+  op0?: number;
+  op1Reg?: number;
+  memBase?: number;
+  memIndex?: number;
+  scale?: number;
+  disp?: bigint;
+}
+
+/**
+ * Decodes 64-bit code linearly and returns every instruction (ordinary ones as 'other'), or stops at the first
+ * undecodable one, which is returned as the last element. `jmp *X(%rip)` is told apart as 'jmp-got': it jumps
+ * through a pointer in data (a GOT slot or a function-pointer global), which holds a function's address, never
+ * an address inside the caller's own code, unlike `jmp *%rax` (switch tables, computed goto).
+ */
+export function decodeX86Flow(code: Uint8Array, address: bigint): Array<X86FlowInsn | { address: bigint; invalid: true; reason: string }> {
+  const x = load();
+  const decoder = new x.Decoder(64, code, x.DecoderOptions.None);
+  const insn = new x.Instruction();
+  const out: Array<X86FlowInsn | { address: bigint; invalid: true; reason: string }> = [];
+  // The last few LEA/MOVSXD/ADD instructions, for recognising a jump table's set-up before `jmp *%reg`.
+  const recent: Recent[] = [];
+  try {
+    decoder.ip = address;
+    while (decoder.canDecode) {
+      decoder.decodeOut(insn);
+      const flow = insn.flowControl;
+      const at = insn.ip;
+      if (flow === x.FlowControl.Next) {
+        const m = insn.mnemonic;
+        if (m === x.Mnemonic.Lea || m === x.Mnemonic.Movsxd || m === x.Mnemonic.Add) {
+          const mem = insn.op1Kind === x.OpKind.Memory;
+          recent.push({
+            mnemonic: m,
+            op0: insn.op0Kind === x.OpKind.Register ? insn.op0Register : undefined,
+            op1Reg: insn.op1Kind === x.OpKind.Register ? insn.op1Register : undefined,
+            memBase: mem ? insn.memoryBase : undefined,
+            memIndex: mem ? insn.memoryIndex : undefined,
+            scale: mem ? insn.memoryIndexScale : undefined,
+            disp: mem ? insn.memoryDisplacement : undefined,
+          });
+          if (recent.length > 8) recent.shift();
+        }
+        out.push({ address: at, length: insn.length, kind: m === x.Mnemonic.Nop ? 'nop' : 'other' });
+        continue;
+      }
+      if (insn.code === x.Code.INVALID) {
+        out.push({ address: at, invalid: true, reason: decoderErrorText(x, decoder.lastError) });
+        break;
+      }
+      if (flow === x.FlowControl.Call) {
+        out.push(
+          insn.isCallNear
+            ? { address: at, length: insn.length, kind: 'call', target: insn.nearBranchTarget }
+            : { address: at, length: insn.length, kind: 'call-indirect' },
+        );
+        continue;
+      }
+      if (flow === x.FlowControl.IndirectCall) {
+        out.push({ address: at, length: insn.length, kind: 'call-indirect' });
+        continue;
+      }
+      const step: X86FlowInsn = classify(x, insn, flow, at);
+      if (step.kind === 'jmp-indirect') {
+        if (insn.op0Kind === x.OpKind.Memory && insn.memoryBase === x.Register.RIP) step.kind = 'jmp-got';
+        else if (insn.op0Kind === x.OpKind.Register) step.table = relativeTable(x, insn.op0Register, recent);
+        else if (insn.op0Kind === x.OpKind.Memory && insn.memoryBase === x.Register.None && insn.memoryIndexScale === 8)
+          step.table = { address: insn.memoryDisplacement, entry: 'abs64' };
+      }
+      out.push(step);
+      recent.length = 0;
+    }
+  } finally {
+    insn.free();
+    decoder.free();
+  }
+  return out;
+}
+
+/** `lea T(%rip),%rB; movslq (%rB,%rI,4),%rA; add %rB,%rA` before `jmp *%rA`, in any order of the first two. */
+function relativeTable(x: typeof Iced, reg: Iced.Register, recent: readonly Recent[]): JumpTable | undefined {
+  const last = (before: number, ok: (r: Recent) => boolean): number => {
+    for (let k = before - 1; k >= 0; k--) if (ok(recent[k])) return k;
+    return -1;
+  };
+  const add = last(recent.length, (r) => r.mnemonic === x.Mnemonic.Add && r.op0 === reg && r.op1Reg !== undefined);
+  if (add < 0) return undefined;
+  const base = recent[add].op1Reg!;
+  const load = last(
+    add,
+    (r) => r.mnemonic === x.Mnemonic.Movsxd && r.op0 === reg && r.memBase === base && r.scale === 4 && r.memIndex !== x.Register.None,
+  );
+  const lea = last(add, (r) => r.mnemonic === x.Mnemonic.Lea && r.op0 === base && r.memBase === x.Register.RIP);
+  if (load < 0 || lea < 0) return undefined;
+  return { address: recent[lea].disp!, entry: 'rel32' };
+}

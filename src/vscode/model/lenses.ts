@@ -52,9 +52,10 @@ export function pointFor(fn: Pick<IndexedFunction, 'name'>, opts: Pick<LensOptio
   return opts.ambiguous?.(fn.name) && opts.src ? `${fn.name}@${opts.src}` : fn.name;
 }
 
-export function specsFor(kind: Exclude<LensKind, 'unprobeable'>, point: string): string[] {
+/** `onlyInlined`: every site is an inlined copy, where no return value can be fetched (only that the call returned). */
+export function specsFor(kind: Exclude<LensKind, 'unprobeable'>, point: string, onlyInlined = false): string[] {
   if (kind === 'trace') return [`${point} $params`];
-  if (kind === 'returns') return [`${point}%return $retval`];
+  if (kind === 'returns') return [onlyInlined ? `${point}%return` : `${point}%return $retval`];
   return [point, `${point}%return`];
 }
 
@@ -109,9 +110,10 @@ export function lensesForFunctions(
       continue;
     }
     const point = pointFor(fn, opts);
+    const onlyInlined = fn.sites.every((s) => s.kind === 'inlined');
     for (const kind of ['trace', 'returns', 'latency'] as const) {
       if (!opts[kind]) continue;
-      const specs = specsFor(kind, point);
+      const specs = specsFor(kind, point, onlyInlined);
       const l = live(specs);
       out.push({ line, kind, title: l ? liveTitle(kind, l) : IDLE_TITLE[kind], function: fn.name, specs });
     }

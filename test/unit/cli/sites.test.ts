@@ -85,18 +85,34 @@ test('define: same-name statics are all armed; NAME@FILE narrows to one', async 
   assert.equal((JSON.parse(one.out) as unknown[]).length, 1);
 });
 
-test('define: a return probe arms out-of-line sites and says which inlined copies it cannot see', async (t) => {
+test('define: a return probe arms out-of-line sites and the exits of inlined copies, and names copies it cannot see', async (t) => {
   const f = await fixtureOrSkip(t, 'sites');
   if (!f) return;
   const both = cli('define', f.path, 'both_fn%return $retval', '--json');
   assert.equal(both.code, 0, both.err);
-  const defs = JSON.parse(both.out) as Array<{ definition: string }>;
-  assert.equal(defs.length, 1);
-  assert.match(defs[0].definition, /^r:/);
-  assert.match(both.err, /both_fn is also inlined in 1 place\(s\), which have no return instruction to probe/);
-  const inl = cli('define', f.path, 'inl_fn%return');
-  assert.notEqual(inl.code, 0);
-  assert.match(inl.err, /its calls begin only in its 2 inlined copies, which have no return instruction to probe/);
+  const defs = JSON.parse(both.out) as Array<{ event: string; definition: string }>;
+  assert.deepEqual(
+    defs.map((d) => [d.definition.slice(0, 2), d.event.replace(/_[0-9a-f]+_/, '_ADDR_'), /retval=/.test(d.definition)]),
+    [
+      ['r:', 'both_fn_return', true],
+      ['p:', 'both_fn_inlined_ADDR_return', false],
+    ],
+  );
+  assert.match(both.err, /retval unavailable at the inlined site 0x[0-9a-f]+ in main \(sites\.c:\d+\): the return value cannot be fetched/);
+  // Only inlined copies: each copy's exit is a plain probe.
+  const inl = cli('define', f.path, 'inl_fn%return', '--json');
+  assert.equal(inl.code, 0, inl.err);
+  const inlDefs = JSON.parse(inl.out) as Array<{ event: string; definition: string }>;
+  assert.equal(inlDefs.length, 2);
+  for (const d of inlDefs) assert.match(d.definition, /^p:\S+\/inl_fn_inlined_[0-9a-f]+_return /);
+  // GCC put both copies' entry after their code: never a guess, the warning says which and why.
+  const alias = cli('define', f.path, 'alias_name%return', '--json');
+  assert.equal(alias.code, 0, alias.err);
+  assert.equal((JSON.parse(alias.out) as unknown[]).length, 1);
+  assert.match(
+    alias.err,
+    /returns are unavailable at 2 inlined copies, whose calls this return probe does not see \(the inlined site 0x[0-9a-f]+ in main .*lies outside its own code/,
+  );
 });
 
 test('define: a parameter DWARF gives as a constant is that constant, never a guess from the calling convention', async (t) => {

@@ -40,6 +40,21 @@ test('three lenses above each probe-able function with the specs they arm', () =
   assert.deepEqual(lenses[2].specs, ['add_ints', 'add_ints%return']);
 });
 
+test('a function with only inlined copies traces its returns without $retval, which no inlined exit has', () => {
+  const inl: IndexedFunction = {
+    ...fn('inl_fn', 30),
+    sites: [
+      { kind: 'inlined', address: 0x1213n, dieOffset: 1, unitOffset: 0, caller: 'main' },
+      { kind: 'inlined', address: 0x1226n, dieOffset: 2, unitOffset: 0, caller: 'main' },
+    ],
+  };
+  const lenses = lensesForFunctions([inl], all);
+  assert.deepEqual(
+    lenses.map((l) => l.specs),
+    [['inl_fn $params'], ['inl_fn%return'], ['inl_fn', 'inl_fn%return']],
+  );
+});
+
 test('per-lens switches, and @SRC for names the binary has more than once', () => {
   const lenses = lensesForFunctions([fn('helper', 5)], {
     ...all,
