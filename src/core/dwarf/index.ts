@@ -188,6 +188,29 @@ export class Dwarf implements Resolver {
     return describeLocation(d.unit, locationAtPc(locationOf(d.unit, d), pc), this.arch);
   }
 
+  /**
+   * What DWARF says about one variable/parameter DIE at `pc`, and in what form: `none` (no DW_AT_location and no
+   * DW_AT_const_value: DWARF says nothing), `const`, `expr` (one expression for the whole scope, which at -O0
+   * becomes true only after the prologue), or `list` (`covered` false when no entry covers `pc`: unavailable there).
+   */
+  locationFacts(varDieOffset: number, pc: number): { source: 'none' | 'const' | 'expr' | 'list'; covered: boolean; loc: LocDesc } {
+    const d = this.dieAt(varDieOffset);
+    if (!d.has(AT.location)) {
+      const c = constValueOf(d);
+      return c ? { source: 'const', covered: true, loc: c } : { source: 'none', covered: false, loc: { kind: 'optimized-out' } };
+    }
+    const l = locationOf(d.unit, d);
+    const e = locationAtPc(l, pc);
+    const loc = describeLocation(d.unit, e, this.arch);
+    if (l.kind === 'list') return { source: 'list', covered: e !== undefined, loc };
+    return { source: l.kind === 'expr' ? 'expr' : 'none', covered: l.kind === 'expr', loc };
+  }
+
+  /** DW_LANG_* of the unit holding a DIE. */
+  languageOf(dieOffset: number): number {
+    return this.dieAt(dieOffset).unit.language;
+  }
+
   /** The function's DW_AT_frame_base at its entry (usually {kind:'cfa'}: DW_OP_call_frame_cfa). */
   frameBase(fn: Pick<FunctionInfo, 'dieOffset' | 'entryPc'>): LocDesc {
     return this.frameBaseAt(fn.dieOffset, fn.entryPc ?? 0);

@@ -100,10 +100,17 @@ const INTEGER_FORMS = new Set<number>([
   K.FORM.implicit_const,
 ]);
 
-/** DW_AT_const_value as a value location when it is an integer; block and string constants are left out. */
+/**
+ * DW_AT_const_value as a location: the compiler folded the variable to this constant (DWARF 5 §4.1.10). Integer
+ * forms hold the value; block forms hold its bytes in target order. String constants are left out.
+ */
 export function constValueOf(d: Die): LocDesc | undefined {
   const i = d.index(AT.const_value);
   if (i < 0) return undefined;
-  if (!INTEGER_FORMS.has(d.forms[i])) return { kind: 'implicit', bytes: new Uint8Array(0) };
+  const f = d.forms[i];
+  const blk = d.unit.block(d, AT.const_value);
+  if (blk) return { kind: 'implicit', bytes: blk.buf.subarray(blk.start, blk.start + blk.len) };
+  // data8 values are read as doubles: past 2^53 the constant's low bits are gone, so it is not claimed.
+  if (!INTEGER_FORMS.has(f) || !Number.isSafeInteger(d.vals[i])) return { kind: 'implicit', bytes: new Uint8Array(0) };
   return { kind: 'value', value: d.vals[i] };
 }

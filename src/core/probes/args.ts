@@ -20,12 +20,14 @@ export interface CompiledArg {
   lengthArg?: string;
   /** Present in the definition for ProbeLens's own use (Go string lengths, goroutine pairing), not shown. */
   hidden?: boolean;
+  /** Read from the calling convention's registers: DWARF gives no location for this parameter at all. */
+  inferred?: boolean;
 }
 
 /** What argument compilation needs of the compiler's context. */
 export interface ArgCtx {
   index: BinaryIndex;
-  opts: { debugDirs?: string[] };
+  opts: { debugDirs?: string[]; immediates?: boolean };
   go: boolean;
 }
 
@@ -33,7 +35,7 @@ export interface ArgCtx {
 export const GO_STRING_PREVIEW = 64;
 
 export function entryVars(fn: IndexedFunction): SiteVariable[] {
-  return fn.params.map((p) => ({ name: p.name, type: p.type, location: p.location, kind: 'param' as const }));
+  return fn.params.map((p) => ({ name: p.name, type: p.type, location: p.location, kind: 'param' as const, inferred: p.inferred }));
 }
 
 async function describer(ctx: ArgCtx): Promise<(o: number | undefined) => TypeDesc> {
@@ -46,6 +48,17 @@ async function typeOffsetOf(v: SiteVariable, site: ResolvedSite, ctx: ArgCtx): P
   if (v.typeOffset !== undefined) return v.typeOffset;
   const vars = await variablesAtSite(ctx.index, site, ctx.opts.debugDirs);
   return vars.find((x) => x.name === v.name)?.typeOffset;
+}
+
+/** Where an argument is fetched, for messages: the line, or the function (with its definition) and the copy. */
+function siteWhere(site: ResolvedSite): string {
+  if (site.kind === 'line') return `line ${site.line}`;
+  const fn = site.fn;
+  const def = fn?.file ? ` (${fn.file.replace(/^.*\//, '')}${fn.line ? `:${fn.line}` : ''})` : '';
+  const s = site.site;
+  if (s?.kind === 'inlined') return `${fn?.name ?? '?'}${def} inlined in ${s.caller ?? '?'} at 0x${s.address.toString(16)}`;
+  if (s && s.kind !== 'entry') return `${fn?.name ?? '?'}${def} ${s.kind} at 0x${s.address.toString(16)}`;
+  return `${fn?.name ?? '?'}${def} entry`;
 }
 
 export async function compileArg(
@@ -98,14 +111,31 @@ async function compileVar(
   vars: SiteVariable[],
   ctx: ArgCtx,
 ): Promise<CompiledArg[]> {
+  const out = await compileVarAt(a, site, vars, ctx);
+  // A value reached through a guessed location is a guess too (fields of an inferred pointer included).
+  return vars.find((x) => x.name === a.base)?.inferred ? out.map((o) => ({ ...o, inferred: true })) : out;
+}
+
+async function compileVarAt(
+  a: Extract<ProbeArg, { kind: 'var' }>,
+  site: ResolvedSite,
+  vars: SiteVariable[],
+  ctx: ArgCtx,
+): Promise<CompiledArg[]> {
   const v = vars.find((x) => x.name === a.base);
-  const where = site.kind === 'line' ? `line ${site.line}` : `${site.fn?.name ?? '?'} entry`;
+  const where = siteWhere(site);
   if (!v) {
     const known = vars.map((x) => x.name).join(', ') || 'none';
-    throw new ArgError(`no variable '${a.base}' is visible at ${where} (visible: ${known})`);
+    if (site.kind === 'line') throw new ArgError(`no variable '${a.base}' is visible at ${where} (visible: ${known})`);
+    // Same-name functions of other units (or other versions of a function) need not share parameters.
+    throw new ArgError(`${where} has no parameter or variable '${a.base}' (it has: ${known})`);
   }
   const start = placeFromLocation(v.location);
   if ('unavailable' in start) throw new ArgError(`'${a.base}' cannot be fetched at ${where}: ${start.unavailable}`);
+  if (start.kind === 'imm' && ctx.opts.immediates === false)
+    throw new ArgError(
+      `'${a.base}' is the constant ${start.value} at ${where}, and the target kernel has no immediate fetch arguments (Linux 5.13+ lists \\imm-value in tracefs README)`,
+    );
   const describe = await describer(ctx);
   let type = describe(await typeOffsetOf(v, site, ctx));
   let place: Place | { bits: string; reg: string } = start;

@@ -52,6 +52,8 @@ export interface CompileOptions {
   refCtrOffset?: boolean;
   /** A spec resolving to more sites than this is refused with TooManySitesError (default DEFAULT_MAX_SITES). */
   maxSites?: number;
+  /** The target kernel supports immediate fetch arguments (`\\imm`), which constants folded by the compiler need. */
+  immediates?: boolean;
   /** Site addresses ("0x…", as ProbeSite.address) not to arm. */
   disabledSites?: ReadonlySet<string>;
 }

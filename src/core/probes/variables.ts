@@ -15,6 +15,8 @@ export interface SiteVariable {
   kind: 'param' | 'local';
   /** Type DIE offset, for field access (not serialised to users). */
   typeOffset?: number;
+  /** The location is the calling convention's guess: DWARF gives none (IndexedParam.inferred). */
+  inferred?: boolean;
 }
 
 export interface SiteContext {
@@ -63,7 +65,7 @@ export async function variablesAtSite(index: BinaryIndex, site: ResolvedSite, de
     // location only becomes true after the prologue.
     if (pc === entry && v.kind === 'param') {
       const p = fn.params.find((x) => x.name === v.name);
-      if (p) return { name: v.name, type: v.type, location: p.location, kind: 'param', typeOffset: v.typeOffset };
+      if (p) return { name: v.name, type: v.type, location: p.location, kind: 'param', typeOffset: v.typeOffset, inferred: p.inferred };
     }
     return siteVariable(v, frame);
   });
