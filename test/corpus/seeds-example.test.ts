@@ -2,10 +2,11 @@
 // (the real CLI) against a running redis-server while `redis-cli set octi fest` runs. Both definitions are armed:
 // object.c's createStringObject(ptr, len) and hiredis's static createStringObject(task, str, len), which has no
 // `ptr`. A Sentinel (the same binary in --sentinel mode) monitoring the server parses replies with hiredis, so that
-// definition runs too; its hits say `ptr` is unavailable there and why.
+// definition runs too; its hits say `ptr` is unavailable there and why. And GCC's location views: an argument is
+// read as it is at the view where a call begins, not as a later view at the same address describes it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -118,6 +119,93 @@ test("the seeds' example: trace redis-server 'createStringObject ptr:string len'
     assert.ok(new Set(hits.map((h) => h.probe)).size >= 2);
   } finally {
     // The CLI first, by SIGINT, so it disarms its probes; then the servers.
+    const [, cli] = procs;
+    if (cli && cli.exitCode === null) {
+      cli.kill('SIGINT');
+      await new Promise((r) => cli.once('exit', r));
+    }
+    for (const c of procs) if (c.exitCode === null) c.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("location views: quicklistSetFill(fill) is read where its call begins (view 0 / the copy's entry view), not clamped", async (t) => {
+  if (!requireTracefs(t)) return;
+  const p = await corpusProjectOrSkip(t, 'redis');
+  if (!p) return;
+  const dir = mkdtempSync(join(tmpdir(), 'probelens-views-'));
+  const server = join(dir, 'redis-server');
+  copyFileSync(p.binaries['redis-server'], server);
+  const port = await freePort();
+  const procs: ChildProcess[] = [];
+  const redisCli = (...args: string[]) => execFileP(p.binaries['redis-cli'], ['-h', '127.0.0.1', '-p', String(port), ...args]);
+  try {
+    // At quicklistSetFill's entry and at its copy inlined in quicklistSetOptions, GCC's location list for `fill`
+    // has two entries starting at the same address: %rsi at the entry view, then (from view 2) the clamped value
+    // as an expression no fetch argument can compute. The call begins at the first.
+    const def = spawnSync(process.execPath, ['--import', 'tsx', MAIN, 'define', server, 'quicklistSetFill fill', '--json'], {
+      encoding: 'utf8',
+    });
+    assert.equal(def.status, 0, def.stderr);
+    const probes = JSON.parse(def.stdout) as Array<{ event: string; definition: string }>;
+    const entry = probes.find((q) => q.event === 'quicklistSetFill');
+    assert.match(entry?.definition ?? '', / fill=%si:s32 /, 'the out-of-line entry reads fill at view 0');
+    const inOptions = probes.filter((q) => q.event.startsWith('quicklistSetFill_inlined_'));
+    assert.ok(
+      inOptions.some((q) => / fill=%si:s32 /.test(q.definition)),
+      'an inlined copy reads fill at its entry view',
+    );
+
+    procs.push(
+      spawn(
+        server,
+        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--list-max-listpack-size', '-3'],
+        {
+          stdio: 'ignore',
+        },
+      ),
+    );
+    for (let i = 0; ; i++) {
+      if (
+        (await redisCli('PING').then(
+          (r) => r.stdout.trim(),
+          () => '',
+        )) === 'PONG'
+      )
+        break;
+      assert.ok(i < 300, 'redis-server answers PING within 30 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const cli = spawn(process.execPath, ['--import', 'tsx', MAIN, 'trace', server, 'quicklistSetFill fill', '--json'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    procs.push(cli);
+    const hits: HitJson[] = [];
+    createInterface({ input: cli.stdout }).on('line', (l) => {
+      const o = JSON.parse(l) as HitJson | { summary: unknown };
+      if (!('summary' in o)) hits.push(o);
+    });
+    const ended = new Promise((r) => cli.once('exit', r));
+    // Each new list runs quicklistSetOptions(fill = list-max-listpack-size); keep creating lists until armed.
+    let n = 0;
+    const first = waitForHit(hits, ended, (h) => h.args.fill !== undefined);
+    const pushing = (async () => {
+      while (hits.length === 0 && cli.exitCode === null && n < 600) {
+        await redisCli('rpush', `views${n++}`, 'a');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    const h = await first;
+    await pushing;
+    assert.equal(h.args.fill, -3, 'the configured list-max-listpack-size');
+    assert.equal(h.site?.kind, 'inlined');
+    assert.equal(h.site?.caller, 'quicklistSetOptions');
+    assert.equal((await redisCli('config', 'set', 'list-max-listpack-size', '7')).stdout.trim(), 'OK');
+    const before = hits.length;
+    await redisCli('rpush', 'views-after', 'a');
+    const after = await waitForHit(hits, ended, (x) => hits.indexOf(x) >= before);
+    assert.equal(after.args.fill, 7);
+  } finally {
     const [, cli] = procs;
     if (cli && cli.exitCode === null) {
       cli.kill('SIGINT');

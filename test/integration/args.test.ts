@@ -144,6 +144,34 @@ test('args (C -O2): a spec is refused only when an argument exists at no site, a
   await assert.rejects(compileProbes(['konst k'], index, { immediates: false }), /the target kernel has no immediate fetch arguments/);
 });
 
+test('cpp-args (g++ -O2): a member function inlined with constant columns, a constprop clone of a namespaced static', async (t) => {
+  const r = await traceFixture(t, 'cpp-args', ['geo::Grid::cell row col', 'geo::offset base step'], 5);
+  if (!r) return;
+  const { hits, out, session } = r;
+  const probeOf = new Map(session.probes.map((p) => [p.event, p]));
+  const of = (spec: string) => hits.filter((h) => probeOf.get(h.event)?.spec === spec);
+  const calls = (fn: string) => out.calls.filter((c) => c.func === fn).map((c) => c.args);
+  assert.equal(hits.length, out.total);
+  const cell = of('geo::Grid::cell row col');
+  assert.deepEqual(
+    sorted(
+      cell.map((h) => h.args),
+      ['row', 'col'],
+    ),
+    sorted(calls('geo::Grid::cell'), ['row', 'col']),
+  );
+  assert.ok(cell.every((h) => h.site?.kind === 'inlined'));
+  const offset = of('geo::offset base step');
+  assert.deepEqual(
+    sorted(
+      offset.map((h) => h.args),
+      ['base', 'step'],
+    ),
+    sorted(calls('geo::offset'), ['base', 'step']),
+  );
+  assert.ok(offset.every((h) => h.site?.kind === 'clone' && h.args.step === 16));
+});
+
 test('rust-args (-O): a parameter DWARF gives as the constant 7 is traced as 7, not as the register the ABI would name', async (t) => {
   const r = await traceFixture(t, 'rust-args', ['args::add_pair a b'], 5);
   if (!r) return;
@@ -155,4 +183,20 @@ test('rust-args (-O): a parameter DWARF gives as the constant 7 is traced as 7, 
     out.calls.map((c) => ({ a: Number(c.args.a), b: Number(c.args.b) })),
   );
   assert.ok(hits.every((h) => h.args.b === 7));
+});
+
+test('go-args: inlined Go copies have no parameter locations; the spec says so instead of guessing, and plain calls are each seen once', async (t) => {
+  const f = await fixtureOrSkip(t, 'go-args');
+  if (!f) return;
+  const { index } = await loadIndex(f.path, { noCache: true });
+  // No site has x (Go 1.19 emits no location for an inlined copy's parameters): refused, with why, not guessed.
+  await assert.rejects(
+    compileProbes(['main.scale x k'], index, {}),
+    /'x' cannot be fetched at main\.scale .*inlined in main\.drive[AB] at 0x[0-9a-f]+: optimized out/,
+  );
+  const r = await traceFixture(t, 'go-args', ['main.scale'], 4);
+  if (!r) return;
+  const { hits, out } = r;
+  assert.equal(hits.length, out.counts.get('main.scale'));
+  assert.deepEqual(new Set(hits.map((h) => h.site?.caller)), new Set(['main.driveA', 'main.driveB']));
 });

@@ -173,8 +173,15 @@ export class Dwarf implements Resolver {
   }
 
   /** Variables visible at `pc` in a subprogram or inlined_subroutine DIE (FunctionInfo.dieOffset). */
-  variablesAt(scopeDieOffset: number, pc: number): VariableInfo[] {
-    return variablesAt(this, this.types, this.arch, this.dieAt(scopeDieOffset), pc);
+  variablesAt(scopeDieOffset: number, pc: number, view?: number): VariableInfo[] {
+    return variablesAt(this, this.types, this.arch, this.dieAt(scopeDieOffset), pc, view);
+  }
+
+  /** DW_AT_GNU_entry_view of an inlined copy: the location view at its entry pc where the call begins (GCC). */
+  entryViewOf(dieOffset: number): number | undefined {
+    const d = this.dieAt(dieOffset);
+    const i = d.index(0x2138 /* DW_AT_GNU_entry_view */);
+    return i >= 0 ? d.vals[i] : undefined;
   }
 
   /** Location of one variable/parameter DIE at `pc`. */
@@ -200,7 +207,8 @@ export class Dwarf implements Resolver {
       return c ? { source: 'const', covered: true, loc: c } : { source: 'none', covered: false, loc: { kind: 'optimized-out' } };
     }
     const l = locationOf(d.unit, d);
-    const e = locationAtPc(l, pc);
+    // An out-of-line entry is view 0 of its address: entries GCC starts at a later view there are not yet true.
+    const e = locationAtPc(l, pc, 0);
     const loc = describeLocation(d.unit, e, this.arch);
     if (l.kind === 'list') return { source: 'list', covered: e !== undefined, loc };
     return { source: l.kind === 'expr' ? 'expr' : 'none', covered: l.kind === 'expr', loc };

@@ -27,11 +27,11 @@ function inRanges(ranges: number[], pc: number): boolean {
 }
 
 /**
- * Variables visible at `pc` inside the scope DIE `scope` (a subprogram or inlined_subroutine): its parameters,
+ * Variables visible at `pc` (at location view `view`, see locationAtPc) inside the scope DIE `scope` (a subprogram or inlined_subroutine): its parameters,
  * its own locals, and those of nested lexical blocks whose ranges contain `pc`. Inner declarations shadow
  * outer ones of the same name, as a debugger shows them.
  */
-export function variablesAt(res: Resolver, types: Types, arch: Arch, scope: Die, pc: number): VariableInfo[] {
+export function variablesAt(res: Resolver, types: Types, arch: Arch, scope: Die, pc: number, view?: number): VariableInfo[] {
   const out: VariableInfo[] = [];
   const visit = (d: Die, depth: number) => {
     if (!d.abbrev.hasChildren || depth > 64) return;
@@ -45,7 +45,7 @@ export function variablesAt(res: Resolver, types: Types, arch: Arch, scope: Die,
         const name = inherited(res, c, (x) => x.unit.str(x, AT.name)) ?? '';
         const typeOffset = inherited(res, c, (x) => x.unit.ref(x, AT.type));
         let location: LocDesc;
-        if (c.has(AT.location)) location = describeLocation(u, locationAtPc(locationOf(u, c), pc), arch);
+        if (c.has(AT.location)) location = describeLocation(u, locationAtPc(locationOf(u, c), pc, view), arch);
         else location = constValueOf(c) ?? { kind: 'optimized-out' };
         // Skip extern declarations of globals inside a function body; they are not locals.
         if (!(c.tag === TAG.variable && u.flag(c, AT.declaration))) {

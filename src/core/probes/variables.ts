@@ -89,7 +89,10 @@ async function variablesAtCopy(index: BinaryIndex, site: ResolvedSite, debugDirs
   const holder = copy.kind === 'inlined' ? index.functionContaining(site.address) : undefined;
   const frameDie = copy.kind === 'inlined' ? (holder && holder.dieOffset >= 0 ? holder.dieOffset : copy.dieOffset) : copy.dieOffset;
   const frame = frameAt(ctx, index, frameDie, copy.kind === 'inlined' ? undefined : pc, pc);
-  return ctx.access.dwarf.variablesAt(copy.dieOffset, pc).map((v) => siteVariable(v, frame));
+  // GCC's location views: at an inlined copy's entry pc several location entries may start; the call begins at
+  // the copy's entry view.
+  const view = copy.kind === 'inlined' ? ctx.access.dwarf.entryViewOf(copy.dieOffset) : 0;
+  return ctx.access.dwarf.variablesAt(copy.dieOffset, pc, view).map((v) => siteVariable(v, frame));
 }
 
 /**
