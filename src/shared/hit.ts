@@ -39,6 +39,13 @@ export interface Hit {
   /** entry→return latency in nanoseconds, on a return paired with its entry (per thread, or per goroutine for Go) */
   latencyNs?: number;
   site?: HitSite;
+  /** Arguments of the spec this site cannot fetch, each with why (this copy has no such parameter, it is optimized out here, …). */
+  unavailable?: Record<string, string>;
+  /**
+   * Arguments (names in `args`) read from the calling convention's registers because DWARF gives no location for
+   * them at all: right when the caller followed the C ABI, which an optimizing compiler need not do.
+   */
+  inferred?: string[];
   /** tracefs event name: pairs entries with returns inside the engine; never serialised */
   event: string;
 }

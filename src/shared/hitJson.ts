@@ -47,7 +47,10 @@ export function toJson(value: unknown, indent?: number): string {
   return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? jsonInteger(v) : v), indent).replace(LINE_BREAKERS, escapeCode);
 }
 
-/** The contract's hit object: `{host, probe, kind, pid, tid, comm, cpu, ts, args, retval?, latencyNs?, site?}`. */
+/**
+ * The contract's hit object:
+ * `{host, probe, kind, pid, tid, comm, cpu, ts, args, retval?, latencyNs?, site?, unavailable?, inferred?}`.
+ */
 export type HitJson = Omit<Hit, 'event'>;
 
 export function hitToJson(h: Hit): HitJson {
@@ -63,6 +66,8 @@ export function hitToJson(h: Hit): HitJson {
     if (s.file !== undefined) o.site.file = s.file;
     if (s.line !== undefined) o.site.line = s.line;
   }
+  if (h.unavailable && Object.keys(h.unavailable).length) o.unavailable = { ...h.unavailable };
+  if (h.inferred?.length) o.inferred = [...h.inferred];
   return o;
 }
 

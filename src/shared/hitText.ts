@@ -96,9 +96,21 @@ export function formatSite(site: NonNullable<Hit['site']>): string {
   return `${site.kind}${caller}${at} (${escapeText(site.address)})`;
 }
 
+/**
+ * A hit's arguments as text: `a=3 b≈7 tag=(unavailable: reason)`; `≈` marks a value inferred from the calling
+ * convention rather than read where DWARF says it is.
+ */
+export function formatHitArgs(h: Pick<Hit, 'args' | 'unavailable' | 'inferred'>, max?: number): string {
+  const inferred = new Set(h.inferred ?? []);
+  const parts: string[] = [];
+  for (const [name, v] of Object.entries(h.args)) parts.push(`${escapeText(name)}${inferred.has(name) ? '≈' : '='}${formatValue(v, max)}`);
+  for (const [name, why] of Object.entries(h.unavailable ?? {})) parts.push(`${escapeText(name)}=(unavailable: ${escapeText(why)})`);
+  return parts.join(' ');
+}
+
 /** The CLI's text line for a hit: `TS HOST COMM-PID/TID PROBE ARGS → RET (LATENCY)`. */
 export function formatHitLine(h: Hit): string {
-  const args = formatValues(h.args);
+  const args = formatHitArgs(h);
   const ret = h.retval !== undefined ? ` → ${formatValue(h.retval)}` : '';
   const lat = h.latencyNs !== undefined ? ` (${formatDuration(h.latencyNs)})` : '';
   const site = h.site && h.site.kind !== 'entry' ? ` [${formatSite(h.site)}]` : '';

@@ -36,7 +36,7 @@ export function functionJson(f: IndexedFunction) {
     address: f.address !== undefined ? hexAddress(f.address) : null,
     fileOffset: f.fileOffset !== undefined ? hexAddress(f.fileOffset) : null,
     size: jsonInteger(f.size),
-    params: f.params.map((p) => ({ name: p.name, type: p.type, location: p.location })),
+    params: f.params.map((p) => ({ name: p.name, type: p.type, location: p.location, ...(p.inferred ? { inferred: true } : {}) })),
     inlinedInstances: f.inlinedInstances,
     aliases: f.aliases ?? [],
     sites: f.sites.map((s) => ({
@@ -71,7 +71,7 @@ export async function functionsCommand(argv: string[], io: Io): Promise<void> {
   for (const f of fns) {
     const where = f.file ? `${f.file}:${f.line ?? '?'}` : '(no source)';
     const addr = f.address !== undefined ? hexAddress(f.address) : '-';
-    const params = f.params.map((p) => `${p.type} ${p.name}@${p.location}`).join(', ');
+    const params = f.params.map((p) => `${p.type} ${p.name}@${p.inferred ? '≈' : ''}${p.location}`).join(', ');
     const note = f.probeable ? siteNote(f) : `  [not probe-able: ${f.reason ?? 'no code'}]`;
     io.out(`${addr.padEnd(12)} ${f.name}(${params})  ${where}${note}\n`);
   }

@@ -65,7 +65,15 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
   if (args.flags.has('json'))
     io.out(
       `${toJson(
-        probes.map((p) => ({ event: p.event, definition: p.definition })),
+        probes.map((p) => {
+          const inferred = p.args.filter((a) => a.inferred && !a.hidden).map((a) => a.name);
+          return {
+            event: p.event,
+            definition: p.definition,
+            ...(inferred.length ? { inferred } : {}),
+            ...(p.unavailable?.length ? { unavailable: Object.fromEntries(p.unavailable.map((u) => [u.name, u.reason])) } : {}),
+          };
+        }),
         2,
       )}\n`,
     );

@@ -164,6 +164,8 @@ export const ATE = {
 } as const;
 
 export const LANG_C = new Set([0x01, 0x02, 0x0c, 0x1d, 0x2c]); // C89, C, C99, C11, C17
+/** C and C++ of every standard (DWARF 5 §7.12 + DWARF 6 additions): languages whose functions follow the platform's C ABI. */
+export const LANG_C_ABI = new Set([0x01, 0x02, 0x0c, 0x1d, 0x2c, 0x04, 0x19, 0x1a, 0x21, 0x2a, 0x2b]);
 
 export const OP = {
   addr: 0x03,

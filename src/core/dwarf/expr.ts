@@ -199,6 +199,10 @@ function simple(u: Unit, ops: Op[], arch: Arch, depth: number): LocDesc {
   const n = ops.length;
   const reg = (r: number) => registerName(arch, r);
   const tail = ops[n - 1]?.op === OP.stack_value;
+  // GCC's IPA-SRA/constprop clones describe a parameter they no longer receive by the caller's argument
+  // (DW_OP_GNU_parameter_ref names a formal parameter of the abstract origin): the value never reaches the clone.
+  if (ops.some((x) => x.op === OP.GNU_parameter_ref))
+    return { kind: 'unsupported', why: 'this clone does not receive it (GCC dropped or replaced the parameter: DW_OP_GNU_parameter_ref)' };
   if (n === 1) {
     if (o.op >= OP.reg0 && o.op <= OP.reg31) return { kind: 'register', reg: o.a, name: reg(o.a) };
     if (o.op === OP.regx) return { kind: 'register', reg: o.a, name: reg(o.a) };

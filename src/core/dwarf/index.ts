@@ -200,8 +200,15 @@ export class Dwarf implements Resolver {
   }
 
   /** Variables visible at `pc` in a subprogram or inlined_subroutine DIE (FunctionInfo.dieOffset). */
-  variablesAt(scopeDieOffset: number, pc: number): VariableInfo[] {
-    return variablesAt(this, this.types, this.arch, this.dieAt(scopeDieOffset), pc);
+  variablesAt(scopeDieOffset: number, pc: number, view?: number): VariableInfo[] {
+    return variablesAt(this, this.types, this.arch, this.dieAt(scopeDieOffset), pc, view);
+  }
+
+  /** DW_AT_GNU_entry_view of an inlined copy: the location view at its entry pc where the call begins (GCC). */
+  entryViewOf(dieOffset: number): number | undefined {
+    const d = this.dieAt(dieOffset);
+    const i = d.index(0x2138 /* DW_AT_GNU_entry_view */);
+    return i >= 0 ? d.vals[i] : undefined;
   }
 
   /** Location of one variable/parameter DIE at `pc`. */
@@ -213,6 +220,30 @@ export class Dwarf implements Resolver {
       if (c) return c;
     }
     return describeLocation(d.unit, locationAtPc(locationOf(d.unit, d), pc), this.arch);
+  }
+
+  /**
+   * What DWARF says about one variable/parameter DIE at `pc`, and in what form: `none` (no DW_AT_location and no
+   * DW_AT_const_value: DWARF says nothing), `const`, `expr` (one expression for the whole scope, which at -O0
+   * becomes true only after the prologue), or `list` (`covered` false when no entry covers `pc`: unavailable there).
+   */
+  locationFacts(varDieOffset: number, pc: number): { source: 'none' | 'const' | 'expr' | 'list'; covered: boolean; loc: LocDesc } {
+    const d = this.dieAt(varDieOffset);
+    if (!d.has(AT.location)) {
+      const c = constValueOf(d);
+      return c ? { source: 'const', covered: true, loc: c } : { source: 'none', covered: false, loc: { kind: 'optimized-out' } };
+    }
+    const l = locationOf(d.unit, d);
+    // An out-of-line entry is view 0 of its address: entries GCC starts at a later view there are not yet true.
+    const e = locationAtPc(l, pc, 0);
+    const loc = describeLocation(d.unit, e, this.arch);
+    if (l.kind === 'list') return { source: 'list', covered: e !== undefined, loc };
+    return { source: l.kind === 'expr' ? 'expr' : 'none', covered: l.kind === 'expr', loc };
+  }
+
+  /** DW_LANG_* of the unit holding a DIE. */
+  languageOf(dieOffset: number): number {
+    return this.dieAt(dieOffset).unit.language;
   }
 
   /** The function's DW_AT_frame_base at its entry (usually {kind:'cfa'}: DW_OP_call_frame_cfa). */

@@ -128,6 +128,11 @@ export interface LocEntry {
   readonly lo: number;
   readonly hi: number;
   readonly expr: Block;
+  /**
+   * GCC's location views (DW_AT_GNU_locviews): the entry starts at view `view[0]` of address lo and ends before
+   * view `view[1]` of address hi, so several entries can start at one address (empty ranges included).
+   */
+  view?: [number, number];
 }
 
 /**
@@ -135,6 +140,8 @@ export interface LocEntry {
  * none (no DW_AT_location: optimised out).
  */
 export type Location = { kind: 'expr'; expr: Block } | { kind: 'list'; entries: LocEntry[] } | { kind: 'none' };
+
+const DW_AT_GNU_locviews = 0x2137;
 
 export function locationOf(u: Unit, d: Die, at: number = AT.location): Location {
   const i = d.index(at);
@@ -145,7 +152,25 @@ export function locationOf(u: Unit, d: Die, at: number = AT.location): Location 
   let off = d.vals[i];
   if (f === FORM.loclistx) off = listIndex(u, '.debug_loclists', u.loclistsBase, off);
   else if (f !== FORM.sec_offset && f !== FORM.data4 && f !== FORM.data8) return { kind: 'none' };
-  return { kind: 'list', entries: u.version >= 5 ? readLoclist(u, off) : readLoc(u, off) };
+  const withViews = at === AT.location && d.index(DW_AT_GNU_locviews) >= 0;
+  const entries = u.version >= 5 ? readLoclist(u, off, withViews) : readLoc(u, off, withViews);
+  if (withViews) attachViews(u, d.vals[d.index(DW_AT_GNU_locviews)], entries);
+  return { kind: 'list', entries };
+}
+
+/**
+ * GCC's view list (DW_AT_GNU_locviews, an offset into the same section) holds one (begin, end) pair of ULEB128
+ * view numbers per bounded entry of the location list, in order. Entries whose range is empty are kept here for
+ * it (they are how a value is described between two views at one address).
+ */
+function attachViews(u: Unit, offset: number, entries: Array<LocEntry & { seq?: number }>): void {
+  const r = u.dw.reader(u.version >= 5 ? '.debug_loclists' : '.debug_loc', 0);
+  r.seek(offset);
+  const bounded = entries.filter((e) => e.seq !== undefined);
+  const n = bounded.reduce((m, e) => Math.max(m, e.seq! + 1), 0);
+  const views: Array<[number, number]> = [];
+  for (let k = 0; k < n && r.pos < r.end; k++) views.push([r.uleb(), r.uleb()]);
+  for (const e of bounded) if (views[e.seq!]) e.view = views[e.seq!];
 }
 
 function exprAt(r: Reader, len: number): Block {
@@ -154,12 +179,14 @@ function exprAt(r: Reader, len: number): Block {
   return { buf: r.buf, start, len };
 }
 
-function readLoc(u: Unit, offset: number): LocEntry[] {
+// With views, empty ranges are kept and each bounded entry carries its ordinal (`seq`) for attachViews.
+function readLoc(u: Unit, offset: number, views = false): Array<LocEntry & { seq?: number }> {
   const r = u.dw.reader('.debug_loc', 0);
   r.seek(offset);
   const sz = u.enc.addrSize;
   let base = u.lowPc;
-  const out: LocEntry[] = [];
+  const out: Array<LocEntry & { seq?: number }> = [];
+  let seq = 0;
   for (let n = 0; ; n++) {
     if (n > 1e6) r.fail('location list too long');
     const [a, allOnes] = addrAllOnes(r, sz);
@@ -170,19 +197,27 @@ function readLoc(u: Unit, offset: number): LocEntry[] {
       continue;
     }
     const e = exprAt(r, r.u16());
-    if (!isDeadAddress(base + a, sz, u.dw.zeroIsCode) && b > a) out.push({ lo: base + a, hi: base + b, expr: e });
+    const k = seq++;
+    if (!isDeadAddress(base + a, sz, u.dw.zeroIsCode) && (b > a || (views && b === a)))
+      out.push({ lo: base + a, hi: base + b, expr: e, seq: k });
   }
 }
 
-function readLoclist(u: Unit, offset: number): LocEntry[] {
+function readLoclist(u: Unit, offset: number, views = false): Array<LocEntry & { seq?: number }> {
   const r = u.dw.reader('.debug_loclists', 0);
   r.seek(offset);
   const sz = u.enc.addrSize;
   let base = u.lowPc;
-  const out: LocEntry[] = [];
+  const out: Array<LocEntry & { seq?: number }> = [];
+  let seq = 0;
+  let pairView: [number, number] | undefined;
   const add = (lo: number, hi: number) => {
     const e = exprAt(r, r.uleb());
-    if (!isDeadAddress(lo, sz, u.dw.zeroIsCode) && hi > lo) out.push({ lo, hi, expr: e });
+    const k = seq++;
+    const view = pairView;
+    pairView = undefined;
+    if (!isDeadAddress(lo, sz, u.dw.zeroIsCode) && (hi > lo || ((views || view) && hi === lo)))
+      out.push(view ? { lo, hi, expr: e, view } : { lo, hi, expr: e, seq: k });
   };
   for (let n = 0; ; n++) {
     if (n > 1e6) r.fail('location list too long');
@@ -226,8 +261,8 @@ function readLoclist(u: Unit, offset: number): LocEntry[] {
         break;
       }
       case LLE.GNU_view_pair:
-        r.uleb();
-        r.uleb();
+        // The views of the entry that follows (GCC's -gvariable-location-views=incompat5 encoding).
+        pairView = [r.uleb(), r.uleb()];
         break;
       default:
         r.fail(`unknown location list entry kind ${kind}`, r.pos - 1);
@@ -235,11 +270,33 @@ function readLoclist(u: Unit, offset: number): LocEntry[] {
   }
 }
 
-/** The expression valid at `pc`, or undefined when the variable has no location there (optimised out). */
-export function locationAtPc(loc: Location, pc: number): Block | undefined {
+/**
+ * The expression valid at `pc`, or undefined when the variable has no location there (optimised out). With
+ * `view` (an inlined copy's DW_AT_GNU_entry_view at its entry pc) and entries that carry views, the entry valid
+ * at that view of `pc` wins: one starting at pc only from its begin view on, one ending at pc until its end view;
+ * with none valid there, the one starting at pc at the earliest later view.
+ */
+export function locationAtPc(loc: Location, pc: number, view?: number): Block | undefined {
   if (loc.kind === 'expr') return loc.expr;
   if (loc.kind === 'none') return undefined;
   let dflt: Block | undefined;
+  if (view !== undefined && loc.entries.some((e) => e.view)) {
+    for (const e of loc.entries) {
+      if (e.hi === Infinity) {
+        dflt = e.expr;
+        continue;
+      }
+      const v = e.view ?? [0, 0];
+      const starts = e.lo < pc || (e.lo === pc && v[0] <= view);
+      const lasts = pc < e.hi || (pc === e.hi && view < v[1]);
+      if (starts && lasts) return e.expr;
+    }
+    // Views at one address share one machine state: a value bound only a view later there (a clone's parameter
+    // at view 1 of its entry) is already what the registers hold. The earliest such view is the closest to `view`.
+    let later: LocEntry | undefined;
+    for (const e of loc.entries) if (e.lo === pc && e.view && e.view[0] > view && (!later || e.view[0] < later.view![0])) later = e;
+    return later?.expr ?? dflt;
+  }
   for (const e of loc.entries) {
     if (e.hi === Infinity) dflt = e.expr;
     else if (pc >= e.lo && pc < e.hi) return e.expr;

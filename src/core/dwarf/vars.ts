@@ -27,11 +27,11 @@ function inRanges(ranges: number[], pc: number): boolean {
 }
 
 /**
- * Variables visible at `pc` inside the scope DIE `scope` (a subprogram or inlined_subroutine): its parameters,
+ * Variables visible at `pc` (at location view `view`, see locationAtPc) inside the scope DIE `scope` (a subprogram or inlined_subroutine): its parameters,
  * its own locals, and those of nested lexical blocks whose ranges contain `pc`. Inner declarations shadow
  * outer ones of the same name, as a debugger shows them.
  */
-export function variablesAt(res: Resolver, types: Types, arch: Arch, scope: Die, pc: number): VariableInfo[] {
+export function variablesAt(res: Resolver, types: Types, arch: Arch, scope: Die, pc: number, view?: number): VariableInfo[] {
   const out: VariableInfo[] = [];
   const visit = (d: Die, depth: number) => {
     if (!d.abbrev.hasChildren || depth > 64) return;
@@ -45,7 +45,7 @@ export function variablesAt(res: Resolver, types: Types, arch: Arch, scope: Die,
         const name = inherited(res, c, (x) => x.unit.str(x, AT.name)) ?? '';
         const typeOffset = inherited(res, c, (x) => x.unit.ref(x, AT.type));
         let location: LocDesc;
-        if (c.has(AT.location)) location = describeLocation(u, locationAtPc(locationOf(u, c), pc), arch);
+        if (c.has(AT.location)) location = describeLocation(u, locationAtPc(locationOf(u, c), pc, view), arch);
         else location = constValueOf(c) ?? { kind: 'optimized-out' };
         // Skip extern declarations of globals inside a function body; they are not locals.
         if (!(c.tag === TAG.variable && u.flag(c, AT.declaration))) {
@@ -100,10 +100,17 @@ const INTEGER_FORMS = new Set<number>([
   K.FORM.implicit_const,
 ]);
 
-/** DW_AT_const_value as a value location when it is an integer; block and string constants are left out. */
+/**
+ * DW_AT_const_value as a location: the compiler folded the variable to this constant (DWARF 5 §4.1.10). Integer
+ * forms hold the value; block forms hold its bytes in target order. String constants are left out.
+ */
 export function constValueOf(d: Die): LocDesc | undefined {
   const i = d.index(AT.const_value);
   if (i < 0) return undefined;
-  if (!INTEGER_FORMS.has(d.forms[i])) return { kind: 'implicit', bytes: new Uint8Array(0) };
+  const f = d.forms[i];
+  const blk = d.unit.block(d, AT.const_value);
+  if (blk) return { kind: 'implicit', bytes: blk.buf.subarray(blk.start, blk.start + blk.len) };
+  // data8 values are read as doubles: past 2^53 the constant's low bits are gone, so it is not claimed.
+  if (!INTEGER_FORMS.has(f) || !Number.isSafeInteger(d.vals[i])) return { kind: 'implicit', bytes: new Uint8Array(0) };
   return { kind: 'value', value: d.vals[i] };
 }

@@ -114,9 +114,17 @@ export function fetchForLocation(loc: LocDesc, ctx: FrameContext): FetchResult {
     case 'optimized-out':
       return { ok: false, reason: 'optimized out' };
     case 'value':
-      return { ok: false, reason: `a constant (${loc.value}) folded by the compiler` };
-    case 'implicit':
-      return { ok: false, reason: 'an implicit value folded by the compiler' };
+      // The compiler folded the value to this constant (DW_AT_const_value, DW_OP_litN/constN + stack_value):
+      // an immediate fetch argument (`\IMM`) yields it; the fetch type then cuts it to the variable's size.
+      return { ok: true, fetch: immediateFetch(loc.value), isValue: true };
+    case 'implicit': {
+      // DW_OP_implicit_value: the value's bytes in target (little-endian) order; up to 8 fit an immediate.
+      if (loc.bytes.length === 0 || loc.bytes.length > 8)
+        return { ok: false, reason: `an implicit value of ${loc.bytes.length} bytes folded by the compiler` };
+      let v = 0n;
+      for (let i = loc.bytes.length - 1; i >= 0; i--) v = (v << 8n) | BigInt(loc.bytes[i]);
+      return { ok: true, fetch: immediateFetch(v), isValue: true };
+    }
     case 'tls':
       return { ok: false, reason: 'thread-local storage, which uprobes cannot address' };
     case 'entry-value':
@@ -126,6 +134,11 @@ export function fetchForLocation(loc: LocDesc, ctx: FrameContext): FetchResult {
     case 'unsupported':
       return { ok: false, reason: loc.why };
   }
+}
+
+/** `\N`: a tracefs immediate fetch argument holding a constant's bit pattern (negative ones as 64-bit two's complement). */
+export function immediateFetch(value: number | bigint): string {
+  return `\\${BigInt.asUintN(64, BigInt(value)).toString(10)}`;
 }
 
 /** Follows typedef/const/volatile/restrict/atomic to the type that decides layout. */

@@ -4,7 +4,7 @@
 // time anything asks for them, so opening a cached index costs only the deserialisation.
 import { INDEX_FORMAT, type FunctionSite, type IndexData, type IndexedFunction, type IndexedParam, type SiteKind } from './model';
 
-export const CODEC_VERSION = 2;
+export const CODEC_VERSION = 3;
 
 export interface EncodedIndex {
   codec: typeof CODEC_VERSION;
@@ -32,7 +32,8 @@ export interface EncodedIndex {
     /** String id of the function's aliases, joined by U+0001 (symbol names never hold it). */
     aliases: Uint32Array;
   };
-  param: { name: Uint32Array; type: Uint32Array; location: Uint32Array };
+  /** inferred: 1 when the location is the calling convention's guess (IndexedParam.inferred). */
+  param: { name: Uint32Array; type: Uint32Array; location: Uint32Array; inferred: Uint8Array };
   site: {
     kind: Uint8Array;
     address: Float64Array;
@@ -98,7 +99,8 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
   const sites: FunctionSite[] = [];
   const pn: number[] = [],
     pt: number[] = [],
-    pl: number[] = [];
+    pl: number[] = [],
+    pi: number[] = [];
   for (let i = 0; i < n; i++) {
     const f = d.functions[i];
     if ((f.address ?? 0n) >= EXACT || (f.fileOffset ?? 0n) >= EXACT) return undefined;
@@ -131,6 +133,7 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
       pn.push(sid(p.name));
       pt.push(sid(p.type));
       pl.push(sid(p.location));
+      pi.push(p.inferred ? 1 : 0);
     }
   }
   // Before the string table is encoded: the site columns add strings of their own.
@@ -162,7 +165,7 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
     meta,
     strings: new TextEncoder().encode(list.join('\0')),
     fn,
-    param: { name: Uint32Array.from(pn), type: Uint32Array.from(pt), location: Uint32Array.from(pl) },
+    param: { name: Uint32Array.from(pn), type: Uint32Array.from(pt), location: Uint32Array.from(pl), inferred: Uint8Array.from(pi) },
     site,
   };
 }
@@ -182,6 +185,7 @@ function materialize(e: EncodedIndex): IndexedFunction[] {
         type: strings[e.param.type[start + k]],
         location: strings[e.param.location[start + k]],
       };
+      if (e.param.inferred[start + k]) params[k].inferred = true;
     }
     const sites: FunctionSite[] = new Array(f.siteCount[i]);
     for (let k = 0; k < sites.length; k++) {

@@ -1,10 +1,12 @@
 // The DWARF half of the full index: functions with their parameters located at the entry pc, and the line
 // tables of every unit merged into one address-sorted table with a shared file list.
 import type { BinaryImage } from '../binary/binaryImage';
-import { openDwarf, type Dwarf, type FunctionInfo } from '../dwarf';
+import { openDwarf, type Dwarf, type FunctionInfo, type LocDesc } from '../dwarf';
+import { LANG_C_ABI } from '../dwarf/constants';
+import type { ParamInfo } from '../dwarf/functions';
 import { ROW_END_SEQUENCE, ROW_PROLOGUE_END, ROW_STMT } from '../dwarf/line';
 import { placeArguments, type CallingConvention } from '../fetch/abi';
-import { abiTypeOf, entryCfa, fetchForLocation, stripQualifiers, type Arch } from '../fetch/fetch';
+import { abiTypeOf, entryCfa, fetchForLocation, stripQualifiers, tracefsRegister, type Arch } from '../fetch/fetch';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, LINE_PROLOGUE_END, type IndexedFunction, type IndexedParam, type LineRows } from './model';
 import { functionNamesByDie, inlinedSites, placeCopies, type SymbolsByAddress } from './sites';
 
@@ -65,9 +67,11 @@ function entrySize(f: FunctionInfo): number {
 }
 
 /**
- * Parameter locations at the entry pc: a register the DWARF location names there is trusted, and a constant DWARF
- * says the parameter was folded to is reported as such; anything else (-O0's stack slots are filled only by the
- * prologue) comes from the calling convention, typed by DWARF.
+ * Parameter locations at the entry pc. Whatever DWARF says wins: a register, a constant, a location list's entry
+ * at the pc (and no entry there means unavailable). A single location expression naming a stack slot (-O0: the
+ * prologue fills it) is not true yet at the entry, so the calling convention places the parameter, typed by
+ * DWARF. Only a parameter DWARF says nothing about (no location, no constant) at the out-of-line entry of a
+ * C-ABI function is taken from the calling convention as a guess, marked `inferred`.
  */
 export function entryParams(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: CallingConvention, abiFallback = true): IndexedParam[] {
   const describe = (o: number | undefined) => dw.typeOf(o);
@@ -79,24 +83,54 @@ export function entryParams(dw: Dwarf, f: FunctionInfo, arch: Arch, conv: Callin
     );
     return placements[i];
   };
-  return f.params.map((p, i): IndexedParam => {
-    const type = dw.typeName(p.typeOffset);
-    if (f.entryPc !== undefined) {
-      const loc = dw.locationOf(p.dieOffset, f.entryPc);
-      if (loc.kind === 'register' || loc.kind === 'value') {
-        const r = fetchForLocation(loc, { arch, cfa: entryCfa(arch) });
-        if (r.ok && r.isValue) return { name: p.name, type, location: r.fetch };
-        // Whatever DWARF says wins over the calling convention: the register holds no such argument.
-        if (!r.ok) return { name: p.name, type, location: `unavailable: ${r.reason}` };
-      }
-    }
-    // A clone or split part has its own calling convention (parameters dropped, replaced or reordered).
-    if (!abiFallback) return { name: p.name, type, location: 'unavailable: not in a register at the entry of this copy' };
+  const fromAbi = (p: ParamInfo, i: number, type: string): IndexedParam => {
     const placed = abi(i);
     if (!placed.ok) return { name: p.name, type, location: `unavailable: ${placed.reason}` };
     const text = placed.parts.map((x) => x.fetch).join(',');
     return { name: p.name, type, location: placed.byReference ? `*${text}` : text };
+  };
+  const cAbi = !conv.startsWith('go') && f.dieOffset >= 0 && LANG_C_ABI.has(dw.languageOf(f.dieOffset)) && !noCall(dw, f.dieOffset);
+  return f.params.map((p, i): IndexedParam => {
+    const type = dw.typeName(p.typeOffset);
+    if (f.entryPc === undefined) return fromAbi(p, i, type);
+    const facts = dw.locationFacts(p.dieOffset, f.entryPc);
+    if (facts.source === 'none') {
+      // DWARF says nothing; at a C-ABI entry the caller put the argument where the ABI says (a guess: marked).
+      if (abiFallback && cAbi) return { ...fromAbi(p, i, type), inferred: true };
+      return { name: p.name, type, location: 'unavailable: optimized out (DWARF gives no location for it)' };
+    }
+    if (facts.source === 'list' && !facts.covered)
+      return {
+        name: p.name,
+        type,
+        location: `unavailable: optimized out here (its location list has no entry at 0x${f.entryPc.toString(16)})`,
+      };
+    // At the entry pc, "the value the register had on entry" is the register itself.
+    const loc: LocDesc = facts.loc.kind === 'entry-value' && facts.loc.inner.kind === 'register' ? facts.loc.inner : facts.loc;
+    if (facts.source === 'expr' && loc.kind !== 'register' && loc.kind !== 'value' && loc.kind !== 'implicit') {
+      // A clone or split part has its own calling convention (parameters dropped, replaced or reordered).
+      if (!abiFallback) return { name: p.name, type, location: 'unavailable: not in a register at the entry of this copy' };
+      if (loc.kind === 'fbreg' || loc.kind === 'breg' || loc.kind === 'optimized-out') return fromAbi(p, i, type);
+    }
+    if (loc.kind === 'pieces') {
+      // An aggregate in several whole registers (Go strings and slices, SysV small structs): "%ax,%bx".
+      const regs = loc.pieces.map((x) => (x.loc.kind === 'register' && x.bits === 64 ? tracefsRegister(arch, x.loc.name) : undefined));
+      if (regs.every((r) => r !== undefined)) return { name: p.name, type, location: regs.map((r) => `%${r}`).join(',') };
+    }
+    const r = fetchForLocation(loc, { arch, cfa: entryCfa(arch) });
+    if (!r.ok) return { name: p.name, type, location: `unavailable: ${r.reason}` };
+    return { name: p.name, type, location: r.isValue ? r.fetch : r.address };
   });
+}
+
+const DW_AT_calling_convention = 0x36;
+const DW_CC_nocall = 3;
+
+/** LLVM marks a function whose calling convention it changed (internal, arguments dropped) DW_CC_nocall. */
+function noCall(dw: Dwarf, dieOffset: number): boolean {
+  const d = dw.dieAt(dieOffset);
+  const i = d.index(DW_AT_calling_convention);
+  return i >= 0 && d.vals[i] === DW_CC_nocall;
 }
 
 const DW_AT_variable_parameter = 0x4b;

@@ -5,14 +5,16 @@
 
 import type { UsdtOperand } from '../binary/usdt';
 
-export const INDEX_FORMAT = 8;
+export const INDEX_FORMAT = 9;
 
 export interface IndexedParam {
   name: string;
   /** C-like type string: "struct account *", "const char *", "int64_t". */
   type: string;
-  /** Where the value is at the function's entry, as tracefs fetcharg text ("%di", "+8(%sp)"), or "optimized out". */
+  /** Where the value is at the function's entry, as tracefs fetcharg text ("%di", "+8(%sp)", "\\7" for a constant), or "unavailable: why". */
   location: string;
+  /** DWARF gives no location at all: `location` is where the C calling convention puts it, a guess. */
+  inferred?: boolean;
 }
 
 /**

@@ -2,7 +2,8 @@
 //   reg:  the value is in a register (%di);
 //   mem:  the value is in memory at base + off, base being a fetch expression yielding an address;
 //   parts: an aggregate passed in several registers (SysV small structs, Go strings/slices);
-//   abs:  a global at @+N.
+//   abs:  a global at @+N;
+//   imm:  the compiler folded the value to a constant, fetched as an immediate (\\N).
 // A fetch argument for the value itself is then `%di`, `+off(base)` or `@+N`.
 import type { TypeDesc } from '../dwarf';
 import { fetchTypeOf, stripQualifiers } from '../fetch/fetch';
@@ -11,7 +12,8 @@ export type Place =
   | { kind: 'reg'; reg: string }
   | { kind: 'mem'; base: string; off: number }
   | { kind: 'abs'; off: bigint }
-  | { kind: 'parts'; regs: string[] };
+  | { kind: 'parts'; regs: string[] }
+  | { kind: 'imm'; value: bigint };
 
 export class ArgError extends Error {
   constructor(message: string) {
@@ -37,6 +39,8 @@ export function placeFromLocation(location: string): Place | { unavailable: stri
   if (m) return { kind: 'mem', base: m[3], off: (m[1] === '-' ? -1 : 1) * Number(m[2]) };
   m = /^@\+([0-9]+)$/.exec(location);
   if (m) return { kind: 'abs', off: BigInt(m[1]) };
+  m = /^\\([0-9]+)$/.exec(location);
+  if (m) return { kind: 'imm', value: BigInt(m[1]) };
   return { unavailable: `unsupported location ${location}` };
 }
 
@@ -51,6 +55,8 @@ export function valueFetch(p: Place, what: string): string {
       return memText(p.off, p.base);
     case 'abs':
       return `@+${p.off}`;
+    case 'imm':
+      return `\\${p.value}`;
     case 'parts':
       throw new ArgError(`${what} is passed in several registers (${p.regs.join(', ')}); fetch one of its fields`);
   }
@@ -58,6 +64,9 @@ export function valueFetch(p: Place, what: string): string {
 
 /** The place of the value a pointer-typed place points to, at byte offset `off`. */
 export function deref(p: Place, off: number, what: string): Place {
+  // A folded pointer constant is a link-time address (and in a PIE not where the memory is at run time).
+  if (p.kind === 'imm')
+    throw new ArgError(`${what} is the constant 0x${p.value.toString(16)} folded by the compiler; what it points to cannot be read`);
   return { kind: 'mem', base: valueFetch(p, what), off };
 }
 
@@ -68,6 +77,8 @@ export function member(p: Place, off: number, size: number, what: string): Place
       return { kind: 'mem', base: p.base, off: p.off + off };
     case 'abs':
       return { kind: 'abs', off: p.off + BigInt(off) };
+    case 'imm':
+      throw new ArgError(`${what} is a constant folded by the compiler; ProbeLens fetches only whole constants, not their fields`);
     case 'reg':
     case 'parts': {
       const regs = p.kind === 'reg' ? [p.reg] : p.regs;
@@ -98,6 +109,7 @@ export function scalarFetch(
   const s = stripQualifiers(t, describe);
   if (override) {
     if (override === 'string') {
+      if (p.kind === 'imm') deref(p, 0, what);
       // A string is read at the address the value holds: +0(value).
       return { fetch: `+0(${valueFetch(p, what)})`, type: 'string', display: 'string' };
     }
@@ -109,7 +121,7 @@ export function scalarFetch(
   }
   if (s.kind === 'array') {
     const el = stripQualifiers(describe(s.targetOffset), describe);
-    if (el.kind === 'base' && el.char && el.byteSize === 1 && p.kind !== 'reg' && p.kind !== 'parts') {
+    if (el.kind === 'base' && el.char && el.byteSize === 1 && (p.kind === 'mem' || p.kind === 'abs')) {
       // A char array is read in place: the string starts at the array's own address.
       return { fetch: p.kind === 'mem' ? memText(p.off, p.base) : `@+${p.off}`, type: 'string', display: 'string' };
     }
@@ -128,6 +140,9 @@ export function scalarFetch(
     throw new ArgError(`${what} is floating-point (${t.name}); uprobe fetch arguments have no floating-point type`);
   const type = fetchTypeOf(s, describe);
   if (!type) throw new ArgError(`${what} has type ${t.name}, which ProbeLens cannot fetch`);
-  if (type === 'string') return { fetch: `+0(${valueFetch(p, what)})`, type, display: 'string' };
+  if (type === 'string') {
+    if (p.kind === 'imm') deref(p, 0, what);
+    return { fetch: `+0(${valueFetch(p, what)})`, type, display: 'string' };
+  }
   return { fetch: valueFetch(p, what), type, display: type.startsWith('s') ? 'signed' : type.startsWith('x') ? 'hex' : 'unsigned' };
 }

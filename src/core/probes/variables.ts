@@ -15,6 +15,8 @@ export interface SiteVariable {
   kind: 'param' | 'local';
   /** Type DIE offset, for field access (not serialised to users). */
   typeOffset?: number;
+  /** The location is the calling convention's guess: DWARF gives none (IndexedParam.inferred). */
+  inferred?: boolean;
 }
 
 export interface SiteContext {
@@ -63,7 +65,7 @@ export async function variablesAtSite(index: BinaryIndex, site: ResolvedSite, de
     // location only becomes true after the prologue.
     if (pc === entry && v.kind === 'param') {
       const p = fn.params.find((x) => x.name === v.name);
-      if (p) return { name: v.name, type: v.type, location: p.location, kind: 'param', typeOffset: v.typeOffset };
+      if (p) return { name: v.name, type: v.type, location: p.location, kind: 'param', typeOffset: v.typeOffset, inferred: p.inferred };
     }
     return siteVariable(v, frame);
   });
@@ -87,7 +89,10 @@ async function variablesAtCopy(index: BinaryIndex, site: ResolvedSite, debugDirs
   const holder = copy.kind === 'inlined' ? index.functionContaining(site.address) : undefined;
   const frameDie = copy.kind === 'inlined' ? (holder && holder.dieOffset >= 0 ? holder.dieOffset : copy.dieOffset) : copy.dieOffset;
   const frame = frameAt(ctx, index, frameDie, copy.kind === 'inlined' ? undefined : Number(copy.address), pc);
-  return ctx.access.dwarf.variablesAt(copy.dieOffset, pc).map((v) => siteVariable(v, frame));
+  // GCC's location views: at an inlined copy's entry pc several location entries may start; the call begins at
+  // the copy's entry view. Elsewhere in the copy (a line probe) the machine state at the pc is view 0's.
+  const view = copy.kind === 'inlined' && pc === Number(copy.address) ? ctx.access.dwarf.entryViewOf(copy.dieOffset) : 0;
+  return ctx.access.dwarf.variablesAt(copy.dieOffset, pc, view).map((v) => siteVariable(v, frame));
 }
 
 /**

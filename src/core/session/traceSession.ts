@@ -120,6 +120,21 @@ function pairsOf(probes: CompiledProbe[]): LatencyPair[] {
 }
 
 /** Cuts Go strings at their length, sign-extends signed bitfields, and drops ProbeLens's hidden arguments. */
+const probeNotes = new WeakMap<CompiledProbe, Pick<Hit, 'unavailable' | 'inferred'>>();
+
+/** What every hit of a probe says about its arguments (unavailable here, inferred), built once per probe. */
+function notesOf(probe: CompiledProbe): Pick<Hit, 'unavailable' | 'inferred'> {
+  let n = probeNotes.get(probe);
+  if (!n) {
+    n = {};
+    if (probe.unavailable?.length) n.unavailable = Object.fromEntries(probe.unavailable.map((u) => [u.name, u.reason]));
+    const inferred = probe.args.filter((a) => a.inferred && !a.hidden).map((a) => a.name);
+    if (inferred.length) n.inferred = inferred;
+    probeNotes.set(probe, n);
+  }
+  return n;
+}
+
 function presentHit(hit: Hit, probe: CompiledProbe | undefined): Hit {
   if (!probe) return hit;
   const args: Record<string, HitValue> = {};
@@ -143,6 +158,9 @@ function presentHit(hit: Hit, probe: CompiledProbe | undefined): Hit {
   const comm = hit.args.probelens_comm;
   const out: Hit = { ...hit, args, comm: typeof comm === 'string' && comm ? comm : hit.comm };
   if (probe.site) out.site = probe.site;
+  const n = notesOf(probe);
+  if (n.unavailable) out.unavailable = n.unavailable;
+  if (n.inferred) out.inferred = n.inferred;
   return out;
 }
 
@@ -360,7 +378,10 @@ export class TraceSession {
         }
       }
     }
-    if (!caps && !agent.hello.caps.has('ref_ctr') && compiled.probes.some((p) => /^\S+ \S+\(0x/.test(p.definition))) {
+    const needsRecompile =
+      (!agent.hello.caps.has('ref_ctr') && compiled.probes.some((p) => /^\S+ \S+\(0x/.test(p.definition))) ||
+      (!agent.hello.caps.has('imm') && compiled.probes.some((p) => p.args.some((a) => a.fetch.startsWith('\\'))));
+    if (!caps && needsRecompile) {
       this.usedEvents.clear();
       compiled = await this.compile(opts.specs, agent.hello.caps);
     }

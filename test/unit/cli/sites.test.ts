@@ -118,9 +118,17 @@ test('define: a return probe arms out-of-line sites and the exits of inlined cop
 test('define: a parameter DWARF gives as a constant is that constant, never a guess from the calling convention', async (t) => {
   const f = await fixtureOrSkip(t, 'sites');
   if (!f) return;
-  // clone_fn(&b, 9): the .constprop clone has k as DW_AT_const_value 9 (and %si holds something else).
+  // clone_fn(&b, 9): the .constprop clone has k as DW_AT_const_value 9 (and %si holds something else): the
+  // probe fetches the constant as an immediate, typed as k's int.
   const r = cli('define', f.path, 'clone_fn k');
-  assert.notEqual(r.code, 0);
-  assert.match(r.err, /'k' cannot be fetched at clone_fn entry: a constant \(9\) folded by the compiler/);
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, / k=\\9:s32 /);
   assert.doesNotMatch(r.out, /%si/);
+  // The clone receives b.a, not the pointer: p is unavailable there, and as it is nowhere else the spec is refused.
+  const p = cli('define', f.path, 'clone_fn p');
+  assert.notEqual(p.code, 0);
+  assert.match(
+    p.err,
+    /'p' cannot be fetched at clone_fn \(sites\.c:87\) clone at 0x[0-9a-f]+: this clone does not receive it \(GCC dropped or replaced the parameter/,
+  );
 });

@@ -62,3 +62,25 @@ test("a hit's JSON object: fixed key order, values by the number rule, latency a
     '{"host":"h","probe":"p","kind":"return","pid":1,"tid":2,"comm":"c","cpu":3,"ts":4.5,"args":{"big":"1152921504606846976","arr":[1,null],"p":"0x10"},"retval":-1,"latencyNs":1000,"site":{"kind":"clone","address":"0x401200","caller":"f"}}',
   );
 });
+
+test("a hit's JSON names the arguments unavailable at its site (with why) and those inferred, after the site", () => {
+  const h = hitToJson({
+    host: 'h',
+    probe: 'p',
+    kind: 'entry',
+    pid: 1,
+    tid: 2,
+    comm: 'c',
+    cpu: 3,
+    ts: 4.5,
+    args: { v: 2, a: 5 },
+    site: { kind: 'entry', address: '0x401200' },
+    unavailable: { tag: 'no such parameter' },
+    inferred: ['a'],
+    event: 'p',
+  });
+  assert.equal(
+    toJson(h),
+    '{"host":"h","probe":"p","kind":"entry","pid":1,"tid":2,"comm":"c","cpu":3,"ts":4.5,"args":{"v":2,"a":5},"site":{"kind":"entry","address":"0x401200"},"unavailable":{"tag":"no such parameter"},"inferred":["a"]}',
+  );
+});

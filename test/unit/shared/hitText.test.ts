@@ -77,3 +77,16 @@ test('durations keep two significant digits', () => {
   assert.equal(formatDuration(15_400_000), '15ms');
   assert.equal(formatDuration(-1), '');
 });
+
+test('an inferred value reads ≈, an argument unavailable at the site says why, escaped', () => {
+  const h: Hit = {
+    ...base,
+    args: { a: 5, b: 7 },
+    inferred: ['a'],
+    unavailable: { tag: "same_name (o.c:5) entry has no parameter or variable 'tag'\n(it has: v)" },
+  };
+  assert.equal(
+    formatHitLine(h),
+    "12.500000 local srv-42/43 handle a≈5 b=7 tag=(unavailable: same_name (o.c:5) entry has no parameter or variable 'tag'\\n(it has: v))\n",
+  );
+});
