@@ -97,7 +97,14 @@ export interface HitBatch {
   latencyNs: Float64Array;
   /** index into `sites`, -1 when the hit names none */
   site: Int32Array;
+  /** the distinct argument notes (unavailable here, inferred) of this batch's hits */
+  notes: HitNotes[];
+  /** index into `notes`, -1 when the hit has none */
+  note: Int32Array;
 }
+
+/** What a hit says about its arguments beyond their values: the same for every hit of one probe. */
+export type HitNotes = Pick<Hit, 'unavailable' | 'inferred'>;
 
 export type ToWebview =
   | {
@@ -187,6 +194,9 @@ export function encodeHits(hits: readonly Hit[]): HitBatch {
   const sites: HitSite[] = [];
   // The session hands every hit of one event the same site object, so identity collapses them.
   const siteIds = new Map<HitSite, number>();
+  // Likewise its notes: keyed by the identity of the unavailable map, then of the inferred list.
+  const notes: HitNotes[] = [];
+  const noteIds = new Map<object | undefined, Map<object | undefined, number>>();
   const n = hits.length;
   const b: HitBatch = {
     n,
@@ -207,6 +217,8 @@ export function encodeHits(hits: readonly Hit[]): HitBatch {
     retval: new Array<HitValue | undefined>(n),
     latencyNs: new Float64Array(n),
     site: new Int32Array(n),
+    notes,
+    note: new Int32Array(n),
   };
   for (let i = 0; i < n; i++) {
     const h = hits[i];
@@ -242,6 +254,21 @@ export function encodeHits(hits: readonly Hit[]): HitBatch {
       }
     }
     b.site[i] = site;
+    let note = -1;
+    if (h.unavailable || h.inferred) {
+      let byInferred = noteIds.get(h.unavailable);
+      if (!byInferred) noteIds.set(h.unavailable, (byInferred = new Map()));
+      note = byInferred.get(h.inferred) ?? -1;
+      if (note < 0) {
+        note = notes.length;
+        const n: HitNotes = {};
+        if (h.unavailable) n.unavailable = h.unavailable;
+        if (h.inferred) n.inferred = h.inferred;
+        notes.push(n);
+        byInferred.set(h.inferred, note);
+      }
+    }
+    b.note[i] = note;
   }
   return b;
 }
@@ -277,6 +304,9 @@ export function hitAt(b: HitBatch, row: number, argOffset: number): Hit {
   if (rv !== undefined) hit.retval = rv;
   if (b.latencyNs[row] >= 0) hit.latencyNs = b.latencyNs[row];
   if (b.site[row] >= 0) hit.site = b.sites[b.site[row]];
+  const note = b.note[row] >= 0 ? b.notes[b.note[row]] : undefined;
+  if (note?.unavailable) hit.unavailable = note.unavailable;
+  if (note?.inferred) hit.inferred = note.inferred;
   return hit;
 }
 

@@ -5,8 +5,9 @@
 // Argument and return-value text is not built on arrival (at 100,000 hits/s that is most of the work and
 // most of the garbage): a row keeps a reference to the batch it came in and its offset there, and the text
 // is made when the row is read, which happens only for rows on screen, filtering and export.
-import { formatArgs, formatSite, formatValue } from '../../src/shared/hitText';
+import { formatArgs, formatHitArgs, formatSite, formatValue } from '../../src/shared/hitText';
 import type { HitBatch } from '../../src/shared/protocol';
+import type { HitValue } from '../../src/shared/hit';
 
 /**
  * One retained hit as the table reads it back: the numeric fields of the `Hit`, its strings as ids into the
@@ -131,6 +132,13 @@ export class HitRing {
 
 export function argTextOf(b: HitBatch, row: number, argOffset: number): string {
   const names = b.shapes[b.shape[row]];
+  const note = b.note[row] >= 0 ? b.notes[b.note[row]] : undefined;
+  // A probe whose site lacks an argument, or guessed one, says so as the CLI does (`b≈7 p=(unavailable: …)`).
+  if (note) {
+    const args: Record<string, HitValue> = {};
+    for (let k = 0; k < names.length; k++) args[b.strings[names[k]]] = b.args[argOffset + k];
+    return formatHitArgs({ args, ...note });
+  }
   if (names.length === 0) return '';
   return formatArgs(
     names.map((i) => b.strings[i]),

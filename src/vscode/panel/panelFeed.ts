@@ -18,7 +18,7 @@ import {
 import { log2Bucket, type Hit, type HitSite } from '../../shared/hit';
 import { hitsToCsv, hitsToJson } from '../../core/session/export';
 import { parseFilter } from '../../shared/hitFilter';
-import { formatArgs, formatValue } from '../../shared/hitText';
+import { formatHitArgs, formatValue } from '../../shared/hitText';
 
 export interface PanelFeedOptions {
   version: string;
@@ -111,11 +111,7 @@ export class PanelFeed {
   /** Writes the latest values of the sites hit since the stats were last sent. */
   private siteTexts(): void {
     for (const [st, h] of this.siteLast) {
-      const names = Object.keys(h.args);
-      st.lastArgs = formatArgs(
-        names,
-        names.map((n) => h.args[n]),
-      );
+      st.lastArgs = formatHitArgs(h);
       st.lastRet = h.retval === undefined ? '' : formatValue(h.retval);
     }
     this.siteLast.clear();
@@ -206,7 +202,6 @@ export class PanelFeed {
           out.push(h);
           continue;
         }
-        const names = Object.keys(h.args);
         const ok = filter.matches({
           probe: h.probe,
           host: h.host,
@@ -214,10 +209,7 @@ export class PanelFeed {
           kind: h.kind,
           pid: h.pid,
           tid: h.tid,
-          argText: formatArgs(
-            names,
-            names.map((n) => h.args[n]),
-          ),
+          argText: formatHitArgs(h),
           retText: h.retval === undefined ? '' : formatValue(h.retval),
           site: h.site?.address ?? '',
           siteKind: h.site?.kind ?? '',

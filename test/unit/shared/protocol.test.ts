@@ -106,3 +106,17 @@ test('RequestTracker matches responses to requests by id and rejects the rest on
   tr.dispose();
   await assert.rejects(c, /closed/);
 });
+
+test('a batch carries what a hit says about its arguments: unavailable at this site, inferred from the ABI', () => {
+  const notes = { unavailable: { ptr: "createStringObject (hiredis.c:124) entry has no parameter or variable 'ptr'" } };
+  const inferred = ['x'];
+  const noted: Hit[] = [
+    { ...hits[0], args: { len: 4 }, ...notes },
+    { ...hits[0], args: { len: 5 }, ...notes },
+    { ...hits[0], args: { x: 5 }, inferred },
+    hits[3],
+  ];
+  const b = encodeHits(noted);
+  assert.equal(b.notes.length, 2, 'one note per probe, interned');
+  assert.deepEqual(decodeHits(b), noted);
+});

@@ -94,3 +94,19 @@ test('a row reads back text values quoted and escaped, faults and arrays as such
   assert.equal(out.argText, 'a=2 s="x2"');
   assert.equal(out.retText, '');
 });
+
+test('a row says which arguments its site lacks and which it guessed, as the CLI prints them', () => {
+  const b = encodeHits([
+    { ...hit(0), args: { len: 4 }, unavailable: { ptr: 'no such parameter here' } },
+    { ...hit(2), args: { x: 5, y: 6 }, inferred: ['x'] },
+  ]);
+  const r = new HitRing(4);
+  const ids = b.strings.map((_, i) => i);
+  r.push(b, 0, 0, ids);
+  r.push(b, 1, 1, ids);
+  const out = emptyRow();
+  assert.equal(r.read(0, out), true);
+  assert.equal(out.argText, 'len=4 ptr=(unavailable: no such parameter here)');
+  assert.equal(r.read(1, out), true);
+  assert.equal(out.argText, 'x≈5 y=6');
+});

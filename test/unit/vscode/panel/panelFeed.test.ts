@@ -186,3 +186,40 @@ test('per-site stats: each probe site counts its own hits, keeps its latest valu
   );
   feed.dispose();
 });
+
+test("a site's latest values and the filter see what its hits say about their arguments (unavailable here, inferred)", () => {
+  const site = { kind: 'entry' as const, address: '0x13b700' };
+  const hit: Hit = {
+    host: 'local',
+    probe: 'createStringObject_2',
+    kind: 'entry',
+    pid: 1,
+    tid: 1,
+    comm: 'redis-server',
+    cpu: 0,
+    ts: 1,
+    args: { len: 4 },
+    event: 'createStringObject_2',
+    site,
+    unavailable: { ptr: 'no such parameter here' },
+  };
+  const feed = new PanelFeed({ version: 'x', flushIntervalMs: 60_000 });
+  feed.post([hit, { ...hit, ts: 2, args: { x: 5 }, unavailable: undefined, inferred: ['x'] }]);
+  const msgs: ToWebview[] = [];
+  feed.attach((m) => msgs.push(m));
+  const init = msgs[0];
+  assert.ok(init.type === 'init');
+  assert.equal(init.stats.sites.createStringObject_2?.[0]?.lastArgs, 'x≈5');
+  assert.deepEqual(
+    feed.retainedHits('unavailable').map((h) => h.ts),
+    [1],
+  );
+  assert.deepEqual(
+    hitsIn(msgs).map((h) => [h.unavailable, h.inferred]),
+    [
+      [{ ptr: 'no such parameter here' }, undefined],
+      [undefined, ['x']],
+    ],
+  );
+  feed.dispose();
+});
