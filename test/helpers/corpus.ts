@@ -1,6 +1,6 @@
 // The real-program corpus: programs people ship, built by their own build systems from Debian source packages
-// (recipes in test/helpers/corpusRecipes.ts) into ${XDG_CACHE_HOME:-~/.cache}/probelens-test/corpus/<name>-<version>/,
-// cached by the source package's version (and the recipe's revision).
+// (recipes in test/helpers/corpusRecipes.ts) into ${XDG_CACHE_HOME:-~/.cache}/probelens-test/corpus/<name>-<version>[-r<revision>]/,
+// cached by the source package's version and the recipe's revision (revision 1 has no suffix).
 //
 // The build is in-tree and the tree's absolute path is baked into the DWARF (DW_AT_comp_dir), so a tree cannot
 // be built elsewhere and renamed into place as the fixtures are. Instead a build happens in its final directory
@@ -206,7 +206,9 @@ async function build(name: CorpusName): Promise<CorpusProject> {
   let tree: string | undefined;
   if (recipe.aptSource) ({ version, tree } = await fetchSource(recipe.aptSource, root));
   else version = (await capture('go', ['env', 'GOVERSION'])).trim();
-  const dir = join(root, `${name}-${safe(version)}`);
+  // The revision is part of the name: checkouts whose recipes differ (branches, an older CI tree) sharing one cache
+  // would otherwise rebuild the tree under each other's running tests.
+  const dir = join(root, `${name}-${safe(version)}${recipe.revision > 1 ? `-r${recipe.revision}` : ''}`);
   const manifestFile = `${dir}.json`;
   const current = (): Manifest | undefined => {
     if (!existsSync(manifestFile)) return undefined;
@@ -275,7 +277,7 @@ export function builtCorpusBinary(name: CorpusName, binary: string): string | un
     .filter((f) => f.startsWith(`${name}-`) && f.endsWith('.json'))
     .map((f) => JSON.parse(readFileSync(join(root, f), 'utf8')) as Manifest)
     .filter((m) => m.name === name && m.binaries[binary] && existsSync(m.binaries[binary]))
-    .sort((a, b) => b.version.localeCompare(a.version, 'en', { numeric: true }));
+    .sort((a, b) => b.version.localeCompare(a.version, 'en', { numeric: true }) || b.revision - a.revision);
   return manifests[0]?.binaries[binary];
 }
 

@@ -49,15 +49,19 @@ export const CORPUS_RECIPES: Record<CorpusName, CorpusRecipe> = {
   },
   'redis-instrumented': {
     aptSource: 'redis',
-    revision: 1,
+    revision: 2,
     aptBuildDeps: ['make', 'pkg-config'],
     why: "redis with -finstrument-functions and a counting runtime: the program's own per-function call counts",
     async build(dir, run) {
       const obj = join(dir, 'probelens-count-calls.o');
       await run('gcc', ['-O2', '-g', '-Wall', '-c', COUNT_RUNTIME, '-o', obj], { cwd: dir });
       // REDIS_CFLAGS/REDIS_LDFLAGS reach redis's own code only (the Makefile's documented hook, used by its
-      // `gcov` target), so the bundled lua and hiredis stay uninstrumented.
-      await run('make', [JOBS, ...REDIS_MAKE, 'REDIS_CFLAGS=-finstrument-functions', `REDIS_LDFLAGS=${obj}`], { cwd: dir });
+      // `gcov` target), so the bundled lua and hiredis stay uninstrumented. -fipa-cp-clone (on by default only at
+      // -O3) lets IPA constant propagation clone redis's own functions (`expireIfNeeded.constprop.0`,
+      // `writeToClient.constprop.0`, ...): without it this build has no clone the workload runs, so the clone site
+      // kind would go unproven. GCC instruments before IPA, so a clone reports the original function's address.
+      const cflags = 'REDIS_CFLAGS=-finstrument-functions -fipa-cp-clone';
+      await run('make', [JOBS, ...REDIS_MAKE, cflags, `REDIS_LDFLAGS=${obj}`], { cwd: dir });
     },
     binaries: {
       'redis-server': 'src/redis-server',
