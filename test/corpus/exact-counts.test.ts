@@ -117,6 +117,7 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
 
     const got = new Map<string, number>();
     const kindsRan = new Set<string>();
+    const clonesRan = new Set<string>();
     for (const h of received) {
       const us = Math.round(h.ts * 1e6);
       if (us <= a.endUs || us >= b.startUs) continue;
@@ -124,6 +125,7 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
       got.set(spec, (got.get(spec) ?? 0) + 1);
       const kind = (h as Hit & { site?: { kind?: string } }).site?.kind ?? siteKindOf.get(h.probe);
       if (kind) kindsRan.add(kind);
+      if (kind === 'clone') clonesRan.add(spec);
     }
     const short = chosen.filter((n) => UNDESCRIBED_COPIES[n] && (got.get(n) ?? 0) < (expected.get(n) ?? 0));
     for (const n of short)
@@ -134,20 +136,21 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
         (n) => `${n}: received ${got.get(n) ?? 0}, the program counted ${expected.get(n) ?? 0} (sites: ${[...sitesOf.get(n)!].join(',')})`,
       );
     t.diagnostic(`${chosen.length - mismatches.length - short.length} of ${chosen.length} functions counted exactly`);
-    t.diagnostic(`site kinds that ran: ${[...kindsRan].sort().join(', ')}`);
+    t.diagnostic(`site kinds that ran: ${[...kindsRan].sort().join(', ')}; clone sites that ran: ${[...clonesRan].sort().join(', ')}`);
     assert.equal(a.overflow + b.overflow, 0, 'the counting runtime had room for every function');
     assert.deepEqual(mismatches.length, 0, `${mismatches.length} function(s) differ:\n  ${mismatches.slice(0, 60).join('\n  ')}`);
-    // Entry and inlined sites must have run. The other kinds cannot, in this binary and workload: a `.part` is
-    // armed only for a function with no other site (the README's rule; every instrumented function with a part
-    // here has its entry), and the only clones (`.isra`/`.constprop`) are in deps/hiredis, built without
-    // instrumentation and not called by the server (`_dictClear` is armed at hiredis's `_dictClear.isra.0` beside
-    // redis's own `_dictClear`, and only the latter runs).
+    // Entry, clone and inlined sites must have run: the recipe builds with -fipa-cp-clone so that redis's own
+    // functions have `.constprop` clones the workload calls. A `.part` cannot run here: it is armed only for a
+    // function with no other site (the README's rule), and every instrumented function with a part has its entry.
     const armedKinds = new Set([...siteKindOf.values()]);
     const withParts = chosen.filter((n) => sitesOf.get(n)!.has('part'));
+    const withClones = chosen.filter((n) => sitesOf.get(n)!.has('clone'));
     t.diagnostic(
-      `site kinds armed: ${[...armedKinds].sort().join(', ')}; chosen functions with a .part: ${withParts.join(', ') || 'none'}`,
+      `site kinds armed: ${[...armedKinds].sort().join(', ')}; chosen functions with a clone: ${withClones.join(', ') || 'none'}; ` +
+        `with a .part: ${withParts.join(', ') || 'none'}`,
     );
-    assert.ok(kindsRan.has('entry') && kindsRan.has('inlined'), `entry and inlined sites ran (${[...kindsRan].join(', ')})`);
+    for (const k of ['entry', 'inlined', 'clone'])
+      assert.ok(kindsRan.has(k), `a ${k} site ran (kinds that ran: ${[...kindsRan].sort().join(', ')})`);
   } finally {
     if (session) await session.stop().catch(() => undefined);
     redis.stop();
