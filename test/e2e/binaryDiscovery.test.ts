@@ -47,17 +47,28 @@ test('no binary: the status bar and a notification say so; Select Binary… then
     const browse = page.locator('.quick-input-widget .monaco-list-row').filter({ hasText: 'Browse…' }).first();
     await browse.waitFor({ state: 'visible', timeout: 30_000 });
     await browse.click();
-    // code-server's own file dialog: a path box in the quick input, which starts at the workspace folder.
-    const box = page.locator('.quick-input-widget .quick-input-box input').first();
+    // code-server's own file dialog: a path box in the quick input. It fills in the workspace folder and then lists
+    // it, rewriting the box as it goes, and it checks a typed path asynchronously: a path typed (or accepted)
+    // before it settled was seen appended to its folder, or refused as "Please select a file." So: wait for the
+    // listing, replace the box's text, and accept; if the dialog is still open, it had not taken the path yet —
+    // give it again, as a user would.
+    const widget = page.locator('.quick-input-widget');
+    const box = widget.locator('.quick-input-box input').first();
     await box.waitFor({ state: 'visible', timeout: 30_000 });
-    for (const until = Date.now() + 30_000; !(await box.inputValue()).startsWith('/') && Date.now() < until;)
-      await page.waitForTimeout(200);
-    await box.click();
-    await page.keyboard.press('Control+A');
-    await page.keyboard.type(binary, { delay: 20 });
-    for (const until = Date.now() + 10_000; (await box.inputValue()) !== binary && Date.now() < until;) await page.waitForTimeout(200);
-    assert.equal(await box.inputValue(), binary, 'the path is typed into the dialog');
-    await page.locator('.quick-input-widget .monaco-button', { hasText: 'Trace this binary' }).first().click();
+    await widget.locator('.monaco-list-row').filter({ hasText: 'calls.c' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    let accepted = false;
+    for (let attempt = 0; attempt < 3 && !accepted; attempt++) {
+      if (attempt > 0) t.diagnostic(`the file dialog had not taken the path (attempt ${attempt + 1}): ${await widget.innerText()}`);
+      await box.fill(binary);
+      for (const until = Date.now() + 10_000; (await box.inputValue()) !== binary && Date.now() < until;) await page.waitForTimeout(200);
+      assert.equal(await box.inputValue(), binary, 'the path is in the dialog');
+      await widget.locator('.monaco-button', { hasText: 'Trace this binary' }).first().click();
+      accepted = await widget.waitFor({ state: 'hidden', timeout: 10_000 }).then(
+        () => true,
+        () => false,
+      );
+    }
+    assert.ok(accepted, 'the file dialog took the binary');
     await codeLens(page, /^Trace$/)
       .first()
       .waitFor({ state: 'visible', timeout: 120_000 });
