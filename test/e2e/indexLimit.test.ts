@@ -29,7 +29,7 @@ test(
       assert.ok((await toast.getByRole('button', { name: 'Open Setting' }).count()) === 1, 'a button opens the setting');
       // Responsive: a command still runs, and no lens was drawn from an index that does not exist.
       await runCommand(page, 'ProbeLens: Show Version', { timeout: 60_000 });
-      await waitForNotification(page, `ProbeLens ${version}`);
+      await waitForNotification(page, `ProbeLens ${version}`, { timeout: 60_000 });
       assert.equal(await codeLens(page, /^Trace$/).count(), 0);
       await toast.getByRole('button', { name: 'Open Setting' }).click();
       await page.locator('.settings-editor').waitFor({ state: 'visible', timeout: 30_000 });

@@ -63,8 +63,12 @@ test('SSH target: unknown host key modal with its fingerprint, accept, probe arm
         .first();
     await row(/^\s*e2e-target\s*$/).click();
     await row(/As the login user/).click();
-    await page.locator('.quick-input-widget .quick-input-box input').waitFor({ state: 'visible' });
-    await page.keyboard.press('Enter');
+    // The mirror-folder prompt replaces the quick pick in the same widget, whose input box was visible all along:
+    // wait for the prompt itself before answering it (empty: the binary has the same path there).
+    const mirror = page.locator('.quick-input-widget').filter({ hasText: 'mirrors this workspace folder' });
+    await mirror.waitFor({ state: 'visible', timeout: 30_000 });
+    await mirror.locator('.quick-input-box input').press('Enter');
+    await mirror.waitFor({ state: 'hidden', timeout: 30_000 });
     await page.locator('.monaco-list-row').filter({ hasText: 'e2e-target' }).first().waitFor({ state: 'visible', timeout: 30_000 });
 
     // Trace starts sessions on both active targets; the SSH one stops at the unknown host key.

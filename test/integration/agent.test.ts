@@ -16,6 +16,7 @@ import {
   leftovers,
   runWorkload,
   runWorkloadPid,
+  waitAgentGone,
   waitClean,
   type Workload,
 } from './agentHarness';
@@ -172,6 +173,8 @@ test("a dead owner's leftovers (agent killed with -9, its reader orphaned) are s
   await defineWorkloadProbes(first, w);
   await first.arm();
   process.kill(first.hello.pid, 'SIGKILL');
+  // The next session starts after the owner is dead: a session that still saw it running would rightly keep out.
+  assert.ok(await waitAgentGone(first.hello.pid), `the killed agent (pid ${first.hello.pid}) ended`);
   // Other sessions on this machine sweep too, so the leftovers may already be going; if any remain, this
   // session's sweep must name them.
   const before = leftovers(first.group);

@@ -118,6 +118,26 @@ export function leftovers(group: string): string[] {
   return out;
 }
 
+/**
+ * Polls until `pid` no longer runs as an agent (gone, or a zombie: its cmdline is empty), up to `ms`. A signal is
+ * delivered when the process is next scheduled; on a busy machine a session started right after `kill -9` can
+ * still see its victim running and rightly leave its groups alone. Returns whether it ended.
+ */
+export async function waitAgentGone(pid: number, ms = 20_000): Promise<boolean> {
+  const until = Date.now() + ms;
+  for (;;) {
+    let cmd = '';
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      return true;
+    }
+    if (!cmd.includes('probelens-agent')) return true;
+    if (Date.now() > until) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** Polls until `group` has no leftovers, up to `ms`; returns what remains. */
 export async function waitClean(group: string, ms = 10_000): Promise<string[]> {
   const until = Date.now() + ms;

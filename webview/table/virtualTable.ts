@@ -178,7 +178,14 @@ export class VirtualTable {
         r.el.dataset.key = String(key);
         model.fill(index, r.cells);
       }
-      const selected = key === this.selectedKey;
+    }
+    this.markSelection();
+  }
+
+  /** Shows the selection on the rows in the DOM now, not at the next frame: a click's row is selected at once. */
+  private markSelection(): void {
+    for (const r of this.rows) {
+      const selected = r.key >= 0 && r.key === this.selectedKey;
       if (r.el.classList.contains('pl-selected') !== selected) {
         r.el.classList.toggle('pl-selected', selected);
         r.el.setAttribute('aria-selected', String(selected));
@@ -263,6 +270,7 @@ export class VirtualTable {
     this.follow = false;
     this.anchorAtTop();
     this.viewport.focus({ preventScroll: true });
+    this.markSelection();
     this.requestRender();
     this.opts.onActivate(key);
   }

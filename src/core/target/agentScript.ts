@@ -124,7 +124,7 @@ kill_readers() {
 
 rmdir_retry() {
   k=0
-  while [ -d "$1" ] && [ $k -lt 20 ]; do
+  while [ -d "$1" ] && [ $k -lt 50 ]; do
     rmdir "$1" 2>/dev/null && return 0
     k=$((k + 1)); sleep 0.1 2>/dev/null || sleep 1
   done

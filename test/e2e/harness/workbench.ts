@@ -65,15 +65,20 @@ export async function runCommand(page: Page, title: string, opts: WaitOptions = 
     await input.fill(`>${title}`);
     try {
       await row.waitFor({ state: 'visible', timeout: Math.min(5_000, Math.max(1_000, deadline - Date.now())) });
-      await row.click();
-      await page.locator(QUICK_INPUT).waitFor({ state: 'hidden', timeout: 5_000 });
-      return;
     } catch (e) {
+      // Not listed yet (the extension has not activated): close the palette and ask again. Escape is pressed only
+      // here, never after the click: with notifications on screen it would also hide them (notifications.hideToasts),
+      // the very toast a test waits for next.
       await page.keyboard.press('Escape');
       if (Date.now() >= deadline) {
         throw new Error(`command "${title}" not in the command palette after ${timeout} ms (${(e as Error).message.split('\n')[0]})`);
       }
+      continue;
     }
+    await row.click();
+    // The command runs once clicked; on a loaded machine the palette may take a while to close.
+    await page.locator(QUICK_INPUT).waitFor({ state: 'hidden', timeout: Math.max(10_000, deadline - Date.now()) });
+    return;
   }
 }
 
