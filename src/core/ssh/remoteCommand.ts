@@ -5,7 +5,6 @@
 // passes through unchanged, and the real argv, POSIX-quoted, follows as the first bytes of stdin, where
 // `/bin/sh` — whatever the login shell — reads exactly that many bytes and `exec`s it. The rest of stdin then
 // belongs to the program.
-import { quoteArgv } from '../target/target';
 
 /** Words every shell takes literally (no quoting, globbing, expansion or history characters). */
 const PLAIN_WORD = /^[A-Za-z0-9_./:=@%+,-]+$/;
@@ -24,4 +23,9 @@ export function remoteCommand(argv: readonly string[], sudo: boolean): RemoteCom
   // dd with bs=1 never reads past the payload, unlike head or read on a pipe; exit 127 if it is missing.
   const bootstrap = `sh -c 'p=$(dd bs=1 count=${payload.length} 2>/dev/null) || exit 127; eval "$p"'`;
   return { command: prefix + bootstrap, stdinPrefix: payload };
+}
+
+/** POSIX single-quote each argument so a remote login shell passes it through unchanged. */
+export function quoteArgv(argv: readonly string[]): string {
+  return argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
 }

@@ -35,14 +35,9 @@ export interface Target {
   describe(): string;
   /**
    * Start `argv` (a fixed program such as `['sh', '-c', AGENT_SCRIPT, 'probelens-agent']`). Implementations
-   * that must go through a remote shell quote each element with `quoteArgv`.
+   * that must go through a remote shell quote each element with `quoteArgv` (ssh/remoteCommand).
    */
   exec(argv: readonly string[], opts?: ExecOptions): Promise<ExecChannel>;
   /** Release the connection (SSH) or nothing (local). Running channels are ended. */
   close(): Promise<void>;
-}
-
-/** POSIX single-quote each argument so a remote login shell passes it through unchanged. */
-export function quoteArgv(argv: readonly string[]): string {
-  return argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
 }

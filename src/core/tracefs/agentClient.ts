@@ -27,8 +27,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { randomBytes } from 'node:crypto';
 import { AGENT_ARGV0, AGENT_PROTOCOL_VERSION, AGENT_SCRIPT } from '../target/agentScript';
 import type { ExecChannel, ExecExit, Target } from '../target/target';
-import { frameDefinition, newSentinel } from './framing';
-import type { Sentinel } from './hitParser';
+import { frameDefinition, newSentinel, type Sentinel } from './framing';
 import { GROUP_PATTERN } from '../probes/definition';
 
 export interface AgentHello {

@@ -9,7 +9,13 @@
 //   end        last, so a record ends only at a line that ends with the secret.
 // Non-string values (integers, hex, arrays of integers, `(fault)`) are printed by the kernel, never by the program.
 import { randomBytes } from 'node:crypto';
-import type { Sentinel } from './hitParser';
+
+/** The per-session secret that ends every framed record (see the header of this file). */
+export interface Sentinel {
+  name: string;
+  /** The value as trace_pipe prints it (`0x…` for the x64 immediate). */
+  printed: string;
+}
 
 export function isStringType(type: string): boolean {
   return type === 'string' || type === 'ustring' || type === 'symstr';

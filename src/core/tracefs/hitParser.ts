@@ -12,7 +12,9 @@
 // parsed line by line against the schema the client defined, a string ending only where the rest of the record
 // still fits (the rightmost such place): a string cannot alter the arguments fetched after it, but with a
 // newline it can still end its record early and forge lines after it.
-import { frameLayout, isStringType } from './framing';
+import { frameLayout, isStringType, type Sentinel } from './framing';
+
+export type { Sentinel } from './framing';
 import type { Hit, HitValue, ProbeKind } from '../../shared/hit';
 import { parseTypedValue } from './values';
 
@@ -39,12 +41,6 @@ export interface ParserStats {
   unparsed: number;
   /** Event records that did not fit their schema (or grew past the size bound). */
   malformed: number;
-}
-
-export interface Sentinel {
-  name: string;
-  /** The value as trace_pipe prints it (`0x…` for the x64 immediate). */
-  printed: string;
 }
 
 // Line mode (no sentinel): the header is the start of a line. The `s` flag: a comm may hold `\r`, U+2028 or
