@@ -38,6 +38,10 @@ const MACHINES: Record<number, string> = {
   243: 'RISC-V',
   258: 'LoongArch',
 };
+/** Human name of an e_machine number ("x86-64", "PowerPC64", "machine 1234"). */
+export function machineName(machine: number): string {
+  return MACHINES[machine] ?? `machine ${machine}`;
+}
 const TYPES: Record<number, ElfType> = { 1: 'REL', 2: 'EXEC', 3: 'DYN', 4: 'CORE' };
 
 export interface ElfParseOptions {
@@ -84,7 +88,7 @@ export class ElfFile {
     this.littleEndian = h.littleEndian;
     this.addressSize = h.elfClass === 64 ? 8 : 4;
     this.machine = h.machine;
-    this.machineName = MACHINES[h.machine] ?? `machine ${h.machine}`;
+    this.machineName = machineName(h.machine);
     this.arch = h.machine === 62 ? 'x86_64' : h.machine === 183 ? 'aarch64' : undefined;
     this.type = TYPES[h.type] ?? 'UNKNOWN';
     this.entry = h.entry;

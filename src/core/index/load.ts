@@ -5,6 +5,7 @@ import { buildIndex, type BuildOptions } from './build';
 import { BinaryIndex } from './binaryIndex';
 import { cacheKey, readCache, writeCache } from './cache';
 import { readBinaryIdentity } from './identity';
+import { requireRegularFile } from '../binary/regularFile';
 import { runWorkerJob } from '../worker/client';
 import { dwarfSizeOf, EDITOR_LIMIT_NAMES, IndexLimitError, scaledLimits, type IndexLimits, type LimitNames } from '../worker/limits';
 import { CODEC_VERSION, decodeIndex, encodeIndex, isEncodedIndex, type EncodedIndex } from './codec';
@@ -42,6 +43,8 @@ function keyFor(path: string, debugDirs: string[] | undefined): string {
 
 export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Promise<LoadedIndex> {
   const path = resolve(binaryPath);
+  // Before anything opens it: a FIFO, device, directory or link loop is refused in one sentence, never waited on.
+  requireRegularFile(path);
   const key = opts.noCache ? undefined : keyFor(path, opts.debugDirs);
   if (key) {
     const cached = readCache(key, isCurrent(path), opts.cacheDir);

@@ -3,10 +3,11 @@
 // backend indexes cold in ≈ 3.5 s with a ≈ 365 MiB peak, far inside what it is given here.
 // The size is read from the section headers alone (positioned reads, never the whole file), so a hostile file
 // cannot make the estimate itself expensive; a separate debug file is measured where gdb would look for it.
-import { open, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { maxDecompressedSize } from '../binary/compressed';
+import { openRegularFile } from '../binary/regularFile';
 
 export const MIN_TIME_LIMIT_SECONDS = 120;
 export const TIME_SECONDS_PER_DWARF_MIB = 3;
@@ -156,7 +157,7 @@ async function debugCandidates(path: string, fh: FileHandle, h: Header, debugDir
 async function withFile<T>(path: string, f: (fh: FileHandle, h: Header) => Promise<T>): Promise<T | undefined> {
   let fh: FileHandle | undefined;
   try {
-    fh = await open(path, 'r');
+    fh = await openRegularFile(path);
     const h = await readHeader(fh);
     return h ? await f(fh, h) : undefined;
   } catch {
