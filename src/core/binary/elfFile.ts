@@ -45,7 +45,7 @@ export function machineName(machine: number): string {
 const TYPES: Record<number, ElfType> = { 1: 'REL', 2: 'EXEC', 3: 'DYN', 4: 'CORE' };
 
 export interface ElfParseOptions {
-  /** Total decompressed bytes of this file's compressed sections (default MAX_TOTAL_DECOMPRESSED_BYTES). */
+  /** Total decompressed bytes of this file's compressed sections (default: fileDecompressionLimit of its size). */
   maxDecompressedBytes?: number;
 }
 
@@ -82,7 +82,10 @@ export class ElfFile {
     raw: RawElf,
     opts: ElfParseOptions,
   ) {
-    this.decompression = new DecompressionBudget(opts.maxDecompressedBytes);
+    this.decompression =
+      opts.maxDecompressedBytes !== undefined
+        ? new DecompressionBudget(opts.maxDecompressedBytes)
+        : DecompressionBudget.forFile(data.length);
     const h = raw.header;
     this.elfClass = h.elfClass;
     this.littleEndian = h.littleEndian;
