@@ -1,12 +1,12 @@
 // What the rest of ProbeLens opens: the executable (symbols, PT_LOAD offsets, notes, code bytes) paired with
 // wherever its DWARF lives (itself, or a separate debug file found by build-id/debuglink).
-import { readFile, stat } from 'node:fs/promises';
 import { findDebugFile, type DebugCandidate, type DebugLookupOptions, type DebugVia } from './debugFile';
-import { ElfFile, type Arch, type ElfType } from './elfFile';
-import { NotElfError } from './errors';
+import { ElfFile, machineName, type Arch, type ElfType } from './elfFile';
+import { CoreFileError, UnsupportedArchError } from './errors';
 import { readGoInfo, type GoInfo } from './goinfo';
 import type { SectionSource } from './sections';
 import type { FunctionSymbol, SymbolGroup } from './symbols';
+import { readRegularFile } from './regularFile';
 import { readUsdtProbes, type UsdtProbe } from './usdt';
 
 export interface OpenBinaryOptions extends DebugLookupOptions {
@@ -104,16 +104,30 @@ function mergeSymbolSets(a: { groups: SymbolGroup[] }, b: { groups: SymbolGroup[
 }
 
 /**
- * Opens a binary and locates its DWARF. Throws NotElfError, ElfFormatError, UnsupportedArchError (unless
- * anyArch), DebugFileMismatchError (explicit debugFile only), or the fs error when the file can't be read.
+ * Opens a binary and locates its DWARF. Throws NotRegularFileError (a directory, FIFO, device, socket or link
+ * loop: never opened for blocking reads), NotElfError, CoreFileError, ElfFormatError, UnsupportedArchError
+ * (unless anyArch), DebugFileMismatchError (explicit debugFile only), or the fs error when it can't be read.
  */
 export async function openBinary(path: string, opts: OpenBinaryOptions = {}): Promise<BinaryImage> {
-  const st = await stat(path);
-  if (!st.isFile()) throw new NotElfError(path, st.isDirectory() ? 'it is a directory' : 'it is not a regular file');
-  const elf = ElfFile.parse(await readFile(path), path);
+  const data = await readRegularFile(path);
+  checkKind(data, path, opts.anyArch ?? false);
+  const elf = ElfFile.parse(data, path);
   if (!opts.anyArch) elf.requireProbeableArch();
   if (elf.hasDebugInfo && !opts.debugFile) return new BinaryImage(elf, undefined, 'self', []);
   const found = await findDebugFile(elf, opts);
   if (found.debug) return new BinaryImage(elf, found.debug, found.via, found.tried);
   return new BinaryImage(elf, undefined, elf.hasDebugInfo ? 'self' : undefined, found.tried);
+}
+
+/**
+ * What the ELF header's identification says, before the tables are parsed: a core dump is not a program,
+ * and a foreign machine's file is refused as such, not reported as whatever its tables trip over first.
+ */
+function checkKind(data: Buffer, path: string, anyArch: boolean): void {
+  if (data.length < 20 || data.readUInt32BE(0) !== 0x7f454c46 || (data[5] !== 1 && data[5] !== 2)) return;
+  const le = data[5] === 1;
+  const type = le ? data.readUInt16LE(16) : data.readUInt16BE(16);
+  const machine = le ? data.readUInt16LE(18) : data.readUInt16BE(18);
+  if (type === 4) throw new CoreFileError(path);
+  if (!anyArch && machine !== 62 && machine !== 183) throw new UnsupportedArchError(machineName(machine), path);
 }

@@ -23,10 +23,34 @@ const SMALL_ALLOWANCE = 1024 * 1024;
 /** Total decompressed bytes of all the debug sections read from one file. */
 export const MAX_TOTAL_DECOMPRESSED_BYTES = 2 * 1024 * 1024 * 1024;
 
+/**
+ * What one file's compressed sections may decompress to, together, relative to the file: real debug info
+ * compresses 3–8:1 (zlib, zstd), so 32 times the file's size (from a floor that small files get) never
+ * refuses a real binary, while a 1 MB file declaring a 1 GiB section is refused before anything is inflated.
+ */
+export const DECOMPRESSED_PER_FILE_BYTE = 32;
+export const MIN_FILE_DECOMPRESSED_BYTES = 64 * 1024 * 1024;
+
+export function fileDecompressionLimit(fileBytes: number): number {
+  return Math.min(MAX_TOTAL_DECOMPRESSED_BYTES, Math.max(MIN_FILE_DECOMPRESSED_BYTES, fileBytes * DECOMPRESSED_PER_FILE_BYTE));
+}
+
 /** The decompressed bytes one file has used so far, against its total. */
 export class DecompressionBudget {
   used = 0;
-  constructor(readonly limit = MAX_TOTAL_DECOMPRESSED_BYTES) {}
+  constructor(
+    readonly limit = MAX_TOTAL_DECOMPRESSED_BYTES,
+    /** How the limit was set, for the message ("" when it is a fixed total). */
+    private readonly why = '',
+  ) {}
+
+  /** The budget of a file of `fileBytes` bytes (fileDecompressionLimit). */
+  static forFile(fileBytes: number): DecompressionBudget {
+    return new DecompressionBudget(
+      fileDecompressionLimit(fileBytes),
+      ` (${DECOMPRESSED_PER_FILE_BYTE} times the size of this ${fileBytes}-byte file, at least ${MIN_FILE_DECOMPRESSED_BYTES}: real debug info compresses far less)`,
+    );
+  }
 
   /** Takes `size` bytes from the budget before they are allocated; throws ElfFormatError past the total. */
   reserve(size: number, where: string, fileOffset: number): void {
@@ -34,7 +58,7 @@ export class DecompressionBudget {
       throw new ElfFormatError(
         where,
         fileOffset,
-        `decompressing its ${size} bytes would bring this file's decompressed debug sections to ${this.used + size} bytes, over the total of ${this.limit} ProbeLens decompresses per file`,
+        `decompressing its ${size} bytes would bring this file's decompressed debug sections to ${this.used + size} bytes, over the total of ${this.limit} ProbeLens decompresses per file${this.why}`,
       );
     }
     this.used += size;

@@ -2,11 +2,12 @@
 // (`ROOT/.build-id/ab/cdef….debug`), then by .gnu_debuglink next to the binary, in its `.debug/` subfolder,
 // and under each root mirrored by the binary's directory (`/usr/lib/debug/usr/bin/x.debug`). A candidate is
 // used only when it proves it belongs: same build-id, or the debuglink's CRC32 over the whole file.
-import { readFile, realpath } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { crc32 } from './crc32';
 import { ElfFile } from './elfFile';
 import { DebugFileMismatchError, isBinaryFormatError } from './errors';
+import { readRegularFile } from './regularFile';
 
 export const SYSTEM_DEBUG_DIR = '/usr/lib/debug';
 
@@ -45,7 +46,7 @@ export async function findDebugFile(binary: ElfFile, opts: DebugLookupOptions = 
     let data: Buffer;
     try {
       if ((await realpath(path)) === self) return undefined;
-      data = await readFile(path);
+      data = await readRegularFile(path);
     } catch {
       tried.push({ path, via, verdict: 'missing' });
       return undefined;

@@ -38,10 +38,14 @@ const MACHINES: Record<number, string> = {
   243: 'RISC-V',
   258: 'LoongArch',
 };
+/** Human name of an e_machine number ("x86-64", "PowerPC64", "machine 1234"). */
+export function machineName(machine: number): string {
+  return MACHINES[machine] ?? `machine ${machine}`;
+}
 const TYPES: Record<number, ElfType> = { 1: 'REL', 2: 'EXEC', 3: 'DYN', 4: 'CORE' };
 
 export interface ElfParseOptions {
-  /** Total decompressed bytes of this file's compressed sections (default MAX_TOTAL_DECOMPRESSED_BYTES). */
+  /** Total decompressed bytes of this file's compressed sections (default: fileDecompressionLimit of its size). */
   maxDecompressedBytes?: number;
 }
 
@@ -78,13 +82,16 @@ export class ElfFile {
     raw: RawElf,
     opts: ElfParseOptions,
   ) {
-    this.decompression = new DecompressionBudget(opts.maxDecompressedBytes);
+    this.decompression =
+      opts.maxDecompressedBytes !== undefined
+        ? new DecompressionBudget(opts.maxDecompressedBytes)
+        : DecompressionBudget.forFile(data.length);
     const h = raw.header;
     this.elfClass = h.elfClass;
     this.littleEndian = h.littleEndian;
     this.addressSize = h.elfClass === 64 ? 8 : 4;
     this.machine = h.machine;
-    this.machineName = MACHINES[h.machine] ?? `machine ${h.machine}`;
+    this.machineName = machineName(h.machine);
     this.arch = h.machine === 62 ? 'x86_64' : h.machine === 183 ? 'aarch64' : undefined;
     this.type = TYPES[h.type] ?? 'UNKNOWN';
     this.entry = h.entry;

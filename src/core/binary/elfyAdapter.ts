@@ -112,6 +112,10 @@ export function parseElfContainer(data: Buffer): RawElf {
       );
   }
 
+  // Without sections elfy has nothing to name and trips over the missing section-name table: the program
+  // headers are read below either way.
+  if (shnum === 0)
+    return { header: { elfClass: cls, littleEndian: le, osabi: data[7], type, machine, entry }, sections: [], segments: readSegments() };
   let parsed;
   try {
     parsed = elfyParse(data);
@@ -136,7 +140,13 @@ export function parseElfContainer(data: Buffer): RawElf {
     return { index, name: s.name, type, flags, addr, offset, size, link: s.link, info: s.info, addralign, entsize };
   });
 
-  const segments: RawSegment[] = parsed.body.programs.map((_p, index) => {
+  return { header: { elfClass: cls, littleEndian: le, osabi: data[7], type, machine, entry }, sections, segments: readSegments() };
+
+  function readSegments(): RawSegment[] {
+    return Array.from({ length: phnum }, (_p, index) => readSegment(index));
+  }
+
+  function readSegment(index: number): RawSegment {
     const c = new Cursor(data, le, `program header ${index}`, 0, phoff + index * phentsize);
     const type = c.u32();
     if (cls === 64) {
@@ -157,13 +167,7 @@ export function parseElfContainer(data: Buffer): RawElf {
     const flags = c.u32();
     const align = BigInt(c.u32());
     return { index, type, flags, offset, vaddr, paddr, filesz, memsz, align };
-  });
-
-  return {
-    header: { elfClass: cls, littleEndian: le, osabi: data[7], type, machine, entry },
-    sections,
-    segments,
-  };
+  }
 }
 
 function checkTable(data: Buffer, what: string, off: number, num: number, entsize: number, minEntsize: number): void {

@@ -42,6 +42,14 @@ export class UnsupportedArchError extends Error {
   }
 }
 
+/** An ELF core dump (ET_CORE): the memory of a crashed process, not a program that can be probed. */
+export class CoreFileError extends Error {
+  constructor(readonly path: string) {
+    super(`${path} is a core dump, not a program: point ProbeLens at the executable that crashed (\`file ${path}\` names it)`);
+    this.name = 'CoreFileError';
+  }
+}
+
 /** A separate debug file was found but does not belong to the binary (build-id or CRC differ). */
 export class DebugFileMismatchError extends Error {
   constructor(
@@ -55,6 +63,6 @@ export class DebugFileMismatchError extends Error {
 }
 
 /** True for the typed errors this layer throws on bad input (used by the fuzz test and by callers that degrade). */
-export function isBinaryFormatError(e: unknown): e is NotElfError | ElfFormatError | UnsupportedArchError {
-  return e instanceof NotElfError || e instanceof ElfFormatError || e instanceof UnsupportedArchError;
+export function isBinaryFormatError(e: unknown): e is NotElfError | ElfFormatError | UnsupportedArchError | CoreFileError {
+  return e instanceof NotElfError || e instanceof ElfFormatError || e instanceof UnsupportedArchError || e instanceof CoreFileError;
 }

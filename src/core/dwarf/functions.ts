@@ -99,8 +99,20 @@ const PARAM_ATTRS = [AT.name, AT.type, AT.abstract_origin];
 const vals = [0, 0, 0],
   forms = [0, 0, 0];
 
+/**
+ * The work a unit's DIEs imply is bounded by the bytes that hold them: real DWARF spends 17 bytes or more of
+ * .debug_info per subprogram, parameter and inlined-call DIE (rustc, Go, GCC, Clang measured), so more than
+ * one per MIN_BYTES_PER_RECORD bytes, past a floor, is a hostile file: a few MB of 1-byte DIEs would otherwise
+ * cost seconds and gigabytes before any limit could stop it.
+ */
+export const MIN_BYTES_PER_RECORD = 8;
+export const RECORD_FLOOR = 20_000;
+const NAMING: readonly number[] = [AT.name, AT.linkage_name, AT.MIPS_linkage_name, AT.specification, AT.abstract_origin];
+
 export class FunctionPass {
   readonly recs = new Map<number, Rec>();
+  private records = 0;
+  private readonly maxRecords: number;
   readonly inlined = new Map<number, number[]>();
   /** Inlined-subroutine DIE → the function DIE it sits in (for "inlined into CALLER"). */
   readonly inlinedCaller = new Map<number, number>();
@@ -108,6 +120,19 @@ export class FunctionPass {
   readonly inlinedSubprogram = new Map<number, number>();
   /** Enclosing namespace/class prefix of named types declared inside one (C++, Rust): type strings use it. */
   readonly typeScopes = new Map<number, string>();
+
+  /** `infoBytes`: the size of the .debug_info (and type units) walked, which bounds the records kept. */
+  constructor(private readonly infoBytes = Infinity) {
+    this.maxRecords = RECORD_FLOOR + Math.floor(infoBytes / MIN_BYTES_PER_RECORD);
+  }
+
+  private count(r: ReturnType<Unit['reader']>, at: number): void {
+    if (++this.records > this.maxRecords)
+      r.fail(
+        `more than ${this.maxRecords} subprogram, parameter and inlined-call DIEs in ${this.infoBytes} bytes of debug info, far denser than any compiler writes them`,
+        at,
+      );
+  }
 
   walk(u: Unit): void {
     const r = u.reader(u.dieStart);
@@ -138,6 +163,12 @@ export class FunctionPass {
       let subprogram = subprograms[subprograms.length - 1];
       switch (tag) {
         case TAG.subprogram: {
+          // A subprogram with nothing that could name it describes no function: skipped, like any other DIE.
+          if (!ab.attrs.some((x) => NAMING.includes(x))) {
+            skipAttrs(u, r, ab);
+            break;
+          }
+          this.count(r, at);
           const d = readAttrs(u, r, ab, at);
           const rec = this.record(u, d, prefix);
           fn = rec;
@@ -148,6 +179,7 @@ export class FunctionPass {
         case TAG.formal_parameter: {
           const parent = fns[fns.length - 1];
           if (parent) {
+            this.count(r, at);
             scanAttrs(u, r, ab, PARAM_ATTRS, vals, forms);
             parent.params.push({
               name: forms[0] < 0 ? '' : (u.strOf(forms[0], vals[0]) ?? ''),
@@ -161,6 +193,7 @@ export class FunctionPass {
         case TAG.inlined_subroutine: {
           const origin = scanRef(u, r, ab, AT.abstract_origin);
           if (origin !== undefined) {
+            this.count(r, at);
             let list = this.inlined.get(origin);
             if (!list) this.inlined.set(origin, (list = []));
             list.push(at);

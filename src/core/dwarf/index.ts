@@ -88,7 +88,7 @@ export class Dwarf implements Resolver {
 
   functions(): FunctionInfo[] {
     if (this.fns) return this.fns;
-    const pass = new FunctionPass();
+    const pass = new FunctionPass((this.dw.get('.debug_info')?.length ?? 0) + (this.dw.get('.debug_types')?.length ?? 0));
     // Type units hold no code, but walking them records the namespaces their classes live in.
     for (const u of this.units()) pass.walk(u);
     this.typeScopes = pass.typeScopes;

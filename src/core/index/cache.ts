@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import {
   chmodSync,
   closeSync,
+  constants,
   fstatSync,
   lstatSync,
   mkdirSync,
@@ -111,7 +112,9 @@ export function readCache<T>(key: string, isValid: (v: unknown) => v is T, dir =
   let buf: Buffer;
   let fd: number;
   try {
-    fd = openSync(file, 'r');
+    // Never blocks (a FIFO opens at once) and never follows a link: a link or anything but a regular file is
+    // ignored, and the entry is rebuilt and renamed over it.
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW);
   } catch {
     return undefined;
   }

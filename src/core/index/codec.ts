@@ -237,6 +237,129 @@ export function decodeIndex(e: EncodedIndex): IndexData {
   return data;
 }
 
+/**
+ * True for a cache entry of this codec and format whose columns agree with each other and with its header:
+ * every column there with its type and length, every string id inside the string table, every param and site
+ * span inside its columns, every number that becomes a bigint an exact non-negative integer. A damaged entry
+ * (a disk error, a truncated copy, a hand edit) then reads as absent and is rebuilt, instead of failing every
+ * later run with a JavaScript error or allocating what a huge count asks for.
+ */
 export function isEncodedIndex(v: unknown): v is EncodedIndex {
-  return typeof v === 'object' && v !== null && (v as EncodedIndex).codec === CODEC_VERSION && (v as EncodedIndex).format === INDEX_FORMAT;
+  if (typeof v !== 'object' || v === null) return false;
+  const e = v as EncodedIndex;
+  if (e.codec !== CODEC_VERSION || e.format !== INDEX_FORMAT) return false;
+  try {
+    return validColumns(e) && validMeta(e.meta);
+  } catch {
+    return false;
+  }
+}
+
+/** The typed-array classes a column may be. */
+type Column = typeof Uint8Array | typeof Uint32Array | typeof Float64Array;
+
+const FN_COLUMNS: Record<keyof EncodedIndex['fn'], Column> = {
+  name: Uint32Array,
+  linkage: Uint32Array,
+  file: Uint32Array,
+  line: Uint32Array,
+  address: Float64Array,
+  fileOffset: Float64Array,
+  size: Float64Array,
+  inlined: Uint32Array,
+  flags: Uint8Array,
+  reason: Uint32Array,
+  unitOffset: Float64Array,
+  dieOffset: Float64Array,
+  paramStart: Uint32Array,
+  paramCount: Uint32Array,
+  siteStart: Uint32Array,
+  siteCount: Uint32Array,
+  aliases: Uint32Array,
+};
+const PARAM_COLUMNS: Record<keyof EncodedIndex['param'], Column> = {
+  name: Uint32Array,
+  type: Uint32Array,
+  location: Uint32Array,
+  inferred: Uint8Array,
+};
+const SITE_COLUMNS: Record<Exclude<keyof EncodedIndex['site'], 'ranges'>, Column> = {
+  kind: Uint8Array,
+  address: Float64Array,
+  fileOffset: Float64Array,
+  dieOffset: Float64Array,
+  unitOffset: Float64Array,
+  caller: Uint32Array,
+  file: Uint32Array,
+  line: Uint32Array,
+  symbol: Uint32Array,
+  rangeStart: Uint32Array,
+  rangeCount: Uint32Array,
+};
+
+/** The columns of `group` exist with their types and one common length, which is returned (-1 otherwise). */
+function columnsLength(group: unknown, types: Record<string, Column>): number {
+  if (typeof group !== 'object' || group === null) return -1;
+  let n = -1;
+  for (const [key, type] of Object.entries(types)) {
+    const c = (group as Record<string, unknown>)[key];
+    if (!(c instanceof type) || (n >= 0 && (c as Uint8Array).length !== n)) return -1;
+    n = (c as Uint8Array).length;
+  }
+  return n;
+}
+
+const exact = (x: number): boolean => Number.isSafeInteger(x) && x >= 0;
+
+function validColumns(e: EncodedIndex): boolean {
+  if (!(e.strings instanceof Uint8Array)) return false;
+  let strings = 1;
+  for (let i = 0; i < e.strings.length; i++) if (e.strings[i] === 0) strings++;
+  const str = (id: number): boolean => id < strings;
+  const opt = (id: number): boolean => id === NONE || id < strings;
+  const n = columnsLength(e.fn, FN_COLUMNS);
+  const np = columnsLength(e.param, PARAM_COLUMNS);
+  const ns = columnsLength(e.site, SITE_COLUMNS);
+  if (n < 0 || np < 0 || ns < 0 || !(e.site.ranges instanceof Float64Array)) return false;
+  const { fn, param, site } = e;
+  for (let i = 0; i < n; i++) {
+    const flags = fn.flags[i];
+    if (!str(fn.name[i]) || !opt(fn.linkage[i]) || !opt(fn.file[i]) || !opt(fn.reason[i]) || !opt(fn.aliases[i])) return false;
+    if (fn.paramStart[i] + fn.paramCount[i] > np || fn.siteStart[i] + fn.siteCount[i] > ns) return false;
+    if ((flags & F_HAS_ADDRESS && !exact(fn.address[i])) || (flags & F_HAS_OFFSET && !exact(fn.fileOffset[i]))) return false;
+    if (!Number.isFinite(fn.size[i]) || !Number.isFinite(fn.unitOffset[i]) || !Number.isFinite(fn.dieOffset[i])) return false;
+  }
+  for (let i = 0; i < np; i++) if (!str(param.name[i]) || !str(param.type[i]) || !str(param.location[i])) return false;
+  for (let i = 0; i < ns; i++) {
+    if (site.kind[i] >= SITE_KINDS.length || !exact(site.address[i])) return false;
+    if (site.fileOffset[i] !== -1 && !exact(site.fileOffset[i])) return false;
+    if (!Number.isFinite(site.dieOffset[i]) || !Number.isFinite(site.unitOffset[i])) return false;
+    if (!opt(site.caller[i]) || !opt(site.file[i]) || !opt(site.symbol[i])) return false;
+    if (site.rangeStart[i] + site.rangeCount[i] > site.ranges.length) return false;
+  }
+  return true;
+}
+
+const LINE_COLUMNS: Record<keyof IndexData['lines'], Column> = {
+  address: Float64Array,
+  line: Uint32Array,
+  file: Uint32Array,
+  flags: Uint8Array,
+};
+
+/** The header fields the index reads without checking: their types, and line rows whose files exist. */
+function validMeta(m: EncodedIndex['meta']): boolean {
+  if (typeof m !== 'object' || m === null) return false;
+  if (typeof m.path !== 'string' || typeof m.size !== 'number' || typeof m.mtimeMs !== 'number') return false;
+  if (m.buildId !== undefined && typeof m.buildId !== 'string') return false;
+  if (m.arch !== 'x86_64' && m.arch !== 'aarch64') return false;
+  if (!Array.isArray(m.files) || !m.files.every((f) => typeof f === 'string')) return false;
+  if (columnsLength(m.lines, LINE_COLUMNS) < 0) return false;
+  for (const f of m.lines.file) if (f >= m.files.length) return false;
+  if (!Array.isArray(m.usdt)) return false;
+  for (const u of m.usdt) {
+    if (typeof u !== 'object' || u === null || typeof u.provider !== 'string' || typeof u.name !== 'string') return false;
+    if (typeof u.address !== 'bigint' || typeof u.fileOffset !== 'bigint' || !Array.isArray(u.args)) return false;
+  }
+  return true;
 }

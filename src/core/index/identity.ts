@@ -1,7 +1,8 @@
 // The cache key of a binary without reading the whole file: the ELF header, the program headers and the
 // PT_NOTE segments are a few KiB at the start of the file, and the GNU build-id note lives there. A cache hit
 // must stay far under 50 ms even for a 100 MB binary, so this never reads section contents.
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, readSync } from 'node:fs';
+import { openRegularFileSync } from '../binary/regularFile';
 
 const PT_NOTE = 4;
 const NT_GNU_BUILD_ID = 3;
@@ -17,7 +18,8 @@ export interface BinaryIdentity {
 }
 
 export function readBinaryIdentity(path: string): BinaryIdentity {
-  const fd = openSync(path, 'r');
+  // A FIFO, device or directory is refused at once (NotRegularFileError) instead of blocking in open(2).
+  const fd = openRegularFileSync(path);
   try {
     const st = fstatSync(fd);
     const id: BinaryIdentity = { size: st.size, mtimeMs: st.mtimeMs };

@@ -5,8 +5,17 @@ import { buildIndex, type BuildOptions } from './build';
 import { BinaryIndex } from './binaryIndex';
 import { cacheKey, readCache, writeCache } from './cache';
 import { readBinaryIdentity } from './identity';
+import { requireRegularFile } from '../binary/regularFile';
 import { runWorkerJob } from '../worker/client';
-import { dwarfSizeOf, EDITOR_LIMIT_NAMES, IndexLimitError, scaledLimits, type IndexLimits, type LimitNames } from '../worker/limits';
+import {
+  dwarfSizeOf,
+  EDITOR_LIMIT_NAMES,
+  IndexLimitError,
+  MAX_TIME_LIMIT_SECONDS,
+  scaledLimits,
+  type IndexLimits,
+  type LimitNames,
+} from '../worker/limits';
 import { CODEC_VERSION, decodeIndex, encodeIndex, isEncodedIndex, type EncodedIndex } from './codec';
 import { INDEX_FORMAT, type IndexData } from './model';
 
@@ -42,17 +51,30 @@ function keyFor(path: string, debugDirs: string[] | undefined): string {
 
 export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Promise<LoadedIndex> {
   const path = resolve(binaryPath);
+  // Before anything opens it: a FIFO, device, directory or link loop is refused in one sentence, never waited on.
+  requireRegularFile(path);
   const key = opts.noCache ? undefined : keyFor(path, opts.debugDirs);
   if (key) {
     const cached = readCache(key, isCurrent(path), opts.cacheDir);
     if (cached) return { index: new BinaryIndex(decodeIndex(cached)), fromCache: true };
   }
-  const data = opts.inWorker
-    ? await buildInWorker(path, opts)
-    : await buildIndex(path, { debugDirs: opts.debugDirs, onProgress: opts.onProgress });
+  let data: IndexData;
+  try {
+    data = opts.inWorker
+      ? await buildInWorker(path, opts)
+      : await buildIndex(path, { debugDirs: opts.debugDirs, onProgress: opts.onProgress });
+  } catch (e) {
+    throw namingFile(e, path);
+  }
   const encoded = key ? encodeIndex(data) : undefined;
   if (key && encoded) writeCache(key, encoded, opts.cacheDir);
   return { index: new BinaryIndex(data), fromCache: false };
+}
+
+/** Every message says which file it is about: a failure deep in a section ("malformed DWARF in…") gets the path. */
+function namingFile(e: unknown, path: string): unknown {
+  if (e instanceof Error && !e.message.includes(path)) e.message = `${path}: ${e.message}`;
+  return e;
 }
 
 function isCurrent(path: string) {
@@ -73,7 +95,7 @@ export async function indexLimitsFor(
   const scaled = scaledLimits(dwarfBytes);
   return {
     dwarfBytes,
-    timeLimitSeconds: opts.limits?.timeLimitSeconds || scaled.timeLimitSeconds,
+    timeLimitSeconds: Math.min(MAX_TIME_LIMIT_SECONDS, opts.limits?.timeLimitSeconds || scaled.timeLimitSeconds),
     memoryLimitMb: opts.limits?.memoryLimitMb || scaled.memoryLimitMb,
   };
 }

@@ -450,6 +450,14 @@ function describeAgentError(verb: string, code: string, msg: string, info: strin
     const log = info.filter((l) => l.trim()).join('\n');
     return `the kernel rejected a probe definition${log ? `:\n${log}` : ''}`;
   }
+  if (verb === 'HELLO' && code === 'EPERM') {
+    // The agent asks for root whenever uprobe_events is not writable; as root that is a read-only tracefs.
+    const ro = /\(uid 0 cannot write (\S+)\)/.exec(msg);
+    if (ro) {
+      const dir = ro[1].replace(/\/[^/]*$/, '');
+      return `${ro[1]} is read-only even for root (tracefs is mounted read-only, or kernel lockdown or a security module forbids it): remount it read-write (mount -o remount,rw ${dir}) or lift the restriction, then trace again`;
+    }
+  }
   return `${verb} failed (${code}): ${msg}`;
 }
 

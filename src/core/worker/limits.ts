@@ -3,15 +3,18 @@
 // backend indexes cold in ≈ 3.5 s with a ≈ 365 MiB peak, far inside what it is given here.
 // The size is read from the section headers alone (positioned reads, never the whole file), so a hostile file
 // cannot make the estimate itself expensive; a separate debug file is measured where gdb would look for it.
-import { open, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
-import { maxDecompressedSize } from '../binary/compressed';
+import { fileDecompressionLimit, maxDecompressedSize } from '../binary/compressed';
+import { openRegularFile } from '../binary/regularFile';
 
 export const MIN_TIME_LIMIT_SECONDS = 120;
 export const TIME_SECONDS_PER_DWARF_MIB = 3;
 export const MIN_MEMORY_LIMIT_MB = 1024;
 export const MEMORY_MB_PER_DWARF_MIB = 64;
+/** The longest a timer can wait (setTimeout's 2^31−1 ms): a larger limit would fire at once, not never. */
+export const MAX_TIME_LIMIT_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
 
 export interface IndexLimits {
   timeLimitSeconds: number;
@@ -32,7 +35,7 @@ export function scaledLimits(dwarfBytes: number): IndexLimits {
   // Never more than most of the machine: past that the limit would not protect anything.
   const ceiling = Math.max(MIN_MEMORY_LIMIT_MB, Math.floor((totalmem() / (1024 * 1024)) * 0.75));
   return {
-    timeLimitSeconds: Math.max(MIN_TIME_LIMIT_SECONDS, Math.ceil(mib * TIME_SECONDS_PER_DWARF_MIB)),
+    timeLimitSeconds: Math.min(MAX_TIME_LIMIT_SECONDS, Math.max(MIN_TIME_LIMIT_SECONDS, Math.ceil(mib * TIME_SECONDS_PER_DWARF_MIB))),
     memoryLimitMb: Math.min(ceiling, Math.max(MIN_MEMORY_LIMIT_MB, Math.ceil(mib * MEMORY_MB_PER_DWARF_MIB))),
   };
 }
@@ -62,6 +65,7 @@ const SHT_NOBITS = 8;
 const SHF_COMPRESSED = 0x800;
 
 interface Header {
+  fileSize: number;
   le: boolean;
   is64: boolean;
   sections: Array<{ name: string; type: number; flags: number; offset: number; size: number }>;
@@ -99,32 +103,39 @@ async function readHeader(fh: FileHandle): Promise<Header | undefined> {
     };
   });
   const strtab = raw[shstrndx];
+  const fileSize = (await fh.stat()).size;
+  if (strtab.offset >= fileSize) return undefined;
   const names = await readAt(fh, strtab.offset, Math.min(strtab.size, 1 << 20));
   const sections = raw.map((s) => {
     const end = names.indexOf(0, s.nameOff);
     return { ...s, name: s.nameOff < names.length ? names.toString('latin1', s.nameOff, end < 0 ? names.length : end) : '' };
   });
-  return { le, is64, sections };
+  return { fileSize, le, is64, sections };
 }
 
-/** Decompressed size of the DWARF the index decodes in full; 0 when there is none. */
+/**
+ * Decompressed size of the DWARF the index decodes in full; 0 when there is none. A size the file cannot hold
+ * (a section past its end, a declared size over what a file this size may decompress to) counts only as
+ * much as it could be: opening the file then fails on it, in its own words, within the floors.
+ */
 async function ownDwarfBytes(fh: FileHandle, h: Header): Promise<number> {
   let total = 0;
+  const decompressed = fileDecompressionLimit(h.fileSize);
   for (const s of h.sections) {
     if (!DWARF_SECTIONS.has(s.name) || s.type === SHT_NOBITS) continue;
-    let size = s.size;
+    let size = Math.max(0, Math.min(s.size, h.fileSize - s.offset));
     if (s.flags & SHF_COMPRESSED) {
       const c = await readAt(fh, s.offset, h.is64 ? 24 : 12);
       const declared = h.is64 ? Number(h.le ? c.readBigUInt64LE(8) : c.readBigUInt64BE(8)) : h.le ? c.readUInt32LE(4) : c.readUInt32BE(4);
-      size = Math.min(declared, maxDecompressedSize(s.size));
+      size = Math.min(declared, maxDecompressedSize(s.size), decompressed);
     } else if (s.name.startsWith('.zdebug_')) {
       const c = await readAt(fh, s.offset, 12);
       if (c.length === 12 && c.toString('latin1', 0, 4) === 'ZLIB')
-        size = Math.min(Number(c.readBigUInt64BE(4)), maxDecompressedSize(s.size));
+        size = Math.min(Number(c.readBigUInt64BE(4)), maxDecompressedSize(s.size), decompressed);
     }
     total += size;
   }
-  return total;
+  return Math.min(total, h.fileSize + decompressed);
 }
 
 async function sectionBytes(fh: FileHandle, h: Header, name: string, max: number): Promise<Buffer | undefined> {
@@ -156,7 +167,7 @@ async function debugCandidates(path: string, fh: FileHandle, h: Header, debugDir
 async function withFile<T>(path: string, f: (fh: FileHandle, h: Header) => Promise<T>): Promise<T | undefined> {
   let fh: FileHandle | undefined;
   try {
-    fh = await open(path, 'r');
+    fh = await openRegularFile(path);
     const h = await readHeader(fh);
     return h ? await f(fh, h) : undefined;
   } catch {

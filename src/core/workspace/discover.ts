@@ -3,7 +3,8 @@
 // builds (redis, PostgreSQL, nginx put binaries next to their sources), CMake/Meson build folders, Cargo's
 // `target/`, Go module roots. Reads 20 bytes per candidate, never follows symlinks, and stops at a file and a
 // time budget so a huge tree cannot stall the editor; the result says when a budget cut the walk short.
-import { closeSync, openSync, readSync, type Dirent } from 'node:fs';
+import { closeSync, readSync, type Dirent } from 'node:fs';
+import { openRegularFileSync } from '../binary/regularFile';
 import { readdir, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 
@@ -49,7 +50,7 @@ const ET_EXEC = 2,
 export function elfType(path: string): number | undefined {
   let fd: number | undefined;
   try {
-    fd = openSync(path, 'r');
+    fd = openRegularFileSync(path);
     const b = Buffer.alloc(20);
     if (readSync(fd, b, 0, 20, 0) < 18 || b.readUInt32BE(0) !== 0x7f454c46) return undefined;
     return b[5] === 2 ? b.readUInt16BE(16) : b.readUInt16LE(16);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { ElfFile } from '../../../../src/core/binary/elfFile';
 import { openBinary } from '../../../../src/core/binary/binaryImage';
 import { ElfFormatError, NotElfError, UnsupportedArchError } from '../../../../src/core/binary/errors';
+import { NotRegularFileError } from '../../../../src/core/binary/regularFile';
 import { missing } from '../../../helpers/require';
 import { CALLS_C, buildC, buildIdOf, have, readelfFunctions, perfProbeOffsets, readelfLoads, readelfSections, run, workDir } from './build';
 
@@ -176,7 +177,7 @@ test('a big-endian AArch64 object: byte order from EI_DATA drives every field', 
   assert.equal(Buffer.from(elf.functionBytes(start)).subarray(0, 4).toString('hex'), '000080d2');
 });
 
-test('non-ELF inputs are refused with NotElfError and a sentence the user can act on', async () => {
+test('non-ELF inputs are refused with NotElfError (a directory with NotRegularFileError) and a sentence the user can act on', async () => {
   const script = join(workDir, 'script.sh');
   writeFileSync(script, '#!/bin/sh\necho hi\n');
   const empty = join(workDir, 'empty');
@@ -186,6 +187,11 @@ test('non-ELF inputs are refused with NotElfError and a sentence the user can ac
     (e: Error) => e instanceof NotElfError && /script\.sh is not an ELF .*it is a script.*compiled binary/.test(e.message),
   );
   await assert.rejects(openBinary(empty), (e: Error) => e instanceof NotElfError && /empty/.test(e.message));
-  await assert.rejects(openBinary(workDir), (e: Error) => e instanceof NotElfError && /directory/.test(e.message));
+  await assert.rejects(
+    openBinary(workDir),
+    (e: Error) =>
+      e instanceof NotRegularFileError &&
+      e.message === `${workDir} is a directory, not a file: point ProbeLens at the compiled binary inside it`,
+  );
   await assert.rejects(openBinary(join(workDir, 'does-not-exist')), /ENOENT/);
 });

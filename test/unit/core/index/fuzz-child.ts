@@ -11,6 +11,7 @@ const TYPED = new Set([
   'NotElfError',
   'ElfFormatError',
   'UnsupportedArchError',
+  'CoreFileError',
   'DwarfFormatError',
   'DwarfTypeLimitError',
   'CfiError',
