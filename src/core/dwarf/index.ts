@@ -154,12 +154,21 @@ export class Dwarf implements Resolver {
 
   lineTables(): LineTable[] {
     const out: LineTable[] = [];
+    for (const u of this.lineTableUnits()) {
+      const t = this.lineTable(u);
+      if (t) out.push(t);
+    }
+    return out;
+  }
+
+  /** The units whose line programs lineTables() reads, in unit order (one per distinct DW_AT_stmt_list). */
+  lineTableUnits(): Unit[] {
+    const out: Unit[] = [];
     const seen = new Set<number>();
     for (const u of this.units()) {
       if (isTypeUnit(u) || u.stmtList < 0 || seen.has(u.stmtList)) continue;
       seen.add(u.stmtList);
-      const t = this.lineTable(u);
-      if (t) out.push(t);
+      out.push(u);
     }
     return out;
   }
