@@ -5,12 +5,17 @@ import { openBinary, type BinaryImage, type OpenBinaryOptions } from '../binary/
 import { demangle, withoutRustHash } from '../demangle';
 import { readBinaryIdentity } from './identity';
 import type { SymbolGroup } from '../binary/symbols';
-import { dwarfIndexPart } from './fromDwarf';
+import { mergeDwarfSlices } from './fromDwarf';
+import { dwarfSlices, indexWorkerCount } from '../worker/pool';
 import { symbolKind } from './sites';
 import { INDEX_FORMAT, type IndexData, type IndexedFunction, type IndexedUsdt, type LineRows } from './model';
 
 export interface BuildOptions extends OpenBinaryOptions {
   onProgress?: (message: string) => void;
+  /** Threads indexing the DWARF (this one included); absent or 0: sized to the machine and the binary. */
+  workers?: number;
+  /** The heap limit of each helper worker, in MiB (absent: V8's default). */
+  memoryLimitMb?: number;
 }
 
 export async function buildIndex(path: string, opts: BuildOptions = {}): Promise<IndexData> {
@@ -23,8 +28,11 @@ export async function buildIndex(path: string, opts: BuildOptions = {}): Promise
   let lines: LineRows = emptyLines();
   let code: number[] = [];
   if (image.hasDwarf) {
-    opts.onProgress?.(`reading DWARF of ${path}${image.debugPath !== path ? ` from ${image.debugPath}` : ''}`);
-    const part = dwarfIndexPart(image);
+    const parts = indexWorkerCount(image.dwarf().section('.debug_info')?.length ?? 0, opts.workers);
+    opts.onProgress?.(
+      `reading DWARF of ${path}${image.debugPath !== path ? ` from ${image.debugPath}` : ''}${parts > 1 ? ` on ${parts} threads` : ''}`,
+    );
+    const part = mergeDwarfSlices(await dwarfSlices(image, parts, opts));
     functions = part.functions;
     files = part.files;
     lines = part.lines;

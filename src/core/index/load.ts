@@ -5,7 +5,7 @@ import { buildIndex, type BuildOptions } from './build';
 import { BinaryIndex } from './binaryIndex';
 import { cacheKey, readCache, writeCache } from './cache';
 import { readBinaryIdentity } from './identity';
-import { runWorkerJob } from '../worker/client';
+import { runWorkerJob, WorkerJobError } from '../worker/client';
 import { dwarfSizeOf, EDITOR_LIMIT_NAMES, IndexLimitError, scaledLimits, type IndexLimits, type LimitNames } from '../worker/limits';
 import { CODEC_VERSION, decodeIndex, encodeIndex, isEncodedIndex, type EncodedIndex } from './codec';
 import { INDEX_FORMAT, type IndexData } from './model';
@@ -24,6 +24,8 @@ export interface LoadOptions {
   limits?: Partial<IndexLimits>;
   /** What an error at a limit tells the user to raise (default: the editor's settings). */
   limitNames?: LimitNames;
+  /** Threads indexing the DWARF of a cold build; absent or 0: sized to the machine and the binary. */
+  workers?: number;
   /** Cache directory override (tests). */
   cacheDir?: string;
   onProgress?: (message: string) => void;
@@ -49,7 +51,7 @@ export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Pro
   }
   const data = opts.inWorker
     ? await buildInWorker(path, opts)
-    : await buildIndex(path, { debugDirs: opts.debugDirs, onProgress: opts.onProgress });
+    : await buildIndex(path, { debugDirs: opts.debugDirs, workers: opts.workers, onProgress: opts.onProgress });
   const encoded = key ? encodeIndex(data) : undefined;
   if (key && encoded) writeCache(key, encoded, opts.cacheDir);
   return { index: new BinaryIndex(data), fromCache: false };
@@ -81,12 +83,20 @@ export async function indexLimitsFor(
 async function buildInWorker(path: string, opts: BuildOptions & LoadOptions): Promise<IndexData> {
   const l = await indexLimitsFor(path, opts);
   const names = opts.limitNames ?? EDITOR_LIMIT_NAMES;
-  return runWorkerJob({ kind: 'index', path, debugDirs: opts.debugDirs }, opts.onProgress, {
-    timeLimitMs: l.timeLimitSeconds * 1000,
-    memoryLimitMb: l.memoryLimitMb,
-    onLimit: (kind) =>
-      kind === 'time'
-        ? new IndexLimitError(path, 'time', l.timeLimitSeconds, l.dwarfBytes, names.time)
-        : new IndexLimitError(path, 'memory', l.memoryLimitMb, l.dwarfBytes, names.memory),
-  });
+  const memory = () => new IndexLimitError(path, 'memory', l.memoryLimitMb, l.dwarfBytes, names.memory);
+  try {
+    // Helper workers get the same heap limit as the coordinator.
+    return await runWorkerJob(
+      { kind: 'index', path, debugDirs: opts.debugDirs, workers: opts.workers, memoryLimitMb: l.memoryLimitMb },
+      opts.onProgress,
+      {
+        timeLimitMs: l.timeLimitSeconds * 1000,
+        memoryLimitMb: l.memoryLimitMb,
+        onLimit: (kind) => (kind === 'time' ? new IndexLimitError(path, 'time', l.timeLimitSeconds, l.dwarfBytes, names.time) : memory()),
+      },
+    );
+  } catch (e) {
+    if (e instanceof WorkerJobError && e.errorName === 'IndexHelperMemoryError') throw memory();
+    throw e;
+  }
 }
