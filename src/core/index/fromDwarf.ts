@@ -2,6 +2,7 @@
 // tables of every unit merged into one address-sorted table with a shared file list.
 import type { BinaryImage } from '../binary/binaryImage';
 import { openDwarf, type Dwarf, type FunctionInfo, type LocDesc } from '../dwarf';
+import type { Unit } from '../dwarf/unit';
 import { LANG_C_ABI } from '../dwarf/constants';
 import type { ParamInfo } from '../dwarf/functions';
 import { ROW_END_SEQUENCE, ROW_PROLOGUE_END, ROW_STMT } from '../dwarf/line';
@@ -30,6 +31,13 @@ export function callingConvention(arch: Arch, go: { regabi: boolean } | undefine
  * merged index is the same whatever the number of parts.
  */
 export interface DwarfSlice {
+  /**
+   * Whether the share walked only its own units (references stay in units: see referencesStayInUnits); its
+   * functions are then its units' functions, those with code (`concrete` of them) first, as the whole pass
+   * orders them; otherwise a range of the whole pass's functions.
+   */
+  byUnits: boolean;
+  concrete: number;
   functions: IndexedFunction[];
   /** The code ranges of this share's functions, unsorted, in function order ([lo, hi) pairs). */
   code: number[];
@@ -63,10 +71,13 @@ export function dwarfSlice(image: BinaryImage, part: number, parts: number): Dwa
       Number(g.address),
       g.symbols.map((s) => s.name),
     );
-  const infos = dw.functions();
+  // Where no DIE refers outside its unit, a share walks only its own units (by bytes): the function pass is
+  // split too. Otherwise every share runs the whole pass and takes a range of its functions.
+  const byUnits = parts > 1 && dw.referencesStayInUnits();
+  const infos = byUnits ? dw.functions(unitShare(dw.units(), part, parts)) : dw.functions();
   const names = functionNamesByDie(infos);
   const ctx: IndexCtx = { dw, arch, conv, go: conv.startsWith('go'), symbols, nameOf: (d) => names.get(d) };
-  const [lo, hi] = shareOf(infos.length, part, parts);
+  const [lo, hi] = byUnits ? [0, infos.length] : shareOf(infos.length, part, parts);
   const mine = infos.slice(lo, hi);
   const units = dw.lineTableUnits();
   const [tlo, thi] = shareOf(units.length, part, parts);
@@ -82,12 +93,36 @@ export function dwarfSlice(image: BinaryImage, part: number, parts: number): Dwa
     const r = t.rows;
     tables.push({ files: t.files, address: r.address, line: r.line, file: r.file, flags: r.flags, sequences: seq });
   }
-  return { functions: mine.map((f) => indexFunction(ctx, f)), code: codePairs(mine), tables };
+  return {
+    byUnits,
+    // The pass lists functions with code (one per abstract root, with at least one copy) before those without.
+    concrete: mine.filter((f) => f.copies.length > 0).length,
+    functions: mine.map((f) => indexFunction(ctx, f)),
+    code: codePairs(mine),
+    tables,
+  };
+}
+
+/** The units share `part` of `parts` walks: contiguous, about the same number of .debug_info bytes each. */
+function unitShare(units: readonly Unit[], part: number, parts: number): Unit[] {
+  const total = units.reduce((n, u) => n + (u.end - u.offset), 0);
+  const out: Unit[] = [];
+  let before = 0;
+  for (const u of units) {
+    // A unit belongs to the share its first byte falls in.
+    if (Math.floor((before * parts) / total) === part) out.push(u);
+    before += u.end - u.offset;
+  }
+  return out;
 }
 
 /** Joins the shares of every part, in part order, into the DWARF half of the index. */
 export function mergeDwarfSlices(slices: readonly DwarfSlice[]): DwarfIndexPart {
-  const functions = slices.flatMap((s) => s.functions);
+  // Shares that walked their own units give each its functions with code, then those without: the whole pass
+  // lists every unit's functions with code before any without.
+  const functions = slices.every((s) => s.byUnits)
+    ? [...slices.flatMap((s) => s.functions.slice(0, s.concrete)), ...slices.flatMap((s) => s.functions.slice(s.concrete))]
+    : slices.flatMap((s) => s.functions);
   const { files, lines } = mergeLineTables(slices.flatMap((s) => s.tables));
   // Go emits no DW_AT_decl_line for functions: use the line of the entry address (the `func` line, or the
   // first statement for small leaf functions; the editor snaps to the `func` line above it).

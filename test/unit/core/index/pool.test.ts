@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openBinary } from '../../../../src/core/binary/binaryImage';
 import { buildIndex } from '../../../../src/core/index/build';
-import { dwarfSlice, shareOf } from '../../../../src/core/index/fromDwarf';
+import { dwarfSlice, mergeDwarfSlices, shareOf } from '../../../../src/core/index/fromDwarf';
+import { INDEX_FORMAT, type IndexData } from '../../../../src/core/index/model';
 import { loadIndex } from '../../../../src/core/index/load';
 import { runWorkerJob } from '../../../../src/core/worker/client';
 import {
@@ -17,6 +18,21 @@ import { indexDump } from '../../../helpers/indexDump';
 
 // Several units (many-*), C++ and Rust (cross-unit origins, namespaces), Go (lines from the line table), a
 // separate debug file found by build-id (the helpers must open the same one), and AArch64.
+// What indexDump needs around a DWARF part (the merged parts are compared, not the symbol pass).
+const base: IndexData = {
+  format: INDEX_FORMAT,
+  path: '',
+  size: 0,
+  mtimeMs: 0,
+  arch: 'x86_64',
+  elfType: 'DYN',
+  symbolsOnly: false,
+  functions: [],
+  files: [],
+  lines: { address: new Float64Array(0), line: new Uint32Array(0), file: new Uint32Array(0), flags: new Uint8Array(0) },
+  usdt: [],
+};
+
 const NAMES: FixtureName[] = ['many-O2', 'cpp-O2', 'rust-O2', 'go', 'lines', 'calls-O2-stripped-buildid', 'calls-aarch64-O2'];
 
 test('the index is the same, dump for dump, whether 1, 2 or 4 threads build it', async (t) => {
@@ -52,6 +68,26 @@ test('the shares split the functions and the line tables between the threads: no
   assert.deepEqual(shareOf(10, 0, 4), [0, 2]);
   assert.deepEqual(shareOf(10, 3, 4), [7, 10]);
   assert.deepEqual(shareOf(3, 3, 4), [2, 3]);
+});
+
+test('where references stay in their units (C without LTO) each share walks only its own units: the function pass is split too', async (t) => {
+  const f = await fixtureOrSkip(t, 'sites');
+  if (!f) return;
+  const image = await openBinary(f.path);
+  const whole = dwarfSlice(image, 0, 1);
+  const shares = [0, 1].map((p) => dwarfSlice(image, p, 2));
+  assert.ok(
+    shares.every((s) => s.byUnits),
+    'the two-unit C fixture is split by units',
+  );
+  // Each share indexed only its unit's functions, none of the other's.
+  const units = shares.map((s) => new Set(s.functions.map((fn) => fn.unitOffset)));
+  assert.ok(units[0].size === 1 && units[1].size === 1 && [...units[0]][0] !== [...units[1]][0], 'one unit each');
+  assert.equal(indexDump({ ...base, ...mergeDwarfSlices(shares) }), indexDump({ ...base, ...mergeDwarfSlices([whole]) }));
+  // Go refers across units (DW_FORM_ref_addr): every share runs the whole pass and takes a range of it.
+  const go = await fixtureOrSkip(t, 'go');
+  if (!go) return;
+  assert.equal(dwarfSlice(await openBinary(go.path), 0, 2).byUnits, false);
 });
 
 test('a pool under the index worker (helpers started by a worker) gives the same index as one thread in process', async (t) => {
