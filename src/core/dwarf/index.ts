@@ -206,6 +206,13 @@ export class Dwarf implements Resolver {
     return files[index] ?? '';
   }
 
+  /** Normalised absolute paths of a unit's line-table file list ([] when it has none). */
+  unitFiles(u: Unit): readonly string[] {
+    if (u.stmtList < 0) return [];
+    this.fileName(u, 0);
+    return this.lineFiles.get(u.offset) ?? [];
+  }
+
   lineTableFor(pc: number): LineTable | undefined {
     for (const t of this.lineTables()) if (t.rowAt(pc) >= 0) return t;
     return undefined;

@@ -61,8 +61,27 @@ export function shareOf(n: number, part: number, parts: number): [number, number
 }
 
 export function dwarfSlice(image: BinaryImage, part: number, parts: number): DwarfSlice {
-  const arch = image.elf.requireProbeableArch();
-  const dw = openDwarf(image.dwarf(), arch);
+  const dw = openDwarf(image.dwarf(), image.elf.requireProbeableArch());
+  // Where no DIE refers outside its unit, a share walks only its own units (by bytes): the function pass is
+  // split too. Otherwise every share runs the whole pass and takes a range of its functions.
+  const byUnits = parts > 1 && dw.referencesStayInUnits();
+  const tableUnits = dw.lineTableUnits();
+  const [tlo, thi] = shareOf(tableUnits.length, part, parts);
+  return sliceOf(image, dw, byUnits ? unitShare(dw.units(), part, parts) : undefined, tableUnits.slice(tlo, thi), [part, parts]);
+}
+
+/**
+ * Indexes the functions of `units` (every unit when undefined, then only the `range` share of the functions) and
+ * the line tables of `lineUnits`.
+ */
+function sliceOf(
+  image: BinaryImage,
+  dw: Dwarf,
+  units: readonly Unit[] | undefined,
+  lineUnits: readonly Unit[],
+  range: [number, number] = [0, 1],
+): DwarfSlice {
+  const arch = dw.arch;
   const goInfo = image.goInfo();
   const conv = callingConvention(arch, goInfo ? { regabi: goInfo.abi === 'register' } : undefined);
   const symbols = new Map<number, string[]>();
@@ -71,18 +90,17 @@ export function dwarfSlice(image: BinaryImage, part: number, parts: number): Dwa
       Number(g.address),
       g.symbols.map((s) => s.name),
     );
-  // Where no DIE refers outside its unit, a share walks only its own units (by bytes): the function pass is
-  // split too. Otherwise every share runs the whole pass and takes a range of its functions.
-  const byUnits = parts > 1 && dw.referencesStayInUnits();
-  const infos = byUnits ? dw.functions(unitShare(dw.units(), part, parts)) : dw.functions();
+  const byUnits = units !== undefined;
+  const infos = dw.functions(units);
   const names = functionNamesByDie(infos);
   const ctx: IndexCtx = { dw, arch, conv, go: conv.startsWith('go'), symbols, nameOf: (d) => names.get(d) };
-  const [lo, hi] = byUnits ? [0, infos.length] : shareOf(infos.length, part, parts);
+  const [lo, hi] = byUnits ? [0, infos.length] : shareOf(infos.length, range[0], range[1]);
   const mine = infos.slice(lo, hi);
-  const units = dw.lineTableUnits();
-  const [tlo, thi] = shareOf(units.length, part, parts);
   const tables: SliceLineTable[] = [];
-  for (const u of units.slice(tlo, thi)) {
+  const seen = new Set<number>();
+  for (const u of lineUnits) {
+    if (seen.has(u.stmtList)) continue;
+    seen.add(u.stmtList);
     const t = dw.lineTable(u);
     if (!t) continue;
     const seq = new Uint32Array(t.sequences.length * 2);
@@ -114,6 +132,19 @@ function unitShare(units: readonly Unit[], part: number, parts: number): Unit[] 
     before += u.end - u.offset;
   }
   return out;
+}
+
+/**
+ * The DWARF half of the index for one source file: only the units whose line table names `file` (a header
+ * declares functions in every unit that includes it) are walked and indexed. Undefined where a DIE may refer
+ * outside its unit (Go, Rust, LTO, dwz): there the whole index is needed.
+ */
+export function dwarfFileSlice(image: BinaryImage, file: string): DwarfSlice | undefined {
+  const arch = image.elf.requireProbeableArch();
+  const dw = openDwarf(image.dwarf(), arch);
+  if (!dw.referencesStayInUnits()) return undefined;
+  const units = dw.units().filter((u) => dw.unitFiles(u).includes(file));
+  return sliceOf(image, dw, units, units);
 }
 
 /** Joins the shares of every part, in part order, into the DWARF half of the index. */
