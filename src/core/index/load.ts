@@ -26,6 +26,11 @@ export interface LoadOptions {
   limitNames?: LimitNames;
   /** Threads indexing the DWARF of a cold build; absent or 0: sized to the machine and the binary. */
   workers?: number;
+  /**
+   * Needed now for one source file only (the editor's open file): a cached index is still returned whole, but
+   * a cold build indexes only the units naming this file (BuildOptions.onlyFile) and is not cached.
+   */
+  onlyFile?: string;
   /** Cache directory override (tests). */
   cacheDir?: string;
   onProgress?: (message: string) => void;
@@ -51,8 +56,9 @@ export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Pro
   }
   const data = opts.inWorker
     ? await buildInWorker(path, opts)
-    : await buildIndex(path, { debugDirs: opts.debugDirs, workers: opts.workers, onProgress: opts.onProgress });
-  const encoded = key ? encodeIndex(data) : undefined;
+    : await buildIndex(path, { debugDirs: opts.debugDirs, workers: opts.workers, onlyFile: opts.onlyFile, onProgress: opts.onProgress });
+  // An index of one file's units is never cached: the next load must not take it for the whole.
+  const encoded = key && data.onlyFile === undefined ? encodeIndex(data) : undefined;
   if (key && encoded) writeCache(key, encoded, opts.cacheDir);
   return { index: new BinaryIndex(data), fromCache: false };
 }
@@ -87,7 +93,7 @@ async function buildInWorker(path: string, opts: BuildOptions & LoadOptions): Pr
   try {
     // Helper workers get the same heap limit as the coordinator.
     return await runWorkerJob(
-      { kind: 'index', path, debugDirs: opts.debugDirs, workers: opts.workers, memoryLimitMb: l.memoryLimitMb },
+      { kind: 'index', path, debugDirs: opts.debugDirs, workers: opts.workers, onlyFile: opts.onlyFile, memoryLimitMb: l.memoryLimitMb },
       opts.onProgress,
       {
         timeLimitMs: l.timeLimitSeconds * 1000,

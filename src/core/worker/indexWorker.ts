@@ -20,6 +20,7 @@ async function handle(req: WorkerRequest): Promise<WorkerResponse> {
         result: await buildIndex(req.path, {
           debugDirs: req.debugDirs,
           workers: req.workers,
+          onlyFile: req.onlyFile,
           memoryLimitMb: req.memoryLimitMb,
           onProgress: (progress) => parentPort?.postMessage({ progress }),
         }),

@@ -5,7 +5,7 @@ import type { IndexData } from '../index/model';
 export type WorkerRequest =
   | { kind: 'ping'; text: string }
   | { kind: 'heapLimit' }
-  | { kind: 'index'; path: string; debugDirs?: string[]; workers?: number; memoryLimitMb?: number }
+  | { kind: 'index'; path: string; debugDirs?: string[]; workers?: number; onlyFile?: string; memoryLimitMb?: number }
   | {
       kind: 'slice';
       path: string;

@@ -1,7 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { BinaryIndex } from '../../../../src/core/index/binaryIndex';
 import { buildIndex } from '../../../../src/core/index/build';
+import { loadIndex } from '../../../../src/core/index/load';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
 
 const dump = (v: unknown) => JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x));
@@ -35,4 +39,27 @@ test('where DIEs refer across units (Go) the index for one file is the whole ind
   const data = await buildIndex(f.path, { onlyFile: file });
   assert.equal(data.onlyFile, undefined);
   assert.equal(data.functions.length, whole.functions.length);
+});
+
+test('loading for one open file: cold, the index worker builds only its units and nothing is cached; warm, the cached whole index', async (t) => {
+  const f = await fixtureOrSkip(t, 'sites');
+  if (!f) return;
+  const cacheDir = mkdtempSync(join(tmpdir(), 'probelens-openfile-'));
+  try {
+    const file = (await buildIndex(f.path)).files.find((s) => s.endsWith('.c'))!;
+    const first = await loadIndex(f.path, { inWorker: true, cacheDir, onlyFile: file });
+    assert.equal(first.fromCache, false);
+    assert.equal(first.index.data.onlyFile, file);
+    assert.ok(first.index.functionsInFile(file).length > 0);
+    const again = await loadIndex(f.path, { cacheDir, onlyFile: file });
+    assert.equal(again.fromCache, false, 'the one-file index was not cached');
+    const whole = await loadIndex(f.path, { cacheDir });
+    assert.equal(whole.index.data.onlyFile, undefined);
+    const warm = await loadIndex(f.path, { cacheDir, onlyFile: file });
+    assert.equal(warm.fromCache, true);
+    assert.equal(warm.index.data.onlyFile, undefined);
+    assert.equal(warm.index.functions().length, whole.index.functions().length);
+  } finally {
+    rmSync(cacheDir, { recursive: true, force: true });
+  }
 });
