@@ -1,11 +1,42 @@
-// Child of bench/index.ts: builds one binary's full index cold and reports time and peak RSS as JSON.
+// Child of bench/index.ts: builds one binary's full index cold and reports time, peak RSS and the size of the
+// debug sections it decoded as JSON. argv: BIN [WORKERS] (absent or 0: the pool sized to the machine).
+import { openBinary } from '../src/core/binary/binaryImage';
 import { buildIndex } from '../src/core/index/build';
+import { indexWorkerCount } from '../src/core/worker/pool';
+
+const DEBUG_SECTIONS = [
+  '.debug_info',
+  '.debug_abbrev',
+  '.debug_line',
+  '.debug_str',
+  '.debug_line_str',
+  '.debug_str_offsets',
+  '.debug_addr',
+  '.debug_loc',
+  '.debug_loclists',
+  '.debug_ranges',
+  '.debug_rnglists',
+];
 
 void (async () => {
   const t = process.hrtime.bigint();
-  const data = await buildIndex(process.argv[2]);
+  const workers = Number(process.argv[3] ?? 0);
+  const data = await buildIndex(process.argv[2], { workers });
   const ms = Number(process.hrtime.bigint() - t) / 1e6;
+  const usage = process.resourceUsage();
+  // What the cold build read of the DWARF (decompressed): the sections a goal of "peak RSS ≤ the DWARF" compares with.
+  const dw = (await openBinary(process.argv[2])).dwarf();
+  let debugBytes = 0;
+  for (const n of DEBUG_SECTIONS) debugBytes += dw.section(n)?.length ?? 0;
   process.stdout.write(
-    JSON.stringify({ ms, maxRssKb: process.resourceUsage().maxRSS, functions: data.functions.length, rows: data.lines.address.length }),
+    JSON.stringify({
+      ms,
+      cpuMs: (usage.userCPUTime + usage.systemCPUTime) / 1000,
+      maxRssKb: usage.maxRSS,
+      functions: data.functions.length,
+      rows: data.lines.address.length,
+      poolThreads: indexWorkerCount(dw.section('.debug_info')?.length ?? 0),
+      debugBytes,
+    }),
   );
 })();

@@ -12,9 +12,13 @@ function positive(name: string): number | undefined {
   return n;
 }
 
-export function indexOptions(): Pick<LoadOptions, 'inWorker' | 'limits' | 'limitNames'> {
+export function indexOptions(): Pick<LoadOptions, 'inWorker' | 'limits' | 'limitNames' | 'workers'> {
+  const workers = positive('PROBELENS_INDEX_WORKERS');
+  if (workers !== undefined && !Number.isInteger(workers))
+    throw new UsageError(`PROBELENS_INDEX_WORKERS must be a positive whole number, got '${process.env.PROBELENS_INDEX_WORKERS}'`);
   return {
     inWorker: true,
+    workers,
     limits: { timeLimitSeconds: positive(CLI_LIMIT_NAMES.time), memoryLimitMb: positive(CLI_LIMIT_NAMES.memory) },
     limitNames: CLI_LIMIT_NAMES,
   };

@@ -27,7 +27,8 @@ import { nextAbbrev, parseUnits, Sections, isTypeUnit, skipAttrs, type Die, type
 import { constValueOf, variablesAt, type VariableInfo } from './vars';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
-const { AT } = K;
+const { AT, FORM } = K;
+const CROSS_UNIT_FORMS = new Set<number>([FORM.ref_addr, FORM.ref_sig8, FORM.ref_sup4, FORM.ref_sup8, FORM.GNU_ref_alt, FORM.indirect]);
 
 export { DwarfFormatError, isTombstone } from './reader';
 export { registerName } from './expr';
@@ -86,15 +87,36 @@ export class Dwarf implements Resolver {
     return this.unitOf(offset).dieAt(offset);
   }
 
-  functions(): FunctionInfo[] {
+  /**
+   * The function pass over every unit, or over `only` (units whose references stay inside themselves, see
+   * referencesStayInUnits: their functions are then exactly the ones the whole pass gives for them). Cached: a
+   * Dwarf serves one of the two.
+   */
+  functions(only?: readonly Unit[]): FunctionInfo[] {
     if (this.fns) return this.fns;
     const pass = new FunctionPass((this.dw.get('.debug_info')?.length ?? 0) + (this.dw.get('.debug_types')?.length ?? 0));
     // Type units hold no code, but walking them records the namespaces their classes live in.
-    for (const u of this.units()) pass.walk(u);
+    for (const u of only ?? this.units()) pass.walk(u);
     this.typeScopes = pass.typeScopes;
     this.inlinedCallers = pass.inlinedCaller;
     this.inlinedSubprograms = pass.inlinedSubprogram;
     return (this.fns = assemble(pass, this));
+  }
+
+  /**
+   * Whether no DIE refers outside its own unit: no DW_FORM_ref_addr, ref_sig8, supplementary or alternate-file
+   * references (nor DW_FORM_indirect, which could hide one) in any unit's abbreviations, and no type units. True for C and C++ built without LTO or dwz;
+   * the function pass can then walk units apart.
+   */
+  referencesStayInUnits(): boolean {
+    const tables = new Set<unknown>();
+    for (const u of this.units()) {
+      if (isTypeUnit(u) || u.section !== '.debug_info') return false;
+      if (tables.has(u.abbrevs)) continue;
+      tables.add(u.abbrevs);
+      for (const a of u.abbrevs.all()) for (const f of a.forms) if (CROSS_UNIT_FORMS.has(f)) return false;
+    }
+    return true;
   }
 
   scopeOf(offset: number): string {
@@ -154,12 +176,21 @@ export class Dwarf implements Resolver {
 
   lineTables(): LineTable[] {
     const out: LineTable[] = [];
+    for (const u of this.lineTableUnits()) {
+      const t = this.lineTable(u);
+      if (t) out.push(t);
+    }
+    return out;
+  }
+
+  /** The units whose line programs lineTables() reads, in unit order (one per distinct DW_AT_stmt_list). */
+  lineTableUnits(): Unit[] {
+    const out: Unit[] = [];
     const seen = new Set<number>();
     for (const u of this.units()) {
       if (isTypeUnit(u) || u.stmtList < 0 || seen.has(u.stmtList)) continue;
       seen.add(u.stmtList);
-      const t = this.lineTable(u);
-      if (t) out.push(t);
+      out.push(u);
     }
     return out;
   }
@@ -173,6 +204,13 @@ export class Dwarf implements Resolver {
       this.lineFiles.set(u.offset, files);
     }
     return files[index] ?? '';
+  }
+
+  /** Normalised absolute paths of a unit's line-table file list ([] when it has none). */
+  unitFiles(u: Unit): readonly string[] {
+    if (u.stmtList < 0) return [];
+    this.fileName(u, 0);
+    return this.lineFiles.get(u.offset) ?? [];
   }
 
   lineTableFor(pc: number): LineTable | undefined {

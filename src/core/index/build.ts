@@ -5,12 +5,22 @@ import { openBinary, type BinaryImage, type OpenBinaryOptions } from '../binary/
 import { demangle, withoutRustHash } from '../demangle';
 import { readBinaryIdentity } from './identity';
 import type { SymbolGroup } from '../binary/symbols';
-import { dwarfIndexPart } from './fromDwarf';
+import { dwarfFileSlice, mergeDwarfSlices } from './fromDwarf';
+import { dwarfSlices, indexWorkerCount } from '../worker/pool';
 import { symbolKind } from './sites';
 import { INDEX_FORMAT, type IndexData, type IndexedFunction, type IndexedUsdt, type LineRows } from './model';
 
 export interface BuildOptions extends OpenBinaryOptions {
   onProgress?: (message: string) => void;
+  /** Threads indexing the DWARF (this one included); absent or 0: sized to the machine and the binary. */
+  workers?: number;
+  /** The heap limit of each helper worker, in MiB (absent: V8's default). */
+  memoryLimitMb?: number;
+  /**
+   * Index only what one source file (normalised absolute path, as the DWARF names it) needs: the units whose
+   * line table names it, and no symbol-only functions. Where DIEs refer across units the whole index is built.
+   */
+  onlyFile?: string;
 }
 
 export async function buildIndex(path: string, opts: BuildOptions = {}): Promise<IndexData> {
@@ -22,15 +32,21 @@ export async function buildIndex(path: string, opts: BuildOptions = {}): Promise
   let files: string[] = [];
   let lines: LineRows = emptyLines();
   let code: number[] = [];
+  let onlyFile: string | undefined;
   if (image.hasDwarf) {
-    opts.onProgress?.(`reading DWARF of ${path}${image.debugPath !== path ? ` from ${image.debugPath}` : ''}`);
-    const part = dwarfIndexPart(image);
+    const fileSlice = opts.onlyFile !== undefined ? dwarfFileSlice(image, opts.onlyFile) : undefined;
+    if (fileSlice) onlyFile = opts.onlyFile;
+    const parts = fileSlice ? 1 : indexWorkerCount(image.dwarf().section('.debug_info')?.length ?? 0, opts.workers);
+    opts.onProgress?.(
+      `reading DWARF of ${path}${image.debugPath !== path ? ` from ${image.debugPath}` : ''}${onlyFile ? ` for ${onlyFile}` : ''}${parts > 1 ? ` on ${parts} threads` : ''}`,
+    );
+    const part = mergeDwarfSlices(fileSlice ? [fileSlice] : await dwarfSlices(image, parts, opts));
     functions = part.functions;
     files = part.files;
     lines = part.lines;
     code = part.code;
   }
-  functions = mergeSymbols(image, functions, code);
+  functions = mergeSymbols(image, functions, code, onlyFile === undefined);
   return {
     format: INDEX_FORMAT,
     path,
@@ -41,6 +57,7 @@ export async function buildIndex(path: string, opts: BuildOptions = {}): Promise
     elfType: image.type,
     debugFile: image.debugPath !== path ? image.debugPath : undefined,
     symbolsOnly: !image.hasDwarf,
+    onlyFile,
     go: go?.version ? { version: go.version, regabi: go.abi === 'register' } : undefined,
     functions,
     files,
@@ -66,7 +83,7 @@ export function emptyLines(): LineRows {
  * debug info at all) are listed too, by symbol, without source or parameters. DWARF functions get their file
  * offsets here, from the executable's program headers.
  */
-function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: number[]): IndexedFunction[] {
+function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: number[], symbolOnly = true): IndexedFunction[] {
   const { groups } = image.functionSymbols();
   const offsetOf = (a: bigint): bigint | undefined => {
     try {
@@ -124,6 +141,7 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: nu
     entries.set(address, f);
   }
   const out = dropped.size ? fromDwarf.filter((f) => !dropped.has(f)) : fromDwarf;
+  if (!symbolOnly) return out;
   // Functions the symbol table knows but DWARF does not. Symbols inside a DWARF function's code (its .cold
   // block, a part) belong to that function and are not listed again.
   for (const g of groups) {

@@ -2,6 +2,7 @@
 // tables of every unit merged into one address-sorted table with a shared file list.
 import type { BinaryImage } from '../binary/binaryImage';
 import { openDwarf, type Dwarf, type FunctionInfo, type LocDesc } from '../dwarf';
+import type { Unit } from '../dwarf/unit';
 import { LANG_C_ABI } from '../dwarf/constants';
 import type { ParamInfo } from '../dwarf/functions';
 import { ROW_END_SEQUENCE, ROW_PROLOGUE_END, ROW_STMT } from '../dwarf/line';
@@ -23,9 +24,64 @@ export function callingConvention(arch: Arch, go: { regabi: boolean } | undefine
   return arch === 'x86_64' ? 'sysv' : 'aapcs64';
 }
 
-export function dwarfIndexPart(image: BinaryImage): DwarfIndexPart {
-  const arch = image.elf.requireProbeableArch();
-  const dw = openDwarf(image.dwarf(), arch);
+/**
+ * One contiguous share of the DWARF half of the index, `part` of `parts`: every share runs the function pass
+ * over the whole binary (it links DIEs across units), then indexes only its range of the functions and of the
+ * line tables. Shares are plain data (they cross threads) and mergeDwarfSlices() joins them in part order, so the
+ * merged index is the same whatever the number of parts.
+ */
+export interface DwarfSlice {
+  /**
+   * Whether the share walked only its own units (references stay in units: see referencesStayInUnits); its
+   * functions are then its units' functions, those with code (`concrete` of them) first, as the whole pass
+   * orders them; otherwise a range of the whole pass's functions.
+   */
+  byUnits: boolean;
+  concrete: number;
+  functions: IndexedFunction[];
+  /** The code ranges of this share's functions, unsorted, in function order ([lo, hi) pairs). */
+  code: number[];
+  /** This share's line tables, in unit order: file names and the rows' columns. */
+  tables: SliceLineTable[];
+}
+
+export interface SliceLineTable {
+  files: string[];
+  address: Float64Array;
+  line: Uint32Array;
+  file: Uint32Array;
+  flags: Uint8Array;
+  /** [start, end] row pairs of each sequence (end is its end_sequence row), flattened. */
+  sequences: Uint32Array;
+}
+
+/** The range [lo, hi) of `n` items that share `part` of `parts` gets (contiguous, sizes differing by at most 1). */
+export function shareOf(n: number, part: number, parts: number): [number, number] {
+  return [Math.floor((n * part) / parts), Math.floor((n * (part + 1)) / parts)];
+}
+
+export function dwarfSlice(image: BinaryImage, part: number, parts: number): DwarfSlice {
+  const dw = openDwarf(image.dwarf(), image.elf.requireProbeableArch());
+  // Where no DIE refers outside its unit, a share walks only its own units (by bytes): the function pass is
+  // split too. Otherwise every share runs the whole pass and takes a range of its functions.
+  const byUnits = parts > 1 && dw.referencesStayInUnits();
+  const tableUnits = dw.lineTableUnits();
+  const [tlo, thi] = shareOf(tableUnits.length, part, parts);
+  return sliceOf(image, dw, byUnits ? unitShare(dw.units(), part, parts) : undefined, tableUnits.slice(tlo, thi), [part, parts]);
+}
+
+/**
+ * Indexes the functions of `units` (every unit when undefined, then only the `range` share of the functions) and
+ * the line tables of `lineUnits`.
+ */
+function sliceOf(
+  image: BinaryImage,
+  dw: Dwarf,
+  units: readonly Unit[] | undefined,
+  lineUnits: readonly Unit[],
+  range: [number, number] = [0, 1],
+): DwarfSlice {
+  const arch = dw.arch;
   const goInfo = image.goInfo();
   const conv = callingConvention(arch, goInfo ? { regabi: goInfo.abi === 'register' } : undefined);
   const symbols = new Map<number, string[]>();
@@ -34,27 +90,114 @@ export function dwarfIndexPart(image: BinaryImage): DwarfIndexPart {
       Number(g.address),
       g.symbols.map((s) => s.name),
     );
-  const infos = dw.functions();
+  const byUnits = units !== undefined;
+  const infos = dw.functions(units);
   const names = functionNamesByDie(infos);
   const ctx: IndexCtx = { dw, arch, conv, go: conv.startsWith('go'), symbols, nameOf: (d) => names.get(d) };
-  const functions = infos.map((f) => indexFunction(ctx, f));
-  const { files, lines } = mergeLineTables(dw);
+  const [lo, hi] = byUnits ? [0, infos.length] : shareOf(infos.length, range[0], range[1]);
+  const mine = infos.slice(lo, hi);
+  const tables: SliceLineTable[] = [];
+  const seen = new Set<number>();
+  for (const u of lineUnits) {
+    if (seen.has(u.stmtList)) continue;
+    seen.add(u.stmtList);
+    const t = dw.lineTable(u);
+    if (!t) continue;
+    const seq = new Uint32Array(t.sequences.length * 2);
+    t.sequences.forEach(([s, e], i) => {
+      seq[i * 2] = s;
+      seq[i * 2 + 1] = e;
+    });
+    const r = t.rows;
+    tables.push({ files: t.files, address: r.address, line: r.line, file: r.file, flags: r.flags, sequences: seq });
+  }
+  return {
+    byUnits,
+    // The pass lists functions with code (one per abstract root, with at least one copy) before those without.
+    concrete: mine.filter((f) => f.copies.length > 0).length,
+    functions: mine.map((f) => indexFunction(ctx, f)),
+    code: codePairs(mine),
+    tables,
+  };
+}
+
+/** The units share `part` of `parts` walks: contiguous, about the same number of .debug_info bytes each. */
+function unitShare(units: readonly Unit[], part: number, parts: number): Unit[] {
+  const total = units.reduce((n, u) => n + (u.end - u.offset), 0);
+  const out: Unit[] = [];
+  let before = 0;
+  for (const u of units) {
+    // A unit belongs to the share its first byte falls in.
+    if (Math.floor((before * parts) / total) === part) out.push(u);
+    before += u.end - u.offset;
+  }
+  return out;
+}
+
+/**
+ * The DWARF half of the index for one source file: only the units whose line table names `file` (a header
+ * declares functions in every unit that includes it) are walked and indexed. Undefined where a DIE may refer
+ * outside its unit (Go, Rust, LTO, dwz): there the whole index is needed.
+ */
+export function dwarfFileSlice(image: BinaryImage, file: string): DwarfSlice | undefined {
+  const arch = image.elf.requireProbeableArch();
+  const dw = openDwarf(image.dwarf(), arch);
+  if (!dw.referencesStayInUnits()) return undefined;
+  const units = dw.units().filter((u) => dw.unitFiles(u).includes(file));
+  return sliceOf(image, dw, units, units);
+}
+
+/** Joins the shares of every part, in part order, into the DWARF half of the index. */
+export function mergeDwarfSlices(slices: readonly DwarfSlice[]): DwarfIndexPart {
+  // Shares that walked their own units give each its functions with code, then those without: the whole pass
+  // lists every unit's functions with code before any without.
+  const functions = slices.every((s) => s.byUnits)
+    ? [...slices.flatMap((s) => s.functions.slice(0, s.concrete)), ...slices.flatMap((s) => s.functions.slice(s.concrete))]
+    : slices.flatMap((s) => s.functions);
+  const { files, lines } = mergeLineTables(slices.flatMap((s) => s.tables));
   // Go emits no DW_AT_decl_line for functions: use the line of the entry address (the `func` line, or the
   // first statement for small leaf functions; the editor snaps to the `func` line above it).
   for (const f of functions) {
     if (f.line !== undefined || f.address === undefined) continue;
-    const at = dw.lineAt(Number(f.address));
-    if (at && at.line > 0) {
-      f.line = at.line;
-      f.file ??= at.file || undefined;
+    const row = rowAt(lines, Number(f.address));
+    if (row >= 0 && lines.line[row] > 0) {
+      f.line = lines.line[row];
+      f.file ??= files[lines.file[row]] || undefined;
     }
   }
-  return { functions, files, lines, code: codeRanges(infos) };
+  return { functions, files, lines, code: sortedPairs(slices.flatMap((s) => s.code)) };
 }
 
-function codeRanges(infos: readonly FunctionInfo[]): number[] {
+/** The merged row describing `pc` (the last row at or below it, in a sequence that has not ended), or -1. */
+function rowAt(rows: LineRows, pc: number): number {
+  const { address, flags } = rows;
+  let lo = 0,
+    hi = address.length - 1,
+    found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (address[mid] <= pc) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found < 0 || flags[found] & LINE_END_SEQUENCE ? -1 : found;
+}
+
+export function dwarfIndexPart(image: BinaryImage): DwarfIndexPart {
+  return mergeDwarfSlices([dwarfSlice(image, 0, 1)]);
+}
+
+function codePairs(infos: readonly FunctionInfo[]): number[] {
+  const out: number[] = [];
+  for (const f of infos) for (const c of f.copies) for (let i = 0; i < c.ranges.length; i += 2) out.push(c.ranges[i], c.ranges[i + 1]);
+  return out;
+}
+
+/** [lo, hi) pairs sorted by start; pairs with equal starts keep their order (the sort is stable). */
+function sortedPairs(flat: readonly number[]): number[] {
   const pairs: Array<[number, number]> = [];
-  for (const f of infos) for (const c of f.copies) for (let i = 0; i < c.ranges.length; i += 2) pairs.push([c.ranges[i], c.ranges[i + 1]]);
+  for (let i = 0; i < flat.length; i += 2) pairs.push([flat[i], flat[i + 1]]);
   pairs.sort((a, b) => a[0] - b[0]);
   return pairs.flat();
 }
@@ -193,13 +336,12 @@ function indexFunction(ctx: IndexCtx, info: FunctionInfo): IndexedFunction {
   };
 }
 
-function mergeLineTables(dw: Dwarf): { files: string[]; lines: LineRows } {
+function mergeLineTables(tables: readonly SliceLineTable[]): { files: string[]; lines: LineRows } {
   const files: string[] = [];
   const fileIds = new Map<string, number>();
   // Rows within a sequence ascend by address, and sequences rarely overlap: order the sequences (tens of
   // thousands) rather than the rows (millions), and copy rows straight into the typed arrays.
   const seqs: Array<{ lo: number; table: number; s: number; e: number }> = [];
-  const tables = dw.lineTables();
   const locals: Uint32Array[] = [];
   let n = 0;
   tables.forEach((t, ti) => {
@@ -215,8 +357,10 @@ function mergeLineTables(dw: Dwarf): { files: string[]; lines: LineRows } {
         return id;
       }),
     );
-    for (const [s, e] of t.sequences) {
-      seqs.push({ lo: t.rows.address[s], table: ti, s, e });
+    for (let k = 0; k < t.sequences.length; k += 2) {
+      const s = t.sequences[k],
+        e = t.sequences[k + 1];
+      seqs.push({ lo: t.address[s], table: ti, s, e });
       n += e - s + 1;
     }
   });
@@ -225,8 +369,7 @@ function mergeLineTables(dw: Dwarf): { files: string[]; lines: LineRows } {
   let k = 0;
   let sorted = true;
   for (const q of seqs) {
-    const t = tables[q.table];
-    const r = t.rows;
+    const r = tables[q.table];
     const local = locals[q.table];
     if (k > 0 && r.address[q.s] < out.address[k - 1]) sorted = false;
     for (let i = q.s; i <= q.e; i++, k++) {

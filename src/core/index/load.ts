@@ -6,7 +6,7 @@ import { BinaryIndex } from './binaryIndex';
 import { cacheKey, readCache, writeCache } from './cache';
 import { readBinaryIdentity } from './identity';
 import { requireRegularFile } from '../binary/regularFile';
-import { runWorkerJob } from '../worker/client';
+import { runWorkerJob, WorkerJobError } from '../worker/client';
 import {
   dwarfSizeOf,
   EDITOR_LIMIT_NAMES,
@@ -33,6 +33,13 @@ export interface LoadOptions {
   limits?: Partial<IndexLimits>;
   /** What an error at a limit tells the user to raise (default: the editor's settings). */
   limitNames?: LimitNames;
+  /** Threads indexing the DWARF of a cold build; absent or 0: sized to the machine and the binary. */
+  workers?: number;
+  /**
+   * Needed now for one source file only (the editor's open file): a cached index is still returned whole, but
+   * a cold build indexes only the units naming this file (BuildOptions.onlyFile) and is not cached.
+   */
+  onlyFile?: string;
   /** Cache directory override (tests). */
   cacheDir?: string;
   onProgress?: (message: string) => void;
@@ -62,11 +69,12 @@ export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Pro
   try {
     data = opts.inWorker
       ? await buildInWorker(path, opts)
-      : await buildIndex(path, { debugDirs: opts.debugDirs, onProgress: opts.onProgress });
+      : await buildIndex(path, { debugDirs: opts.debugDirs, workers: opts.workers, onlyFile: opts.onlyFile, onProgress: opts.onProgress });
   } catch (e) {
     throw namingFile(e, path);
   }
-  const encoded = key ? encodeIndex(data) : undefined;
+  // An index of one file's units is never cached: the next load must not take it for the whole.
+  const encoded = key && data.onlyFile === undefined ? encodeIndex(data) : undefined;
   if (key && encoded) writeCache(key, encoded, opts.cacheDir);
   return { index: new BinaryIndex(data), fromCache: false };
 }
@@ -103,12 +111,20 @@ export async function indexLimitsFor(
 async function buildInWorker(path: string, opts: BuildOptions & LoadOptions): Promise<IndexData> {
   const l = await indexLimitsFor(path, opts);
   const names = opts.limitNames ?? EDITOR_LIMIT_NAMES;
-  return runWorkerJob({ kind: 'index', path, debugDirs: opts.debugDirs }, opts.onProgress, {
-    timeLimitMs: l.timeLimitSeconds * 1000,
-    memoryLimitMb: l.memoryLimitMb,
-    onLimit: (kind) =>
-      kind === 'time'
-        ? new IndexLimitError(path, 'time', l.timeLimitSeconds, l.dwarfBytes, names.time)
-        : new IndexLimitError(path, 'memory', l.memoryLimitMb, l.dwarfBytes, names.memory),
-  });
+  const memory = () => new IndexLimitError(path, 'memory', l.memoryLimitMb, l.dwarfBytes, names.memory);
+  try {
+    // Helper workers get the same heap limit as the coordinator.
+    return await runWorkerJob(
+      { kind: 'index', path, debugDirs: opts.debugDirs, workers: opts.workers, onlyFile: opts.onlyFile, memoryLimitMb: l.memoryLimitMb },
+      opts.onProgress,
+      {
+        timeLimitMs: l.timeLimitSeconds * 1000,
+        memoryLimitMb: l.memoryLimitMb,
+        onLimit: (kind) => (kind === 'time' ? new IndexLimitError(path, 'time', l.timeLimitSeconds, l.dwarfBytes, names.time) : memory()),
+      },
+    );
+  } catch (e) {
+    if (e instanceof WorkerJobError && e.errorName === 'IndexHelperMemoryError') throw memory();
+    throw e;
+  }
 }

@@ -126,6 +126,11 @@ export interface IndexData {
   debugFile?: string;
   /** True when no DWARF was found: functions come from the symbol table only. */
   symbolsOnly: boolean;
+  /**
+   * Set when only the units naming this source file were indexed (BuildOptions.onlyFile): its functions and
+   * lines are those of the whole index, the rest of the binary is missing. Never cached.
+   */
+  onlyFile?: string;
   go?: { version: string; regabi: boolean };
   functions: IndexedFunction[];
   files: string[];

@@ -21,6 +21,8 @@ export interface JobLimits {
   memoryLimitMb?: number;
   /** The error a job that hit a limit rejects with. */
   onLimit?: (kind: 'time' | 'memory') => Error;
+  /** Aborting it terminates the worker and rejects the job with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export class WorkerJobError extends Error {
@@ -47,10 +49,12 @@ export function runWorkerJob<K extends WorkerRequest['kind']>(
     const worker = startWorker(limits.memoryLimitMb ? { maxOldGenerationSizeMb: limits.memoryLimitMb } : undefined);
     let settled = false;
     const timer = limits.timeLimitMs ? setTimeout(() => finish(() => reject(limitError('time'))), limits.timeLimitMs) : undefined;
+    const onAbort = () => finish(() => reject(limits.signal?.reason ?? new Error('index job aborted')));
     const finish = (fn: () => void) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      limits.signal?.removeEventListener('abort', onAbort);
       fn();
       void worker.terminate();
     };
@@ -62,6 +66,8 @@ export function runWorkerJob<K extends WorkerRequest['kind']>(
     worker.on('error', (e: NodeJS.ErrnoException) =>
       finish(() => reject(e.code === 'ERR_WORKER_OUT_OF_MEMORY' ? limitError('memory') : e)),
     );
+    if (limits.signal?.aborted) onAbort();
+    else limits.signal?.addEventListener('abort', onAbort, { once: true });
     worker.on('exit', (code) => finish(() => reject(new Error(`index worker exited with code ${code} before answering`))));
     worker.postMessage(request);
   }) as Promise<ResultOf<K>>;

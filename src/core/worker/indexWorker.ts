@@ -2,7 +2,9 @@
 // IndexData crosses back by structured clone (bigints and typed arrays survive it).
 import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
+import { openBinary } from '../binary/binaryImage';
 import { buildIndex } from '../index/build';
+import { dwarfSlice, type DwarfSlice } from '../index/fromDwarf';
 import type { WorkerRequest, WorkerResponse } from './messages';
 
 async function handle(req: WorkerRequest): Promise<WorkerResponse> {
@@ -15,17 +17,38 @@ async function handle(req: WorkerRequest): Promise<WorkerResponse> {
     case 'index':
       return {
         kind: 'index',
-        result: await buildIndex(req.path, { debugDirs: req.debugDirs, onProgress: (progress) => parentPort?.postMessage({ progress }) }),
+        result: await buildIndex(req.path, {
+          debugDirs: req.debugDirs,
+          workers: req.workers,
+          onlyFile: req.onlyFile,
+          memoryLimitMb: req.memoryLimitMb,
+          onProgress: (progress) => parentPort?.postMessage({ progress }),
+        }),
       };
+    case 'slice': {
+      const image = await openBinary(req.path, {
+        debugDirs: req.debugDirs,
+        debugFile: req.debugFile,
+        noSystemDebugDir: req.noSystemDebugDir,
+      });
+      return { kind: 'slice', result: dwarfSlice(image, req.part, req.parts) };
+    }
   }
 }
 
 parentPort?.once('message', (req: WorkerRequest) => {
   handle(req).then(
-    (res) => parentPort?.postMessage(res),
+    // A share's line columns move to the coordinator rather than being copied.
+    (res) => parentPort?.postMessage(res, res.kind === 'slice' ? transferables(res.result) : undefined),
     (e: unknown) => {
       const err = e instanceof Error ? e : new Error(String(e));
       parentPort?.postMessage({ error: err.message, name: err.name });
     },
   );
 });
+
+function transferables(s: DwarfSlice): ArrayBuffer[] {
+  const out = new Set<ArrayBuffer>();
+  for (const t of s.tables) for (const a of [t.address, t.line, t.file, t.flags, t.sequences]) out.add(a.buffer as ArrayBuffer);
+  return [...out];
+}

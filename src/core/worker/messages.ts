@@ -1,7 +1,23 @@
 // Requests and responses between runWorkerJob() and the index worker.
+import type { DwarfSlice } from '../index/fromDwarf';
 import type { IndexData } from '../index/model';
 
-export type WorkerRequest = { kind: 'ping'; text: string } | { kind: 'heapLimit' } | { kind: 'index'; path: string; debugDirs?: string[] };
+export type WorkerRequest =
+  | { kind: 'ping'; text: string }
+  | { kind: 'heapLimit' }
+  | { kind: 'index'; path: string; debugDirs?: string[]; workers?: number; onlyFile?: string; memoryLimitMb?: number }
+  | {
+      kind: 'slice';
+      path: string;
+      debugDirs?: string[];
+      debugFile?: string;
+      noSystemDebugDir?: boolean;
+      part: number;
+      parts: number;
+    };
 
 export type WorkerResponse =
-  { kind: 'ping'; result: string } | { kind: 'heapLimit'; result: number } | { kind: 'index'; result: IndexData };
+  | { kind: 'ping'; result: string }
+  | { kind: 'heapLimit'; result: number }
+  | { kind: 'index'; result: IndexData }
+  | { kind: 'slice'; result: DwarfSlice };

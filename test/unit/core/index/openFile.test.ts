@@ -1,0 +1,65 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BinaryIndex } from '../../../../src/core/index/binaryIndex';
+import { buildIndex } from '../../../../src/core/index/build';
+import { loadIndex } from '../../../../src/core/index/load';
+import { fixtureOrSkip } from '../../../helpers/fixtures';
+
+const dump = (v: unknown) => JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x));
+
+test("the index for one open file has exactly that file's functions and lines of the whole index, from its units only", async (t) => {
+  const f = await fixtureOrSkip(t, 'sites');
+  if (!f) return;
+  const whole = new BinaryIndex(await buildIndex(f.path));
+  const sources = whole.sourceFiles().filter((s) => s.endsWith('.c'));
+  assert.ok(sources.length >= 2, `two C files: ${sources.join(', ')}`);
+  for (const file of sources) {
+    const data = await buildIndex(f.path, { onlyFile: file });
+    assert.equal(data.onlyFile, file);
+    const part = new BinaryIndex(data);
+    assert.ok(part.functionsInFile(file).length > 0, `${file}: functions`);
+    assert.equal(dump(part.functionsInFile(file)), dump(whole.functionsInFile(file)), `${file}: its functions`);
+    assert.deepEqual(part.probeableLines(file), whole.probeableLines(file), `${file}: its lines`);
+    for (const line of whole.probeableLines(file)) assert.deepEqual(part.addressesForLine(file, line), whole.addressesForLine(file, line));
+    // Only the units naming the file: the other file's functions are not there, nor symbol-only functions.
+    assert.ok(part.functions().length < whole.functions().length, `${file}: ${part.functions().length} of ${whole.functions().length}`);
+    assert.ok(part.functions().every((fn) => fn.unitOffset >= 0));
+  }
+});
+
+test('where DIEs refer across units (Go) the index for one file is the whole index', async (t) => {
+  const f = await fixtureOrSkip(t, 'go');
+  if (!f) return;
+  const whole = await buildIndex(f.path);
+  const file = whole.functions.find((fn) => fn.name === 'main.main')?.file;
+  assert.ok(file);
+  const data = await buildIndex(f.path, { onlyFile: file });
+  assert.equal(data.onlyFile, undefined);
+  assert.equal(data.functions.length, whole.functions.length);
+});
+
+test('loading for one open file: cold, the index worker builds only its units and nothing is cached; warm, the cached whole index', async (t) => {
+  const f = await fixtureOrSkip(t, 'sites');
+  if (!f) return;
+  const cacheDir = mkdtempSync(join(tmpdir(), 'probelens-openfile-'));
+  try {
+    const file = (await buildIndex(f.path)).files.find((s) => s.endsWith('.c'))!;
+    const first = await loadIndex(f.path, { inWorker: true, cacheDir, onlyFile: file });
+    assert.equal(first.fromCache, false);
+    assert.equal(first.index.data.onlyFile, file);
+    assert.ok(first.index.functionsInFile(file).length > 0);
+    const again = await loadIndex(f.path, { cacheDir, onlyFile: file });
+    assert.equal(again.fromCache, false, 'the one-file index was not cached');
+    const whole = await loadIndex(f.path, { cacheDir });
+    assert.equal(whole.index.data.onlyFile, undefined);
+    const warm = await loadIndex(f.path, { cacheDir, onlyFile: file });
+    assert.equal(warm.fromCache, true);
+    assert.equal(warm.index.data.onlyFile, undefined);
+    assert.equal(warm.index.functions().length, whole.index.functions().length);
+  } finally {
+    rmSync(cacheDir, { recursive: true, force: true });
+  }
+});
