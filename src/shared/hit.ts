@@ -1,6 +1,7 @@
 // The one shape of a hit, from the trace parser to the webview: the engine produces it, the CLI and the panel
 // serialise it with the same function (./hitJson), and the panel's column batches (./protocol) encode it.
 // Side-effect free and free of Node and VS Code imports: the webview bundle imports it too.
+import type { Site } from './site';
 
 export type ProbeKind = 'entry' | 'return' | 'line' | 'usdt';
 /** Every kind in a fixed order: the column batches send a kind as its index here. */
@@ -12,17 +13,6 @@ export const PROBE_KINDS: readonly ProbeKind[] = ['entry', 'return', 'line', 'us
  * faulted as null; fixed-size arrays (`u8[4]`) as arrays.
  */
 export type HitValue = number | string | null | HitValue[];
-
-/** Which copy of a function's code a hit came from (a function can have several: clones, parts, inlined copies). */
-export interface HitSite {
-  kind: 'entry' | 'clone' | 'part' | 'inlined';
-  /** "0x…" */
-  address: string;
-  /** the function the code is inlined into, or a part's parent */
-  caller?: string;
-  file?: string;
-  line?: number;
-}
 
 export interface Hit {
   host: string;
@@ -38,7 +28,8 @@ export interface Hit {
   retval?: HitValue;
   /** entry→return latency in nanoseconds, on a return paired with its entry (per thread, or per goroutine for Go) */
   latencyNs?: number;
-  site?: HitSite;
+  /** the copy of the function's code the hit ran in */
+  site?: Site;
   /** Arguments of the spec this site cannot fetch, each with why (this copy has no such parameter, it is optimized out here, …). */
   unavailable?: Record<string, string>;
   /**

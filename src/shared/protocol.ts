@@ -6,12 +6,14 @@
 // one object per hit (with repeated host/probe/comm/arg-name strings) costs far more than a few flat
 // arrays of numbers.
 
-import { PROBE_KINDS, type Hit, type HitSite, type HitValue } from './hit';
+import { PROBE_KINDS, type Hit, type HitValue } from './hit';
+import type { Site } from './site';
 
 export const PROTOCOL_VERSION = 2;
 
 /** A hit travels as its columns in a `HitBatch`; `encodeHits`/`decodeHits` are exact inverses. */
-export type { Hit, HitSite, HitValue, ProbeKind } from './hit';
+export type { Hit, HitValue, ProbeKind } from './hit';
+export type { Site } from './site';
 
 /** What the panel knows about a probe: its name and where it sits in the source (for "open source"). */
 export interface ProbeInfo {
@@ -29,7 +31,7 @@ export interface LatencyHistogram {
 
 /** One site's share of a probe's hits: the panel's per-site view. */
 export interface SiteStats {
-  site: HitSite;
+  site: Site;
   count: number;
   /** the site's latest hit's arguments and return value, as the table shows them */
   lastArgs: string;
@@ -77,7 +79,7 @@ export interface HitBatch {
   /** each shape is the list of arg names (string indices) a row's `args` values follow */
   shapes: number[][];
   /** the distinct sites of this batch's hits */
-  sites: HitSite[];
+  sites: Site[];
   ts: Float64Array;
   host: Int32Array;
   probe: Int32Array;
@@ -191,9 +193,9 @@ export function encodeHits(hits: readonly Hit[]): HitBatch {
   };
   const shapes: number[][] = [];
   const shapeIds = new Map<string, number>();
-  const sites: HitSite[] = [];
+  const sites: Site[] = [];
   // The session hands every hit of one event the same site object, so identity collapses them.
-  const siteIds = new Map<HitSite, number>();
+  const siteIds = new Map<Site, number>();
   // Likewise its notes: keyed by the identity of the unavailable map, then of the inferred list.
   const notes: HitNotes[] = [];
   const noteIds = new Map<object | undefined, Map<object | undefined, number>>();

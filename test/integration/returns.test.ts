@@ -77,7 +77,7 @@ test('returns: a copy whose exits cannot be proved says why instead of counting 
     compileProbes(['plain%return'], index, {}),
     (e: unknown) =>
       e instanceof CompileError &&
-      /returns are unavailable at 1 inlined copy, whose calls this return probe does not see \(the inlined site 0x[0-9a-f]+ in drive_plain .*computed jump at 0x[0-9a-f]+/.test(
+      /returns are unavailable at 1 inlined copy, whose calls this return probe does not see \(inlined into drive_plain .*computed jump at 0x[0-9a-f]+/.test(
         e.message,
       ),
   );

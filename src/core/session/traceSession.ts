@@ -14,6 +14,7 @@ import { HitParser, type EventSchema, type Hit, type HitValue } from '../tracefs
 import { lossReport, type LossReport } from '../tracefs/loss';
 import { Aggregates, type LatencyPair, type ProbeSite } from './aggregates';
 import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
+import { GOROUTINE_ARG } from '../../shared/site';
 
 export type SessionState = 'starting' | 'armed' | 'stopping' | 'stopped' | 'failed';
 
@@ -111,7 +112,7 @@ function pairsOf(probes: CompiledProbe[]): LatencyPair[] {
     const e = byKey.get(p.pairKey) ?? { exits: [] };
     if (p.kind === 'entry') e.entry = p.event;
     else if (p.kind === 'return') e.exits.push(p.event);
-    if (p.pairBy === 'goroutine') e.by = 'probelens_g';
+    if (p.pairBy === 'goroutine') e.by = GOROUTINE_ARG;
     byKey.set(p.pairKey, e);
   }
   const out: LatencyPair[] = [];

@@ -2,7 +2,8 @@
 // hit counts per host, the last hits' values and the latency of an entry/return pair. Pure data in, pure
 // data out: the decorations, hovers, lenses and tree all read this.
 import type { AggregateSnapshot, LatencyStats } from '../../core/session/aggregates';
-import type { HitSite, HitValue } from '../../shared/hit';
+import type { HitValue } from '../../shared/hit';
+import { siteKey, type Site } from '../../shared/site';
 
 export type ProbeState = 'pending' | 'armed' | 'error' | 'stale' | 'disabled' | 'stopped';
 
@@ -10,7 +11,7 @@ export type ProbeState = 'pending' | 'armed' | 'error' | 'stale' | 'disabled' | 
 export interface SessionView {
   host: string;
   /** event name → spec text it was compiled from, and the copy of the function's code it is armed on */
-  events: ReadonlyArray<{ event: string; spec: string; site?: HitSite }>;
+  events: ReadonlyArray<{ event: string; spec: string; site?: Site }>;
   snapshot: AggregateSnapshot;
 }
 
@@ -18,7 +19,7 @@ export interface LastHit {
   host: string;
   ts: number;
   values: Record<string, HitValue>;
-  site?: HitSite;
+  site?: Site;
 }
 
 export interface SpecStats {
@@ -28,14 +29,14 @@ export interface SpecStats {
   lastHits: LastHit[];
   latency?: LatencyStats;
   /** Hits per function site (all hosts), in the order the sites were armed: the lens's sum broken down. */
-  bySite?: Array<HitSite & { hits: number }>;
+  bySite?: Array<Site & { hits: number }>;
 }
 
 /** Zips an event's per-argument rings back into hits (all arguments of a hit are recorded together). */
 function lastHitsOf(
   host: string,
   rings: Record<string, Array<{ ts: number; value: HitValue }>> | undefined,
-  site: HitSite | undefined,
+  site: Site | undefined,
 ): LastHit[] {
   if (!rings) return [];
   const names = Object.keys(rings);
@@ -60,14 +61,14 @@ function lastHitsOf(
 
 export function statsForSpec(spec: string, sessions: readonly SessionView[], keepLast = 8): SpecStats {
   const st: SpecStats = { hits: 0, byHost: {}, lastHits: [], bySite: [] };
-  const sites = new Map<string, HitSite & { hits: number }>();
+  const sites = new Map<string, Site & { hits: number }>();
   for (const s of sessions) {
     for (const { event, spec: sp, site } of s.events) {
       if (sp !== spec) continue;
       const n = s.snapshot.hits[event] ?? 0;
       st.hits += n;
       if (site) {
-        const key = `${site.kind}\0${site.address}`;
+        const key = siteKey(site);
         const row = sites.get(key);
         if (row) row.hits += n;
         else sites.set(key, { ...site, hits: n });

@@ -15,7 +15,8 @@ import {
   type SiteStats,
   type ToWebview,
 } from '../../shared/protocol';
-import { log2Bucket, type Hit, type HitSite } from '../../shared/hit';
+import { log2Bucket, type Hit } from '../../shared/hit';
+import type { Site } from '../../shared/site';
 import { hitsToCsv, hitsToJson } from '../../core/session/export';
 import { parseFilter } from '../../shared/hitFilter';
 import { formatHitArgs, formatValue } from '../../shared/hitText';
@@ -91,7 +92,7 @@ export class PanelFeed {
     this.groups = new Map(groups);
   }
 
-  private countSite(probe: string, h: Hit, site: HitSite): void {
+  private countSite(probe: string, h: Hit, site: Site): void {
     const key = `${probe}\0${site.kind}\0${site.address}`;
     let st = this.siteIndex.get(key);
     if (!st) {

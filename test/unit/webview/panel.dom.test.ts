@@ -393,8 +393,12 @@ describe('live panel webview in Chromium', () => {
     assert.deepEqual(await siteView(), {
       title: 'acl · 3 sites · 9 hits',
       rows: [
-        { site: '0x128ea0', selected: 'false', text: ['entry 0x128ea0', '3', 'acl.c:2050', 'last: n=6', 'latency: mean 4µs, max 7µs (3)'] },
-        { site: '0x12a4c0', selected: 'false', text: ['inlined 0x12a4c0', '3', 'into ACLLoadFromFile · acl.c:2310', 'last: n=7'] },
+        {
+          site: '0x128ea0',
+          selected: 'false',
+          text: ['entry 0x128ea0', '3', 'at acl.c:2050', 'last: n=6', 'latency: mean 4µs, max 7µs (3)'],
+        },
+        { site: '0x12a4c0', selected: 'false', text: ['inlined 0x12a4c0', '3', 'into ACLLoadFromFile at acl.c:2310', 'last: n=7'] },
         { site: '0x5e8f4', selected: 'false', text: ['part 0x5e8f4', '3', 'of ACLAppendUserForLoading', 'last: n=8'] },
       ],
     });

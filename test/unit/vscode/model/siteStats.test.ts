@@ -39,8 +39,8 @@ test('the sum over sites (all hosts) and the per-site breakdown', () => {
   );
   const md = hoverMarkdown('both_fn $params', st, 'armed');
   assert.match(md, /\*\*By site\*\* \(2\)/);
-  assert.match(md, /- entry `0x15c0`: 301 hits/);
-  assert.match(md, /- inlined `0x12a4` in main \(sites\.c:133\): 202 hits/);
+  assert.match(md, /- entry \(0x15c0\): 301 hits/);
+  assert.match(md, /- inlined into main at \S*sites\.c:133 \(0x12a4\): 202 hits/);
 });
 
 test('a function armed at one site has no breakdown', () => {
