@@ -120,9 +120,12 @@ test('args (C -O2): constants of inlined copies and clones, a dropped parameter,
   );
   assert.ok(without.length > 0);
   for (const h of without) {
-    assert.match(h.unavailable?.tag ?? '', /^same_name \(args_other\.c:5\) entry has no parameter or variable 'tag' \(it has: v\)$/);
+    assert.match(
+      h.unavailable?.tag ?? '',
+      /^same_name \(args_other\.c:5\) entry \(0x[0-9a-f]+\) has no parameter or variable 'tag' \(it has: v\)$/,
+    );
     assert.match(hitToJson(h).unavailable?.tag ?? '', /no parameter or variable 'tag'/, 'the JSON hit says so');
-    assert.match(formatHitLine(h), / v=[0-9]+ tag=\(unavailable: same_name \(args_other\.c:5\) entry has no parameter/);
+    assert.match(formatHitLine(h), / v=[0-9]+ tag=\(unavailable: same_name \(args_other\.c:5\) entry \(0x[0-9a-f]+\) has no parameter/);
   }
   for (const h of withTag) assert.equal(h.unavailable, undefined);
 });

@@ -3,6 +3,7 @@ import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import type { PanelPage } from '../../../bench/panelPage';
 import { usePanelBrowser } from '../../helpers/panelBrowser';
+import { Aggregates } from '../../../src/core/session/aggregates';
 import { PanelFeed } from '../../../src/vscode/panel/panelFeed';
 import type { Hit } from '../../../src/shared/hit';
 import { emptyStats, encodeHits, type PanelStats, type ToWebview } from '../../../src/shared/protocol';
@@ -356,23 +357,23 @@ describe('live panel webview in Chromium', () => {
     const entry = { kind: 'entry' as const, address: '0x128ea0', file: '/src/acl.c', line: 2050 };
     const inlined = { kind: 'inlined' as const, address: '0x12a4c0', caller: 'ACLLoadFromFile', file: '/src/acl.c', line: 2310 };
     const part = { kind: 'part' as const, address: '0x5e8f4', caller: 'ACLAppendUserForLoading' };
-    // Hits 0..8 round-robin over three sites; the entry site's hits carry a latency.
-    const all = hits(0, 9).map((h, i): Hit => {
+    // Hits 0..8 round-robin over three sites; each call through the entry site returns there (its latency).
+    const all = hits(0, 9).flatMap((h, i): Hit[] => {
       const site = [entry, inlined, part][i % 3];
       const { retval: _r, latencyNs: _l, ...rest } = h;
-      return {
-        ...rest,
-        probe: 'acl',
-        kind: 'entry',
-        event: 'acl',
-        args: { n: i },
-        site,
-        ...(site === entry ? { latencyNs: 1000 * (i + 1) } : {}),
-      };
+      const hit: Hit = { ...rest, probe: 'acl', kind: 'entry', event: 'acl', args: { n: i }, site };
+      if (site !== entry) return [hit];
+      return [hit, { ...hit, probe: 'acl__return', kind: 'return', event: 'acl__return', args: {}, ts: hit.ts + (i + 1) / 1e6 }];
     });
-    // The real host half makes the stats, as the extension does.
+    // The real host half shows what a session's aggregates counted, as the extension does.
     const feed = new PanelFeed({ version: '0.1.0', flushIntervalMs: 60_000 });
+    const agg = new Aggregates(new Map(), [{ entry: 'acl', exit: 'acl__return' }]);
+    feed.watch(agg);
     feed.setProbes([{ name: 'acl', file: '/src/acl.c', line: 2050 }]);
+    for (const h of all) {
+      const latencyNs = agg.add(h);
+      if (latencyNs !== undefined) h.latencyNs = latencyNs;
+    }
     feed.post(all);
     const msgs: ToWebview[] = [];
     feed.attach((m) => msgs.push(m));
@@ -422,7 +423,7 @@ describe('live panel webview in Chromium', () => {
     await p.page.click('.pl-sites li[data-site="0x5e8f4"]');
     await frames(p);
     assert.equal(await p.page.locator('#pl-filter input').inputValue(), 'comm:calc');
-    assert.equal((await domRows(p)).length, 9);
+    assert.equal((await domRows(p)).length, 12, "9 entries and the entry site's 3 returns");
     assert.deepEqual(p.errors, []);
   });
 
