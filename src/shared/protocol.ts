@@ -9,7 +9,7 @@
 import { PROBE_KINDS, type Hit, type HitValue } from './hit';
 import type { Site } from './site';
 
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 /** A hit travels as its columns in a `HitBatch`; `encodeHits`/`decodeHits` are exact inverses. */
 export type { Hit, HitValue, ProbeKind } from './hit';
@@ -93,8 +93,12 @@ export interface HitBatch {
   shape: Int32Array;
   /** all rows' arg values, flattened in shape order */
   args: HitValue[];
-  /** `undefined` when the hit has no return value (null is a value: the fetch faulted) */
+  /**
+   * Each row's return value, read only where `hasRetval` is 1: an entry has none, and null is a value (the fetch
+   * faulted). The flag is its own column because the webview's messages go as JSON, where `undefined` becomes null.
+   */
   retval: (HitValue | undefined)[];
+  hasRetval: Uint8Array;
   /** -1 when the hit has no latency */
   latencyNs: Float64Array;
   /** index into `sites`, -1 when the hit names none */
@@ -132,11 +136,17 @@ export type ExportFormat = 'json' | 'csv';
 
 export type FromWebview =
   | { type: 'ready' }
-  | { type: 'filter'; text: string }
-  | { type: 'pause'; paused: boolean }
   | { type: 'export'; requestId: number; format: ExportFormat; filter: string }
   | { type: 'openSource'; probe: string; file?: string; line?: number }
   | { type: 'clear' };
+
+/**
+ * The `default` of a `switch` over every message type: it compiles only when every type has its case. At run time
+ * a message no case knows (another version's) is ignored.
+ */
+export function unhandled(msg: never): void {
+  void msg;
+}
 
 export type Response =
   { type: 'response'; requestId: number; ok: true; result: string } | { type: 'response'; requestId: number; ok: false; error: string };
@@ -217,6 +227,7 @@ export function encodeHits(hits: readonly Hit[]): HitBatch {
     shape: new Int32Array(n),
     args: [],
     retval: new Array<HitValue | undefined>(n),
+    hasRetval: new Uint8Array(n),
     latencyNs: new Float64Array(n),
     site: new Int32Array(n),
     notes,
@@ -245,6 +256,7 @@ export function encodeHits(hits: readonly Hit[]): HitBatch {
     b.shape[i] = shape;
     for (const name of names) b.args.push(h.args[name]);
     b.retval[i] = h.retval;
+    b.hasRetval[i] = h.retval === undefined ? 0 : 1;
     b.latencyNs[i] = h.latencyNs ?? -1;
     let site = -1;
     if (h.site) {
@@ -302,8 +314,7 @@ export function hitAt(b: HitBatch, row: number, argOffset: number): Hit {
     args,
     event: b.strings[b.event[row]],
   };
-  const rv = b.retval[row];
-  if (rv !== undefined) hit.retval = rv;
+  if (b.hasRetval[row]) hit.retval = b.retval[row] ?? null;
   if (b.latencyNs[row] >= 0) hit.latencyNs = b.latencyNs[row];
   if (b.site[row] >= 0) hit.site = b.sites[b.site[row]];
   const note = b.note[row] >= 0 ? b.notes[b.note[row]] : undefined;

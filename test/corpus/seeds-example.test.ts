@@ -1,4 +1,4 @@
-// The seeds' own example, as a user runs it: `probelens trace redis-server 'createStringObject ptr:string len'`
+// The README's trace example, as a user runs it: `probelens trace redis-server 'createStringObject ptr:string len'`
 // (the real CLI) against a running redis-server while `redis-cli set octi fest` runs. Both definitions are armed:
 // object.c's createStringObject(ptr, len) and hiredis's static createStringObject(task, str, len), which has no
 // `ptr`. A Sentinel (the same binary in --sentinel mode) monitoring the server parses replies with hiredis, so that
@@ -45,7 +45,7 @@ function waitForHit(hits: HitJson[], ended: Promise<unknown>, pred: (h: HitJson)
   });
 }
 
-test("the seeds' example: trace redis-server 'createStringObject ptr:string len' sees redis-cli set octi fest, at every definition", async (t) => {
+test("the README's example: trace redis-server 'createStringObject ptr:string len' sees redis-cli set octi fest, at every definition", async (t) => {
   if (!requireTracefs(t)) return;
   const p = await corpusProjectOrSkip(t, 'redis');
   if (!p) return;

@@ -1,4 +1,4 @@
-// Issue 4's first acceptance bullets: probes armed through the whole engine (compiler → agent → tracefs →
+// Values through the whole engine: probes armed through it (compiler → agent → tracefs →
 // parser) capture exactly the values the fixture programs report for themselves.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';

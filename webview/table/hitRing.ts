@@ -112,8 +112,8 @@ export class HitRing {
     const b = this.batches[s] as HitBatch;
     const row = ints[o + 7];
     out.argText = argTextOf(b, row, ints[o + 8]);
-    const rv = b.retval[row];
-    out.retText = rv === undefined ? '' : formatValue(rv);
+    // Only a hit with a return value shows one (an entry has none; null is a faulted fetch).
+    out.retText = b.hasRetval[row] ? formatValue(b.retval[row] ?? null) : '';
     const site = b.site[row];
     const st = site >= 0 ? b.sites[site] : undefined;
     out.siteText = st ? describeSite(st) : '';

@@ -3,6 +3,8 @@
 // them, parse the stream into hits and aggregates, apply edits in place while armed (add, remove, enable,
 // disable: only the events concerned are touched, the others keep counting), and stop (or lose the client)
 // with nothing left behind on the target.
+// Tests: a session needs a target and real tracefs, so they are in test/integration (sessionLiveEdit, capture,
+// sites, returns, hitShape, engine-*); its counting is the aggregates' (test/unit/core/session).
 import type { BinaryIndex } from '../index/binaryIndex';
 import { readBinaryIdentity } from '../index/identity';
 import { compileProbes, type CompiledProbe } from '../probes/compiler';

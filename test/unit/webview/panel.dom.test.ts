@@ -184,7 +184,7 @@ describe('live panel webview in Chromium', () => {
       JSON.stringify(rows.slice(0, 3)),
     );
     assert.match(await text(p, '#pl-status'), / 100 rows/);
-    assert.deepEqual((await p.posted()).at(-1), { type: 'filter', text: 'probe:sub host:web2' });
+    assert.ok(!(await p.posted()).some((m) => (m as { type: string }).type === 'filter'), 'the filter stays in the webview');
     assert.equal(((await p.savedState()) as { filter: string }).filter, 'probe:sub host:web2');
     // New hits are filtered as they arrive.
     await p.send({ type: 'hits', batch: encodeHits(hits(400, 8)) });
@@ -220,7 +220,7 @@ describe('live panel webview in Chromium', () => {
     assert.equal((await visibleRows(p)).at(-1)?.[0], '1000.099000');
     assert.match(await text(p, '#pl-status'), /100 rows · paused, 50 new hits waiting/);
     assert.equal(await text(p, '#pl-pause'), 'Resume');
-    assert.deepEqual((await p.posted()).at(-1), { type: 'pause', paused: true });
+    assert.ok(!(await p.posted()).some((m) => (m as { type: string }).type === 'pause'), 'pausing is the webview’s alone');
     await p.page.click('#pl-pause');
     await frames(p);
     assert.equal((await visibleRows(p)).at(-1)?.[0], '1000.149000');
@@ -411,7 +411,7 @@ describe('live panel webview in Chromium', () => {
       (await domRows(p)).map((r) => r[5]),
       ['n=1', 'n=4', 'n=7'],
     );
-    assert.deepEqual((await p.posted()).at(-1), { type: 'filter', text: 'comm:calc site:0x12a4c0' });
+    assert.equal(((await p.savedState()) as { filter: string }).filter, 'comm:calc site:0x12a4c0');
     assert.equal((await siteView()).rows[1].selected, 'true');
     // Another site replaces the first; picking the picked one again shows every site's hits.
     await p.page.click('.pl-sites li[data-site="0x5e8f4"]');

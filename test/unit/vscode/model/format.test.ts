@@ -40,7 +40,7 @@ function view(host: string, hits: number, site?: Site): SessionView {
   };
 }
 
-test('the inline decoration reads like the issue says', () => {
+test('the inline decoration: count, last values, p50', () => {
   const st = statsForSpec('add_ints $params', [view('local', 1000), view('db1', 204)]);
   assert.equal(st.hits, 1204);
   assert.deepEqual(st.byHost, { local: 1000, db1: 204 });
