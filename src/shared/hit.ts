@@ -16,6 +16,10 @@ export type HitValue = number | string | null | HitValue[];
 
 export interface Hit {
   host: string;
+  /**
+   * The probe the hit counts under: a spec's events in one function (a function probe is one event per site) are
+   * one probe, named by its entry site's event (else its first event's); `site` says where this hit ran.
+   */
   probe: string;
   kind: ProbeKind;
   pid: number;
@@ -37,7 +41,7 @@ export interface Hit {
    * them at all: right when the caller followed the C ABI, which an optimizing compiler need not do.
    */
   inferred?: string[];
-  /** tracefs event name: pairs entries with returns inside the engine; never serialised */
+  /** the tracefs event that fired: pairs entries with returns and counts source lines inside the engine; never serialised */
   event: string;
 }
 

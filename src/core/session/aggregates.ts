@@ -1,6 +1,6 @@
 // The one place a session's hits are counted, bucketed and paired: the CLI summary, the editor's lenses and hovers,
 // and the live panel all read these numbers. In memory bounded by the number of probes and sites, never by session
-// length: counts per probe (a hit's `probe`, the spec it was compiled from), per site of a probe and per source line,
+// length: counts per probe (a hit's `probe`: a spec's events in one function), per site of a probe and per source line,
 // the last N hits of each probe and the latest of each site, and entry→return latency (paired per thread, or per
 // goroutine for Go, with a bounded stack per key for recursion) per probe and per site, kept as a log2 histogram for
 // display plus a log-linear one for percentiles.
