@@ -1,6 +1,7 @@
-// The host side of `bench:panel`, in a browser worker: SyntheticHitSource → the real PanelFeed (batching,
-// column encoding, stats) → postMessage to the page, which hands each message to the webview as a window
+// The host side of `bench:panel`, in a browser worker: SyntheticHitSource → a session's Aggregates (the counts the
+// panel shows) and the real PanelFeed (batching, column encoding, stats) → postMessage to the page, which hands each message to the webview as a window
 // 'message' event. A worker keeps the feed off the webview's main thread, as the extension host is in VS Code.
+import { Aggregates } from '../src/core/session/aggregates';
 import { PanelFeed } from '../src/vscode/panel/panelFeed';
 import { SyntheticHitSource } from './syntheticHitSource';
 
@@ -20,10 +21,15 @@ scope.onmessage = (e: MessageEvent<{ cmd: 'start'; rate: number; seconds: number
       feed?.flush();
     }, e.data.seconds * 1000);
     feed = new PanelFeed({ version: 'bench', flushIntervalMs: 50, maxBatch: 5_000, historyCapacity: e.data.capacity });
+    const aggregates = new Aggregates();
+    feed.watch(aggregates);
     feed.attach((msg) => scope.postMessage(msg));
     source = new SyntheticHitSource(e.data.rate);
     const f = feed;
-    source.start((hits) => f.post(hits));
+    source.start((hits) => {
+      for (const h of hits) aggregates.add(h);
+      f.post(hits);
+    });
   } else {
     source?.stop();
     feed?.dispose();

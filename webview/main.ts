@@ -4,6 +4,7 @@ import './panel.css';
 import {
   RequestTracker,
   emptyStats,
+  unhandled,
   type ExportFormat,
   type FromWebview,
   type PanelStats,
@@ -250,6 +251,8 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
     case 'response':
       requests.settle(msg);
       break;
+    default:
+      unhandled(msg);
   }
   scheduleRender();
 });
@@ -265,7 +268,7 @@ function applyFilter(text: string): void {
   statsDirty = true; // the site view marks the site the table is narrowed to
   table.resetAnchor();
   table.invalidate();
-  post({ type: 'filter', text });
+  // The filter stays here (and in the saved state); an export sends it with its request.
   saveState();
   scheduleRender();
 }
@@ -275,7 +278,6 @@ function togglePause(): void {
   else view.pause();
   pauseBtn.setLabel(view.paused ? 'Resume' : 'Pause');
   pauseBtn.setPressed(view.paused);
-  post({ type: 'pause', paused: view.paused });
   scheduleRender();
 }
 

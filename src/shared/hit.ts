@@ -1,6 +1,7 @@
 // The one shape of a hit, from the trace parser to the webview: the engine produces it, the CLI and the panel
 // serialise it with the same function (./hitJson), and the panel's column batches (./protocol) encode it.
 // Side-effect free and free of Node and VS Code imports: the webview bundle imports it too.
+import type { Site } from './site';
 
 export type ProbeKind = 'entry' | 'return' | 'line' | 'usdt';
 /** Every kind in a fixed order: the column batches send a kind as its index here. */
@@ -13,19 +14,12 @@ export const PROBE_KINDS: readonly ProbeKind[] = ['entry', 'return', 'line', 'us
  */
 export type HitValue = number | string | null | HitValue[];
 
-/** Which copy of a function's code a hit came from (a function can have several: clones, parts, inlined copies). */
-export interface HitSite {
-  kind: 'entry' | 'clone' | 'part' | 'inlined';
-  /** "0x…" */
-  address: string;
-  /** the function the code is inlined into, or a part's parent */
-  caller?: string;
-  file?: string;
-  line?: number;
-}
-
 export interface Hit {
   host: string;
+  /**
+   * The probe the hit counts under: a spec's events in one function (a function probe is one event per site) are
+   * one probe, named by its entry site's event (else its first event's); `site` says where this hit ran.
+   */
   probe: string;
   kind: ProbeKind;
   pid: number;
@@ -38,7 +32,8 @@ export interface Hit {
   retval?: HitValue;
   /** entry→return latency in nanoseconds, on a return paired with its entry (per thread, or per goroutine for Go) */
   latencyNs?: number;
-  site?: HitSite;
+  /** the copy of the function's code the hit ran in */
+  site?: Site;
   /** Arguments of the spec this site cannot fetch, each with why (this copy has no such parameter, it is optimized out here, …). */
   unavailable?: Record<string, string>;
   /**
@@ -46,7 +41,7 @@ export interface Hit {
    * them at all: right when the caller followed the C ABI, which an optimizing compiler need not do.
    */
   inferred?: string[];
-  /** tracefs event name: pairs entries with returns inside the engine; never serialised */
+  /** the tracefs event that fired: pairs entries with returns and counts source lines inside the engine; never serialised */
   event: string;
 }
 

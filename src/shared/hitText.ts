@@ -3,6 +3,7 @@
 // terminal or a line splitter acts on leaves unescaped. Fixed formatting, not the UI locale: what a user reads
 // and what tests assert are the same everywhere. Side-effect free (the webview imports it).
 import type { Hit, HitValue } from './hit';
+import type { Site } from './site';
 
 // C0 and C1 controls, DEL, the Unicode line/paragraph separators, and the bidirectional overrides and isolates
 // (which reorder the text around them on screen).
@@ -89,11 +90,17 @@ export function formatTs(ts: number): string {
   return ts.toFixed(6);
 }
 
-/** "inlined into main at a.c:12 (0x401136)": where a hit's code sits, for row details and hovers. */
-export function formatSite(site: NonNullable<Hit['site']>): string {
-  const at = site.file ? ` at ${escapeText(site.file)}${site.line ? `:${site.line}` : ''}` : '';
-  const caller = site.caller ? ` ${site.kind === 'inlined' ? 'into' : 'of'} ${escapeText(site.caller)}` : '';
-  return `${site.kind}${caller}${at} (${escapeText(site.address)})`;
+/**
+ * The one way a site is said: `full` "inlined into main at a.c:12 (0x401136)" (messages, row details, the CLI
+ * line, hovers); `place` "into main at a.c:12", only where the code sits, file by its base name, for a list whose
+ * rows already name the kind and the address (the panel's per-site breakdown).
+ */
+export function describeSite(site: Site, form: 'full' | 'place' = 'full'): string {
+  const rel = site.caller ? `${site.kind === 'inlined' ? 'into' : 'of'} ${escapeText(site.caller)}` : '';
+  const file = site.file && form === 'place' ? site.file.replace(/^.*\//, '') : site.file;
+  const at = file ? `at ${escapeText(file)}${site.line ? `:${site.line}` : ''}` : '';
+  if (form === 'place') return [rel, at].filter(Boolean).join(' ');
+  return [site.kind, rel, at, `(${escapeText(site.address)})`].filter(Boolean).join(' ');
 }
 
 /**
@@ -113,6 +120,6 @@ export function formatHitLine(h: Hit): string {
   const args = formatHitArgs(h);
   const ret = h.retval !== undefined ? ` → ${formatValue(h.retval)}` : '';
   const lat = h.latencyNs !== undefined ? ` (${formatDuration(h.latencyNs)})` : '';
-  const site = h.site && h.site.kind !== 'entry' ? ` [${formatSite(h.site)}]` : '';
+  const site = h.site && h.site.kind !== 'entry' ? ` [${describeSite(h.site)}]` : '';
   return `${formatTs(h.ts)} ${escapeText(h.host)} ${escapeText(h.comm)}-${h.pid}/${h.tid} ${escapeText(h.probe)}${args ? ` ${args}` : ''}${ret}${lat}${site}\n`;
 }

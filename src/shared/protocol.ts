@@ -6,12 +6,14 @@
 // one object per hit (with repeated host/probe/comm/arg-name strings) costs far more than a few flat
 // arrays of numbers.
 
-import { PROBE_KINDS, type Hit, type HitSite, type HitValue } from './hit';
+import { PROBE_KINDS, type Hit, type HitValue } from './hit';
+import type { Site } from './site';
 
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 /** A hit travels as its columns in a `HitBatch`; `encodeHits`/`decodeHits` are exact inverses. */
-export type { Hit, HitSite, HitValue, ProbeKind } from './hit';
+export type { Hit, HitValue, ProbeKind } from './hit';
+export type { Site } from './site';
 
 /** What the panel knows about a probe: its name and where it sits in the source (for "open source"). */
 export interface ProbeInfo {
@@ -29,7 +31,7 @@ export interface LatencyHistogram {
 
 /** One site's share of a probe's hits: the panel's per-site view. */
 export interface SiteStats {
-  site: HitSite;
+  site: Site;
   count: number;
   /** the site's latest hit's arguments and return value, as the table shows them */
   lastArgs: string;
@@ -77,7 +79,7 @@ export interface HitBatch {
   /** each shape is the list of arg names (string indices) a row's `args` values follow */
   shapes: number[][];
   /** the distinct sites of this batch's hits */
-  sites: HitSite[];
+  sites: Site[];
   ts: Float64Array;
   host: Int32Array;
   probe: Int32Array;
@@ -91,8 +93,12 @@ export interface HitBatch {
   shape: Int32Array;
   /** all rows' arg values, flattened in shape order */
   args: HitValue[];
-  /** `undefined` when the hit has no return value (null is a value: the fetch faulted) */
+  /**
+   * Each row's return value, read only where `hasRetval` is 1: an entry has none, and null is a value (the fetch
+   * faulted). The flag is its own column because the webview's messages go as JSON, where `undefined` becomes null.
+   */
   retval: (HitValue | undefined)[];
+  hasRetval: Uint8Array;
   /** -1 when the hit has no latency */
   latencyNs: Float64Array;
   /** index into `sites`, -1 when the hit names none */
@@ -130,11 +136,17 @@ export type ExportFormat = 'json' | 'csv';
 
 export type FromWebview =
   | { type: 'ready' }
-  | { type: 'filter'; text: string }
-  | { type: 'pause'; paused: boolean }
   | { type: 'export'; requestId: number; format: ExportFormat; filter: string }
   | { type: 'openSource'; probe: string; file?: string; line?: number }
   | { type: 'clear' };
+
+/**
+ * The `default` of a `switch` over every message type: it compiles only when every type has its case. At run time
+ * a message no case knows (another version's) is ignored.
+ */
+export function unhandled(msg: never): void {
+  void msg;
+}
 
 export type Response =
   { type: 'response'; requestId: number; ok: true; result: string } | { type: 'response'; requestId: number; ok: false; error: string };
@@ -191,9 +203,9 @@ export function encodeHits(hits: readonly Hit[]): HitBatch {
   };
   const shapes: number[][] = [];
   const shapeIds = new Map<string, number>();
-  const sites: HitSite[] = [];
+  const sites: Site[] = [];
   // The session hands every hit of one event the same site object, so identity collapses them.
-  const siteIds = new Map<HitSite, number>();
+  const siteIds = new Map<Site, number>();
   // Likewise its notes: keyed by the identity of the unavailable map, then of the inferred list.
   const notes: HitNotes[] = [];
   const noteIds = new Map<object | undefined, Map<object | undefined, number>>();
@@ -215,6 +227,7 @@ export function encodeHits(hits: readonly Hit[]): HitBatch {
     shape: new Int32Array(n),
     args: [],
     retval: new Array<HitValue | undefined>(n),
+    hasRetval: new Uint8Array(n),
     latencyNs: new Float64Array(n),
     site: new Int32Array(n),
     notes,
@@ -243,6 +256,7 @@ export function encodeHits(hits: readonly Hit[]): HitBatch {
     b.shape[i] = shape;
     for (const name of names) b.args.push(h.args[name]);
     b.retval[i] = h.retval;
+    b.hasRetval[i] = h.retval === undefined ? 0 : 1;
     b.latencyNs[i] = h.latencyNs ?? -1;
     let site = -1;
     if (h.site) {
@@ -300,8 +314,7 @@ export function hitAt(b: HitBatch, row: number, argOffset: number): Hit {
     args,
     event: b.strings[b.event[row]],
   };
-  const rv = b.retval[row];
-  if (rv !== undefined) hit.retval = rv;
+  if (b.hasRetval[row]) hit.retval = b.retval[row] ?? null;
   if (b.latencyNs[row] >= 0) hit.latencyNs = b.latencyNs[row];
   if (b.site[row] >= 0) hit.site = b.sites[b.site[row]];
   const note = b.note[row] >= 0 ? b.notes[b.note[row]] : undefined;

@@ -13,17 +13,16 @@ export class PanelHost implements vscode.Disposable {
   readonly feed = new PanelFeed({ version: PROBELENS_VERSION });
   private lost = 0;
   private mismatch = 0;
-  private known = new Map<string, string>();
 
   constructor(
     private readonly ctx: Ctx,
     private readonly tracing: Tracing,
   ) {
     ctx.push(
-      // The session's hits go to the panel as they are: latency is already paired (threads and goroutines).
+      // The session's hits go to the panel's table as they are; its figures come from the sessions' aggregates,
+      // which have counted the hit (and paired it: threads and goroutines) before it gets here.
       tracing.onHit((hit) => {
-        // A probe edited into a running trace can hit before the next sync: learn its sites first.
-        if (!this.known.has(hit.probe)) this.syncGroups();
+        this.watchSessions();
         this.feed.post([hit]);
       }),
     );
@@ -47,39 +46,25 @@ export class PanelHost implements vscode.Disposable {
   private probes(): ProbeInfo[] {
     const out: ProbeInfo[] = [];
     for (const r of this.tracing.allRuns()) {
-      for (const p of r.session?.probes ?? []) {
+      const s = r.session;
+      for (const p of s?.probes ?? []) {
         const file = p.file ? buildToLocal(p.file, this.ctx.config.pathMappings, this.ctx.workspaceFolder) : undefined;
-        if (!out.some((o) => o.name === p.event)) out.push({ name: p.event, file, line: p.line });
+        const name = s!.probeName(p);
+        if (!out.some((o) => o.name === name)) out.push({ name, file, line: p.line });
       }
     }
     return out;
   }
 
-  /**
-   * Each event → the probe (spec) it is a site of, named by the spec's entry-site event (the bare function
-   * name): the panel counts a function probe once, over all its sites, and breaks it down per site.
-   */
-  private groups(): Map<string, string> {
-    const out = new Map<string, string>();
-    for (const r of this.tracing.allRuns()) {
-      const probes = r.session?.probes ?? [];
-      const name = new Map<string, string>();
-      for (const p of probes) if (!p.site || p.site.kind === 'entry') if (!name.has(p.spec)) name.set(p.spec, p.event);
-      for (const p of probes) if (!name.has(p.spec)) name.set(p.spec, p.event);
-      for (const p of probes) out.set(p.event, name.get(p.spec) as string);
-    }
-    return out;
-  }
-
-  private syncGroups(): void {
-    this.known = this.groups();
-    this.feed.setProbeGroups(this.known);
+  /** The panel reads the figures of every session started (a session's aggregates are there from its start). */
+  private watchSessions(): void {
+    for (const r of this.tracing.allRuns()) if (r.session?.aggregates) this.feed.watch(r.session.aggregates);
   }
 
   /** Called on state changes and by the live timer. */
   sync(): void {
     const runs = this.tracing.allRuns();
-    this.syncGroups();
+    this.watchSessions();
     this.feed.setProbes(this.probes());
     const failed = runs.filter((r) => r.state === 'failed');
     const state = !this.tracing.isTracing
@@ -100,11 +85,12 @@ export class PanelHost implements vscode.Disposable {
           ? `${hosts.length === 1 ? hosts[0] : `${hosts.length} hosts`}`
           : undefined,
     });
+    // Events lost come without a hit: the figures are sent again when the count moved.
     let lost = 0;
     for (const r of runs) lost += r.session?.aggregates?.snapshot().lost ?? 0;
     if (lost !== this.lost) {
       this.lost = lost;
-      this.feed.setLost(lost);
+      this.feed.statsChanged();
     }
     let mismatch = 0;
     for (const r of runs) mismatch += r.session ? r.session.mismatch : (r.mismatch ?? 0);

@@ -3,6 +3,8 @@
 // or a hand edit (or checkout) of the file — is applied in place to that binary's sessions on every target:
 // only the probes concerned are touched, the others keep counting. A spec the compiler or the kernel refuses
 // is marked in error and nothing else changes. A binary rebuilt under armed probes marks them stale.
+// Tests: it needs VS Code, so it is driven in code-server by test/e2e (liveEdit, probeSet, traceLens, traceLine,
+// sshTarget, …); what it shows is computed by src/vscode/model, tested in test/unit/vscode/model.
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import type { BinaryIndex } from '../core/index/binaryIndex';
@@ -494,7 +496,7 @@ export class Tracing implements vscode.Disposable {
   private viewOf(r: Run, s: TraceSession): SessionView {
     return {
       host: r.target.label,
-      events: s.probes.map((p) => ({ event: p.event, spec: p.spec, site: p.site })),
+      events: s.probes.map((p) => ({ event: p.event, probe: s.probeName(p), spec: p.spec, site: p.site })),
       snapshot: s.aggregates.snapshot(),
     };
   }

@@ -121,9 +121,9 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
     for (const h of received) {
       const us = Math.round(h.ts * 1e6);
       if (us <= a.endUs || us >= b.startUs) continue;
-      const spec = specOf.get(h.probe) ?? h.probe;
+      const spec = specOf.get(h.event) ?? h.probe;
       got.set(spec, (got.get(spec) ?? 0) + 1);
-      const kind = (h as Hit & { site?: { kind?: string } }).site?.kind ?? siteKindOf.get(h.probe);
+      const kind = (h as Hit & { site?: { kind?: string } }).site?.kind ?? siteKindOf.get(h.event);
       if (kind) kindsRan.add(kind);
       if (kind === 'clone') clonesRan.add(spec);
     }

@@ -97,7 +97,8 @@ for (const [project, name] of [
     t.diagnostic(`${name}: ${sample.length} sampled, ${agree} placed exactly as perf probe does`);
     assert.ok(sample.length >= 50, `sampled ${sample.length} functions`);
     assert.deepEqual(unexpected.length, 0, listed(unexpected));
-    // The seeds' example: the out-of-line entry of a function GCC split into hot and .cold parts.
+    // createStringObject (the README's trace example): the out-of-line entry of a function GCC split into hot and
+    // .cold parts.
     if (name === 'redis-server') {
       const acl = byName.get('ACLAppendUserForLoading')?.[0];
       const sym = facts.byName.get('ACLAppendUserForLoading')?.[0];

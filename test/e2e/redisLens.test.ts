@@ -51,9 +51,9 @@ async function startRedis(t: TestContext, server: string, cli: string): Promise<
 
 /** "entry 0x… : 1 hit" lines of the hover's per-site breakdown, as [kind, caller, hits]. */
 function hoverSites(text: string): Array<[string, string, number]> {
-  return [...text.matchAll(/^\s*(entry|clone|part|inlined) (0x[0-9a-f]+)(?: in (\S+))?.*?: ([\d,]+) hits?\s*$/gm)].map((m) => [
+  return [...text.matchAll(/^\s*(entry|clone|part|inlined)(?: (?:into|of) (\S+))?.*? \((0x[0-9a-f]+)\): ([\d,]+) hits?\s*$/gm)].map((m) => [
     m[1],
-    m[3] ?? '',
+    m[2] ?? '',
     Number(m[4].replace(/,/g, '')),
   ]);
 }
@@ -145,7 +145,7 @@ test(
       assert.ok(inlined && entry, JSON.stringify(panelSites));
       assert.equal(entry.count, 1);
       assert.equal(inlined.count, LIST.length);
-      assert.match(inlined.where, /^into xorObjectDigest · debug\.c:\d+$/);
+      assert.match(inlined.where, /^into xorObjectDigest at debug\.c:\d+$/);
       // Clicking the inlined copy narrows the table to its calls.
       await frame.locator(`.pl-sites li[data-site="${inlined.address}"]`).click();
       await frame.waitForFunction(

@@ -120,9 +120,12 @@ test('args (C -O2): constants of inlined copies and clones, a dropped parameter,
   );
   assert.ok(without.length > 0);
   for (const h of without) {
-    assert.match(h.unavailable?.tag ?? '', /^same_name \(args_other\.c:5\) entry has no parameter or variable 'tag' \(it has: v\)$/);
+    assert.match(
+      h.unavailable?.tag ?? '',
+      /^same_name \(args_other\.c:5\) entry \(0x[0-9a-f]+\) has no parameter or variable 'tag' \(it has: v\)$/,
+    );
     assert.match(hitToJson(h).unavailable?.tag ?? '', /no parameter or variable 'tag'/, 'the JSON hit says so');
-    assert.match(formatHitLine(h), / v=[0-9]+ tag=\(unavailable: same_name \(args_other\.c:5\) entry has no parameter/);
+    assert.match(formatHitLine(h), / v=[0-9]+ tag=\(unavailable: same_name \(args_other\.c:5\) entry \(0x[0-9a-f]+\) has no parameter/);
   }
   for (const h of withTag) assert.equal(h.unavailable, undefined);
 });
@@ -135,7 +138,7 @@ test('args (C -O2): a spec is refused only when an argument exists at no site, a
     compileProbes(['field_of p w'], index, {}),
     (e: Error) =>
       e instanceof CompileError &&
-      /'p' cannot be fetched at field_of \(args\.c:[0-9]+\) clone at 0x[0-9a-f]+: this clone does not receive it \(GCC dropped or replaced the parameter/.test(
+      /'p' cannot be fetched at field_of \(args\.c:[0-9]+\) clone \(0x[0-9a-f]+\): this clone does not receive it \(GCC dropped or replaced the parameter/.test(
         e.message,
       ),
   );
@@ -192,7 +195,7 @@ test('go-args: inlined Go copies have no parameter locations; the spec says so i
   // No site has x (Go 1.19 emits no location for an inlined copy's parameters): refused, with why, not guessed.
   await assert.rejects(
     compileProbes(['main.scale x k'], index, {}),
-    /'x' cannot be fetched at main\.scale .*inlined in main\.drive[AB] at 0x[0-9a-f]+: optimized out/,
+    /'x' cannot be fetched at main\.scale .*inlined into main\.drive[AB] .*\(0x[0-9a-f]+\): optimized out/,
   );
   const r = await traceFixture(t, 'go-args', ['main.scale'], 4);
   if (!r) return;

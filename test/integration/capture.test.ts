@@ -1,4 +1,4 @@
-// Issue 4's first acceptance bullets: probes armed through the whole engine (compiler → agent → tracefs →
+// Values through the whole engine: probes armed through it (compiler → agent → tracefs →
 // parser) capture exactly the values the fixture programs report for themselves.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -232,8 +232,8 @@ test('Go: register arguments, a Go string, a receiver field; returns on every RE
   assert.equal(run.summary.latency.main_work?.p50 !== undefined, true, 'latency measured');
   const snap = run.session.aggregates.snapshot();
   // What the editor shows beside the line: the user's arguments only, Go strings as text.
-  assert.deepEqual(Object.keys(snap.lastValues.main_greet).sort(), ['name', 'times']);
-  assert.equal(snap.lastValues.main_greet.name.at(-1)?.value, 'gopher');
+  assert.deepEqual(Object.keys(snap.last.main_greet.at(-1)?.args ?? {}).sort(), ['name', 'times']);
+  assert.equal(snap.last.main_greet.at(-1)?.args.name, 'gopher');
   const lat = snap.latency.main_work;
   assert.equal(lat.count, works.length, "every goroutine's entry paired with its return");
 });

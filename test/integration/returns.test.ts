@@ -57,14 +57,19 @@ test('returns: entry and return probes at every inlined copy count exactly the c
     for (const h of returns) assert.equal(byEvent.get(h.event)?.site?.kind, 'inlined');
     assert.ok(new Set(returns.map((h) => byEvent.get(h.event)!.address)).size >= 3, `${fn}: several distinct exits ran`);
   }
-  // Latency per site: each site's entry probe has one latency per call of that site, and no return is left
+  // Latency per site: each site of the entry probe has one latency per call of that site, and no return is left
   // unpaired (a key shared across sites would pair one copy's return with another's entry and leave some open).
   const snap = session.aggregates.snapshot();
   assert.equal(snap.unpairedReturns, 0);
   for (const p of session.probes.filter((x) => x.kind === 'entry' && FUNCS.includes(x.spec))) {
     const n = hits.filter((h) => h.event === p.event).length;
-    assert.equal(snap.latency[p.event]?.count ?? 0, n, `latency of ${p.event} (${p.site?.kind} ${p.site?.address})`);
+    const site = snap.sites[session.probeName(p)]?.find((s) => s.site.address === p.site?.address);
+    assert.equal(site?.latency?.count ?? 0, n, `latency of ${p.event} (${p.site?.kind} ${p.site?.address})`);
     assert.ok(n > 0, `${p.event} ran`);
+  }
+  for (const fn of FUNCS) {
+    const probe = session.probeName(session.probes.find((x) => x.kind === 'entry' && x.spec === fn)!);
+    assert.equal(snap.latency[probe]?.count, out!.counts.get(fn), `${fn}: latency over all its sites`);
   }
 });
 
@@ -77,7 +82,7 @@ test('returns: a copy whose exits cannot be proved says why instead of counting 
     compileProbes(['plain%return'], index, {}),
     (e: unknown) =>
       e instanceof CompileError &&
-      /returns are unavailable at 1 inlined copy, whose calls this return probe does not see \(the inlined site 0x[0-9a-f]+ in drive_plain .*computed jump at 0x[0-9a-f]+/.test(
+      /returns are unavailable at 1 inlined copy, whose calls this return probe does not see \(inlined into drive_plain .*computed jump at 0x[0-9a-f]+/.test(
         e.message,
       ),
   );

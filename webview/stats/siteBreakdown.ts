@@ -3,17 +3,9 @@
 // count, latest values and latency; clicking a site narrows the table to its hits (the `site:ADDR` filter
 // word), clicking it again shows all hits again.
 import type { SiteStats } from '../../src/shared/protocol';
-import { escapeText } from '../../src/shared/hitText';
+import { describeSite, escapeText } from '../../src/shared/hitText';
 import { badge } from '../toolkit';
 import { formatCount, formatDuration } from '../format';
-
-/** Where a site's code sits, as a user finds it in the source: "inlined into loadUsers · acl.c:2210". */
-export function siteWhere(s: SiteStats['site']): string {
-  const parts: string[] = [];
-  if (s.caller) parts.push(`${s.kind === 'inlined' ? 'into' : 'of'} ${escapeText(s.caller)}`);
-  if (s.file) parts.push(`${escapeText(s.file.replace(/^.*\//, ''))}${s.line ? `:${s.line}` : ''}`);
-  return parts.join(' · ');
-}
 
 export class SiteBreakdownView {
   readonly element: HTMLElement;
@@ -67,7 +59,7 @@ export class SiteBreakdownView {
       d.textContent = text;
       li.append(d);
     };
-    line('pl-site-where', siteWhere(s.site));
+    line('pl-site-where', describeSite(s.site, 'place'));
     const values = [s.lastArgs, s.lastRet && `→ ${s.lastRet}`].filter(Boolean).join(' ');
     line('pl-site-last', values && `last: ${values}`);
     line(

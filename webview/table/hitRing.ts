@@ -5,7 +5,7 @@
 // Argument and return-value text is not built on arrival (at 100,000 hits/s that is most of the work and
 // most of the garbage): a row keeps a reference to the batch it came in and its offset there, and the text
 // is made when the row is read, which happens only for rows on screen, filtering and export.
-import { formatArgs, formatHitArgs, formatSite, formatValue } from '../../src/shared/hitText';
+import { formatArgs, formatHitArgs, describeSite, formatValue } from '../../src/shared/hitText';
 import type { HitBatch } from '../../src/shared/protocol';
 import type { HitValue } from '../../src/shared/hit';
 
@@ -112,11 +112,11 @@ export class HitRing {
     const b = this.batches[s] as HitBatch;
     const row = ints[o + 7];
     out.argText = argTextOf(b, row, ints[o + 8]);
-    const rv = b.retval[row];
-    out.retText = rv === undefined ? '' : formatValue(rv);
+    // Only a hit with a return value shows one (an entry has none; null is a faulted fetch).
+    out.retText = b.hasRetval[row] ? formatValue(b.retval[row] ?? null) : '';
     const site = b.site[row];
     const st = site >= 0 ? b.sites[site] : undefined;
-    out.siteText = st ? formatSite(st) : '';
+    out.siteText = st ? describeSite(st) : '';
     out.siteAddress = st?.address ?? '';
     out.siteKind = st?.kind ?? '';
     return true;

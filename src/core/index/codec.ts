@@ -2,7 +2,8 @@
 // table instead of as an object graph: v8.deserialize of tens of thousands of small objects dominates a cache
 // load, while typed arrays load at memory speed. The function objects are rebuilt from the columns the first
 // time anything asks for them, so opening a cached index costs only the deserialisation.
-import { INDEX_FORMAT, type FunctionSite, type IndexData, type IndexedFunction, type IndexedParam, type SiteKind } from './model';
+import { INDEX_FORMAT, type FunctionSite, type IndexData, type IndexedFunction, type IndexedParam } from './model';
+import { SITE_KINDS } from '../../shared/site';
 
 export const CODEC_VERSION = 3;
 
@@ -52,7 +53,6 @@ export interface EncodedIndex {
   };
 }
 
-const SITE_KINDS: readonly SiteKind[] = ['entry', 'clone', 'part', 'inlined'];
 const ALIAS_SEP = '\u0001';
 
 const NONE = 0xffffffff;

@@ -2,8 +2,10 @@
 // entry address, file offset and parameters, plus the line table. It is what the worker builds, what the cache
 // stores (v8.serialize) and what BinaryIndex answers queries from. Locals and struct layouts are not in it:
 // they are decoded per unit on demand from the binary itself.
-
+import type { SiteKind } from '../../shared/site';
 import type { UsdtOperand } from '../binary/usdt';
+
+export type { SiteKind } from '../../shared/site';
 
 export const INDEX_FORMAT = 9;
 
@@ -16,14 +18,6 @@ export interface IndexedParam {
   /** DWARF gives no location at all: `location` is where the C calling convention puts it, a guess. */
   inferred?: boolean;
 }
-
-/**
- * Where a call of a function can begin, or where its code lives: `entry` the out-of-line function (its symbol's
- * address), `clone` a specialised copy (`.isra`, `.constprop`), `part` the split-off body of a partially
- * inlined function (`.part.N`, entered only through the function's own entry or an inlined copy of its head),
- * `inlined` a DW_TAG_inlined_subroutine copy inside a caller. `.cold` blocks are never sites.
- */
-export type SiteKind = 'entry' | 'clone' | 'part' | 'inlined';
 
 export interface FunctionSite {
   kind: SiteKind;

@@ -4,6 +4,7 @@
 // described only by DW_AT_ranges begins.
 import type { ConcreteCopy, Dwarf, FunctionInfo, InlinedInstance } from '../dwarf';
 import type { FunctionSite, SiteKind } from './model';
+import { siteRank } from '../../shared/site';
 
 /** Symbol names by address (every alias of each address). */
 export type SymbolsByAddress = ReadonlyMap<number, readonly string[]>;
@@ -25,11 +26,10 @@ export function symbolKind(name: string): SiteKind | 'cold' {
 function copyKind(names: readonly string[] | undefined): { kind: SiteKind; symbol: string } | undefined {
   if (!names?.length) return undefined;
   let best: { kind: SiteKind; symbol: string } | undefined;
-  const rank: Record<SiteKind, number> = { entry: 0, clone: 1, part: 2, inlined: 3 };
   for (const n of names) {
     const k = symbolKind(n);
     if (k === 'cold') continue;
-    if (!best || rank[k] < rank[best.kind]) best = { kind: k, symbol: n };
+    if (!best || siteRank(k) < siteRank(best.kind)) best = { kind: k, symbol: n };
   }
   return best;
 }
@@ -69,8 +69,7 @@ export function placeCopies(f: FunctionInfo, symbols: SymbolsByAddress): CopyPla
     for (const p of entries) if (p !== named) p.site.kind = 'clone';
     entries = [named];
   }
-  const rank: Record<SiteKind, number> = { entry: 0, clone: 1, part: 2, inlined: 3 };
-  out.sort((a, b) => rank[a.site.kind] - rank[b.site.kind] || Number(a.site.address - b.site.address));
+  out.sort((a, b) => siteRank(a.site.kind) - siteRank(b.site.kind) || Number(a.site.address - b.site.address));
   for (const p of out) if (p.site.kind === 'part') p.site.caller = f.name;
   return out;
 }

@@ -8,6 +8,8 @@ import { isGoResult } from '../index/fromDwarf';
 import { stripQualifiers } from '../fetch/fetch';
 import { ArgError, deref, member, placeFromLocation, scalarFetch, valueFetch, type Place, type TypedFetch } from './places';
 import type { ResolvedSite } from './resolve';
+import { describeSite } from '../../shared/hitText';
+import { toSite } from '../../shared/site';
 import type { ProbeArg } from './spec';
 import { siteContext, variablesAtSite, type SiteVariable } from './variables';
 
@@ -55,10 +57,7 @@ function siteWhere(site: ResolvedSite): string {
   if (site.kind === 'line') return `line ${site.line}`;
   const fn = site.fn;
   const def = fn?.file ? ` (${fn.file.replace(/^.*\//, '')}${fn.line ? `:${fn.line}` : ''})` : '';
-  const s = site.site;
-  if (s?.kind === 'inlined') return `${fn?.name ?? '?'}${def} inlined in ${s.caller ?? '?'} at 0x${s.address.toString(16)}`;
-  if (s && s.kind !== 'entry') return `${fn?.name ?? '?'}${def} ${s.kind} at 0x${s.address.toString(16)}`;
-  return `${fn?.name ?? '?'}${def} entry`;
+  return `${fn?.name ?? '?'}${def} ${site.site ? describeSite(toSite(site.site)) : 'entry'}`;
 }
 
 export async function compileArg(

@@ -10,11 +10,13 @@ import { findReturnSites } from './returns';
 import { inlinedSiteExits, unavailableNote } from './inlinedReturns';
 import { parseSpec, type ProbeSpec } from './spec';
 import { siteContext, variablesAtSite } from './variables';
-import type { HitSite, ProbeKind } from '../../shared/hit';
-import { CompileError, DEFAULT_MAX_SITES, siteAddress, TooManySitesError } from './sites';
+import type { ProbeKind } from '../../shared/hit';
+import { describeSite } from '../../shared/hitText';
+import { GOROUTINE_ARG, pairKey, siteAddress, toSite, type Site } from '../../shared/site';
+import { CompileError, DEFAULT_MAX_SITES, TooManySitesError } from './sites';
 
 export { GO_STRING_PREVIEW, type CompiledArg } from './args';
-export { CompileError, DEFAULT_MAX_SITES, DISARM_MS_PER_SITE, siteAddress, teardownText, TooManySitesError, type ProbeSite } from './sites';
+export { CompileError, DEFAULT_MAX_SITES, DISARM_MS_PER_SITE, teardownText, TooManySitesError } from './sites';
 
 export interface CompiledProbe {
   event: string;
@@ -36,7 +38,7 @@ export interface CompiledProbe {
   /** Arguments left out and why (optimized out at this address, …). */
   warnings: string[];
   /** Which copy of the function's code this event is armed on; every hit of the event carries it. */
-  site?: HitSite;
+  site?: Site;
   /** Arguments of the spec this site cannot fetch (the copy dropped the parameter, …) and why. */
   unavailable?: Array<{ name: string; reason: string }>;
 }
@@ -144,10 +146,10 @@ async function compileSite(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx, lenien
     } catch (e) {
       if (!lenient || !(e instanceof ArgError)) throw e;
       unavailable.push({ name: a.name, reason: e.message });
-      warnings.push(`${a.name} unavailable at ${describeSite(site)}: ${e.message}`);
+      warnings.push(`${a.name} unavailable at ${whereSite(site)}: ${e.message}`);
     }
   }
-  if (ctx.go && site.kind === 'entry') args.push({ name: 'probelens_g', fetch: '%r14', type: 'x64', display: 'hex', hidden: true });
+  if (ctx.go && site.kind === 'entry') args.push(GOROUTINE);
   const fileOffset =
     (site.site?.address === site.address ? site.site.fileOffset : undefined) ??
     (site.address === fn.address && fn.fileOffset !== undefined ? fn.fileOffset : await fileOffsetOf(index, site.address, opts.debugDirs));
@@ -166,10 +168,10 @@ async function compileSite(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx, lenien
       fileOffset,
       args,
       // Entry and return pair per site (an inlined copy's exits are plain probes sharing its key).
-      pairKey: site.kind === 'line' ? undefined : `${fn.name}@${s?.address ?? fn.address}`,
+      pairKey: site.kind === 'line' ? undefined : pairKey(fn.name, s?.address ?? fn.address),
       pairBy: ctx.go ? 'goroutine' : 'tid',
       warnings,
-      site: s ? { kind: s.kind, address: siteAddress(s.address), caller: s.caller, file: s.file, line: s.line } : undefined,
+      site: s ? toSite(s) : undefined,
       unavailable: unavailable.length ? unavailable : undefined,
     },
     isReturn ? 'r' : 'p',
@@ -178,17 +180,18 @@ async function compileSite(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx, lenien
   );
 }
 
-function describeSite(site: ResolvedSite): string {
-  const s = site.site;
-  if (!s) return `0x${site.address.toString(16)}`;
-  const where = s.kind === 'inlined' ? ` in ${s.caller ?? '?'}${s.file ? ` (${s.file.replace(/^.*\//, '')}:${s.line ?? '?'})` : ''}` : '';
-  return `the ${s.kind} site 0x${s.address.toString(16)}${where}`;
+/** Where a resolved site is, for messages (the shared describer's words). */
+function whereSite(site: ResolvedSite): string {
+  return site.site ? describeSite(toSite(site.site)) : siteAddress(site.address);
 }
 
 /**
  * The task's name fetched at the hit: trace_pipe prints comm from a small pid→name cache filled at read time,
  * which a busy machine's short-lived processes evict ("<...>").
  */
+/** The goroutine (`g`, in R14 on amd64) that pairs a Go function's entries with its returns. */
+const GOROUTINE: CompiledArg = { name: GOROUTINE_ARG, fetch: '%r14', type: 'x64', display: 'hex', hidden: true };
+
 const COMM_ARG: CompiledArg = { name: 'probelens_comm', fetch: '$comm', type: 'string', display: 'string', hidden: true };
 
 function finish(
@@ -230,8 +233,8 @@ async function compileInlinedReturns(
   const fn = site.fn!;
   const s = site.site!;
   const found = await inlinedSiteExits(ctx.index, s, ctx.opts.debugDirs);
-  if (!found.ok) return { reason: `${describeSite(site)}: ${found.reason}` };
-  if (found.exits.length === 0) return { reason: `${describeSite(site)}: it never returns (every path ends in a call that does not)` };
+  if (!found.ok) return { reason: `${whereSite(site)}: ${found.reason}` };
+  if (found.exits.length === 0) return { reason: `${whereSite(site)}: it never returns (every path ends in a call that does not)` };
   const args: CompiledArg[] = [];
   const unavailable: Array<{ name: string; reason: string }> = [];
   const warnings: string[] = [];
@@ -244,9 +247,9 @@ async function compileInlinedReturns(
     const reason = `${what} cannot be fetched at the exits of an inlined copy (it has no return instruction or register)`;
     if (!lenient) throw new ArgError(`${a.name}: ${reason}`);
     unavailable.push({ name: a.name, reason });
-    warnings.push(`${a.name} unavailable at ${describeSite(site)}: ${reason}`);
+    warnings.push(`${a.name} unavailable at ${whereSite(site)}: ${reason}`);
   }
-  if (ctx.go) args.push({ name: 'probelens_g', fetch: '%r14', type: 'x64', display: 'hex', hidden: true });
+  if (ctx.go) args.push(GOROUTINE);
   const { access } = await siteContext(ctx.index, ctx.opts.debugDirs);
   return found.exits.map((exit) =>
     finish(
@@ -261,10 +264,10 @@ async function compileInlinedReturns(
         address: exit.address,
         fileOffset: BigInt(access.image.fileOffsetOf(exit.address)),
         args,
-        pairKey: `${fn.name}@${s.address}`,
+        pairKey: pairKey(fn.name, s.address),
         pairBy: ctx.go ? 'goroutine' : 'tid',
         warnings: [...warnings],
-        site: { kind: s.kind, address: siteAddress(s.address), caller: s.caller, file: s.file, line: s.line },
+        site: toSite(s),
         unavailable: unavailable.length ? unavailable : undefined,
       },
       'p',
@@ -304,7 +307,7 @@ async function compileGoReturns(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): 
         args.push(await retvalArg(a.name, fn, ctx, ctx.index.arch === 'x86_64' ? '%ax' : '%x0'));
       else throw new ArgError(`only $retval can be fetched on a Go function's return (got ${a.text})`);
     }
-    args.push({ name: 'probelens_g', fetch: '%r14', type: 'x64', display: 'hex', hidden: true });
+    args.push(GOROUTINE);
     const event = uniqueEventName(`${fn.name}__return`, ctx.used);
     out.push(
       finish(
@@ -319,7 +322,7 @@ async function compileGoReturns(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): 
           address: ret,
           fileOffset: BigInt(access.image.fileOffsetOf(ret)),
           args,
-          pairKey: `${fn.name}@${fn.address}`,
+          pairKey: pairKey(fn.name, fn.address),
           pairBy: 'goroutine',
           warnings: tailNote,
         },

@@ -1,6 +1,6 @@
 // What the compiler says about a function's sites: the site a probe (and so each of its hits) belongs to, and the
 // limit on how many sites one spec may arm before someone confirms it.
-import type { HitSite } from '../../shared/hit';
+import { siteAddress } from '../../shared/site';
 import type { BinaryIndex } from '../index/binaryIndex';
 import { resolvePoint } from './resolve';
 import { parseSpec, type ProbeSpec } from './spec';
@@ -14,9 +14,6 @@ export class CompileError extends Error {
     this.name = 'CompileError';
   }
 }
-
-/** A site as hits carry it (one shape from the compiler to the panel; addresses as "0x…"). */
-export type ProbeSite = HitSite;
 
 /** Sites a spec may arm before it must be confirmed (each costs ≈45 ms of kernel time to disarm). */
 export const DEFAULT_MAX_SITES = 128;
@@ -42,8 +39,6 @@ export function teardownText(sites: number): string {
   const ms = sites * DISARM_MS_PER_SITE;
   return ms < 1000 ? `${ms} ms` : `${(Math.round(ms / 100) / 10).toFixed(1)} s`;
 }
-
-export const siteAddress = (a: bigint): string => `0x${a.toString(16)}`;
 
 /**
  * How many sites each spec would arm (resolution only, no compilation): what the editor asks about and the CLI

@@ -1,11 +1,14 @@
-// Running aggregates over a hit stream, in memory bounded by the number of probes and arguments, never by
-// session length: counts per probe and per source line, the last N values of each argument, and entry→return
-// latency (paired per thread, or per goroutine for Go, with a bounded stack per key for recursion) kept as a
-// log2 histogram for display plus a log-linear one for percentiles.
+// The one place a session's hits are counted, bucketed and paired: the CLI summary, the editor's lenses and hovers,
+// and the live panel all read these numbers. In memory bounded by the number of probes and sites, never by session
+// length: counts per probe (a hit's `probe`: a spec's events in one function), per site of a probe and per source line,
+// the last N hits of each probe and the latest of each site, and entry→return latency (paired per thread, or per
+// goroutine for Go, with a bounded stack per key for recursion) per probe and per site, kept as a log2 histogram for
+// display plus a log-linear one for percentiles.
 import { log2Bucket, type Hit, type HitValue } from '../../shared/hit';
+import { siteKey, type Site } from '../../shared/site';
 
 export interface AggregateOptions {
-  /** Values kept per argument (default 16). */
+  /** Hits kept per probe (default 16). */
   lastN?: number;
   /** Open entries kept per thread/goroutine; deeper recursion drops the oldest (default 256). */
   maxDepth?: number;
@@ -15,8 +18,9 @@ export interface AggregateOptions {
 
 /** How entries and returns of one function pair up. */
 export interface LatencyPair {
+  /** The entry's tracefs event. */
   entry: string;
-  /** Return probe name(s): Go functions get one probe per RET instruction. */
+  /** The return event(s): Go functions get one per RET instruction. */
   exit: string | string[];
   /**
    * Argument to pair on instead of the thread: for Go the compiler adds the current g (amd64: `%r14`), since
@@ -25,7 +29,8 @@ export interface LatencyPair {
   by?: string;
 }
 
-export interface ProbeSite {
+/** The source line an event counts towards. */
+export interface SourceLine {
   file: string;
   line: number;
 }
@@ -38,19 +43,30 @@ export interface LatencyStats {
   p99: number;
   max: number;
   min: number;
+  /** Sum of the latencies (for a mean). */
+  sum: number;
   /** log2 buckets: `log2[i]` counts latencies in [2^i, 2^(i+1)) ns (`log2[0]` also holds 0). */
   log2: number[];
 }
 
-export interface ArgSample {
-  ts: number;
-  value: HitValue;
+/** One site of a probe: its hits, its latest hit, and the latency of the calls that entered through it. */
+export interface SiteAggregate {
+  site: Site;
+  hits: number;
+  last: Hit;
+  latency?: LatencyStats;
 }
 
 export interface AggregateSnapshot {
+  /** probe → hits */
   hits: Record<string, number>;
+  /** probe → its sites that were hit, in the order they first were */
+  sites: Record<string, SiteAggregate[]>;
+  /** "file:line" → hits */
   lines: Record<string, number>;
-  lastValues: Record<string, Record<string, ArgSample[]>>;
+  /** probe → its last hits, oldest first */
+  last: Record<string, Hit[]>;
+  /** probe of a pair's entry → latency of its paired calls */
   latency: Record<string, LatencyStats>;
   /** Returns with no open entry (probe armed mid-call, dropped by a bound, or lost events). */
   unpairedReturns: number;
@@ -64,11 +80,13 @@ class Histogram {
   private readonly fine = new Map<number, number>();
   count = 0;
   max = 0;
+  sum = 0;
   min = Number.POSITIVE_INFINITY;
 
   add(ns: number): void {
     const v = Math.max(0, Math.round(ns));
     this.count++;
+    this.sum += v;
     if (v > this.max) this.max = v;
     if (v < this.min) this.min = v;
     this.log2[log2Bucket(v)]++;
@@ -95,6 +113,7 @@ class Histogram {
       p99: this.quantile(0.99),
       max: this.max,
       min: this.count ? this.min : 0,
+      sum: this.sum,
       log2: [...this.log2],
     };
   }
@@ -116,61 +135,86 @@ function fineValue(k: number): number {
   return lo + (2 ** shift - 1) / 2;
 }
 
+interface SiteState {
+  site: Site;
+  hits: number;
+  last: Hit;
+  latency?: Histogram;
+}
+
+/** The entry side of a pair: the probe and site its latency is counted under, and the open calls per key. */
+interface OpenCalls {
+  probe: string;
+  site?: Site;
+  /** key (pid + thread or goroutine) → stack of entry timestamps, least recently active first */
+  byKey: Map<string, number[]>;
+}
+
 export class Aggregates {
   private readonly lastN: number;
   private readonly maxDepth: number;
   private readonly maxKeys: number;
   private readonly hits = new Map<string, number>();
+  private readonly sites = new Map<string, Map<string, SiteState>>();
   private readonly lines = new Map<string, number>();
-  private readonly last = new Map<string, Map<string, ArgSample[]>>();
+  private readonly last = new Map<string, Hit[]>();
   private readonly latency = new Map<string, Histogram>();
   private readonly entryOf = new Map<string, LatencyPair>();
   private readonly exitOf = new Map<string, LatencyPair>();
-  /** pair entry name → key (pid + thread or goroutine) → stack of entry timestamps. */
-  private readonly open = new Map<string, Map<string, number[]>>();
+  /** pair entry event → its open calls */
+  private readonly open = new Map<string, OpenCalls>();
   private unpaired = 0;
   private lost = 0;
   private pairing: Readonly<Record<string, HitValue>> | undefined;
 
-  private readonly sites = new Map<string, ProbeSite>();
+  private readonly sourceLines = new Map<string, SourceLine>();
 
-  constructor(sites: ReadonlyMap<string, ProbeSite> = new Map(), pairs: readonly LatencyPair[] = [], opts: AggregateOptions = {}) {
+  constructor(lines: ReadonlyMap<string, SourceLine> = new Map(), pairs: readonly LatencyPair[] = [], opts: AggregateOptions = {}) {
     this.lastN = opts.lastN ?? 16;
     this.maxDepth = opts.maxDepth ?? 256;
     this.maxKeys = opts.maxKeys ?? 65536;
-    this.track(sites, pairs);
+    this.track(lines, pairs);
   }
 
   /**
-   * Probes added while running: their source sites, and the session's pairs (known ones keep their open
-   * entries; a pair that gained a probe, e.g. a return added after its entry, is extended).
+   * Events added while running: the source line each counts towards (by event name), and the session's pairs
+   * (known ones keep their open entries; a pair that gained an event, e.g. a return added after its entry, is
+   * extended).
    */
-  track(sites: ReadonlyMap<string, ProbeSite>, pairs: readonly LatencyPair[]): void {
-    for (const [k, v] of sites) this.sites.set(k, v);
+  track(lines: ReadonlyMap<string, SourceLine>, pairs: readonly LatencyPair[]): void {
+    for (const [k, v] of lines) this.sourceLines.set(k, v);
     for (const p of pairs) {
       this.entryOf.set(p.entry, p);
       for (const x of Array.isArray(p.exit) ? p.exit : [p.exit]) this.exitOf.set(x, p);
-      if (!this.open.has(p.entry)) this.open.set(p.entry, new Map());
     }
   }
 
   /**
-   * Counts `hit` and remembers its arguments; `pairing` holds arguments that only pair entries with returns
-   * (the session's hidden goroutine pointer), looked up before the hit's own. Returns the entry→return latency
-   * in nanoseconds when `hit` is a return paired with its entry: the one pairing every consumer of hits uses.
+   * Counts `hit` under its probe and site and keeps it as the probe's and the site's latest; `pairing` holds
+   * arguments that only pair entries with returns (the session's hidden goroutine pointer), looked up before the
+   * hit's own. Returns the entry→return latency in nanoseconds when `hit` is a return paired with its entry: the
+   * one pairing every consumer of hits uses.
    */
   add(hit: Hit, pairing?: Readonly<Record<string, HitValue>>): number | undefined {
     this.pairing = pairing;
     this.hits.set(hit.probe, (this.hits.get(hit.probe) ?? 0) + 1);
-    const site = this.sites.get(hit.probe);
-    if (site) {
-      const k = `${site.file}:${site.line}`;
+    const line = this.sourceLines.get(hit.event);
+    if (line) {
+      const k = `${line.file}:${line.line}`;
       this.lines.set(k, (this.lines.get(k) ?? 0) + 1);
     }
-    this.remember(hit);
-    const asEntry = this.entryOf.get(hit.probe);
+    let ring = this.last.get(hit.probe);
+    if (!ring) this.last.set(hit.probe, (ring = []));
+    ring.push(hit);
+    if (ring.length > this.lastN) ring.shift();
+    if (hit.site) {
+      const st = this.siteOf(hit.probe, hit.site, hit);
+      st.hits++;
+      st.last = hit;
+    }
+    const asEntry = this.entryOf.get(hit.event);
     if (asEntry) this.enter(asEntry, hit);
-    const asExit = this.exitOf.get(hit.probe);
+    const asExit = this.exitOf.get(hit.event);
     return asExit ? this.leave(asExit, hit) : undefined;
   }
 
@@ -179,17 +223,21 @@ export class Aggregates {
   }
 
   snapshot(): AggregateSnapshot {
-    const lastValues: AggregateSnapshot['lastValues'] = {};
-    for (const [probe, args] of this.last) {
-      lastValues[probe] = {};
-      for (const [name, ring] of args) lastValues[probe][name] = [...ring];
+    const sites: AggregateSnapshot['sites'] = {};
+    for (const [probe, byKey] of this.sites) {
+      sites[probe] = [...byKey.values()].map((st) => {
+        const out: SiteAggregate = { site: st.site, hits: st.hits, last: st.last };
+        if (st.latency) out.latency = st.latency.stats();
+        return out;
+      });
     }
     const latency: AggregateSnapshot['latency'] = {};
     for (const [probe, h] of this.latency) latency[probe] = h.stats();
     return {
       hits: Object.fromEntries(this.hits),
+      sites,
       lines: Object.fromEntries(this.lines),
-      lastValues,
+      last: Object.fromEntries([...this.last].map(([k, v]) => [k, [...v]])),
       latency,
       unpairedReturns: this.unpaired,
       lost: this.lost,
@@ -210,17 +258,14 @@ export class Aggregates {
     return { hits: Object.fromEntries(this.hits), latency };
   }
 
-  private remember(hit: Hit): void {
-    let args = this.last.get(hit.probe);
-    if (!args) this.last.set(hit.probe, (args = new Map()));
-    const put = (name: string, value: HitValue) => {
-      let ring = args!.get(name);
-      if (!ring) args!.set(name, (ring = []));
-      ring.push({ ts: hit.ts, value });
-      if (ring.length > this.lastN) ring.shift();
-    };
-    for (const [name, value] of Object.entries(hit.args)) put(name, value);
-    if (hit.retval !== undefined) put('retval', hit.retval);
+  /** A probe's site (an equal site from another object is the same site); `hit` is its first hit. */
+  private siteOf(probe: string, site: Site, hit: Hit): SiteState {
+    let byKey = this.sites.get(probe);
+    if (!byKey) this.sites.set(probe, (byKey = new Map()));
+    const k = siteKey(site);
+    let st = byKey.get(k);
+    if (!st) byKey.set(k, (st = { site, hits: 0, last: hit }));
+    return st;
   }
 
   private key(pair: LatencyPair, hit: Hit): string | null {
@@ -232,7 +277,9 @@ export class Aggregates {
   private enter(pair: LatencyPair, hit: Hit): void {
     const key = this.key(pair, hit);
     if (key === null) return;
-    const byKey = this.open.get(pair.entry)!;
+    let calls = this.open.get(pair.entry);
+    if (!calls) this.open.set(pair.entry, (calls = { probe: hit.probe, site: hit.site, byKey: new Map() }));
+    const { byKey } = calls;
     let stack = byKey.get(key);
     if (stack)
       byKey.delete(key); // re-insert: Map order is then least-recently-active first
@@ -245,18 +292,23 @@ export class Aggregates {
 
   private leave(pair: LatencyPair, hit: Hit): number | undefined {
     const key = this.key(pair, hit);
-    const stack = key === null ? undefined : this.open.get(pair.entry)!.get(key);
+    const calls = this.open.get(pair.entry);
+    const stack = key === null ? undefined : calls?.byKey.get(key);
     const start = stack?.pop();
     if (start === undefined) {
       this.unpaired++;
       return undefined;
     }
-    if (stack!.length === 0) this.open.get(pair.entry)!.delete(key!);
-    let h = this.latency.get(pair.entry);
-    if (!h) this.latency.set(pair.entry, (h = new Histogram()));
+    if (stack!.length === 0) calls!.byKey.delete(key!);
     // The trace clock prints microseconds: round away the float noise of the subtraction.
     const ns = Math.max(0, Math.round((hit.ts - start) * 1e9));
+    let h = this.latency.get(calls!.probe);
+    if (!h) this.latency.set(calls!.probe, (h = new Histogram()));
     h.add(ns);
+    if (calls!.site) {
+      const st = this.siteOf(calls!.probe, calls!.site, hit);
+      (st.latency ??= new Histogram()).add(ns);
+    }
     return ns;
   }
 }

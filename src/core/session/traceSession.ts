@@ -3,6 +3,8 @@
 // them, parse the stream into hits and aggregates, apply edits in place while armed (add, remove, enable,
 // disable: only the events concerned are touched, the others keep counting), and stop (or lose the client)
 // with nothing left behind on the target.
+// Tests: a session needs a target and real tracefs, so they are in test/integration (sessionLiveEdit, capture,
+// sites, returns, hitShape, engine-*); its counting is the aggregates' (test/unit/core/session).
 import type { BinaryIndex } from '../index/binaryIndex';
 import { readBinaryIdentity } from '../index/identity';
 import { compileProbes, type CompiledProbe } from '../probes/compiler';
@@ -12,8 +14,9 @@ import type { Target } from '../target/target';
 import { AgentError, offendingToken, TracefsAgent } from '../tracefs/agentClient';
 import { HitParser, type EventSchema, type Hit, type HitValue } from '../tracefs/hitParser';
 import { lossReport, type LossReport } from '../tracefs/loss';
-import { Aggregates, type LatencyPair, type ProbeSite } from './aggregates';
+import { Aggregates, type LatencyPair, type SourceLine } from './aggregates';
 import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
+import { GOROUTINE_ARG } from '../../shared/site';
 
 export type SessionState = 'starting' | 'armed' | 'stopping' | 'stopped' | 'failed';
 
@@ -93,11 +96,14 @@ export interface AddResult {
 
 const sameSpec = (a: string, b: string) => a === b || a.trim() === b.trim();
 
-function schemaOf(p: CompiledProbe): EventSchema {
+/** What one probe is: a spec's events in one function (all of its sites). */
+const probeKey = (p: Pick<CompiledProbe, 'spec' | 'function'>) => `${p.spec}\0${p.function ?? ''}`;
+
+function schemaOf(p: CompiledProbe, probe: string): EventSchema {
   const retval = p.kind === 'return' ? p.args.find((a) => a.fetch === '$retval' || a.name === 'retval') : undefined;
   return {
     event: p.event,
-    probe: p.event,
+    probe,
     kind: p.kind,
     args: p.args.map((a) => ({ name: a.name, type: a.type })),
     retvalArg: retval?.name,
@@ -111,7 +117,7 @@ function pairsOf(probes: CompiledProbe[]): LatencyPair[] {
     const e = byKey.get(p.pairKey) ?? { exits: [] };
     if (p.kind === 'entry') e.entry = p.event;
     else if (p.kind === 'return') e.exits.push(p.event);
-    if (p.pairBy === 'goroutine') e.by = 'probelens_g';
+    if (p.pairBy === 'goroutine') e.by = GOROUTINE_ARG;
     byKey.set(p.pairKey, e);
   }
   const out: LatencyPair[] = [];
@@ -177,6 +183,9 @@ export class TraceSession {
   private finalMismatch?: number;
   private ended?: Promise<SessionSummary>;
   private readonly byEvent = new Map<string, CompiledProbe>();
+  /** spec and function → the name their hits carry as `probe` (see probeName), and the name of each event defined */
+  private readonly names = new Map<string, string>();
+  private readonly probeOf = new Map<string, string>();
   /** Event names ever used in this session: a removed probe's name is never reused, so counts never mix. */
   private readonly usedEvents = new Set<string>();
   private readonly disabledEvents = new Set<string>();
@@ -327,15 +336,27 @@ export class TraceSession {
     return { accepted: accepted.filter((p) => !bad.has(p.spec)), refused };
   }
 
+  /**
+   * The name a probe's hits carry as `probe`: one per spec and function (a glob spec is a probe per function it
+   * matched), over all of its events (a function probe is armed as one event per site): the event of its entry
+   * site (the bare function name), else its first event.
+   */
+  probeName(p: Pick<CompiledProbe, 'spec' | 'event' | 'function'>): string {
+    return this.probeOf.get(p.event) ?? this.names.get(probeKey(p)) ?? p.event;
+  }
+
   /** Tells the parser and the aggregates about new events before they can fire. */
   private track(probes: CompiledProbe[]): void {
-    const sites = new Map<string, ProbeSite>();
+    const lines = new Map<string, SourceLine>();
+    for (const p of probes) if (!this.names.has(probeKey(p)) && (!p.site || p.site.kind === 'entry')) this.names.set(probeKey(p), p.event);
+    for (const p of probes) if (!this.names.has(probeKey(p))) this.names.set(probeKey(p), p.event);
     for (const p of probes) {
       this.byEvent.set(p.event, p);
-      if (p.file && p.line) sites.set(p.event, { file: p.file, line: p.line });
+      this.probeOf.set(p.event, this.names.get(probeKey(p))!);
+      if (p.file && p.line) lines.set(p.event, { file: p.file, line: p.line });
     }
-    this.parser!.addEvents(probes.map(schemaOf));
-    this.aggregates.track(sites, pairsOf([...this.byEvent.values()]));
+    this.parser!.addEvents(probes.map((p) => schemaOf(p, this.probeName(p))));
+    this.aggregates.track(lines, pairsOf([...this.byEvent.values()]));
   }
 
   private async undefine(p: CompiledProbe): Promise<void> {
@@ -344,6 +365,8 @@ export class TraceSession {
     this.lostAtRemovals += r.unread + r.cpus.reduce((s, c) => s + c.overrun + c.dropped + c.commitOverrun, 0);
     this.disabledEvents.delete(p.event);
     this.probes = this.probes.filter((q) => q !== p && q.event !== p.event);
+    // A spec removed and added again is a new probe: its counts start over under its new event's name.
+    if (!this.probes.some((q) => probeKey(q) === probeKey(p))) this.names.delete(probeKey(p));
   }
 
   private async arm(): Promise<void> {
@@ -443,11 +466,21 @@ export class TraceSession {
         latency: sum.latency,
         lost: loss.lost,
         mismatch: loss.mismatch,
-        kernelHits: Object.fromEntries(loss.kernelHits),
+        kernelHits: this.byProbe(loss.kernelHits),
         loss,
       };
     })();
     return this.ended;
+  }
+
+  /** Per-event counts summed per probe (events this session never defined keep their own name). */
+  private byProbe(perEvent: ReadonlyMap<string, number>): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [ev, n] of perEvent) {
+      const name = this.probeOf.get(ev) ?? ev;
+      out[name] = (out[name] ?? 0) + n;
+    }
+    return out;
   }
 
   /** Drop the connection without stopping: the agent notices (stdin EOF) and cleans up by itself. */

@@ -1,7 +1,7 @@
 // Text for the inline decoration, the hover and the status bar. Fixed formatting (not the UI locale) so what
 // a user reads and what tests assert are the same everywhere: `● 1,204 hits · last a=3 b=-7 · p50 2.1µs`.
 import type { LatencyStats } from '../../core/session/aggregates';
-import { formatCount, formatDuration, formatSite, formatTs, formatValues } from '../../shared/hitText';
+import { formatCount, formatDuration, describeSite, formatTs, formatValues } from '../../shared/hitText';
 import type { ProbeState, SpecStats } from './stats';
 
 export { formatCount, formatDuration, formatValue, formatValues } from '../../shared/hitText';
@@ -72,7 +72,7 @@ export function hoverMarkdown(spec: string, st: SpecStats | undefined, state: Pr
       for (const h of [...st.lastHits].reverse())
         lines.push(
           `- ${escapeMarkdown(h.host)} ${formatTs(h.ts)} — ${escapeMarkdown(formatValues(h.values, 200)) || '(no values)'}${
-            h.site && h.site.kind !== 'entry' ? ` · ${escapeMarkdown(formatSite(h.site))}` : ''
+            h.site && h.site.kind !== 'entry' ? ` · ${escapeMarkdown(describeSite(h.site))}` : ''
           }`,
         );
     }
@@ -85,11 +85,7 @@ export function hoverMarkdown(spec: string, st: SpecStats | undefined, state: Pr
 export function siteLines(st: SpecStats): string[] {
   if (!st.bySite || st.bySite.length < 2) return [];
   const out = ['', `**By site** (${st.bySite.length})`, ''];
-  for (const s of st.bySite) {
-    const where = s.caller ? ` in ${s.caller}` : '';
-    const at = s.file ? ` (${s.file.replace(/^.*\//, '')}:${s.line ?? '?'})` : '';
-    out.push(`- ${s.kind} \`${s.address}\`${where}${at}: ${formatCount(s.hits)} ${plural(s.hits)}`);
-  }
+  for (const s of st.bySite) out.push(`- ${escapeMarkdown(describeSite(s))}: ${formatCount(s.hits)} ${plural(s.hits)}`);
   return out;
 }
 

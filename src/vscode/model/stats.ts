@@ -1,16 +1,20 @@
 // What the editor shows about one probe spec, folded from every session (one per target) that armed it:
-// hit counts per host, the last hits' values and the latency of an entry/return pair. Pure data in, pure
-// data out: the decorations, hovers, lenses and tree all read this.
+// hit counts per host, the last hits' values and the latency of an entry/return pair, as the session's aggregates
+// counted them. Pure data in, pure data out: the decorations, hovers, lenses and tree all read this.
 import type { AggregateSnapshot, LatencyStats } from '../../core/session/aggregates';
-import type { HitSite, HitValue } from '../../shared/hit';
+import type { Hit, HitValue } from '../../shared/hit';
+import { siteKey, type Site } from '../../shared/site';
 
 export type ProbeState = 'pending' | 'armed' | 'error' | 'stale' | 'disabled' | 'stopped';
 
 /** One session's view of its probes: which tracefs events each spec became, and its aggregates. */
 export interface SessionView {
   host: string;
-  /** event name → spec text it was compiled from, and the copy of the function's code it is armed on */
-  events: ReadonlyArray<{ event: string; spec: string; site?: HitSite }>;
+  /**
+   * event name → the probe its hits count under (the aggregates' key), the spec text it was compiled from, and the
+   * copy of the function's code it is armed on
+   */
+  events: ReadonlyArray<{ event: string; probe: string; spec: string; site?: Site }>;
   snapshot: AggregateSnapshot;
 }
 
@@ -18,7 +22,7 @@ export interface LastHit {
   host: string;
   ts: number;
   values: Record<string, HitValue>;
-  site?: HitSite;
+  site?: Site;
 }
 
 export interface SpecStats {
@@ -28,53 +32,37 @@ export interface SpecStats {
   lastHits: LastHit[];
   latency?: LatencyStats;
   /** Hits per function site (all hosts), in the order the sites were armed: the lens's sum broken down. */
-  bySite?: Array<HitSite & { hits: number }>;
+  bySite?: Array<Site & { hits: number }>;
 }
 
-/** Zips an event's per-argument rings back into hits (all arguments of a hit are recorded together). */
-function lastHitsOf(
-  host: string,
-  rings: Record<string, Array<{ ts: number; value: HitValue }>> | undefined,
-  site: HitSite | undefined,
-): LastHit[] {
-  if (!rings) return [];
-  const names = Object.keys(rings);
-  if (names.length === 0) return [];
-  const n = Math.max(...names.map((k) => rings[k].length));
-  const out: LastHit[] = [];
-  for (let i = 0; i < n; i++) {
-    const values: Record<string, HitValue> = {};
-    let ts = 0;
-    for (const k of names) {
-      const ring = rings[k];
-      const s = ring[ring.length - n + i];
-      if (s) {
-        values[k] = s.value;
-        ts = s.ts;
-      }
-    }
-    out.push(site ? { host, ts, values, site } : { host, ts, values });
-  }
-  return out;
+function lastHitOf(host: string, h: Hit): LastHit {
+  const values: Record<string, HitValue> = { ...h.args };
+  if (h.retval !== undefined) values.retval = h.retval;
+  return h.site ? { host, ts: h.ts, values, site: h.site } : { host, ts: h.ts, values };
 }
 
+/** Reads a spec's numbers from the sessions' aggregates (counted there, under the spec's probe): nothing is counted here. */
 export function statsForSpec(spec: string, sessions: readonly SessionView[], keepLast = 8): SpecStats {
   const st: SpecStats = { hits: 0, byHost: {}, lastHits: [], bySite: [] };
-  const sites = new Map<string, HitSite & { hits: number }>();
+  const sites = new Map<string, Site & { hits: number }>();
   for (const s of sessions) {
-    for (const { event, spec: sp, site } of s.events) {
+    const probes = new Set<string>();
+    for (const { probe, spec: sp, site } of s.events) {
       if (sp !== spec) continue;
-      const n = s.snapshot.hits[event] ?? 0;
+      probes.add(probe);
+      if (site && !sites.has(siteKey(site))) sites.set(siteKey(site), { ...site, hits: 0 });
+    }
+    for (const probe of probes) {
+      const n = s.snapshot.hits[probe] ?? 0;
       st.hits += n;
-      if (site) {
-        const key = `${site.kind}\0${site.address}`;
-        const row = sites.get(key);
-        if (row) row.hits += n;
-        else sites.set(key, { ...site, hits: n });
-      }
       st.byHost[s.host] = (st.byHost[s.host] ?? 0) + n;
-      st.lastHits.push(...lastHitsOf(s.host, s.snapshot.lastValues[event], site));
-      const lat = s.snapshot.latency[event];
+      for (const a of s.snapshot.sites[probe] ?? []) {
+        const row = sites.get(siteKey(a.site));
+        if (row) row.hits += a.hits;
+        else sites.set(siteKey(a.site), { ...a.site, hits: a.hits });
+      }
+      st.lastHits.push(...(s.snapshot.last[probe] ?? []).map((h) => lastHitOf(s.host, h)));
+      const lat = s.snapshot.latency[probe];
       if (lat && (!st.latency || lat.count > st.latency.count)) st.latency = lat;
     }
   }
@@ -85,7 +73,7 @@ export function statsForSpec(spec: string, sessions: readonly SessionView[], kee
   return st;
 }
 
-/** Latency is recorded under the entry event of a pair: a "Latency" probe set finds it on either of its specs. */
+/** Latency is recorded under the probe of a pair's entry: a "Latency" probe set finds it on either of its specs. */
 export function latencyForSpecs(specs: readonly string[], sessions: readonly SessionView[]): LatencyStats | undefined {
   let best: LatencyStats | undefined;
   for (const spec of specs) {

@@ -3,7 +3,7 @@
 // The webview is not retained while hidden: it reloads when shown again, says `ready`, and the feed
 // replays its state, which also covers the panel being restored after a window reload (the serializer).
 import * as vscode from 'vscode';
-import type { ExportFormat, FromWebview, ToWebview } from '../../shared/protocol';
+import { unhandled, type ExportFormat, type FromWebview, type ToWebview } from '../../shared/protocol';
 import { renderPanelHtml } from './html';
 import type { PanelFeed } from './panelFeed';
 
@@ -104,10 +104,8 @@ export class LivePanel implements vscode.Disposable {
       case 'openSource':
         void this.openSource(m.probe, m.file, m.line);
         break;
-      case 'filter':
-      case 'pause':
-        // The webview filters and pauses by itself; export receives the filter with the request.
-        break;
+      default:
+        unhandled(m);
     }
   }
 

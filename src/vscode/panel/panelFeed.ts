@@ -1,7 +1,8 @@
 // The host half of the live panel that does not need VS Code: it keeps the session's bounded history
-// (as the same column batches it sends), the per-probe counts and latency histograms, and batches hits
-// to whichever webview is attached. It outlives the panel: closing and reopening the panel replays the
-// history from here. No `vscode` import, so the benchmark and tests drive it directly.
+// (as the same column batches it sends), batches hits to whichever webview is attached, and sends the figures
+// the sessions' aggregates counted (per probe, per site, latency: see ./panelStats; nothing is counted here).
+// It outlives the panel: closing and reopening the panel replays the history from here. No `vscode` import,
+// so the benchmark and tests drive it directly.
 import {
   PROTOCOL_VERSION,
   emptyStats,
@@ -12,13 +13,14 @@ import {
   type PanelStats,
   type ProbeInfo,
   type SessionInfo,
-  type SiteStats,
   type ToWebview,
 } from '../../shared/protocol';
-import { log2Bucket, type Hit, type HitSite } from '../../shared/hit';
+import type { Hit } from '../../shared/hit';
+import type { AggregateSnapshot } from '../../core/session/aggregates';
 import { hitsToCsv, hitsToJson } from '../../core/session/export';
 import { parseFilter } from '../../shared/hitFilter';
 import { formatHitArgs, formatValue } from '../../shared/hitText';
+import { panelStats, tally, type Tally } from './panelStats';
 
 export interface PanelFeedOptions {
   version: string;
@@ -33,6 +35,11 @@ export interface PanelFeedOptions {
 /** Posts one message to the attached webview (fire and forget, as webview.postMessage is). */
 export type PanelSink = (msg: ToWebview) => unknown;
 
+/** A session's aggregates, as the panel reads them. */
+export interface StatsSource {
+  snapshot(): AggregateSnapshot;
+}
+
 export class PanelFeed {
   readonly historyCapacity: number;
   private readonly flushIntervalMs: number;
@@ -43,11 +50,10 @@ export class PanelFeed {
   private evicted = 0;
   private stats: PanelStats = emptyStats();
   private statsDirty = false;
-  /** each probe's sites by kind and address, and the latest hit of each (its text is made only when sent) */
-  private siteIndex = new Map<string, SiteStats>();
-  private siteLast = new Map<SiteStats, Hit>();
-  /** event → the probe it is one site of (see setProbeGroups) */
-  private groups = new Map<string, string>();
+  /** the sessions whose hits the panel shows, and their figures at the last clear */
+  private sources = new Set<StatsSource>();
+  private baseline: Tally | undefined;
+  private mismatch = 0;
   private probes: ProbeInfo[] = [];
   private session: SessionInfo = { state: 'idle' };
   private sink: PanelSink | undefined;
@@ -60,77 +66,39 @@ export class PanelFeed {
     this.maxBatch = opts.maxBatch ?? 5_000;
   }
 
+  /** Hits for the table (their session's aggregates, watched, have counted them already). */
   post(hits: readonly Hit[]): void {
     if (this.disposed) return;
-    const { counts, latency } = this.stats;
-    for (const h of hits) {
-      this.pending.push(h);
-      const probe = this.groups.get(h.probe) ?? h.probe;
-      counts[probe] = (counts[probe] ?? 0) + 1;
-      if (h.site) this.countSite(probe, h, h.site);
-      if (h.latencyNs !== undefined && h.latencyNs >= 0) {
-        const hist = (latency[probe] ??= { buckets: [], count: 0, maxNs: 0 });
-        const b = log2Bucket(h.latencyNs);
-        while (hist.buckets.length <= b) hist.buckets.push(0);
-        hist.buckets[b]++;
-        hist.count++;
-        if (h.latencyNs > hist.maxNs) hist.maxNs = h.latencyNs;
-      }
-    }
+    for (const h of hits) this.pending.push(h);
     this.statsDirty = true;
     if (this.pending.length >= this.maxBatch) this.flush();
     else this.schedule();
   }
 
-  /**
-   * A function probe is armed as one event per site, and each hit names its event; the counts, histograms and
-   * per-site breakdown are per probe, so the host says which probe each event is a site of (`event → probe`,
-   * unmapped events stand for themselves). Applies to hits posted from now on.
-   */
-  setProbeGroups(groups: ReadonlyMap<string, string>): void {
-    this.groups = new Map(groups);
+  /** Shows `source`'s figures, from now on and after its session ends (the panel shows every session since its clear). */
+  watch(source: StatsSource): void {
+    if (this.sources.has(source)) return;
+    this.sources.add(source);
+    this.statsChanged();
   }
 
-  private countSite(probe: string, h: Hit, site: HitSite): void {
-    const key = `${probe}\0${site.kind}\0${site.address}`;
-    let st = this.siteIndex.get(key);
-    if (!st) {
-      st = { site, count: 0, lastArgs: '', lastRet: '', latencyCount: 0, latencySumNs: 0, latencyMaxNs: 0 };
-      this.siteIndex.set(key, st);
-      (this.stats.sites[probe] ??= []).push(st);
-    }
-    st.count++;
-    if (h.latencyNs !== undefined && h.latencyNs >= 0) {
-      st.latencyCount++;
-      st.latencySumNs += h.latencyNs;
-      if (h.latencyNs > st.latencyMaxNs) st.latencyMaxNs = h.latencyNs;
-    }
-    this.siteLast.set(st, h);
-  }
-
-  /** Writes the latest values of the sites hit since the stats were last sent. */
-  private siteTexts(): void {
-    for (const [st, h] of this.siteLast) {
-      st.lastArgs = formatHitArgs(h);
-      st.lastRet = h.retval === undefined ? '' : formatValue(h.retval);
-    }
-    this.siteLast.clear();
-  }
-
-  /** Total events the kernel reported lost so far (not a delta). */
-  setLost(total: number): void {
-    if (total === this.stats.lost) return;
-    this.stats.lost = total;
+  /** The sources' figures may have changed without a hit (lost events): send them with the next flush. */
+  statsChanged(): void {
+    if (this.disposed) return;
     this.statsDirty = true;
     this.schedule();
+  }
+
+  private readStats(): void {
+    const now = tally([...this.sources].map((s) => s.snapshot()));
+    this.stats = panelStats(now, this.baseline, { mismatch: this.mismatch, historyDropped: this.stats.historyDropped });
   }
 
   /** received + lost against the kernel's count, over every session (see PanelStats.mismatch). */
   setMismatch(total: number): void {
-    if (total === this.stats.mismatch) return;
-    this.stats.mismatch = total;
-    this.statsDirty = true;
-    this.schedule();
+    if (total === this.mismatch) return;
+    this.mismatch = total;
+    this.statsChanged();
   }
 
   setProbes(probes: readonly ProbeInfo[]): void {
@@ -152,9 +120,9 @@ export class PanelFeed {
     this.history = [];
     this.historyRows = 0;
     this.evicted = 0;
+    this.baseline = tally([...this.sources].map((s) => s.snapshot()));
     this.stats = emptyStats();
-    this.siteIndex.clear();
-    this.siteLast.clear();
+    this.stats.mismatch = this.mismatch;
     this.statsDirty = false;
     this.send({ type: 'cleared' });
   }
@@ -168,7 +136,7 @@ export class PanelFeed {
     this.sink = sink;
     // Rows evicted before this replay are ones the webview never receives; later evictions it sees itself.
     this.stats.historyDropped = this.evicted;
-    this.siteTexts();
+    this.readStats();
     this.send({
       type: 'init',
       version: this.opts.version,
@@ -242,7 +210,7 @@ export class PanelFeed {
     }
     if (this.statsDirty) {
       this.statsDirty = false;
-      this.siteTexts();
+      this.readStats();
       this.send({ type: 'stats', stats: this.stats });
     }
   }

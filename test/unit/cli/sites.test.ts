@@ -98,7 +98,7 @@ test('define: a return probe arms out-of-line sites and the exits of inlined cop
       ['p:', 'both_fn_inlined_ADDR_return', false],
     ],
   );
-  assert.match(both.err, /retval unavailable at the inlined site 0x[0-9a-f]+ in main \(sites\.c:\d+\): the return value cannot be fetched/);
+  assert.match(both.err, /retval unavailable at inlined into main at \S*sites\.c:\d+ \(0x[0-9a-f]+\): the return value cannot be fetched/);
   // Only inlined copies: each copy's exit is a plain probe.
   const inl = cli('define', f.path, 'inl_fn%return', '--json');
   assert.equal(inl.code, 0, inl.err);
@@ -111,7 +111,7 @@ test('define: a return probe arms out-of-line sites and the exits of inlined cop
   assert.equal((JSON.parse(alias.out) as unknown[]).length, 1);
   assert.match(
     alias.err,
-    /returns are unavailable at 2 inlined copies, whose calls this return probe does not see \(the inlined site 0x[0-9a-f]+ in main .*lies outside its own code/,
+    /returns are unavailable at 2 inlined copies, whose calls this return probe does not see \(inlined into main at .* \(0x[0-9a-f]+\): .*lies outside its own code/,
   );
 });
 
@@ -129,6 +129,6 @@ test('define: a parameter DWARF gives as a constant is that constant, never a gu
   assert.notEqual(p.code, 0);
   assert.match(
     p.err,
-    /'p' cannot be fetched at clone_fn \(sites\.c:87\) clone at 0x[0-9a-f]+: this clone does not receive it \(GCC dropped or replaced the parameter/,
+    /'p' cannot be fetched at clone_fn \(sites\.c:87\) clone \(0x[0-9a-f]+\): this clone does not receive it \(GCC dropped or replaced the parameter/,
   );
 });

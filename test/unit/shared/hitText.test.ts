@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Hit } from '../../../src/shared/hit';
-import { escapeText, formatArgs, formatDuration, formatHitLine, formatSite, formatValue, quoteText } from '../../../src/shared/hitText';
+import { escapeText, formatArgs, formatDuration, describeSite, formatHitLine, formatValue, quoteText } from '../../../src/shared/hitText';
 
 const base: Hit = {
   host: 'local',
@@ -68,7 +68,18 @@ test("the CLI's text line of a return shows its value, latency and a non-entry s
   };
   assert.equal(formatHitLine(ret), '12.500000 local srv-42/43 handle__return → null (2.1µs) [inlined into main at srv.c:12 (0x401136)]\n');
   assert.equal(formatHitLine({ ...base, site: { kind: 'entry', address: '0x401000' } }), '12.500000 local srv-42/43 handle\n');
-  assert.equal(formatSite({ kind: 'part', address: '0x4011f0', caller: 'handle' }), 'part of handle (0x4011f0)');
+  assert.equal(describeSite({ kind: 'part', address: '0x4011f0', caller: 'handle' }), 'part of handle (0x4011f0)');
+});
+
+test('one describer says where a site is: in full, or only the place under a row that names kind and address', () => {
+  const inl = { kind: 'inlined', address: '0x401136', caller: 'main', file: '/src/srv.c', line: 12 } as const;
+  assert.equal(describeSite(inl), 'inlined into main at /src/srv.c:12 (0x401136)');
+  assert.equal(describeSite(inl, 'place'), 'into main at srv.c:12');
+  assert.equal(describeSite({ kind: 'entry', address: '0x401000' }), 'entry (0x401000)');
+  assert.equal(describeSite({ kind: 'entry', address: '0x401000' }, 'place'), '');
+  assert.equal(describeSite({ kind: 'clone', address: '0x4010a0', file: 'a.c' }, 'place'), 'at a.c');
+  // A traced binary's names are attacker text: escaped like every value.
+  assert.equal(describeSite({ kind: 'inlined', address: '0x1', caller: 'f\nx' }), 'inlined into f\\nx (0x1)');
 });
 
 test('durations keep two significant digits', () => {

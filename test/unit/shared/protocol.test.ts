@@ -120,3 +120,9 @@ test('a batch carries what a hit says about its arguments: unavailable at this s
   assert.equal(b.notes.length, 2, 'one note per probe, interned');
   assert.deepEqual(decodeHits(b), noted);
 });
+
+test('an entry decodes without a return value even when the batch went as JSON (undefined becomes null there)', () => {
+  const sent = encodeHits(hits);
+  const b = { ...sent, retval: JSON.parse(JSON.stringify(sent.retval)) as typeof sent.retval };
+  assert.deepEqual(decodeHits(b), hits);
+});

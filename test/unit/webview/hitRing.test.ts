@@ -110,3 +110,20 @@ test('a row says which arguments its site lacks and which it guessed, as the CLI
   assert.equal(r.read(1, out), true);
   assert.equal(out.argText, 'x≈5 y=6');
 });
+
+test('a row shows a return value only where there is one, after the batch went as JSON (as webview messages go)', () => {
+  const sent = encodeHits([hit(0), hit(1), { ...hit(3), retval: null }, { ...hit(5), retval: undefined }]);
+  // JSON turns the entries' absent return values into null: the flag column keeps them apart.
+  const b: HitBatch = { ...sent, retval: JSON.parse(JSON.stringify(sent.retval)) as HitBatch['retval'] };
+  assert.deepEqual(b.retval, [null, -1, null, null]);
+  const r = new HitRing(4);
+  const ids = b.strings.map((_, i) => i);
+  let off = 0;
+  for (let i = 0; i < b.n; i++) {
+    r.push(b, i, off, ids);
+    off += b.shapes[b.shape[i]].length;
+  }
+  const out = emptyRow();
+  const texts = [0, 1, 2, 3].map((i) => (r.read(i, out), out.retText));
+  assert.deepEqual(texts, ['', '-1', 'null', ''], 'an entry and a return without a value show none; a faulted one shows null');
+});

@@ -103,7 +103,9 @@ describe('live panel layout at any width (Chromium)', () => {
     });
     // VS Code sets them before the page loads; here the panel sees them at its next resize.
     await p.page.setViewportSize({ width, height: 601 });
-    await p.send(init(), { type: 'hits', batch: encodeHits(hits()) });
+    // As VS Code posts it: the plain arrays go as JSON, where an entry's absent return value becomes null.
+    const batch = encodeHits(hits());
+    await p.send(init(), { type: 'hits', batch: { ...batch, retval: JSON.parse(JSON.stringify(batch.retval)) as typeof batch.retval } });
     return p;
   }
 
@@ -129,6 +131,7 @@ describe('live panel layout at any width (Chromium)', () => {
         assert.ok(value.shown && value.right <= viewport.right + 1, `the ${value.col} cell is inside the panel`);
         assert.ok(!value.cut, `the ${value.col} are shown whole: ${value.text}`);
         if (!isReturn) assert.ok(value.width >= 0.5 * width, `the arguments get the room (${Math.round(value.width)} px of ${width})`);
+        if (!isReturn) assert.equal(cell('retval').text, '', 'an entry shows no return value');
         for (const col of ['host', 'pid']) assert.equal(cell(col).shown, false, `${col} gives way at ${width} px`);
       }
       assert.deepEqual(p.errors, []);

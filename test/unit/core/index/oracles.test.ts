@@ -1,4 +1,4 @@
-// Issue 3's acceptance oracles, on every fixture variant: tools independent of our code (nm, readelf, perf
+// Oracles for the index, on every fixture variant: tools independent of our code (nm, readelf, perf
 // probe) say what the answers must be; the DWARF-version, compression and stripped variants must agree.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

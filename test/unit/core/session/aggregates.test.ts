@@ -19,13 +19,16 @@ test('counts per probe and per source line; last N values per argument', () => {
   const s = agg.snapshot();
   assert.deepEqual(s.hits, { f: 5, g: 1, h: 1 });
   assert.deepEqual(s.lines, { '/src/a.c:12': 6 });
-  assert.deepEqual(s.lastValues.f.x, [
-    { ts: 2, value: 2 },
-    { ts: 3, value: 3 },
-    { ts: 4, value: 4 },
-  ]);
   assert.deepEqual(
-    s.lastValues.f.s.map((v) => v.value),
+    s.last.f.map((h) => [h.ts, h.args.x]),
+    [
+      [2, 2],
+      [3, 3],
+      [4, 4],
+    ],
+  );
+  assert.deepEqual(
+    s.last.f.map((h) => h.args.s),
     ['v2', 'v3', 'v4'],
   );
 });
@@ -52,7 +55,7 @@ test('latency pairs per thread, with recursion on a stack, and ignores returns w
   );
   assert.equal(l.log2[Math.floor(Math.log2(10_000))], 1);
   assert.deepEqual(
-    s.lastValues['f%return'].retval.map((v) => v.value),
+    s.last['f%return'].flatMap((h) => (h.retval === undefined ? [] : [h.retval])),
     [1],
   );
   const sum = agg.summary();
@@ -122,4 +125,43 @@ test("add() returns each paired return's latency, per thread and per goroutine (
   assert.equal(agg.add(hit('g%ret1', 2.000005, { tid: 21, kind: 'return' }), { probelens_g: '0xc000001' }), 5000);
   assert.equal(agg.add(hit('g%ret0', 2.00001, { tid: 22, kind: 'return' }), { probelens_g: '0xc000002' }), 10000);
   assert.equal(agg.snapshot().latency.g.count, 2);
+});
+
+test('a probe counts over all its events; each site of it counts its own hits, keeps its latest hit and the latency of the calls entered through it', () => {
+  const entry = { kind: 'entry' as const, address: '0x1000' };
+  const inl = { kind: 'inlined' as const, address: '0x2000', caller: 'main' };
+  // One probe (`f`) armed as one event per site; its returns (`f__return`) are another probe, paired per site.
+  const agg = new Aggregates(new Map([['f_inlined_2000', { file: '/src/a.c', line: 3 }]]), [
+    { entry: 'f', exit: 'f__return' },
+    { entry: 'f_inlined_2000', exit: 'f_inlined_2000__return' },
+  ]);
+  const at = (event: string, ts: number, site: typeof entry | typeof inl, extra: Partial<Hit> = {}) =>
+    hit(event.endsWith('__return') ? 'f__return' : 'f', ts, { event, site, ...extra });
+  agg.add(at('f', 1, entry, { args: { n: 1 } }));
+  agg.add(at('f__return', 1.000002, entry, { kind: 'return', retval: 7 }));
+  agg.add(at('f_inlined_2000', 2, { ...inl }, { args: { n: 2 } }));
+  agg.add(at('f_inlined_2000', 3, inl, { args: { n: 3 }, tid: 11 }));
+  agg.add(at('f_inlined_2000__return', 3.000005, inl, { kind: 'return', tid: 11 }));
+  const s = agg.snapshot();
+  assert.deepEqual(s.hits, { f: 3, f__return: 2 });
+  assert.deepEqual(s.lines, { '/src/a.c:3': 2 }, 'source lines count by event');
+  assert.deepEqual(
+    s.sites.f.map((x) => [x.site.address, x.hits, x.last.args.n, x.latency?.count, x.latency?.sum]),
+    [
+      ['0x1000', 1, 1, 1, 2000],
+      ['0x2000', 2, 3, 1, 5000],
+    ],
+    'an equal site from another object is the same site',
+  );
+  assert.equal(s.latency.f.count, 2, "latency counts under the entry's probe");
+  assert.equal(s.latency.f.sum, 7000);
+  assert.equal(s.latency.f__return, undefined);
+  assert.deepEqual(
+    s.sites.f__return.map((x) => [x.site.address, x.hits, x.last.retval, x.latency]),
+    [
+      ['0x1000', 1, 7, undefined],
+      ['0x2000', 1, undefined, undefined],
+    ],
+  );
+  assert.deepEqual(agg.summary().hits, { f: 3, f__return: 2 });
 });

@@ -2,31 +2,37 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decorationText, formatCount, formatDuration, hitRate, hoverMarkdown, sparkline } from '../../../../src/vscode/model/format';
 import { statsForSpec, type SessionView } from '../../../../src/vscode/model/stats';
+import type { Hit } from '../../../../src/shared/hit';
+import type { Site } from '../../../../src/shared/site';
 
-const latency = { count: 10, p50: 2100, p90: 5000, p99: 9000, max: 9500, min: 1000, log2: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 5, 0, 2] };
+const latency = {
+  count: 10,
+  p50: 2100,
+  p90: 5000,
+  p99: 9000,
+  max: 9500,
+  min: 1000,
+  sum: 30000,
+  log2: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 5, 0, 2],
+};
 
-function view(host: string, hits: number): SessionView {
+/** A hit as the aggregates keep it (the probe's last hits). */
+function lastHit(probe: string, ts: number, args: Hit['args'], site?: Site): Hit {
+  return { host: 'h', probe, event: probe, kind: 'entry', pid: 1, tid: 1, comm: 'c', cpu: 0, ts, args, ...(site ? { site } : {}) };
+}
+
+function view(host: string, hits: number, site?: Site): SessionView {
   return {
     host,
     events: [
-      { event: 'add_ints', spec: 'add_ints $params' },
-      { event: 'other', spec: 'other' },
+      { event: 'add_ints', probe: 'add_ints', spec: 'add_ints $params' },
+      { event: 'other', probe: 'other', spec: 'other' },
     ],
     snapshot: {
       hits: { add_ints: hits, other: 99 },
+      sites: {},
       lines: {},
-      lastValues: {
-        add_ints: {
-          a: [
-            { ts: 1, value: 1 },
-            { ts: 2, value: 3 },
-          ],
-          b: [
-            { ts: 1, value: 2 },
-            { ts: 2, value: -7 },
-          ],
-        },
-      },
+      last: { add_ints: [lastHit('add_ints', 1, { a: 1, b: 2 }, site), lastHit('add_ints', 2, { a: 3, b: -7 }, site)] },
       latency: { add_ints: latency },
       unpairedReturns: 0,
       lost: 0,
@@ -34,7 +40,7 @@ function view(host: string, hits: number): SessionView {
   };
 }
 
-test('the inline decoration reads like the issue says', () => {
+test('the inline decoration: count, last values, p50', () => {
   const st = statsForSpec('add_ints $params', [view('local', 1000), view('db1', 204)]);
   assert.equal(st.hits, 1204);
   assert.deepEqual(st.byHost, { local: 1000, db1: 204 });
@@ -66,11 +72,12 @@ test('strings are quoted, pointers and a faulted fetch (null) are not', () => {
   const st = statsForSpec('s', [
     {
       host: 'h',
-      events: [{ event: 'e', spec: 's' }],
+      events: [{ event: 'e', probe: 'e', spec: 's' }],
       snapshot: {
         hits: { e: 1 },
+        sites: {},
         lines: {},
-        lastValues: { e: { name: [{ ts: 1, value: 'bob' }], p: [{ ts: 1, value: '0x7ffd12' }], q: [{ ts: 1, value: null }] } },
+        last: { e: [lastHit('e', 1, { name: 'bob', p: '0x7ffd12', q: null })] },
         latency: {},
         unpairedReturns: 0,
         lost: 0,
@@ -125,13 +132,10 @@ test('hover markdown shows hostile values as their text: no markup, link, image,
 });
 
 test("the hover says which copy of the function's code a last hit came from, when it is not the entry", () => {
-  const v = view('local', 2);
   const site = { kind: 'inlined' as const, address: '0x401136', caller: 'main', file: 'calls.c', line: 130 };
-  const st = statsForSpec('add_ints $params', [{ ...v, events: [{ event: 'add_ints', spec: 'add_ints $params', site }] }]);
+  const st = statsForSpec('add_ints $params', [view('local', 2, site)]);
   const md = hoverMarkdown('add_ints $params', st, 'armed');
   assert.match(md, /^- local 2\.000000 — a=3 b=-7 · inlined into main at calls\.c:130 \(0x401136\)$/m);
-  const entry = statsForSpec('add_ints $params', [
-    { ...v, events: [{ event: 'add_ints', spec: 'add_ints $params', site: { kind: 'entry', address: '0x401000' } }] },
-  ]);
+  const entry = statsForSpec('add_ints $params', [view('local', 2, { kind: 'entry', address: '0x401000' })]);
   assert.match(hoverMarkdown('add_ints $params', entry, 'armed'), /^- local 2\.000000 — a=3 b=-7$/m);
 });

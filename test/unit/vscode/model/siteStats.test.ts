@@ -3,27 +3,40 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { hoverMarkdown } from '../../../../src/vscode/model/format';
 import { statsForSpec, type SessionView } from '../../../../src/vscode/model/stats';
+import { Aggregates } from '../../../../src/core/session/aggregates';
+import type { Hit } from '../../../../src/shared/hit';
+import type { Site } from '../../../../src/shared/site';
 
+const ENTRY = { kind: 'entry' as const, address: '0x15c0' };
+const INLINED = { kind: 'inlined' as const, address: '0x12a4', caller: 'main', file: '/w/sites.c', line: 133 };
+
+/** A session whose aggregates counted `entry` and `inlined` hits of probe both_fn at its two sites. */
 function view(host: string, entry: number, inlined: number): SessionView {
+  const agg = new Aggregates();
+  const hit = (event: string, probe: string, site: Site): Hit => ({
+    host,
+    probe,
+    event,
+    kind: 'entry',
+    pid: 1,
+    tid: 1,
+    comm: 'c',
+    cpu: 0,
+    ts: 0,
+    args: {},
+    site,
+  });
+  for (let i = 0; i < entry; i++) agg.add(hit('both_fn', 'both_fn', ENTRY));
+  for (let i = 0; i < inlined; i++) agg.add(hit('both_fn_inlined_12a4', 'both_fn', { ...INLINED }));
+  for (let i = 0; i < 5; i++) agg.add(hit('other', 'other', { kind: 'entry', address: '0x10' }));
   return {
     host,
     events: [
-      { event: 'both_fn', spec: 'both_fn $params', site: { kind: 'entry', address: '0x15c0' } },
-      {
-        event: 'both_fn_inlined_12a4',
-        spec: 'both_fn $params',
-        site: { kind: 'inlined', address: '0x12a4', caller: 'main', file: '/w/sites.c', line: 133 },
-      },
-      { event: 'other', spec: 'other', site: { kind: 'entry', address: '0x10' } },
+      { event: 'both_fn', probe: 'both_fn', spec: 'both_fn $params', site: ENTRY },
+      { event: 'both_fn_inlined_12a4', probe: 'both_fn', spec: 'both_fn $params', site: INLINED },
+      { event: 'other', probe: 'other', spec: 'other', site: { kind: 'entry', address: '0x10' } },
     ],
-    snapshot: {
-      hits: { both_fn: entry, both_fn_inlined_12a4: inlined, other: 5 },
-      lines: {},
-      lastValues: {},
-      latency: {},
-      unpairedReturns: 0,
-      lost: 0,
-    },
+    snapshot: agg.snapshot(),
   };
 }
 
@@ -39,8 +52,8 @@ test('the sum over sites (all hosts) and the per-site breakdown', () => {
   );
   const md = hoverMarkdown('both_fn $params', st, 'armed');
   assert.match(md, /\*\*By site\*\* \(2\)/);
-  assert.match(md, /- entry `0x15c0`: 301 hits/);
-  assert.match(md, /- inlined `0x12a4` in main \(sites\.c:133\): 202 hits/);
+  assert.match(md, /- entry \(0x15c0\): 301 hits/);
+  assert.match(md, /- inlined into main at \S*sites\.c:133 \(0x12a4\): 202 hits/);
 });
 
 test('a function armed at one site has no breakdown', () => {

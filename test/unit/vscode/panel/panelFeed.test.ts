@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Hit } from '../../../../src/shared/hit';
 import { decodeHits, type ToWebview } from '../../../../src/shared/protocol';
+import { Aggregates, type LatencyPair } from '../../../../src/core/session/aggregates';
 import { PanelFeed } from '../../../../src/vscode/panel/panelFeed';
 
 function hits(from: number, count: number): Hit[] {
@@ -23,13 +24,30 @@ function hits(from: number, count: number): Hit[] {
   });
 }
 
+/** A session as the host sees it: its aggregates count each hit (the panel reads them), then the hit is posted. */
+function session(feed: PanelFeed, pairs: LatencyPair[] = []): { agg: Aggregates; post: (hs: Hit[]) => void } {
+  const agg = new Aggregates(new Map(), pairs);
+  feed.watch(agg);
+  return {
+    agg,
+    post: (hs) => {
+      for (const h of hs) {
+        const latencyNs = agg.add(h);
+        if (latencyNs !== undefined) h.latencyNs = latencyNs;
+      }
+      feed.post(hs);
+    },
+  };
+}
+
 const hitsIn = (msgs: ToWebview[]): Hit[] => msgs.flatMap((m) => (m.type === 'hits' ? decodeHits(m.batch) : []));
 
 test('ready replays init then the history, and later hits arrive batched with stats', () => {
   const feed = new PanelFeed({ version: '9.9.9', flushIntervalMs: 60_000, maxBatch: 4 });
   feed.setProbes([{ name: 'add', file: '/src/calc.c', line: 3 }]);
-  feed.post(hits(0, 6));
-  feed.setLost(7);
+  const { agg, post } = session(feed);
+  post(hits(0, 6));
+  agg.addLost(7);
   feed.setMismatch(-2);
   const msgs: ToWebview[] = [];
   feed.attach((m) => msgs.push(m));
@@ -43,9 +61,9 @@ test('ready replays init then the history, and later hits arrive batched with st
   assert.equal(init.stats.mismatch, -2);
   assert.deepEqual(hitsIn(msgs), hits(0, 6));
   msgs.length = 0;
-  feed.post(hits(6, 3));
+  post(hits(6, 3));
   assert.equal(msgs.length, 0, 'below maxBatch and before the timer: nothing sent yet');
-  feed.post(hits(9, 1));
+  post(hits(9, 1));
   assert.deepEqual(hitsIn(msgs), hits(6, 4), 'a full batch goes at once');
   assert.ok(msgs.some((m) => m.type === 'stats'));
   feed.dispose();
@@ -61,9 +79,15 @@ test('the timer flushes a partial batch', async () => {
   feed.dispose();
 });
 
-test('latency histograms are log2 buckets per probe', () => {
+test("latency histograms are log2 buckets per probe, read from the aggregates' pairing (under the entry's probe)", () => {
   const feed = new PanelFeed({ version: 'x', flushIntervalMs: 60_000 });
-  feed.post(hits(0, 6)); // sub returns with latencies 2000, 4000, 6000 ns
+  const { post } = session(feed, [{ entry: 'sub', exit: 'sub__return' }]);
+  const call = (ts: number, ns: number): Hit[] => {
+    const [e] = hits(0, 1).map((h) => ({ ...h, probe: 'sub', event: 'sub', ts }));
+    return [e, { ...e, kind: 'return', probe: 'sub__return', event: 'sub__return', ts: ts + ns / 1e9, retval: -1 }];
+  };
+  post([...call(1, 2000), ...call(2, 4000), ...call(3, 6000)]);
+  post(hits(0, 1)); // an `add` entry: no pair, no latency
   const msgs: ToWebview[] = [];
   feed.attach((m) => msgs.push(m));
   const init = msgs[0];
@@ -75,13 +99,19 @@ test('latency histograms are log2 buckets per probe', () => {
   assert.equal(h.buckets[11], 1, '4000 ns is in [2048, 4096)');
   assert.equal(h.buckets[12], 1, '6000 ns is in [4096, 8192)');
   assert.equal(init.stats.latency.add, undefined);
+  assert.deepEqual(
+    hitsIn(msgs).map((x) => x.latencyNs),
+    [undefined, 2000, undefined, 4000, undefined, 6000, undefined],
+    "the rows carry the aggregates' latency",
+  );
   feed.dispose();
 });
 
 test('the history is bounded; what was evicted before a replay is reported as historyDropped', () => {
   const feed = new PanelFeed({ version: 'x', flushIntervalMs: 60_000, maxBatch: 10, historyCapacity: 20 });
+  const { post } = session(feed);
   for (let i = 0; i < 10; i++) {
-    feed.post(hits(i * 10, 10));
+    post(hits(i * 10, 10));
   }
   const msgs: ToWebview[] = [];
   feed.attach((m) => msgs.push(m));
@@ -137,30 +167,36 @@ test("exportText writes what the panel's Export buttons save: the CLI's JSON obj
 test('per-site stats: each probe site counts its own hits, keeps its latest values and latency; the export filters by site', () => {
   const entry = { kind: 'entry' as const, address: '0x128ea0' };
   const inl = { kind: 'inlined' as const, address: '0x5e8f4', caller: 'loadUsers', file: 'acl.c', line: 2210 };
-  // One event per site; the host says they are sites of one probe.
-  const hit = (i: number, site: Hit['site'], latencyNs?: number): Hit => ({
+  // One probe armed as one event per site: each hit names the probe and its event.
+  const eventOf = (site: Hit['site']) =>
+    site && site.kind !== 'entry' ? `ACLAppendUserForLoading_${site.kind}_${site.address.slice(2)}` : 'ACLAppendUserForLoading';
+  const hit = (i: number, site: Hit['site'], ret = false): Hit => ({
     host: 'local',
-    probe: site && site.kind !== 'entry' ? `ACLAppendUserForLoading_${site.kind}_${site.address.slice(2)}` : 'ACLAppendUserForLoading',
-    kind: 'entry',
+    probe: ret ? 'ACLAppendUserForLoading__return' : 'ACLAppendUserForLoading',
+    kind: ret ? 'return' : 'entry',
     pid: 1,
     tid: 1,
     comm: 'redis-server',
     cpu: 0,
     ts: i,
-    args: { n: i },
-    event: 'e',
+    args: ret ? {} : { n: i },
+    event: `${eventOf(site)}${ret ? '__return' : ''}`,
     ...(site ? { site } : {}),
-    ...(latencyNs !== undefined ? { latencyNs } : {}),
   });
   const feed = new PanelFeed({ version: 'x', flushIntervalMs: 60_000 });
-  feed.setProbeGroups(new Map([['ACLAppendUserForLoading_inlined_5e8f4', 'ACLAppendUserForLoading']]));
+  const { post } = session(feed, [{ entry: 'ACLAppendUserForLoading', exit: 'ACLAppendUserForLoading__return' }]);
   // The engine hands every hit of one site the same object, but equal sites from a replay must still collapse.
-  feed.post([hit(0, entry, 100), hit(1, { ...inl }), hit(2, entry, 300), hit(3, inl), hit(4, undefined), hit(5, { ...inl })]);
+  const exit = (i: number, ns: number): Hit => ({ ...hit(i, entry, true), ts: i + ns / 1e9 });
+  post([hit(0, entry), exit(0, 100), hit(1, { ...inl }), hit(2, entry), exit(2, 300), hit(3, inl), hit(4, undefined), hit(5, { ...inl })]);
   const msgs: ToWebview[] = [];
   feed.attach((m) => msgs.push(m));
   const init = msgs[0];
   assert.ok(init.type === 'init');
-  assert.deepEqual(init.stats.counts, { ACLAppendUserForLoading: 6 }, 'the probe counts all its sites once');
+  assert.deepEqual(
+    init.stats.counts,
+    { ACLAppendUserForLoading: 6, ACLAppendUserForLoading__return: 2 },
+    'the probe counts all its sites once',
+  );
   assert.deepEqual(init.stats.latency.ACLAppendUserForLoading?.count, 2);
   assert.deepEqual(init.stats.sites.ACLAppendUserForLoading, [
     { site: entry, count: 2, lastArgs: 'n=2', lastRet: '', latencyCount: 2, latencySumNs: 400, latencyMaxNs: 300 },
@@ -172,17 +208,27 @@ test('per-site stats: each probe site counts its own hits, keeps its latest valu
   );
   assert.deepEqual(
     feed.retainedHits('site:entry').map((h) => h.ts),
-    [0, 2],
+    [0, 0.0000001, 2, 2.0000003],
   );
   feed.clear();
-  feed.post([hit(6, inl)]);
+  post([hit(6, inl), hit(7, entry), exit(7, 200)]);
   feed.flush();
   const last = msgs.filter((m) => m.type === 'stats').at(-1);
   assert.ok(last?.type === 'stats');
   assert.deepEqual(
     last.stats.sites.ACLAppendUserForLoading.map((s) => [s.site.address, s.count, s.lastArgs]),
-    [['0x5e8f4', 1, 'n=6']],
-    'clear starts the breakdown over',
+    [
+      ['0x128ea0', 1, 'n=7'],
+      ['0x5e8f4', 1, 'n=6'],
+    ],
+    'clear starts the breakdown over (a baseline of the aggregates, which go on counting)',
+  );
+  assert.deepEqual(last.stats.counts, { ACLAppendUserForLoading: 2, ACLAppendUserForLoading__return: 1 });
+  const lat = last.stats.latency.ACLAppendUserForLoading;
+  assert.deepEqual([lat?.count, lat?.maxNs], [1, 255], 'since the clear: one call; its max bounded by its bucket [128, 256) ns');
+  assert.deepEqual(
+    [last.stats.sites.ACLAppendUserForLoading[0].latencyCount, last.stats.sites.ACLAppendUserForLoading[0].latencySumNs],
+    [1, 200],
   );
   feed.dispose();
 });
@@ -204,7 +250,7 @@ test("a site's latest values and the filter see what its hits say about their ar
     unavailable: { ptr: 'no such parameter here' },
   };
   const feed = new PanelFeed({ version: 'x', flushIntervalMs: 60_000 });
-  feed.post([hit, { ...hit, ts: 2, args: { x: 5 }, unavailable: undefined, inferred: ['x'] }]);
+  session(feed).post([hit, { ...hit, ts: 2, args: { x: 5 }, unavailable: undefined, inferred: ['x'] }]);
   const msgs: ToWebview[] = [];
   feed.attach((m) => msgs.push(m));
   const init = msgs[0];

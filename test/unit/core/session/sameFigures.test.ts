@@ -1,0 +1,122 @@
+// One stream of hits, as a session emits them, read by the three places that show figures: the CLI summary, the
+// editor's model (lens, hover) and the live panel. The session's aggregates count it once; all three must show the
+// same counts, the same per-site counts and the same latency buckets.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Aggregates, type LatencyPair } from '../../../../src/core/session/aggregates';
+import { mergeSummaries } from '../../../../src/core/session/fanout';
+import type { SessionSummary } from '../../../../src/core/session/traceSession';
+import type { Hit } from '../../../../src/shared/hit';
+import type { PanelStats } from '../../../../src/shared/protocol';
+import type { Site } from '../../../../src/shared/site';
+import { statsForSpec, type SessionView } from '../../../../src/vscode/model/stats';
+import { PanelFeed } from '../../../../src/vscode/panel/panelFeed';
+
+const ENTRY: Site = { kind: 'entry', address: '0x15c0', file: '/w/sites.c', line: 40 };
+const INLINED: Site = { kind: 'inlined', address: '0x12a4', caller: 'main', file: '/w/sites.c', line: 133 };
+
+/** The probe `both_fn x` (an entry and an inlined copy, one event each) and its returns `both_fn%return`. */
+const EVENTS: SessionView['events'] = [
+  { event: 'both_fn', probe: 'both_fn', spec: 'both_fn x', site: ENTRY },
+  { event: 'both_fn_inlined_12a4', probe: 'both_fn', spec: 'both_fn x', site: INLINED },
+  { event: 'both_fn__return', probe: 'both_fn__return', spec: 'both_fn%return', site: ENTRY },
+  { event: 'both_fn_inlined_12a4__return', probe: 'both_fn__return', spec: 'both_fn%return', site: INLINED },
+];
+const PAIRS: LatencyPair[] = [
+  { entry: 'both_fn', exit: 'both_fn__return' },
+  { entry: 'both_fn_inlined_12a4', exit: 'both_fn_inlined_12a4__return' },
+];
+
+/**
+ * The recorded stream: 40 calls on 3 threads, every third through the inlined copy, latencies from 1 µs to
+ * about 1 ms (several log2 buckets), a recursive call, and a return whose entry came before tracing began.
+ */
+function recorded(): Hit[] {
+  const out: Hit[] = [];
+  const hit = (event: string, ts: number, tid: number, extra: Partial<Hit> = {}): Hit => {
+    const e = EVENTS.find((x) => x.event === event)!;
+    return { host: 'db1', probe: e.probe, event, kind: 'entry', pid: 7, tid, comm: 'srv', cpu: 0, ts, args: {}, site: e.site, ...extra };
+  };
+  out.push(hit('both_fn__return', 0.5, 1, { kind: 'return', retval: 0 }));
+  let ts = 1;
+  for (let i = 0; i < 40; i++) {
+    const at = i % 3 === 2 ? 'both_fn_inlined_12a4' : 'both_fn';
+    const tid = 1 + (i % 3);
+    out.push(hit(at, ts, tid, { args: { x: i } }));
+    if (i === 7) {
+      out.push(hit(at, ts + 1e-6, tid, { args: { x: 1000 } }));
+      out.push(hit(`${at}__return`, ts + 3e-6, tid, { kind: 'return', retval: 1 }));
+    }
+    const us = 2 ** (i % 11);
+    out.push(hit(`${at}__return`, ts + us / 1e6, tid, { kind: 'return', retval: i }));
+    ts += 0.01;
+  }
+  return out;
+}
+
+test('the CLI summary, the editor and the panel read one count of one stream: same counts, per-site counts, latency buckets', () => {
+  // As the session does: the aggregates count and pair each hit, then it goes to its consumers with its latency.
+  const agg = new Aggregates(new Map(), PAIRS);
+  const feed = new PanelFeed({ version: 't', flushIntervalMs: 60_000 });
+  feed.watch(agg);
+  for (const h of recorded()) {
+    const latencyNs = agg.add(h);
+    if (latencyNs !== undefined) h.latencyNs = latencyNs;
+    feed.post([h]);
+  }
+
+  // The CLI: the session's summary, merged over hosts as `trace` prints it.
+  const sum = agg.summary();
+  const session: SessionSummary = { host: 'db1', hits: sum.hits, latency: sum.latency, lost: 0, mismatch: 0, kernelHits: {} };
+  const cli = mergeSummaries([{ host: 'db1', summary: session }]);
+  // The editor: the spec's stats over the session's view.
+  const view: SessionView = { host: 'db1', events: EVENTS, snapshot: agg.snapshot() };
+  const calls = statsForSpec('both_fn x', [view]);
+  const returns = statsForSpec('both_fn%return', [view]);
+  // The panel: what the webview receives.
+  let panel: PanelStats | undefined;
+  feed.attach((m) => {
+    if (m.type === 'init') panel = m.stats;
+  });
+  feed.dispose();
+  assert.ok(panel);
+
+  // Counts: 41 calls (one recursive), 42 returns (one from before tracing began).
+  assert.deepEqual(cli.hits, { both_fn: 41, both_fn__return: 42 });
+  assert.deepEqual([calls.hits, returns.hits], [cli.hits.both_fn, cli.hits.both_fn__return]);
+  assert.deepEqual(panel.counts, cli.hits);
+
+  // Per-site counts.
+  const editorSites = (st: typeof calls) => st.bySite?.map((s) => [s.address, s.hits]);
+  const panelSites = (probe: string) => panel!.sites[probe].map((s) => [s.site.address, s.count]);
+  assert.deepEqual(editorSites(calls), [
+    ['0x15c0', 28],
+    ['0x12a4', 13],
+  ]);
+  assert.deepEqual(panelSites('both_fn'), editorSites(calls));
+  assert.deepEqual(panelSites('both_fn__return'), editorSites(returns));
+
+  // Latency: 41 paired calls under the entry's probe, the same buckets in the editor's hover and the panel, and the
+  // CLI's percentiles are the editor's.
+  const lat = calls.latency!;
+  assert.equal(lat.count, 41);
+  const trimmed = (b: readonly number[]) => {
+    let n = b.length;
+    while (n > 0 && b[n - 1] === 0) n--;
+    return b.slice(0, n);
+  };
+  assert.deepEqual(panel.latency.both_fn.buckets, trimmed(lat.log2));
+  assert.deepEqual([panel.latency.both_fn.count, panel.latency.both_fn.maxNs], [lat.count, lat.max]);
+  assert.ok(lat.log2.filter((n) => n > 0).length >= 8, 'the stream spans several buckets');
+  assert.deepEqual(cli.latency.both_fn, { p50: Math.round(lat.p50), p90: Math.round(lat.p90), p99: Math.round(lat.p99), max: lat.max });
+  assert.equal(cli.latency.both_fn__return, undefined);
+  // Per site, the panel's latency is the calls that entered there.
+  assert.deepEqual(
+    panel.sites.both_fn.map((s) => s.latencyCount),
+    [28, 13],
+  );
+  assert.equal(
+    panel.sites.both_fn.reduce((n, s) => n + s.latencySumNs, 0),
+    agg.snapshot().latency.both_fn.sum,
+  );
+});
