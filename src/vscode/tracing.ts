@@ -11,7 +11,7 @@ import { resolvePoint } from '../core/probes/resolve';
 import { siteCounts } from '../core/probes/sites';
 import { parseSpec } from '../core/probes/spec';
 import { TraceSession } from '../core/session/traceSession';
-import { describeFileChange, type FileChange } from '../core/session/fileWatch';
+import { describeDisabled, describeFileChange, type FileChange } from '../core/session/fileWatch';
 import type { Target } from '../core/target/target';
 import type { Hit } from '../core/tracefs/hitParser';
 import type { Binaries } from './binaries';
@@ -440,11 +440,11 @@ export class Tracing implements vscode.Disposable {
   }
 
   /**
-   * A probed file changed on the target (see core/session/fileWatch.ts): said once per file — a file written over
-   * once its probes are disabled — with a Re-arm action; the run's probes are stale until re-armed.
+   * A probed file changed on the target (see core/session/fileWatch.ts): said once per file, with a Re-arm action;
+   * the run's probes are stale until re-armed.
    */
   private onFileChange(run: Run, c: FileChange): void {
-    if (c.kind === 'changed' && c.disabled === undefined) return;
+    if (c.disabled !== undefined) this.ctx.log(describeDisabled(c));
     const told = this.fileNotices.get(run) ?? new Set<string>();
     this.fileNotices.set(run, told);
     if (told.has(c.path)) return;

@@ -30,6 +30,7 @@ import {
 const TIMEOUT = { timeout: 600_000 };
 const SOURCE = resolve(__dirname, '..', 'fixtures', 'src', 'c', 'overwrite.c');
 const CHANGED = /written over in place while traced/;
+const DISABLED = / on \S+: \d+ probe events? disabled; the new build runs untraced/;
 
 interface Builds {
   dir: string;
@@ -164,7 +165,11 @@ async function overwriteRound(t: TestContext, s: Builds, specs: string[], extra:
   const runs = runAtOnce ? await runUntil(bin, reported, 60_000) : [];
   await until(reported, 60_000, () => `no report of the change\n${cli.stderr()}`);
   const latency = seen - t0;
-  // After the report, the new build runs as if never traced.
+  // Once its probes are disabled (another session's teardown can hold the kernel's event lock for a while), the new
+  // build runs as if never traced.
+  const disabled = () => DISABLED.test(cli.stderr());
+  if (runAtOnce) runs.push(...(await runUntil(bin, disabled, 300_000)));
+  await until(disabled, 300_000, () => `probes never reported disabled\n${cli.stderr()}`);
   for (let i = 0; i < 10; i++) runs.push(await run(bin));
   const crashed = runs.filter((r) => r.code !== 0);
   assert.deepEqual(crashed, [], `the new build crashed\n${cli.stderr()}`);
@@ -176,8 +181,9 @@ async function overwriteRound(t: TestContext, s: Builds, specs: string[], extra:
     .find((l) => CHANGED.test(l))!;
   assert.match(
     line,
-    new RegExp(`^probelens: ${bin} on \\S+ was written over in place while traced: its probes are disabled .*run probelens trace ${bin} `),
+    new RegExp(`^probelens: ${bin} on \\S+ was written over in place while traced: disabling its probes .*run probelens trace ${bin} `),
   );
+  assert.match(cli.stderr(), new RegExp(`probelens: ${bin} on \\S+: 1 probe event disabled; the new build runs untraced`));
   // No record of the new build is shown as a hit of the old code; the plain build's hits are all there and right.
   const newPids = new Set(runs.map((r) => r.pid));
   assert.deepEqual(
@@ -213,8 +219,9 @@ async function overwriteLoop(t: TestContext, extra: string[], rounds: number): P
     latencies.push(await overwriteRound(t, s, ['add_ints+4'], extra, false));
   }
   t.diagnostic(`report latencies (ms): ${latencies.join(' ')}`);
-  // The agent checks every 0.1 s; a loaded machine may delay that, so the bound asserted here is generous.
-  for (const l of latencies) assert.ok(l < 5_000, `reported ${l} ms after the change`);
+  // The agent checks every 0.1 s (reported within about 0.25 s here, under load); a loaded machine may delay that,
+  // so the bound asserted is generous.
+  for (const l of latencies) assert.ok(l < 10_000, `reported ${l} ms after the change`);
 }
 
 test('in-place overwrite while armed (this machine): never crashes, reported, no hit of the new build shown', TIMEOUT, async (t) => {

@@ -4,7 +4,7 @@ import { compileProbes } from '../../core/probes/compiler';
 import { checkSiteLimit } from '../../core/probes/sites';
 import { mergeSummaries, startAll, type HostOutcome } from '../../core/session/fanout';
 import type { SessionSummary } from '../../core/session/traceSession';
-import { describeFileChange } from '../../core/session/fileWatch';
+import { describeDisabled, describeFileChange } from '../../core/session/fileWatch';
 import { sshOptionsFromCli } from '../../core/ssh/cliOptions';
 import { LocalTarget } from '../../core/target/local';
 import { SshTarget } from '../../core/target/ssh';
@@ -157,11 +157,15 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
       if (!json) log(`${n} events lost (the trace buffer overflowed)`);
     },
     onFileChange: (c) => {
-      // Said once per file: a changed one once its probes are disabled. Tracing the new build is this command again.
+      // Said once per file when first heard of (tracing the new build is this command again), and for a file written
+      // over, once more when its probes are disabled.
       const key = `${c.host}\0${c.path}`;
-      if (told.has(key) || (c.kind === 'changed' && c.disabled === undefined)) return;
+      if (!told.has(key)) log(describeFileChange(c, `run probelens ${['trace', ...argv].map(shellWord).join(' ')}`));
       told.add(key);
-      log(describeFileChange(c, `run probelens ${['trace', ...argv].map(shellWord).join(' ')}`));
+      if (c.kind === 'changed' && c.disabled !== undefined && !told.has(`${key}\0disabled`)) {
+        told.add(`${key}\0disabled`);
+        log(describeDisabled(c));
+      }
     },
     get sudo() {
       return useSudo(args, hosts[0]);

@@ -194,13 +194,17 @@ export async function checkWriters(agent: TracefsAgent, host: string, path: stri
   if (writers.length) throw new FileBusyError(host, path, writers);
 }
 
-/** The one sentence the CLI prints (and the editor shows) for a file's change; `how` says how to trace it again. */
+/**
+ * The sentence the CLI prints (and the editor shows) when a file's change is first heard of; `how` says how to trace
+ * the new build. A changed file's probes are being disabled then (the kernel may make that wait): `describeDisabled`
+ * says when they are.
+ */
 export function describeFileChange(c: FileChange, how: string): string {
   const where = `${c.path} on ${c.host}`;
   if (c.kind === 'changed')
     return (
-      `${where} was written over in place while traced: its probes are disabled (left at the old build's offsets they ` +
-      `would sit inside other instructions of the new one) and records taken after the change are discarded; to trace ` +
+      `${where} was written over in place while traced: disabling its probes (left at the old build's offsets they ` +
+      `would sit inside other instructions of the new one); records taken after the change are discarded; to trace ` +
       `the new build, ${how}`
     );
   if (c.kind === 'replaced')
@@ -209,4 +213,10 @@ export function describeFileChange(c: FileChange, how: string): string {
       `to trace the new build, ${how}`
     );
   return `${where} was removed while traced (processes still running it are traced); once it is back, ${how}`;
+}
+
+/** The sentence that follows once a changed file's probes are disabled. */
+export function describeDisabled(c: FileChange): string {
+  const n = c.disabled ?? 0;
+  return `${c.path} on ${c.host}: ${n} probe event${n === 1 ? '' : 's'} disabled; the new build runs untraced`;
 }

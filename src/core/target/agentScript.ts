@@ -304,7 +304,7 @@ fw_paths() {
   done < "$T/uprobe_events"
 }
 
-# Adds a baseline line for every probed file that has none yet (WATCH'd sessions only). 0: none was added.
+# Adds a baseline line for every probed file that has none yet; returns 1 when there was none to add.
 fw_baseline() {
   fw_paths
   new=
@@ -336,9 +336,13 @@ FWB_END
 # Disables every event of ours that probes file $1 in our instance; FWN := how many.
 fw_disable() {
   FWN=0
+  seen=' '
   while IFS=': ' read -r kd ge path rest; do
     case "$ge" in "$G"/*) ;; *) continue ;; esac
     [ "$path" = "$1" ] || continue
+    # An event may have several probe points (several definition lines): once each.
+    case "$seen" in *" $ge "*) continue ;; esac
+    seen="$seen$ge "
     if [ -f "$I/events/$ge/enable" ]; then echo 0 2>/dev/null > "$I/events/$ge/enable"; FWN=$((FWN + 1)); fi
   done < "$T/uprobe_events"
 }

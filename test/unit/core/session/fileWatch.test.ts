@@ -3,7 +3,7 @@
 // trace stream only when they carry the session's key.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { describeFileChange, probedPath, WatchGate, type FileChange } from '../../../../src/core/session/fileWatch';
+import { describeDisabled, describeFileChange, probedPath, WatchGate, type FileChange } from '../../../../src/core/session/fileWatch';
 import { shellWord } from '../../../../src/cli/commands/trace';
 import { HitParser, type EventSchema, type Hit } from '../../../../src/core/tracefs/hitParser';
 
@@ -123,13 +123,14 @@ test('the sentences name the file, the target and the command to trace the new b
   const c: FileChange = { host: 'root@box:22', path: '/srv/app', kind: 'changed', discarded: 4, disabled: 2 };
   assert.equal(
     describeFileChange(c, "run probelens trace /srv/app 'add_ints a b'"),
-    "/srv/app on root@box:22 was written over in place while traced: its probes are disabled (left at the old build's offsets they would sit inside other instructions of the new one) and records taken after the change are discarded; to trace the new build, run probelens trace /srv/app 'add_ints a b'",
+    "/srv/app on root@box:22 was written over in place while traced: disabling its probes (left at the old build's offsets they would sit inside other instructions of the new one); records taken after the change are discarded; to trace the new build, run probelens trace /srv/app 'add_ints a b'",
   );
   assert.match(
     describeFileChange({ ...c, kind: 'replaced' }, 'run X'),
     /^\/srv\/app on root@box:22 was replaced by a new build, which is not being traced .*run X$/,
   );
   assert.match(describeFileChange({ ...c, kind: 'removed' }, 'run X'), /was removed while traced/);
+  assert.equal(describeDisabled(c), '/srv/app on root@box:22: 2 probe events disabled; the new build runs untraced');
   assert.equal(shellWord('add_ints a b'), "'add_ints a b'");
   assert.equal(shellWord("it's"), "'it'\\''s'");
   assert.equal(shellWord('--host=root@h:22'), '--host=root@h:22');
