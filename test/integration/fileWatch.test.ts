@@ -6,7 +6,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { chmodSync, copyFileSync, readFileSync, renameSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, readdirSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadIndex } from '../../src/core/index/load';
 import type { FileChange } from '../../src/core/session/fileWatch';
@@ -327,3 +327,59 @@ for (const [name, shell] of Object.entries(SHELLS)) {
     }
   });
 }
+
+const parentOf = (pid: number | string): number => Number(/^\d+ \(.*\) \S (\d+)/s.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))![1]);
+
+/** The agent's file watcher: the process (a child of the agent) whose child is its `sleep 0.1`. */
+function watcherOf(agentPid: number): number | undefined {
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readFileSync(`/proc/${d}/cmdline`, 'utf8') !== 'sleep\u00000.1\u0000') continue;
+      const w = parentOf(d);
+      if (parentOf(w) === agentPid) return w;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
+test('a file watcher that dies is started again: hits keep being shown', TIMEOUT, async (t) => {
+  if (!requireTracefs(t)) return;
+  const s = build(t);
+  const bin = armedCopy(s);
+  const { index } = await loadIndex(bin, { noCache: true });
+  const hits: Hit[] = [];
+  const session = await TraceSession.start({
+    target: new ShellTarget(['dash']),
+    index,
+    specs: ['add_ints a b'],
+    onHit: (h) => hits.push(h),
+  });
+  try {
+    await runUntil(bin, () => hits.length > 0, 300_000);
+    const agentPid = Number(/^probelens_(\d+)_/.exec(session.probes[0].group!)![1]);
+    let watcher: number | undefined;
+    await until(
+      () => (watcher = watcherOf(agentPid)) !== undefined,
+      300_000,
+      () => 'no file watcher found',
+    );
+    process.kill(watcher!, 'SIGKILL');
+    const shown = hits.length;
+    // Held hits are shown only after a check: the next heartbeat's liveness check starts a new watcher.
+    await runUntil(bin, () => hits.length > shown, 300_000);
+    assert.ok(hits.length > shown, 'hits are shown again');
+    await until(
+      () => {
+        const w = watcherOf(agentPid);
+        return w !== undefined && w !== watcher;
+      },
+      300_000,
+      () => 'no new watcher',
+    );
+  } finally {
+    await session.stop();
+  }
+});

@@ -417,6 +417,15 @@ fw_sync() {
   fi
 }
 
+# Run on every heartbeat: a watcher that died (killed, out of memory) is started again, or the client, which shows a
+# hit only after a check, would show nothing more.
+fw_alive() {
+  [ -n "$FWPID" ] || return 0
+  fst=
+  { read -r fst < "/proc/$FWPID/stat"; } 2>/dev/null
+  case "$fst" in '' | *") Z "* | *") X "*) wait "$FWPID" 2>/dev/null; FWPID=; fw_sync ;; esac
+}
+
 # One last check, run by STOP after the events are disabled: its markers follow every record.
 fw_final() {
   [ -n "$FWK" ] && [ -n "$FWBASE" ] || return 0
@@ -734,7 +743,7 @@ while :; do
   case "$STATE:$cmd" in
     init:HELLO) hello "$rest" ;;
     init:*) say ERR PROTO EPROTO "expected HELLO"; exit 2 ;;
-    *:HB) ;;
+    *:HB) fw_alive ;;
     *:DEF) def "$rest"; fw_sync ;;
     *:DEFS) defs "$rest"; fw_sync ;;
     *:WATCH) fw_watch "$rest" ;;
