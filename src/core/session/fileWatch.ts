@@ -49,6 +49,8 @@ export class WatchGate {
   private lastGood = -Infinity;
   /** Changed files: hits after this timestamp are not trusted. */
   private readonly cutoff = new Map<string, number>();
+  private marksReceived = 0;
+  private readonly marksWritten = new Map<string, number>();
 
   constructor(private readonly o: WatchGateOptions) {}
 
@@ -57,9 +59,13 @@ export class WatchGate {
     this.held.push(h);
   }
 
-  /** A stream marker's text (after `probelens_watch `, without the key) and its timestamp. */
+  /** A stream marker's text (after `probelens_watch `, without the key: `GEN.COUNT VERB …`) and its timestamp. */
   marker(ts: number, text: string): void {
-    const w = text.split(' ');
+    const all = text.split(' ');
+    const dot = all[0].indexOf('.');
+    this.marksReceived++;
+    this.wrote(all[0].slice(0, dot), Number(all[0].slice(dot + 1)));
+    const w = all.slice(1);
     switch (w[0]) {
       case 'tick':
         this.ticks.set(w[1], ts);
@@ -88,6 +94,7 @@ export class WatchGate {
   /** The agent's NOTE WATCH words: the same verdicts on stderr (never lost to a full buffer; unordered with hits). */
   note(words: readonly string[]): void {
     const [verb, path, n] = words;
+    if (verb === 'marks') return this.wrote(path, Number(n));
     if (verb === 'changed' || verb === 'replaced' || verb === 'removed') this.verdict(verb, path, undefined);
     else if (verb === 'disabled') this.disabled(path, Number(n));
   }
@@ -97,6 +104,21 @@ export class WatchGate {
     for (let i = this.head; i < this.held.length; i++) this.o.release(this.held[i]);
     this.held = [];
     this.head = 0;
+  }
+
+  /**
+   * Markers the ring buffer lost: they are counted by its per-CPU loss counters like hits, so the session takes
+   * them out of its loss figures. Each watcher's count is the highest it numbered or said at its end.
+   */
+  get markersLost(): number {
+    let written = 0;
+    for (const n of this.marksWritten.values()) written += n;
+    return Math.max(0, written - this.marksReceived);
+  }
+
+  private wrote(gen: string | undefined, n: number): void {
+    if (!gen || !Number.isFinite(n)) return;
+    this.marksWritten.set(gen, Math.max(this.marksWritten.get(gen) ?? 0, n));
   }
 
   private untrusted(h: Hit): boolean {

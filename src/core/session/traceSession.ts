@@ -461,6 +461,13 @@ export class TraceSession {
         loss.lost += this.lostAtRemovals;
         loss.unaccounted -= this.lostAtRemovals;
       }
+      // The file watcher's markers share the ring buffer: those it lost are in the per-CPU counters, not hits.
+      const marks = this.gate?.markersLost ?? 0;
+      if (marks && loss.lost >= marks) {
+        loss.lost -= marks;
+        loss.unaccounted += marks;
+        if (!(this.opts.pid !== undefined || this.opts.filter)) loss.mismatch = loss.unaccounted;
+      }
       this.state = 'stopped';
       this.finalMismatch = loss.mismatch;
       const sum = this.aggregates.summary();

@@ -290,8 +290,16 @@ FWPID=
 FWBASE=
 FWBID=
 FWI=0.1
+FWGEN=0
+FWM=0
 
-fw_mark() { printf '%s\n' "probelens_watch $1 $FWK" 2>/dev/null > "$I/trace_marker"; }
+# Markers are ring-buffer entries, so a full buffer loses them as it loses hits, and the per-CPU loss counters count
+# them: each says which watcher wrote it and how many it had written ("GEN.COUNT"), and each watcher says its total
+# when it ends (NOTE WATCH marks GEN COUNT), so the client can take the markers out of the loss figures.
+fw_mark() {
+  FWM=$((FWM + 1))
+  printf '%s\n' "probelens_watch $FWGEN.$FWM $1 $FWK" 2>/dev/null > "$I/trace_marker"
+}
 
 fw_stat() { [ $# -gt 0 ] && stat -L -c '%n %i %s %y %z' "$@" 2>/dev/null; }
 
@@ -383,6 +391,8 @@ FWE_END
 
 # The loop (a subshell): ends when the agent or the instance is gone.
 fw_loop() {
+  FWM=0
+  trap 'say NOTE WATCH marks "$FWGEN" "$FWM"; exit 0' TERM
   base=$FWBASE
   k=0 dead=0
   while kill -0 "$1" 2>/dev/null && [ -d "$I" ]; do
@@ -400,8 +410,19 @@ FWL_END
   done
 }
 
+# Ends the watcher with TERM, so it says how many markers it wrote; KILL after a second (a TERM that lands right
+# after its fork, before it has its own trap, can be lost: see watch).
 fw_stop() {
   [ -n "$FWPID" ] || return 0
+  kill -TERM "$FWPID" 2>/dev/null
+  k2=0
+  while [ $k2 -lt 20 ]; do
+    fst=
+    { read -r fst < "/proc/$FWPID/stat"; } 2>/dev/null
+    case "$fst" in '' | *") Z "* | *") X "*) break ;; esac
+    k2=$((k2 + 1))
+    sleep 0.05 2>/dev/null || sleep 1
+  done
   kill -KILL "$FWPID" 2>/dev/null
   wait "$FWPID" 2>/dev/null
   FWPID=
@@ -412,6 +433,7 @@ fw_sync() {
   [ -n "$FWK" ] && [ "$STATE" = armed ] && [ -f "$I/trace_marker" ] || return 0
   if fw_baseline || [ -z "$FWPID" ]; then
     fw_stop
+    FWGEN=$((FWGEN + 1))
     fw_loop "$$" < /dev/null > /dev/null &
     FWPID=$!
   fi
@@ -430,6 +452,7 @@ fw_alive() {
 fw_final() {
   [ -n "$FWK" ] && [ -n "$FWBASE" ] || return 0
   fw_stop
+  FWGEN=$((FWGEN + 1)) FWM=0
   base=$FWBASE k=final dead=0
   fw_mark "tick $k"
   paths=
@@ -440,6 +463,7 @@ FWF_END
   [ -n "$paths" ] && [ "$now
 " != "$base" ] && fw_examine
   fw_mark "ok $k $dead"
+  say NOTE WATCH marks "$FWGEN" "$FWM"
 }
 
 # WATCH <key>: mark the stream with this key and watch the probed files once armed.

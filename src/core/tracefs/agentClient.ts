@@ -12,8 +12,8 @@
 //   PID <pid>                             trace only that process's threads (set_event_pid + event-fork)
 //   FILTER <event> <expr>                 the event's filter in the instance
 //   WATCH <key>                           once armed, watch the probed files (see "The file watcher" in the agent):
-//                                         stream markers `probelens_watch tick|ok|changed|disabled|replaced|removed …
-//                                         <key>` and NOTE lines
+//                                         stream markers `probelens_watch GEN.COUNT tick|ok|changed|disabled|
+//                                         replaced|removed … <key>` and NOTE lines (`marks GEN COUNT` as a watcher ends)
 //   WRITERS <path>                        the processes that have <path> open for writing: INFO `<pid> <comm>` each
 //   ARM                                   record-tgid, trace_clock mono, start the reader, enable the group; replies
 //                                         `clock=… watch=0|1`

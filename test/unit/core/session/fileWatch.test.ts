@@ -22,20 +22,20 @@ function gate() {
 
 test('a hit is shown once a check that began after it found its file unchanged, in stream order', () => {
   const { g, shown } = gate();
-  g.marker(1.0, 'tick 1');
+  g.marker(1.0, '1.1 tick 1');
   g.hit(hit('old_ev', 1.05));
   g.hit(hit('lib_ev', 1.06));
-  g.marker(1.01, 'ok 1 0');
+  g.marker(1.01, '1.2 ok 1 0');
   assert.equal(shown.length, 0, 'both came after tick 1: not proved yet');
-  g.marker(1.1, 'tick 2');
+  g.marker(1.1, '1.3 tick 2');
   g.hit(hit('old_ev', 1.12));
-  g.marker(1.11, 'ok 2 0');
+  g.marker(1.11, '1.4 ok 2 0');
   assert.deepEqual(
     shown.map((h) => h.ts),
     [1.05, 1.06],
   );
   // An `ok` whose tick was lost (a full buffer) proves nothing.
-  g.marker(1.21, 'ok 3 0');
+  g.marker(1.21, '1.5 ok 3 0');
   assert.equal(shown.length, 2);
   g.end();
   assert.deepEqual(
@@ -47,16 +47,16 @@ test('a hit is shown once a check that began after it found its file unchanged, 
 
 test("a file written over loses its hits after its last good check, and later ones; other files' hits go on", () => {
   const { g, shown, notes } = gate();
-  g.marker(1.0, 'tick 1');
+  g.marker(1.0, '1.6 tick 1');
   g.hit(hit('old_ev', 1.02));
-  g.marker(1.01, 'ok 1 0');
-  g.marker(1.1, 'tick 2');
+  g.marker(1.01, '1.7 ok 1 0');
+  g.marker(1.1, '1.8 tick 2');
   g.hit(hit('old_ev', 1.15)); // the new build at the old offset, or the old one just before: cannot tell
   g.hit(hit('lib_ev', 1.16));
-  g.marker(1.2, 'changed 2 /bin/old');
-  g.marker(1.25, 'disabled 2 /bin/old 3');
+  g.marker(1.2, '1.9 changed 2 /bin/old');
+  g.marker(1.25, '1.10 disabled 2 /bin/old 3');
   g.hit(hit('old_ev', 1.21));
-  g.marker(1.26, 'ok 2 1');
+  g.marker(1.26, '1.11 ok 2 1');
   g.hit(hit('lib_ev', 1.3));
   g.end();
   assert.deepEqual(
@@ -75,19 +75,19 @@ test("a file written over loses its hits after its last good check, and later on
 
 test("an `ok` that counts a change not heard of yet holds every hit until it is; the stderr note's cutoff is the last good check", () => {
   const { g, shown, notes } = gate();
-  g.marker(1.0, 'tick 1');
+  g.marker(1.0, '1.12 tick 1');
   g.hit(hit('old_ev', 1.01));
-  g.marker(1.02, 'ok 1 0');
-  g.marker(1.1, 'tick 2');
+  g.marker(1.02, '1.13 ok 1 0');
+  g.marker(1.1, '1.14 tick 2');
   g.hit(hit('old_ev', 1.11));
   g.hit(hit('lib_ev', 1.12));
-  g.marker(1.3, 'ok 2 1'); // its `changed` marker was lost
+  g.marker(1.3, '1.15 ok 2 1'); // its `changed` marker was lost
   assert.equal(shown.length, 0);
   g.note(['changed', '/bin/old']);
   assert.equal(notes[0].within, undefined);
   g.note(['disabled', '/bin/old', '1']);
-  g.marker(1.4, 'tick 3');
-  g.marker(1.41, 'ok 3 1');
+  g.marker(1.4, '1.16 tick 3');
+  g.marker(1.41, '1.17 ok 3 1');
   assert.deepEqual(
     shown.map((h) => h.ts),
     [1.12],
@@ -101,15 +101,15 @@ test("an `ok` that counts a change not heard of yet holds every hit until it is;
 
 test('a replaced or removed file is reported once and its hits (the old build still running) are shown', () => {
   const { g, shown, notes } = gate();
-  g.marker(1.0, 'tick 1');
-  g.marker(1.01, 'ok 1 0');
-  g.marker(1.1, 'tick 2');
+  g.marker(1.0, '1.18 tick 1');
+  g.marker(1.01, '1.19 ok 1 0');
+  g.marker(1.1, '1.20 tick 2');
   g.hit(hit('old_ev', 1.11));
   g.note(['replaced', '/bin/old']);
-  g.marker(1.12, 'replaced 2 /bin/old');
-  g.marker(1.13, 'ok 2 0');
-  g.marker(1.2, 'tick 3');
-  g.marker(1.21, 'ok 3 0');
+  g.marker(1.12, '1.21 replaced 2 /bin/old');
+  g.marker(1.13, '1.22 ok 2 0');
+  g.marker(1.2, '1.23 tick 3');
+  g.marker(1.21, '1.24 ok 3 0');
   assert.equal(shown.length, 1);
   assert.deepEqual(
     notes.map((n) => n.kind),
@@ -117,6 +117,19 @@ test('a replaced or removed file is reported once and its hits (the old build st
     'once when heard of, again when the marker says how late',
   );
   assert.equal(g.discarded, 0);
+});
+
+test('markers the ring buffer lost are counted, from their numbers and the totals each watcher says at its end', () => {
+  const { g } = gate();
+  g.marker(1.0, '1.1 tick 1');
+  g.marker(1.01, '1.2 ok 1 0');
+  // 1.3 and 1.4 overwritten by a full buffer
+  g.marker(1.3, '1.5 tick 3');
+  g.note(['marks', '1', '7']); // it wrote two more before it ended: lost too
+  g.marker(2.0, '2.1 tick final');
+  g.marker(2.01, '2.2 ok final 0');
+  g.note(['marks', '2', '2']);
+  assert.equal(g.markersLost, 4);
 });
 
 test('the sentences name the file, the target and the command to trace the new build', () => {
@@ -154,16 +167,16 @@ test('the parser takes marker lines that end with the key out of the stream, in 
     });
     const end = sentinel ? ` __pl=${sentinel.printed}` : '';
     const open = sentinel ? ` __plh=${sentinel.printed}` : '';
-    p.push(`            bash-27233   (  27233) [000] ...1.  1852.793762: tracing_mark_write: probelens_watch tick 3 ${KEY}`);
+    p.push(`            bash-27233   (  27233) [000] ...1.  1852.793762: tracing_mark_write: probelens_watch 1.1 tick 3 ${KEY}`);
     // A traced string shaped like a marker, without the key, is the string's text.
     const fake = 'x\n            sh-1 (1) [000] .....  1.000000: tracing_mark_write: probelens_watch ok 3 0 ffffffffffffffff';
     const rec = `            prog-5       (      5) [001] d....  1852.800000: ev: (0x1149)${open} s="${fake}"${end}`;
     for (const l of rec.split('\n')) p.push(l);
-    p.push(`              sh-27233   (  27233) [000] .....  1852.900001: tracing_mark_write: probelens_watch ok 3 0 ${KEY}`);
+    p.push(`              sh-27233   (  27233) [000] .....  1852.900001: tracing_mark_write: probelens_watch 1.2 ok 3 0 ${KEY}`);
     p.end();
     assert.deepEqual(marks, [
-      [1852.793762, 'tick 3'],
-      [1852.900001, 'ok 3 0'],
+      [1852.793762, '1.1 tick 3'],
+      [1852.900001, '1.2 ok 3 0'],
     ]);
     if (sentinel) {
       assert.equal(hits.length, 1);
