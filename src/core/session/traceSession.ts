@@ -8,12 +8,12 @@ import { readBinaryIdentity } from '../index/identity';
 import { compileProbes, type CompiledProbe } from '../probes/compiler';
 import { bindGroup, checkProbePath } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
+import { checkWriters, probedPath, WatchGate, type FileChange } from './fileWatch';
 import type { Target } from '../target/target';
 import { AgentError, offendingToken, TracefsAgent } from '../tracefs/agentClient';
 import { HitParser, type EventSchema, type Hit, type HitValue } from '../tracefs/hitParser';
 import { lossReport, type LossReport } from '../tracefs/loss';
 import { Aggregates, type LatencyPair, type ProbeSite } from './aggregates';
-import { checkWriters, probedPath, WatchGate, type FileChange } from './fileWatch';
 import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
 
 export type SessionState = 'starting' | 'armed' | 'stopping' | 'stopped' | 'failed';
