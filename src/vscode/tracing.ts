@@ -13,6 +13,7 @@ import { resolvePoint } from '../core/probes/resolve';
 import { siteCounts } from '../core/probes/sites';
 import { parseSpec } from '../core/probes/spec';
 import { TraceSession } from '../core/session/traceSession';
+import { describeDisabled, describeFileChange, type FileChange } from '../core/session/fileWatch';
 import type { Target } from '../core/target/target';
 import type { Hit } from '../core/tracefs/hitParser';
 import type { Binaries } from './binaries';
@@ -80,6 +81,8 @@ export class Tracing implements vscode.Disposable {
   private readonly locations = new Map<string, SpecLocation | null>();
   /** Counts moved since the last `takeDirty()`. */
   private dirty = false;
+  /** Per run, the probed files whose change was already said (a restarted watcher may report one again). */
+  private readonly fileNotices = new WeakMap<Run, Set<string>>();
   /** The file's text as we last wrote it: the watcher's echo of our own save is not a hand edit. */
   private lastWritten: string | undefined;
   /** Saves and reloads of the file, one at a time (a reload then sees the file as our last save left it). */
@@ -438,6 +441,25 @@ export class Tracing implements vscode.Disposable {
     this.changed.fire();
   }
 
+  /**
+   * A probed file changed on the target (see core/session/fileWatch.ts): said once per file, with a Re-arm action;
+   * the run's probes are stale until re-armed.
+   */
+  private onFileChange(run: Run, c: FileChange): void {
+    if (c.disabled !== undefined) this.ctx.log(describeDisabled(c));
+    const told = this.fileNotices.get(run) ?? new Set<string>();
+    this.fileNotices.set(run, told);
+    if (told.has(c.path)) return;
+    told.add(c.path);
+    run.stale = true;
+    this.changed.fire();
+    const text = describeFileChange(c, 'choose Re-arm');
+    this.ctx.log(text);
+    void vscode.window.showWarningMessage(`ProbeLens (${run.target.label}): ${text}`, 'Re-arm').then((choice) => {
+      if (choice && this.tracing) void this.rearm(run.binaryKey);
+    });
+  }
+
   private async startRun(run: Run, index: BinaryIndex, target: Target, specs: string[]): Promise<void> {
     const remotePath =
       run.target.remotePrefix && this.ctx.workspaceFolder
@@ -461,6 +483,7 @@ export class Tracing implements vscode.Disposable {
       onLost: () => {
         this.dirty = true;
       },
+      onFileChange: (c) => this.onFileChange(run, c),
     });
     if (run.generation !== this.generation || this.runs.get(`${run.target.id}\0${run.binaryKey}`) !== run) {
       await session.stop();

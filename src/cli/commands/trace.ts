@@ -4,6 +4,7 @@ import { compileProbes } from '../../core/probes/compiler';
 import { checkSiteLimit } from '../../core/probes/sites';
 import { mergeSummaries, startAll, type HostOutcome } from '../../core/session/fanout';
 import type { SessionSummary } from '../../core/session/traceSession';
+import { describeDisabled, describeFileChange } from '../../core/session/fileWatch';
 import { sshOptionsFromCli } from '../../core/ssh/cliOptions';
 import { LocalTarget } from '../../core/target/local';
 import { SshTarget } from '../../core/target/ssh';
@@ -138,6 +139,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     if (count !== undefined && total >= count) stopRequested();
   };
   const log = (m: string) => process.stderr.write(`probelens: ${m}\n`);
+  const told = new Set<string>();
   const connect = connector(args, log);
   const outcomes: HostOutcome[] = await startAll(hosts, async (host) => connect(host), {
     index,
@@ -153,6 +155,17 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     onHit,
     onLost: (n) => {
       if (!json) log(`${n} events lost (the trace buffer overflowed)`);
+    },
+    onFileChange: (c) => {
+      // Said once per file when first heard of (tracing the new build is this command again), and for a file written
+      // over, once more when its probes are disabled.
+      const key = `${c.host}\0${c.path}`;
+      if (!told.has(key)) log(describeFileChange(c, `run probelens ${['trace', ...argv].map(shellWord).join(' ')}`));
+      told.add(key);
+      if (c.kind === 'changed' && c.disabled !== undefined && !told.has(`${key}\0disabled`)) {
+        told.add(`${key}\0disabled`);
+        log(describeDisabled(c));
+      }
     },
     get sudo() {
       return useSudo(args, hosts[0]);
@@ -201,9 +214,16 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
       );
     }
     if (summary.lost) io.out(`lost: ${summary.lost} events (raise --buffer-kb or add --filter)\n`);
+    if (summary.discarded)
+      io.out(`discarded: ${summary.discarded} records taken after their binary was written over (they may come from other code)\n`);
     for (const [host, h] of Object.entries(summary.hosts)) if (h.mismatch) io.out(`${host}: ${describeMismatch(h.mismatch)}\n`);
   }
   return results.some((r) => r.error) ? 1 : 0;
+}
+
+/** `word` as one POSIX shell word (quoted when it holds anything but plain characters). */
+export function shellWord(word: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }
 
 /** One sentence for a host whose received + lost differs from the kernel's count (see LossReport.mismatch). */

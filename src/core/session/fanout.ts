@@ -42,6 +42,8 @@ export interface MergedSummary {
   kernelHits: Record<string, number>;
   latency: Record<string, { p50: number; p90: number; p99: number; max: number }>;
   hosts: Record<string, { ok: boolean; error?: string; mismatch?: number }>;
+  /** Records discarded because their binary was written over while armed (absent when none). */
+  discarded?: number;
 }
 
 export function mergeSummaries(outcomes: Array<{ host: string; summary?: SessionSummary; error?: Error }>): MergedSummary {
@@ -53,6 +55,7 @@ export function mergeSummaries(outcomes: Array<{ host: string; summary?: Session
     for (const [k, v] of Object.entries(s.hits)) m.hits[k] = (m.hits[k] ?? 0) + v;
     for (const [k, v] of Object.entries(s.kernelHits)) m.kernelHits[k] = (m.kernelHits[k] ?? 0) + v;
     m.lost += s.lost;
+    if (s.discarded) m.discarded = (m.discarded ?? 0) + s.discarded;
     if (s.mismatch) {
       m.mismatch += s.mismatch;
       m.hosts[o.host].mismatch = s.mismatch;

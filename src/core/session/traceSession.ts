@@ -10,6 +10,7 @@ import { readBinaryIdentity } from '../index/identity';
 import { compileProbes, type CompiledProbe } from '../probes/compiler';
 import { bindGroup, checkProbePath } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
+import { checkWriters, probedPath, WatchGate, type FileChange } from './fileWatch';
 import type { Target } from '../target/target';
 import { AgentError, offendingToken, TracefsAgent } from '../tracefs/agentClient';
 import { HitParser, type EventSchema, type Hit, type HitValue } from '../tracefs/hitParser';
@@ -47,6 +48,8 @@ export interface SessionOptions {
   keepGoing?: boolean;
   onHit?: (hit: Hit) => void;
   onLost?: (events: number) => void;
+  /** A probed file changed on the target while armed (see fileWatch.ts); called again as more is known. */
+  onFileChange?: (change: FileChange) => void;
 }
 
 export interface SessionSummary {
@@ -58,6 +61,8 @@ export interface SessionSummary {
   kernelHits: Record<string, number>;
   latency: Record<string, { p50: number; p90: number; p99: number; max: number }>;
   loss?: LossReport;
+  /** Records discarded because their file was written over (they are counted by the kernel, not in `hits`). */
+  discarded?: number;
 }
 
 export class BuildIdMismatchError extends Error {
@@ -179,6 +184,7 @@ export class TraceSession {
   aggregates!: Aggregates;
   private agent?: TracefsAgent;
   private parser?: HitParser;
+  private gate?: WatchGate;
   private traceEnded?: Promise<void>;
   private finalMismatch?: number;
   private ended?: Promise<SessionSummary>;
@@ -401,6 +407,8 @@ export class TraceSession {
         }
       }
     }
+    await checkWriters(agent, this.host, remotePath);
+    const watchKey = (await agent.watchFiles()) ? agent.watchKey : null;
     const needsRecompile =
       (!agent.hello.caps.has('ref_ctr') && compiled.probes.some((p) => /^\S+ \S+\(0x/.test(p.definition))) ||
       (!agent.hello.caps.has('imm') && compiled.probes.some((p) => p.args.some((a) => a.fetch.startsWith('\\'))));
@@ -409,23 +417,36 @@ export class TraceSession {
       compiled = await this.compile(opts.specs, agent.hello.caps);
     }
     this.aggregates = new Aggregates();
+    const show = (raw: Hit) => {
+      const hit = presentHit(raw, this.byEvent.get(raw.event));
+      // Aggregates see what users see; the hidden goroutine pointer only pairs entries with returns.
+      const latencyNs = this.aggregates.add(hit, raw.args);
+      if (latencyNs !== undefined) hit.latencyNs = latencyNs;
+      opts.onHit?.(hit);
+    };
+    const gate = (this.gate = watchKey
+      ? new WatchGate({
+          host: this.host,
+          pathOf: (event) => probedPath(this.byEvent.get(event)?.definition),
+          release: show,
+          notify: (c) => opts.onFileChange?.({ ...c }),
+        })
+      : undefined);
+    if (gate) agent.onNote((verb, words) => verb === 'WATCH' && gate.note(words));
     this.parser = new HitParser({
       host: this.host,
       events: [],
       sentinel: agent.sentinel,
-      onHit: (raw) => {
-        const hit = presentHit(raw, this.byEvent.get(raw.event));
-        // Aggregates see what users see; the hidden goroutine pointer only pairs entries with returns.
-        const latencyNs = this.aggregates.add(hit, raw.args);
-        if (latencyNs !== undefined) hit.latencyNs = latencyNs;
-        opts.onHit?.(hit);
-      },
+      marker: gate && watchKey ? { key: watchKey, onMarker: (ts, text) => gate.marker(ts, text) } : undefined,
+      onHit: (raw) => (this.gate ? this.gate.hit(raw) : show(raw)),
       onLost: (_cpu, n) => {
         this.aggregates.addLost(n);
         opts.onLost?.(n);
       },
     });
     agent.onTraceLine((l) => this.parser!.push(l));
+    // However the stream ends (STOP's last check released everything already), what is still held is shown.
+    agent.onTraceEnd(() => this.gate?.end());
     this.traceEnded = new Promise((res) => agent.onTraceEnd(res));
     if (opts.bufferKb) await agent.setBufferKb(opts.bufferKb);
     const defined = await this.define(compiled.probes);
@@ -434,6 +455,11 @@ export class TraceSession {
     if (opts.pid !== undefined) await agent.filterPid(opts.pid);
     if (opts.filter) for (const p of this.probes) await agent.setFilter(p.event, opts.filter);
     await agent.arm();
+    if (gate && !agent.watching) {
+      // Nothing is watched after all (no file to watch): hits go straight through.
+      this.gate = undefined;
+      gate.end();
+    }
     this.state = 'armed';
     void agent.exit.then(() => {
       if (this.state === 'armed') this.state = 'failed';
@@ -451,11 +477,19 @@ export class TraceSession {
       // (or the channel closed, which ends it too).
       await Promise.race([this.traceEnded, this.agent!.exit]);
       this.parser!.end();
+      this.gate?.end();
       for (const [ev, n] of this.removedKernelHits) if (!report.kernelHits.has(ev)) report.kernelHits.set(ev, n);
       const loss = lossReport(this.parser!.stats, report, this.opts.pid !== undefined || !!this.opts.filter);
       if (this.lostAtRemovals) {
         loss.lost += this.lostAtRemovals;
         loss.unaccounted -= this.lostAtRemovals;
+      }
+      // The file watcher's markers share the ring buffer: those it lost are in the per-CPU counters, not hits.
+      const marks = this.gate?.markersLost ?? 0;
+      if (marks && loss.lost >= marks) {
+        loss.lost -= marks;
+        loss.unaccounted += marks;
+        if (!(this.opts.pid !== undefined || this.opts.filter)) loss.mismatch = loss.unaccounted;
       }
       this.state = 'stopped';
       this.finalMismatch = loss.mismatch;
@@ -468,6 +502,7 @@ export class TraceSession {
         mismatch: loss.mismatch,
         kernelHits: this.byProbe(loss.kernelHits),
         loss,
+        ...(this.gate?.discarded ? { discarded: this.gate.discarded } : {}),
       };
     })();
     return this.ended;
@@ -494,6 +529,11 @@ export class TraceSession {
    */
   get mismatch(): number {
     return this.finalMismatch ?? this.parser?.stats.malformed ?? 0;
+  }
+
+  /** The probed files that changed on the target while armed (see fileWatch.ts). */
+  get fileChanges(): FileChange[] {
+    return [...(this.gate?.changes.values() ?? [])].map((c) => ({ ...c }));
   }
 
   /** Settles when the agent has exited, for whatever reason. */

@@ -6,7 +6,10 @@
 // replies go to stderr, each prefixed with the client's per-session nonce so stray tool messages can't pass
 // for replies. src/core/tracefs/agentClient.ts is the client side and lists the commands.
 //
-// The script avoids `${` and backquotes so it can live in a String.raw template.
+// The script avoids `${` and backquotes so it can live in a String.raw template. The file watcher's functions
+// (agentWatcher.ts) are spliced in as one block.
+import { AGENT_FILE_WATCHER } from './agentWatcher';
+
 export const AGENT_PROTOCOL_VERSION = 1;
 
 export const AGENT_ARGV0 = 'probelens-agent';
@@ -233,6 +236,7 @@ cleanup() {
   STATE=done
   on_signals ''
   unwatch
+  fw_stop
   if [ -n "$G" ]; then
     [ -f "$I/events/$G/enable" ] && echo 0 2>/dev/null > "$I/events/$G/enable"
     # Nobody is left to read what remains in the buffer: end the reader at once.
@@ -271,6 +275,7 @@ unwatch() {
   WD=
 }
 
+${AGENT_FILE_WATCHER}
 hello() {
   set -f; set -- $1; set +f
   [ $# -ge 2 ] || { say ERR HELLO EPROTO "usage: HELLO <version> <nonce> [heartbeat-seconds]"; exit 2; }
@@ -363,7 +368,11 @@ buildid() {
   [ -f "$4" ] && [ -r "$4" ] || { say ERR BUILDID ENOENT "no readable file $4 on the target"; return; }
   got=
   for w in $(dd if="$4" bs=1 skip="$1" count="$2" 2>/dev/null | od -An -v -tx1); do got="$got$w"; done
-  if [ "$got" = "$3" ]; then say OK BUILDID; else say ERR BUILDID EMISMATCH "$got"; fi
+  if [ "$got" = "$3" ]; then
+    FWBID="$FWBID$4 $1 $2 $3
+"
+    say OK BUILDID
+  else say ERR BUILDID EMISMATCH "$got"; fi
 }
 
 pid_filter() {
@@ -409,7 +418,9 @@ arm() {
   CAT=$!
   # A session may start with no definition yet (every spec refused): it is armed, and EV ON adds events later.
   if [ ! -d "$I/events/$G" ] || echo 1 2>/dev/null > "$I/events/$G/enable"; then
-    STATE=armed; say OK ARM "clock=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$I/trace_clock")"
+    STATE=armed
+    fw_sync
+    say OK ARM "clock=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$I/trace_clock")" "watch=$([ -n "$FWPID" ] && echo 1 || echo 0)"
   else say ERR ARM EKERNEL "enabling the events failed"; fi
 }
 
@@ -445,6 +456,7 @@ ev() {
   [ $# -eq 2 ] || { say ERR EV EPROTO "usage: EV ON|OFF <event>"; return; }
   case "$1" in ON) v=1 ;; OFF) v=0 ;; *) say ERR EV EPROTO "usage: EV ON|OFF <event>"; return ;; esac
   our_event "$2" || { say ERR EV ENOENT "no event $2 in this session"; return; }
+  if [ $v = 1 ] && ! fw_ev_ok "$2"; then say ERR EV ECHANGED "the file event $2 probes was written over since it was armed: trace again to probe the new build"; return; fi
   if ! echo $v 2>/dev/null > "$I/events/$G/$2/enable"; then say ERR EV EKERNEL "cannot set $2/enable to $v"; return; fi
   if [ $v = 0 ]; then profile_of "$2"; say OK EV "hits=$PN"; else say OK EV; fi
 }
@@ -476,6 +488,7 @@ stop() {
   unwatch
   if [ -n "$G" ]; then
     [ -f "$I/events/$G/enable" ] && echo 0 2>/dev/null > "$I/events/$G/enable"
+    fw_final
     drain_reader
     report_stats
   fi
@@ -518,9 +531,11 @@ while :; do
   case "$STATE:$cmd" in
     init:HELLO) hello "$rest" ;;
     init:*) say ERR PROTO EPROTO "expected HELLO"; exit 2 ;;
-    *:HB) ;;
-    *:DEF) def "$rest" ;;
-    *:DEFS) defs "$rest" ;;
+    *:HB) fw_alive ;;
+    *:DEF) def "$rest"; fw_sync ;;
+    *:DEFS) defs "$rest"; fw_sync ;;
+    *:WATCH) fw_watch "$rest" ;;
+    *:WRITERS) fw_writers "$rest" ;;
     *:BUILDID) buildid "$rest" ;;
     *:PID) pid_filter "$rest" ;;
     *:FILTER) filter "$rest" ;;

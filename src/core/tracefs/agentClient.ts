@@ -11,7 +11,12 @@
 //   STATS                                 per-CPU ring-buffer counters now (live loss when overwrite is off)
 //   PID <pid>                             trace only that process's threads (set_event_pid + event-fork)
 //   FILTER <event> <expr>                 the event's filter in the instance
-//   ARM                                   record-tgid, trace_clock mono, start the reader, enable the group
+//   WATCH <key>                           once armed, watch the probed files (see "The file watcher" in the agent):
+//                                         stream markers `probelens_watch GEN.COUNT tick|ok|changed|disabled|
+//                                         replaced|removed … <key>` and NOTE lines (`marks GEN COUNT` as a watcher ends)
+//   WRITERS <path>                        the processes that have <path> open for writing: INFO `<pid> <comm>` each
+//   ARM                                   record-tgid, trace_clock mono, start the reader, enable the group; replies
+//                                         `clock=… watch=0|1`
 //   EV ON|OFF <event>                     (armed) enable or disable one event; OFF replies `hits=<uprobe_profile count>`
 //   UNDEF <event>                         disable one event, read its count, wait (bounded) until the reader has
 //                                         consumed the buffer, report the per-CPU counters, remove the definition:
@@ -20,8 +25,8 @@
 //   FORCE <group>                         remove a leftover whose owner cannot be judged (refused if it is alive)
 //   STOP                                  disable, drain, report stats, clean up, exit
 // stderr (agent → client), each line `<nonce> OK <VERB> …`, `<nonce> ERR <VERB> <CODE> <message>` or
-//   `<nonce> INFO <VERB> …` (INFO lines precede the OK/ERR they belong to). Lines without the nonce are tool
-//   chatter, kept as diagnostics.
+//   `<nonce> INFO <VERB> …` (INFO lines precede the OK/ERR they belong to), and unsolicited `<nonce> NOTE <VERB> …`
+//   (the file watcher's verdicts, at any time). Lines without the nonce are tool chatter, kept as diagnostics.
 // stdout: the instance's trace_pipe, verbatim.
 import { StringDecoder } from 'node:string_decoder';
 import { randomBytes } from 'node:crypto';
@@ -151,6 +156,9 @@ export class TracefsAgent {
   private hbEveryMs = 0;
   private lastHb = 0;
   private traceListeners: Array<(line: string) => void> = [];
+  private noteListeners: Array<(verb: string, words: string[]) => void> = [];
+  private watchKeyValue: string | null = null;
+  private watchingFiles = false;
   private endListeners: Array<() => void> = [];
 
   private constructor(
@@ -315,7 +323,47 @@ export class TracefsAgent {
   }
 
   async arm(): Promise<void> {
-    await this.command('ARM');
+    const r = await this.command('ARM');
+    this.watchingFiles = this.watchKeyValue !== null && /(?:^| )watch=1(?: |$)/.test(r.text);
+  }
+
+  /**
+   * Asks the agent to watch the probed files once armed (call before arm()). Resolves false when this target
+   * cannot (no trace_marker in instances): nothing is watched then.
+   */
+  async watchFiles(): Promise<boolean> {
+    const key = randomBytes(8).toString('hex');
+    try {
+      await this.command('WATCH', key);
+    } catch (e) {
+      if (e instanceof AgentError && e.code === 'ENOTSUP') return false;
+      throw e;
+    }
+    this.watchKeyValue = key;
+    return true;
+  }
+
+  /** Whether the armed agent watches its files: every stream line ending with ` <watchKey>` is then its marker. */
+  get watching(): boolean {
+    return this.watchingFiles;
+  }
+
+  get watchKey(): string | null {
+    return this.watchKeyValue;
+  }
+
+  /** The file watcher's verdicts as they come (`changed PATH`, `disabled PATH N`, `replaced PATH`, `removed PATH`). */
+  onNote(f: (verb: string, words: string[]) => void): void {
+    this.noteListeners.push(f);
+  }
+
+  /** The processes on the target that have `path` open for writing. */
+  async writers(path: string): Promise<Array<{ pid: number; comm: string }>> {
+    const r = await this.command('WRITERS', path);
+    return r.info.flatMap((l) => {
+      const m = /^(\d+) (\S*)$/.exec(l);
+      return m ? [{ pid: Number(m[1]), comm: m[2] }] : [];
+    });
   }
 
   /** Disable, drain the stream, collect loss and profile counters, clean up. The agent exits afterwards. */
@@ -395,6 +443,12 @@ export class TracefsAgent {
     if (!line.startsWith(prefix)) {
       this.diagnostics.push(line);
       if (this.diagnostics.length > 50) this.diagnostics.shift();
+      return;
+    }
+    const note = /^NOTE (\S+) (.*)$/.exec(line.slice(prefix.length));
+    if (note) {
+      const words = note[2].split(' ');
+      for (const f of this.noteListeners) f(note[1], words);
       return;
     }
     const m = /^(OK|ERR|INFO) (\S+) ?(.*)$/.exec(line.slice(prefix.length));

@@ -55,6 +55,8 @@ const LOST = /^CPU:(\d+) \[LOST (?:(\d+) )?EVENTS\]$/;
 // Printed instead of a record that does not fit the kernel's print buffer (trace_seq, 4 or 8 KiB).
 const TOO_BIG = '[LINE TOO BIG]';
 const MAX_RECORD = 64 * 1024;
+/** What precedes the text of the agent's file-watcher markers (after the record's timestamp). */
+const MARK = ': tracing_mark_write: probelens_watch ';
 
 /** Per argument: ` name=`, and for strings the ` MARKER=SECRET` that ends them and whether to step over it. */
 type FramePlan = Array<{ key: string; marker: string | undefined; short: string; skip: number }>;
@@ -89,6 +91,11 @@ export class HitParser {
       sentinel?: Sentinel | null;
       onHit: (hit: Hit) => void;
       onLost?: (cpu: number, count: number) => void;
+      /**
+       * The agent's file-watcher markers (trace_marker records `probelens_watch TEXT KEY`): a line ending with
+       * ` KEY` is one, wherever it comes (the key is secret, so no traced text can end a line with it).
+       */
+      marker?: { key: string; onMarker: (ts: number, text: string) => void };
     },
   ) {
     this.addEvents(opts.events);
@@ -108,6 +115,8 @@ export class HitParser {
   }
 
   push(line: string): void {
+    const mk = this.opts.marker;
+    if (mk && line.endsWith(mk.key) && this.markerLine(line, mk)) return;
     if (this.tail !== undefined) this.pushFramed(line, this.tail);
     else this.pushLine(line);
   }
@@ -117,6 +126,14 @@ export class HitParser {
     if (this.pending || this.record !== null) this.stats.malformed++;
     this.pending = null;
     this.record = null;
+  }
+
+  private markerLine(line: string, mk: { key: string; onMarker: (ts: number, text: string) => void }): boolean {
+    const at = line.lastIndexOf(MARK);
+    const ts = at < 0 ? null : /(\d+(?:\.\d+)?)$/.exec(line.slice(Math.max(0, at - 32), at));
+    if (!ts || line.charCodeAt(line.length - mk.key.length - 1) !== 32) return false;
+    mk.onMarker(parseFloat(ts[1]), line.slice(at + MARK.length, line.length - mk.key.length - 1));
+    return true;
   }
 
   private lostLine(line: string): boolean {
