@@ -8,6 +8,7 @@ import { ArgError } from './places';
 import { resolvePoint, ResolveError, type ResolvedSite } from './resolve';
 import { findReturnSites } from './returns';
 import { inlinedSiteExits, unavailableNote } from './inlinedReturns';
+import { provedEntrySites } from './entrySites';
 import { parseSpec, type ProbeSpec } from './spec';
 import { siteContext, variablesAtSite } from './variables';
 import type { HitSite, ProbeKind } from '../../shared/hit';
@@ -83,7 +84,7 @@ export async function compileProbes(specs: Array<string | ProbeSpec>, index: Bin
 
 async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> {
   const disabled = ctx.opts.disabledSites;
-  const resolved = resolvePoint(spec.point, ctx.index);
+  const { resolved, notes } = await provedEntries(spec, resolvePoint(spec.point, ctx.index), ctx);
   const sites = disabled?.size ? resolved.filter((s) => !s.site || !disabled.has(siteAddress(s.address))) : resolved;
   if (sites.length === 0) throw new ResolveError(`every site of this spec is disabled`);
   const limit = ctx.opts.maxSites ?? DEFAULT_MAX_SITES;
@@ -107,6 +108,7 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
       if (missing.every((m) => m !== undefined)) throw new ArgError(missing[0]!.reason);
     }
   }
+  for (const [fn, list] of notes) for (const p of out) if (p.function === fn) p.warnings.push(...list);
   if (noReturns.length > 0) {
     // Never silently fewer: a copy whose exits cannot be proved is named, and so is why.
     if (out.length === 0) throw new ResolveError(`the returns of this spec cannot be probed: ${unavailableNote(noReturns)}`);
@@ -116,6 +118,40 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
     }
   }
   return out;
+}
+
+/**
+ * A function entry probe arms each inlined copy where its calls are proved to begin (entrySites.ts), not at one
+ * DWARF entry pc per DIE; what could not be proved is said in the probes' warnings.
+ */
+async function provedEntries(
+  spec: ProbeSpec,
+  resolved: ResolvedSite[],
+  ctx: Ctx,
+): Promise<{ resolved: ResolvedSite[]; notes: Map<string, string[]> }> {
+  const p = spec.point;
+  const notes = new Map<string, string[]>();
+  if (p.kind !== 'function' || p.ret || p.relLine !== undefined || p.offset !== undefined) return { resolved, notes };
+  const out: ResolvedSite[] = [];
+  for (const fn of new Set(resolved.map((r) => r.fn!))) {
+    const mine = resolved.filter((r) => r.fn === fn);
+    if (!mine.some((r) => r.site?.kind === 'inlined')) {
+      out.push(...mine);
+      continue;
+    }
+    const proved = await provedEntrySites(
+      ctx.index,
+      fn,
+      mine.map((r) => r.site!),
+      ctx.opts.debugDirs,
+    );
+    const template = mine[0];
+    for (const s of proved.sites) out.push({ ...template, address: s.address, site: s });
+    const list = [...proved.notes];
+    if (proved.lowerBound) list.push(`${fn.name}: its count is a lower bound (calls at the copies named above may go uncounted)`);
+    if (list.length) notes.set(fn.name, list);
+  }
+  return { resolved: out, notes };
 }
 
 function baseName(site: ResolvedSite): string {

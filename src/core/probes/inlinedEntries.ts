@@ -1,0 +1,401 @@
+// Where calls of a function's inlined copies begin inside one function that holds them. DWARF gives each copy one
+// entry pc, and that is not always where its calls begin: GCC duplicates a copy's code onto a second path (tail
+// duplication) under the one DIE whose entry pc lies on the first path; it merges the code of two calls and leaves
+// one DIE's entry pc as a `jmp` to the other's; it gives several DIEs one address. So, as for exits
+// (inlinedExits.ts), the holder's code is decoded whole and its control flow built, every copy of the function in
+// it marked, and entries placed and proved by a forward dataflow of {no call open, call open} from the holder's
+// entry:
+// - the copies' DWARF entry pcs are the first candidates, one per address; an entry pc whose every path runs,
+//   without a call and without leaving the copies, into another candidate is the same call: it is not armed;
+// - copy code that runs before a candidate on some path (argument set-up scheduled ahead) belongs to no call yet;
+// - other copy code (a body) reached while no call is open begins a call there: a new entry (a duplicated path);
+// - outside code reached from a body that leads back into a body is the caller's code scheduled in between: the
+//   call stays open; any other outside code ends it.
+// An entry reached while a call is open would count that call twice, and body code reached both with and without a
+// call open cannot be placed: both are refused with a reason, as are computed jumps and undecodable code.
+import { build, refusedByKernel, SINK, Unavailable, type Graph, type HostRange, type InlinedExitQuery } from './inlinedExits';
+
+export interface InlinedEntryQuery {
+  arch: 'x86_64' | 'aarch64';
+  /** Every code range of the subprogram the copies sit in. */
+  host: HostRange[];
+  /** Where that subprogram is entered. */
+  hostEntry: bigint;
+  /** Every copy of one function inside it: its entry pc and its code ranges [lo, hi). */
+  copies: Array<{ entry: bigint; ranges: Array<[bigint, bigint]> }>;
+  noReturn?: InlinedExitQuery['noReturn'];
+  readData?: InlinedExitQuery['readData'];
+}
+
+export interface InlinedEntry {
+  address: bigint;
+  /** The copy (index into the query's copies) whose code the entry is in. */
+  copy: number;
+  /** 'entry-pc': DWARF's entry pc; 'path': the first instruction of a path of the copy no entry pc is on. */
+  how: 'entry-pc' | 'path';
+}
+
+export interface MergedCopy {
+  copy: number;
+  /** The copy whose entry counts its calls. */
+  into: number;
+  why: 'same-address' | 'chained';
+}
+
+/**
+ * A copy some of whose calls may go uncounted: its DWARF entry pc is not armed (it also runs where no call begins),
+ * or (`armed`) it is, but the copy's code also runs on a path that passes no entry.
+ */
+export interface NotArmed {
+  copy: number;
+  address: bigint;
+  reason: string;
+  armed?: true;
+}
+
+export type EntriesUnavailable =
+  | 'arch'
+  | 'undecodable'
+  | 'indirect-jump'
+  | 'unprobeable'
+  | 'double' // an entry can be reached again while a call it began is open
+  | 'ambiguous'; // code of a copy runs both inside a call and outside any
+
+export type InlinedEntries =
+  | { ok: true; entries: InlinedEntry[]; merged: MergedCopy[]; notArmed: NotArmed[] }
+  | { ok: false; category: EntriesUnavailable; reason: string; address?: bigint };
+
+const hex = (a: bigint) => `0x${a.toString(16)}`;
+const OUT = 1;
+const IN = 2;
+const MAX_ROUNDS = 64;
+
+export function findInlinedEntries(q: InlinedEntryQuery): InlinedEntries {
+  if (q.arch !== 'x86_64')
+    return { ok: false, category: 'arch', reason: 'entries of inlined copies are proved by decoding x86-64 code only' };
+  try {
+    return { ok: true, ...place(q) };
+  } catch (e) {
+    if (e instanceof Unavailable) {
+      const category = e.category as EntriesUnavailable;
+      return { ok: false, category, reason: e.message, address: e.address };
+    }
+    throw e;
+  }
+}
+
+function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedCopy[]; notArmed: NotArmed[] } {
+  const g = build(q);
+  const { insns, succ, pred } = g;
+  const N = insns.length;
+  const hostEntry = g.at.get(q.hostEntry);
+  if (hostEntry === undefined)
+    throw new Unavailable('undecodable', `its function's entry ${hex(q.hostEntry)} is not the start of an instruction`, q.hostEntry);
+  // Which copy each instruction is code of (-1: the holder's own).
+  const copyOf = new Int32Array(N).fill(-1);
+  for (let n = 0; n < N; n++) {
+    const a = insns[n].address;
+    const c = q.copies.findIndex((cp) => cp.ranges.some(([lo, hi]) => a >= lo && a < hi));
+    copyOf[n] = c;
+  }
+  // Copies left unarmed: their code is then treated as the caller's (no entry is invented for it).
+  const dropped = new Set<number>();
+  const inR = (n: number) => copyOf[n] >= 0 && !dropped.has(copyOf[n]);
+  const isCall = (n: number) => insns[n].kind === 'call' || insns[n].kind === 'call-indirect';
+
+  // Candidates: one per entry pc address.
+  const merged: MergedCopy[] = [];
+  const probe = new Map<number, { copy: number; how: InlinedEntry['how']; also?: number[] }>();
+  // DIEs at one address are one call when they describe the same code (GCC duplicated the DIE); DIEs whose code is
+  // disjoint are calls GCC computed one after the other and marked at one place: each is a call there.
+  const overlap = (a: number, b: number) =>
+    q.copies[a].ranges.some(([lo, hi]) => q.copies[b].ranges.some(([lo2, hi2]) => lo < hi2 && lo2 < hi)) ||
+    q.copies[a].ranges.length === 0 ||
+    q.copies[b].ranges.length === 0;
+  q.copies.forEach((c, k) => {
+    const n = g.at.get(c.entry);
+    if (n === undefined) throw new Unavailable('undecodable', `a copy's entry ${hex(c.entry)} is not the start of an instruction`, c.entry);
+    const had = probe.get(n);
+    if (!had) probe.set(n, { copy: k, how: 'entry-pc' });
+    else if (overlap(had.copy, k) || had.also?.some((o) => overlap(o, k))) merged.push({ copy: k, into: had.copy, why: 'same-address' });
+    else (had.also ??= []).push(k);
+  });
+  // An entry pc that runs only into another candidate (no call, not leaving the copies) is that call's.
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const [e, info] of probe) {
+      const into = runsInto(g, e, probe, inR, isCall);
+      if (into === undefined) continue;
+      probe.delete(e);
+      merged.push({ copy: info.copy, into: probe.get(into)!.copy, why: 'chained' });
+      for (const m of merged) if (m.into === info.copy) m.into = probe.get(into)!.copy;
+      changed = true;
+    }
+  }
+
+  const backEdge = loopBackEdges(g, hostEntry);
+  const rep = (k: number): number => {
+    for (let m = merged.find((x) => x.copy === k); m; m = merged.find((x) => x.copy === k)) k = m.into;
+    return k;
+  };
+  const notArmed: NotArmed[] = [];
+
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    // Set-up: code of a copy that runs ahead of its candidate on some path: reached from the holder's entry without
+    // passing a candidate, and reaching the candidate of its own copy within one iteration (no loop's back edge
+    // between: code that reaches it only around a loop comes after a call, not before one).
+    const before = new Uint8Array(N);
+    const wb: number[] = [hostEntry];
+    before[hostEntry] = 1;
+    while (wb.length) {
+      const n = wb.pop()!;
+      if (probe.has(n)) continue;
+      for (const t of succ[n])
+        if (t !== SINK && !before[t]) {
+          before[t] = 1;
+          wb.push(t);
+        }
+    }
+    const setup = new Uint8Array(N);
+    for (const [e, info] of probe) {
+      const own = new Set([info.copy, ...(info.also ?? [])].map(rep));
+      const seen = new Set<number>([e]);
+      const w = [e];
+      while (w.length) {
+        const n = w.pop()!;
+        for (const p of pred[n]) {
+          // Through another copy's entry (copies computed one after the other), never back through this one.
+          if (seen.has(p) || p === e || backEdge(p, n)) continue;
+          seen.add(p);
+          if (inR(p) && before[p] && own.has(rep(copyOf[p]))) setup[p] = 1;
+          w.push(p);
+        }
+      }
+    }
+    const body = (n: number) => probe.has(n) || (inR(n) && !setup[n]);
+    // Hops: outside code reached from a body and leading back into one (not through a candidate).
+    const outsideCode = (n: number) => !inR(n) && !probe.has(n);
+    // Within one iteration: code reached around a loop runs after the call, not in the middle of it.
+    const fromBody = new Uint8Array(N);
+    const w1: number[] = [];
+    const fwd = (n: number) => {
+      for (const t of succ[n])
+        if (t !== SINK && outsideCode(t) && !fromBody[t] && !backEdge(n, t)) {
+          fromBody[t] = 1;
+          w1.push(t);
+        }
+    };
+    for (let n = 0; n < N; n++) if (body(n)) fwd(n);
+    while (w1.length) fwd(w1.pop()!);
+    const toBody = new Uint8Array(N);
+    const w2: number[] = [];
+    const bwd = (n: number) => {
+      for (const p of pred[n])
+        if (outsideCode(p) && !toBody[p] && !backEdge(p, n)) {
+          toBody[p] = 1;
+          w2.push(p);
+        }
+    };
+    for (let n = 0; n < N; n++) if (body(n) && !probe.has(n)) bwd(n);
+    while (w2.length) bwd(w2.pop()!);
+    const hop = (n: number) => outsideCode(n) && fromBody[n] === 1 && toBody[n] === 1;
+
+    // The dataflow; body code first reached with no call open begins a call there: a new entry.
+    const state = new Uint8Array(N);
+    const fresh = new Set<number>();
+    let double: number | undefined;
+    const w: number[] = [];
+    const seed = (n: number, s: number) => {
+      if ((state[n] | s) === state[n]) return;
+      state[n] |= s;
+      w.push(n);
+    };
+    seed(hostEntry, OUT);
+    while (w.length && double === undefined) {
+      const n = w.pop()!;
+      const s = state[n];
+      const at = insns[n].address;
+      let out: number;
+      if (probe.has(n)) {
+        if (s & IN) double = n;
+        out = IN;
+      } else if (body(n)) {
+        if (s === (IN | OUT))
+          throw new Unavailable('ambiguous', `the copy's code at ${hex(at)} runs both inside a call and outside any`, at);
+        if (s & OUT) fresh.add(n);
+        out = IN;
+      } else if (inR(n) || hop(n)) out = s;
+      else out = OUT;
+      for (const t of succ[n]) if (t !== SINK) seed(t, out);
+    }
+    if (double !== undefined) {
+      // An entry pc that runs again while a call is open is code the call shares with other paths (a tokenizer's
+      // state change, a loop head): arming it would count more than the calls. Its copy is left unarmed.
+      const info = probe.get(double)!;
+      const at = insns[double].address;
+      if (info.how !== 'entry-pc')
+        throw new Unavailable('double', `the entry ${hex(at)} can be reached again while a call it began is open`, at);
+      probe.delete(double);
+      const gone = new Set([info.copy, ...(info.also ?? [])].map(rep));
+      for (let k = 0; k < q.copies.length; k++) if (gone.has(rep(k))) dropped.add(k);
+      for (const k of [info.copy, ...(info.also ?? [])])
+        notArmed.push({
+          copy: k,
+          address: at,
+          reason: `its entry pc ${hex(at)} also runs while a call is open, or on paths that make no call (arming it would count more than the calls)`,
+        });
+      continue;
+    }
+    if (fresh.size === 0) {
+      const entries = [...probe].flatMap(([n, v]): InlinedEntry[] =>
+        [v.copy, ...(v.also ?? [])].map((copy) => ({ address: insns[n].address, copy, how: v.how })),
+      );
+      for (const e of entries) if (e.how === 'path') refusedByKernel(q, e.address);
+      // Set-up code from which control can leave the holder without passing an entry: on that path the copy's
+      // code ran and no entry did. It may be a call whose own DIE GCC dropped (two calls merged into one
+      // computation ahead of the caller's test) or work hoisted onto a path that makes no call; the two cannot be
+      // told apart, so the copy's count is only a lower bound.
+      const flagged = new Set<number>();
+      for (let n = 0; n < N; n++) {
+        if (!setup[n] || !state[n] || flagged.has(rep(copyOf[n]))) continue;
+        const seen = new Uint8Array(N);
+        const wl = [n];
+        seen[n] = 1;
+        let leaves = false;
+        while (wl.length && !leaves) {
+          for (const t of succ[wl.pop()!]) {
+            if (t === SINK) leaves = true;
+            else if (!seen[t] && !probe.has(t)) {
+              seen[t] = 1;
+              wl.push(t);
+            }
+          }
+        }
+        if (!leaves) continue;
+        flagged.add(rep(copyOf[n]));
+        notArmed.push({
+          copy: copyOf[n],
+          address: insns[n].address,
+          reason: `its code at ${hex(insns[n].address)} also runs on a path that passes no entry of it (a call whose DIE GCC merged away, or work hoisted ahead of the call)`,
+          armed: true,
+        });
+      }
+      entries.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+      return { entries, merged, notArmed };
+    }
+    for (const n of fresh) probe.set(n, { copy: copyOf[n], how: 'path' });
+  }
+  throw new Unavailable('ambiguous', `the copies' entries did not settle after ${MAX_ROUNDS} rounds`);
+}
+
+/**
+ * The candidate `e` runs into on every path without a call and without leaving the copies (GCC merged its call
+ * with that one's), or undefined. Least fixpoint: an instruction qualifies once every successor is a candidate
+ * other than `e` or qualifies itself; code in a loop never does.
+ */
+function runsInto(
+  g: Graph,
+  e: number,
+  probe: ReadonlyMap<number, unknown>,
+  inR: (n: number) => boolean,
+  isCall: (n: number) => boolean,
+): number | undefined {
+  const { succ } = g;
+  const good = new Map<number, number>(); // instruction → the candidate it runs into
+  const target = (n: number): number | undefined => (n !== e && probe.has(n) ? n : good.get(n));
+  const settled = (n: number): number | undefined => {
+    if (isCall(n) || succ[n].length === 0 || succ[n].includes(SINK)) return undefined;
+    let into: number | undefined;
+    for (const t of succ[n]) {
+      const x = target(t);
+      if (x === undefined || (into !== undefined && x !== into)) return undefined;
+      into = x;
+    }
+    return into;
+  };
+  // Walk forward from e inside the copies, then settle backwards until nothing changes.
+  const region: number[] = [];
+  const seen = new Set<number>([e]);
+  const work = [e];
+  while (work.length) {
+    const n = work.pop()!;
+    region.push(n);
+    if (region.length > 4096) return undefined;
+    for (const t of succ[n])
+      if (t !== SINK && !seen.has(t) && t !== e && !probe.has(t) && inR(t)) {
+        seen.add(t);
+        work.push(t);
+      }
+  }
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const n of region) {
+      if (n === e || good.has(n)) continue;
+      const x = settled(n);
+      if (x !== undefined) {
+        good.set(n, x);
+        changed = true;
+      }
+    }
+  }
+  return settled(e);
+}
+
+/**
+ * The loops' back edges (p → n where n dominates p), by the iterative dominator algorithm of Cooper, Harvey and
+ * Kennedy over a reverse postorder from the holder's entry. Code no path from the entry reaches has no edges here.
+ */
+function loopBackEdges(g: Graph, entry: number): (p: number, n: number) => boolean {
+  const { succ, pred } = g;
+  const N = succ.length;
+  const order = new Int32Array(N).fill(-1); // reverse-postorder number
+  const rpo: number[] = [];
+  const visited = new Uint8Array(N);
+  const stack: Array<[number, number]> = [[entry, 0]];
+  visited[entry] = 1;
+  while (stack.length) {
+    const top = stack[stack.length - 1];
+    const [n, i] = top;
+    if (i < succ[n].length) {
+      top[1]++;
+      const t = succ[n][i];
+      if (t !== SINK && !visited[t]) {
+        visited[t] = 1;
+        stack.push([t, 0]);
+      }
+    } else {
+      stack.pop();
+      rpo.push(n);
+    }
+  }
+  rpo.reverse();
+  rpo.forEach((n, k) => (order[n] = k));
+  const idom = new Int32Array(N).fill(-1);
+  idom[entry] = entry;
+  const intersect = (a: number, b: number): number => {
+    while (a !== b) {
+      while (order[a] > order[b]) a = idom[a];
+      while (order[b] > order[a]) b = idom[b];
+    }
+    return a;
+  };
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const n of rpo) {
+      if (n === entry) continue;
+      let d = -1;
+      for (const p of pred[n]) if (order[p] >= 0 && idom[p] >= 0) d = d < 0 ? p : intersect(p, d);
+      if (d >= 0 && idom[n] !== d) {
+        idom[n] = d;
+        changed = true;
+      }
+    }
+  }
+  return (p, n) => {
+    if (order[p] < 0 || order[n] < 0) return false;
+    for (let d = p; ; d = idom[d]) {
+      if (d === n) return true;
+      if (d === entry || idom[d] < 0) return false;
+    }
+  };
+}
