@@ -164,6 +164,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     // Listening before saying "Ctrl-C to stop": a script that signals as soon as it reads that line must not
     // meet the default action (death without a summary).
     const onSignal = () => stopRequested();
+    void io.closed?.then(() => stopRequested());
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     if (!json) {
