@@ -3,7 +3,7 @@
 // entries cannot be proved are named with the reason, and the function's count is then a lower bound.
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { FunctionSite, IndexedFunction } from '../index/model';
-import { findInlinedEntries, type InlinedEntryQuery } from './inlinedEntries';
+import { findInlinedEntries, twoSitesOneCall, type InlinedEntryQuery } from './inlinedEntries';
 import type { HostRange } from './inlinedExits';
 import { entryByDie, noReturnTest } from './inlinedReturns';
 import { siteContext } from './variables';
@@ -63,17 +63,15 @@ export async function provedEntrySites(
   const noReturn = noReturnTest(index, ctx);
   for (const [holder, copies] of byHolder) {
     const hostEntry = holder < 0 ? undefined : entryByDie(index).get(holder);
-    let r: ReturnType<typeof findInlinedEntries>;
-    if (hostEntry === undefined)
-      r = { ok: false, category: 'undecodable', reason: 'the function it is inlined into has no code of its own in the index' };
-    else {
+    let q: InlinedEntryQuery | undefined;
+    if (hostEntry !== undefined) {
       const hostFlat = dw.codeRangesOf(holder);
       const host: HostRange[] = [];
       for (let i = 0; i < hostFlat.length; i += 2) {
         const address = BigInt(hostFlat[i]);
         host.push({ start: address, bytes: image.functionBytes({ address, size: BigInt(hostFlat[i + 1] - hostFlat[i]) }) });
       }
-      const q: InlinedEntryQuery = {
+      q = {
         arch: index.arch,
         host,
         hostEntry,
@@ -81,8 +79,12 @@ export async function provedEntrySites(
         noReturn,
         readData,
       };
-      r = findInlinedEntries(q);
     }
+    const r: ReturnType<typeof findInlinedEntries> = q
+      ? findInlinedEntries(q)
+      : { ok: false, category: 'undecodable', reason: 'the function it is inlined into has no code of its own in the index' };
+    const mine: FunctionSite[] = [];
+    const mineCopy: number[] = []; // the copy (index into copies) each armed site is of
     if (!r.ok) {
       // Not proved: DWARF's entry pcs, one per address, and the count says it may be short.
       lowerBound = true;
@@ -92,26 +94,46 @@ export async function provedEntrySites(
         // An entry the analysis found running again while a call is open would count more than the calls.
         if (seen.has(c.address) || (r.category === 'double' && r.address === c.address)) continue;
         seen.add(c.address);
-        out.push(c);
+        mine.push(c);
+        mineCopy.push(copies.indexOf(c));
       }
       notes.push(
         `entries not proved at ${copies.length} inlined cop${copies.length === 1 ? 'y' : 'ies'} in ${copies[0].caller ?? '?'}: ${r.reason}`,
       );
-      continue;
+    } else {
+      for (const e of r.entries) {
+        const c = copies[e.copy];
+        mine.push(e.how === 'entry-pc' ? c : { ...c, address: e.address, fileOffset: undefined });
+        mineCopy.push(e.copy);
+      }
+      for (const m of r.merged)
+        notes.push(
+          `${describe(copies[m.copy])} is armed once with ${describe(copies[m.into])} (${m.why === 'same-address' ? 'one address' : 'its entry runs into the other with no call between'})`,
+        );
+      for (const n of r.notArmed) {
+        lowerBound = true;
+        unproved.push({ site: copies[n.copy], reason: n.reason });
+        notes.push(`${describe(copies[n.copy])} ${n.armed ? 'may miss calls' : 'is not armed'}: ${n.reason}`);
+      }
     }
-    for (const e of r.entries) {
-      const c = copies[e.copy];
-      out.push(e.how === 'entry-pc' ? c : { ...c, address: e.address, fileOffset: undefined });
-    }
-    for (const m of r.merged)
-      notes.push(
-        `${describe(copies[m.copy])} is armed once with ${describe(copies[m.into])} (${m.why === 'same-address' ? 'one address' : 'its entry runs into the other with no call between'})`,
-      );
-    for (const n of r.notArmed) {
+    // Counts never exceed calls: a site another armed site reaches within one call is left out (contracts.md,
+    // "Function sites"). Independent of how the sites were placed, so it also guards the unproved ones.
+    const check = q
+      ? twoSitesOneCall(
+          q,
+          mine.map((x, i) => ({ address: x.address, copy: mineCopy[i] })),
+        )
+      : undefined;
+    for (const v of check ?? []) {
+      const k = mine.findIndex((x) => x.address === v.to);
+      if (k < 0) continue;
+      const [gone] = mine.splice(k, 1);
+      mineCopy.splice(k, 1);
       lowerBound = true;
-      unproved.push({ site: copies[n.copy], reason: n.reason });
-      notes.push(`${describe(copies[n.copy])} ${n.armed ? 'may miss calls' : 'is not armed'}: ${n.reason}`);
+      unproved.push({ site: gone, reason: `it can run within the call begun at ${hex(v.from)}` });
+      notes.push(`${describe(gone)} is not armed: it can run within the call begun at ${hex(v.from)} (it would count that call twice)`);
     }
+    out.push(...mine);
   }
   const rank = { entry: 0, clone: 1, part: 2, inlined: 3 } as const;
   out.sort((a, b) => rank[a.kind] - rank[b.kind] || (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));

@@ -66,8 +66,8 @@ export type InlinedEntries =
   | { ok: false; category: EntriesUnavailable; reason: string; address?: bigint };
 
 const hex = (a: bigint) => `0x${a.toString(16)}`;
-const OUT = 1;
-const IN = 2;
+/** No call of the function is open. */
+const NONE = -1;
 const MAX_ROUNDS = 64;
 
 export function findInlinedEntries(q: InlinedEntryQuery): InlinedEntries {
@@ -141,21 +141,9 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
   const notArmed: NotArmed[] = [];
 
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    // Set-up: code of a copy that runs ahead of its candidate on some path: reached from the holder's entry without
-    // passing a candidate, and reaching the candidate of its own copy within one iteration (no loop's back edge
-    // between: code that reaches it only around a loop comes after a call, not before one).
-    const before = new Uint8Array(N);
-    const wb: number[] = [hostEntry];
-    before[hostEntry] = 1;
-    while (wb.length) {
-      const n = wb.pop()!;
-      if (probe.has(n)) continue;
-      for (const t of succ[n])
-        if (t !== SINK && !before[t]) {
-          before[t] = 1;
-          wb.push(t);
-        }
-    }
+    // Set-up: code of a copy that runs ahead of its candidate on some path: it reaches the candidate of its own
+    // copy within one iteration (no loop's back edge between: code that reaches it only around a loop comes after a
+    // call, not before one), through any code but that candidate.
     const setup = new Uint8Array(N);
     for (const [e, info] of probe) {
       const own = new Set([info.copy, ...(info.also ?? [])].map(rep));
@@ -167,65 +155,78 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
           // Through another copy's entry (copies computed one after the other), never back through this one.
           if (seen.has(p) || p === e || backEdge(p, n)) continue;
           seen.add(p);
-          if (inR(p) && before[p] && own.has(rep(copyOf[p]))) setup[p] = 1;
+          if (inR(p) && own.has(rep(copyOf[p]))) setup[p] = 1;
           w.push(p);
         }
       }
     }
     const body = (n: number) => probe.has(n) || (inR(n) && !setup[n]);
-    // Hops: outside code reached from a body and leading back into one (not through a candidate).
+    // Hops: outside code reached from a copy's body and leading back into the body of the same copy (not through
+    // a candidate), within one iteration: code reached around a loop runs after the call, not in the middle of it.
+    // Code between two different copies ends the first one's call.
     const outsideCode = (n: number) => !inR(n) && !probe.has(n);
-    // Within one iteration: code reached around a loop runs after the call, not in the middle of it.
-    const fromBody = new Uint8Array(N);
-    const w1: number[] = [];
-    const fwd = (n: number) => {
-      for (const t of succ[n])
-        if (t !== SINK && outsideCode(t) && !fromBody[t] && !backEdge(n, t)) {
-          fromBody[t] = 1;
-          w1.push(t);
-        }
+    const label = (n: number) => (probe.has(n) ? rep(probe.get(n)!.copy) : rep(copyOf[n]));
+    const fromBody = new Map<number, Set<number>>();
+    const toBody = new Map<number, Set<number>>();
+    const mark = (m: Map<number, Set<number>>, n: number, l: number): boolean => {
+      let set = m.get(n);
+      if (!set) m.set(n, (set = new Set()));
+      if (set.has(l)) return false;
+      set.add(l);
+      return true;
     };
-    for (let n = 0; n < N; n++) if (body(n)) fwd(n);
-    while (w1.length) fwd(w1.pop()!);
-    const toBody = new Uint8Array(N);
-    const w2: number[] = [];
-    const bwd = (n: number) => {
-      for (const p of pred[n])
-        if (outsideCode(p) && !toBody[p] && !backEdge(p, n)) {
-          toBody[p] = 1;
-          w2.push(p);
-        }
+    const w1: Array<[number, number]> = [];
+    const fwd = (n: number, l: number) => {
+      for (const t of succ[n]) if (t !== SINK && outsideCode(t) && !backEdge(n, t) && mark(fromBody, t, l)) w1.push([t, l]);
     };
-    for (let n = 0; n < N; n++) if (body(n) && !probe.has(n)) bwd(n);
-    while (w2.length) bwd(w2.pop()!);
-    const hop = (n: number) => outsideCode(n) && fromBody[n] === 1 && toBody[n] === 1;
+    for (let n = 0; n < N; n++) if (body(n)) fwd(n, label(n));
+    while (w1.length) fwd(...w1.pop()!);
+    const w2: Array<[number, number]> = [];
+    const bwd = (n: number, l: number) => {
+      for (const p of pred[n]) if (outsideCode(p) && !backEdge(p, n) && fromBody.get(p)?.has(l) && mark(toBody, p, l)) w2.push([p, l]);
+    };
+    for (let n = 0; n < N; n++) if (body(n) && !probe.has(n)) bwd(n, label(n));
+    while (w2.length) bwd(...w2.pop()!);
+    const hop = (n: number) => outsideCode(n) && (toBody.get(n)?.size ?? 0) > 0;
 
-    // The dataflow; body code first reached with no call open begins a call there: a new entry.
-    const state = new Uint8Array(N);
+    // The dataflow: the state at an instruction is the set of copies whose call may be open there (NONE: no call
+    // open). A copy's body first reached with none of its own calls open begins a call there: a new entry.
+    const state = new Map<number, Set<number>>();
     const fresh = new Set<number>();
     let double: number | undefined;
     const w: number[] = [];
-    const seed = (n: number, s: number) => {
-      if ((state[n] | s) === state[n]) return;
-      state[n] |= s;
-      w.push(n);
+    const seed = (n: number, s: ReadonlySet<number>) => {
+      let cur = state.get(n);
+      if (!cur) state.set(n, (cur = new Set()));
+      let grew = false;
+      for (const x of s)
+        if (!cur.has(x)) {
+          cur.add(x);
+          grew = true;
+        }
+      if (grew) w.push(n);
     };
-    seed(hostEntry, OUT);
+    const only = (x: number) => new Set([x]);
+    seed(hostEntry, only(NONE));
     while (w.length && double === undefined) {
       const n = w.pop()!;
-      const s = state[n];
+      const s = state.get(n)!;
       const at = insns[n].address;
-      let out: number;
+      let out: Set<number>;
       if (probe.has(n)) {
-        if (s & IN) double = n;
-        out = IN;
+        if (s.has(label(n))) double = n;
+        out = only(label(n));
       } else if (body(n)) {
-        if (s === (IN | OUT))
+        const own = label(n);
+        if (s.has(own) && s.size > 1)
           throw new Unavailable('ambiguous', `the copy's code at ${hex(at)} runs both inside a call and outside any`, at);
-        if (s & OUT) fresh.add(n);
-        out = IN;
-      } else if (inR(n) || hop(n)) out = s;
-      else out = OUT;
+        if (!s.has(own)) fresh.add(n);
+        out = only(own);
+      } else if (inR(n)) out = new Set(s);
+      else if (hop(n)) {
+        const through = toBody.get(n)!;
+        out = new Set([...s].map((x) => (through.has(x) ? x : NONE)));
+      } else out = only(NONE);
       for (const t of succ[n]) if (t !== SINK) seed(t, out);
     }
     if (double !== undefined) {
@@ -257,7 +258,7 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
       // told apart, so the copy's count is only a lower bound.
       const flagged = new Set<number>();
       for (let n = 0; n < N; n++) {
-        if (!setup[n] || !state[n] || flagged.has(rep(copyOf[n]))) continue;
+        if (!setup[n] || !state.has(n) || flagged.has(rep(copyOf[n]))) continue;
         const seen = new Uint8Array(N);
         const wl = [n];
         seen[n] = 1;
@@ -300,11 +301,13 @@ function runsInto(
   inR: (n: number) => boolean,
   isCall: (n: number) => boolean,
 ): number | undefined {
-  const { succ } = g;
+  const { succ, insns } = g;
+  const passOnly = (n: number) => !isCall(n) && (insns[n].kind === 'jmp' || insns[n].kind === 'nop');
   const good = new Map<number, number>(); // instruction → the candidate it runs into
   const target = (n: number): number | undefined => (n !== e && probe.has(n) ? n : good.get(n));
   const settled = (n: number): number | undefined => {
-    if (isCall(n) || succ[n].length === 0 || succ[n].includes(SINK)) return undefined;
+    // Only control transfer: a copy whose code did anything else before reaching the other entry was a call.
+    if (!passOnly(n) || succ[n].length === 0 || succ[n].includes(SINK)) return undefined;
     let into: number | undefined;
     for (const t of succ[n]) {
       const x = target(t);
@@ -398,4 +401,80 @@ function loopBackEdges(g: Graph, entry: number): (p: number, n: number) => boole
       if (d === entry || idom[d] < 0) return false;
     }
   };
+}
+
+export interface TwoSitesOneCall {
+  /** An armed site… */
+  from: bigint;
+  /** …from which this armed site is reached without the call ending. */
+  to: bigint;
+}
+
+/**
+ * The check `define` runs on what it arms (independent of how the entries were placed): no armed site of the
+ * function is reachable from another armed site (or from itself, around a loop) without passing a call-ending
+ * edge. Control stays inside one call while it stays in the code of the copy the site is in (the calls it makes
+ * return into it), and when it passes nothing but jumps into another copy's site; a return, and any edge out of that code ends the call as far as this check goes (the
+ * most lenient reading of the caller's code scheduled in between, so what it finds is certain). The holder's
+ * code is decoded as for the entries; undefined when it cannot be.
+ */
+export function twoSitesOneCall(
+  q: InlinedEntryQuery,
+  armed: ReadonlyArray<{ address: bigint; copy: number }>,
+): TwoSitesOneCall[] | undefined {
+  if (q.arch !== 'x86_64') return undefined;
+  let g: Graph;
+  try {
+    g = build(q);
+  } catch (e) {
+    if (e instanceof Unavailable) return undefined;
+    throw e;
+  }
+  const { insns, succ } = g;
+  const inCopy = (n: number, k: number) => {
+    const a = insns[n].address;
+    return q.copies[k].ranges.some(([lo, hi]) => a >= lo && a < hi);
+  };
+  // A copy nested in another (a recursive call inlined into the function's own copy) lies wholly inside it.
+  const nested = (inner: number, outer: number) =>
+    q.copies[inner].ranges.length > 0 &&
+    q.copies[inner].ranges.every(([lo, hi]) => q.copies[outer].ranges.some(([lo2, hi2]) => lo >= lo2 && hi <= hi2));
+  const sites = new Map<number, number[]>();
+  for (const x of armed) {
+    const n = g.at.get(x.address);
+    if (n !== undefined) sites.set(n, [...(sites.get(n) ?? []), x.copy]);
+  }
+  const out: TwoSitesOneCall[] = [];
+  const found = (s: number, t: number) => {
+    if (!out.some((o) => o.from === insns[s].address && o.to === insns[t].address))
+      out.push({ from: insns[s].address, to: insns[t].address });
+  };
+  for (const [s, copies] of sites) {
+    for (const k of copies) {
+      // Within the code of the site's own copy (an entry pc outside its copy's code: from there on).
+      const seen = new Uint8Array(insns.length);
+      const work = [s];
+      while (work.length) {
+        const n = work.pop()!;
+        for (const t of succ[n]) {
+          if (t === SINK || seen[t] || !inCopy(t, k)) continue;
+          seen[t] = 1;
+          const there = sites.get(t);
+          if (there?.some((c) => c === k || !nested(c, k))) found(s, t);
+          else work.push(t);
+        }
+      }
+    }
+    // Into another copy's site by nothing but jumps: the same call.
+    for (let n = s, i = 0; i < 64 && (insns[n].kind === 'jmp' || insns[n].kind === 'nop'); i++) {
+      const t = succ[n][0];
+      if (t === undefined || t === SINK) break;
+      if (sites.has(t)) {
+        found(s, t);
+        break;
+      }
+      n = t;
+    }
+  }
+  return out;
 }

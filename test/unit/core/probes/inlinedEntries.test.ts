@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findInlinedEntries, type InlinedEntryQuery } from '../../../../src/core/probes/inlinedEntries';
+import { findInlinedEntries, twoSitesOneCall, type InlinedEntryQuery } from '../../../../src/core/probes/inlinedEntries';
 
 const B = 0x401000n;
 const bytes = (...b: number[]) => new Uint8Array(b);
@@ -17,6 +17,7 @@ function query(code: Uint8Array, copies: Array<[number, Array<[number, number]>]
     })),
   };
 }
+const site = (offset: number, copy: number) => ({ address: B + BigInt(offset), copy });
 const addrs = (r: ReturnType<typeof findInlinedEntries>) => (r.ok ? r.entries.map((e) => Number(e.address - B)) : r);
 
 test('a copy duplicated onto the second path of a test gets an entry there too', () => {
@@ -146,4 +147,49 @@ test('a computed jump in the holder: entries cannot be proved', () => {
   );
   const r = findInlinedEntries(query(code, [[2, [[2, 5]]]]));
   assert.equal(!r.ok && r.category, 'indirect-jump');
+});
+
+test('the define-time check: a site reached from another within one call is found, whatever placed them', () => {
+  // The chained case armed as DWARF says: both entry pcs; the first runs into the second with the call open.
+  const chained = bytes(
+    ...[0x85, 0xff], //       0  test %edi,%edi
+    ...[0x74, 0x02], //       2  je 6
+    ...[0xeb, 0x00], //       4  jmp 6            copy A's entry
+    ...[0x83, 0xc0, 0x01], // 6  add $1,%eax      copy B's entry
+    0xc3, //                  9  ret
+  );
+  const q = query(chained, [
+    [4, [[4, 6]]],
+    [6, [[6, 9]]],
+  ]);
+  assert.deepEqual(twoSitesOneCall(q, [site(4, 0), site(6, 1)]), [{ from: B + 4n, to: B + 6n }]);
+  assert.deepEqual(twoSitesOneCall(q, [site(6, 1)]), []);
+  // A loop inside the copy back to its entry pc: the entry fires again within the call.
+  const loop = bytes(
+    ...[0x31, 0xc0], //       0  xor %eax,%eax    caller
+    ...[0xff, 0xc0], //       2  inc %eax         copy entry, its loop head
+    ...[0x39, 0xf8], //       4  cmp %edi,%eax    copy
+    ...[0x75, 0xfa], //       6  jne 2            copy
+    0xc3, //                  8  ret
+  );
+  assert.deepEqual(twoSitesOneCall(query(loop, [[2, [[2, 8]]]]), [site(2, 0)]), [{ from: B + 2n, to: B + 2n }]);
+  // Leaving the copy ends the call as far as the check goes: a loop through the caller's code is no finding.
+  assert.deepEqual(twoSitesOneCall(query(loop, [[2, [[2, 4]]]]), [site(2, 0)]), []);
+  // A recursive call inlined into the function's own copy (a copy nested in the other) is a call of its own; a
+  // copy whose entry pc lies in another's code that is not nested in it is not.
+  const nest = bytes(
+    ...[0x83, 0xc0, 0x01], // 0  add $1,%eax      outer copy's entry
+    ...[0x83, 0xc0, 0x02], // 3  add $2,%eax      inner copy's entry (a recursive call)
+    0xc3, //                  6  ret
+  );
+  const nested = query(nest, [
+    [0, [[0, 6]]],
+    [3, [[3, 6]]],
+  ]);
+  assert.deepEqual(twoSitesOneCall(nested, [site(0, 0), site(3, 1)]), []);
+  const shared = query(nest, [
+    [0, [[0, 6]]],
+    [3, [[3, 7]]],
+  ]);
+  assert.deepEqual(twoSitesOneCall(shared, [site(0, 0), site(3, 1)]), [{ from: B, to: B + 3n }]);
 });
