@@ -72,6 +72,7 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
             definition: p.definition,
             ...(inferred.length ? { inferred } : {}),
             ...(p.unavailable?.length ? { unavailable: Object.fromEntries(p.unavailable.map((u) => [u.name, u.reason])) } : {}),
+            ...(p.lowerBound ? { lowerBound: true } : {}),
           };
         }),
         2,
@@ -201,6 +202,8 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
         `${probe}: ${n} hit${n === 1 ? '' : 's'}${summary.kernelHits[probe] !== undefined ? ` (kernel counted ${summary.kernelHits[probe]})` : ''}${lat ? `, p50 ${lat.p50} ns p99 ${lat.p99} ns` : ''}\n`,
       );
     }
+    const bounded = new Set(live.flatMap((o) => o.session!.probes.filter((p) => p.lowerBound).map((p) => p.function!)));
+    for (const fn of bounded) io.out(`${fn}: a lower bound (calls at inlined copies whose entries are not proved go uncounted)\n`);
     if (summary.lost) io.out(`lost: ${summary.lost} events (raise --buffer-kb or add --filter)\n`);
     for (const [host, h] of Object.entries(summary.hosts)) if (h.mismatch) io.out(`${host}: ${describeMismatch(h.mismatch)}\n`);
   }
