@@ -217,11 +217,12 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
         if (s.has(label(n))) double = n;
         out = only(label(n));
       } else if (body(n)) {
-        const own = label(n);
-        if (s.has(own) && s.size > 1)
+        if (s.has(NONE) && s.size > 1)
           throw new Unavailable('ambiguous', `the copy's code at ${hex(at)} runs both inside a call and outside any`, at);
-        if (!s.has(own)) fresh.add(n);
-        out = only(own);
+        if (s.has(NONE)) {
+          fresh.add(n);
+          out = only(label(n));
+        } else out = new Set(s); // code two copies share (GCC merged their tails): still the open call
       } else if (inR(n)) out = new Set(s);
       else if (hop(n)) {
         const through = toBody.get(n)!;
