@@ -3,16 +3,20 @@
 // duplication) under the one DIE whose entry pc lies on the first path; it merges the code of two calls and leaves
 // one DIE's entry pc as a `jmp` to the other's; it gives several DIEs one address. So, as for exits
 // (inlinedExits.ts), the holder's code is decoded whole and its control flow built, every copy of the function in
-// it marked, and entries placed and proved by a forward dataflow of {no call open, call open} from the holder's
-// entry:
-// - the copies' DWARF entry pcs are the first candidates, one per address; an entry pc whose every path runs,
-//   without a call and without leaving the copies, into another candidate is the same call: it is not armed;
-// - copy code that runs before a candidate on some path (argument set-up scheduled ahead) belongs to no call yet;
+// it marked, and entries placed and proved by a forward dataflow from the holder's entry of which copy's call may
+// be open (or none):
+// - the copies' DWARF entry pcs are the first candidates, one per address for DIEs of one code (DIEs at one address
+//   whose code is disjoint are calls computed one after the other: each is armed there); an entry pc that runs by
+//   jumps alone into another candidate is that call: it is not armed;
+// - copy code that reaches its own copy's candidate within one iteration (argument set-up scheduled ahead) belongs
+//   to no call yet;
 // - other copy code (a body) reached while no call is open begins a call there: a new entry (a duplicated path);
-// - outside code reached from a body that leads back into a body is the caller's code scheduled in between: the
-//   call stays open; any other outside code ends it.
-// An entry reached while a call is open would count that call twice, and body code reached both with and without a
-// call open cannot be placed: both are refused with a reason, as are computed jumps and undecodable code.
+//   reached while a call of another copy is open, it is code GCC merged between copies and continues that call;
+// - outside code reached from a copy's body that leads back into the same copy's body within one iteration is the
+//   caller's code scheduled in between: the call stays open; any other outside code ends it.
+// An entry pc reached while its own call is open (a loop head, code shared with paths that make no call) is not
+// armed, and its copy's calls go uncounted; copy code that runs both with and without a call open, computed jumps
+// and undecodable code make the holder's entries unproved. Each of these is said with its reason.
 import { build, refusedByKernel, SINK, Unavailable, type Graph, type HostRange, type InlinedExitQuery } from './inlinedExits';
 
 export interface InlinedEntryQuery {
