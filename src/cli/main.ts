@@ -35,6 +35,20 @@ const COMMANDS: Record<string, (argv: string[], io: Io) => Promise<void | number
   cleanup: cleanupCommand,
 };
 
+// A reader that goes away (`probelens functions BIN | head -1`) is no error: output stops, a trace is stopped and
+// cleaned up as on Ctrl-C, and the command ends with its own status. Without a listener Node throws the EPIPE.
+let stdoutClosed = false;
+let onStdoutClosed: () => void = () => undefined;
+const stdoutGone = new Promise<void>((res) => (onStdoutClosed = res));
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code !== 'EPIPE') throw e;
+  stdoutClosed = true;
+  onStdoutClosed();
+});
+process.stderr.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code !== 'EPIPE') throw e;
+});
+
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
@@ -50,7 +64,12 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`probelens: unknown command '${cmd}'; run 'probelens --help' for the list.\n`);
     return 2;
   }
-  const io: Io = { out: (text) => void process.stdout.write(text) };
+  const io: Io = {
+    out: (text) => {
+      if (!stdoutClosed) process.stdout.write(text);
+    },
+    closed: stdoutGone,
+  };
   try {
     return (await run(rest, io)) ?? 0;
   } catch (e) {

@@ -14,6 +14,8 @@ const COMMON = { json: { kind: 'flag' }, 'no-cache': { kind: 'flag' }, 'debug-di
 
 export interface Io {
   out(text: string): void;
+  /** Settles when the reader of the output has gone (a closed pipe): long-running commands stop then. */
+  closed?: Promise<void>;
 }
 
 async function indexFor(args: ParsedArgs): Promise<BinaryIndex> {

@@ -73,6 +73,7 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
             definition: p.definition,
             ...(inferred.length ? { inferred } : {}),
             ...(p.unavailable?.length ? { unavailable: Object.fromEntries(p.unavailable.map((u) => [u.name, u.reason])) } : {}),
+            ...(p.lowerBound ? { lowerBound: true } : {}),
           };
         }),
         2,
@@ -177,6 +178,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     // Listening before saying "Ctrl-C to stop": a script that signals as soon as it reads that line must not
     // meet the default action (death without a summary).
     const onSignal = () => stopRequested();
+    void io.closed?.then(() => stopRequested());
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     if (!json) {
@@ -213,6 +215,8 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
         `${probe}: ${n} hit${n === 1 ? '' : 's'}${summary.kernelHits[probe] !== undefined ? ` (kernel counted ${summary.kernelHits[probe]})` : ''}${lat ? `, p50 ${lat.p50} ns p99 ${lat.p99} ns` : ''}\n`,
       );
     }
+    const bounded = new Set(live.flatMap((o) => o.session!.probes.filter((p) => p.lowerBound).map((p) => p.function!)));
+    for (const fn of bounded) io.out(`${fn}: a lower bound (calls at inlined copies whose entries are not proved go uncounted)\n`);
     if (summary.lost) io.out(`lost: ${summary.lost} events (raise --buffer-kb or add --filter)\n`);
     if (summary.discarded)
       io.out(`discarded: ${summary.discarded} records taken after their binary was written over (they may come from other code)\n`);

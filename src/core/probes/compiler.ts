@@ -8,6 +8,7 @@ import { ArgError } from './places';
 import { resolvePoint, ResolveError, type ResolvedSite } from './resolve';
 import { findReturnSites } from './returns';
 import { inlinedSiteExits, unavailableNote } from './inlinedReturns';
+import { provedEntrySites } from './entrySites';
 import { parseSpec, type ProbeSpec } from './spec';
 import { siteContext, variablesAtSite } from './variables';
 import type { ProbeKind } from '../../shared/hit';
@@ -41,6 +42,8 @@ export interface CompiledProbe {
   site?: Site;
   /** Arguments of the spec this site cannot fetch (the copy dropped the parameter, …) and why. */
   unavailable?: Array<{ name: string; reason: string }>;
+  /** Some calls of the function may go uncounted (inlined copies whose entries could not be proved; see warnings). */
+  lowerBound?: true;
 }
 
 export interface CompileOptions {
@@ -85,7 +88,7 @@ export async function compileProbes(specs: Array<string | ProbeSpec>, index: Bin
 
 async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> {
   const disabled = ctx.opts.disabledSites;
-  const resolved = resolvePoint(spec.point, ctx.index);
+  const { resolved, notes, lowerBound } = await provedEntries(spec, resolvePoint(spec.point, ctx.index), ctx);
   const sites = disabled?.size ? resolved.filter((s) => !s.site || !disabled.has(siteAddress(s.address))) : resolved;
   if (sites.length === 0) throw new ResolveError(`every site of this spec is disabled`);
   const limit = ctx.opts.maxSites ?? DEFAULT_MAX_SITES;
@@ -109,6 +112,8 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
       if (missing.every((m) => m !== undefined)) throw new ArgError(missing[0]!.reason);
     }
   }
+  for (const [fn, list] of notes) for (const p of out) if (p.function === fn) p.warnings.push(...list);
+  for (const p of out) if (p.function !== undefined && lowerBound.has(p.function)) p.lowerBound = true;
   if (noReturns.length > 0) {
     // Never silently fewer: a copy whose exits cannot be proved is named, and so is why.
     if (out.length === 0) throw new ResolveError(`the returns of this spec cannot be probed: ${unavailableNote(noReturns)}`);
@@ -118,6 +123,42 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
     }
   }
   return out;
+}
+
+/**
+ * A function entry probe arms each inlined copy where its calls are proved to begin (entrySites.ts), not at one
+ * DWARF entry pc per DIE; what could not be proved is said in the probes' warnings.
+ */
+async function provedEntries(
+  spec: ProbeSpec,
+  resolved: ResolvedSite[],
+  ctx: Ctx,
+): Promise<{ resolved: ResolvedSite[]; notes: Map<string, string[]>; lowerBound: Set<string> }> {
+  const p = spec.point;
+  const notes = new Map<string, string[]>();
+  const lowerBound = new Set<string>();
+  if (p.kind !== 'function' || p.ret || p.relLine !== undefined || p.offset !== undefined) return { resolved, notes, lowerBound };
+  const out: ResolvedSite[] = [];
+  for (const fn of new Set(resolved.map((r) => r.fn!))) {
+    const mine = resolved.filter((r) => r.fn === fn);
+    if (!mine.some((r) => r.site?.kind === 'inlined')) {
+      out.push(...mine);
+      continue;
+    }
+    const proved = await provedEntrySites(
+      ctx.index,
+      fn,
+      mine.map((r) => r.site!),
+      ctx.opts.debugDirs,
+    );
+    const template = mine[0];
+    for (const s of proved.sites) out.push({ ...template, address: s.address, site: s });
+    const list = [...proved.notes];
+    if (proved.lowerBound) lowerBound.add(fn.name);
+    if (proved.lowerBound) list.push(`${fn.name}: its count is a lower bound (calls at the copies named above may go uncounted)`);
+    if (list.length) notes.set(fn.name, list);
+  }
+  return { resolved: out, notes, lowerBound };
 }
 
 function baseName(site: ResolvedSite): string {

@@ -51,9 +51,9 @@ export type InlinedExits = { ok: true; exits: InlinedExit[] } | { ok: false; cat
 
 const hex = (a: bigint) => `0x${a.toString(16)}`;
 
-class Unavailable extends Error {
+export class Unavailable extends Error {
   constructor(
-    readonly category: ExitsUnavailable,
+    readonly category: ExitsUnavailable | 'double' | 'ambiguous',
     message: string,
     readonly address?: bigint,
   ) {
@@ -62,9 +62,9 @@ class Unavailable extends Error {
 }
 
 /** Pseudo-node: control leaves the enclosing function (a RET, a tail jump). */
-const SINK = -1;
+export const SINK = -1;
 
-interface Graph {
+export interface Graph {
   insns: X86FlowInsn[];
   at: Map<bigint, number>;
   succ: number[][];
@@ -77,7 +77,7 @@ export function findInlinedExits(q: InlinedExitQuery): InlinedExits {
   try {
     return { ok: true, exits: place(q) };
   } catch (e) {
-    if (e instanceof Unavailable) return { ok: false, category: e.category, reason: e.message, address: e.address };
+    if (e instanceof Unavailable) return { ok: false, category: e.category as ExitsUnavailable, reason: e.message, address: e.address };
     throw e;
   }
 }
@@ -88,7 +88,8 @@ function onlyPadding(code: Uint8Array, from: number): boolean {
   return true;
 }
 
-function build(q: InlinedExitQuery): Graph {
+/** The decoded control flow of the host function (shared with inlinedEntries.ts). */
+export function build(q: Pick<InlinedExitQuery, 'host' | 'noReturn' | 'readData'>): Graph {
   const insns: X86FlowInsn[] = [];
   for (const r of q.host) {
     for (const step of decodeX86Flow(r.bytes, r.start)) {
@@ -164,7 +165,7 @@ function build(q: InlinedExitQuery): Graph {
 const PREFIXES = new Set([0x26, 0x2e, 0x36, 0x3e, 0x64, 0x65, 0x66, 0x67, 0xf0, 0xf2, 0xf3]);
 const REFUSED_PREFIXES = new Set([0x26, 0x2e, 0x36, 0x3e, 0xf0]);
 
-function refusedByKernel(q: InlinedExitQuery, address: bigint): void {
+export function refusedByKernel(q: Pick<InlinedExitQuery, 'host'>, address: bigint): void {
   const r = q.host.find((h) => address >= h.start && address < h.start + BigInt(h.bytes.length))!;
   for (let i = Number(address - r.start); i < r.bytes.length && PREFIXES.has(r.bytes[i]); i++)
     if (REFUSED_PREFIXES.has(r.bytes[i]))

@@ -34,7 +34,7 @@ const NO_RETURN = new Set([
 /** Entry address of each out-of-line copy's subprogram DIE (entry, clone, part), per index. */
 const entries = new WeakMap<BinaryIndex, Map<number, bigint>>();
 
-function entryByDie(index: BinaryIndex): Map<number, bigint> {
+export function entryByDie(index: BinaryIndex): Map<number, bigint> {
   let m = entries.get(index);
   if (!m) {
     m = new Map();
@@ -44,7 +44,7 @@ function entryByDie(index: BinaryIndex): Map<number, bigint> {
   return m;
 }
 
-function noReturnTest(index: BinaryIndex, ctx: SiteContext): (target: bigint) => boolean {
+export function noReturnTest(index: BinaryIndex, ctx: SiteContext): (target: bigint) => boolean {
   const dw = ctx.access.dwarf;
   return (target) => {
     const fn = index.functionContaining(target);

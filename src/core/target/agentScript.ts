@@ -221,14 +221,62 @@ cpu_stats() {
 
 report_stats() {
   cpu_stats STOP
-  # uprobe_profile names events without their group; it lists them in the same order as uprobe_events,
-  # so walk both together and keep the lines whose definition is ours.
+  rs_n=0
+  for d in "$I/events/$G"/*/; do [ -d "$d" ] && rs_n=$((rs_n + 1)); done
+  read_profile "$G/" "$rs_n"
+  while IFS= read -r prof; do [ -n "$prof" ] && say INFO STOP profile "$prof"; done <<PROF_END
+$PROF
+PROF_END
+}
+
+# PROF := the uprobe_profile lines of the events whose definition names "$1" after its kind ("GROUP/" or
+# "GROUP/EVENT "), one per line; there must be $2 of them. The profile names events without their group and lists them in uprobe_events'
+# order, so both are walked together. Other tracers add and remove events at any time, which shifts one file
+# against the other between the two reads: every pair must name the same event, else both are read again.
+read_profile() {
+  PROF=''
+  rp_want=$1
+  rp_expect=$2
   [ -f "$T/uprobe_profile" ] || return 0
-  exec 3< "$T/uprobe_events" 4< "$T/uprobe_profile"
-  while IFS= read -r def <&3 && IFS= read -r prof <&4; do
-    case "$def" in [pr]:"$G"/*) say INFO STOP profile "$prof" ;; esac
+  rp_try=0
+  while [ $rp_try -lt 100 ]; do
+    rp_try=$((rp_try + 1))
+    rp_ok=1
+    rp_got=0
+    PROF=''
+    exec 3< "$T/uprobe_events" 4< "$T/uprobe_profile"
+    while :; do
+      IFS= read -r def <&3 || def=''
+      IFS= read -r prof <&4 || prof=''
+      # Events added at the end meanwhile make one file longer: they follow every line compared so far.
+      { [ -z "$def" ] || [ -z "$prof" ]; } && break
+      set -f
+      set -- $def
+      rp_def=$1
+      set -- $prof
+      set +f
+      if [ $# -ne 3 ]; then
+        rp_ok=0
+        break
+      fi
+      case "$rp_def" in */"$2") ;; *)
+        rp_ok=0
+        break
+        ;;
+      esac
+      case "$def" in [pr]:"$rp_want"*)
+        PROF="$PROF$prof
+"
+        rp_got=$((rp_got + 1))
+        ;;
+      esac
+    done
+    exec 3<&- 4<&-
+    # A read cut short by a removal (the kernel's reader resumes by position) misses lines: count them too.
+    [ $rp_ok = 1 ] && [ "$rp_got" = "$rp_expect" ] && return 0
   done
-  exec 3<&- 4<&-
+  PROF=''
+  return 1
 }
 
 cleanup() {
@@ -430,16 +478,13 @@ our_event() {
   [ -d "$I/events/$G/$1" ]
 }
 
-# PN := uprobe_profile's hit count of our event $1 (the profile names events without their group and lists
-# them in uprobe_events' order, so both are walked together).
+# PN := uprobe_profile's hit count of our event $1 (read_profile keeps the two files in step).
 profile_of() {
   PN=0
-  [ -f "$T/uprobe_profile" ] || return 0
-  exec 3< "$T/uprobe_events" 4< "$T/uprobe_profile"
-  while IFS= read -r def <&3 && IFS= read -r prof <&4; do
-    case "$def" in [pr]:"$G/$1 "*) for w in $prof; do PN=$w; done; break ;; esac
-  done
-  exec 3<&- 4<&-
+  read_profile "$G/$1 " 1
+  set -f
+  for w in $PROF; do PN=$w; done
+  set +f
 }
 
 # UNREAD := entries the reader has not consumed yet, over every CPU.

@@ -1,0 +1,141 @@
+// Which sites a function entry probe arms for a function's inlined copies: the entries findInlinedEntries proves
+// on the decoded code of each function holding copies, instead of one DWARF entry pc per DIE. Copies whose
+// entries cannot be proved are named with the reason, and the function's count is then a lower bound.
+import type { BinaryIndex } from '../index/binaryIndex';
+import type { FunctionSite, IndexedFunction } from '../index/model';
+import { findInlinedEntries, twoSitesOneCall, type InlinedEntryQuery } from './inlinedEntries';
+import type { HostRange } from './inlinedExits';
+import { entryByDie, noReturnTest } from './inlinedReturns';
+import { siteContext } from './variables';
+
+export interface ProvedEntries {
+  /** The sites to arm: out-of-line ones as they are, inlined copies at their proved entries. */
+  sites: FunctionSite[];
+  /** Copies merged into another's entry, and copies whose entries could not be proved (and why). */
+  notes: string[];
+  /** Some calls may go uncounted: the count is at least the number of calls seen, not exactly it. */
+  lowerBound: boolean;
+  /** Per copy (its DWARF entry pc) whose entries could not be proved: the reason. */
+  unproved: Array<{ site: FunctionSite; reason: string }>;
+}
+
+const hex = (a: bigint | number) => `0x${a.toString(16)}`;
+
+function describe(s: FunctionSite): string {
+  return `the inlined copy ${hex(s.address)} in ${s.caller ?? '?'}${s.file ? ` (${s.file.replace(/^.*\//, '')}:${s.line ?? '?'})` : ''}`;
+}
+
+/** The copy's own code ranges: the site's (fragments of the same call included), else its DIE's. */
+function copyRanges(s: FunctionSite, codeRangesOf: (die: number) => number[]): Array<[bigint, bigint]> {
+  const flat = s.ranges ?? codeRangesOf(s.dieOffset);
+  const out: Array<[bigint, bigint]> = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([BigInt(flat[i]), BigInt(flat[i + 1])]);
+  return out;
+}
+
+/** Where the calls of `f`'s inlined copies begin, holder by holder (see inlinedEntries.ts). */
+export async function provedEntrySites(
+  index: BinaryIndex,
+  f: IndexedFunction,
+  sites: FunctionSite[],
+  debugDirs?: string[],
+): Promise<ProvedEntries> {
+  const inlined = sites.filter((s) => s.kind === 'inlined');
+  if (inlined.length === 0) return { sites, notes: [], lowerBound: false, unproved: [] };
+  const ctx = await siteContext(index, debugDirs);
+  const { dwarf: dw, image } = ctx.access;
+  const byHolder = new Map<number, FunctionSite[]>();
+  const out: FunctionSite[] = sites.filter((s) => s.kind !== 'inlined');
+  const notes: string[] = [];
+  const unproved: ProvedEntries['unproved'] = [];
+  let lowerBound = false;
+  for (const s of inlined) {
+    const h = dw.enclosingSubprogram(s.dieOffset) ?? -1;
+    byHolder.set(h, [...(byHolder.get(h) ?? []), s]);
+  }
+  const readData = (address: bigint, size: number): Uint8Array | undefined => {
+    try {
+      return image.functionBytes({ address, size: BigInt(size) });
+    } catch {
+      return undefined;
+    }
+  };
+  const noReturn = noReturnTest(index, ctx);
+  for (const [holder, copies] of byHolder) {
+    const hostEntry = holder < 0 ? undefined : entryByDie(index).get(holder);
+    let q: InlinedEntryQuery | undefined;
+    if (hostEntry !== undefined) {
+      const hostFlat = dw.codeRangesOf(holder);
+      const host: HostRange[] = [];
+      for (let i = 0; i < hostFlat.length; i += 2) {
+        const address = BigInt(hostFlat[i]);
+        host.push({ start: address, bytes: image.functionBytes({ address, size: BigInt(hostFlat[i + 1] - hostFlat[i]) }) });
+      }
+      q = {
+        arch: index.arch,
+        host,
+        hostEntry,
+        copies: copies.map((c) => ({ entry: c.address, ranges: copyRanges(c, (d) => dw.codeRangesOf(d)) })),
+        noReturn,
+        readData,
+      };
+    }
+    const r: ReturnType<typeof findInlinedEntries> = q
+      ? findInlinedEntries(q)
+      : { ok: false, category: 'undecodable', reason: 'the function it is inlined into has no code of its own in the index' };
+    const mine: FunctionSite[] = [];
+    const mineCopy: number[] = []; // the copy (index into copies) each armed site is of
+    if (!r.ok) {
+      // Not proved: DWARF's entry pcs, one per address, and the count says it may be short.
+      lowerBound = true;
+      const seen = new Set<bigint>();
+      for (const c of copies) {
+        unproved.push({ site: c, reason: r.reason });
+        // An entry the analysis found running again while a call is open would count more than the calls.
+        if (seen.has(c.address) || (r.category === 'double' && r.address === c.address)) continue;
+        seen.add(c.address);
+        mine.push(c);
+        mineCopy.push(copies.indexOf(c));
+      }
+      notes.push(
+        `entries not proved at ${copies.length} inlined cop${copies.length === 1 ? 'y' : 'ies'} in ${copies[0].caller ?? '?'}: ${r.reason}`,
+      );
+    } else {
+      for (const e of r.entries) {
+        const c = copies[e.copy];
+        mine.push(e.how === 'entry-pc' ? c : { ...c, address: e.address, fileOffset: undefined });
+        mineCopy.push(e.copy);
+      }
+      for (const m of r.merged)
+        notes.push(
+          `${describe(copies[m.copy])} is armed once with ${describe(copies[m.into])} (${m.why === 'same-address' ? 'one address' : 'its entry runs into the other with no call between'})`,
+        );
+      for (const n of r.notArmed) {
+        lowerBound = true;
+        unproved.push({ site: copies[n.copy], reason: n.reason });
+        notes.push(`${describe(copies[n.copy])} ${n.armed ? 'may miss calls' : 'is not armed'}: ${n.reason}`);
+      }
+    }
+    // Counts never exceed calls: a site another armed site reaches within one call is left out (contracts.md,
+    // "Function sites"). Independent of how the sites were placed, so it also guards the unproved ones.
+    const check = q
+      ? twoSitesOneCall(
+          q,
+          mine.map((x, i) => ({ address: x.address, copy: mineCopy[i] })),
+        )
+      : undefined;
+    for (const v of check ?? []) {
+      const k = mine.findIndex((x) => x.address === v.to);
+      if (k < 0) continue;
+      const [gone] = mine.splice(k, 1);
+      mineCopy.splice(k, 1);
+      lowerBound = true;
+      unproved.push({ site: gone, reason: `it can run within the call begun at ${hex(v.from)}` });
+      notes.push(`${describe(gone)} is not armed: it can run within the call begun at ${hex(v.from)} (it would count that call twice)`);
+    }
+    out.push(...mine);
+  }
+  const rank = { entry: 0, clone: 1, part: 2, inlined: 3 } as const;
+  out.sort((a, b) => rank[a.kind] - rank[b.kind] || (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+  return { sites: out, notes: notes.map((n) => `${f.name}: ${n}`), lowerBound, unproved };
+}

@@ -1,0 +1,485 @@
+// Where calls of a function's inlined copies begin inside one function that holds them. DWARF gives each copy one
+// entry pc, and that is not always where its calls begin: GCC duplicates a copy's code onto a second path (tail
+// duplication) under the one DIE whose entry pc lies on the first path; it merges the code of two calls and leaves
+// one DIE's entry pc as a `jmp` to the other's; it gives several DIEs one address. So, as for exits
+// (inlinedExits.ts), the holder's code is decoded whole and its control flow built, every copy of the function in
+// it marked, and entries placed and proved by a forward dataflow from the holder's entry of which copy's call may
+// be open (or none):
+// - the copies' DWARF entry pcs are the first candidates, one per address for DIEs of one code (DIEs at one address
+//   whose code is disjoint are calls computed one after the other: each is armed there); an entry pc that runs by
+//   jumps alone into another candidate is that call: it is not armed;
+// - copy code that reaches its own copy's candidate within one iteration (argument set-up scheduled ahead) belongs
+//   to no call yet;
+// - other copy code (a body) reached while no call is open begins a call there: a new entry (a duplicated path);
+//   reached while a call of another copy is open, it is code GCC merged between copies and continues that call;
+// - outside code reached from a copy's body that leads back into the same copy's body within one iteration is the
+//   caller's code scheduled in between: the call stays open; any other outside code ends it.
+// An entry pc reached while its own call is open (a loop head, code shared with paths that make no call) is not
+// armed, and its copy's calls go uncounted; copy code that runs both with and without a call open, computed jumps
+// and undecodable code make the holder's entries unproved. Each of these is said with its reason.
+import { build, refusedByKernel, SINK, Unavailable, type Graph, type HostRange, type InlinedExitQuery } from './inlinedExits';
+
+export interface InlinedEntryQuery {
+  arch: 'x86_64' | 'aarch64';
+  /** Every code range of the subprogram the copies sit in. */
+  host: HostRange[];
+  /** Where that subprogram is entered. */
+  hostEntry: bigint;
+  /** Every copy of one function inside it: its entry pc and its code ranges [lo, hi). */
+  copies: Array<{ entry: bigint; ranges: Array<[bigint, bigint]> }>;
+  noReturn?: InlinedExitQuery['noReturn'];
+  readData?: InlinedExitQuery['readData'];
+}
+
+export interface InlinedEntry {
+  address: bigint;
+  /** The copy (index into the query's copies) whose code the entry is in. */
+  copy: number;
+  /** 'entry-pc': DWARF's entry pc; 'path': the first instruction of a path of the copy no entry pc is on. */
+  how: 'entry-pc' | 'path';
+}
+
+export interface MergedCopy {
+  copy: number;
+  /** The copy whose entry counts its calls. */
+  into: number;
+  why: 'same-address' | 'chained';
+}
+
+/**
+ * A copy some of whose calls may go uncounted: its DWARF entry pc is not armed (it also runs where no call begins),
+ * or (`armed`) it is, but the copy's code also runs on a path that passes no entry.
+ */
+export interface NotArmed {
+  copy: number;
+  address: bigint;
+  reason: string;
+  armed?: true;
+}
+
+export type EntriesUnavailable =
+  | 'arch'
+  | 'undecodable'
+  | 'indirect-jump'
+  | 'unprobeable'
+  | 'double' // an entry can be reached again while a call it began is open
+  | 'ambiguous'; // code of a copy runs both inside a call and outside any
+
+export type InlinedEntries =
+  | { ok: true; entries: InlinedEntry[]; merged: MergedCopy[]; notArmed: NotArmed[] }
+  | { ok: false; category: EntriesUnavailable; reason: string; address?: bigint };
+
+const hex = (a: bigint) => `0x${a.toString(16)}`;
+/** No call of the function is open. */
+const NONE = -1;
+const MAX_ROUNDS = 64;
+
+export function findInlinedEntries(q: InlinedEntryQuery): InlinedEntries {
+  if (q.arch !== 'x86_64')
+    return { ok: false, category: 'arch', reason: 'entries of inlined copies are proved by decoding x86-64 code only' };
+  try {
+    return { ok: true, ...place(q) };
+  } catch (e) {
+    if (e instanceof Unavailable) {
+      const category = e.category as EntriesUnavailable;
+      return { ok: false, category, reason: e.message, address: e.address };
+    }
+    throw e;
+  }
+}
+
+function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedCopy[]; notArmed: NotArmed[] } {
+  const g = build(q);
+  const { insns, succ, pred } = g;
+  const N = insns.length;
+  const hostEntry = g.at.get(q.hostEntry);
+  if (hostEntry === undefined)
+    throw new Unavailable('undecodable', `its function's entry ${hex(q.hostEntry)} is not the start of an instruction`, q.hostEntry);
+  // Which copy each instruction is code of (-1: the holder's own).
+  const copyOf = new Int32Array(N).fill(-1);
+  for (let n = 0; n < N; n++) {
+    const a = insns[n].address;
+    const c = q.copies.findIndex((cp) => cp.ranges.some(([lo, hi]) => a >= lo && a < hi));
+    copyOf[n] = c;
+  }
+  // Copies left unarmed: their code is then treated as the caller's (no entry is invented for it).
+  const dropped = new Set<number>();
+  const inR = (n: number) => copyOf[n] >= 0 && !dropped.has(copyOf[n]);
+  const isCall = (n: number) => insns[n].kind === 'call' || insns[n].kind === 'call-indirect';
+
+  // Candidates: one per entry pc address.
+  const merged: MergedCopy[] = [];
+  const probe = new Map<number, { copy: number; how: InlinedEntry['how']; also?: number[] }>();
+  // DIEs at one address are one call when they describe the same code (GCC duplicated the DIE); DIEs whose code is
+  // disjoint are calls GCC computed one after the other and marked at one place: each is a call there.
+  const overlap = (a: number, b: number) =>
+    q.copies[a].ranges.some(([lo, hi]) => q.copies[b].ranges.some(([lo2, hi2]) => lo < hi2 && lo2 < hi)) ||
+    q.copies[a].ranges.length === 0 ||
+    q.copies[b].ranges.length === 0;
+  q.copies.forEach((c, k) => {
+    const n = g.at.get(c.entry);
+    if (n === undefined) throw new Unavailable('undecodable', `a copy's entry ${hex(c.entry)} is not the start of an instruction`, c.entry);
+    const had = probe.get(n);
+    if (!had) probe.set(n, { copy: k, how: 'entry-pc' });
+    else if (overlap(had.copy, k) || had.also?.some((o) => overlap(o, k))) merged.push({ copy: k, into: had.copy, why: 'same-address' });
+    else (had.also ??= []).push(k);
+  });
+  // An entry pc that runs only into another candidate (no call, not leaving the copies) is that call's.
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const [e, info] of probe) {
+      const into = runsInto(g, e, probe, inR, isCall);
+      if (into === undefined) continue;
+      probe.delete(e);
+      merged.push({ copy: info.copy, into: probe.get(into)!.copy, why: 'chained' });
+      for (const m of merged) if (m.into === info.copy) m.into = probe.get(into)!.copy;
+      changed = true;
+    }
+  }
+
+  const backEdge = loopBackEdges(g, hostEntry);
+  const rep = (k: number): number => {
+    for (let m = merged.find((x) => x.copy === k); m; m = merged.find((x) => x.copy === k)) k = m.into;
+    return k;
+  };
+  const notArmed: NotArmed[] = [];
+
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    // Set-up: code of a copy that runs ahead of its candidate on some path: it reaches the candidate of its own
+    // copy within one iteration (no loop's back edge between: code that reaches it only around a loop comes after a
+    // call, not before one), through any code but that candidate.
+    const setup = new Uint8Array(N);
+    for (const [e, info] of probe) {
+      const own = new Set([info.copy, ...(info.also ?? [])].map(rep));
+      const seen = new Set<number>([e]);
+      const w = [e];
+      while (w.length) {
+        const n = w.pop()!;
+        for (const p of pred[n]) {
+          // Through another copy's entry (copies computed one after the other), never back through this one.
+          if (seen.has(p) || p === e || backEdge(p, n)) continue;
+          seen.add(p);
+          if (inR(p) && own.has(rep(copyOf[p]))) setup[p] = 1;
+          w.push(p);
+        }
+      }
+    }
+    const body = (n: number) => probe.has(n) || (inR(n) && !setup[n]);
+    // Hops: outside code reached from a copy's body and leading back into the body of the same copy (not through
+    // a candidate), within one iteration: code reached around a loop runs after the call, not in the middle of it.
+    // Code between two different copies ends the first one's call.
+    const outsideCode = (n: number) => !inR(n) && !probe.has(n);
+    const label = (n: number) => (probe.has(n) ? rep(probe.get(n)!.copy) : rep(copyOf[n]));
+    const fromBody = new Map<number, Set<number>>();
+    const toBody = new Map<number, Set<number>>();
+    const mark = (m: Map<number, Set<number>>, n: number, l: number): boolean => {
+      let set = m.get(n);
+      if (!set) m.set(n, (set = new Set()));
+      if (set.has(l)) return false;
+      set.add(l);
+      return true;
+    };
+    const w1: Array<[number, number]> = [];
+    const fwd = (n: number, l: number) => {
+      for (const t of succ[n]) if (t !== SINK && outsideCode(t) && !backEdge(n, t) && mark(fromBody, t, l)) w1.push([t, l]);
+    };
+    for (let n = 0; n < N; n++) if (body(n)) fwd(n, label(n));
+    while (w1.length) fwd(...w1.pop()!);
+    const w2: Array<[number, number]> = [];
+    const bwd = (n: number, l: number) => {
+      for (const p of pred[n]) if (outsideCode(p) && !backEdge(p, n) && fromBody.get(p)?.has(l) && mark(toBody, p, l)) w2.push([p, l]);
+    };
+    for (let n = 0; n < N; n++) if (body(n) && !probe.has(n)) bwd(n, label(n));
+    while (w2.length) bwd(...w2.pop()!);
+    const hop = (n: number) => outsideCode(n) && (toBody.get(n)?.size ?? 0) > 0;
+
+    // The dataflow: the state at an instruction is the set of copies whose call may be open there (NONE: no call
+    // open). A copy's body first reached with none of its own calls open begins a call there: a new entry.
+    const state = new Map<number, Set<number>>();
+    const fresh = new Set<number>();
+    let double: number | undefined;
+    const w: number[] = [];
+    const seed = (n: number, s: ReadonlySet<number>) => {
+      let cur = state.get(n);
+      if (!cur) state.set(n, (cur = new Set()));
+      let grew = false;
+      for (const x of s)
+        if (!cur.has(x)) {
+          cur.add(x);
+          grew = true;
+        }
+      if (grew) w.push(n);
+    };
+    const only = (x: number) => new Set([x]);
+    seed(hostEntry, only(NONE));
+    while (w.length && double === undefined) {
+      const n = w.pop()!;
+      const s = state.get(n)!;
+      const at = insns[n].address;
+      let out: Set<number>;
+      if (probe.has(n)) {
+        if (s.has(label(n))) double = n;
+        out = only(label(n));
+      } else if (body(n)) {
+        if (s.has(NONE) && s.size > 1)
+          throw new Unavailable('ambiguous', `the copy's code at ${hex(at)} runs both inside a call and outside any`, at);
+        if (s.has(NONE)) {
+          fresh.add(n);
+          out = only(label(n));
+        } else out = new Set(s); // code two copies share (GCC merged their tails): still the open call
+      } else if (inR(n)) out = new Set(s);
+      else if (hop(n)) {
+        const through = toBody.get(n)!;
+        out = new Set([...s].map((x) => (through.has(x) ? x : NONE)));
+      } else out = only(NONE);
+      for (const t of succ[n]) if (t !== SINK) seed(t, out);
+    }
+    if (double !== undefined) {
+      // An entry pc that runs again while a call is open is code the call shares with other paths (a tokenizer's
+      // state change, a loop head): arming it would count more than the calls. Its copy is left unarmed.
+      const info = probe.get(double)!;
+      const at = insns[double].address;
+      if (info.how !== 'entry-pc')
+        throw new Unavailable('double', `the entry ${hex(at)} can be reached again while a call it began is open`, at);
+      probe.delete(double);
+      const gone = new Set([info.copy, ...(info.also ?? [])].map(rep));
+      for (let k = 0; k < q.copies.length; k++) if (gone.has(rep(k))) dropped.add(k);
+      for (const k of [info.copy, ...(info.also ?? [])])
+        notArmed.push({
+          copy: k,
+          address: at,
+          reason: `its entry pc ${hex(at)} also runs while a call is open, or on paths that make no call (arming it would count more than the calls)`,
+        });
+      continue;
+    }
+    if (fresh.size === 0) {
+      const entries = [...probe].flatMap(([n, v]): InlinedEntry[] =>
+        [v.copy, ...(v.also ?? [])].map((copy) => ({ address: insns[n].address, copy, how: v.how })),
+      );
+      for (const e of entries) if (e.how === 'path') refusedByKernel(q, e.address);
+      // Set-up code from which control can leave the holder without passing an entry: on that path the copy's
+      // code ran and no entry did. It may be a call whose own DIE GCC dropped (two calls merged into one
+      // computation ahead of the caller's test) or work hoisted onto a path that makes no call; the two cannot be
+      // told apart, so the copy's count is only a lower bound.
+      const flagged = new Set<number>();
+      for (let n = 0; n < N; n++) {
+        if (!setup[n] || !state.has(n) || flagged.has(rep(copyOf[n]))) continue;
+        const seen = new Uint8Array(N);
+        const wl = [n];
+        seen[n] = 1;
+        let leaves = false;
+        while (wl.length && !leaves) {
+          for (const t of succ[wl.pop()!]) {
+            if (t === SINK) leaves = true;
+            else if (!seen[t] && !probe.has(t)) {
+              seen[t] = 1;
+              wl.push(t);
+            }
+          }
+        }
+        if (!leaves) continue;
+        flagged.add(rep(copyOf[n]));
+        notArmed.push({
+          copy: copyOf[n],
+          address: insns[n].address,
+          reason: `its code at ${hex(insns[n].address)} also runs on a path that passes no entry of it (a call whose DIE GCC merged away, or work hoisted ahead of the call)`,
+          armed: true,
+        });
+      }
+      entries.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+      return { entries, merged, notArmed };
+    }
+    for (const n of fresh) probe.set(n, { copy: copyOf[n], how: 'path' });
+  }
+  throw new Unavailable('ambiguous', `the copies' entries did not settle after ${MAX_ROUNDS} rounds`);
+}
+
+/**
+ * The candidate `e` runs into on every path without a call and without leaving the copies (GCC merged its call
+ * with that one's), or undefined. Least fixpoint: an instruction qualifies once every successor is a candidate
+ * other than `e` or qualifies itself; code in a loop never does.
+ */
+function runsInto(
+  g: Graph,
+  e: number,
+  probe: ReadonlyMap<number, unknown>,
+  inR: (n: number) => boolean,
+  isCall: (n: number) => boolean,
+): number | undefined {
+  const { succ, insns } = g;
+  const passOnly = (n: number) => !isCall(n) && (insns[n].kind === 'jmp' || insns[n].kind === 'nop');
+  const good = new Map<number, number>(); // instruction → the candidate it runs into
+  const target = (n: number): number | undefined => (n !== e && probe.has(n) ? n : good.get(n));
+  const settled = (n: number): number | undefined => {
+    // Only control transfer: a copy whose code did anything else before reaching the other entry was a call.
+    if (!passOnly(n) || succ[n].length === 0 || succ[n].includes(SINK)) return undefined;
+    let into: number | undefined;
+    for (const t of succ[n]) {
+      const x = target(t);
+      if (x === undefined || (into !== undefined && x !== into)) return undefined;
+      into = x;
+    }
+    return into;
+  };
+  // Walk forward from e inside the copies, then settle backwards until nothing changes.
+  const region: number[] = [];
+  const seen = new Set<number>([e]);
+  const work = [e];
+  while (work.length) {
+    const n = work.pop()!;
+    region.push(n);
+    if (region.length > 4096) return undefined;
+    for (const t of succ[n])
+      if (t !== SINK && !seen.has(t) && t !== e && !probe.has(t) && inR(t)) {
+        seen.add(t);
+        work.push(t);
+      }
+  }
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const n of region) {
+      if (n === e || good.has(n)) continue;
+      const x = settled(n);
+      if (x !== undefined) {
+        good.set(n, x);
+        changed = true;
+      }
+    }
+  }
+  return settled(e);
+}
+
+/**
+ * The loops' back edges (p → n where n dominates p), by the iterative dominator algorithm of Cooper, Harvey and
+ * Kennedy over a reverse postorder from the holder's entry. Code no path from the entry reaches has no edges here.
+ */
+function loopBackEdges(g: Graph, entry: number): (p: number, n: number) => boolean {
+  const { succ, pred } = g;
+  const N = succ.length;
+  const order = new Int32Array(N).fill(-1); // reverse-postorder number
+  const rpo: number[] = [];
+  const visited = new Uint8Array(N);
+  const stack: Array<[number, number]> = [[entry, 0]];
+  visited[entry] = 1;
+  while (stack.length) {
+    const top = stack[stack.length - 1];
+    const [n, i] = top;
+    if (i < succ[n].length) {
+      top[1]++;
+      const t = succ[n][i];
+      if (t !== SINK && !visited[t]) {
+        visited[t] = 1;
+        stack.push([t, 0]);
+      }
+    } else {
+      stack.pop();
+      rpo.push(n);
+    }
+  }
+  rpo.reverse();
+  rpo.forEach((n, k) => (order[n] = k));
+  const idom = new Int32Array(N).fill(-1);
+  idom[entry] = entry;
+  const intersect = (a: number, b: number): number => {
+    while (a !== b) {
+      while (order[a] > order[b]) a = idom[a];
+      while (order[b] > order[a]) b = idom[b];
+    }
+    return a;
+  };
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const n of rpo) {
+      if (n === entry) continue;
+      let d = -1;
+      for (const p of pred[n]) if (order[p] >= 0 && idom[p] >= 0) d = d < 0 ? p : intersect(p, d);
+      if (d >= 0 && idom[n] !== d) {
+        idom[n] = d;
+        changed = true;
+      }
+    }
+  }
+  return (p, n) => {
+    if (order[p] < 0 || order[n] < 0) return false;
+    for (let d = p; ; d = idom[d]) {
+      if (d === n) return true;
+      if (d === entry || idom[d] < 0) return false;
+    }
+  };
+}
+
+export interface TwoSitesOneCall {
+  /** An armed site… */
+  from: bigint;
+  /** …from which this armed site is reached without the call ending. */
+  to: bigint;
+}
+
+/**
+ * The check `define` runs on what it arms (independent of how the entries were placed): no armed site of the
+ * function is reachable from another armed site (or from itself, around a loop) without passing a call-ending
+ * edge. Control stays inside one call while it stays in the code of the copy the site is in (the calls it makes
+ * return into it), and when it passes nothing but jumps into another copy's site; a return, and any edge out of that code ends the call as far as this check goes (the
+ * most lenient reading of the caller's code scheduled in between, so what it finds is certain). The holder's
+ * code is decoded as for the entries; undefined when it cannot be.
+ */
+export function twoSitesOneCall(
+  q: InlinedEntryQuery,
+  armed: ReadonlyArray<{ address: bigint; copy: number }>,
+): TwoSitesOneCall[] | undefined {
+  if (q.arch !== 'x86_64') return undefined;
+  let g: Graph;
+  try {
+    g = build(q);
+  } catch (e) {
+    if (e instanceof Unavailable) return undefined;
+    throw e;
+  }
+  const { insns, succ } = g;
+  const inCopy = (n: number, k: number) => {
+    const a = insns[n].address;
+    return q.copies[k].ranges.some(([lo, hi]) => a >= lo && a < hi);
+  };
+  // A copy nested in another (a recursive call inlined into the function's own copy) lies wholly inside it.
+  const nested = (inner: number, outer: number) =>
+    q.copies[inner].ranges.length > 0 &&
+    q.copies[inner].ranges.every(([lo, hi]) => q.copies[outer].ranges.some(([lo2, hi2]) => lo >= lo2 && hi <= hi2));
+  const sites = new Map<number, number[]>();
+  for (const x of armed) {
+    const n = g.at.get(x.address);
+    if (n !== undefined) sites.set(n, [...(sites.get(n) ?? []), x.copy]);
+  }
+  const out: TwoSitesOneCall[] = [];
+  const found = (s: number, t: number) => {
+    if (!out.some((o) => o.from === insns[s].address && o.to === insns[t].address))
+      out.push({ from: insns[s].address, to: insns[t].address });
+  };
+  for (const [s, copies] of sites) {
+    for (const k of copies) {
+      // Within the code of the site's own copy (an entry pc outside its copy's code: from there on).
+      const seen = new Uint8Array(insns.length);
+      const work = [s];
+      while (work.length) {
+        const n = work.pop()!;
+        for (const t of succ[n]) {
+          if (t === SINK || seen[t] || !inCopy(t, k)) continue;
+          seen[t] = 1;
+          const there = sites.get(t);
+          if (there?.some((c) => c === k || !nested(c, k))) found(s, t);
+          else work.push(t);
+        }
+      }
+    }
+    // Into another copy's site by nothing but jumps: the same call.
+    for (let n = s, i = 0; i < 64 && (insns[n].kind === 'jmp' || insns[n].kind === 'nop'); i++) {
+      const t = succ[n][0];
+      if (t === undefined || t === SINK) break;
+      if (sites.has(t)) {
+        found(s, t);
+        break;
+      }
+      n = t;
+    }
+  }
+  return out;
+}

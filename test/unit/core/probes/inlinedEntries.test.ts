@@ -1,0 +1,195 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { findInlinedEntries, twoSitesOneCall, type InlinedEntryQuery } from '../../../../src/core/probes/inlinedEntries';
+
+const B = 0x401000n;
+const bytes = (...b: number[]) => new Uint8Array(b);
+
+/** One host range at B entered at B; copies as [entry, [[lo, hi]…]] offsets. */
+function query(code: Uint8Array, copies: Array<[number, Array<[number, number]>]>): InlinedEntryQuery {
+  return {
+    arch: 'x86_64',
+    host: [{ start: B, bytes: code }],
+    hostEntry: B,
+    copies: copies.map(([entry, ranges]) => ({
+      entry: B + BigInt(entry),
+      ranges: ranges.map(([lo, hi]) => [B + BigInt(lo), B + BigInt(hi)]),
+    })),
+  };
+}
+const site = (offset: number, copy: number) => ({ address: B + BigInt(offset), copy });
+const addrs = (r: ReturnType<typeof findInlinedEntries>) => (r.ok ? r.entries.map((e) => Number(e.address - B)) : r);
+
+test('a copy duplicated onto the second path of a test gets an entry there too', () => {
+  const code = bytes(
+    ...[0x85, 0xff], //       0  test %edi,%edi   caller
+    ...[0x74, 0x05], //       2  je 9             caller
+    ...[0x83, 0xc0, 0x01], // 4  add $1,%eax      copy entry (first path)
+    0xc3, //                  7  ret
+    0x90, //                  8  nop
+    ...[0x83, 0xc0, 0x01], // 9  add $1,%eax      copy, duplicated (second path)
+    0xc3, //                  12 ret
+  );
+  const r = findInlinedEntries(
+    query(code, [
+      [
+        4,
+        [
+          [4, 7],
+          [9, 12],
+        ],
+      ],
+    ]),
+  );
+  assert.deepEqual(addrs(r), [4, 9]);
+  assert.ok(r.ok && r.entries[1].how === 'path');
+});
+
+test("an entry pc that is a jmp to another copy's entry is that call: armed once", () => {
+  const code = bytes(
+    ...[0x85, 0xff], //       0  test %edi,%edi   caller
+    ...[0x74, 0x02], //       2  je 6
+    ...[0xeb, 0x00], //       4  jmp 6            copy A's entry
+    ...[0x83, 0xc0, 0x01], // 6  add $1,%eax      copy B's entry
+    0xc3, //                  9  ret
+  );
+  const r = findInlinedEntries(
+    query(code, [
+      [4, [[4, 6]]],
+      [6, [[6, 9]]],
+    ]),
+  );
+  assert.deepEqual(addrs(r), [6]);
+  assert.deepEqual(r.ok && r.merged, [{ copy: 0, into: 1, why: 'chained' }]);
+});
+
+test('DIEs at one address: one call when they describe the same code, two calls when their code is disjoint', () => {
+  const code = bytes(
+    ...[0x83, 0xc0, 0x01], // 0  add $1,%eax      copy A
+    ...[0x83, 0xc0, 0x02], // 3  add $2,%eax      copy B
+    ...[0x83, 0xc0, 0x03], // 6  add $3,%eax      both DIEs' entry pc
+    0xc3, //                  9  ret
+  );
+  const same = findInlinedEntries(
+    query(code, [
+      [6, [[0, 9]]],
+      [6, [[0, 9]]],
+    ]),
+  );
+  assert.deepEqual(addrs(same), [6]);
+  assert.deepEqual(same.ok && same.merged, [{ copy: 1, into: 0, why: 'same-address' }]);
+  const disjoint = findInlinedEntries(
+    query(code, [
+      [6, [[0, 3]]],
+      [6, [[3, 6]]],
+    ]),
+  );
+  assert.deepEqual(addrs(disjoint), [6, 6]);
+});
+
+test('argument set-up scheduled ahead of the entry pc is no entry of its own', () => {
+  const code = bytes(
+    ...[0x89, 0xf8], //       0  mov %edi,%eax    copy (set-up)
+    ...[0x85, 0xf6], //       2  test %esi,%esi   caller
+    ...[0x83, 0xc0, 0x01], // 4  add $1,%eax      copy entry
+    0xc3, //                  7  ret
+  );
+  assert.deepEqual(
+    addrs(
+      findInlinedEntries(
+        query(code, [
+          [
+            4,
+            [
+              [0, 2],
+              [4, 7],
+            ],
+          ],
+        ]),
+      ),
+    ),
+    [4],
+  );
+});
+
+test('an entry pc reached again while its call is open is not armed, and says why', () => {
+  const code = bytes(
+    ...[0x31, 0xc0], //       0  xor %eax,%eax    caller
+    ...[0xff, 0xc0], //       2  inc %eax         copy entry pc
+    ...[0x39, 0xf8], //       4  cmp %edi,%eax    caller, between the copy's code
+    ...[0x75, 0xfa], //       6  jne 2            back to the entry with the call open
+    ...[0xff, 0xc8], //       8  dec %eax         copy
+    0xc3, //                  10 ret
+  );
+  const r = findInlinedEntries(
+    query(code, [
+      [
+        2,
+        [
+          [2, 4],
+          [8, 10],
+        ],
+      ],
+    ]),
+  );
+  assert.ok(r.ok);
+  assert.deepEqual(r.entries, []);
+  assert.equal(r.notArmed.length, 1);
+  assert.equal(r.notArmed[0].address, B + 2n);
+  assert.match(r.notArmed[0].reason, /also runs while a call is open/);
+});
+
+test('a computed jump in the holder: entries cannot be proved', () => {
+  const code = bytes(
+    ...[0xff, 0xe0], //       0  jmp *%rax
+    ...[0x83, 0xc0, 0x01], // 2  add $1,%eax      copy entry
+    0xc3, //                  5  ret
+  );
+  const r = findInlinedEntries(query(code, [[2, [[2, 5]]]]));
+  assert.equal(!r.ok && r.category, 'indirect-jump');
+});
+
+test('the define-time check: a site reached from another within one call is found, whatever placed them', () => {
+  // The chained case armed as DWARF says: both entry pcs; the first runs into the second with the call open.
+  const chained = bytes(
+    ...[0x85, 0xff], //       0  test %edi,%edi
+    ...[0x74, 0x02], //       2  je 6
+    ...[0xeb, 0x00], //       4  jmp 6            copy A's entry
+    ...[0x83, 0xc0, 0x01], // 6  add $1,%eax      copy B's entry
+    0xc3, //                  9  ret
+  );
+  const q = query(chained, [
+    [4, [[4, 6]]],
+    [6, [[6, 9]]],
+  ]);
+  assert.deepEqual(twoSitesOneCall(q, [site(4, 0), site(6, 1)]), [{ from: B + 4n, to: B + 6n }]);
+  assert.deepEqual(twoSitesOneCall(q, [site(6, 1)]), []);
+  // A loop inside the copy back to its entry pc: the entry fires again within the call.
+  const loop = bytes(
+    ...[0x31, 0xc0], //       0  xor %eax,%eax    caller
+    ...[0xff, 0xc0], //       2  inc %eax         copy entry, its loop head
+    ...[0x39, 0xf8], //       4  cmp %edi,%eax    copy
+    ...[0x75, 0xfa], //       6  jne 2            copy
+    0xc3, //                  8  ret
+  );
+  assert.deepEqual(twoSitesOneCall(query(loop, [[2, [[2, 8]]]]), [site(2, 0)]), [{ from: B + 2n, to: B + 2n }]);
+  // Leaving the copy ends the call as far as the check goes: a loop through the caller's code is no finding.
+  assert.deepEqual(twoSitesOneCall(query(loop, [[2, [[2, 4]]]]), [site(2, 0)]), []);
+  // A recursive call inlined into the function's own copy (a copy nested in the other) is a call of its own; a
+  // copy whose entry pc lies in another's code that is not nested in it is not.
+  const nest = bytes(
+    ...[0x83, 0xc0, 0x01], // 0  add $1,%eax      outer copy's entry
+    ...[0x83, 0xc0, 0x02], // 3  add $2,%eax      inner copy's entry (a recursive call)
+    0xc3, //                  6  ret
+  );
+  const nested = query(nest, [
+    [0, [[0, 6]]],
+    [3, [[3, 6]]],
+  ]);
+  assert.deepEqual(twoSitesOneCall(nested, [site(0, 0), site(3, 1)]), []);
+  const shared = query(nest, [
+    [0, [[0, 6]]],
+    [3, [[3, 7]]],
+  ]);
+  assert.deepEqual(twoSitesOneCall(shared, [site(0, 0), site(3, 1)]), [{ from: B, to: B + 3n }]);
+});
