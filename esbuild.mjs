@@ -71,7 +71,7 @@ const nodeCommon = {
 const builds = [
   { ...nodeCommon, entryPoints: { extension: 'src/extension.ts' }, outdir: 'dist' },
   { ...nodeCommon, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
-  { ...nodeCommon, entryPoints: { worker: 'src/core/worker/indexWorker.ts' }, outdir: 'dist' },
+  { ...nodeCommon, entryPoints: { worker: 'src/core/index/worker/indexWorker.ts' }, outdir: 'dist' },
   {
     ...common,
     platform: 'browser',

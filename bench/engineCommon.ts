@@ -25,7 +25,7 @@ export async function bundleCli(): Promise<string> {
     format: 'cjs',
     logLevel: 'warning',
     external: ['vscode', 'cpu-features', '*.node', 'iced-x86', 'gecko-profiler-demangle'],
-    entryPoints: { cli: join(REPO, 'src/cli/main.ts'), worker: join(REPO, 'src/core/worker/indexWorker.ts') },
+    entryPoints: { cli: join(REPO, 'src/cli/main.ts'), worker: join(REPO, 'src/core/index/worker/indexWorker.ts') },
     outdir,
   });
   return join(outdir, 'cli.js');

@@ -2,7 +2,7 @@
 // debug sections it decoded as JSON. argv: BIN [WORKERS] (absent or 0: the pool sized to the machine).
 import { openBinary } from '../src/core/binary/binaryImage';
 import { buildIndex } from '../src/core/index/build';
-import { indexWorkerCount } from '../src/core/worker/pool';
+import { indexWorkerCount } from '../src/core/index/worker/pool';
 
 const DEBUG_SECTIONS = [
   '.debug_info',

@@ -1,7 +1,7 @@
 // The CLI indexes in the same worker as the editor, under the same scaled time and memory limits; these
 // environment variables fix them instead (the error at a limit names the one to raise).
 import type { LoadOptions } from '../core/index/load';
-import { CLI_LIMIT_NAMES } from '../core/worker/limits';
+import { CLI_LIMIT_NAMES } from '../core/index/worker/limits';
 import { UsageError } from './args';
 
 function positive(name: string): number | undefined {

@@ -10,7 +10,7 @@ import * as vscode from 'vscode';
 import type { BinaryIndex } from '../core/index/binaryIndex';
 import { readBinaryIdentity } from '../core/index/identity';
 import { loadIndex } from '../core/index/load';
-import { IndexLimitError } from '../core/worker/limits';
+import { IndexLimitError } from '../core/index/worker/limits';
 import { chooseBinaries, groupBuilds, type Build } from '../core/workspace/choose';
 import { discoverWorkspace, elfType, isElfFile, workspaceLabel, type FoundBinary } from '../core/workspace/discover';
 import { ScanCache, type BinaryScan } from '../core/workspace/scan';

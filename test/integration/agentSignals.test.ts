@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { constants } from 'node:os';
 import { requireTracefs } from '../helpers/tracefs';
 import { TracefsAgent } from '../../src/core/tracefs/agentClient';
-import { AGENT_SCRIPT } from '../../src/core/target/agentScript';
+import { AGENT_SCRIPT } from '../../src/core/tracefs/agentScript';
 import type { ExecChannel, ExecOptions, Target } from '../../src/core/target/target';
 import { SHELLS, ShellTarget, buildWorkload, defineWorkloadProbes, leftovers, runWorkload, waitClean, type Workload } from './agentHarness';
 

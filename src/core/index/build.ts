@@ -6,7 +6,7 @@ import { demangle, withoutRustHash } from '../demangle';
 import { readBinaryIdentity } from './identity';
 import type { SymbolGroup } from '../binary/symbols';
 import { dwarfFileSlice, mergeDwarfSlices } from './fromDwarf';
-import { dwarfSlices, indexWorkerCount } from '../worker/pool';
+import { dwarfSlices, indexWorkerCount } from './worker/pool';
 import { symbolKind } from './sites';
 import { INDEX_FORMAT, type IndexData, type IndexedFunction, type IndexedUsdt, type LineRows } from './model';
 

@@ -6,7 +6,7 @@ import { BinaryIndex } from './binaryIndex';
 import { cacheKey, readCache, writeCache } from './cache';
 import { readBinaryIdentity } from './identity';
 import { requireRegularFile } from '../binary/regularFile';
-import { runWorkerJob, WorkerJobError } from '../worker/client';
+import { runWorkerJob, WorkerJobError } from './worker/client';
 import {
   dwarfSizeOf,
   EDITOR_LIMIT_NAMES,
@@ -15,7 +15,7 @@ import {
   scaledLimits,
   type IndexLimits,
   type LimitNames,
-} from '../worker/limits';
+} from './worker/limits';
 import { CODEC_VERSION, decodeIndex, encodeIndex, isEncodedIndex, type EncodedIndex } from './codec';
 import { INDEX_FORMAT, type IndexData } from './model';
 

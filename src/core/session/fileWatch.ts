@@ -1,4 +1,4 @@
-// The client's half of the agent's file watcher (see "The file watcher" in src/core/target/agentScript.ts).
+// The client's half of the agent's file watcher (see "The file watcher" in src/core/tracefs/agentScript.ts).
 // A uprobe sits at a file offset: when its file is written over in place, records taken after that moment may
 // come from other code at the old offsets, and must not be shown as hits of the old code. So, while the agent
 // watches, a hit is held until a later check has proved its file unchanged: each check writes `tick K` into the

@@ -30,7 +30,7 @@
 // stdout: the instance's trace_pipe, verbatim.
 import { StringDecoder } from 'node:string_decoder';
 import { randomBytes } from 'node:crypto';
-import { AGENT_ARGV0, AGENT_PROTOCOL_VERSION, AGENT_SCRIPT } from '../target/agentScript';
+import { AGENT_ARGV0, AGENT_PROTOCOL_VERSION, AGENT_SCRIPT } from './agentScript';
 import type { ExecChannel, ExecExit, Target } from '../target/target';
 import { frameDefinition, newSentinel, type Sentinel } from './framing';
 import { GROUP_PATTERN } from '../probes/definition';

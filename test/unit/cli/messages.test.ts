@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { ElfFile } from '../../../src/core/binary/elfFile';
 import { indexLimitsFor } from '../../../src/core/index/load';
-import { MAX_TIME_LIMIT_SECONDS, scaledLimits } from '../../../src/core/worker/limits';
+import { MAX_TIME_LIMIT_SECONDS, scaledLimits } from '../../../src/core/index/worker/limits';
 import { buildC, CALLS_C, have } from '../core/binary/build';
 import { patchHeader, patchSection } from '../../helpers/elfPatch';
 import { missing } from '../../helpers/require';

@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { totalmem } from 'node:os';
-import { runWorkerJob } from '../../../../src/core/worker/client';
-import { loadIndex, indexLimitsFor } from '../../../../src/core/index/load';
-import { CLI_LIMIT_NAMES, dwarfSizeOf, IndexLimitError, scaledLimits } from '../../../../src/core/worker/limits';
-import { fixtureOrSkip } from '../../../helpers/fixtures';
-import { sectionsOf } from '../dwarf/objcopySections';
+import { runWorkerJob } from '../../../../../src/core/index/worker/client';
+import { loadIndex, indexLimitsFor } from '../../../../../src/core/index/load';
+import { CLI_LIMIT_NAMES, dwarfSizeOf, IndexLimitError, scaledLimits } from '../../../../../src/core/index/worker/limits';
+import { fixtureOrSkip } from '../../../../helpers/fixtures';
+import { sectionsOf } from '../../dwarf/objcopySections';
 
 test('jobs run in a worker thread and answer', async () => {
   assert.equal(await runWorkerJob({ kind: 'ping', text: 'hi' }), 'pong hi');

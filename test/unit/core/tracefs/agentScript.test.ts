@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { AGENT_ARGV0, AGENT_SCRIPT } from '../../../../src/core/target/agentScript';
+import { AGENT_ARGV0, AGENT_SCRIPT } from '../../../../src/core/tracefs/agentScript';
 
 const shells: Array<[string, string[]]> = [
   ['dash', ['dash']],

@@ -6,8 +6,8 @@
 import type { FileHandle } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileDecompressionLimit, maxDecompressedSize } from '../binary/compressed';
-import { openRegularFile } from '../binary/regularFile';
+import { fileDecompressionLimit, maxDecompressedSize } from '../../binary/compressed';
+import { openRegularFile } from '../../binary/regularFile';
 
 export const MIN_TIME_LIMIT_SECONDS = 120;
 export const TIME_SECONDS_PER_DWARF_MIB = 3;

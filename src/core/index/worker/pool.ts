@@ -2,8 +2,8 @@
 // benchmarks) indexes share 0 itself while a helper worker thread indexes each other share; the shares are
 // merged in part order, so the index is the same whatever the pool size (test/unit/core/index/pool.test.ts).
 import { availableParallelism } from 'node:os';
-import type { BinaryImage, OpenBinaryOptions } from '../binary/binaryImage';
-import { dwarfSlice, type DwarfSlice } from '../index/fromDwarf';
+import type { BinaryImage, OpenBinaryOptions } from '../../binary/binaryImage';
+import { dwarfSlice, type DwarfSlice } from '../fromDwarf';
 import { runWorkerJob } from './client';
 
 /** Below this much `.debug_info` a helper's start-up (and its own function pass) costs more than it saves. */

@@ -2,9 +2,9 @@
 // IndexData crosses back by structured clone (bigints and typed arrays survive it).
 import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
-import { openBinary } from '../binary/binaryImage';
-import { buildIndex } from '../index/build';
-import { dwarfSlice, type DwarfSlice } from '../index/fromDwarf';
+import { openBinary } from '../../binary/binaryImage';
+import { buildIndex } from '../build';
+import { dwarfSlice, type DwarfSlice } from '../fromDwarf';
 import type { WorkerRequest, WorkerResponse } from './messages';
 
 async function handle(req: WorkerRequest): Promise<WorkerResponse> {

@@ -1,4 +1,4 @@
-// The agent's file watcher (see src/core/target/agentScript.ts, into which this block is spliced): the fw_*
+// The agent's file watcher (see src/core/tracefs/agentScript.ts, into which this block is spliced): the fw_*
 // functions, the WATCH and WRITERS commands. Same rules as the rest of the script: fixed POSIX sh text (dash, busybox
 // ash, bash), no `${` and no backquotes, every value checked before use.
 export const AGENT_FILE_WATCHER = String.raw`# ---- The file watcher: never leave probes on a file that changed under them ----

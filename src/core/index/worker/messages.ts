@@ -1,6 +1,6 @@
 // Requests and responses between runWorkerJob() and the index worker.
-import type { DwarfSlice } from '../index/fromDwarf';
-import type { IndexData } from '../index/model';
+import type { DwarfSlice } from '../fromDwarf';
+import type { IndexData } from '../model';
 
 export type WorkerRequest =
   | { kind: 'ping'; text: string }

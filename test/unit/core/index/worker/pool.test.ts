@@ -1,20 +1,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openBinary } from '../../../../src/core/binary/binaryImage';
-import { buildIndex } from '../../../../src/core/index/build';
-import { dwarfSlice, mergeDwarfSlices, shareOf } from '../../../../src/core/index/fromDwarf';
-import { INDEX_FORMAT, type IndexData } from '../../../../src/core/index/model';
-import { loadIndex } from '../../../../src/core/index/load';
-import { runWorkerJob } from '../../../../src/core/worker/client';
+import { openBinary } from '../../../../../src/core/binary/binaryImage';
+import { buildIndex } from '../../../../../src/core/index/build';
+import { dwarfSlice, mergeDwarfSlices, shareOf } from '../../../../../src/core/index/fromDwarf';
+import { INDEX_FORMAT, type IndexData } from '../../../../../src/core/index/model';
+import { loadIndex } from '../../../../../src/core/index/load';
+import { runWorkerJob } from '../../../../../src/core/index/worker/client';
 import {
   dwarfSlices,
   IndexHelperMemoryError,
   indexWorkerCount,
   MAX_INDEX_WORKERS,
   PARALLEL_MIN_DEBUG_INFO_BYTES,
-} from '../../../../src/core/worker/pool';
-import { fixtureOrSkip, type FixtureName } from '../../../helpers/fixtures';
-import { indexDump } from '../../../helpers/indexDump';
+} from '../../../../../src/core/index/worker/pool';
+import { fixtureOrSkip, type FixtureName } from '../../../../helpers/fixtures';
+import { indexDump } from '../../../../helpers/indexDump';
 
 // Several units (many-*), C++ and Rust (cross-unit origins, namespaces), Go (lines from the line table), a
 // separate debug file found by build-id (the helpers must open the same one), and AArch64.
