@@ -46,7 +46,10 @@ export interface Hit {
    * them at all: right when the caller followed the C ABI, which an optimizing compiler need not do.
    */
   inferred?: string[];
-  /** tracefs event name: pairs entries with returns inside the engine; never serialised */
+  /**
+   * The probe point's name (a site's own name; the points of one probe may share a tracefs event, which the
+   * parser reads first): pairs entries with returns inside the engine; never serialised
+   */
   event: string;
 }
 

@@ -5,11 +5,11 @@
 // with nothing left behind on the target.
 import type { BinaryIndex } from '../index/binaryIndex';
 import { readBinaryIdentity } from '../index/identity';
-import { compileProbes, type CompiledProbe } from '../probes/compiler';
+import { compileProbes, SITE_ARG, type CompiledProbe } from '../probes/compiler';
 import { bindGroup, checkProbePath } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
 import type { Target } from '../target/target';
-import { AgentError, offendingToken, TracefsAgent } from '../tracefs/agentClient';
+import { AgentError, offendingToken, TracefsAgent, type StopReport } from '../tracefs/agentClient';
 import { HitParser, type EventSchema, type Hit, type HitValue } from '../tracefs/hitParser';
 import { lossReport, type LossReport } from '../tracefs/loss';
 import { Aggregates, type LatencyPair, type ProbeSite } from './aggregates';
@@ -93,10 +93,14 @@ export interface AddResult {
 
 const sameSpec = (a: string, b: string) => a === b || a.trim() === b.trim();
 
+/** The tracefs events of `probes` (points of one event are listed once), in order. */
+const eventsOf = (probes: readonly CompiledProbe[]): string[] => [...new Set(probes.map((p) => p.definition.event))];
+
+/** The parser's view of `p`'s tracefs event (its points fetch the same names and types). */
 function schemaOf(p: CompiledProbe): EventSchema {
   const retval = p.kind === 'return' ? p.args.find((a) => a.fetch === '$retval' || a.name === 'retval') : undefined;
   return {
-    event: p.event,
+    event: p.definition.event,
     probe: p.event,
     kind: p.kind,
     args: p.args.map((a) => ({ name: a.name, type: a.type })),
@@ -156,7 +160,8 @@ function presentHit(hit: Hit, probe: CompiledProbe | undefined): Hit {
     if (v !== undefined && !(hit.kind === 'return' && a.fetch === '$retval')) args[a.name] = v;
   }
   const comm = hit.args.probelens_comm;
-  const out: Hit = { ...hit, args, comm: typeof comm === 'string' && comm ? comm : hit.comm };
+  // A hit is named by its point (its site's own name), whichever tracefs event carried it.
+  const out: Hit = { ...hit, probe: probe.event, event: probe.event, args, comm: typeof comm === 'string' && comm ? comm : hit.comm };
   if (probe.site) out.site = probe.site;
   const n = notesOf(probe);
   if (n.unavailable) out.unavailable = n.unavailable;
@@ -176,7 +181,8 @@ export class TraceSession {
   private traceEnded?: Promise<void>;
   private finalMismatch?: number;
   private ended?: Promise<SessionSummary>;
-  private readonly byEvent = new Map<string, CompiledProbe>();
+  /** tracefs event → its points, indexed by their SITE_ARG number (a single point at 0). */
+  private readonly byEvent = new Map<string, CompiledProbe[]>();
   /** Event names ever used in this session: a removed probe's name is never reused, so counts never mix. */
   private readonly usedEvents = new Set<string>();
   private readonly disabledEvents = new Set<string>();
@@ -208,7 +214,7 @@ export class TraceSession {
 
   /** Whether `spec`'s events are defined here and enabled. */
   isEnabled(spec: string): boolean {
-    return this.probes.some((p) => sameSpec(p.spec, spec) && !this.disabledEvents.has(p.event));
+    return this.probes.some((p) => sameSpec(p.spec, spec) && !this.disabledEvents.has(p.definition.event));
   }
 
   /**
@@ -223,19 +229,19 @@ export class TraceSession {
       const defined = await this.define(compiled.probes);
       const refused = [...compiled.refused, ...defined.refused];
       if (defined.accepted.length) {
-        const events = defined.accepted.map((p) => p.event);
+        const events = eventsOf(defined.accepted);
         if (this.opts.filter) {
-          for (const p of defined.accepted) await this.agent!.setFilter(p.event, this.opts.filter);
+          for (const e of events) await this.agent!.setFilter(e, this.opts.filter);
         }
         const verdicts = await this.agent!.setEventsEnabled(events, true);
         verdicts.forEach((v, i) => {
-          if (v instanceof Error) refused.push({ spec: defined.accepted[i].spec, error: v });
+          if (v instanceof Error) refused.push({ spec: this.byEvent.get(events[i])![0].spec, error: v });
         });
       }
       const bad = new Set(refused.map((r) => r.spec));
       const added = defined.accepted.filter((p) => !bad.has(p.spec));
       // A spec refused on one of its sites or at enabling is taken back whole.
-      for (const p of defined.accepted.filter((q) => bad.has(q.spec))) await this.undefine(p);
+      for (const e of eventsOf(defined.accepted.filter((q) => bad.has(q.spec)))) await this.undefine(e);
       this.probes.push(...added);
       return { added, refused };
     });
@@ -244,14 +250,14 @@ export class TraceSession {
   /** Disables and removes `spec`'s events alone (their kernel counts are read first and kept for the summary). */
   remove(spec: string): Promise<void> {
     return this.edit(async () => {
-      for (const p of this.probes.filter((q) => sameSpec(q.spec, spec))) await this.undefine(p);
+      for (const e of eventsOf(this.probes.filter((q) => sameSpec(q.spec, spec)))) await this.undefine(e);
     });
   }
 
   /** Enables or disables `spec`'s events alone; counts go on from where they were. */
   setEnabled(spec: string, enabled: boolean): Promise<void> {
     return this.edit(async () => {
-      const events = this.probes.filter((p) => sameSpec(p.spec, spec) && this.disabledEvents.has(p.event) === enabled).map((p) => p.event);
+      const events = eventsOf(this.probes.filter((p) => sameSpec(p.spec, spec) && this.disabledEvents.has(p.definition.event) === enabled));
       const verdicts = await this.agent!.setEventsEnabled(events, enabled);
       verdicts.forEach((v, i) => {
         if (v instanceof Error) throw v;
@@ -323,27 +329,34 @@ export class TraceSession {
     const bad = new Set(refused.map((r) => r.spec));
     if (bad.size && !this.opts.keepGoing) throw refused[0].error;
     // Sites of a refused spec that the kernel accepted go too (never enabled, so removing them resets nothing).
-    for (const p of accepted.filter((q) => bad.has(q.spec))) await agent.undefine(p.event);
+    for (const e of eventsOf(accepted.filter((q) => bad.has(q.spec)))) await agent.undefine(e);
     return { accepted: accepted.filter((p) => !bad.has(p.spec)), refused };
   }
 
   /** Tells the parser and the aggregates about new events before they can fire. */
   private track(probes: CompiledProbe[]): void {
     const sites = new Map<string, ProbeSite>();
+    const fresh: CompiledProbe[] = [];
     for (const p of probes) {
-      this.byEvent.set(p.event, p);
+      let points = this.byEvent.get(p.definition.event);
+      if (!points) {
+        this.byEvent.set(p.definition.event, (points = []));
+        fresh.push(p);
+      }
+      points[p.siteId ?? 0] = p;
       if (p.file && p.line) sites.set(p.event, { file: p.file, line: p.line });
     }
-    this.parser!.addEvents(probes.map(schemaOf));
-    this.aggregates.track(sites, pairsOf([...this.byEvent.values()]));
+    this.parser!.addEvents(fresh.map(schemaOf));
+    this.aggregates.track(sites, pairsOf([...this.byEvent.values()].flat()));
   }
 
-  private async undefine(p: CompiledProbe): Promise<void> {
-    const r = await this.agent!.undefine(p.event);
-    this.removedKernelHits.set(p.event, r.hits);
+  /** Disables and removes one tracefs event (all its points), keeping its kernel count for the summary. */
+  private async undefine(event: string): Promise<void> {
+    const r = await this.agent!.undefine(event);
+    this.removedKernelHits.set(event, r.hits);
     this.lostAtRemovals += r.unread + r.cpus.reduce((s, c) => s + c.overrun + c.dropped + c.commitOverrun, 0);
-    this.disabledEvents.delete(p.event);
-    this.probes = this.probes.filter((q) => q !== p && q.event !== p.event);
+    this.disabledEvents.delete(event);
+    this.probes = this.probes.filter((q) => q.definition.event !== event);
   }
 
   private async arm(): Promise<void> {
@@ -379,7 +392,8 @@ export class TraceSession {
       }
     }
     const needsRecompile =
-      (!agent.hello.caps.has('ref_ctr') && compiled.probes.some((p) => /^\S+ \S+\(0x/.test(p.definition))) ||
+      (!agent.hello.caps.has('ref_ctr') &&
+        compiled.probes.some((p) => p.definition.target.type === 'uprobe' && p.definition.target.refCtrOffset !== undefined)) ||
       (!agent.hello.caps.has('imm') && compiled.probes.some((p) => p.args.some((a) => a.fetch.startsWith('\\'))));
     if (!caps && needsRecompile) {
       this.usedEvents.clear();
@@ -391,7 +405,9 @@ export class TraceSession {
       events: [],
       sentinel: agent.sentinel,
       onHit: (raw) => {
-        const hit = presentHit(raw, this.byEvent.get(raw.event));
+        const points = this.byEvent.get(raw.event);
+        const id = raw.args[SITE_ARG];
+        const hit = presentHit(raw, points?.[typeof id === 'number' ? id : 0]);
         // Aggregates see what users see; the hidden goroutine pointer only pairs entries with returns.
         const latencyNs = this.aggregates.add(hit, raw.args);
         if (latencyNs !== undefined) hit.latencyNs = latencyNs;
@@ -409,7 +425,7 @@ export class TraceSession {
     this.probes = defined.accepted;
     this.refused = [...compiled.refused, ...defined.refused];
     if (opts.pid !== undefined) await agent.filterPid(opts.pid);
-    if (opts.filter) for (const p of this.probes) await agent.setFilter(p.event, opts.filter);
+    if (opts.filter) for (const e of eventsOf(this.probes)) await agent.setFilter(e, opts.filter);
     await agent.arm();
     this.state = 'armed';
     void agent.exit.then(() => {
@@ -430,6 +446,7 @@ export class TraceSession {
       this.parser!.end();
       for (const [ev, n] of this.removedKernelHits) if (!report.kernelHits.has(ev)) report.kernelHits.set(ev, n);
       const loss = lossReport(this.parser!.stats, report, this.opts.pid !== undefined || !!this.opts.filter);
+      loss.kernelHits = this.perPoint(report);
       if (this.lostAtRemovals) {
         loss.lost += this.lostAtRemovals;
         loss.unaccounted -= this.lostAtRemovals;
@@ -448,6 +465,21 @@ export class TraceSession {
       };
     })();
     return this.ended;
+  }
+
+  /**
+   * The kernel's counts under the names hits carry: an event's points are listed in the order they were defined,
+   * which is their SITE_ARG order. A removed event keeps its total under its tracefs name (its first point's).
+   */
+  private perPoint(report: StopReport): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [ev, n] of report.kernelHits) {
+      const points = this.byEvent.get(ev);
+      const counts = report.pointHits?.get(ev);
+      if (points && counts && points.length === counts.length && points.length > 1) counts.forEach((c, i) => out.set(points[i].event, c));
+      else out.set(ev, n);
+    }
+    return out;
   }
 
   /** Drop the connection without stopping: the agent notices (stdin EOF) and cleans up by itself. */

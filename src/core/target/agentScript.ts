@@ -137,6 +137,8 @@ remove_group() {
   # One write removes the whole group (an empty event name matches all of it): ~30x faster than one per event.
   printf '%s\n' "-:$1/" 2>/dev/null >> "$T/uprobe_events"
   for ev in $(sed -n "s/^[pr]:$1\/\([A-Za-z0-9_]*\) .*/\1/p" "$T/uprobe_events"); do
+    # An event of several probe points is listed once per point: the first removal took them all.
+    grep -q "^[pr]:$1/$ev " "$T/uprobe_events" || continue
     if ! printf '%s\n' "-:$1/$ev" 2>/dev/null >> "$T/uprobe_events"; then
       for f in "$T"/instances/*/events/"$1"/"$ev"/enable "$T/events/$1/$ev/enable"; do
         [ -f "$f" ] && echo 0 2>/dev/null > "$f"
@@ -419,14 +421,14 @@ our_event() {
   [ -d "$I/events/$G/$1" ]
 }
 
-# PN := uprobe_profile's hit count of our event $1 (the profile names events without their group and lists
-# them in uprobe_events' order, so both are walked together).
+# PN := uprobe_profile's hit count of our event $1, summed over its probe points (the profile names events
+# without their group and lists one line per point in uprobe_events' order, so both are walked together).
 profile_of() {
   PN=0
   [ -f "$T/uprobe_profile" ] || return 0
   exec 3< "$T/uprobe_events" 4< "$T/uprobe_profile"
   while IFS= read -r def <&3 && IFS= read -r prof <&4; do
-    case "$def" in [pr]:"$G/$1 "*) for w in $prof; do PN=$w; done; break ;; esac
+    case "$def" in [pr]:"$G/$1 "*) n=0; for w in $prof; do n=$w; done; PN=$((PN + n)) ;; esac
   done
   exec 3<&- 4<&-
 }
