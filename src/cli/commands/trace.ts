@@ -164,8 +164,10 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     if (!json) {
-      const n = live[0].session!.probes.length;
-      log(`tracing ${n} probe${n === 1 ? '' : 's'} on ${live.map((o) => o.host).join(', ')}; Ctrl-C to stop`);
+      const points = live[0].session!.probes;
+      const n = new Set(points.map((p) => p.spec)).size;
+      const at = `${points.length} site${points.length === 1 ? '' : 's'}`;
+      log(`tracing ${n} probe${n === 1 ? '' : 's'} at ${at} on ${live.map((o) => o.host).join(', ')}; Ctrl-C to stop`);
       for (const p of live[0].session!.probes) for (const w of p.warnings) log(`${p.event}: ${w}`);
     }
     const timer = duration !== undefined ? setTimeout(stopRequested, duration * 1000) : undefined;

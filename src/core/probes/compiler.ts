@@ -3,7 +3,7 @@
 // target. A spec's sites share one tracefs event as its probe points (see shareEvents).
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { IndexedUsdt } from '../index/model';
-import { UNBOUND_GROUP, uniqueEventName, type FetchArg, type ProbeDefinition } from './definition';
+import { eventName, UNBOUND_GROUP, uniqueEventName, type FetchArg, type ProbeDefinition } from './definition';
 import { compileArg, entryVars, retvalArg, type CompiledArg } from './args';
 import { ArgError } from './places';
 import { resolvePoint, ResolveError, type ResolvedSite } from './resolve';
@@ -125,7 +125,7 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
       for (const p of out) if (p.function === fn.name) p.warnings.push(`${fn.name}: ${note}`);
     }
   }
-  return ctx.opts.immediates === false ? out : shareEvents(out);
+  return ctx.opts.immediates === false ? out : shareEvents(out, ctx.used);
 }
 
 /** The hidden immediate that names a record's point among the points of a shared event. */
@@ -133,11 +133,12 @@ export const SITE_ARG = 'probelens_site';
 
 /**
  * One tracefs event per group of a spec's points that fetch the same argument names and types (kernel rule
- * for appending a point to an event), named after its first point; each point then also fetches its number as
+ * for appending a point to an event), named after the probe (`<fn>`, `<fn>__return`, `<file>_L<line>`: the plain
+ * name its entry point has, or a fresh one when that point is not in the group); each point then also fetches its number as
  * the immediate SITE_ARG, which its records carry and the session maps back to the point (and so to its site).
  * USDT probes stay one event each.
  */
-function shareEvents(probes: CompiledProbe[]): CompiledProbe[] {
+function shareEvents(probes: CompiledProbe[], used: Set<string>): CompiledProbe[] {
   const groups = new Map<string, CompiledProbe[]>();
   for (const p of probes) {
     if (p.kind === 'usdt') continue;
@@ -148,7 +149,11 @@ function shareEvents(probes: CompiledProbe[]): CompiledProbe[] {
   }
   for (const g of groups.values()) {
     if (g.length < 2) continue;
-    const event = g[0].definition.event;
+    const p0 = g[0];
+    const base =
+      (p0.kind === 'line' ? `${(p0.file ?? 'line').replace(/^.*\//, '').replace(/\.[^.]*$/, '')}_L${p0.line}` : (p0.function ?? 'probe')) +
+      (p0.kind === 'return' ? '__return' : '');
+    const event = g.some((p) => p.event === eventName(base)) ? eventName(base) : uniqueEventName(base, used);
     g.forEach((p, i) => {
       const fetch = `\\${i}`;
       p.siteId = i;

@@ -63,14 +63,19 @@ export function checkProbePath(path: string): void {
     );
 }
 
-/** A valid, unique tracefs event name derived from `base` (a function or spec name). */
-export function uniqueEventName(base: string, used: Set<string>): string {
+/** `base` (a function or spec name) as a valid tracefs event name, before any suffix makes it unique. */
+export function eventName(base: string): string {
   let name = base
     .replace(/[^A-Za-z0-9_]+/g, '_')
     .replace(/^_+|_+$/g, '')
     .replace(/__+/g, '_');
   if (!name || !/^[A-Za-z_]/.test(name)) name = `p_${name}`;
-  name = name.slice(0, MAX_EVENT);
+  return name.slice(0, MAX_EVENT);
+}
+
+/** A valid, unique tracefs event name derived from `base` (a function or spec name). */
+export function uniqueEventName(base: string, used: Set<string>): string {
+  const name = eventName(base);
   let candidate = name;
   for (let n = 2; used.has(candidate); n++) {
     const suffix = `_${n}`;

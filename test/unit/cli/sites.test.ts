@@ -130,7 +130,9 @@ test('define: a return probe arms out-of-line sites and the exits of inlined cop
   assert.equal(inl.code, 0, inl.err);
   const inlDefs = JSON.parse(inl.out) as Array<{ event: string; definition: string }>;
   assert.equal(inlDefs.length, 2);
-  for (const d of inlDefs) assert.match(d.definition, /^p:\S+\/inl_fn_inlined_[0-9a-f]+_return /);
+  // Each exit is a point of one event named after the probe; the point names its copy.
+  for (const d of inlDefs) assert.match(d.definition, /^p:\S+\/inl_fn_return \S+ .* probelens_site=\\[01]:u32$/);
+  for (const d of inlDefs) assert.match(d.event, /^inl_fn_inlined_[0-9a-f]+_return$/);
   // GCC put both copies' entry after their code: never a guess, the warning says which and why.
   const alias = cli('define', f.path, 'alias_name%return', '--json');
   assert.equal(alias.code, 0, alias.err);
