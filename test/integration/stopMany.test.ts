@@ -89,3 +89,37 @@ test('Ctrl-C on a CLI trace of a 1,024-site probe over SSH: exit 0 with the summ
   assert.equal(summaryLines.length, SITES, 'one summary line per site, each with its own kernel count');
   assert.deepEqual(leftovers(groups[0]), [], 'the CLI exits after the target is clean');
 });
+
+test(
+  'Ctrl-C on a CLI trace of 100 specs: their points share one event, each hit and kernel count on its own function',
+  TIMEOUT,
+  async (t) => {
+    if (!requireTracefs(t)) return;
+    const sshd = await requireSshd(t);
+    if (!sshd) return;
+    const f = await fixtureOrSkip(t, 'many-O2');
+    if (!f) return;
+    const bin = privateCopy(t, f.path);
+    const specs = Array.from({ length: 100 }, (_, i) => `many_${String(i).padStart(3, '0')} x`);
+    const cli = startCli(t, ['trace', bin, ...specs, ...sshFlags(sshd)], isolatedEnv(t));
+    await cli.waitFor(/tracing 100 probes at 100 sites on /, 120_000);
+    const groups = await waitForGroups(bin, 5_000);
+    assert.equal(groups.length, 1);
+    const defs = definitionsOf(groups[0]);
+    assert.equal(defs.length, 100);
+    assert.deepEqual([...new Set(defs.map(eventOf))], ['many_000'], 'one event for the 100 specs');
+    await runFixture({ ...f, path: bin }, ['1']);
+    const hitLines = () =>
+      cli
+        .stdout()
+        .split('\n')
+        .filter((l) => /^\S+ \S+ \S+ many_[0-9]{3} x=0$/.test(l)).length;
+    for (let i = 0; i < 1200 && hitLines() < 100; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(hitLines(), 100, cli.stderr());
+    cli.child.kill('SIGINT');
+    const { code } = await cli.exit;
+    assert.equal(code, 0, cli.stderr());
+    for (const s of specs) assert.match(cli.stdout(), new RegExp(`^${s.split(' ')[0]}: 1 hit \\(kernel counted 1\\)$`, 'm'));
+    assert.deepEqual(leftovers(groups[0]), [], 'the CLI exits after the target is clean');
+  },
+);

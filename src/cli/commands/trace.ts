@@ -146,6 +146,9 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     noBuildIdCheck: args.flags.has('no-build-id-check'),
     debugDirs: args.values.get('debug-dir'),
     heartbeatSeconds: heartbeat,
+    // The CLI never edits a running trace: all its specs' points share events, so Ctrl-C costs the kernel the
+    // same for one function or thousands.
+    shareAcrossSpecs: true,
     ...sites,
     onHit,
     onLost: (n) => {

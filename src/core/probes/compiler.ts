@@ -1,6 +1,6 @@
 // The probe compiler: probe specs + a binary's index → uprobe definitions (structures, rendered to tracefs text
 // only when sent), computed entirely on the user's side (perf probe -D's idea) so only definitions travel to a
-// target. A spec's sites share one tracefs event as its probe points (see shareEvents).
+// target. A spec's sites share one tracefs event as its probe points (see sharePoints).
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { IndexedUsdt } from '../index/model';
 import { eventName, UNBOUND_GROUP, uniqueEventName, type FetchArg, type ProbeDefinition } from './definition';
@@ -65,6 +65,11 @@ export interface CompileOptions {
   immediates?: boolean;
   /** Site addresses ("0x…", as ProbeSite.address) not to arm. */
   disabledSites?: ReadonlySet<string>;
+  /**
+   * Whether each spec's points share events (default true, with immediates); false leaves every point an event of
+   * its own, for a caller that shares them across specs itself (sharePoints).
+   */
+  shareEvents?: boolean;
 }
 
 interface Ctx {
@@ -99,7 +104,7 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
   const out: CompiledProbe[] = [];
   const noReturns: Array<{ site: ResolvedSite; reason: string }> = [];
   // Disarming costs the kernel one synchronisation per event: with immediates a spec's sites share events
-  // (shareEvents), so its teardown no longer grows with its sites; without them each site is an event of its own.
+  // (sharePoints), so its teardown no longer grows with its sites; without them each site is an event of its own.
   const limit = ctx.opts.immediates === false ? (ctx.opts.maxSites ?? DEFAULT_MAX_SITES) : Number.POSITIVE_INFINITY;
   if (sites.length > limit) throw new TooManySitesError(spec.text, sites.length, limit);
   for (const site of sites) {
@@ -125,20 +130,20 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
       for (const p of out) if (p.function === fn.name) p.warnings.push(`${fn.name}: ${note}`);
     }
   }
-  return ctx.opts.immediates === false ? out : shareEvents(out, ctx.used);
+  return ctx.opts.immediates === false || ctx.opts.shareEvents === false ? out : sharePoints(out, ctx.used);
 }
 
 /** The hidden immediate that names a record's point among the points of a shared event. */
 export const SITE_ARG = 'probelens_site';
 
 /**
- * One tracefs event per group of a spec's points that fetch the same argument names and types (kernel rule
+ * One tracefs event per group of points (a spec's, or a whole session's: see CompileOptions.shareEvents) that fetch the same argument names and types (kernel rule
  * for appending a point to an event), named after the probe (`<fn>`, `<fn>__return`, `<file>_L<line>`: the plain
  * name its entry point has, or a fresh one when that point is not in the group); each point then also fetches its number as
  * the immediate SITE_ARG, which its records carry and the session maps back to the point (and so to its site).
  * USDT probes stay one event each.
  */
-function shareEvents(probes: CompiledProbe[], used: Set<string>): CompiledProbe[] {
+export function sharePoints(probes: CompiledProbe[], used: Set<string>): CompiledProbe[] {
   const groups = new Map<string, CompiledProbe[]>();
   for (const p of probes) {
     if (p.kind === 'usdt') continue;

@@ -5,7 +5,7 @@
 // with nothing left behind on the target.
 import type { BinaryIndex } from '../index/binaryIndex';
 import { readBinaryIdentity } from '../index/identity';
-import { compileProbes, SITE_ARG, type CompiledProbe } from '../probes/compiler';
+import { compileProbes, sharePoints, SITE_ARG, type CompiledProbe } from '../probes/compiler';
 import { bindGroup, checkProbePath } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
 import type { Target } from '../target/target';
@@ -42,6 +42,13 @@ export interface SessionOptions {
    * without it the first refusal fails the start (the CLI's behaviour).
    */
   keepGoing?: boolean;
+  /**
+   * The points of all the specs armed at start share events (by argument names and types), so stopping costs
+   * the kernel the same for one function or thousands. One spec of them can then not be removed or toggled alone
+   * (the CLI, which never edits a running trace); specs added later get events of their own. Ignored with
+   * `keepGoing`, whose refusals take a spec back alone.
+   */
+  shareAcrossSpecs?: boolean;
   onHit?: (hit: Hit) => void;
   onLost?: (events: number) => void;
 }
@@ -250,14 +257,23 @@ export class TraceSession {
   /** Disables and removes `spec`'s events alone (their kernel counts are read first and kept for the summary). */
   remove(spec: string): Promise<void> {
     return this.edit(async () => {
-      for (const e of eventsOf(this.probes.filter((q) => sameSpec(q.spec, spec)))) await this.undefine(e);
+      for (const e of this.eventsOfSpec(spec)) await this.undefine(e);
     });
+  }
+
+  /** `spec`'s events, which must be its alone (see SessionOptions.shareAcrossSpecs). */
+  private eventsOfSpec(spec: string, filter: (p: CompiledProbe) => boolean = () => true): string[] {
+    const events = eventsOf(this.probes.filter((q) => sameSpec(q.spec, spec) && filter(q)));
+    for (const e of events)
+      if (this.byEvent.get(e)!.some((p) => !sameSpec(p.spec, spec)))
+        throw new Error(`'${spec}' shares its tracefs event ${e} with other specs of this session: it cannot be edited alone`);
+    return events;
   }
 
   /** Enables or disables `spec`'s events alone; counts go on from where they were. */
   setEnabled(spec: string, enabled: boolean): Promise<void> {
     return this.edit(async () => {
-      const events = eventsOf(this.probes.filter((p) => sameSpec(p.spec, spec) && this.disabledEvents.has(p.definition.event) === enabled));
+      const events = this.eventsOfSpec(spec, (p) => this.disabledEvents.has(p.definition.event) === enabled);
       const verdicts = await this.agent!.setEventsEnabled(events, enabled);
       verdicts.forEach((v, i) => {
         if (v instanceof Error) throw v;
@@ -281,8 +297,11 @@ export class TraceSession {
     specs: Array<string | ProbeSpec>,
     caps: ReadonlySet<string> | undefined,
     maxSites = this.opts.maxSites,
+    acrossSpecs = false,
   ): Promise<{ probes: CompiledProbe[]; refused: RefusedSpec[] }> {
     const { opts } = this;
+    const capOpts = caps ? compileOptionsFor(caps) : {};
+    const across = acrossSpecs && capOpts.immediates !== false;
     const probes: CompiledProbe[] = [];
     const refused: RefusedSpec[] = [];
     for (const spec of specs) {
@@ -294,7 +313,8 @@ export class TraceSession {
             usedEvents: this.usedEvents,
             maxSites,
             disabledSites: opts.disabledSites,
-            ...(caps ? compileOptionsFor(caps) : {}),
+            shareEvents: !across,
+            ...capOpts,
           })),
         );
       } catch (e) {
@@ -302,7 +322,7 @@ export class TraceSession {
         refused.push({ spec: typeof spec === 'string' ? spec : spec.text, error: e instanceof Error ? e : new Error(String(e)) });
       }
     }
-    return { probes, refused };
+    return { probes: across ? sharePoints(probes, this.usedEvents) : probes, refused };
   }
 
   /** Binds `probes` to this session's group and defines them in one round trip; the parser learns them first. */
@@ -367,7 +387,8 @@ export class TraceSession {
     // semaphore-guarded USDT probes depend on the kernel (reference counters): when this target's capabilities
     // are not known yet they are assumed and checked once the agent has said what the kernel offers.
     const caps = knownCaps(opts.target);
-    let compiled = await this.compile(opts.specs, caps);
+    const across = !!opts.shareAcrossSpecs && !opts.keepGoing;
+    let compiled = await this.compile(opts.specs, caps, opts.maxSites, across);
     const agent = (this.agent = await TracefsAgent.start(opts.target, {
       sudo: opts.sudo,
       heartbeatTimeoutSeconds: opts.heartbeatSeconds ?? 3,
@@ -397,7 +418,7 @@ export class TraceSession {
       (!agent.hello.caps.has('imm') && compiled.probes.some((p) => p.args.some((a) => a.fetch.startsWith('\\'))));
     if (!caps && needsRecompile) {
       this.usedEvents.clear();
-      compiled = await this.compile(opts.specs, agent.hello.caps);
+      compiled = await this.compile(opts.specs, agent.hello.caps, opts.maxSites, across);
     }
     this.aggregates = new Aggregates();
     this.parser = new HitParser({
