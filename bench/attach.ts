@@ -91,21 +91,32 @@ function definitionsOn(bin: string): number {
 const perfName = (group: string, f: string) => `${group}:${f.slice(0, 60)}=${f}`;
 
 /**
- * The functions of `fns` perf can place: one `perf probe --add` of all, and on failure halves tried apart until
- * each failing function stands alone (then named). Everything added here is deleted again.
+ * The functions of `fns` perf can place. perf stops at the first function it cannot place and names it
+ * ("Probe point 'f' not found"): that one is left out and the rest tried again; an error naming none of them is
+ * narrowed down by halves. Everything added here is deleted again.
  */
 function perfPlaceable(bin: string, group: string, fns: string[]): { ok: string[]; refused: string[] } {
   const add = (xs: string[]) => {
-    const r = spawnSync('perf', ['probe', '-q', '-x', bin, ...xs.flatMap((f) => ['-a', perfName(group, f)])], { encoding: 'utf8' });
+    const r = spawnSync('perf', ['probe', '-x', bin, ...xs.flatMap((f) => ['-a', perfName(group, f)])], { encoding: 'utf8' });
     spawnSync('perf', ['probe', '-q', '-d', `${group}:*`]);
-    return r.status === 0;
+    return { ok: r.status === 0, err: `${r.stderr}${r.stdout}` };
   };
   const split = (xs: string[]): { ok: string[]; refused: string[] } => {
-    if (xs.length === 0 || add(xs)) return { ok: xs, refused: [] };
-    if (xs.length === 1) return { ok: [], refused: xs };
-    const a = split(xs.slice(0, xs.length >> 1));
-    const b = split(xs.slice(xs.length >> 1));
-    return { ok: [...a.ok, ...b.ok], refused: [...a.refused, ...b.refused] };
+    const refused: string[] = [];
+    let rest = xs;
+    for (;;) {
+      if (rest.length === 0) return { ok: rest, refused };
+      const r = add(rest);
+      if (r.ok) return { ok: rest, refused };
+      const named = rest.find((f) => r.err.includes(`'${f}'`));
+      if (!named) break;
+      refused.push(named);
+      rest = rest.filter((f) => f !== named);
+    }
+    if (rest.length === 1) return { ok: [], refused: [...refused, ...rest] };
+    const a = split(rest.slice(0, rest.length >> 1));
+    const b = split(rest.slice(rest.length >> 1));
+    return { ok: [...a.ok, ...b.ok], refused: [...refused, ...a.refused, ...b.refused] };
   };
   return split(fns);
 }
