@@ -1,4 +1,4 @@
-// npm run bench:attach -- [BIN] [--runs N] [--sites 100,1000,4000]
+// npm run bench:attach -- [BIN] [--runs N] [--sites 100,1000,4000] [--teardown-only]
 // Arms 100 functions of a real project (the corpus's postgres, else its redis-server; the many-O2 fixture when
 // neither is built) with `probelens trace` through a throwaway sshd on 127.0.0.1, timed from command start to the
 // CLI's "tracing N probes at M sites" line (index from its cache, SSH login, agent start, build-id check, the
@@ -32,13 +32,13 @@ function realProject(): { path: string; what: string } | undefined {
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** Names that denote one function (so both tools probe the same code) and perf lists. */
-function candidates(index: BinaryIndex, perfNames: Set<string>): Array<{ name: string; sites: number }> {
+/** Names that denote one function (so both tools probe the same code) and, when given, perf lists. */
+function candidates(index: BinaryIndex, perfNames?: Set<string>): Array<{ name: string; sites: number }> {
   const fns = index.functions().filter((f) => f.probeable);
   const count = new Map<string, number>();
   for (const f of fns) count.set(f.name, (count.get(f.name) ?? 0) + 1);
   return fns
-    .filter((f) => count.get(f.name) === 1 && NAME.test(f.name) && perfNames.has(f.name))
+    .filter((f) => count.get(f.name) === 1 && NAME.test(f.name) && (!perfNames || perfNames.has(f.name)))
     .map((f) => ({ name: f.name, sites: f.sites.length }))
     .sort((a, b) => b.sites - a.sites || a.name.localeCompare(b.name));
 }
@@ -59,11 +59,14 @@ function pickFunctions(index: BinaryIndex, perfNames: Set<string>, n: number): s
   return Array.from({ length: n }, (_, i) => ok[Math.floor((i * ok.length) / n)]);
 }
 
-/** The most-inlined functions whose sites (as ProbeLens arms them) add up to at most `target`, as close as they come. */
-function pickBySites(index: BinaryIndex, perfNames: Set<string>, target: number): { fns: string[]; sites: number } {
+/**
+ * The most-inlined functions whose sites (as ProbeLens arms them) add up to at most `target`, as close as they come.
+ * Not only those in perf's symbol list: the most inlined have no symbol (perf places them from DWARF by name).
+ */
+function pickBySites(index: BinaryIndex, target: number): { fns: string[]; sites: number } {
   const fns: string[] = [];
   let sites = 0;
-  for (const c of candidates(index, perfNames)) {
+  for (const c of candidates(index)) {
     if (sites >= target) break;
     if (c.sites > target - sites) continue;
     const [armed] = siteCounts([c.name], index);
@@ -145,6 +148,8 @@ async function main(): Promise<void> {
   const runs = runsAt >= 0 ? Number(argv.splice(runsAt, 2)[1]) : 3;
   const sitesAt = argv.indexOf('--sites');
   const siteTargets = sitesAt >= 0 ? argv.splice(sitesAt, 2)[1].split(',').map(Number) : [100, 1000, 4000];
+  const onlyAt = argv.indexOf('--teardown-only');
+  const teardownOnly = onlyAt >= 0 && argv.splice(onlyAt, 1).length > 0;
   const real = argv[0] ? { path: resolve(argv[0]), what: resolve(argv[0]) } : realProject();
   const source = real?.path ?? (await fixture('many-O2')).path;
   const what = real?.what ?? `many-O2 fixture (${source}) — no corpus project is built; run bench/build-real-projects.sh`;
@@ -196,14 +201,14 @@ async function main(): Promise<void> {
     try {
       // One warm-up run (page cache, sshd's first fork), not counted.
       await once(picked);
-      for (let r = 0; r < runs; r++) {
+      for (let r = 0; r < (teardownOnly ? 0 : runs); r++) {
         const x = await once(picked);
         arm.push(x.arm);
         stop.push(x.stop);
         arm1.push((await once(picked.slice(0, 1))).arm);
       }
       for (const target of siteTargets) {
-        const { fns, sites } = pickBySites(index, perfNames, target);
+        const { fns, sites } = pickBySites(index, target);
         const xs: Array<Awaited<ReturnType<typeof once>>> = [];
         for (let r = 0; r < runs; r++) xs.push(await once(fns));
         const perf = perfAddDelete(bin, perfGroup, fns);
@@ -223,6 +228,11 @@ async function main(): Promise<void> {
       await sshd.stop();
     }
 
+    console.log(
+      '\nteardown (probelens over ssh 127.0.0.1: arm, then SIGINT → exit with the target clean; perf probe: the same functions)\n' +
+        table([['functions', 'probelens sites', 'arm', 'stop', 'perf probe', 'note'], ...teardown]),
+    );
+    if (teardownOnly) return;
     const perf = perfAddDelete(bin, perfGroup, picked);
     const ms = (x: number) => `${x.toFixed(0)} ms`;
     const defineRows = await benchDefine(bin, picked, runs);
@@ -255,10 +265,6 @@ async function main(): Promise<void> {
         ...defineRows,
         ...live.rows,
       ]),
-    );
-    console.log(
-      '\nteardown (probelens over ssh 127.0.0.1: arm, then SIGINT → exit with the target clean; perf probe: the same functions)\n' +
-        table([['functions', 'probelens sites', 'arm', 'stop', 'perf probe', 'note'], ...teardown]),
     );
     const m = median(arm);
     console.log(
