@@ -1,106 +1,239 @@
-// npm run bench:attach -- [BIN] [--runs N]
-// Arms 100 functions of a real project (the corpus's postgres, bench/build-real-projects.sh; the many-O2 fixture when
-// it is absent) with `probelens trace` through a throwaway sshd on 127.0.0.1, timed from command start to the CLI's
-// "tracing 100 probes" line (index from its cache, SSH login, agent start, build-id check, 100 definitions written,
-// the group enabled), beside `perf probe -x BIN --add` of the same 100 (then `perf probe -d`). Goal: under 1 s.
+// npm run bench:attach -- [BIN] [--runs N] [--sites 100,1000,4000] [--teardown-only]
+// Arms 100 functions of a real project (the corpus's postgres, else its redis-server; the many-O2 fixture when
+// neither is built) with `probelens trace` through a throwaway sshd on 127.0.0.1, timed from command start to the
+// CLI's "tracing N probes at M sites" line (index from its cache, SSH login, agent start, build-id check, the
+// definitions written, the group enabled), beside `perf probe -x BIN --add` of the same functions (then
+// `perf probe -d`); a function perf cannot place is left out of its run and named, never failing the whole row.
+// Then teardown: the project's most-inlined functions chosen to make 100, 1,000 and 4,000 sites, armed and stopped
+// (SIGINT → the CLI's exit, target clean), beside `perf probe` adding and deleting the same functions' points.
+// Goal: stop < 1 s for 4,000 sites.
 // The binary is copied to a private path first, so other tracing on this machine never touches these probes.
 // Then in-process figures (bench/attachLive.ts): defining the 100 pipelined beside one round trip each, and
 // adding 1 probe to a session with 100 armed while they are called (time to armed, hits lost on the 100).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { loadIndex } from '../src/core/index/load';
+import type { BinaryIndex } from '../src/core/index/binaryIndex';
+import { siteCounts } from '../src/core/probes/sites';
 import { builtCorpusBinary } from '../test/helpers/corpus';
 import { fixture } from '../test/helpers/fixtures';
 import { benchDefine, benchLiveAdd } from './attachLive';
-import { benchSshd, bundleCli, median, spawnWatched, table, waitExit } from './engineCommon';
+import { benchSshd, bundleCli, median, spawnWatched, table, TRACEFS, waitExit } from './engineCommon';
 
-function realProject(): string | undefined {
-  return builtCorpusBinary('postgres', 'postgres');
+function realProject(): { path: string; what: string } | undefined {
+  const pg = builtCorpusBinary('postgres', 'postgres');
+  if (pg) return { path: pg, what: `postgres (${pg})` };
+  const redis = builtCorpusBinary('redis', 'redis-server');
+  if (redis) return { path: redis, what: `redis-server (${redis}) — postgres is not built` };
+  return undefined;
 }
 
-/** Functions both tools can probe by name: one definition each (unique, external, with code), spread evenly. */
-function pickFunctions(names: string[], perfNames: Set<string>, n: number): string[] {
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Names that denote one function (so both tools probe the same code) and, when given, perf lists. */
+function candidates(index: BinaryIndex, perfNames?: Set<string>): Array<{ name: string; sites: number }> {
+  const fns = index.functions().filter((f) => f.probeable);
   const count = new Map<string, number>();
-  for (const f of names) count.set(f, (count.get(f) ?? 0) + 1);
-  const ok = [...new Set(names)].filter((f) => count.get(f) === 1 && /^[A-Za-z_][A-Za-z0-9_]*$/.test(f) && perfNames.has(f)).sort();
+  for (const f of fns) count.set(f.name, (count.get(f.name) ?? 0) + 1);
+  return fns
+    .filter((f) => count.get(f.name) === 1 && NAME.test(f.name) && (!perfNames || perfNames.has(f.name)))
+    .map((f) => ({ name: f.name, sites: f.sites.length }))
+    .sort((a, b) => b.sites - a.sites || a.name.localeCompare(b.name));
+}
+
+/** 100 external functions with code, spread evenly over the names (the arming row). */
+function pickFunctions(index: BinaryIndex, perfNames: Set<string>, n: number): string[] {
+  const ext = new Set(
+    index
+      .functions()
+      .filter((f) => f.external && f.address !== undefined && f.size > 0)
+      .map((f) => f.name),
+  );
+  const ok = candidates(index, perfNames)
+    .filter((c) => ext.has(c.name))
+    .map((c) => c.name)
+    .sort();
   if (ok.length < n) throw new Error(`only ${ok.length} functions are probe-able by both tools`);
   return Array.from({ length: n }, (_, i) => ok[Math.floor((i * ok.length) / n)]);
+}
+
+/**
+ * The most-inlined functions whose sites (as ProbeLens arms them) add up to at most `target`, as close as they come.
+ * Not only those in perf's symbol list: the most inlined have no symbol (perf places them from DWARF by name).
+ */
+function pickBySites(index: BinaryIndex, target: number): { fns: string[]; sites: number } {
+  const fns: string[] = [];
+  let sites = 0;
+  for (const c of candidates(index)) {
+    if (sites >= target) break;
+    if (c.sites > target - sites) continue;
+    const [armed] = siteCounts([c.name], index);
+    if (armed.sites === 0 || sites + armed.sites > target) continue;
+    fns.push(c.name);
+    sites += armed.sites;
+  }
+  return { fns, sites };
+}
+
+/** Probe points of `group` in uprobe_events (perf writes one line per point). */
+function pointsOf(group: string): number {
+  return readFileSync(join(TRACEFS, 'uprobe_events'), 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith(`p:${group}/`) || l.startsWith(`r:${group}/`)).length;
+}
+
+/** Definitions of any group that probe `bin` (its private copy: only this bench's). */
+function definitionsOn(bin: string): number {
+  return readFileSync(join(TRACEFS, 'uprobe_events'), 'utf8')
+    .split('\n')
+    .filter((l) => l.includes(` ${bin}:0x`)).length;
+}
+
+const perfName = (group: string, f: string) => `${group}:${f.slice(0, 60)}=${f}`;
+
+/**
+ * The functions of `fns` perf can place. perf stops at the first function it cannot place and names it
+ * ("Probe point 'f' not found"): that one is left out and the rest tried again; an error naming none of them is
+ * narrowed down by halves. Everything added here is deleted again.
+ */
+function perfPlaceable(bin: string, group: string, fns: string[]): { ok: string[]; refused: string[] } {
+  const add = (xs: string[]) => {
+    const r = spawnSync('perf', ['probe', '-x', bin, ...xs.flatMap((f) => ['-a', perfName(group, f)])], { encoding: 'utf8' });
+    spawnSync('perf', ['probe', '-q', '-d', `${group}:*`]);
+    return { ok: r.status === 0, err: `${r.stderr}${r.stdout}` };
+  };
+  const split = (xs: string[]): { ok: string[]; refused: string[] } => {
+    const refused: string[] = [];
+    let rest = xs;
+    for (;;) {
+      if (rest.length === 0) return { ok: rest, refused };
+      const r = add(rest);
+      if (r.ok) return { ok: rest, refused };
+      const named = rest.find((f) => r.err.includes(`'${f}'`));
+      if (!named) break;
+      refused.push(named);
+      rest = rest.filter((f) => f !== named);
+    }
+    if (rest.length === 1) return { ok: [], refused: [...refused, ...rest] };
+    const a = split(rest.slice(0, rest.length >> 1));
+    const b = split(rest.slice(rest.length >> 1));
+    return { ok: [...a.ok, ...b.ok], refused: [...refused, ...a.refused, ...b.refused] };
+  };
+  return split(fns);
+}
+
+/** `perf probe --add` of `fns` (timed), the points it placed, `perf probe -d` (timed). */
+function perfAddDelete(
+  bin: string,
+  group: string,
+  fns: string[],
+): { addMs: number; delMs: number; points: number; refused: string[]; error?: string } {
+  const { ok, refused } = perfPlaceable(bin, group, fns);
+  let t0 = performance.now();
+  const add = spawnSync('perf', ['probe', '-q', '-x', bin, ...ok.flatMap((f) => ['-a', perfName(group, f)])], { encoding: 'utf8' });
+  const addMs = performance.now() - t0;
+  const points = pointsOf(group);
+  t0 = performance.now();
+  const del = spawnSync('perf', ['probe', '-q', '-d', `${group}:*`], { encoding: 'utf8' });
+  const delMs = performance.now() - t0;
+  const error = add.status !== 0 ? add.stderr.trim().split('\n').pop() : del.status !== 0 ? del.stderr.trim().split('\n').pop() : undefined;
+  return { addMs, delMs, points, refused, error };
 }
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const runsAt = argv.indexOf('--runs');
   const runs = runsAt >= 0 ? Number(argv.splice(runsAt, 2)[1]) : 3;
-  let source = argv[0] ? resolve(argv[0]) : realProject();
-  let what = source ? `${source}` : '';
-  if (!source) {
-    source = (await fixture('many-O2')).path;
-    what = `many-O2 fixture (${source}) — postgres is not built; run bench/build-real-projects.sh`;
-  }
+  const sitesAt = argv.indexOf('--sites');
+  const siteTargets = sitesAt >= 0 ? argv.splice(sitesAt, 2)[1].split(',').map(Number) : [100, 1000, 4000];
+  const onlyAt = argv.indexOf('--teardown-only');
+  const teardownOnly = onlyAt >= 0 && argv.splice(onlyAt, 1).length > 0;
+  const real = argv[0] ? { path: resolve(argv[0]), what: resolve(argv[0]) } : realProject();
+  const source = real?.path ?? (await fixture('many-O2')).path;
+  const what = real?.what ?? `many-O2 fixture (${source}) — no corpus project is built; run bench/build-real-projects.sh`;
   const dir = mkdtempSync(join(tmpdir(), 'plbench-attach-'));
   const bin = join(dir, basename(source));
   copyFileSync(source, bin);
   const perfGroup = `plb${process.pid}`;
-  let perfAdded = false;
   try {
     console.log(`binary: ${what}`);
-    let t0 = performance.now();
+    const t0 = performance.now();
     const { index, fromCache } = await loadIndex(bin);
     const indexMs = performance.now() - t0;
-    const fns = index.functions();
     const perfList = spawnSync('perf', ['probe', '-x', bin, '-F'], { encoding: 'utf8', maxBuffer: 64 << 20 });
-    const perfNames = new Set(perfList.status === 0 ? perfList.stdout.split('\n').map((l) => l.trim()) : fns.map((f) => f.name));
-    const picked = pickFunctions(
-      fns.filter((f) => f.external && f.probeable && f.address !== undefined && f.size > 0).map((f) => f.name),
-      perfNames,
-      100,
+    const perfNames = new Set(
+      perfList.status === 0 ? perfList.stdout.split('\n').map((l) => l.trim()) : index.functions().map((f) => f.name),
     );
+    const picked = pickFunctions(index, perfNames, 100);
     console.log(
-      `index: ${fns.length} functions, ${fromCache ? 'from cache' : 'built'} in ${indexMs.toFixed(0)} ms (later runs load it from the cache)`,
+      `index: ${index.functions().length} functions, ${fromCache ? 'from cache' : 'built'} in ${indexMs.toFixed(0)} ms (later runs load it from the cache)`,
     );
 
     const cli = await bundleCli();
     const { sshd, flags, env } = await benchSshd();
+    /** One CLI trace of `fns`: time to armed, the sites it says it armed, time from SIGINT to its exit. */
+    const once = async (fns: string[]) => {
+      const start = performance.now();
+      const p = spawnWatched(
+        process.execPath,
+        [cli, 'trace', bin, ...fns, ...flags],
+        env,
+        new RegExp(`tracing ${fns.length} probes? at \\d+ sites? on `),
+      );
+      const armedAt = await p.armed;
+      const sites = Number(/tracing \d+ probes? at (\d+) sites?/.exec(p.stderr())![1]);
+      const signalled = performance.now();
+      p.child.kill('SIGINT');
+      const code = await waitExit(p.child);
+      const stopMs = performance.now() - signalled;
+      if (code !== 0) throw new Error(`probelens trace exited ${code}:\n${p.stderr()}`);
+      const left = definitionsOn(bin);
+      if (left) throw new Error(`probelens trace exited with ${left} definitions on ${bin} left behind`);
+      return { arm: armedAt - start, stop: stopMs, sites };
+    };
     const arm: number[] = [];
     const stop: number[] = [];
     // The same with one function: the fixed part (node start, index cache load, SSH login, agent start).
     const arm1: number[] = [];
-    const once = async (fns: string[]) => {
-      const start = performance.now();
-      const p = spawnWatched(process.execPath, [cli, 'trace', bin, ...fns, ...flags], env, new RegExp(`tracing ${fns.length} probes? on `));
-      const armedAt = await p.armed;
-      p.child.kill('SIGINT');
-      const code = await waitExit(p.child);
-      if (code !== 0) throw new Error(`probelens trace exited ${code}:\n${p.stderr()}`);
-      return { arm: armedAt - start, stop: performance.now() - armedAt };
-    };
+    const teardown: string[][] = [];
     try {
       // One warm-up run (page cache, sshd's first fork), not counted.
       await once(picked);
-      for (let r = 0; r < runs; r++) {
+      for (let r = 0; r < (teardownOnly ? 0 : runs); r++) {
         const x = await once(picked);
         arm.push(x.arm);
         stop.push(x.stop);
         arm1.push((await once(picked.slice(0, 1))).arm);
       }
+      for (const target of siteTargets) {
+        const { fns, sites } = pickBySites(index, target);
+        const xs: Array<Awaited<ReturnType<typeof once>>> = [];
+        for (let r = 0; r < runs; r++) xs.push(await once(fns));
+        const perf = perfAddDelete(bin, perfGroup, fns);
+        const stopMed = median(xs.map((x) => x.stop));
+        teardown.push([
+          `${target} sites: ${fns.length} most-inlined functions`,
+          `${xs[0].sites} sites`,
+          `${median(xs.map((x) => x.arm)).toFixed(0)} ms`,
+          `${stopMed.toFixed(0)} ms (${xs.map((x) => x.stop.toFixed(0)).join(' / ')})${target >= 4000 ? (stopMed < 1000 ? ' goal met' : ' goal < 1 s NOT met') : ''}`,
+          perf.error
+            ? `failed: ${perf.error}`
+            : `${perf.points} points: add ${perf.addMs.toFixed(0)} ms, delete ${perf.delMs.toFixed(0)} ms`,
+          perf.refused.length ? `perf cannot place: ${perf.refused.join(', ')}` : `(chosen: ${sites} sites)`,
+        ]);
+      }
     } finally {
       await sshd.stop();
     }
 
-    t0 = performance.now();
-    const add = spawnSync('perf', ['probe', '-q', '-x', bin, ...picked.flatMap((f) => ['-a', `${perfGroup}:${f}=${f}`])], {
-      encoding: 'utf8',
-    });
-    const perfAddMs = performance.now() - t0;
-    perfAdded = true;
-    const perfOk = add.status === 0;
-    t0 = performance.now();
-    const del = spawnSync('perf', ['probe', '-q', '-d', `${perfGroup}:*`], { encoding: 'utf8' });
-    const perfDelMs = performance.now() - t0;
-    perfAdded = del.status !== 0;
-
+    console.log(
+      '\nteardown (probelens over ssh 127.0.0.1: arm, then SIGINT → exit with the target clean; perf probe: the same functions)\n' +
+        table([['functions', 'probelens sites', 'arm', 'stop', 'perf probe', 'note'], ...teardown]),
+    );
+    if (teardownOnly) return;
+    const perf = perfAddDelete(bin, perfGroup, picked);
     const ms = (x: number) => `${x.toFixed(0)} ms`;
     const defineRows = await benchDefine(bin, picked, runs);
     const live = await benchLiveAdd(runs);
@@ -112,7 +245,7 @@ async function main(): Promise<void> {
           ms(median(arm)),
           arm.map((x) => x.toFixed(0)).join(' / '),
           ms(median(stop)),
-          'command start → "tracing 100 probes" (defined and enabled)',
+          'command start → "tracing 100 probes at N sites" (defined and enabled); SIGINT → exit',
         ],
         [
           'probelens trace, 1 function',
@@ -123,10 +256,11 @@ async function main(): Promise<void> {
         ],
         [
           'perf probe --add (local)',
-          perfOk ? ms(perfAddMs) : `failed: ${add.stderr.trim().split('\n').pop()}`,
+          perf.error ? `failed: ${perf.error}` : ms(perf.addMs),
           '1',
-          perfOk ? ms(perfDelMs) : '-',
-          'defines only (not enabled); perf probe -d to remove',
+          perf.error ? '-' : ms(perf.delMs),
+          `defines only (not enabled), ${perf.points} points; perf probe -d to remove` +
+            (perf.refused.length ? `; perf cannot place ${perf.refused.join(', ')} (left out)` : ''),
         ],
         ...defineRows,
         ...live.rows,
@@ -135,13 +269,13 @@ async function main(): Promise<void> {
     const m = median(arm);
     console.log(
       `\nprobelens: median ${ms(m)} to armed — goal < 500 ms unloaded: ${m < 500 ? 'met' : 'NOT met'}` +
-        (perfOk ? `; ${(perfAddMs / m).toFixed(1)}× faster than perf probe` : '') +
+        (perf.error ? '' : `; ${(perf.addMs / m).toFixed(1)}× faster than perf probe`) +
         `\n${live.notes.join('\n')}\nload average now: ${loadavg()
           .map((x) => x.toFixed(1))
           .join(' ')}`,
     );
   } finally {
-    if (perfAdded) spawnSync('perf', ['probe', '-q', '-d', `${perfGroup}:*`]);
+    spawnSync('perf', ['probe', '-q', '-d', `${perfGroup}:*`]);
     rmSync(dir, { recursive: true, force: true });
   }
 }

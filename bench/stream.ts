@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadIndex } from '../src/core/index/load';
 import { compileProbes } from '../src/core/probes/compiler';
-import { frameDefinition } from '../src/core/tracefs/framing';
+import { frameProbe } from '../src/core/tracefs/framing';
+import { formatDefinition } from '../src/core/probes/definition';
 import {
   appendUprobe,
   benchSshd,
@@ -275,8 +276,8 @@ async function main(): Promise<void> {
     // as the agent client frames it (so both records have the same size in the ring buffer).
     const framed = existsSync(join(TRACEFS, 'README')) && readFileSync(join(TRACEFS, 'README'), 'utf8').includes('\\imm-value');
     const definitionFor = (group: string, event: string) => {
-      const d = probe.definition.replace(/^p:probelens_1_template\/\S+/, `p:${group}/${event}`);
-      return framed ? frameDefinition(d, { name: '__pl', printed: '0x9234567890abcdef' }) : d;
+      const d = { ...probe.definition, group, event };
+      return formatDefinition(framed ? frameProbe(d, { name: '__pl', printed: '0x9234567890abcdef' }) : d);
     };
     const cli = await bundleCli();
     const ssh = await benchSshd();

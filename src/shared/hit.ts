@@ -41,7 +41,10 @@ export interface Hit {
    * them at all: right when the caller followed the C ABI, which an optimizing compiler need not do.
    */
   inferred?: string[];
-  /** the tracefs event that fired: pairs entries with returns and counts source lines inside the engine; never serialised */
+  /**
+   * The probe point that fired (a site's own name; the points of one probe may share a tracefs event, which the
+   * parser reads first): pairs entries with returns and counts source lines inside the engine; never serialised
+   */
   event: string;
 }
 

@@ -10,10 +10,12 @@ import * as vscode from 'vscode';
 import type { BinaryIndex } from '../core/index/binaryIndex';
 import type { CompiledProbe } from '../core/probes/compiler';
 import { resolvePoint } from '../core/probes/resolve';
+import { formatDefinition } from '../core/probes/definition';
 import { siteCounts } from '../core/probes/sites';
 import { parseSpec } from '../core/probes/spec';
 import { TraceSession } from '../core/session/traceSession';
 import { describeDisabled, describeFileChange, type FileChange } from '../core/session/fileWatch';
+import { someTargetArmsPerSite } from '../core/session/targetCaps';
 import type { Target } from '../core/target/target';
 import type { Hit } from '../core/tracefs/hitParser';
 import type { Binaries } from './binaries';
@@ -231,7 +233,10 @@ export class Tracing implements vscode.Disposable {
     await this.apply(key);
   }
 
-  /** Asks before adding a spec that arms more than the site limit (the CLI needs --max-sites for it). */
+  /**
+   * Asks before adding a spec that arms more than the site limit on a target where each site is its own event
+   * (the CLI needs --max-sites for it there).
+   */
   private async agreeToSites(binary: string, specs: string[]): Promise<boolean> {
     let index: BinaryIndex;
     try {
@@ -239,7 +244,8 @@ export class Tracing implements vscode.Disposable {
     } catch {
       return true; // arming reports the index problem itself
     }
-    const q = siteQuestion(siteCounts(specs, index));
+    // Only where each site is an event of its own does teardown grow with the sites (a target without immediates).
+    const q = someTargetArmsPerSite() ? siteQuestion(siteCounts(specs, index)) : undefined;
     if (!q) return true;
     const arm = 'Arm all sites';
     if ((await vscode.window.showWarningMessage(`ProbeLens: ${q.message}`, { modal: true }, arm)) !== arm) return false;
@@ -385,7 +391,7 @@ export class Tracing implements vscode.Disposable {
 
   private noteArmed(run: Run, probes: CompiledProbe[]): void {
     for (const p of probes) {
-      this.ctx.log(`  → ${run.target.label}: ${p.definition}`);
+      this.ctx.log(`  → ${run.target.label}: ${formatDefinition(p.definition)}`);
       run.specErrors.delete(p.spec);
       if (p.warnings.length) run.specWarnings.set(p.spec, [...(run.specWarnings.get(p.spec) ?? []), ...p.warnings]);
     }

@@ -180,7 +180,10 @@ test('rust-args (-O): a parameter DWARF gives as the constant 7 is traced as 7, 
   if (!r) return;
   const { hits, out, session } = r;
   assert.equal(hits.length, out.total);
-  assert.match(session.probes[0].definition, / b=\\7:u64 /);
+  assert.deepEqual(
+    session.probes[0].definition.args.find((a) => a.name === 'b'),
+    { name: 'b', fetch: '\\7', type: 'u64' },
+  );
   assert.deepEqual(
     hits.map((h) => h.args),
     out.calls.map((c) => ({ a: Number(c.args.a), b: Number(c.args.b) })),

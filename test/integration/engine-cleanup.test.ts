@@ -41,7 +41,7 @@ async function armHundred(t: TestContext, sshd: Sshd, host?: string, extra: stri
   if (!f) return undefined;
   const bin = privateCopy(t, f.path);
   const cli = startCli(t, ['trace', bin, 'many_* x', ...sshFlags(sshd, host), ...extra], isolatedEnv(t));
-  await cli.waitFor(/tracing 100 probes on /, ARM_MS);
+  await cli.waitFor(/tracing 1 probe at 100 sites on /, ARM_MS);
   const groups = await waitForGroups(bin, 5_000);
   assert.equal(groups.length, 1, `exactly one session probes ${bin}: ${groups.join(', ')}`);
   const group = groups[0];

@@ -1,7 +1,6 @@
 // probelens define | trace | cleanup — compile specs, trace local or SSH targets, sweep leftovers.
 import { loadIndex } from '../../core/index/load';
 import { compileProbes } from '../../core/probes/compiler';
-import { checkSiteLimit } from '../../core/probes/sites';
 import { mergeSummaries, startAll, type HostOutcome } from '../../core/session/fanout';
 import type { SessionSummary } from '../../core/session/traceSession';
 import { describeDisabled, describeFileChange } from '../../core/session/fileWatch';
@@ -10,7 +9,7 @@ import { LocalTarget } from '../../core/target/local';
 import { SshTarget } from '../../core/target/ssh';
 import type { Target } from '../../core/target/target';
 import { TracefsAgent } from '../../core/tracefs/agentClient';
-import { GROUP_PATTERN } from '../../core/probes/definition';
+import { formatDefinition, GROUP_PATTERN } from '../../core/probes/definition';
 import type { Hit } from '../../shared/hit';
 import { hitToJsonLine, toJson } from '../../shared/hitJson';
 import { formatHitLine } from '../../shared/hitText';
@@ -70,7 +69,7 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
           const inferred = p.args.filter((a) => a.inferred && !a.hidden).map((a) => a.name);
           return {
             event: p.event,
-            definition: p.definition,
+            definition: formatDefinition(p.definition),
             ...(inferred.length ? { inferred } : {}),
             ...(p.unavailable?.length ? { unavailable: Object.fromEntries(p.unavailable.map((u) => [u.name, u.reason])) } : {}),
             ...(p.lowerBound ? { lowerBound: true } : {}),
@@ -79,7 +78,7 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
         2,
       )}\n`,
     );
-  else for (const p of probes) io.out(`${p.definition}\n`);
+  else for (const p of probes) io.out(`${formatDefinition(p.definition)}\n`);
   for (const p of probes) for (const w of p.warnings) process.stderr.write(`probelens: ${p.event}: ${w}\n`);
 }
 
@@ -127,8 +126,6 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   const json = args.flags.has('json');
   const hosts = args.values.get('host') ?? ['local'];
   const { index } = await loadIndex(bin, { debugDirs: args.values.get('debug-dir'), ...indexOptions() });
-  // Before anything is armed: a spec over the limit is refused with what it would cost.
-  checkSiteLimit(specs, index, sites);
 
   let total = 0;
   let stopRequested: () => void = () => undefined;
@@ -152,6 +149,9 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     noBuildIdCheck: args.flags.has('no-build-id-check'),
     debugDirs: args.values.get('debug-dir'),
     heartbeatSeconds: heartbeat,
+    // The CLI never edits a running trace: all its specs' points share events, so Ctrl-C costs the kernel the
+    // same for one function or thousands.
+    shareAcrossSpecs: true,
     ...sites,
     onHit,
     onLost: (n) => {
@@ -182,8 +182,10 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     if (!json) {
-      const n = live[0].session!.probes.length;
-      log(`tracing ${n} probe${n === 1 ? '' : 's'} on ${live.map((o) => o.host).join(', ')}; Ctrl-C to stop`);
+      const points = live[0].session!.probes;
+      const n = new Set(points.map((p) => p.spec)).size;
+      const at = `${points.length} site${points.length === 1 ? '' : 's'}`;
+      log(`tracing ${n} probe${n === 1 ? '' : 's'} at ${at} on ${live.map((o) => o.host).join(', ')}; Ctrl-C to stop`);
       for (const p of live[0].session!.probes) for (const w of p.warnings) log(`${p.event}: ${w}`);
     }
     const timer = duration !== undefined ? setTimeout(stopRequested, duration * 1000) : undefined;

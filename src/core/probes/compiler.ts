@@ -1,8 +1,9 @@
-// The probe compiler: probe specs + a binary's index → tracefs uprobe definitions, computed entirely on the
-// user's side (perf probe -D's idea) so only definition text travels to a target.
+// The probe compiler: probe specs + a binary's index → uprobe definitions (structures, rendered to tracefs text
+// only when sent), computed entirely on the user's side (perf probe -D's idea) so only definitions travel to a
+// target. A spec's sites share one tracefs event as its probe points (see sharePoints).
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { IndexedUsdt } from '../index/model';
-import { formatDefinition, UNBOUND_GROUP, uniqueEventName, type FetchArg } from './definition';
+import { eventName, UNBOUND_GROUP, uniqueEventName, type FetchArg, type ProbeDefinition } from './definition';
 import { compileArg, entryVars, retvalArg, type CompiledArg } from './args';
 import { ArgError } from './places';
 import { resolvePoint, ResolveError, type ResolvedSite } from './resolve';
@@ -19,10 +20,17 @@ import { CompileError, DEFAULT_MAX_SITES, TooManySitesError } from './sites';
 export { GO_STRING_PREVIEW, type CompiledArg } from './args';
 export { CompileError, DEFAULT_MAX_SITES, DISARM_MS_PER_SITE, teardownText, TooManySitesError } from './sites';
 
+/**
+ * One probe point: a site of a spec (or one exit of it) and its definition. Points of one spec that fetch the
+ * same argument names and types share one tracefs event (`definition.event`); `event` is the point's own name,
+ * unique in the session, which its hits carry as `probe`.
+ */
 export interface CompiledProbe {
   event: string;
   group: string;
-  definition: string;
+  definition: ProbeDefinition;
+  /** The point's number among the points of its tracefs event (the record's `probelens_site`), when there are several. */
+  siteId?: number;
   kind: ProbeKind;
   /** The spec text it came from, and which probe of a multi-site spec this is. */
   spec: string;
@@ -62,6 +70,11 @@ export interface CompileOptions {
   immediates?: boolean;
   /** Site addresses ("0x…", as ProbeSite.address) not to arm. */
   disabledSites?: ReadonlySet<string>;
+  /**
+   * Whether each spec's points share events (default true, with immediates); false leaves every point an event of
+   * its own, for a caller that shares them across specs itself (sharePoints).
+   */
+  shareEvents?: boolean;
 }
 
 interface Ctx {
@@ -91,12 +104,14 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
   const { resolved, notes, lowerBound } = await provedEntries(spec, resolvePoint(spec.point, ctx.index), ctx);
   const sites = disabled?.size ? resolved.filter((s) => !s.site || !disabled.has(siteAddress(s.address))) : resolved;
   if (sites.length === 0) throw new ResolveError(`every site of this spec is disabled`);
-  const limit = ctx.opts.maxSites ?? DEFAULT_MAX_SITES;
-  if (sites.length > limit) throw new TooManySitesError(spec.text, sites.length, limit);
   // With several sites an argument a copy does not have is left out there, not a reason to refuse the spec.
   const lenient = sites.filter((s) => s.site).length > 1;
   const out: CompiledProbe[] = [];
   const noReturns: Array<{ site: ResolvedSite; reason: string }> = [];
+  // Disarming costs the kernel one synchronisation per event: with immediates a spec's sites share events
+  // (sharePoints), so its teardown no longer grows with its sites; without them each site is an event of its own.
+  const limit = ctx.opts.immediates === false ? (ctx.opts.maxSites ?? DEFAULT_MAX_SITES) : Number.POSITIVE_INFINITY;
+  if (sites.length > limit) throw new TooManySitesError(spec.text, sites.length, limit);
   for (const site of sites) {
     if (site.kind === 'usdt') out.push(compileUsdt(spec, site.usdt!, ctx));
     else if (site.kind === 'return' && site.site?.kind === 'inlined') {
@@ -122,7 +137,43 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
       for (const p of out) if (p.function === fn.name) p.warnings.push(`${fn.name}: ${note}`);
     }
   }
-  return out;
+  return ctx.opts.immediates === false || ctx.opts.shareEvents === false ? out : sharePoints(out, ctx.used);
+}
+
+/** The hidden immediate that names a record's point among the points of a shared event. */
+export const SITE_ARG = 'probelens_site';
+
+/**
+ * One tracefs event per group of points (a spec's, or a whole session's: see CompileOptions.shareEvents) that fetch the same argument names and types (kernel rule
+ * for appending a point to an event), named after the probe (`<fn>`, `<fn>__return`, `<file>_L<line>`: the plain
+ * name its entry point has, or a fresh one when that point is not in the group); each point then also fetches its number as
+ * the immediate SITE_ARG, which its records carry and the session maps back to the point (and so to its site).
+ * USDT probes stay one event each.
+ */
+export function sharePoints(probes: CompiledProbe[], used: Set<string>): CompiledProbe[] {
+  const groups = new Map<string, CompiledProbe[]>();
+  for (const p of probes) {
+    if (p.kind === 'usdt') continue;
+    const key = [p.kind, p.definition.kind, ...p.definition.args.map((a) => `${a.name}:${a.type ?? ''}`)].join(' ');
+    const g = groups.get(key);
+    if (g) g.push(p);
+    else groups.set(key, [p]);
+  }
+  for (const g of groups.values()) {
+    if (g.length < 2) continue;
+    const p0 = g[0];
+    const base =
+      (p0.kind === 'line' ? `${(p0.file ?? 'line').replace(/^.*\//, '').replace(/\.[^.]*$/, '')}_L${p0.line}` : (p0.function ?? 'probe')) +
+      (p0.kind === 'return' ? '__return' : '');
+    const event = g.some((p) => p.event === eventName(base)) ? eventName(base) : uniqueEventName(base, used);
+    g.forEach((p, i) => {
+      const fetch = `\\${i}`;
+      p.siteId = i;
+      p.args = [...p.args, { name: SITE_ARG, fetch, type: 'u32', display: 'unsigned', hidden: true }];
+      p.definition = { ...p.definition, event, args: [...p.definition.args, { name: SITE_ARG, fetch, type: 'u32' }] };
+    });
+  }
+  return probes;
 }
 
 /**
@@ -244,15 +295,18 @@ function finish(
 ): CompiledProbe {
   if (!p.args.some((a) => a.name === COMM_ARG.name)) p = { ...p, args: [...p.args, COMM_ARG] };
   const fetchArgs: FetchArg[] = p.args.map((a) => ({ name: a.name, fetch: a.fetch, type: a.type }));
-  const definition = formatDefinition({
+  const definition: ProbeDefinition = {
     kind,
     group: opts.group ?? UNBOUND_GROUP,
     event: p.event,
-    path: opts.targetPath ?? index.path,
-    offset: p.fileOffset,
-    refCtrOffset: refCtr,
+    target: {
+      type: 'uprobe',
+      path: opts.targetPath ?? index.path,
+      offset: p.fileOffset,
+      ...(refCtr !== undefined ? { refCtrOffset: refCtr } : {}),
+    },
     args: fetchArgs,
-  });
+  };
   return { ...p, definition };
 }
 

@@ -1,6 +1,10 @@
-// tracefs uprobe definition text (Documentation/trace/uprobetracer.rst):
+// A probe definition as a structure (what the compiler produces and the session binds and sends), and its tracefs
+// text, written only here at the edge (Documentation/trace/uprobetracer.rst, kprobetrace.rst):
 //   p[:[GRP/]EVENT] PATH:OFFSET[(REF_CTR_OFFSET)] [NAME=FETCHARG[:TYPE] …]
 //   r[:[GRP/]EVENT] PATH:OFFSET [NAME=FETCHARG[:TYPE] …]
+//   p[:[GRP/]EVENT] SYMBOL[+OFFS] [NAME=FETCHARG[:TYPE] …]          (a kernel probe)
+// Several definitions with one GRP/EVENT are one event with several probe points: the kernel appends a point
+// when its arguments have the same names and types (in the same order) as the event's; the fetches may differ.
 // Everything written here is later checked again by the target-side agent against the same strict shape.
 
 export interface FetchArg {
@@ -12,13 +16,16 @@ export interface FetchArg {
   type?: string;
 }
 
+/** Where a probe point sits: a file offset in a binary (uprobe), or a kernel symbol and offset (kprobe). */
+export type ProbeTarget =
+  | { type: 'uprobe'; path: string; offset: bigint; /** semaphore (USDT) */ refCtrOffset?: bigint }
+  | { type: 'kprobe'; symbol: string; offset: bigint };
+
 export interface ProbeDefinition {
   kind: 'p' | 'r';
   group: string;
   event: string;
-  path: string;
-  offset: bigint;
-  refCtrOffset?: bigint;
+  target: ProbeTarget;
   args: FetchArg[];
 }
 
@@ -56,14 +63,19 @@ export function checkProbePath(path: string): void {
     );
 }
 
-/** A valid, unique tracefs event name derived from `base` (a function or spec name). */
-export function uniqueEventName(base: string, used: Set<string>): string {
+/** `base` (a function or spec name) as a valid tracefs event name, before any suffix makes it unique. */
+export function eventName(base: string): string {
   let name = base
     .replace(/[^A-Za-z0-9_]+/g, '_')
     .replace(/^_+|_+$/g, '')
     .replace(/__+/g, '_');
   if (!name || !/^[A-Za-z_]/.test(name)) name = `p_${name}`;
-  name = name.slice(0, MAX_EVENT);
+  return name.slice(0, MAX_EVENT);
+}
+
+/** A valid, unique tracefs event name derived from `base` (a function or spec name). */
+export function uniqueEventName(base: string, used: Set<string>): string {
+  const name = eventName(base);
   let candidate = name;
   for (let n = 2; used.has(candidate); n++) {
     const suffix = `_${n}`;
@@ -74,18 +86,16 @@ export function uniqueEventName(base: string, used: Set<string>): string {
 }
 
 /** `definition` (compiled under any group) as a definition of `group`. */
-export function bindGroup(definition: string, group: string): string {
+export function bindGroup(definition: ProbeDefinition, group: string): ProbeDefinition {
   if (!GROUP_PATTERN.test(group)) throw new DefinitionError(`invalid probe group '${group}'`);
-  const m = /^([pr]):[^/\s]+\//.exec(definition);
-  if (!m) throw new DefinitionError(`not a uprobe definition: '${definition.slice(0, 40)}'`);
-  return `${m[1]}:${group}/${definition.slice(m[0].length)}`;
+  return { ...definition, group };
 }
 
+/** The definition's tracefs text (one line, no newline). */
 export function formatDefinition(d: ProbeDefinition): string {
   if (d.group !== UNBOUND_GROUP && !GROUP_PATTERN.test(d.group)) throw new DefinitionError(`invalid probe group '${d.group}'`);
   if (!IDENT.test(d.event) || d.event.length > MAX_EVENT) throw new DefinitionError(`invalid event name '${d.event}'`);
-  checkProbePath(d.path);
-  if (d.offset < 0n) throw new DefinitionError('negative file offset');
+  if (d.target.offset < 0n) throw new DefinitionError('negative offset');
   const names = new Set<string>();
   const args = d.args.map((a) => {
     if (!IDENT.test(a.name) || a.name.length > 63) throw new DefinitionError(`invalid argument name '${a.name}'`);
@@ -95,7 +105,17 @@ export function formatDefinition(d: ProbeDefinition): string {
     if (a.type !== undefined && !TYPE.test(a.type)) throw new DefinitionError(`invalid fetch type '${a.type}' for '${a.name}'`);
     return `${a.name}=${a.fetch}${a.type ? `:${a.type}` : ''}`;
   });
-  if (d.kind === 'r' && d.refCtrOffset !== undefined) throw new DefinitionError('return probes take no semaphore');
-  const ref = d.refCtrOffset !== undefined ? `(0x${d.refCtrOffset.toString(16)})` : '';
-  return [`${d.kind}:${d.group}/${d.event}`, `${d.path}:0x${d.offset.toString(16)}${ref}`, ...args].join(' ');
+  return [`${d.kind}:${d.group}/${d.event}`, targetText(d), ...args].join(' ');
+}
+
+function targetText(d: ProbeDefinition): string {
+  const t = d.target;
+  if (t.type === 'kprobe') {
+    if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(t.symbol)) throw new DefinitionError(`invalid kernel symbol '${t.symbol}'`);
+    return t.offset === 0n ? t.symbol : `${t.symbol}+${t.offset.toString(10)}`;
+  }
+  checkProbePath(t.path);
+  if (d.kind === 'r' && t.refCtrOffset !== undefined) throw new DefinitionError('return probes take no semaphore');
+  const ref = t.refCtrOffset !== undefined ? `(0x${t.refCtrOffset.toString(16)})` : '';
+  return `${t.path}:0x${t.offset.toString(16)}${ref}`;
 }

@@ -15,7 +15,10 @@ export class CompileError extends Error {
   }
 }
 
-/** Sites a spec may arm before it must be confirmed (each costs ≈45 ms of kernel time to disarm). */
+/**
+ * Sites a spec may arm before it must be confirmed, where each site is an event of its own (a kernel without
+ * immediate fetch arguments): each event costs ≈45 ms of kernel time to disarm. Elsewhere sites share events.
+ */
 export const DEFAULT_MAX_SITES = 128;
 /** Kernel time to disarm one uprobe event, measured on Linux 6.1 (synchronize_rcu per event). */
 export const DISARM_MS_PER_SITE = 45;

@@ -6,6 +6,7 @@
 // releases every held hit up to tick K's timestamp. A file found changed loses every hit after its last good
 // check (they are counted as discarded), and its later records too. A replaced file (a new inode: a new build
 // renamed over it) is only reported: its probes stay on the old build, whose processes they still trace rightly.
+import type { ProbeDefinition } from '../probes/definition';
 import type { TracefsAgent } from '../tracefs/agentClient';
 import type { Hit } from '../tracefs/hitParser';
 
@@ -178,9 +179,9 @@ export class WatchGate {
   }
 }
 
-/** The file a definition (`p:GROUP/EVENT PATH:0xOFFSET …`) probes. */
-export function probedPath(definition: string | undefined): string | undefined {
-  return definition ? /^[pr]:\S+ ([^\s:]+):/.exec(definition)?.[1] : undefined;
+/** The file a probe point sits in (a uprobe's path; a kernel probe has none). */
+export function probedPath(definition: ProbeDefinition | undefined): string | undefined {
+  return definition?.target.type === 'uprobe' ? definition.target.path : undefined;
 }
 
 /** Arming is refused on a file another process has open for writing: its content may change under the probes. */

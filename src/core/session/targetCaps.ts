@@ -16,6 +16,15 @@ export function rememberCaps(target: Target, caps: ReadonlySet<string>): void {
   known.set(keyOf(target), new Set(caps));
 }
 
+/**
+ * Whether some target seen so far lacks immediate fetch arguments: there each site of a probe is an event of its
+ * own and disarming costs kernel time per site, which is when arming many sites needs consent.
+ */
+export function someTargetArmsPerSite(): boolean {
+  for (const caps of known.values()) if (!caps.has('imm')) return true;
+  return false;
+}
+
 /** The compiler options that depend on the target's kernel. */
 export function compileOptionsFor(caps: ReadonlySet<string>): Pick<CompileOptions, 'refCtrOffset' | 'immediates'> {
   // The agent lists `ref_ctr` when README documents uprobe reference counters (Linux 4.20+), `imm` for

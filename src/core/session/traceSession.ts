@@ -7,12 +7,12 @@
 // sites, returns, hitShape, engine-*); its counting is the aggregates' (test/unit/core/session).
 import type { BinaryIndex } from '../index/binaryIndex';
 import { readBinaryIdentity } from '../index/identity';
-import { compileProbes, type CompiledProbe } from '../probes/compiler';
+import { compileProbes, sharePoints, SITE_ARG, type CompiledProbe } from '../probes/compiler';
 import { bindGroup, checkProbePath } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
 import { checkWriters, probedPath, WatchGate, type FileChange } from './fileWatch';
 import type { Target } from '../target/target';
-import { AgentError, offendingToken, TracefsAgent } from '../tracefs/agentClient';
+import { AgentError, offendingToken, TracefsAgent, type StopReport } from '../tracefs/agentClient';
 import { HitParser, type EventSchema, type Hit, type HitValue } from '../tracefs/hitParser';
 import { lossReport, type LossReport } from '../tracefs/loss';
 import { Aggregates, type LatencyPair, type SourceLine } from './aggregates';
@@ -46,6 +46,13 @@ export interface SessionOptions {
    * without it the first refusal fails the start (the CLI's behaviour).
    */
   keepGoing?: boolean;
+  /**
+   * The points of all the specs armed at start share events (by argument names and types), so stopping costs
+   * the kernel the same for one function or thousands. One spec of them can then not be removed or toggled alone
+   * (the CLI, which never edits a running trace); specs added later get events of their own. Ignored with
+   * `keepGoing`, whose refusals take a spec back alone.
+   */
+  shareAcrossSpecs?: boolean;
   onHit?: (hit: Hit) => void;
   onLost?: (events: number) => void;
   /** A probed file changed on the target while armed (see fileWatch.ts); called again as more is known. */
@@ -104,10 +111,14 @@ const sameSpec = (a: string, b: string) => a === b || a.trim() === b.trim();
 /** What one probe is: a spec's events in one function (all of its sites). */
 const probeKey = (p: Pick<CompiledProbe, 'spec' | 'function'>) => `${p.spec}\0${p.function ?? ''}`;
 
+/** The tracefs events of `probes` (points of one event are listed once), in order. */
+const eventsOf = (probes: readonly CompiledProbe[]): string[] => [...new Set(probes.map((p) => p.definition.event))];
+
+/** The parser's view of `p`'s tracefs event (its points fetch the same names and types). */
 function schemaOf(p: CompiledProbe, probe: string): EventSchema {
   const retval = p.kind === 'return' ? p.args.find((a) => a.fetch === '$retval' || a.name === 'retval') : undefined;
   return {
-    event: p.event,
+    event: p.definition.event,
     probe,
     kind: p.kind,
     args: p.args.map((a) => ({ name: a.name, type: a.type })),
@@ -146,7 +157,7 @@ function notesOf(probe: CompiledProbe): Pick<Hit, 'unavailable' | 'inferred'> {
   return n;
 }
 
-function presentHit(hit: Hit, probe: CompiledProbe | undefined): Hit {
+function presentHit(hit: Hit, probe: CompiledProbe | undefined, probeName?: string): Hit {
   if (!probe) return hit;
   const args: Record<string, HitValue> = {};
   for (const a of probe.args) {
@@ -167,7 +178,14 @@ function presentHit(hit: Hit, probe: CompiledProbe | undefined): Hit {
     if (v !== undefined && !(hit.kind === 'return' && a.fetch === '$retval')) args[a.name] = v;
   }
   const comm = hit.args.probelens_comm;
-  const out: Hit = { ...hit, args, comm: typeof comm === 'string' && comm ? comm : hit.comm };
+  // A hit names its probe and its point (its site's own name), whichever tracefs event carried it.
+  const out: Hit = {
+    ...hit,
+    probe: probeName ?? probe.event,
+    event: probe.event,
+    args,
+    comm: typeof comm === 'string' && comm ? comm : hit.comm,
+  };
   if (probe.site) out.site = probe.site;
   const n = notesOf(probe);
   if (n.unavailable) out.unavailable = n.unavailable;
@@ -188,8 +206,11 @@ export class TraceSession {
   private traceEnded?: Promise<void>;
   private finalMismatch?: number;
   private ended?: Promise<SessionSummary>;
-  private readonly byEvent = new Map<string, CompiledProbe>();
-  /** spec and function → the name their hits carry as `probe` (see probeName), and the name of each event defined */
+  /** tracefs event → its points, indexed by their SITE_ARG number (a single point at 0). */
+  private readonly pointsOf = new Map<string, CompiledProbe[]>();
+  /** point name (a site's own name: `CompiledProbe.event`) → its point */
+  private readonly byPoint = new Map<string, CompiledProbe>();
+  /** spec and function → the name their hits carry as `probe` (see probeName); point name → that name */
   private readonly names = new Map<string, string>();
   private readonly probeOf = new Map<string, string>();
   /** Event names ever used in this session: a removed probe's name is never reused, so counts never mix. */
@@ -223,7 +244,7 @@ export class TraceSession {
 
   /** Whether `spec`'s events are defined here and enabled. */
   isEnabled(spec: string): boolean {
-    return this.probes.some((p) => sameSpec(p.spec, spec) && !this.disabledEvents.has(p.event));
+    return this.probes.some((p) => sameSpec(p.spec, spec) && !this.disabledEvents.has(p.definition.event));
   }
 
   /**
@@ -238,19 +259,19 @@ export class TraceSession {
       const defined = await this.define(compiled.probes);
       const refused = [...compiled.refused, ...defined.refused];
       if (defined.accepted.length) {
-        const events = defined.accepted.map((p) => p.event);
+        const events = eventsOf(defined.accepted);
         if (this.opts.filter) {
-          for (const p of defined.accepted) await this.agent!.setFilter(p.event, this.opts.filter);
+          for (const e of events) await this.agent!.setFilter(e, this.opts.filter);
         }
         const verdicts = await this.agent!.setEventsEnabled(events, true);
         verdicts.forEach((v, i) => {
-          if (v instanceof Error) refused.push({ spec: defined.accepted[i].spec, error: v });
+          if (v instanceof Error) refused.push({ spec: this.pointsOf.get(events[i])!.find(Boolean)!.spec, error: v });
         });
       }
       const bad = new Set(refused.map((r) => r.spec));
       const added = defined.accepted.filter((p) => !bad.has(p.spec));
       // A spec refused on one of its sites or at enabling is taken back whole.
-      for (const p of defined.accepted.filter((q) => bad.has(q.spec))) await this.undefine(p);
+      for (const e of eventsOf(defined.accepted.filter((q) => bad.has(q.spec)))) await this.undefine(e);
       this.probes.push(...added);
       return { added, refused };
     });
@@ -259,14 +280,23 @@ export class TraceSession {
   /** Disables and removes `spec`'s events alone (their kernel counts are read first and kept for the summary). */
   remove(spec: string): Promise<void> {
     return this.edit(async () => {
-      for (const p of this.probes.filter((q) => sameSpec(q.spec, spec))) await this.undefine(p);
+      for (const e of this.eventsOfSpec(spec)) await this.undefine(e);
     });
+  }
+
+  /** `spec`'s events, which must be its alone (see SessionOptions.shareAcrossSpecs). */
+  private eventsOfSpec(spec: string, filter: (p: CompiledProbe) => boolean = () => true): string[] {
+    const events = eventsOf(this.probes.filter((q) => sameSpec(q.spec, spec) && filter(q)));
+    for (const e of events)
+      if (this.pointsOf.get(e)!.some((p) => !sameSpec(p.spec, spec)))
+        throw new Error(`'${spec}' shares its tracefs event ${e} with other specs of this session: it cannot be edited alone`);
+    return events;
   }
 
   /** Enables or disables `spec`'s events alone; counts go on from where they were. */
   setEnabled(spec: string, enabled: boolean): Promise<void> {
     return this.edit(async () => {
-      const events = this.probes.filter((p) => sameSpec(p.spec, spec) && this.disabledEvents.has(p.event) === enabled).map((p) => p.event);
+      const events = this.eventsOfSpec(spec, (p) => this.disabledEvents.has(p.definition.event) === enabled);
       const verdicts = await this.agent!.setEventsEnabled(events, enabled);
       verdicts.forEach((v, i) => {
         if (v instanceof Error) throw v;
@@ -290,8 +320,11 @@ export class TraceSession {
     specs: Array<string | ProbeSpec>,
     caps: ReadonlySet<string> | undefined,
     maxSites = this.opts.maxSites,
+    acrossSpecs = false,
   ): Promise<{ probes: CompiledProbe[]; refused: RefusedSpec[] }> {
     const { opts } = this;
+    const capOpts = caps ? compileOptionsFor(caps) : {};
+    const across = acrossSpecs && capOpts.immediates !== false;
     const probes: CompiledProbe[] = [];
     const refused: RefusedSpec[] = [];
     for (const spec of specs) {
@@ -303,7 +336,8 @@ export class TraceSession {
             usedEvents: this.usedEvents,
             maxSites,
             disabledSites: opts.disabledSites,
-            ...(caps ? compileOptionsFor(caps) : {}),
+            shareEvents: !across,
+            ...capOpts,
           })),
         );
       } catch (e) {
@@ -311,7 +345,7 @@ export class TraceSession {
         refused.push({ spec: typeof spec === 'string' ? spec : spec.text, error: e instanceof Error ? e : new Error(String(e)) });
       }
     }
-    return { probes, refused };
+    return { probes: across ? sharePoints(probes, this.usedEvents) : probes, refused };
   }
 
   /** Binds `probes` to this session's group and defines them in one round trip; the parser learns them first. */
@@ -338,8 +372,15 @@ export class TraceSession {
     const bad = new Set(refused.map((r) => r.spec));
     if (bad.size && !this.opts.keepGoing) throw refused[0].error;
     // Sites of a refused spec that the kernel accepted go too (never enabled, so removing them resets nothing).
-    for (const p of accepted.filter((q) => bad.has(q.spec))) await agent.undefine(p.event);
+    for (const e of eventsOf(accepted.filter((q) => bad.has(q.spec)))) await agent.undefine(e);
     return { accepted: accepted.filter((p) => !bad.has(p.spec)), refused };
+  }
+
+  /** The point a record came from: its event's point named by the SITE_ARG immediate (one point: the event's). */
+  private pointOf(raw: Hit): CompiledProbe | undefined {
+    const points = this.pointsOf.get(raw.event);
+    const id = raw.args[SITE_ARG];
+    return points?.[typeof id === 'number' ? id : 0];
   }
 
   /**
@@ -356,23 +397,32 @@ export class TraceSession {
     const lines = new Map<string, SourceLine>();
     for (const p of probes) if (!this.names.has(probeKey(p)) && (!p.site || p.site.kind === 'entry')) this.names.set(probeKey(p), p.event);
     for (const p of probes) if (!this.names.has(probeKey(p))) this.names.set(probeKey(p), p.event);
+    const fresh: CompiledProbe[] = [];
     for (const p of probes) {
-      this.byEvent.set(p.event, p);
+      let points = this.pointsOf.get(p.definition.event);
+      if (!points) {
+        this.pointsOf.set(p.definition.event, (points = []));
+        fresh.push(p);
+      }
+      points[p.siteId ?? 0] = p;
+      this.byPoint.set(p.event, p);
       this.probeOf.set(p.event, this.names.get(probeKey(p))!);
       if (p.file && p.line) lines.set(p.event, { file: p.file, line: p.line });
     }
-    this.parser!.addEvents(probes.map((p) => schemaOf(p, this.probeName(p))));
-    this.aggregates.track(lines, pairsOf([...this.byEvent.values()]));
+    this.parser!.addEvents(fresh.map((p) => schemaOf(p, this.probeName(p))));
+    this.aggregates.track(lines, pairsOf([...this.byPoint.values()]));
   }
 
-  private async undefine(p: CompiledProbe): Promise<void> {
-    const r = await this.agent!.undefine(p.event);
-    this.removedKernelHits.set(p.event, r.hits);
+  /** Disables and removes one tracefs event (all its points), keeping its kernel count for the summary. */
+  private async undefine(event: string): Promise<void> {
+    const r = await this.agent!.undefine(event);
+    this.removedKernelHits.set(event, r.hits);
     this.lostAtRemovals += r.unread + r.cpus.reduce((s, c) => s + c.overrun + c.dropped + c.commitOverrun, 0);
-    this.disabledEvents.delete(p.event);
-    this.probes = this.probes.filter((q) => q !== p && q.event !== p.event);
+    this.disabledEvents.delete(event);
+    const gone = this.probes.filter((q) => q.definition.event === event);
+    this.probes = this.probes.filter((q) => q.definition.event !== event);
     // A spec removed and added again is a new probe: its counts start over under its new event's name.
-    if (!this.probes.some((q) => probeKey(q) === probeKey(p))) this.names.delete(probeKey(p));
+    for (const p of gone) if (!this.probes.some((q) => probeKey(q) === probeKey(p))) this.names.delete(probeKey(p));
   }
 
   private async arm(): Promise<void> {
@@ -383,7 +433,8 @@ export class TraceSession {
     // semaphore-guarded USDT probes depend on the kernel (reference counters): when this target's capabilities
     // are not known yet they are assumed and checked once the agent has said what the kernel offers.
     const caps = knownCaps(opts.target);
-    let compiled = await this.compile(opts.specs, caps);
+    const across = !!opts.shareAcrossSpecs && !opts.keepGoing;
+    let compiled = await this.compile(opts.specs, caps, opts.maxSites, across);
     const agent = (this.agent = await TracefsAgent.start(opts.target, {
       sudo: opts.sudo,
       heartbeatTimeoutSeconds: opts.heartbeatSeconds ?? 3,
@@ -410,15 +461,17 @@ export class TraceSession {
     await checkWriters(agent, this.host, remotePath);
     const watchKey = (await agent.watchFiles()) ? agent.watchKey : null;
     const needsRecompile =
-      (!agent.hello.caps.has('ref_ctr') && compiled.probes.some((p) => /^\S+ \S+\(0x/.test(p.definition))) ||
+      (!agent.hello.caps.has('ref_ctr') &&
+        compiled.probes.some((p) => p.definition.target.type === 'uprobe' && p.definition.target.refCtrOffset !== undefined)) ||
       (!agent.hello.caps.has('imm') && compiled.probes.some((p) => p.args.some((a) => a.fetch.startsWith('\\'))));
     if (!caps && needsRecompile) {
       this.usedEvents.clear();
-      compiled = await this.compile(opts.specs, agent.hello.caps);
+      compiled = await this.compile(opts.specs, agent.hello.caps, opts.maxSites, across);
     }
     this.aggregates = new Aggregates();
     const show = (raw: Hit) => {
-      const hit = presentHit(raw, this.byEvent.get(raw.event));
+      const point = this.pointOf(raw);
+      const hit = presentHit(raw, point, point && this.probeName(point));
       // Aggregates see what users see; the hidden goroutine pointer only pairs entries with returns.
       const latencyNs = this.aggregates.add(hit, raw.args);
       if (latencyNs !== undefined) hit.latencyNs = latencyNs;
@@ -427,7 +480,7 @@ export class TraceSession {
     const gate = (this.gate = watchKey
       ? new WatchGate({
           host: this.host,
-          pathOf: (event) => probedPath(this.byEvent.get(event)?.definition),
+          pathOf: (event) => probedPath(this.pointsOf.get(event)?.find(Boolean)?.definition),
           release: show,
           notify: (c) => opts.onFileChange?.({ ...c }),
         })
@@ -453,7 +506,7 @@ export class TraceSession {
     this.probes = defined.accepted;
     this.refused = [...compiled.refused, ...defined.refused];
     if (opts.pid !== undefined) await agent.filterPid(opts.pid);
-    if (opts.filter) for (const p of this.probes) await agent.setFilter(p.event, opts.filter);
+    if (opts.filter) for (const e of eventsOf(this.probes)) await agent.setFilter(e, opts.filter);
     await agent.arm();
     if (gate && !agent.watching) {
       // Nothing is watched after all (no file to watch): hits go straight through.
@@ -480,6 +533,7 @@ export class TraceSession {
       this.gate?.end();
       for (const [ev, n] of this.removedKernelHits) if (!report.kernelHits.has(ev)) report.kernelHits.set(ev, n);
       const loss = lossReport(this.parser!.stats, report, this.opts.pid !== undefined || !!this.opts.filter);
+      loss.kernelHits = this.perPoint(report);
       if (this.lostAtRemovals) {
         loss.lost += this.lostAtRemovals;
         loss.unaccounted -= this.lostAtRemovals;
@@ -508,12 +562,28 @@ export class TraceSession {
     return this.ended;
   }
 
-  /** Per-event counts summed per probe (events this session never defined keep their own name). */
-  private byProbe(perEvent: ReadonlyMap<string, number>): Record<string, number> {
+  /** Per-point counts summed per probe (events this session never defined keep their own name). */
+  private byProbe(perPoint: ReadonlyMap<string, number>): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const [ev, n] of perEvent) {
+    for (const [ev, n] of perPoint) {
       const name = this.probeOf.get(ev) ?? ev;
       out[name] = (out[name] ?? 0) + n;
+    }
+    return out;
+  }
+
+  /**
+   * The kernel's counts under the names hits carry: an event's points are listed in the order they were defined,
+   * which is their SITE_ARG order. A removed event keeps its total under its tracefs name.
+   */
+  private perPoint(report: StopReport): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [ev, n] of report.kernelHits) {
+      const points = this.pointsOf.get(ev);
+      const counts = report.pointHits?.get(ev);
+      if (points && counts && points.length === counts.length && points.length > 1) counts.forEach((c, i) => out.set(points[i].event, c));
+      else if (points?.length === 1) out.set(points[0].event, n);
+      else out.set(ev, n);
     }
     return out;
   }

@@ -32,8 +32,8 @@ import { StringDecoder } from 'node:string_decoder';
 import { randomBytes } from 'node:crypto';
 import { AGENT_ARGV0, AGENT_PROTOCOL_VERSION, AGENT_SCRIPT } from './agentScript';
 import type { ExecChannel, ExecExit, Target } from '../target/target';
-import { frameDefinition, newSentinel, type Sentinel } from './framing';
-import { GROUP_PATTERN } from '../probes/definition';
+import { frameDefinition, frameProbe, newSentinel, type Sentinel } from './framing';
+import { formatDefinition, GROUP_PATTERN, type ProbeDefinition } from '../probes/definition';
 
 export interface AgentHello {
   pid: number;
@@ -60,8 +60,10 @@ export interface CpuBufferStats {
 
 export interface StopReport {
   cpus: CpuBufferStats[];
-  /** uprobe_profile hits per event name of our group. */
+  /** uprobe_profile hits per event name of our group (an event of several probe points: their sum). */
   kernelHits: Map<string, number>;
+  /** The same per probe point, in the order the points were defined (uprobe_profile lists them so). */
+  pointHits?: Map<string, number[]>;
 }
 
 /** What removing one event reported: its final uprobe_profile count, and entries still unread at removal. */
@@ -230,8 +232,14 @@ export class TracefsAgent {
    * framing.ts: nothing the traced program prints can then end, start or alter a record); pass `this.sentinel`
    * to HitParser. The framed text is sent only to the agent: the secret stays out of logs.
    */
-  async define(definition: string): Promise<void> {
-    await this.command('DEF', this.sentinelValue ? frameDefinition(definition, this.sentinelValue) : definition);
+  async define(definition: ProbeDefinition | string): Promise<void> {
+    await this.command('DEF', this.wireText(definition));
+  }
+
+  /** A definition as the agent receives it: framed by the session's secret when there is one, then rendered. */
+  private wireText(d: ProbeDefinition | string): string {
+    if (typeof d === 'string') return this.sentinelValue ? frameDefinition(d, this.sentinelValue) : d;
+    return formatDefinition(this.sentinelValue ? frameProbe(d, this.sentinelValue) : d);
   }
 
   /**
@@ -250,8 +258,8 @@ export class TracefsAgent {
    * The agent writes each definition with its own write() (one write carrying several lines stops at the first
    * line the kernel rejects), so each gets its own verdict: null when accepted, else the AgentError.
    */
-  async defineAll(definitions: readonly string[]): Promise<Array<AgentError | null>> {
-    const lines = definitions.map((d) => (this.sentinelValue ? frameDefinition(d, this.sentinelValue) : d));
+  async defineAll(definitions: ReadonlyArray<ProbeDefinition | string>): Promise<Array<AgentError | null>> {
+    const lines = definitions.map((d) => this.wireText(d));
     if (lines.some((l) => !l.trim())) throw new AgentError('DEF', 'EINVAL', 'empty definition');
     const results = await this.pipeline(
       lines.map((l) => ['DEF', l] as [string, string]),
@@ -538,6 +546,7 @@ function parseHello(text: string, info: string[]): AgentHello {
 function parseStop(info: string[]): StopReport {
   const byCpu = new Map<number, CpuBufferStats>();
   const kernelHits = new Map<string, number>();
+  const pointHits = new Map<string, number[]>();
   for (const l of info) {
     let m = /^stat \S*\/cpu(\d+) ([a-z ]+): *(\d+)/.exec(l);
     if (m) {
@@ -551,9 +560,13 @@ function parseStop(info: string[]): StopReport {
       else if (m[2] === 'entries') c.entries = v;
       continue;
     }
-    // uprobe_profile: `  PATH EVENT HITS` (the path has no spaces: the agent's pattern forbids them).
+    // uprobe_profile: `  PATH EVENT HITS` (the path has no spaces: the agent's pattern forbids them), one line
+    // per probe point: an event of several points is their sum.
     m = /^profile\s+\S+\s+([A-Za-z_][A-Za-z0-9_]*)\s+(\d+)\s*$/.exec(l);
-    if (m) kernelHits.set(m[1], +m[2]);
+    if (m) {
+      kernelHits.set(m[1], (kernelHits.get(m[1]) ?? 0) + +m[2]);
+      pointHits.set(m[1], [...(pointHits.get(m[1]) ?? []), +m[2]]);
+    }
   }
-  return { cpus: [...byCpu.values()].sort((a, b) => a.cpu - b.cpu), kernelHits };
+  return { cpus: [...byCpu.values()].sort((a, b) => a.cpu - b.cpu), kernelHits, pointHits };
 }

@@ -140,6 +140,8 @@ remove_group() {
   # One write removes the whole group (an empty event name matches all of it): ~30x faster than one per event.
   printf '%s\n' "-:$1/" 2>/dev/null >> "$T/uprobe_events"
   for ev in $(sed -n "s/^[pr]:$1\/\([A-Za-z0-9_]*\) .*/\1/p" "$T/uprobe_events"); do
+    # An event of several probe points is listed once per point: the first removal took them all.
+    grep -q "^[pr]:$1/$ev " "$T/uprobe_events" || continue
     if ! printf '%s\n' "-:$1/$ev" 2>/dev/null >> "$T/uprobe_events"; then
       for f in "$T"/instances/*/events/"$1"/"$ev"/enable "$T/events/$1/$ev/enable"; do
         [ -f "$f" ] && echo 0 2>/dev/null > "$f"
@@ -221,59 +223,36 @@ cpu_stats() {
 
 report_stats() {
   cpu_stats STOP
-  rs_n=0
-  for d in "$I/events/$G"/*/; do [ -d "$d" ] && rs_n=$((rs_n + 1)); done
-  read_profile "$G/" "$rs_n"
-  while IFS= read -r prof; do [ -n "$prof" ] && say INFO STOP profile "$prof"; done <<PROF_END
-$PROF
-PROF_END
+  # One line of uprobe_profile per probe point of ours, as the client reads them.
+  read_profile "$G/" && [ -n "$PROF" ] && printf '%s\n' "$PROF" | sed "s/^/$N INFO STOP profile /" >&2
+  return 0
 }
 
-# PROF := the uprobe_profile lines of the events whose definition names "$1" after its kind ("GROUP/" or
-# "GROUP/EVENT "), one per line; there must be $2 of them. The profile names events without their group and lists them in uprobe_events'
-# order, so both are walked together. Other tracers add and remove events at any time, which shifts one file
-# against the other between the two reads: every pair must name the same event, else both are read again.
+# PROF := the uprobe_profile lines (one per probe point) of the definitions that name "$1" after their kind
+# ("GROUP/" or "GROUP/EVENT "). The profile names events without their group and lists them in uprobe_events'
+# order, so the two are pasted side by side (one pass of paste, grep and sed: the shell's read takes a byte per
+# system call, seconds for thousands of points). Other tracers add and remove events at any time, which shifts
+# one file against the other between the two reads: every pair must name the same event, else both are read
+# again; and a read cut short by a removal (the kernel's reader resumes by position) misses lines, so the lines
+# of ours are counted too: only this agent adds or removes them, so the most any read finds is all of them.
 read_profile() {
   PROF=''
-  rp_want=$1
-  rp_expect=$2
-  [ -f "$T/uprobe_profile" ] || return 0
+  [ -f "$T/uprobe_profile" ] || return 1
+  command -v paste >/dev/null 2>&1 || return 1
+  rp_max=0
   rp_try=0
   while [ $rp_try -lt 100 ]; do
     rp_try=$((rp_try + 1))
-    rp_ok=1
-    rp_got=0
-    PROF=''
-    exec 3< "$T/uprobe_events" 4< "$T/uprobe_profile"
-    while :; do
-      IFS= read -r def <&3 || def=''
-      IFS= read -r prof <&4 || prof=''
-      # Events added at the end meanwhile make one file longer: they follow every line compared so far.
-      { [ -z "$def" ] || [ -z "$prof" ]; } && break
-      set -f
-      set -- $def
-      rp_def=$1
-      set -- $prof
-      set +f
-      if [ $# -ne 3 ]; then
-        rp_ok=0
-        break
-      fi
-      case "$rp_def" in */"$2") ;; *)
-        rp_ok=0
-        break
-        ;;
-      esac
-      case "$def" in [pr]:"$rp_want"*)
-        PROF="$PROF$prof
-"
-        rp_got=$((rp_got + 1))
-        ;;
-      esac
-    done
-    exec 3<&- 4<&-
-    # A read cut short by a removal (the kernel's reader resumes by position) misses lines: count them too.
-    [ $rp_ok = 1 ] && [ "$rp_got" = "$rp_expect" ] && return 0
+    rp_n=$(grep -c "^[pr]:$1" "$T/uprobe_events")
+    [ "$rp_n" -gt "$rp_max" ] && rp_max=$rp_n
+    # Events added at the end meanwhile make one file longer: they follow every pair compared.
+    rp_all=$(paste -d '|' "$T/uprobe_events" "$T/uprobe_profile" | grep -v '^|' | grep -v '|$')
+    if ! printf '%s\n' "$rp_all" | grep -v '^$' | grep -vq '^[pr]:[^/]*/\([^ ]*\) .*| *[^ ]* *\1 '; then
+      PROF=$(printf '%s\n' "$rp_all" | grep "^[pr]:$1" | sed 's/^[^|]*|//')
+      rp_got=$(printf '%s\n' "$PROF" | grep -c .)
+      [ "$rp_got" -gt "$rp_max" ] && rp_max=$rp_got
+      [ "$rp_got" = "$rp_max" ] && return 0
+    fi
   done
   PROF=''
   return 1
@@ -478,13 +457,17 @@ our_event() {
   [ -d "$I/events/$G/$1" ]
 }
 
-# PN := uprobe_profile's hit count of our event $1 (read_profile keeps the two files in step).
+# PN := uprobe_profile's hit count of our event $1, summed over its probe points.
 profile_of() {
   PN=0
-  read_profile "$G/$1 " 1
+  read_profile "$G/$1 " || return 0
   set -f
-  for w in $PROF; do PN=$w; done
+  set -- $PROF
   set +f
+  while [ $# -ge 3 ]; do
+    PN=$((PN + $3))
+    shift 3
+  done
 }
 
 # UNREAD := entries the reader has not consumed yet, over every CPU.

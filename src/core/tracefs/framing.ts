@@ -9,6 +9,7 @@
 //   end        last, so a record ends only at a line that ends with the secret.
 // Non-string values (integers, hex, arrays of integers, `(fault)`) are printed by the kernel, never by the program.
 import { randomBytes } from 'node:crypto';
+import type { FetchArg, ProbeDefinition } from '../probes/definition';
 
 /** The per-session secret that ends every framed record (see the header of this file). */
 export interface Sentinel {
@@ -42,9 +43,36 @@ export function newSentinel(name = '__pl'): Sentinel {
   return { name, printed: `0x${v.toString(16)}` };
 }
 
+/** An untyped $comm is a string to the kernel. */
+const typeOf = (a: FetchArg): string => a.type ?? (a.fetch === '$comm' ? 'string' : '');
+
 /**
- * `definition` (as formatDefinition writes it: `p:G/E PATH:OFF name=fetch[:type] …`) with the framing fetchargs
- * inserted. The parser derives the same layout from the event's schema, whose arguments are the definition's.
+ * `definition` with the framing fetchargs inserted. The parser derives the same layout from the event's schema,
+ * whose arguments are the definition's.
+ */
+export function frameProbe(definition: ProbeDefinition, sentinel: Sentinel): ProbeDefinition {
+  const layout = frameLayout(
+    definition.args.map((a) => ({ name: a.name, type: typeOf(a) })),
+    sentinel.name,
+  );
+  for (const a of definition.args) {
+    if (a.name === layout.end || a.name === layout.open || layout.after.includes(a.name))
+      throw new Error(`argument name '${a.name}' is reserved by ProbeLens (names starting with ${sentinel.name} frame the records)`);
+  }
+  const imm = { fetch: `\\${BigInt(sentinel.printed).toString(10)}`, type: 'x64' };
+  const args: FetchArg[] = [{ name: layout.open, ...imm }];
+  definition.args.forEach((a, i) => {
+    args.push(a);
+    const m = layout.after[i];
+    if (m) args.push({ name: m, ...imm });
+  });
+  args.push({ name: layout.end, ...imm });
+  return { ...definition, args };
+}
+
+/**
+ * Raw definition text (`p:G/E PATH:OFF name=fetch[:type] …`, as the agent protocol's own tests write it) with the
+ * framing fetchargs inserted; ProbeLens's own definitions are framed as structures (frameProbe).
  */
 export function frameDefinition(definition: string, sentinel: Sentinel): string {
   const tokens = definition.split(' ');
@@ -52,21 +80,10 @@ export function frameDefinition(definition: string, sentinel: Sentinel): string 
     const eq = t.indexOf('=');
     const fetch = t.slice(eq + 1);
     const colon = fetch.lastIndexOf(':');
-    // An untyped $comm is a string to the kernel.
-    return { name: t.slice(0, eq), type: colon >= 0 ? fetch.slice(colon + 1) : fetch === '$comm' ? 'string' : '' };
+    return colon >= 0
+      ? { name: t.slice(0, eq), fetch: fetch.slice(0, colon), type: fetch.slice(colon + 1) }
+      : { name: t.slice(0, eq), fetch };
   });
-  const layout = frameLayout(args, sentinel.name);
-  for (const a of args) {
-    if (a.name === layout.end || a.name === layout.open || layout.after.includes(a.name))
-      throw new Error(`argument name '${a.name}' is reserved by ProbeLens (names starting with ${sentinel.name} frame the records)`);
-  }
-  const imm = `=\\${BigInt(sentinel.printed).toString(10)}:x64`;
-  const out = [...tokens.slice(0, 2), `${layout.open}${imm}`];
-  tokens.slice(2).forEach((t, i) => {
-    out.push(t);
-    const m = layout.after[i];
-    if (m) out.push(`${m}${imm}`);
-  });
-  out.push(`${layout.end}${imm}`);
-  return out.join(' ');
+  const framed = frameProbe({ kind: 'p', group: '', event: '', target: { type: 'kprobe', symbol: '', offset: 0n }, args }, sentinel);
+  return [...tokens.slice(0, 2), ...framed.args.map((a) => `${a.name}=${a.fetch}${a.type ? `:${a.type}` : ''}`)].join(' ');
 }

@@ -1,5 +1,6 @@
-// Arming many sites is slow to undo (each uprobe event costs kernel time to disarm), so a spec over the limit is
-// armed only once the user has agreed to its size. Pure: the question's text and what was agreed.
+// Where each site is an event of its own (a target kernel without immediate fetch arguments), arming many sites is
+// slow to undo (each uprobe event costs kernel time to disarm), so a spec over the limit is armed only once the
+// user has agreed to its size. Pure: the question's text and what was agreed.
 import { DEFAULT_MAX_SITES, teardownText } from '../../core/probes/sites';
 
 export interface SiteCount {

@@ -1,5 +1,5 @@
-// The CLI on a function with several sites: `functions --json` lists them, `define` arms each as its own event,
-// --max-sites guards against arming many, --disable-site leaves one out.
+// The CLI on a function with several sites: `functions --json` lists them, `define` arms them as the probe points
+// of one event, --max-sites guards against arming many where each is an event, --disable-site leaves one out.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -7,6 +7,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fixtureOrSkip } from '../../helpers/fixtures';
+import { compileProbes, TooManySitesError } from '../../../src/core/probes/compiler';
+import { loadIndex } from '../../../src/core/index/load';
 
 const MAIN = resolve(__dirname, '../../../src/cli/main.ts');
 const cache = mkdtempSync(join(tmpdir(), 'probelens-cli-cache-'));
@@ -48,7 +50,7 @@ test('functions --json: sites with their kinds, addresses as 0x…, callers and 
   }
 });
 
-test('define: every call site is its own event; --max-sites refuses more with the teardown cost; --disable-site', async (t) => {
+test("define: a function's sites are the probe points of one event, each naming itself; --max-sites applies only where sites are events of their own; --disable-site", async (t) => {
   const f = await fixtureOrSkip(t, 'sites');
   if (!f) return;
   const all = cli('define', f.path, 'part_ext', '--json');
@@ -56,14 +58,21 @@ test('define: every call site is its own event; --max-sites refuses more with th
   const defs = JSON.parse(all.out) as Array<{ event: string; definition: string }>;
   // entry + two inlined heads; the .part is reached only through those (see README).
   assert.equal(defs.length, 3);
-  assert.equal(new Set(defs.map((d) => d.event)).size, 3, 'event names are unique');
+  assert.equal(new Set(defs.map((d) => d.event)).size, 3, 'each point has its own name, which its hits carry');
   for (const d of defs) assert.ok(d.event.length <= 63);
-
+  // One tracefs event (named after the entry site), every point numbered by an immediate.
+  assert.deepEqual(
+    defs.map((d) => /^p:\S+\/(\S+) /.exec(d.definition)?.[1]),
+    ['part_ext', 'part_ext', 'part_ext'],
+  );
+  assert.deepEqual(
+    defs.map((d) => / probelens_site=\\([0-9]+):u32/.exec(d.definition)?.[1]),
+    ['0', '1', '2'],
+  );
+  // Teardown no longer grows with the sites: no limit to raise.
   const capped = cli('define', f.path, 'part_ext', '--max-sites', '2');
-  assert.notEqual(capped.code, 0);
-  assert.match(capped.err, /would arm 3 sites \(more than 2\).*about 135 ms.*--max-sites 3/);
-  assert.equal(capped.out, '');
-  assert.equal(cli('define', f.path, 'part_ext', '--max-sites', '3').code, 0);
+  assert.equal(capped.code, 0, capped.err);
+  assert.equal(capped.out.trim().split('\n').length, 3);
 
   const listed = JSON.parse(cli('functions', f.path, '--match', 'part_ext', '--json').out) as Array<{ sites: JsonSite[] }>;
   const inlined = listed[0].sites.find((s) => s.kind === 'inlined')!;
@@ -73,6 +82,23 @@ test('define: every call site is its own event; --max-sites refuses more with th
   const bad = cli('define', f.path, 'part_ext', '--disable-site', 'part_ext');
   assert.equal(bad.code, 2);
   assert.match(bad.err, /--disable-site takes a site address/);
+});
+
+test('without immediates (kernels before 5.13) each site is an event of its own, and --max-sites refuses more with the teardown cost', async (t) => {
+  const f = await fixtureOrSkip(t, 'sites');
+  if (!f) return;
+  const { index } = await loadIndex(f.path, { noCache: true });
+  const probes = await compileProbes(['part_ext'], index, { immediates: false });
+  assert.equal(probes.length, 3);
+  assert.deepEqual(
+    probes.map((p) => p.definition.event),
+    probes.map((p) => p.event),
+  );
+  assert.ok(probes.every((p) => p.siteId === undefined && !p.definition.args.some((a) => a.name === 'probelens_site')));
+  await assert.rejects(
+    compileProbes(['part_ext'], index, { immediates: false, maxSites: 2 }),
+    (e: Error) => e instanceof TooManySitesError && /would arm 3 sites \(more than 2\).*about 135 ms.*--max-sites 3/.test(e.message),
+  );
 });
 
 test('define: same-name statics are all armed; NAME@FILE narrows to one', async (t) => {
@@ -104,7 +130,9 @@ test('define: a return probe arms out-of-line sites and the exits of inlined cop
   assert.equal(inl.code, 0, inl.err);
   const inlDefs = JSON.parse(inl.out) as Array<{ event: string; definition: string }>;
   assert.equal(inlDefs.length, 2);
-  for (const d of inlDefs) assert.match(d.definition, /^p:\S+\/inl_fn_inlined_[0-9a-f]+_return /);
+  // Each exit is a point of one event named after the probe; the point names its copy.
+  for (const d of inlDefs) assert.match(d.definition, /^p:\S+\/inl_fn_return \S+ .* probelens_site=\\[01]:u32$/);
+  for (const d of inlDefs) assert.match(d.event, /^inl_fn_inlined_[0-9a-f]+_return$/);
   // GCC put both copies' entry after their code: never a guess, the warning says which and why.
   const alias = cli('define', f.path, 'alias_name%return', '--json');
   assert.equal(alias.code, 0, alias.err);

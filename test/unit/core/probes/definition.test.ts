@@ -17,8 +17,7 @@ test('definitions in the uprobe tracer syntax', () => {
       kind: 'p',
       group,
       event: 'add_ints',
-      path: '/opt/app/calls',
-      offset: 0x1139n,
+      target: { type: 'uprobe', path: '/opt/app/calls', offset: 0x1139n },
       args: [
         { name: 'a', fetch: '%di', type: 's32' },
         { name: 's', fetch: '+0(+16(%di))', type: 'string' },
@@ -27,24 +26,50 @@ test('definitions in the uprobe tracer syntax', () => {
     'p:probelens_1234_ab12/add_ints /opt/app/calls:0x1139 a=%di:s32 s=+0(+16(%di)):string',
   );
   assert.equal(
-    formatDefinition({ kind: 'p', group, event: 'req', path: '/a/usdt', offset: 0x11a0n, refCtrOffset: 0x4010n, args: [] }),
+    formatDefinition({
+      kind: 'p',
+      group,
+      event: 'req',
+      target: { type: 'uprobe', path: '/a/usdt', offset: 0x11a0n, refCtrOffset: 0x4010n },
+      args: [],
+    }),
     'p:probelens_1234_ab12/req /a/usdt:0x11a0(0x4010)',
   );
   assert.equal(
-    formatDefinition({ kind: 'r', group, event: 'f', path: '/a/b', offset: 16n, args: [{ name: 'ret', fetch: '$retval', type: 's64' }] }),
+    formatDefinition({
+      kind: 'r',
+      group,
+      event: 'f',
+      target: { type: 'uprobe', path: '/a/b', offset: 16n },
+      args: [{ name: 'ret', fetch: '$retval', type: 's64' }],
+    }),
     'r:probelens_1234_ab12/f /a/b:0x10 ret=$retval:s64',
   );
 });
 
+test('a kernel probe target renders as SYMBOL+OFFS (never an absolute address: KASLR moves the kernel)', () => {
+  const d = { kind: 'p' as const, group, event: 'k', args: [{ name: 'fd', fetch: '%di', type: 's32' }] };
+  assert.equal(
+    formatDefinition({ ...d, target: { type: 'kprobe', symbol: 'ksys_read', offset: 37n } }),
+    'p:probelens_1234_ab12/k ksys_read+37 fd=%di:s32',
+  );
+  assert.equal(
+    formatDefinition({ ...d, target: { type: 'kprobe', symbol: 'do_sys_open', offset: 0n } }),
+    'p:probelens_1234_ab12/k do_sys_open fd=%di:s32',
+  );
+  assert.throws(() => formatDefinition({ ...d, target: { type: 'kprobe', symbol: 'a b', offset: 0n } }), DefinitionError);
+});
+
 test('anything that could smuggle text into tracefs or a shell is refused', () => {
-  const base = { kind: 'p' as const, group, event: 'e', path: '/a/b', offset: 1n, args: [] };
+  const at = (path: string) => ({ type: 'uprobe' as const, path, offset: 1n });
+  const base = { kind: 'p' as const, group, event: 'e', target: at('/a/b'), args: [] };
   const bad = [
     { ...base, group: 'probelens_1_x y' },
     { ...base, group: 'other' },
     { ...base, event: 'a;b' },
-    { ...base, path: '/a b' },
-    { ...base, path: 'relative' },
-    { ...base, path: '/a\nb' },
+    { ...base, target: at('/a b') },
+    { ...base, target: at('relative') },
+    { ...base, target: at('/a\nb') },
     { ...base, args: [{ name: 'x', fetch: '%di $(reboot)' }] },
     { ...base, args: [{ name: 'x', fetch: '%di', type: 'u32;' }] },
     { ...base, args: [{ name: 'x y', fetch: '%di' }] },
@@ -57,7 +82,7 @@ test('anything that could smuggle text into tracefs or a shell is refused', () =
     },
   ];
   for (const d of bad)
-    assert.throws(() => formatDefinition(d), DefinitionError, `${d.group} ${d.event} ${d.path} ${JSON.stringify(d.args)}`);
+    assert.throws(() => formatDefinition(d), DefinitionError, `${d.group} ${d.event} ${d.target.path} ${JSON.stringify(d.args)}`);
 });
 
 test('event names are C identifiers of at most 63 characters, unique with a numeric suffix', () => {
@@ -74,20 +99,18 @@ test('event names are C identifiers of at most 63 characters, unique with a nume
 });
 
 test('compiled before any agent runs, a definition is bound to the session group when sent', () => {
-  const unbound = formatDefinition({
-    kind: 'r',
+  const unbound = {
+    kind: 'r' as const,
     group: UNBOUND_GROUP,
     event: 'f_return',
-    path: '/opt/a:b/x'.replace(':', '_'),
-    offset: 0x10n,
+    target: { type: 'uprobe' as const, path: '/opt/a_b/x', offset: 0x10n },
     args: [{ name: 'v', fetch: '$retval', type: 's64' }],
-  });
-  assert.equal(unbound, 'r:probelens_unbound/f_return /opt/a_b/x:0x10 v=$retval:s64');
-  assert.equal(bindGroup(unbound, group), 'r:probelens_1234_ab12/f_return /opt/a_b/x:0x10 v=$retval:s64');
-  // Only a real session group is accepted, and only a definition's own group prefix is replaced.
+  };
+  assert.equal(formatDefinition(unbound), 'r:probelens_unbound/f_return /opt/a_b/x:0x10 v=$retval:s64');
+  assert.equal(formatDefinition(bindGroup(unbound, group)), 'r:probelens_1234_ab12/f_return /opt/a_b/x:0x10 v=$retval:s64');
+  // Only a real session group is accepted.
   assert.throws(() => bindGroup(unbound, 'other/x'), DefinitionError);
   assert.throws(() => bindGroup(unbound, UNBOUND_GROUP), DefinitionError);
-  assert.throws(() => bindGroup('-:probelens_unbound/f', group), DefinitionError);
 });
 
 test('group names: the agent’s probelens_<pid>_<nsdev>_<nsino>_<nonce> and the older probelens_<pid>_<nonce>; 64 characters or more refused', () => {

@@ -3,6 +3,7 @@
 // trace stream only when they carry the session's key.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { ProbeDefinition } from '../../../../src/core/probes/definition';
 import { describeDisabled, describeFileChange, probedPath, WatchGate, type FileChange } from '../../../../src/core/session/fileWatch';
 import { shellWord } from '../../../../src/cli/commands/trace';
 import { HitParser, type EventSchema, type Hit } from '../../../../src/core/tracefs/hitParser';
@@ -147,8 +148,10 @@ test('the sentences name the file, the target and the command to trace the new b
   assert.equal(shellWord('add_ints a b'), "'add_ints a b'");
   assert.equal(shellWord("it's"), "'it'\\''s'");
   assert.equal(shellWord('--host=root@h:22'), '--host=root@h:22');
-  assert.equal(probedPath('p:probelens_1_x/add_ints /srv/app:0x1149 a=%di:s32'), '/srv/app');
-  assert.equal(probedPath('r:g/e /a/b.so:0x10(0x20)'), '/a/b.so');
+  const at = (target: ProbeDefinition['target']): ProbeDefinition => ({ kind: 'p', group: 'g', event: 'e', target, args: [] });
+  assert.equal(probedPath(at({ type: 'uprobe', path: '/srv/app', offset: 0x1149n })), '/srv/app');
+  assert.equal(probedPath(at({ type: 'uprobe', path: '/a/b.so', offset: 0x10n, refCtrOffset: 0x20n })), '/a/b.so');
+  assert.equal(probedPath(at({ type: 'kprobe', symbol: 'do_sys_openat2', offset: 0n })), undefined);
 });
 
 const KEY = '0123456789abcdef';

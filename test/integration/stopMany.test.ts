@@ -1,0 +1,125 @@
+// Stopping a probe of more than a thousand sites: its sites are the probe points of one tracefs event, so Stop
+// (the editor's TraceSession.stop) and Ctrl-C (the CLI) disarm one event, every hit still names its own site, and
+// nothing is left on the target once they return. How fast they return is measured by bench:attach, not here.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { loadIndex } from '../../src/core/index/load';
+import { TraceSession } from '../../src/core/session/traceSession';
+import { LocalTarget } from '../../src/core/target/local';
+import type { Hit } from '../../src/core/tracefs/hitParser';
+import { fixtureOrSkip, runFixture } from '../helpers/fixtures';
+import { requireSshd } from '../helpers/sshd';
+import { requireTracefs } from '../helpers/tracefs';
+import { leftovers } from './agentHarness';
+import { definitionsOf, isolatedEnv, privateCopy, sshFlags, startCli, waitForGroups } from './engine-harness';
+
+const TIMEOUT = { timeout: 300_000 };
+const SITES = 1024;
+
+const eventOf = (definition: string) => /^[pr]:[^/]+\/(\S+) /.exec(definition)?.[1];
+
+test(
+  'Stop of a session with a 1,024-site probe: one event, each hit and kernel count on its own site, nothing left',
+  TIMEOUT,
+  async (t) => {
+    if (!requireTracefs(t)) return;
+    const f = await fixtureOrSkip(t, 'inlined1k');
+    if (!f) return;
+    const bin = privateCopy(t, f.path);
+    const { index } = await loadIndex(bin, { noCache: true });
+    const hits: Hit[] = [];
+    const session = await TraceSession.start({ target: new LocalTarget(), index, specs: ['hot'], onHit: (h) => hits.push(h) });
+    const group = session.probes[0].group;
+    let stopped = false;
+    t.after(async () => {
+      if (!stopped) await session.stop().catch(() => undefined);
+    });
+    assert.equal(session.probes.length, SITES);
+    const defs = definitionsOf(group);
+    assert.equal(defs.length, SITES, 'every site is a probe point');
+    assert.deepEqual([...new Set(defs.map(eventOf))], ['hot'], 'of one event');
+
+    const out = await runFixture({ ...f, path: bin }, ['1']);
+    assert.equal(out.counts.get('hot'), SITES);
+    for (let i = 0; i < 400 && hits.length < SITES; i++) await new Promise((r) => setTimeout(r, 50));
+    const summary = await session.stop();
+    stopped = true;
+    assert.deepEqual(leftovers(group), [], 'nothing is left once Stop returns');
+
+    assert.equal(hits.length, SITES);
+    // Each caller ran once, so each site was hit exactly once: the record's point number names the site.
+    const bySite = new Map<string, number>();
+    for (const h of hits) bySite.set(h.site?.address ?? '?', (bySite.get(h.site?.address ?? '?') ?? 0) + 1);
+    assert.equal(bySite.size, SITES);
+    assert.ok([...bySite.values()].every((n) => n === 1));
+    const pointOf = new Map(session.probes.map((p) => [p.event, p]));
+    for (const h of hits) assert.equal(pointOf.get(h.probe)?.site?.address, h.site?.address, `${h.probe} carries its own site`);
+    // The kernel's count per point, under the names the hits carry.
+    assert.equal(Object.keys(summary.kernelHits).length, SITES);
+    assert.ok(Object.values(summary.kernelHits).every((n) => n === 1));
+    assert.deepEqual({ lost: summary.lost, mismatch: summary.mismatch }, { lost: 0, mismatch: 0 });
+  },
+);
+
+test('Ctrl-C on a CLI trace of a 1,024-site probe over SSH: exit 0 with the summary, nothing left on the target', TIMEOUT, async (t) => {
+  if (!requireTracefs(t)) return;
+  const sshd = await requireSshd(t);
+  if (!sshd) return;
+  const f = await fixtureOrSkip(t, 'inlined1k');
+  if (!f) return;
+  const bin = privateCopy(t, f.path);
+  const cli = startCli(t, ['trace', bin, 'hot', ...sshFlags(sshd)], isolatedEnv(t));
+  await cli.waitFor(new RegExp(`tracing 1 probe at ${SITES} sites on `), 120_000);
+  const groups = await waitForGroups(bin, 5_000);
+  assert.equal(groups.length, 1);
+  assert.equal(definitionsOf(groups[0]).length, SITES);
+  await runFixture({ ...f, path: bin }, ['1']);
+  // Every site's line arrives before the stop (each caller ran once); bounded, not timed.
+  const hitLines = () =>
+    cli
+      .stdout()
+      .split('\n')
+      .filter((l) => /^\S+ \S+ \S+ hot_inlined_[0-9a-f]+ \[inlined into /.test(l)).length;
+  for (let i = 0; i < 1200 && hitLines() < SITES; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(hitLines(), SITES, cli.stderr());
+  cli.child.kill('SIGINT');
+  const { code } = await cli.exit;
+  assert.equal(code, 0, cli.stderr());
+  const summaryLines = cli.stdout().match(/^hot_inlined_[0-9a-f]+: 1 hit \(kernel counted 1\)$/gm) ?? [];
+  assert.equal(summaryLines.length, SITES, 'one summary line per site, each with its own kernel count');
+  assert.deepEqual(leftovers(groups[0]), [], 'the CLI exits after the target is clean');
+});
+
+test(
+  'Ctrl-C on a CLI trace of 100 specs: their points share one event, each hit and kernel count on its own function',
+  TIMEOUT,
+  async (t) => {
+    if (!requireTracefs(t)) return;
+    const sshd = await requireSshd(t);
+    if (!sshd) return;
+    const f = await fixtureOrSkip(t, 'many-O2');
+    if (!f) return;
+    const bin = privateCopy(t, f.path);
+    const specs = Array.from({ length: 100 }, (_, i) => `many_${String(i).padStart(3, '0')} x`);
+    const cli = startCli(t, ['trace', bin, ...specs, ...sshFlags(sshd)], isolatedEnv(t));
+    await cli.waitFor(/tracing 100 probes at 100 sites on /, 120_000);
+    const groups = await waitForGroups(bin, 5_000);
+    assert.equal(groups.length, 1);
+    const defs = definitionsOf(groups[0]);
+    assert.equal(defs.length, 100);
+    assert.deepEqual([...new Set(defs.map(eventOf))], ['many_000'], 'one event for the 100 specs');
+    await runFixture({ ...f, path: bin }, ['1']);
+    const hitLines = () =>
+      cli
+        .stdout()
+        .split('\n')
+        .filter((l) => /^\S+ \S+ \S+ many_[0-9]{3} x=0$/.test(l)).length;
+    for (let i = 0; i < 1200 && hitLines() < 100; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(hitLines(), 100, cli.stderr());
+    cli.child.kill('SIGINT');
+    const { code } = await cli.exit;
+    assert.equal(code, 0, cli.stderr());
+    for (const s of specs) assert.match(cli.stdout(), new RegExp(`^${s.split(' ')[0]}: 1 hit \\(kernel counted 1\\)$`, 'm'));
+    assert.deepEqual(leftovers(groups[0]), [], 'the CLI exits after the target is clean');
+  },
+);
