@@ -92,6 +92,36 @@ export function vmShell(vm: VmConnection, command: string, ms = 60_000): Promise
   });
 }
 
+/** The separator the listing below puts between a process's arguments (`tr '\\0' '\\1'`). */
+const SOH = String.fromCharCode(1);
+
+/** Everything ProbeLens could leave on the VM: definitions, instances, trace_pipe readers. */
+export async function vmLeftovers(vm: VmConnection): Promise<string[]> {
+  const r = await vmShell(
+    vm,
+    `cat /sys/kernel/tracing/uprobe_events /sys/kernel/tracing/kprobe_events; for d in /sys/kernel/tracing/instances/*; do [ -d "$d" ] && echo "instance $d"; done; ` +
+      `for p in /proc/[0-9]*; do printf '\\ncmd %s ' "$p"; tr '\\0\\n' '\\1\\1' < $p/cmdline 2>/dev/null; done; true`,
+  );
+  if (r.code !== 0) throw new Error(`listing the VM's tracefs failed: ${r.err}`);
+  const left: string[] = [];
+  for (const l of r.out.split('\n')) {
+    if (!l.trim()) continue;
+    if (!l.startsWith('cmd ')) left.push(l);
+    // A reader names the pipe by its absolute path as one argument.
+    else if (l.split(SOH).some((a) => /\/instances\/[^/]+\/trace_pipe$/.test(a))) left.push(`reader ${l.split(SOH).join(' ')}`);
+  }
+  return left;
+}
+
+export async function waitVmClean(vm: VmConnection, ms: number): Promise<{ left: string[]; ms: number }> {
+  const t0 = Date.now();
+  for (;;) {
+    const left = await vmLeftovers(vm);
+    if (left.length === 0 || Date.now() - t0 > ms) return { left, ms: Date.now() - t0 };
+    await sleep(250);
+  }
+}
+
 /** Resolves once something on host:port answers with an SSH banner within a second. */
 function sshBanner(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {

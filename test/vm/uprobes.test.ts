@@ -8,42 +8,11 @@ import { release } from 'node:os';
 import { SshTarget } from '../../src/core/target/ssh';
 import { TracefsAgent } from '../../src/core/tracefs/agentClient';
 import { isolatedEnv, scratch, startCli, sleep, type CliRun } from '../integration/engine-harness';
-import { requireVm, vmCliFlags, vmShell, type VmConnection } from '../helpers/vm';
+import { requireVm, vmCliFlags, vmLeftovers, vmShell, waitVmClean, type VmConnection } from '../helpers/vm';
 
 const TIMEOUT = { timeout: 600_000 };
 // The CLI starts from source and talks to an emulated machine on a loaded two-core host: generous, bounded.
 const ARM_MS = 240_000;
-const T = '/sys/kernel/tracing';
-/** The separator the listing below puts between a process's arguments (`tr '\\0' '\\1'`). */
-const SOH = String.fromCharCode(1);
-
-/** Everything ProbeLens could leave on the VM: definitions, instances, trace_pipe readers. */
-async function vmLeftovers(vm: VmConnection): Promise<string[]> {
-  const r = await vmShell(
-    vm,
-    `cat ${T}/uprobe_events ${T}/kprobe_events; for d in ${T}/instances/*; do [ -d "$d" ] && echo "instance $d"; done; ` +
-      `for p in /proc/[0-9]*; do printf '\\ncmd %s ' "$p"; tr '\\0\\n' '\\1\\1' < $p/cmdline 2>/dev/null; done; true`,
-  );
-  assert.equal(r.code, 0, r.err);
-  const left: string[] = [];
-  for (const l of r.out.split('\n')) {
-    if (!l.trim()) continue;
-    if (!l.startsWith('cmd ')) left.push(l);
-    // A reader names the pipe by its absolute path as one argument.
-    else if (l.split(SOH).some((a) => /\/instances\/[^/]+\/trace_pipe$/.test(a))) left.push(`reader ${l.split(SOH).join(' ')}`);
-  }
-  return left;
-}
-
-async function waitVmClean(vm: VmConnection, ms: number): Promise<{ left: string[]; ms: number }> {
-  const t0 = Date.now();
-  for (;;) {
-    const left = await vmLeftovers(vm);
-    if (left.length === 0 || Date.now() - t0 > ms) return { left, ms: Date.now() - t0 };
-    await sleep(250);
-  }
-}
-
 /** Starts `probelens trace` against the VM and waits until its probes are armed. */
 async function armOnVm(t: TestContext, vm: VmConnection, bin: string, spec: string, extra: string[] = []): Promise<CliRun> {
   // A test before this one that failed may have left its session cleaning up: wait for that, bounded.
