@@ -5,6 +5,7 @@
 //                                         (INFO `swept <group>` / `undecided <group> <why>` per leftover)
 //   BUILDID <offset> <length> <hex> <path> compare <length> bytes at <offset> of <path> with <hex>
 //   DEF <definition>                      append one definition (must name our group)
+//                                         (a kernel one, `p:G/E SYMBOL[+OFFS] …`, to kprobe_events: ENOKPROBES without)
 //   DEFS <n>, then n definition lines     the same for n definitions, checked by one grep: n DEF replies
 //   BUF <kib>                             instance buffer_size_kb
 //   OVERWRITE 0|1                         ring-buffer policy (1, the default, drops oldest and says LOST in the stream)

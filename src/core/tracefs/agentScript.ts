@@ -137,16 +137,23 @@ rmdir_retry() {
 # Remove every definition of group $1. A still-enabled event refuses removal (EBUSY): disable it in every
 # instance and at the top level, then retry once.
 remove_group() {
+  remove_group_in "$1" uprobe_events
+  [ -f "$T/kprobe_events" ] && remove_group_in "$1" kprobe_events
+  return 0
+}
+
+remove_group_in() {
   # One write removes the whole group (an empty event name matches all of it): ~30x faster than one per event.
-  printf '%s\n' "-:$1/" 2>/dev/null >> "$T/uprobe_events"
-  for ev in $(sed -n "s/^[pr]:$1\/\([A-Za-z0-9_]*\) .*/\1/p" "$T/uprobe_events"); do
+  printf '%s\n' "-:$1/" 2>/dev/null >> "$T/$2"
+  # kprobe_events lists a return probe with its maxactive (r10:G/E).
+  for ev in $(sed -n "s/^[pr][0-9]*:$1\/\([A-Za-z0-9_]*\) .*/\1/p" "$T/$2"); do
     # An event of several probe points is listed once per point: the first removal took them all.
-    grep -q "^[pr]:$1/$ev " "$T/uprobe_events" || continue
-    if ! printf '%s\n' "-:$1/$ev" 2>/dev/null >> "$T/uprobe_events"; then
+    grep -q "^[pr][0-9]*:$1/$ev " "$T/$2" || continue
+    if ! printf '%s\n' "-:$1/$ev" 2>/dev/null >> "$T/$2"; then
       for f in "$T"/instances/*/events/"$1"/"$ev"/enable "$T/events/$1/$ev/enable"; do
         [ -f "$f" ] && echo 0 2>/dev/null > "$f"
       done
-      printf '%s\n' "-:$1/$ev" 2>/dev/null >> "$T/uprobe_events" || say INFO CLEANUP cannot remove "$1/$ev"
+      printf '%s\n' "-:$1/$ev" 2>/dev/null >> "$T/$2" || say INFO CLEANUP cannot remove "$1/$ev"
     fi
   done
 }
@@ -162,6 +169,7 @@ remove_leftover() {
 # Removes the groups and instances of owners proven dead; names those it cannot judge (never removes them).
 sweep() {
   groups=$( { sed -n 's/^[pr]:\(probelens_[0-9][a-z0-9_]*\)\/.*/\1/p' "$T/uprobe_events"
+    [ -f "$T/kprobe_events" ] && sed -n 's/^[pr][0-9]*:\(probelens_[0-9][a-z0-9_]*\)\/.*/\1/p' "$T/kprobe_events"
     for d in "$T"/instances/probelens_*; do [ -d "$d" ] && printf '%s\n' "$d" | sed 's,.*/,,'; done; } 2>/dev/null)
   [ -n "$groups" ] || return 0
   scan_procs
@@ -339,9 +347,18 @@ def_pattern() {
   re='^[pr]:'"$G"'/[A-Za-z_][A-Za-z0-9_]{0,62} /[A-Za-z0-9._/+@,=~-]+:0x[0-9a-fA-F]+(%return)?(\(0x[0-9a-fA-F]+\))?( [A-Za-z_][A-Za-z0-9_]{0,62}=[]\A-Za-z0-9_%@$+().:[/-]+)*$'
 }
 
+# A kernel probe: SYMBOL[+OFFS] (MODULE:SYMBOL for a module's), never an absolute address (KASLR); r takes no offset
+# but +0. Written to kprobe_events; fetchargs as for uprobes plus $argN and user-memory reads (+u0(..), ustring).
+kdef_pattern() {
+  re='^([pr]):'"$G"'/[A-Za-z_][A-Za-z0-9_]{0,62} ([A-Za-z_][A-Za-z0-9_]{0,55}:)?[A-Za-z_][A-Za-z0-9_.]{0,127}(\+[0-9]{1,6})?( [A-Za-z_][A-Za-z0-9_]{0,62}=[]\A-Za-z0-9_%@$+().:[/-]+)*$'
+}
+
 # One definition per write(): a write carrying several lines stops at the first line the kernel rejects.
+# $2: the file (uprobe_events by default).
 def_write() {
-  if printf '%s\n' "$1" 2>/dev/null >> "$T/uprobe_events"; then
+  dfile=uprobe_events
+  [ $# -ge 2 ] && dfile=$2
+  if printf '%s\n' "$1" 2>/dev/null >> "$T/$dfile"; then
     say OK DEF
   else
     if [ -f "$T/error_log" ]; then
@@ -355,8 +372,11 @@ def_write() {
 
 def() {
   def_pattern
+  if matches "$re" "$1"; then def_write "$1"; return; fi
+  kdef_pattern
   matches "$re" "$1" || { say ERR DEF EINVAL "definition refused by the agent's pattern"; return; }
-  def_write "$1"
+  [ -f "$T/kprobe_events" ] || { say ERR DEF ENOKPROBES "this kernel has no kprobe_events (CONFIG_KPROBE_EVENTS is off)"; return; }
+  def_write "$1" kprobe_events
 }
 
 # DEFS <n>, then n definition lines: one reply per definition, as n DEF commands would give. One grep checks
