@@ -46,6 +46,11 @@ export interface Hit {
    * them at all: right when the caller followed the C ABI, which an optimizing compiler need not do.
    */
   inferred?: string[];
+  /**
+   * String arguments (names in `args`) whose value is only the beginning of a longer string: the kernel reads
+   * strings of at most 4,095 bytes, and a longer one is shown by its first bytes, never as if complete.
+   */
+  cut?: string[];
   /** tracefs event name: pairs entries with returns inside the engine; never serialised */
   event: string;
 }

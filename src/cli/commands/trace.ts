@@ -201,10 +201,16 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
       );
     }
     if (summary.lost) io.out(`lost: ${summary.lost} events (raise --buffer-kb or add --filter)\n`);
-    for (const [host, h] of Object.entries(summary.hosts)) if (h.mismatch) io.out(`${host}: ${describeMismatch(h.mismatch)}\n`);
+    // A string of nearly 4 KiB makes a record the kernel cannot store: the hit is counted but never recorded.
+    const strings = live.some((o) => o.session!.probes.some((p) => p.args.some((a) => a.headArg)));
+    for (const [host, h] of Object.entries(summary.hosts))
+      if (h.mismatch) io.out(`${host}: ${describeMismatch(h.mismatch)}${h.mismatch > 0 && strings ? STRING_RECORD_HINT : ''}\n`);
   }
   return results.some((r) => r.error) ? 1 : 0;
 }
+
+const STRING_RECORD_HINT =
+  ' (a string argument of about 3,900 to 4,095 bytes makes a record larger than the kernel can store: such a call is counted but not recorded)';
 
 /** One sentence for a host whose received + lost differs from the kernel's count (see LossReport.mismatch). */
 export function describeMismatch(n: number): string {

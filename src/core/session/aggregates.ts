@@ -45,6 +45,8 @@ export interface LatencyStats {
 export interface ArgSample {
   ts: number;
   value: HitValue;
+  /** The value is only the beginning of a longer string (see Hit.cut). */
+  cut?: true;
 }
 
 export interface AggregateSnapshot {
@@ -216,7 +218,7 @@ export class Aggregates {
     const put = (name: string, value: HitValue) => {
       let ring = args!.get(name);
       if (!ring) args!.set(name, (ring = []));
-      ring.push({ ts: hit.ts, value });
+      ring.push(hit.cut?.includes(name) ? { ts: hit.ts, value, cut: true } : { ts: hit.ts, value });
       if (ring.length > this.lastN) ring.shift();
     };
     for (const [name, value] of Object.entries(hit.args)) put(name, value);

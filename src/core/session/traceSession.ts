@@ -138,6 +138,7 @@ function notesOf(probe: CompiledProbe): Pick<Hit, 'unavailable' | 'inferred'> {
 function presentHit(hit: Hit, probe: CompiledProbe | undefined): Hit {
   if (!probe) return hit;
   const args: Record<string, HitValue> = {};
+  let cut: string[] | undefined;
   for (const a of probe.args) {
     if (a.hidden) continue;
     let v = hit.args[a.name];
@@ -147,6 +148,16 @@ function presentHit(hit: Hit, probe: CompiledProbe | undefined): Hit {
       const bytes = Buffer.from(v.map((b) => Number(b) & 0xff));
       if (typeof len === 'number' && len >= 0)
         v = bytes.subarray(0, Math.min(len, bytes.length)).toString('utf8') + (len > bytes.length ? '…' : '');
+    }
+    if (a.headArg) {
+      // A string of 4,096 bytes or more: the kernel records a fault, or (when the record holds other strings)
+      // a few bytes sized by those. Its head words hold no NUL, so it is at least that long: a shorter value is
+      // wrong, and its beginning is shown from the words, marked cut.
+      const head = stringHead(hit.args[a.headArg]);
+      if (head !== undefined && (typeof v !== 'string' || Buffer.byteLength(v) < Buffer.byteLength(head) || !v.startsWith(head))) {
+        v = head;
+        (cut ??= []).push(a.name);
+      }
     }
     const bits = /^b([0-9]+)@/.exec(a.type);
     if (bits && a.display === 'signed' && typeof v === 'number') {
@@ -161,7 +172,44 @@ function presentHit(hit: Hit, probe: CompiledProbe | undefined): Hit {
   const n = notesOf(probe);
   if (n.unavailable) out.unavailable = n.unavailable;
   if (n.inferred) out.inferred = n.inferred;
+  if (cut) out.cut = internCut(probe, cut);
   return out;
+}
+
+/**
+ * A string's first bytes from its hidden head words (`x64[8]`, little-endian), when they hold no NUL: the
+ * string goes on past them (a NUL among them means a short string whose fetch faulted: left a fault). Whole
+ * UTF-8 characters only.
+ */
+export function stringHead(words: HitValue | undefined): string | undefined {
+  if (!Array.isArray(words) || words.length === 0) return undefined;
+  const bytes = Buffer.alloc(words.length * 8);
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i];
+    if (typeof w !== 'string' && typeof w !== 'number') return undefined;
+    bytes.writeBigUInt64LE(BigInt.asUintN(64, BigInt(w)), i * 8);
+  }
+  if (bytes.includes(0)) return undefined;
+  let end = bytes.length;
+  // Drop a character the head cuts in two: back up over continuation bytes to its lead byte, and drop that too
+  // unless the sequence is complete.
+  let k = end - 1;
+  while (k > end - 4 && k > 0 && (bytes[k] & 0xc0) === 0x80) k--;
+  const lead = bytes[k];
+  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  if (end - k < need) end = k;
+  return bytes.subarray(0, end).toString('utf8');
+}
+
+/** The same list object for the same cut names of one probe (the panel's batches collapse notes by identity). */
+const cutLists = new WeakMap<CompiledProbe, Map<string, string[]>>();
+function internCut(probe: CompiledProbe, names: string[]): string[] {
+  let m = cutLists.get(probe);
+  if (!m) cutLists.set(probe, (m = new Map()));
+  const key = names.join('\0');
+  let l = m.get(key);
+  if (!l) m.set(key, (l = names));
+  return l;
 }
 
 export class TraceSession {

@@ -19,6 +19,8 @@ export interface LastHit {
   ts: number;
   values: Record<string, HitValue>;
   site?: HitSite;
+  /** Names among `values` whose string is only the beginning of a longer one. */
+  cut?: string[];
 }
 
 export interface SpecStats {
@@ -34,7 +36,7 @@ export interface SpecStats {
 /** Zips an event's per-argument rings back into hits (all arguments of a hit are recorded together). */
 function lastHitsOf(
   host: string,
-  rings: Record<string, Array<{ ts: number; value: HitValue }>> | undefined,
+  rings: Record<string, Array<{ ts: number; value: HitValue; cut?: true }>> | undefined,
   site: HitSite | undefined,
 ): LastHit[] {
   if (!rings) return [];
@@ -45,15 +47,19 @@ function lastHitsOf(
   for (let i = 0; i < n; i++) {
     const values: Record<string, HitValue> = {};
     let ts = 0;
+    let cut: string[] | undefined;
     for (const k of names) {
       const ring = rings[k];
       const s = ring[ring.length - n + i];
       if (s) {
         values[k] = s.value;
         ts = s.ts;
+        if (s.cut) (cut ??= []).push(k);
       }
     }
-    out.push(site ? { host, ts, values, site } : { host, ts, values });
+    const h: LastHit = site ? { host, ts, values, site } : { host, ts, values };
+    if (cut) h.cut = cut;
+    out.push(h);
   }
   return out;
 }
