@@ -8,8 +8,8 @@ import { readBinaryIdentity } from '../index/identity';
 import { compileProbes, type CompiledProbe } from '../probes/compiler';
 import { bindGroup, checkProbePath } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
-import type { Target } from '../target/target';
-import { AgentError, offendingToken, TracefsAgent } from '../tracefs/agentClient';
+import type { ExecExit, Target } from '../target/target';
+import { AgentError, AgentExitedError, offendingToken, TracefsAgent } from '../tracefs/agentClient';
 import { HitParser, type EventSchema, type Hit, type HitValue } from '../tracefs/hitParser';
 import { lossReport, type LossReport } from '../tracefs/loss';
 import { Aggregates, type LatencyPair, type ProbeSite } from './aggregates';
@@ -55,6 +55,13 @@ export interface SessionSummary {
   kernelHits: Record<string, number>;
   latency: Record<string, { p50: number; p90: number; p99: number; max: number }>;
   loss?: LossReport;
+  /**
+   * Why the session ended other than by a complete stop (the agent's watchdog, the connection lost, the agent
+   * gone, the client interrupted): one sentence. The counts are then what arrived until that moment (every hit
+   * delivered to onHit, none after), `kernelHits` only what was read before (events removed by edits), and
+   * `mismatch` 0: the kernel's counts could not be read.
+   */
+  error?: string;
 }
 
 export class BuildIdMismatchError extends Error {
@@ -212,6 +219,18 @@ function internCut(probe: CompiledProbe, names: string[]): string[] {
   return l;
 }
 
+/** One sentence naming why the agent on `host` ended, from how it exited (see the agent's exit codes). */
+export function describeEnd(host: string, e: ExecExit, heartbeatSeconds: number, diagnostics: readonly string[] = []): string {
+  if (e.code === 142)
+    return `the agent on ${host} heard nothing from ProbeLens for ${heartbeatSeconds} s (was it stopped, e.g. by Ctrl-Z, or starved of CPU?) and removed its probes`;
+  if (e.code === null && e.signal === null) return `the connection to ${host} was lost`;
+  if (e.signal) return `the agent on ${host} was killed (SIG${e.signal})`;
+  if (e.code !== null && e.code > 128 && e.code < 192)
+    return `the agent on ${host} was ended by signal ${e.code - 128} and removed its probes`;
+  const tail = diagnostics.slice(-2).join(' | ');
+  return `the agent on ${host} exited unexpectedly (code ${e.code})${tail ? `: ${tail}` : ''}`;
+}
+
 export class TraceSession {
   state: SessionState = 'starting';
   /** The probes defined on the target now (enabled or not), in the order they were added. */
@@ -225,6 +244,10 @@ export class TraceSession {
   private finalMismatch?: number;
   private ended?: Promise<SessionSummary>;
   private readonly byEvent = new Map<string, CompiledProbe>();
+  /** Why the session ended before or while stopping (see SessionSummary.error). */
+  private endCause?: string;
+  /** Set when a partial summary has been taken: no hit is delivered after it, so its counts equal what was. */
+  private closed = false;
   /** Event names ever used in this session: a removed probe's name is never reused, so counts never mix. */
   private readonly usedEvents = new Set<string>();
   private readonly disabledEvents = new Set<string>();
@@ -439,6 +462,7 @@ export class TraceSession {
       events: [],
       sentinel: agent.sentinel,
       onHit: (raw) => {
+        if (this.closed) return;
         const hit = presentHit(raw, this.byEvent.get(raw.event));
         // Aggregates see what users see; the hidden goroutine pointer only pairs entries with returns.
         const latencyNs = this.aggregates.add(hit, raw.args);
@@ -446,6 +470,7 @@ export class TraceSession {
         opts.onHit?.(hit);
       },
       onLost: (_cpu, n) => {
+        if (this.closed) return;
         this.aggregates.addLost(n);
         opts.onLost?.(n);
       },
@@ -460,8 +485,10 @@ export class TraceSession {
     if (opts.filter) for (const p of this.probes) await agent.setFilter(p.event, opts.filter);
     await agent.arm();
     this.state = 'armed';
-    void agent.exit.then(() => {
-      if (this.state === 'armed') this.state = 'failed';
+    void agent.exit.then((e) => {
+      if (this.state !== 'armed') return;
+      this.state = 'failed';
+      this.endCause ??= describeEnd(this.host, e, opts.heartbeatSeconds ?? 3, agent.diagnostics);
     });
   }
 
@@ -470,8 +497,18 @@ export class TraceSession {
     this.ended ??= (async () => {
       // An edit in flight finishes first (its agent replies come before STOP's).
       await this.edits;
+      if (this.state === 'failed') return this.partialSummary(true);
       this.state = 'stopping';
-      const report = await this.agent!.stop();
+      let report;
+      try {
+        report = await this.agent!.stop();
+      } catch (e) {
+        if (!(e instanceof AgentExitedError)) throw e;
+        const how = describeEnd(this.host, e.exitInfo, this.opts.heartbeatSeconds ?? 3, this.agent!.diagnostics);
+        this.endCause ??= `${how} while it was disarming`;
+        this.state = 'failed';
+        return this.partialSummary(true);
+      }
       // STOP's reply comes on stderr, the drained records on stdout: count the hits once the stream has ended
       // (or the channel closed, which ends it too).
       await Promise.race([this.traceEnded, this.agent!.exit]);
@@ -501,6 +538,52 @@ export class TraceSession {
   /** Drop the connection without stopping: the agent notices (stdin EOF) and cleans up by itself. */
   abandon(): void {
     this.agent?.abandon();
+  }
+
+  /**
+   * Ends the session now, whatever it is doing (a stop waiting on a long disarm included): what arrived so far
+   * is summarised with `cause` as its error, and the agent is left to clean up by itself (stdin EOF; it finishes
+   * a disarm it is running first).
+   */
+  interrupt(cause: string): SessionSummary {
+    if (!this.closed) this.endCause ??= cause;
+    const sum = this.partialSummarySync();
+    this.agent?.detach();
+    return sum;
+  }
+
+  /** Why the session ended early, once it has (see SessionSummary.error). */
+  get error(): string | undefined {
+    return this.endCause;
+  }
+
+  /** The summary of a session that could not stop completely: what arrived, after the stream has ended (bounded). */
+  private async partialSummary(waitForStream: boolean): Promise<SessionSummary> {
+    if (waitForStream && !this.closed) {
+      // The agent is gone: the records it wrote before are still in the pipe; take them, but wait boundedly.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.traceEnded, new Promise((r) => (timer = setTimeout(r, 5000)))]);
+      clearTimeout(timer);
+    }
+    return this.partialSummarySync();
+  }
+
+  private partialSummarySync(): SessionSummary {
+    if (!this.closed) {
+      this.closed = true;
+      this.parser?.end();
+      this.state = 'failed';
+    }
+    const sum = this.aggregates?.summary() ?? { hits: {}, latency: {} };
+    return {
+      host: this.host,
+      hits: sum.hits,
+      latency: sum.latency,
+      lost: (this.parser?.stats.lost ?? 0) + this.lostAtRemovals,
+      mismatch: 0,
+      kernelHits: Object.fromEntries(this.removedKernelHits),
+      error: this.endCause ?? `the session on ${this.host} ended early`,
+    };
   }
 
   /**
