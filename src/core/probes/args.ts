@@ -36,7 +36,7 @@ export interface ArgCtx {
   go: boolean;
 }
 
-/** Bytes of a Go string fetched per hit (longer strings end in "…"). */
+/** Bytes of a Go string fetched per hit (a longer one is shown by these, marked cut). */
 export const GO_STRING_PREVIEW = 64;
 
 /** Bytes of a C string's beginning fetched beside it, shown (marked cut) when the string itself is too long. */

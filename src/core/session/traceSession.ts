@@ -153,8 +153,11 @@ function presentHit(hit: Hit, probe: CompiledProbe | undefined): Hit {
       // A Go string: a byte preview and its length (see GO_STRING_PREVIEW in the compiler).
       const len = hit.args[a.lengthArg];
       const bytes = Buffer.from(v.map((b) => Number(b) & 0xff));
-      if (typeof len === 'number' && len >= 0)
-        v = bytes.subarray(0, Math.min(len, bytes.length)).toString('utf8') + (len > bytes.length ? '…' : '');
+      if (typeof len === 'number' && len >= 0) {
+        v = bytes.subarray(0, Math.min(len, bytes.length)).toString('utf8');
+        // Longer than the preview: its beginning, marked cut (never text with a '…' the string does not hold).
+        if (len > bytes.length) (cut ??= []).push(a.name);
+      }
     }
     if (a.headArg) {
       // A string of 4,096 bytes or more: the kernel records a fault, or (when the record holds other strings)

@@ -274,15 +274,19 @@ watch() {
 
 # Whether the client that started this agent on this machine (the parent, or the parent of sudo or sh in
 # between, at most three levels up) is stopped (state T or t). A client over SSH is not visible here: false.
+# Builtins only (it runs every second): /proc/PID/stat is PID (COMM) STATE PPID …, and the comm may hold spaces
+# and parentheses, so STATE is the field after the last one that ends in ")".
 client_stopped() {
   p=$PPID
   for _ in 1 2 3; do
-    [ -r "/proc/$p/stat" ] || return 1
-    # PID (COMM) STATE PPID …: the comm may hold spaces and parentheses, so everything up to the last ") " goes.
-    st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null) || return 1
+    read -r st < "/proc/$p/stat" 2>/dev/null || return 1
     set -f; set -- $st; set +f
-    case "$1" in T | t) return 0 ;; esac
-    p=$2
+    s=; p=
+    while [ $# -gt 0 ]; do
+      case "$1" in *")") s=$2; p=$3 ;; esac
+      shift
+    done
+    case "$s" in T | t) return 0 ;; esac
     [ "$p" -gt 1 ] 2>/dev/null || return 1
   done
   return 1

@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { withStringHeads, STRING_HEAD_BYTES } from '../../../src/core/probes/args';
 import { Aggregates } from '../../../src/core/session/aggregates';
+import { hitsToCsv } from '../../../src/core/session/export';
 import { stringHead } from '../../../src/core/session/traceSession';
 import type { Hit } from '../../../src/shared/hit';
 import { hitToJson } from '../../../src/shared/hitJson';
@@ -80,4 +81,12 @@ test('the editor’s decoration and hover mark the last value cut', () => {
   ]);
   assert.match(decorationText(st, 'armed'), /…\(cut\)/);
   assert.match(hoverMarkdown('take_str s len', st, 'armed'), /…\(cut\)/);
+});
+
+test('the panel’s CSV export has a cut column when a hit has a cut string, and none otherwise', () => {
+  const withCut = hitsToCsv([hit(['s']), hit()]).split('\r\n');
+  assert.match(withCut[0], /,args\.s,args\.len,cut$/);
+  assert.match(withCut[1], /,5000,s$/);
+  assert.match(withCut[2], /,5000,$/);
+  assert.doesNotMatch(hitsToCsv([hit()]).split('\r\n')[0], /cut/);
 });
