@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { withStringHeads, STRING_HEAD_BYTES } from '../../../src/core/probes/args';
 import { Aggregates } from '../../../src/core/session/aggregates';
 import { hitsToCsv } from '../../../src/core/session/export';
-import { stringHead } from '../../../src/core/session/traceSession';
+import { stringHead } from '../../../src/core/session/cutStrings';
 import type { Hit } from '../../../src/shared/hit';
 import { hitToJson } from '../../../src/shared/hitJson';
 import { formatHitLine } from '../../../src/shared/hitText';
