@@ -33,10 +33,7 @@ export function lossReport(parser: ParserStats, stop: StopReport, filtered = fal
   const overrun = sum((c) => c.overrun);
   const dropped = sum((c) => c.dropped);
   const commitOverrun = sum((c) => c.commitOverrun);
-  // `entries` left at stop: records the reader had not consumed when the agent's bounded drain ended (a client
-  // still catching up, e.g. after a pause): lost too, not neither.
-  const unread = sum((c) => c.entries);
-  const lost = stop.cpus.length > 0 ? overrun + dropped + commitOverrun + unread : parser.lost;
+  const lost = stop.cpus.length > 0 ? overrun + dropped + commitOverrun : parser.lost;
   let kernelTotal = 0;
   for (const n of stop.kernelHits.values()) kernelTotal += n;
   const unaccounted = kernelTotal - parser.hits - lost;
