@@ -42,6 +42,11 @@ export interface Hit {
    */
   inferred?: string[];
   /**
+   * String arguments (names in `args`) whose value is only the beginning of a longer string: the kernel reads
+   * strings of at most 4,095 bytes, and a longer one is shown by its first bytes, never as if complete.
+   */
+  cut?: string[];
+  /**
    * The probe point that fired (a site's own name; the points of one probe may share a tracefs event, which the
    * parser reads first): pairs entries with returns and counts source lines inside the engine; never serialised
    */

@@ -49,7 +49,7 @@ export function toJson(value: unknown, indent?: number): string {
 
 /**
  * The contract's hit object:
- * `{host, probe, kind, pid, tid, comm, cpu, ts, args, retval?, latencyNs?, site?, unavailable?, inferred?}`.
+ * `{host, probe, kind, pid, tid, comm, cpu, ts, args, retval?, latencyNs?, site?, unavailable?, inferred?, cut?}`.
  */
 export type HitJson = Omit<Hit, 'event'>;
 
@@ -68,6 +68,7 @@ export function hitToJson(h: Hit): HitJson {
   }
   if (h.unavailable && Object.keys(h.unavailable).length) o.unavailable = { ...h.unavailable };
   if (h.inferred?.length) o.inferred = [...h.inferred];
+  if (h.cut?.length) o.cut = [...h.cut];
   return o;
 }
 

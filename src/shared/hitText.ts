@@ -52,8 +52,10 @@ export function formatArgs(names: readonly string[], values: readonly HitValue[]
   return s;
 }
 
-export function formatValues(values: Readonly<Record<string, HitValue>>, max?: number): string {
+/** `cut`: names whose string is only the beginning of a longer one (marked `…(cut)`). */
+export function formatValues(values: Readonly<Record<string, HitValue>>, max?: number, cut?: readonly string[]): string {
   const names = Object.keys(values);
+  if (cut?.length) return formatHitArgs({ args: values as Record<string, HitValue>, cut: [...cut] }, max);
   return formatArgs(
     names,
     names.map((n) => values[n]),
@@ -103,14 +105,19 @@ export function describeSite(site: Site, form: 'full' | 'place' = 'full'): strin
   return [site.kind, rel, at, `(${escapeText(site.address)})`].filter(Boolean).join(' ');
 }
 
+/** After a string that is only the beginning of a longer one (`s="abc"…(cut)`): never shown as if complete. */
+export const CUT_MARK = '…(cut)';
+
 /**
- * A hit's arguments as text: `a=3 b≈7 tag=(unavailable: reason)`; `≈` marks a value inferred from the calling
- * convention rather than read where DWARF says it is.
+ * A hit's arguments as text: `a=3 b≈7 s="abc"…(cut) tag=(unavailable: reason)`; `≈` marks a value inferred from
+ * the calling convention rather than read where DWARF says it is, `…(cut)` a string longer than what was read.
  */
-export function formatHitArgs(h: Pick<Hit, 'args' | 'unavailable' | 'inferred'>, max?: number): string {
+export function formatHitArgs(h: Pick<Hit, 'args' | 'unavailable' | 'inferred' | 'cut'>, max?: number): string {
   const inferred = new Set(h.inferred ?? []);
+  const cut = new Set(h.cut ?? []);
   const parts: string[] = [];
-  for (const [name, v] of Object.entries(h.args)) parts.push(`${escapeText(name)}${inferred.has(name) ? '≈' : '='}${formatValue(v, max)}`);
+  for (const [name, v] of Object.entries(h.args))
+    parts.push(`${escapeText(name)}${inferred.has(name) ? '≈' : '='}${formatValue(v, max)}${cut.has(name) ? CUT_MARK : ''}`);
   for (const [name, why] of Object.entries(h.unavailable ?? {})) parts.push(`${escapeText(name)}=(unavailable: ${escapeText(why)})`);
   return parts.join(' ');
 }

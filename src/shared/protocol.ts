@@ -109,8 +109,11 @@ export interface HitBatch {
   note: Int32Array;
 }
 
-/** What a hit says about its arguments beyond their values: the same for every hit of one probe. */
-export type HitNotes = Pick<Hit, 'unavailable' | 'inferred'>;
+/**
+ * What a hit says about its arguments beyond their values: unavailable and inferred are the same for every hit
+ * of one probe; cut (a string read only in part) varies by hit, from a few lists the engine reuses.
+ */
+export type HitNotes = Pick<Hit, 'unavailable' | 'inferred' | 'cut'>;
 
 export type ToWebview =
   | {
@@ -206,9 +209,9 @@ export function encodeHits(hits: readonly Hit[]): HitBatch {
   const sites: Site[] = [];
   // The session hands every hit of one event the same site object, so identity collapses them.
   const siteIds = new Map<Site, number>();
-  // Likewise its notes: keyed by the identity of the unavailable map, then of the inferred list.
+  // Likewise its notes: keyed by the identity of the unavailable map, then of the inferred list, then of the cut list.
   const notes: HitNotes[] = [];
-  const noteIds = new Map<object | undefined, Map<object | undefined, number>>();
+  const noteIds = new Map<object | undefined, Map<object | undefined, Map<object | undefined, number>>>();
   const n = hits.length;
   const b: HitBatch = {
     n,
@@ -269,17 +272,20 @@ export function encodeHits(hits: readonly Hit[]): HitBatch {
     }
     b.site[i] = site;
     let note = -1;
-    if (h.unavailable || h.inferred) {
+    if (h.unavailable || h.inferred || h.cut) {
       let byInferred = noteIds.get(h.unavailable);
       if (!byInferred) noteIds.set(h.unavailable, (byInferred = new Map()));
-      note = byInferred.get(h.inferred) ?? -1;
+      let byCut = byInferred.get(h.inferred);
+      if (!byCut) byInferred.set(h.inferred, (byCut = new Map()));
+      note = byCut.get(h.cut) ?? -1;
       if (note < 0) {
         note = notes.length;
         const n: HitNotes = {};
         if (h.unavailable) n.unavailable = h.unavailable;
         if (h.inferred) n.inferred = h.inferred;
+        if (h.cut) n.cut = h.cut;
         notes.push(n);
-        byInferred.set(h.inferred, note);
+        byCut.set(h.cut, note);
       }
     }
     b.note[i] = note;
@@ -320,6 +326,7 @@ export function hitAt(b: HitBatch, row: number, argOffset: number): Hit {
   const note = b.note[row] >= 0 ? b.notes[b.note[row]] : undefined;
   if (note?.unavailable) hit.unavailable = note.unavailable;
   if (note?.inferred) hit.inferred = note.inferred;
+  if (note?.cut) hit.cut = note.cut;
   return hit;
 }
 

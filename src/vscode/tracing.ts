@@ -508,7 +508,7 @@ export class Tracing implements vscode.Disposable {
     void session.exited.then(() => {
       if (run.session === session && session.state === 'failed') {
         run.state = 'failed';
-        run.error = `the agent on ${run.target.label} exited unexpectedly; see the ProbeLens output`;
+        run.error = session.error ?? `the agent on ${run.target.label} exited unexpectedly; see the ProbeLens output`;
         this.changed.fire();
       }
     });

@@ -1,6 +1,7 @@
 // probelens define | trace | cleanup — compile specs, trace local or SSH targets, sweep leftovers.
 import { loadIndex } from '../../core/index/load';
 import { compileProbes } from '../../core/probes/compiler';
+import { DISARM_MS_PER_SITE } from '../../core/probes/compiler';
 import { mergeSummaries, startAll, type HostOutcome } from '../../core/session/fanout';
 import type { SessionSummary } from '../../core/session/traceSession';
 import { describeDisabled, describeFileChange } from '../../core/session/fileWatch';
@@ -139,6 +140,31 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   const log = (m: string) => process.stderr.write(`probelens: ${m}\n`);
   const told = new Set<string>();
   const connect = connector(args, log);
+  // The first Ctrl-C (or TERM) stops: every host disarms and reports its kernel counts. HUP (the terminal closed)
+  // stops the same way and says so. A signal while stopping (a second Ctrl-C during a long disarm) stops waiting:
+  // what arrived is summarised and each agent is left to finish cleaning up by itself.
+  let signalCause: string | undefined;
+  let interruptCause: string | undefined;
+  let interruptNow: () => void = () => undefined;
+  const interrupted = new Promise<void>((res) => (interruptNow = res));
+  let stopping = false;
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (!stopping) {
+      if (sig === 'SIGHUP') signalCause = 'the terminal closed (SIGHUP): the session was stopped';
+      stopRequested();
+      return;
+    }
+    interruptCause ??=
+      sig === 'SIGINT'
+        ? 'a second Ctrl-C stopped the session without waiting for the target to finish disarming (its agent removes the probes by itself)'
+        : `${sig} stopped the session without waiting for the target to finish disarming (its agent removes the probes by itself)`;
+    interruptNow();
+  };
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  // Listening from before arming: hits can be printed before the last arming reply is read, and a script (or a
+  // user) that signals as soon as it sees one, or reads "Ctrl-C to stop", must not meet the default action
+  // (death without a summary). A signal during arming stops once arming is done.
+  for (const sig of signals) process.on(sig, onSignal);
   const outcomes: HostOutcome[] = await startAll(hosts, async (host) => connect(host), {
     index,
     specs,
@@ -175,12 +201,8 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   for (const o of outcomes) if (o.error) log(`${o.host}: ${o.error.message}`);
   const live = outcomes.filter((o) => o.session);
   if (live.length > 0) {
-    // Listening before saying "Ctrl-C to stop": a script that signals as soon as it reads that line must not
-    // meet the default action (death without a summary).
-    const onSignal = () => stopRequested();
+    // A closed stdout (`| head`) stops the trace as Ctrl-C does.
     void io.closed?.then(() => stopRequested());
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
     if (!json) {
       const points = live[0].session!.probes;
       const n = new Set(points.map((p) => p.spec)).size;
@@ -193,21 +215,39 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     void Promise.all(live.map((o) => o.session!.exited)).then(() => stopRequested());
     await stopSignal;
     if (timer) clearTimeout(timer);
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
   }
+  stopping = true;
+  const disarming = live.filter((o) => o.session!.state === 'armed');
+  // Disarming costs the kernel per tracefs event, whatever the number of probe points sharing it.
+  const armed = disarming.reduce((n, o) => n + new Set(o.session!.probes.map((p) => p.definition.event)).size, 0);
+  if (armed * DISARM_MS_PER_SITE >= 1000)
+    log(
+      `disarming ${armed} events on ${disarming.map((o) => o.host).join(', ')} (about ${Math.ceil((armed * DISARM_MS_PER_SITE) / 1000)} s of kernel time); Ctrl-C again to leave it to the target`,
+    );
   const results: Array<{ host: string; summary?: SessionSummary; error?: Error }> = await Promise.all(
     outcomes.map(async (o) => {
       if (!o.session) return { host: o.host, error: o.error };
+      const session = o.session;
       try {
-        return { host: o.host, summary: await o.session.stop() };
+        const summary = await Promise.race([session.stop(), interrupted.then(() => session.interrupt(interruptCause!))]);
+        const error = summary.error ?? signalCause;
+        return { host: o.host, summary, error: error ? new Error(error) : undefined };
       } catch (e) {
         return { host: o.host, error: e instanceof Error ? e : new Error(String(e)) };
       } finally {
-        await o.session.opts.target.close().catch(() => undefined);
+        // A target whose agent was left to clean up by itself is not waited for either.
+        if (interruptCause) session.opts.target.close().catch(() => undefined);
+        else await Promise.race([session.opts.target.close().catch(() => undefined), interrupted]);
       }
     }),
   );
+  for (const sig of signals) process.off(sig, onSignal);
+  // One sentence per host whose session ended early, naming why, and what arrived until then.
+  for (const r of results) {
+    if (!r.summary || !r.error) continue;
+    const n = Object.values(r.summary.hits).reduce((a, b) => a + b, 0);
+    log(`${r.host}: ${r.error.message}; ${n} hit${n === 1 ? '' : 's'} received until then${json ? '' : ', summarised below'}`);
+  }
   const summary = mergeSummaries(results);
   if (json) io.out(`${toJson({ summary })}\n`);
   else {
@@ -222,7 +262,10 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     if (summary.lost) io.out(`lost: ${summary.lost} events (raise --buffer-kb or add --filter)\n`);
     if (summary.discarded)
       io.out(`discarded: ${summary.discarded} records taken after their binary was written over (they may come from other code)\n`);
-    for (const [host, h] of Object.entries(summary.hosts)) if (h.mismatch) io.out(`${host}: ${describeMismatch(h.mismatch)}\n`);
+    // A string of nearly 4 KiB makes a record the kernel cannot store: the hit is counted but never recorded.
+    const strings = live.some((o) => o.session!.probes.some((p) => p.args.some((a) => a.headArg)));
+    for (const [host, h] of Object.entries(summary.hosts))
+      if (h.mismatch) io.out(`${host}: ${describeMismatch(h.mismatch)}${h.mismatch > 0 && strings ? STRING_RECORD_HINT : ''}\n`);
   }
   return results.some((r) => r.error) ? 1 : 0;
 }
@@ -231,6 +274,9 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
 export function shellWord(word: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }
+
+const STRING_RECORD_HINT =
+  ' (a string argument of about 3,900 to 4,095 bytes makes a record larger than the kernel can store: such a call is counted but not recorded)';
 
 /** One sentence for a host whose received + lost differs from the kernel's count (see LossReport.mismatch). */
 export function describeMismatch(n: number): string {

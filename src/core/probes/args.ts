@@ -20,6 +20,11 @@ export interface CompiledArg {
   display: TypedFetch['display'];
   /** Go strings: the name of the hidden argument holding the length to cut the string at. */
   lengthArg?: string;
+  /**
+   * C strings: the name of the hidden argument holding the string's first STRING_HEAD_BYTES as raw memory. The
+   * kernel faults a string fetch of 4,096 bytes or more; the head then shows its beginning, marked cut.
+   */
+  headArg?: string;
   /** Present in the definition for ProbeLens's own use (Go string lengths, goroutine pairing), not shown. */
   hidden?: boolean;
   /** Read from the calling convention's registers: DWARF gives no location for this parameter at all. */
@@ -33,8 +38,33 @@ export interface ArgCtx {
   go: boolean;
 }
 
-/** Bytes of a Go string fetched per hit (longer strings end in "…"). */
+/** Bytes of a Go string fetched per hit (a longer one is shown by these, marked cut). */
 export const GO_STRING_PREVIEW = 64;
+
+/** Bytes of a C string's beginning fetched beside it, shown (marked cut) when the string itself is too long. */
+export const STRING_HEAD_BYTES = 64;
+
+/**
+ * Gives every string read through a pointer (`+OFFS(…):string`, `:ustring`) a hidden companion reading its first
+ * STRING_HEAD_BYTES as 8-byte words: the kernel reads strings of at most 4,095 bytes and records a longer one as a
+ * fault, while the words still hold the beginning (see presentHit). `$comm` and immediates need none.
+ */
+export function withStringHeads(args: readonly CompiledArg[]): CompiledArg[] {
+  const out: CompiledArg[] = [];
+  const taken = new Set(args.map((a) => a.name));
+  for (const a of args) {
+    if ((a.type !== 'string' && a.type !== 'ustring') || !/^[+-]u?\d/.test(a.fetch) || a.headArg) {
+      out.push(a);
+      continue;
+    }
+    let head = `${a.name}__head`;
+    for (let i = 2; taken.has(head); i++) head = `${a.name}__head${i}`;
+    taken.add(head);
+    out.push({ ...a, headArg: head });
+    out.push({ name: head, fetch: a.fetch, type: `x64[${STRING_HEAD_BYTES / 8}]`, display: 'hex', hidden: true });
+  }
+  return out;
+}
 
 export function entryVars(fn: IndexedFunction): SiteVariable[] {
   return fn.params.map((p) => ({ name: p.name, type: p.type, location: p.location, kind: 'param' as const, inferred: p.inferred }));

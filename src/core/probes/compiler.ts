@@ -4,7 +4,7 @@
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { IndexedUsdt } from '../index/model';
 import { eventName, UNBOUND_GROUP, uniqueEventName, type FetchArg, type ProbeDefinition } from './definition';
-import { compileArg, entryVars, retvalArg, type CompiledArg } from './args';
+import { compileArg, entryVars, retvalArg, withStringHeads, type CompiledArg } from './args';
 import { ArgError } from './places';
 import { resolvePoint, ResolveError, type ResolvedSite } from './resolve';
 import { findReturnSites } from './returns';
@@ -17,7 +17,7 @@ import { describeSite } from '../../shared/hitText';
 import { GOROUTINE_ARG, pairKey, siteAddress, toSite, type Site } from '../../shared/site';
 import { CompileError, DEFAULT_MAX_SITES, TooManySitesError } from './sites';
 
-export { GO_STRING_PREVIEW, type CompiledArg } from './args';
+export { GO_STRING_PREVIEW, STRING_HEAD_BYTES, type CompiledArg } from './args';
 export { CompileError, DEFAULT_MAX_SITES, DISARM_MS_PER_SITE, teardownText, TooManySitesError } from './sites';
 
 /**
@@ -293,6 +293,7 @@ function finish(
   index: BinaryIndex,
   refCtr?: bigint,
 ): CompiledProbe {
+  p = { ...p, args: withStringHeads(p.args) };
   if (!p.args.some((a) => a.name === COMM_ARG.name)) p = { ...p, args: [...p.args, COMM_ARG] };
   const fetchArgs: FetchArg[] = p.args.map((a) => ({ name: a.name, fetch: a.fetch, type: a.type }));
   const definition: ProbeDefinition = {

@@ -44,7 +44,9 @@ export function hitsToCsv(hits: Iterable<Hit>): string {
       }
     }
   }
-  const rows: string[] = [[...FIXED_COLUMNS, ...argNames.map((n) => `args.${n}`)].map(csvField).join(',')];
+  // A `cut` column (the names of strings shown only by their beginning, space-separated) when any hit has one.
+  const anyCut = list.some((h) => h.cut?.length);
+  const rows: string[] = [[...FIXED_COLUMNS, ...argNames.map((n) => `args.${n}`), ...(anyCut ? ['cut'] : [])].map(csvField).join(',')];
   for (const h of list) {
     const fields = [
       csvField(h.ts),
@@ -59,6 +61,7 @@ export function hitsToCsv(hits: Iterable<Hit>): string {
       csvField(h.latencyNs),
     ];
     for (const n of argNames) fields.push(csvField(n in h.args ? jsonValue(h.args[n]) : undefined));
+    if (anyCut) fields.push(csvField(h.cut?.join(' ') ?? ''));
     rows.push(fields.join(','));
   }
   return `${rows.join('\r\n')}\r\n`;

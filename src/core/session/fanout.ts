@@ -44,12 +44,15 @@ export interface MergedSummary {
   hosts: Record<string, { ok: boolean; error?: string; mismatch?: number }>;
   /** Records discarded because their binary was written over while armed (absent when none). */
   discarded?: number;
+  /** Why the session did not end as asked (a host's agent or connection gone, a signal): each host's sentence. */
+  error?: string;
 }
 
 export function mergeSummaries(outcomes: Array<{ host: string; summary?: SessionSummary; error?: Error }>): MergedSummary {
   const m: MergedSummary = { hits: {}, lost: 0, mismatch: 0, kernelHits: {}, latency: {}, hosts: {} };
   for (const o of outcomes) {
     m.hosts[o.host] = o.error ? { ok: false, error: o.error.message } : { ok: true };
+    if (o.error && o.summary) m.error = m.error ? `${m.error}; ${o.host}: ${o.error.message}` : `${o.host}: ${o.error.message}`;
     const s = o.summary;
     if (!s) continue;
     for (const [k, v] of Object.entries(s.hits)) m.hits[k] = (m.hits[k] ?? 0) + v;

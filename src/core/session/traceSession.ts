@@ -11,11 +11,12 @@ import { compileProbes, sharePoints, SITE_ARG, type CompiledProbe } from '../pro
 import { bindGroup, checkProbePath } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
 import { checkWriters, probedPath, WatchGate, type FileChange } from './fileWatch';
-import type { Target } from '../target/target';
-import { AgentError, offendingToken, TracefsAgent, type StopReport } from '../tracefs/agentClient';
+import type { ExecExit, Target } from '../target/target';
+import { AgentError, AgentExitedError, offendingToken, TracefsAgent, type StopReport } from '../tracefs/agentClient';
 import { HitParser, type EventSchema, type Hit, type HitValue } from '../tracefs/hitParser';
 import { lossReport, type LossReport } from '../tracefs/loss';
 import { Aggregates, type LatencyPair, type SourceLine } from './aggregates';
+import { internCut, stringHead } from './cutStrings';
 import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
 import { GOROUTINE_ARG } from '../../shared/site';
 
@@ -70,6 +71,13 @@ export interface SessionSummary {
   loss?: LossReport;
   /** Records discarded because their file was written over (they are counted by the kernel, not in `hits`). */
   discarded?: number;
+  /**
+   * Why the session ended other than by a complete stop (the agent's watchdog, the connection lost, the agent
+   * gone, the client interrupted): one sentence. The counts are then what arrived until that moment (every hit
+   * delivered to onHit, none after), `kernelHits` only what was read before (events removed by edits), and
+   * `mismatch` 0: the kernel's counts could not be read.
+   */
+  error?: string;
 }
 
 export class BuildIdMismatchError extends Error {
@@ -160,6 +168,7 @@ function notesOf(probe: CompiledProbe): Pick<Hit, 'unavailable' | 'inferred'> {
 function presentHit(hit: Hit, probe: CompiledProbe | undefined, probeName?: string): Hit {
   if (!probe) return hit;
   const args: Record<string, HitValue> = {};
+  let cut: string[] | undefined;
   for (const a of probe.args) {
     if (a.hidden) continue;
     let v = hit.args[a.name];
@@ -167,8 +176,21 @@ function presentHit(hit: Hit, probe: CompiledProbe | undefined, probeName?: stri
       // A Go string: a byte preview and its length (see GO_STRING_PREVIEW in the compiler).
       const len = hit.args[a.lengthArg];
       const bytes = Buffer.from(v.map((b) => Number(b) & 0xff));
-      if (typeof len === 'number' && len >= 0)
-        v = bytes.subarray(0, Math.min(len, bytes.length)).toString('utf8') + (len > bytes.length ? '…' : '');
+      if (typeof len === 'number' && len >= 0) {
+        v = bytes.subarray(0, Math.min(len, bytes.length)).toString('utf8');
+        // Longer than the preview: its beginning, marked cut (never text with a '…' the string does not hold).
+        if (len > bytes.length) (cut ??= []).push(a.name);
+      }
+    }
+    if (a.headArg) {
+      // A string of 4,096 bytes or more: the kernel records a fault, or (when the record holds other strings)
+      // a few bytes sized by those. Its head words hold no NUL, so it is at least that long: a shorter value is
+      // wrong, and its beginning is shown from the words, marked cut.
+      const head = stringHead(hit.args[a.headArg]);
+      if (head !== undefined && (typeof v !== 'string' || Buffer.byteLength(v) < Buffer.byteLength(head) || !v.startsWith(head))) {
+        v = head;
+        (cut ??= []).push(a.name);
+      }
     }
     const bits = /^b([0-9]+)@/.exec(a.type);
     if (bits && a.display === 'signed' && typeof v === 'number') {
@@ -190,7 +212,20 @@ function presentHit(hit: Hit, probe: CompiledProbe | undefined, probeName?: stri
   const n = notesOf(probe);
   if (n.unavailable) out.unavailable = n.unavailable;
   if (n.inferred) out.inferred = n.inferred;
+  if (cut) out.cut = internCut(probe, cut);
   return out;
+}
+
+/** One sentence naming why the agent on `host` ended, from how it exited (see the agent's exit codes). */
+export function describeEnd(host: string, e: ExecExit, heartbeatSeconds: number, diagnostics: readonly string[] = []): string {
+  if (e.code === 142)
+    return `the agent on ${host} heard nothing from ProbeLens for ${heartbeatSeconds} s (was it stopped, e.g. by Ctrl-Z, or starved of CPU?) and removed its probes`;
+  if (e.code === null && e.signal === null) return `the connection to ${host} was lost`;
+  if (e.signal) return `the agent on ${host} was killed (SIG${e.signal})`;
+  if (e.code !== null && e.code > 128 && e.code < 192)
+    return `the agent on ${host} was ended by signal ${e.code - 128} and removed its probes`;
+  const tail = diagnostics.slice(-2).join(' | ');
+  return `the agent on ${host} exited unexpectedly (code ${e.code})${tail ? `: ${tail}` : ''}`;
 }
 
 export class TraceSession {
@@ -213,6 +248,10 @@ export class TraceSession {
   /** spec and function → the name their hits carry as `probe` (see probeName); point name → that name */
   private readonly names = new Map<string, string>();
   private readonly probeOf = new Map<string, string>();
+  /** Why the session ended before or while stopping (see SessionSummary.error). */
+  private endCause?: string;
+  /** Set when a partial summary has been taken: no hit is delivered after it, so its counts equal what was. */
+  private closed = false;
   /** Event names ever used in this session: a removed probe's name is never reused, so counts never mix. */
   private readonly usedEvents = new Set<string>();
   private readonly disabledEvents = new Set<string>();
@@ -470,6 +509,7 @@ export class TraceSession {
     }
     this.aggregates = new Aggregates();
     const show = (raw: Hit) => {
+      if (this.closed) return;
       const point = this.pointOf(raw);
       const hit = presentHit(raw, point, point && this.probeName(point));
       // Aggregates see what users see; the hidden goroutine pointer only pairs entries with returns.
@@ -493,6 +533,7 @@ export class TraceSession {
       marker: gate && watchKey ? { key: watchKey, onMarker: (ts, text) => gate.marker(ts, text) } : undefined,
       onHit: (raw) => (this.gate ? this.gate.hit(raw) : show(raw)),
       onLost: (_cpu, n) => {
+        if (this.closed) return;
         this.aggregates.addLost(n);
         opts.onLost?.(n);
       },
@@ -514,8 +555,10 @@ export class TraceSession {
       gate.end();
     }
     this.state = 'armed';
-    void agent.exit.then(() => {
-      if (this.state === 'armed') this.state = 'failed';
+    void agent.exit.then((e) => {
+      if (this.state !== 'armed') return;
+      this.state = 'failed';
+      this.endCause ??= describeEnd(this.host, e, opts.heartbeatSeconds ?? 3, agent.diagnostics);
     });
   }
 
@@ -524,8 +567,18 @@ export class TraceSession {
     this.ended ??= (async () => {
       // An edit in flight finishes first (its agent replies come before STOP's).
       await this.edits;
+      if (this.state === 'failed') return this.partialSummary(true);
       this.state = 'stopping';
-      const report = await this.agent!.stop();
+      let report;
+      try {
+        report = await this.agent!.stop();
+      } catch (e) {
+        if (!(e instanceof AgentExitedError)) throw e;
+        const how = describeEnd(this.host, e.exitInfo, this.opts.heartbeatSeconds ?? 3, this.agent!.diagnostics);
+        this.endCause ??= `${how} while it was disarming`;
+        this.state = 'failed';
+        return this.partialSummary(true);
+      }
       // STOP's reply comes on stderr, the drained records on stdout: count the hits once the stream has ended
       // (or the channel closed, which ends it too).
       await Promise.race([this.traceEnded, this.agent!.exit]);
@@ -591,6 +644,52 @@ export class TraceSession {
   /** Drop the connection without stopping: the agent notices (stdin EOF) and cleans up by itself. */
   abandon(): void {
     this.agent?.abandon();
+  }
+
+  /**
+   * Ends the session now, whatever it is doing (a stop waiting on a long disarm included): what arrived so far
+   * is summarised with `cause` as its error, and the agent is left to clean up by itself (stdin EOF; it finishes
+   * a disarm it is running first).
+   */
+  interrupt(cause: string): SessionSummary {
+    if (!this.closed) this.endCause ??= cause;
+    const sum = this.partialSummarySync();
+    this.agent?.detach();
+    return sum;
+  }
+
+  /** Why the session ended early, once it has (see SessionSummary.error). */
+  get error(): string | undefined {
+    return this.endCause;
+  }
+
+  /** The summary of a session that could not stop completely: what arrived, after the stream has ended (bounded). */
+  private async partialSummary(waitForStream: boolean): Promise<SessionSummary> {
+    if (waitForStream && !this.closed) {
+      // The agent is gone: the records it wrote before are still in the pipe; take them, but wait boundedly.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.traceEnded, new Promise((r) => (timer = setTimeout(r, 5000)))]);
+      clearTimeout(timer);
+    }
+    return this.partialSummarySync();
+  }
+
+  private partialSummarySync(): SessionSummary {
+    if (!this.closed) {
+      this.closed = true;
+      this.parser?.end();
+      this.state = 'failed';
+    }
+    const sum = this.aggregates?.summary() ?? { hits: {}, latency: {} };
+    return {
+      host: this.host,
+      hits: sum.hits,
+      latency: sum.latency,
+      lost: (this.parser?.stats.lost ?? 0) + this.lostAtRemovals,
+      mismatch: 0,
+      kernelHits: Object.fromEntries(this.removedKernelHits),
+      error: this.endCause ?? `the session on ${this.host} ended early`,
+    };
   }
 
   /**

@@ -43,6 +43,12 @@ export class LocalTarget implements Target {
           kill: (signal = 'TERM') => {
             child.kill(`SIG${signal}` as NodeJS.Signals);
           },
+          detach: () => {
+            child.stdin.end();
+            child.stdout.destroy();
+            child.stderr.destroy();
+            child.unref();
+          },
         });
       });
     });

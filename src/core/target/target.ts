@@ -26,6 +26,11 @@ export interface ExecChannel {
    * which is why the agent also ends on stdin EOF and on heartbeat silence.
    */
   kill(signal?: 'TERM' | 'INT' | 'HUP' | 'KILL'): void;
+  /**
+   * Stop waiting for the program: this process may exit while it still runs (it finishes by itself, e.g. an
+   * agent's cleanup after stdin EOF). Optional: a channel whose connection is closed needs none.
+   */
+  detach?(): void;
 }
 
 export interface Target {

@@ -388,6 +388,12 @@ export class TracefsAgent {
     this.channel.stdin.end();
   }
 
+  /** Leave the agent to finish (and clean up) by itself: stdin EOF, and this process no longer waits for it. */
+  detach(): void {
+    this.abandon();
+    this.channel.detach?.();
+  }
+
   kill(signal: 'TERM' | 'INT' | 'HUP' | 'KILL' = 'TERM'): void {
     this.stopHeartbeat();
     this.channel.kill(signal);

@@ -299,10 +299,36 @@ watch() {
   [ "$HBS" -gt 0 ] || return 0
   (
     w=0
-    while [ $w -lt "$HBS" ]; do sleep 1; w=$((w + 1)); done
+    while [ $w -lt "$HBS" ]; do
+      sleep 1
+      w=$((w + 1))
+      # A client that is stopped (Ctrl-Z, a debugger) is paused, not gone: its silence counts from when it runs
+      # again, with as long again to catch up on what queued meanwhile.
+      if client_stopped; then w=$((0 - HBS)); fi
+    done
     kill -ALRM $$ 2>/dev/null
   ) < /dev/null > /dev/null 2>&1 &
   WD=$!
+}
+
+# Whether the client that started this agent on this machine (the parent, or the parent of sudo or sh in
+# between, at most three levels up) is stopped (state T or t). A client over SSH is not visible here: false.
+# Builtins only (it runs every second): /proc/PID/stat is PID (COMM) STATE PPID …, and the comm may hold spaces
+# and parentheses, so STATE is the field after the last one that ends in ")".
+client_stopped() {
+  p=$PPID
+  for _ in 1 2 3; do
+    read -r st < "/proc/$p/stat" 2>/dev/null || return 1
+    set -f; set -- $st; set +f
+    s=; p=
+    while [ $# -gt 0 ]; do
+      case "$1" in *")") s=$2; p=$3 ;; esac
+      shift
+    done
+    case "$s" in T | t) return 0 ;; esac
+    [ "$p" -gt 1 ] 2>/dev/null || return 1
+  done
+  return 1
 }
 
 unwatch() {

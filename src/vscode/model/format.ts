@@ -25,7 +25,7 @@ export function decorationText(st: SpecStats | undefined, state: ProbeState, pro
   // After Stop the last session's numbers stay, with a hollow dot.
   const parts = [`${state === 'stopped' ? '○' : '●'} ${formatCount(hits)} ${plural(hits)}`];
   const last = st?.lastHits[st.lastHits.length - 1];
-  if (last && Object.keys(last.values).length) parts.push(`last ${formatValues(last.values, 24)}`);
+  if (last && Object.keys(last.values).length) parts.push(`last ${formatValues(last.values, 24, last.cut)}`);
   if (st?.latency && st.latency.count > 0) parts.push(`p50 ${formatDuration(st.latency.p50)}`);
   return parts.join(' · ');
 }
@@ -71,7 +71,7 @@ export function hoverMarkdown(spec: string, st: SpecStats | undefined, state: Pr
       lines.push('', '**Last hits**', '');
       for (const h of [...st.lastHits].reverse())
         lines.push(
-          `- ${escapeMarkdown(h.host)} ${formatTs(h.ts)} — ${escapeMarkdown(formatValues(h.values, 200)) || '(no values)'}${
+          `- ${escapeMarkdown(h.host)} ${formatTs(h.ts)} — ${escapeMarkdown(formatValues(h.values, 200, h.cut)) || '(no values)'}${
             h.site && h.site.kind !== 'entry' ? ` · ${escapeMarkdown(describeSite(h.site))}` : ''
           }`,
         );

@@ -23,6 +23,8 @@ export interface LastHit {
   ts: number;
   values: Record<string, HitValue>;
   site?: Site;
+  /** Names among `values` whose string is only the beginning of a longer one. */
+  cut?: string[];
 }
 
 export interface SpecStats {
@@ -38,7 +40,9 @@ export interface SpecStats {
 function lastHitOf(host: string, h: Hit): LastHit {
   const values: Record<string, HitValue> = { ...h.args };
   if (h.retval !== undefined) values.retval = h.retval;
-  return h.site ? { host, ts: h.ts, values, site: h.site } : { host, ts: h.ts, values };
+  const out: LastHit = h.site ? { host, ts: h.ts, values, site: h.site } : { host, ts: h.ts, values };
+  if (h.cut?.length) out.cut = h.cut;
+  return out;
 }
 
 /** Reads a spec's numbers from the sessions' aggregates (counted there, under the spec's probe): nothing is counted here. */

@@ -1,0 +1,273 @@
+// A session that ends says why and keeps what it saw: `probelens trace` with a workload running, ended every way
+// a session can end — the client stopped (SIGSTOP, as Ctrl-Z does) for 5 s, the sshd child serving it killed,
+// SIGHUP (a closed terminal), a second Ctrl-C while disarming — prints one sentence on stderr naming the cause
+// (and `error` in the JSON summary) and a summary whose counts equal the hits it printed. A local client that
+// comes back from a pause carries on, its losses accounted. The sshd targets share this machine's kernel.
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { requireTracefs } from '../helpers/tracefs';
+import { requireSshd, type Sshd } from '../helpers/sshd';
+import { fixtureOrSkip } from '../helpers/fixtures';
+import {
+  isolatedEnv,
+  parseJsonOutput,
+  privateCopy,
+  sleep,
+  sshFlags,
+  startCli,
+  waitAllClean,
+  waitForGroups,
+  type CliRun,
+} from './engine-harness';
+
+const TIMEOUT = { timeout: 300_000 };
+const ARM_MS = 120_000;
+
+interface Running {
+  cli: CliRun;
+  bin: string;
+  group: string;
+}
+
+/**
+ * Starts `trace many-O2 SPEC` (on `sshd` when given) and a workload calling the probed functions in a loop
+ * until the test ends; resolves once hits are coming in.
+ */
+async function traceRunning(
+  t: TestContext,
+  spec: string | string[],
+  opts: { sshd?: Sshd; json?: boolean } = {},
+): Promise<Running | undefined> {
+  const f = await fixtureOrSkip(t, 'many-O2');
+  if (!f) return undefined;
+  const bin = privateCopy(t, f.path);
+  const args = [
+    'trace',
+    bin,
+    ...(typeof spec === 'string' ? [spec] : spec),
+    ...(opts.sshd ? sshFlags(opts.sshd) : []),
+    ...(opts.json ? ['--json'] : []),
+  ];
+  const cli = startCli(t, args, isolatedEnv(t));
+  const groups = await waitForGroupsFor(cli, bin);
+  const work = spawn('sh', ['-c', `while :; do "$0" 200 >/dev/null; sleep 0.05; done`, bin], { stdio: 'ignore', detached: true });
+  t.after(() => {
+    try {
+      process.kill(-work.pid!, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  });
+  await cli.waitFor(/many_00\d/, 60_000, 'stdout');
+  return { cli, bin, group: groups[0] };
+}
+
+async function waitForGroupsFor(cli: CliRun, bin: string): Promise<string[]> {
+  const until = Date.now() + ARM_MS;
+  for (;;) {
+    const g = await waitForGroups(bin, 1000);
+    if (g.length) return g;
+    if (Date.now() > until) throw new Error(`no probes armed on ${bin}\n${cli.stderr()}`);
+  }
+}
+
+/** Hits printed per probe (text or NDJSON) and the summary's counts, which must be equal. */
+function printedAndSummary(
+  run: Running,
+  json: boolean,
+): { printed: Record<string, number>; summary: Record<string, number>; error?: string; lost: number } {
+  const printed: Record<string, number> = {};
+  if (json) {
+    const { hits, summary } = parseJsonOutput(run.cli.stdout());
+    for (const h of hits) printed[h.probe as string] = (printed[h.probe as string] ?? 0) + 1;
+    assert.ok(summary, `a JSON summary\n${run.cli.stderr()}`);
+    return {
+      printed,
+      summary: summary.hits as Record<string, number>,
+      error: summary.error as string | undefined,
+      lost: summary.lost as number,
+    };
+  }
+  const summary: Record<string, number> = {};
+  let lost = 0;
+  for (const l of run.cli.stdout().split('\n')) {
+    let m = /^\d+\.\d{6} \S+ \S+-\d+\/\d+ (many_\d{3}) /.exec(l);
+    if (m) printed[m[1]] = (printed[m[1]] ?? 0) + 1;
+    m = /^(many_\d{3}): (\d+) hits?/.exec(l);
+    if (m) summary[m[1]] = Number(m[2]);
+    m = /^lost: (\d+) events/.exec(l);
+    if (m) lost = Number(m[1]);
+  }
+  return { printed, summary, lost };
+}
+
+/** The sentences the CLI wrote on stderr that name why a session ended. */
+function causeLines(cli: CliRun): string[] {
+  return cli
+    .stderr()
+    .split('\n')
+    .filter((l) => /received until then/.test(l));
+}
+
+test(
+  'a local client stopped for 5 s (SIGSTOP, as Ctrl-Z does) comes back to its session: hits go on, losses are accounted',
+  TIMEOUT,
+  async (t) => {
+    if (!requireTracefs(t)) return;
+    const f = await fixtureOrSkip(t, 'many-O2');
+    if (!f) return;
+    const bin = privateCopy(t, f.path);
+    const cli = startCli(t, ['trace', bin, 'many_00* x'], isolatedEnv(t));
+    await cli.waitFor(/tracing 10 probes on local/, ARM_MS);
+    execFileSync(bin, ['1'], { stdio: 'ignore' });
+    await cli.waitFor(/many_009 x=0\b/, 60_000, 'stdout');
+    process.kill(cli.child.pid!, 'SIGSTOP');
+    // While the client is stopped: 10 probes × 20,000 calls, more than the buffer holds.
+    const started = Date.now();
+    execFileSync(bin, ['20000'], { stdio: 'ignore' });
+    await sleep(Math.max(0, 5000 - (Date.now() - started)));
+    process.kill(cli.child.pid!, 'SIGCONT');
+    // Back: every call is either printed or reported lost (a state, not a time), then stop.
+    const expected = 10 + 200_000;
+    const lostSoFar = () => [...cli.stderr().matchAll(/(\d+) events lost/g)].reduce((n, m) => n + Number(m[1]), 0);
+    const printedSoFar = () => (cli.stdout().match(/ many_00\d x=/g) ?? []).length;
+    const until = Date.now() + 120_000;
+    while (printedSoFar() + lostSoFar() < expected && Date.now() < until) await sleep(200);
+    t.diagnostic(`printed ${printedSoFar()}, reported lost ${lostSoFar()} of ${expected} calls`);
+    cli.child.kill('SIGINT');
+    const { code, signal } = await cli.exit;
+    assert.equal(code, 0, `exit ${code} ${signal}\n${cli.stderr()}`);
+    assert.equal(causeLines(cli).length, 0, 'no early end to report');
+    const run: Running = { cli, bin, group: '' };
+    const { printed, summary, lost } = printedAndSummary(run, false);
+    assert.deepEqual(summary, printed, 'the summary counts the hits printed');
+    const total = Object.values(printed).reduce((a, b) => a + b, 0);
+    assert.ok(lost > 0, 'the pause overflowed the buffer, and that is reported');
+    assert.equal(total + lost, expected, 'every call is printed or counted lost');
+    assert.doesNotMatch(cli.stdout(), /mismatch/, 'received + lost = the kernel count');
+  },
+);
+
+test('an SSH client stopped for 5 s: the agent ends the session, and the client says so with what it received', TIMEOUT, async (t) => {
+  if (!requireTracefs(t)) return;
+  const sshd = await requireSshd(t);
+  if (!sshd) return;
+  const run = await traceRunning(t, 'many_00* x', { sshd, json: true });
+  if (!run) return;
+  process.kill(run.cli.child.pid!, 'SIGSTOP');
+  await sleep(5000);
+  process.kill(run.cli.child.pid!, 'SIGCONT');
+  const { code, signal } = await run.cli.exit;
+  assert.equal(code, 1, `exit ${code} ${signal}\n${run.cli.stderr()}`);
+  const causes = causeLines(run.cli);
+  assert.equal(causes.length, 1, run.cli.stderr());
+  assert.match(causes[0], /heard nothing from ProbeLens for 3 s/);
+  const { printed, summary, error } = printedAndSummary(run, true);
+  assert.match(error ?? '', /heard nothing from ProbeLens/);
+  assert.deepEqual(summary, printed, 'the summary counts the hits printed');
+  assert.ok(Object.keys(printed).length > 0);
+  assert.deepEqual(await waitAllClean([run.group], 30_000), []);
+});
+
+test('the sshd child serving the session killed: the connection is named lost, with what was received', TIMEOUT, async (t) => {
+  if (!requireTracefs(t)) return;
+  const sshd = await requireSshd(t);
+  if (!sshd) return;
+  const run = await traceRunning(t, 'many_00* x', { sshd });
+  if (!run) return;
+  const children = execFileSync('pgrep', ['-P', String(sshd.pid)], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .filter(Boolean);
+  assert.ok(children.length > 0, 'sshd serves the session from a child');
+  for (const c of children) process.kill(Number(c), 'SIGKILL');
+  const { code, signal } = await run.cli.exit;
+  assert.equal(code, 1, `exit ${code} ${signal}\n${run.cli.stderr()}`);
+  const causes = causeLines(run.cli);
+  assert.equal(causes.length, 1, run.cli.stderr());
+  assert.match(causes[0], /the connection to \S+ was lost/);
+  const { printed, summary } = printedAndSummary(run, false);
+  assert.deepEqual(summary, printed, 'the summary counts the hits printed');
+  assert.deepEqual(await waitAllClean([run.group], 30_000), []);
+});
+
+test('SIGHUP (the terminal closed): the session stops, says why, and its summary has the kernel counts', TIMEOUT, async (t) => {
+  if (!requireTracefs(t)) return;
+  const run = await traceRunning(t, 'many_00* x');
+  if (!run) return;
+  run.cli.child.kill('SIGHUP');
+  const { code, signal } = await run.cli.exit;
+  assert.equal(code, 1, `exit ${code} ${signal}\n${run.cli.stderr()}`);
+  const causes = causeLines(run.cli);
+  assert.equal(causes.length, 1, run.cli.stderr());
+  assert.match(causes[0], /the terminal closed \(SIGHUP\)/);
+  const { printed, summary } = printedAndSummary(run, false);
+  assert.deepEqual(summary, printed, 'the summary counts the hits printed');
+  assert.match(run.cli.stdout(), /many_00\d: \d+ hits? \(kernel counted \d+\)/);
+  assert.deepEqual(await waitAllClean([run.group], 30_000), []);
+});
+
+test(
+  'a second Ctrl-C while 100 events disarm: disarming is announced (in --json mode too), the client leaves with its summary, the target cleans up',
+  TIMEOUT,
+  async (t) => {
+    if (!requireTracefs(t)) return;
+    // Points that fetch the same names share one event, which disarms at once: each spec names its argument
+    // differently, so the 100 are 100 events, whose disarming takes the kernel seconds.
+    const specs = Array.from({ length: 100 }, (_, i) => `many_${String(i).padStart(3, '0')} x${i}=x`);
+    const run = await traceRunning(t, specs, { json: true });
+    if (!run) return;
+    run.cli.child.kill('SIGINT');
+    await run.cli.waitFor(/disarming 100 events on local/, 30_000);
+    run.cli.child.kill('SIGINT');
+    const { code, signal } = await run.cli.exit;
+    assert.equal(code, 1, `exit ${code} ${signal}\n${run.cli.stderr()}`);
+    const causes = causeLines(run.cli);
+    assert.equal(causes.length, 1, run.cli.stderr());
+    assert.match(causes[0], /a second Ctrl-C stopped the session without waiting/);
+    const { printed, summary, error } = printedAndSummary(run, true);
+    assert.match(error ?? '', /a second Ctrl-C/);
+    assert.deepEqual(summary, printed, 'the summary counts the hits printed');
+    assert.deepEqual(await waitAllClean([run.group], 60_000), [], 'the agent removed its probes by itself');
+  },
+);
+
+test(
+  'Ctrl-C during a 2,000-probe disarm: disarming is announced, a second Ctrl-C leaves with the summary, the target cleans up',
+  { timeout: 600_000 },
+  async (t) => {
+    if (!requireTracefs(t)) return;
+    const f = await fixtureOrSkip(t, 'wide');
+    if (!f) return;
+    const bin = privateCopy(t, f.path);
+    // One event per spec (each names its argument differently), as on a kernel whose sites cannot share events.
+    const specs = Array.from({ length: 2000 }, (_, i) => `wide_${1000 + i} x${i}=x`);
+    const cli = startCli(t, ['trace', bin, ...specs, '--max-sites', '2000', '--json'], isolatedEnv(t));
+    const groups = await waitForGroupsFor(cli, bin);
+    const work = spawn('sh', ['-c', `while :; do "$0" 1 >/dev/null; sleep 0.2; done`, bin], { stdio: 'ignore', detached: true });
+    t.after(() => {
+      try {
+        process.kill(-work.pid!, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    });
+    await cli.waitFor(/wide_\d{4}/, 120_000, 'stdout');
+    const run: Running = { cli, bin, group: groups[0] };
+    cli.child.kill('SIGINT');
+    await cli.waitFor(/disarming 2000 events on local \(about 90 s/, 120_000);
+    process.kill(-work.pid!, 'SIGKILL');
+    cli.child.kill('SIGINT');
+    const { code, signal } = await cli.exit;
+    assert.equal(code, 1, `exit ${code} ${signal}\n${cli.stderr()}`);
+    const causes = causeLines(cli);
+    assert.equal(causes.length, 1, cli.stderr());
+    assert.match(causes[0], /a second Ctrl-C stopped the session without waiting for the target to finish disarming/);
+    const { printed, summary, error } = printedAndSummary(run, true);
+    assert.match(error ?? '', /a second Ctrl-C/);
+    assert.deepEqual(summary, printed, 'the summary counts the hits printed');
+    // The agent finishes the disarm by itself (about 45 ms of kernel time per probe): bounded generously.
+    assert.deepEqual(await waitAllClean([run.group], 400_000), [], 'the agent removed its probes by itself');
+  },
+);
