@@ -118,6 +118,20 @@ FWE_END
   base=$nb
 }
 
+# One check of check number $k, between its two markers: the files' stat lines against $base, examined when
+# they differ.
+fw_check() {
+  fw_mark "tick $k"
+  paths=
+  while IFS=' ' read -r p rest; do [ -n "$p" ] && paths="$paths $p"; done <<FWC_END
+$base
+FWC_END
+  set -f; now=$(fw_stat $paths); set +f
+  [ -n "$paths" ] && [ "$now
+" != "$base" ] && fw_examine
+  fw_mark "ok $k $dead"
+}
+
 # The loop (a subshell): ends when the agent or the instance is gone.
 fw_loop() {
   FWM=0
@@ -126,15 +140,7 @@ fw_loop() {
   k=0 dead=0
   while kill -0 "$1" 2>/dev/null && [ -d "$I" ]; do
     k=$((k + 1))
-    fw_mark "tick $k"
-    paths=
-    while IFS=' ' read -r p rest; do [ -n "$p" ] && paths="$paths $p"; done <<FWL_END
-$base
-FWL_END
-    set -f; now=$(fw_stat $paths); set +f
-    [ -n "$paths" ] && [ "$now
-" != "$base" ] && fw_examine
-    fw_mark "ok $k $dead"
+    fw_check
     sleep "$FWI" 2>/dev/null || sleep 1
   done
 }
@@ -183,15 +189,7 @@ fw_final() {
   fw_stop
   FWGEN=$((FWGEN + 1)) FWM=0
   base=$FWBASE k=final dead=0
-  fw_mark "tick $k"
-  paths=
-  while IFS=' ' read -r p rest; do [ -n "$p" ] && paths="$paths $p"; done <<FWF_END
-$base
-FWF_END
-  set -f; now=$(fw_stat $paths); set +f
-  [ -n "$paths" ] && [ "$now
-" != "$base" ] && fw_examine
-  fw_mark "ok $k $dead"
+  fw_check
   say NOTE WATCH marks "$FWGEN" "$FWM"
 }
 
