@@ -18,7 +18,7 @@ async function armOnVm(t: TestContext, vm: VmConnection, bin: string, spec: stri
   // A test before this one that failed may have left its session cleaning up: wait for that, bounded.
   assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
   const cli = startCli(t, ['trace', bin, spec, ...extra, ...vmCliFlags(vm)], isolatedEnv(t));
-  await cli.waitFor(/tracing \d+ probes? on /, ARM_MS);
+  await cli.waitFor(/tracing \d+ probes? at \d+ sites? on /, ARM_MS);
   return cli;
 }
 
