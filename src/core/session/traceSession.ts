@@ -323,8 +323,8 @@ export class TraceSession {
 
   /**
    * The name a probe's hits carry as `probe`: one per spec and function (a glob spec is a probe per function it
-   * matched), over all of its events (a function probe is armed as one event per site): the event of its entry
-   * site (the bare function name), else its first event.
+   * matched), over all of its points: the point of its entry site (the bare function name), else the function's
+   * name, else its first point's.
    */
   probeName(p: Pick<CompiledProbe, 'spec' | 'event' | 'function'>): string {
     return this.probeOf.get(p.event) ?? this.names.get(probeKey(p)) ?? p.event;
@@ -334,7 +334,12 @@ export class TraceSession {
   private track(probes: CompiledProbe[]): void {
     const lines = new Map<string, SourceLine>();
     for (const p of probes) if (!this.names.has(probeKey(p)) && (!p.site || p.site.kind === 'entry')) this.names.set(probeKey(p), p.event);
-    for (const p of probes) if (!this.names.has(probeKey(p))) this.names.set(probeKey(p), p.event);
+    // A function with no entry site (inlined everywhere) is named after the function while no other probe is.
+    for (const p of probes)
+      if (!this.names.has(probeKey(p))) {
+        const taken = new Set(this.names.values());
+        this.names.set(probeKey(p), p.function && !taken.has(p.function) ? p.function : p.event);
+      }
     const fresh: CompiledProbe[] = [];
     for (const p of probes) {
       let points = this.pointsOf.get(p.definition.event);
