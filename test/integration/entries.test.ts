@@ -3,15 +3,13 @@
 // or, where a path cannot be proved, be named a lower bound and never exceed it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { loadIndex } from '../../src/core/index/load';
 import { TraceSession } from '../../src/core/session/traceSession';
 import { LocalTarget } from '../../src/core/target/local';
 import type { Hit } from '../../src/core/tracefs/hitParser';
 import { fixtureOrSkip, runFixture } from '../helpers/fixtures';
 import { requireTracefs } from '../helpers/tracefs';
+import { privateCopy } from './engine-harness';
 
 const SPECS = ['duplicated', 'merged', 'chained'];
 
@@ -19,9 +17,8 @@ test('entries: a duplicated copy is counted on both paths, chained copies once; 
   if (!requireTracefs(t)) return;
   const f = await fixtureOrSkip(t, 'entries');
   if (!f) return;
-  const dir = mkdtempSync(join(tmpdir(), 'probelens-entries-'));
-  const bin = join(dir, 'entries');
-  copyFileSync(f.path, bin);
+  // A private copy: a uprobe sits on the file's inode, so nobody else's runs hit ours.
+  const bin = privateCopy(t, f.path);
   const { index } = await loadIndex(bin, { noCache: true });
   const hits: Hit[] = [];
   const session = await TraceSession.start({ target: new LocalTarget(), index, specs: SPECS, onHit: (h) => hits.push(h) });
