@@ -8,6 +8,7 @@
 //
 // The script avoids `${` and backquotes so it can live in a String.raw template. The file watcher's functions
 // (agentWatcher.ts) are spliced in as one block.
+import { AGENT_KERNEL_COUNTS } from './agentProfile';
 import { AGENT_FILE_WATCHER } from './agentWatcher';
 
 export const AGENT_PROTOCOL_VERSION = 1;
@@ -236,35 +237,7 @@ report_stats() {
   return 0
 }
 
-# PROF := the uprobe_profile lines (one per probe point) of the definitions that name "$1" after their kind
-# ("GROUP/" or "GROUP/EVENT "). The profile names events without their group and lists them in uprobe_events'
-# order, so the two are pasted side by side (one pass of paste, grep and sed: the shell's read takes a byte per
-# system call, seconds for thousands of points). Other tracers add and remove events at any time, which shifts
-# one file against the other between the two reads: every pair must name the same event, else both are read
-# again; and a read cut short by a removal (the kernel's reader resumes by position) misses lines, so the lines
-# of ours are counted too: only this agent adds or removes them, so the most any read finds is all of them.
-read_profile() {
-  PROF=''
-  [ -f "$T/uprobe_profile" ] || return 1
-  command -v paste >/dev/null 2>&1 || return 1
-  rp_max=0
-  rp_try=0
-  while [ $rp_try -lt 100 ]; do
-    rp_try=$((rp_try + 1))
-    rp_n=$(grep -c "^[pr]:$1" "$T/uprobe_events")
-    [ "$rp_n" -gt "$rp_max" ] && rp_max=$rp_n
-    # Events added at the end meanwhile make one file longer: they follow every pair compared.
-    rp_all=$(paste -d '|' "$T/uprobe_events" "$T/uprobe_profile" | grep -v '^|' | grep -v '|$')
-    if ! printf '%s\n' "$rp_all" | grep -v '^$' | grep -vq '^[pr]:[^/]*/\([^ ]*\) .*| *[^ ]* *\1 '; then
-      PROF=$(printf '%s\n' "$rp_all" | grep "^[pr]:$1" | sed 's/^[^|]*|//')
-      rp_got=$(printf '%s\n' "$PROF" | grep -c .)
-      [ "$rp_got" -gt "$rp_max" ] && rp_max=$rp_got
-      [ "$rp_got" = "$rp_max" ] && return 0
-    fi
-  done
-  PROF=''
-  return 1
-}
+${AGENT_KERNEL_COUNTS}
 
 cleanup() {
   [ "$STATE" = done ] && return 0
@@ -501,19 +474,6 @@ arm() {
 our_event() {
   case "$1" in '' | [0-9]* | *[!A-Za-z0-9_]*) return 1 ;; esac
   [ -d "$I/events/$G/$1" ]
-}
-
-# PN := uprobe_profile's hit count of our event $1, summed over its probe points.
-profile_of() {
-  PN=0
-  read_profile "$G/$1 " || return 0
-  set -f
-  set -- $PROF
-  set +f
-  while [ $# -ge 3 ]; do
-    PN=$((PN + $3))
-    shift 3
-  done
 }
 
 # UNREAD := entries the reader has not consumed yet, over every CPU.
