@@ -16,6 +16,7 @@ import { hitToJsonLine, toJson } from '../../shared/hitJson';
 import { formatHitLine } from '../../shared/hitText';
 import { oneValue, parseArgs, positiveNumber, UsageError, type ParsedArgs } from '../args';
 import { indexOptions } from '../limits';
+import { probeSummaryLines } from '../summaryText';
 import type { Io } from './inspect';
 
 const SSH_OPTS = {
@@ -251,12 +252,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   const summary = mergeSummaries(results);
   if (json) io.out(`${toJson({ summary })}\n`);
   else {
-    for (const [probe, n] of Object.entries(summary.hits)) {
-      const lat = summary.latency[probe];
-      io.out(
-        `${probe}: ${n} hit${n === 1 ? '' : 's'}${summary.kernelHits[probe] !== undefined ? ` (kernel counted ${summary.kernelHits[probe]})` : ''}${lat ? `, p50 ${lat.p50} ns p99 ${lat.p99} ns` : ''}\n`,
-      );
-    }
+    for (const probe of Object.keys(summary.hits)) for (const line of probeSummaryLines(summary, probe)) io.out(line);
     const bounded = new Set(live.flatMap((o) => o.session!.probes.filter((p) => p.lowerBound).map((p) => p.function!)));
     for (const fn of bounded) io.out(`${fn}: a lower bound (calls at inlined copies whose entries are not proved go uncounted)\n`);
     if (summary.lost) io.out(`lost: ${summary.lost} events (raise --buffer-kb or add --filter)\n`);

@@ -57,6 +57,32 @@ export interface SiteAggregate {
   latency?: LatencyStats;
 }
 
+/** A probe's latency as the summary reports it (ns): percentiles, and the log2 buckets the panel and hover draw. */
+export interface LatencySummary {
+  count: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  /** `log2[i]` counts calls that took [2^i, 2^(i+1)) ns (`log2[0]` also holds 0); no trailing empty buckets. */
+  log2: number[];
+}
+
+/** One site of a probe and the hits it took. */
+export interface SiteCount {
+  site: Site;
+  hits: number;
+}
+
+export interface AggregateSummary {
+  /** probe → hits */
+  hits: Record<string, number>;
+  /** probe → its sites that were hit, in the order they first were */
+  sites: Record<string, SiteCount[]>;
+  /** probe of a pair's entry → latency of its paired calls */
+  latency: Record<string, LatencySummary>;
+}
+
 export interface AggregateSnapshot {
   /** probe → hits */
   hits: Record<string, number>;
@@ -244,18 +270,27 @@ export class Aggregates {
     };
   }
 
-  /** The contract summary's `hits` and `latency` (ns) parts; the session adds lost, kernelHits and hosts. */
-  summary(): { hits: Record<string, number>; latency: Record<string, { p50: number; p90: number; p99: number; max: number }> } {
-    const latency: Record<string, { p50: number; p90: number; p99: number; max: number }> = {};
+  /**
+   * The contract summary's `hits`, per-site `sites` and `latency` (ns) parts; the session adds lost, kernelHits and
+   * hosts. The latency's `log2` buckets are the snapshot's, trimmed of trailing empty buckets (as the panel shows them).
+   */
+  summary(): AggregateSummary {
+    const latency: Record<string, LatencySummary> = {};
     for (const [probe, h] of this.latency) {
+      let n = h.log2.length;
+      while (n > 0 && h.log2[n - 1] === 0) n--;
       latency[probe] = {
+        count: h.count,
         p50: Math.round(h.quantile(0.5)),
         p90: Math.round(h.quantile(0.9)),
         p99: Math.round(h.quantile(0.99)),
         max: h.max,
+        log2: h.log2.slice(0, n),
       };
     }
-    return { hits: Object.fromEntries(this.hits), latency };
+    const sites: Record<string, SiteCount[]> = {};
+    for (const [probe, byKey] of this.sites) sites[probe] = [...byKey.values()].map((st) => ({ site: st.site, hits: st.hits }));
+    return { hits: Object.fromEntries(this.hits), sites, latency };
   }
 
   /** A probe's site (an equal site from another object is the same site); `hit` is its first hit. */

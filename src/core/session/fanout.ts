@@ -1,6 +1,8 @@
 // Many targets at once: one TraceSession per host with a concurrency cap on connecting/arming, per-host
 // failures reported without stopping the others, summaries merged for the CLI's last line.
+import { siteKey } from '../../shared/site';
 import type { Target } from '../target/target';
+import type { LatencySummary, SiteCount } from './aggregates';
 import { TraceSession, type SessionOptions, type SessionSummary } from './traceSession';
 
 export interface HostOutcome {
@@ -40,7 +42,13 @@ export interface MergedSummary {
   /** The hosts' mismatches added up; each host with one has it in `hosts` too. */
   mismatch: number;
   kernelHits: Record<string, number>;
-  latency: Record<string, { p50: number; p90: number; p99: number; max: number }>;
+  /**
+   * Per probe: calls and log2 buckets added up over the hosts; the percentiles and max are the worst host's
+   * (percentiles do not add up), so with one host this is that host's figures.
+   */
+  latency: Record<string, LatencySummary>;
+  /** probe → its sites and their hits, added up over the hosts (one site: the same kind and address). */
+  sites: Record<string, SiteCount[]>;
   hosts: Record<string, { ok: boolean; error?: string; mismatch?: number }>;
   /** Records discarded because their binary was written over while armed (absent when none). */
   discarded?: number;
@@ -49,7 +57,7 @@ export interface MergedSummary {
 }
 
 export function mergeSummaries(outcomes: Array<{ host: string; summary?: SessionSummary; error?: Error }>): MergedSummary {
-  const m: MergedSummary = { hits: {}, lost: 0, mismatch: 0, kernelHits: {}, latency: {}, hosts: {} };
+  const m: MergedSummary = { hits: {}, lost: 0, mismatch: 0, kernelHits: {}, latency: {}, sites: {}, hosts: {} };
   for (const o of outcomes) {
     m.hosts[o.host] = o.error ? { ok: false, error: o.error.message } : { ok: true };
     if (o.error && o.summary) m.error = m.error ? `${m.error}; ${o.host}: ${o.error.message}` : `${o.host}: ${o.error.message}`;
@@ -63,8 +71,25 @@ export function mergeSummaries(outcomes: Array<{ host: string; summary?: Session
       m.mismatch += s.mismatch;
       m.hosts[o.host].mismatch = s.mismatch;
     }
-    // Percentiles do not add up across hosts; with several hosts the worst host's figures are reported.
-    for (const [k, v] of Object.entries(s.latency)) if (!m.latency[k] || v.p99 > m.latency[k].p99) m.latency[k] = v;
+    for (const [probe, list] of Object.entries(s.sites ?? {})) {
+      const into = (m.sites[probe] ??= []);
+      for (const sc of list) {
+        const same = into.find((x) => siteKey(x.site) === siteKey(sc.site));
+        if (same) same.hits += sc.hits;
+        else into.push({ site: sc.site, hits: sc.hits });
+      }
+    }
+    for (const [k, v] of Object.entries(s.latency)) {
+      const had = m.latency[k];
+      if (!had) {
+        m.latency[k] = { ...v, log2: [...v.log2] };
+        continue;
+      }
+      const log2 = had.log2.slice();
+      v.log2.forEach((n, i) => (log2[i] = (log2[i] ?? 0) + n));
+      const worst = v.p99 > had.p99 ? v : had;
+      m.latency[k] = { count: had.count + v.count, p50: worst.p50, p90: worst.p90, p99: worst.p99, max: Math.max(had.max, v.max), log2 };
+    }
   }
   return m;
 }

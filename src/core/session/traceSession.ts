@@ -15,7 +15,7 @@ import type { ExecExit, Target } from '../target/target';
 import { AgentError, AgentExitedError, offendingToken, TracefsAgent, type StopReport } from '../tracefs/agentClient';
 import { HitParser, type Hit } from '../tracefs/hitParser';
 import { lossReport, type LossReport } from '../tracefs/loss';
-import { Aggregates, type SourceLine } from './aggregates';
+import { Aggregates, type LatencySummary, type SiteCount, type SourceLine } from './aggregates';
 import { eventsOf, pairsOf, presentHit, probeKey, schemaOf } from './points';
 import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
 
@@ -66,7 +66,9 @@ export interface SessionSummary {
   /** received + lost − the kernel's count, negated; 0 when they agree (see LossReport.mismatch). */
   mismatch: number;
   kernelHits: Record<string, number>;
-  latency: Record<string, { p50: number; p90: number; p99: number; max: number }>;
+  latency: Record<string, LatencySummary>;
+  /** probe → its sites that were hit and their counts (the same figures as the editor's and the panel's). */
+  sites: Record<string, SiteCount[]>;
   loss?: LossReport;
   /** Records discarded because their file was written over (they are counted by the kernel, not in `hits`). */
   discarded?: number;
@@ -508,6 +510,7 @@ export class TraceSession {
       return {
         host: this.host,
         hits: sum.hits,
+        sites: sum.sites,
         latency: sum.latency,
         lost: loss.lost,
         mismatch: loss.mismatch,
@@ -584,10 +587,11 @@ export class TraceSession {
       this.parser?.end();
       this.state = 'failed';
     }
-    const sum = this.aggregates?.summary() ?? { hits: {}, latency: {} };
+    const sum = this.aggregates?.summary() ?? { hits: {}, sites: {}, latency: {} };
     return {
       host: this.host,
       hits: sum.hits,
+      sites: sum.sites,
       latency: sum.latency,
       lost: (this.parser?.stats.lost ?? 0) + this.lostAtRemovals,
       mismatch: 0,

@@ -11,6 +11,7 @@ const summary = (host: string, hits: number, mismatch: number): SessionSummary =
   mismatch,
   kernelHits: { f: hits + 1 + mismatch },
   latency: {},
+  sites: {},
 });
 
 test("merged summaries: a host whose received + lost differs from the kernel's count says by how much", () => {
@@ -25,4 +26,41 @@ test("merged summaries: a host whose received + lost differs from the kernel's c
   assert.equal(describeMismatch(3), 'mismatch: 3 events the kernel counted were neither received nor reported lost');
   assert.equal(describeMismatch(1), 'mismatch: 1 event the kernel counted was neither received nor reported lost');
   assert.equal(describeMismatch(-2), 'mismatch: 2 more records received than the kernel counted');
+});
+
+test("merged summaries add up per-site counts and latency buckets over hosts; percentiles are the worst host's", () => {
+  const site = (address: string) => ({ kind: 'entry' as const, address, file: '/w/a.c', line: 3 });
+  const one = (host: string, hits: number, p99: number, log2: number[], sites: Array<[string, number]>): SessionSummary => ({
+    host,
+    hits: { f: hits },
+    lost: 0,
+    mismatch: 0,
+    kernelHits: { f: hits },
+    latency: { f: { count: log2.reduce((a, b) => a + b, 0), p50: p99 / 2, p90: p99, p99, max: p99 * 2, log2 } },
+    sites: { f: sites.map(([a, n]) => ({ site: site(a), hits: n })) },
+  });
+  const m = mergeSummaries([
+    { host: 'a', summary: one('a', 5, 900, [0, 2, 3], [['0x10', 5]]) },
+    {
+      host: 'b',
+      summary: one(
+        'b',
+        7,
+        4000,
+        [1, 0, 0, 6],
+        [
+          ['0x20', 3],
+          ['0x10', 4],
+        ],
+      ),
+    },
+  ]);
+  assert.deepEqual(
+    m.sites.f.map((s) => [s.site.address, s.hits]),
+    [
+      ['0x10', 9],
+      ['0x20', 3],
+    ],
+  );
+  assert.deepEqual(m.latency.f, { count: 12, p50: 2000, p90: 4000, p99: 4000, max: 8000, log2: [1, 2, 3, 6] });
 });

@@ -11,6 +11,7 @@ import type { PanelStats } from '../../../../src/shared/protocol';
 import type { Site } from '../../../../src/shared/site';
 import { statsForSpec, type SessionView } from '../../../../src/vscode/model/stats';
 import { PanelFeed } from '../../../../src/vscode/panel/panelFeed';
+import { probeSummaryLines } from '../../../../src/cli/summaryText';
 
 const ENTRY: Site = { kind: 'entry', address: '0x15c0', file: '/w/sites.c', line: 40 };
 const INLINED: Site = { kind: 'inlined', address: '0x12a4', caller: 'main', file: '/w/sites.c', line: 133 };
@@ -67,7 +68,15 @@ test('the CLI summary, the editor and the panel read one count of one stream: sa
 
   // The CLI: the session's summary, merged over hosts as `trace` prints it.
   const sum = agg.summary();
-  const session: SessionSummary = { host: 'db1', hits: sum.hits, latency: sum.latency, lost: 0, mismatch: 0, kernelHits: {} };
+  const session: SessionSummary = {
+    host: 'db1',
+    hits: sum.hits,
+    sites: sum.sites,
+    latency: sum.latency,
+    lost: 0,
+    mismatch: 0,
+    kernelHits: {},
+  };
   const cli = mergeSummaries([{ host: 'db1', summary: session }]);
   // The editor: the spec's stats over the session's view.
   const view: SessionView = { host: 'db1', events: EVENTS, snapshot: agg.snapshot() };
@@ -94,6 +103,9 @@ test('the CLI summary, the editor and the panel read one count of one stream: sa
     ['0x12a4', 13],
   ]);
   assert.deepEqual(panelSites('both_fn'), editorSites(calls));
+  const cliSites = (probe: string) => cli.sites[probe].map((s) => [s.site.address, s.hits]);
+  assert.deepEqual(cliSites('both_fn'), editorSites(calls));
+  assert.deepEqual(cliSites('both_fn__return'), editorSites(returns));
   assert.deepEqual(panelSites('both_fn__return'), editorSites(returns));
 
   // Latency: 41 paired calls under the entry's probe, the same buckets in the editor's hover and the panel, and the
@@ -108,8 +120,22 @@ test('the CLI summary, the editor and the panel read one count of one stream: sa
   assert.deepEqual(panel.latency.both_fn.buckets, trimmed(lat.log2));
   assert.deepEqual([panel.latency.both_fn.count, panel.latency.both_fn.maxNs], [lat.count, lat.max]);
   assert.ok(lat.log2.filter((n) => n > 0).length >= 8, 'the stream spans several buckets');
-  assert.deepEqual(cli.latency.both_fn, { p50: Math.round(lat.p50), p90: Math.round(lat.p90), p99: Math.round(lat.p99), max: lat.max });
+  assert.deepEqual(cli.latency.both_fn, {
+    count: lat.count,
+    p50: Math.round(lat.p50),
+    p90: Math.round(lat.p90),
+    p99: Math.round(lat.p99),
+    max: lat.max,
+    log2: trimmed(lat.log2),
+  });
   assert.equal(cli.latency.both_fn__return, undefined);
+  // What the CLI prints: the per-site counts and every bucket's count, as the panel has them.
+  const text = probeSummaryLines(cli, 'both_fn').join('');
+  const printedSites = [...text.matchAll(/^ {2}\S.*\((0x[0-9a-f]+)\): (\d+) hits$/gm)].map((m) => [m[1], Number(m[2])]);
+  assert.deepEqual(printedSites, editorSites(calls));
+  const printedBuckets = [...text.matchAll(/^ {4}\[.*\) +(\d+) \|/gm)].map((m) => Number(m[1]));
+  const panelBuckets = panel.latency.both_fn.buckets;
+  assert.deepEqual(printedBuckets, panelBuckets.slice(panelBuckets.findIndex((c) => c > 0)));
   // Per site, the panel's latency is the calls that entered there.
   assert.deepEqual(
     panel.sites.both_fn.map((s) => s.latencyCount),

@@ -27,9 +27,10 @@ test('a host that ended early keeps its counts in the merged summary, and its ca
     mismatch: 0,
     kernelHits: {},
     latency: {},
+    sites: {},
     error: 'the connection to a was lost',
   };
-  const whole: SessionSummary = { host: 'b', hits: { f: 4 }, lost: 0, mismatch: 0, kernelHits: { f: 4 }, latency: {} };
+  const whole: SessionSummary = { host: 'b', hits: { f: 4 }, lost: 0, mismatch: 0, kernelHits: { f: 4 }, latency: {}, sites: {} };
   const m = mergeSummaries([
     { host: 'a', summary: partial, error: new Error(partial.error) },
     { host: 'b', summary: whole },

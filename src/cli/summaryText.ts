@@ -1,0 +1,40 @@
+// The text form of `trace`'s summary for one probe: its count, the count at each of its sites when it has several,
+// and its calls' latency as log2 buckets — the figures the editor's hover and the live panel show, read from the
+// same merged summary.
+import type { MergedSummary } from '../core/session/fanout';
+import { describeSite, formatDuration } from '../shared/hitText';
+
+const BAR_WIDTH = 32;
+
+/** `[lo, hi)` of log2 bucket `i` in ns: bucket 0 also holds 0. */
+function bucketRange(i: number): [number, number] {
+  return [i === 0 ? 0 : 2 ** i, 2 ** (i + 1)];
+}
+
+/** The lines of one probe's summary, each ending in a newline. */
+export function probeSummaryLines(summary: MergedSummary, probe: string): string[] {
+  const n = summary.hits[probe] ?? 0;
+  const lat = summary.latency[probe];
+  const kernel = summary.kernelHits[probe];
+  const out = [
+    `${probe}: ${n} hit${n === 1 ? '' : 's'}${kernel !== undefined ? ` (kernel counted ${kernel})` : ''}${lat ? `, p50 ${lat.p50} ns p99 ${lat.p99} ns` : ''}\n`,
+  ];
+  const sites = summary.sites[probe] ?? [];
+  if (sites.length > 1) for (const s of sites) out.push(`  ${describeSite(s.site)}: ${s.hits} hit${s.hits === 1 ? '' : 's'}\n`);
+  if (lat && lat.count > 0) {
+    const first = lat.log2.findIndex((c) => c > 0);
+    const peak = Math.max(...lat.log2);
+    out.push(`  latency of ${lat.count} call${lat.count === 1 ? '' : 's'}:\n`);
+    const rows = lat.log2.slice(first).map((c, k) => {
+      const [lo, hi] = bucketRange(first + k);
+      return { range: `[${lo === 0 ? '0' : formatDuration(lo)}, ${formatDuration(hi)})`, c };
+    });
+    const w = Math.max(...rows.map((r) => r.range.length));
+    const cw = String(peak).length;
+    for (const r of rows)
+      out.push(
+        `    ${r.range.padEnd(w)} ${String(r.c).padStart(cw)} |${'#'.repeat(Math.round((r.c / peak) * BAR_WIDTH)).padEnd(BAR_WIDTH)}|\n`,
+      );
+  }
+  return out;
+}

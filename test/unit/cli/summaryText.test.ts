@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { MergedSummary } from '../../../src/core/session/fanout';
+import { probeSummaryLines } from '../../../src/cli/summaryText';
+
+const base = (): MergedSummary => ({ hits: {}, lost: 0, mismatch: 0, kernelHits: {}, latency: {}, sites: {}, hosts: { h: { ok: true } } });
+
+test('a probe with one site prints one line: its count and the kernel’s', () => {
+  const m = base();
+  m.hits.f = 1;
+  m.kernelHits.f = 1;
+  m.sites.f = [{ site: { kind: 'entry', address: '0x10' }, hits: 1 }];
+  assert.deepEqual(probeSummaryLines(m, 'f'), ['f: 1 hit (kernel counted 1)\n']);
+});
+
+test('a probe with several sites prints each site’s count, and its latency as log2 buckets from the first non-empty one', () => {
+  const m = base();
+  m.hits.f = 12;
+  m.sites.f = [
+    { site: { kind: 'entry', address: '0x10', file: '/w/a.c', line: 3 }, hits: 9 },
+    { site: { kind: 'inlined', address: '0x2a', caller: 'main', file: '/w/a.c', line: 40 }, hits: 3 },
+  ];
+  m.latency.f = { count: 12, p50: 1500, p90: 3000, p99: 3900, max: 3900, log2: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 6, 2] };
+  const lines = probeSummaryLines(m, 'f');
+  assert.equal(lines[0], 'f: 12 hits, p50 1500 ns p99 3900 ns\n');
+  assert.equal(lines[1], '  entry at /w/a.c:3 (0x10): 9 hits\n');
+  assert.equal(lines[2], '  inlined into main at /w/a.c:40 (0x2a): 3 hits\n');
+  assert.equal(lines[3], '  latency of 12 calls:\n');
+  assert.deepEqual(
+    lines.slice(4).map((l) =>
+      l
+        .replace(/\|#*\s*\|\n$/, '')
+        .trim()
+        .replace(/ +/g, ' '),
+    ),
+    ['[1µs, 2µs) 4', '[2µs, 4.1µs) 6', '[4.1µs, 8.2µs) 2'],
+  );
+  // The longest bar is the most-filled bucket's.
+  const bars = lines.slice(4).map((l) => (l.match(/#/g) ?? []).length);
+  assert.deepEqual(bars, [21, 32, 11]);
+});
