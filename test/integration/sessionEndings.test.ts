@@ -1,11 +1,13 @@
 // A session that ends says why and keeps what it saw: `probelens trace` with a workload running, ended every way
-// a session can end — the client stopped (SIGSTOP, as Ctrl-Z does) for 5 s, the sshd child serving it killed,
+// a session can end — the client frozen (SIGSTOP) for 5 s over SSH, the sshd child serving it killed,
 // SIGHUP (a closed terminal), a second Ctrl-C while disarming — prints one sentence on stderr naming the cause
-// (and `error` in the JSON summary) and a summary whose counts equal the hits it printed. A local client that
-// comes back from a pause carries on, its losses accounted. The sshd targets share this machine's kernel.
+// (and `error` in the JSON summary) and a summary whose counts equal the hits it printed. A client that comes back
+// from a pause carries on, its losses accounted: a local one (its agent sees it stopped), and one over SSH paused by
+// Ctrl-Z (it tells its agent before it stops). The sshd targets share this machine's kernel.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { requireTracefs } from '../helpers/tracefs';
 import { requireSshd, type Sshd } from '../helpers/sshd';
 import { fixtureOrSkip } from '../helpers/fixtures';
@@ -149,26 +151,88 @@ test(
   },
 );
 
-test('an SSH client stopped for 5 s: the agent ends the session, and the client says so with what it received', TIMEOUT, async (t) => {
-  if (!requireTracefs(t)) return;
-  const sshd = await requireSshd(t);
-  if (!sshd) return;
-  const run = await traceRunning(t, 'many_00* x', { sshd, json: true });
-  if (!run) return;
-  process.kill(run.cli.child.pid!, 'SIGSTOP');
-  await sleep(5000);
-  process.kill(run.cli.child.pid!, 'SIGCONT');
-  const { code, signal } = await run.cli.exit;
-  assert.equal(code, 1, `exit ${code} ${signal}\n${run.cli.stderr()}`);
-  const causes = causeLines(run.cli);
-  assert.equal(causes.length, 1, run.cli.stderr());
-  assert.match(causes[0], /heard nothing from ProbeLens for 3 s/);
-  const { printed, summary, error } = printedAndSummary(run, true);
-  assert.match(error ?? '', /heard nothing from ProbeLens/);
-  assert.deepEqual(summary, printed, 'the summary counts the hits printed');
-  assert.ok(Object.keys(printed).length > 0);
-  assert.deepEqual(await waitAllClean([run.group], 30_000), []);
-});
+/** Whether process `pid` is stopped (state T). */
+function isStopped(pid: number): boolean {
+  try {
+    const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return /\) T /.test(st);
+  } catch {
+    return false;
+  }
+}
+
+test(
+  'an SSH client paused by Ctrl-Z (SIGTSTP) for 5 s comes back to its session: the agent kept tracing, losses are accounted',
+  TIMEOUT,
+  async (t) => {
+    if (!requireTracefs(t)) return;
+    const sshd = await requireSshd(t);
+    if (!sshd) return;
+    const f = await fixtureOrSkip(t, 'many-O2');
+    if (!f) return;
+    const bin = privateCopy(t, f.path);
+    const cli = startCli(t, ['trace', bin, 'many_00* x', ...sshFlags(sshd)], isolatedEnv(t));
+    await cli.waitFor(/tracing \d+ probes? at 10 sites on /, ARM_MS);
+    execFileSync(bin, ['1'], { stdio: 'ignore' });
+    await cli.waitFor(/many_009 x=0\b/, 60_000, 'stdout');
+    process.kill(cli.child.pid!, 'SIGTSTP');
+    await cli.waitFor(/paused: the targets keep tracing/, 30_000);
+    const until0 = Date.now() + 30_000;
+    while (!isStopped(cli.child.pid!) && Date.now() < until0) await sleep(50);
+    assert.ok(isStopped(cli.child.pid!), 'the client stopped itself after telling the target');
+    // While the client is stopped, longer than the heartbeat timeout: 10 probes × 20,000 calls, more than the buffer holds.
+    const started = Date.now();
+    execFileSync(bin, ['20000'], { stdio: 'ignore' });
+    await sleep(Math.max(0, 5000 - (Date.now() - started)));
+    process.kill(cli.child.pid!, 'SIGCONT');
+    const expected = 10 + 200_000;
+    const lostSoFar = () => [...cli.stderr().matchAll(/(\d+) events lost/g)].reduce((n, m) => n + Number(m[1]), 0);
+    const printedSoFar = () => (cli.stdout().match(/ many_00\d x=/g) ?? []).length;
+    const until = Date.now() + 120_000;
+    while (printedSoFar() + lostSoFar() < expected && Date.now() < until && cli.child.exitCode === null) await sleep(200);
+    t.diagnostic(`printed ${printedSoFar()}, reported lost ${lostSoFar()} of ${expected} calls`);
+    // Still tracing after the pause: a call made now is printed.
+    execFileSync(bin, ['1'], { stdio: 'ignore' });
+    const before = printedSoFar();
+    const until2 = Date.now() + 60_000;
+    while (printedSoFar() < before + 10 && Date.now() < until2 && cli.child.exitCode === null) await sleep(100);
+    cli.child.kill('SIGINT');
+    const { code, signal } = await cli.exit;
+    assert.equal(code, 0, `exit ${code} ${signal}\n${cli.stderr()}`);
+    assert.equal(causeLines(cli).length, 0, 'no early end to report');
+    const run: Running = { cli, bin, group: '' };
+    const { printed, summary, lost } = printedAndSummary(run, false);
+    assert.deepEqual(summary, printed, 'the summary counts the hits printed');
+    const total = Object.values(printed).reduce((a, b) => a + b, 0);
+    assert.equal(total + lost, expected + 10, 'every call is printed or counted lost');
+    assert.doesNotMatch(cli.stdout(), /mismatch/, 'received + lost = the kernel count');
+  },
+);
+
+test(
+  'an SSH client frozen for 5 s (SIGSTOP, which it cannot announce): the agent ends the session, and the client says so with what it received',
+  TIMEOUT,
+  async (t) => {
+    if (!requireTracefs(t)) return;
+    const sshd = await requireSshd(t);
+    if (!sshd) return;
+    const run = await traceRunning(t, 'many_00* x', { sshd, json: true });
+    if (!run) return;
+    process.kill(run.cli.child.pid!, 'SIGSTOP');
+    await sleep(5000);
+    process.kill(run.cli.child.pid!, 'SIGCONT');
+    const { code, signal } = await run.cli.exit;
+    assert.equal(code, 1, `exit ${code} ${signal}\n${run.cli.stderr()}`);
+    const causes = causeLines(run.cli);
+    assert.equal(causes.length, 1, run.cli.stderr());
+    assert.match(causes[0], /heard nothing from ProbeLens for 3 s/);
+    const { printed, summary, error } = printedAndSummary(run, true);
+    assert.match(error ?? '', /heard nothing from ProbeLens/);
+    assert.deepEqual(summary, printed, 'the summary counts the hits printed');
+    assert.ok(Object.keys(printed).length > 0);
+    assert.deepEqual(await waitAllClean([run.group], 30_000), []);
+  },
+);
 
 test('the sshd child serving the session killed: the connection is named lost, with what was received', TIMEOUT, async (t) => {
   if (!requireTracefs(t)) return;
@@ -191,6 +255,27 @@ test('the sshd child serving the session killed: the connection is named lost, w
   assert.deepEqual(summary, printed, 'the summary counts the hits printed');
   assert.deepEqual(await waitAllClean([run.group], 30_000), []);
 });
+
+test(
+  'the agent killed (a crash, kill -9): the client names it with what it received, and nothing is left on the target',
+  TIMEOUT,
+  async (t) => {
+    if (!requireTracefs(t)) return;
+    const run = await traceRunning(t, 'many_00* x');
+    if (!run) return;
+    const agentPid = Number(/^probelens_(\d+)_/.exec(run.group)![1]);
+    process.kill(agentPid, 'SIGKILL');
+    const { code, signal } = await run.cli.exit;
+    assert.equal(code, 1, `exit ${code} ${signal}\n${run.cli.stderr()}`);
+    const causes = causeLines(run.cli);
+    assert.equal(causes.length, 1, run.cli.stderr());
+    assert.match(causes[0], /the agent on local was killed \(SIGKILL\); what it left on the target was removed/, run.cli.stderr());
+    const { printed, summary } = printedAndSummary(run, false);
+    assert.deepEqual(summary, printed, 'the summary counts the hits printed');
+    assert.ok(Object.keys(printed).length > 0);
+    assert.deepEqual(await waitAllClean([run.group], 30_000), [], 'the dead agent’s probes, reader and instance are removed');
+  },
+);
 
 test('SIGHUP (the terminal closed): the session stops, says why, and its summary has the kernel counts', TIMEOUT, async (t) => {
   if (!requireTracefs(t)) return;

@@ -201,6 +201,15 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   });
   for (const o of outcomes) if (o.error) log(`${o.host}: ${o.error.message}`);
   const live = outcomes.filter((o) => o.session);
+  // Ctrl-Z: each target is told first that this client will be silent (an agent over SSH cannot see that its
+  // client is stopped, and would end the session at its heartbeat timeout), then the process stops as usual.
+  const onTstp = () => {
+    if (!stopping) log(`paused: the targets keep tracing for up to ${PAUSE_LIMIT_S / 60} min while stopped; fg to resume`);
+    const announced = Promise.all(live.map((o) => o.session!.pause(PAUSE_LIMIT_S).catch(() => undefined)));
+    const bound = new Promise((r) => setTimeout(r, 1000).unref());
+    void Promise.race([announced, bound]).then(() => process.kill(process.pid, 'SIGSTOP'));
+  };
+  process.on('SIGTSTP', onTstp);
   if (live.length > 0) {
     // A closed stdout (`| head`) stops the trace as Ctrl-C does.
     void io.closed?.then(() => stopRequested());
@@ -243,6 +252,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     }),
   );
   for (const sig of signals) process.off(sig, onSignal);
+  process.off('SIGTSTP', onTstp);
   // One sentence per host whose session ended early, naming why, and what arrived until then.
   for (const r of results) {
     if (!r.summary || !r.error) continue;
@@ -270,6 +280,12 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
 export function shellWord(word: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }
+
+/**
+ * How long a target keeps tracing for a client stopped by Ctrl-Z before its agent ends the session: a pause the
+ * user asked for is not a client gone, but probes must not stay armed forever behind a forgotten job.
+ */
+export const PAUSE_LIMIT_S = 600;
 
 const STRING_RECORD_HINT =
   ' (a string argument of about 3,900 to 4,095 bytes makes a record larger than the kernel can store: such a call is counted but not recorded)';

@@ -137,6 +137,8 @@ export class TraceSession {
   refused: RefusedSpec[] = [];
   aggregates!: Aggregates;
   private agent?: TracefsAgent;
+  /** The sweep after the agent was killed (sweepAfterCrash): whether it removed the agent's leftovers. */
+  private sweeping?: Promise<boolean>;
   private parser?: HitParser;
   private gate?: WatchGate;
   private traceEnded?: Promise<void>;
@@ -462,10 +464,41 @@ export class TraceSession {
     }
     this.state = 'armed';
     void agent.exit.then((e) => {
+      if (this.state !== 'armed' && this.state !== 'stopping') return;
+      // An agent killed by a signal it cannot catch (KILL) removed nothing: a new one sweeps what it left.
+      if (e.signal) this.sweeping ??= this.sweepAfterCrash(agent.group);
       if (this.state !== 'armed') return;
       this.state = 'failed';
-      this.endCause ??= describeEnd(this.host, e, opts.heartbeatSeconds ?? 3, agent.diagnostics);
+      this.endCause ??= describeEnd(this.host, e, agent.silenceAllowance, agent.diagnostics);
     });
+  }
+
+  /**
+   * Starts a new agent on the target, whose HELLO sweeps the leftovers of owners proven dead (the killed agent's
+   * probes, instance and orphaned reader), and stops it. Says whether `group` is gone: swept now, or already by
+   * another session's sweep (a dead owner's group is never judged alive). A target that cannot run one leaves them
+   * to the next session's sweep.
+   */
+  private async sweepAfterCrash(group: string): Promise<boolean> {
+    try {
+      const a = await TracefsAgent.start(this.opts.target, {
+        sudo: this.opts.sudo,
+        heartbeatTimeoutSeconds: this.opts.heartbeatSeconds ?? 3,
+      });
+      await a.stop();
+      return !a.hello.undecided.some((u) => u.group === group);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * The client is about to stop (the user's Ctrl-Z) for up to `seconds`: the agent keeps tracing meanwhile rather than
+   * ending the session at its heartbeat timeout. What overflows the buffer meanwhile is reported lost when reading
+   * resumes.
+   */
+  pause(seconds: number): Promise<void> {
+    return this.agent?.pause(seconds) ?? Promise.resolve();
   }
 
   /** Disables and removes every probe, ends the reader, removes the instance; reports counts and loss. */
@@ -480,7 +513,7 @@ export class TraceSession {
         report = await this.agent!.stop();
       } catch (e) {
         if (!(e instanceof AgentExitedError)) throw e;
-        const how = describeEnd(this.host, e.exitInfo, this.opts.heartbeatSeconds ?? 3, this.agent!.diagnostics);
+        const how = describeEnd(this.host, e.exitInfo, this.agent!.silenceAllowance, this.agent!.diagnostics);
         this.endCause ??= `${how} while it was disarming`;
         this.state = 'failed';
         return this.partialSummary(true);
@@ -577,6 +610,12 @@ export class TraceSession {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([this.traceEnded, new Promise((r) => (timer = setTimeout(r, 5000)))]);
       clearTimeout(timer);
+    }
+    if (this.sweeping) {
+      let timer: NodeJS.Timeout | undefined;
+      const swept = await Promise.race([this.sweeping, new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 15_000)))]);
+      clearTimeout(timer);
+      if (swept && this.endCause) this.endCause += '; what it left on the target was removed';
     }
     return this.partialSummarySync();
   }

@@ -23,6 +23,8 @@
 //                                         consumed the buffer, report the per-CPU counters, remove the definition:
 //                                         `hits=<n> unread=<n>`
 //   HB                                    heartbeat (no reply); any line also counts
+//   PAUSE <seconds>                       (no reply) the client is about to stop (Ctrl-Z): the agent's next wait
+//                                         allows that much silence instead of the heartbeat timeout
 //   FORCE <group>                         remove a leftover whose owner cannot be judged (refused if it is alive)
 //   STOP                                  disable, drain, report stats, clean up, exit
 // stderr (agent → client), each line `<nonce> OK <VERB> …`, `<nonce> ERR <VERB> <CODE> <message>` or
@@ -158,6 +160,13 @@ export class TracefsAgent {
   private hbTimer: NodeJS.Timeout | null = null;
   private hbEveryMs = 0;
   private lastHb = 0;
+  /** The agent's heartbeat timeout in seconds (0: none). */
+  private heartbeatTimeout = 0;
+  /**
+   * The last pause announced (pause()): how long the agent allows, and since when. Cleared by a heartbeat sent
+   * within that time (the agent is then back to its heartbeat timeout); one sent later finds the agent gone.
+   */
+  private paused: { seconds: number; at: number } | undefined;
   private traceListeners: Array<(line: string) => void> = [];
   private noteListeners: Array<(verb: string, words: string[]) => void> = [];
   private watchKeyValue: string | null = null;
@@ -203,6 +212,7 @@ export class TracefsAgent {
     const channel = await target.exec(['sh', '-c', AGENT_SCRIPT, AGENT_ARGV0], { sudo: opts.sudo });
     const agent = new TracefsAgent(channel, nonce);
     const timeout = opts.heartbeatTimeoutSeconds ?? 3;
+    agent.heartbeatTimeout = Math.max(0, Math.floor(timeout));
     try {
       const r = await agent.command('HELLO', `${AGENT_PROTOCOL_VERSION} ${nonce} ${Math.max(0, Math.floor(timeout))}`);
       agent.hello = parseHello(r.text, r.info);
@@ -399,6 +409,21 @@ export class TracefsAgent {
     this.channel.kill(signal);
   }
 
+  /**
+   * Tells the agent this client is about to stop (the user's Ctrl-Z) and may be silent for up to `seconds`; resolves
+   * once the line is handed to the channel. The next heartbeat, sent when the client runs again, ends the allowance.
+   */
+  pause(seconds: number): Promise<void> {
+    if (this.exited) return Promise.resolve();
+    this.paused = { seconds: Math.max(1, Math.min(99_999, Math.floor(seconds))), at: Date.now() };
+    return new Promise((res) => this.channel.stdin.write(`PAUSE ${this.paused!.seconds}\n`, () => res()));
+  }
+
+  /** Seconds of silence the agent allows now: the heartbeat timeout, or a pause's allowance until the next line. */
+  get silenceAllowance(): number {
+    return this.paused?.seconds ?? this.heartbeatTimeout;
+  }
+
   /** Stop sending heartbeats while keeping the channel open (the agent's watchdog then fires). For tests. */
   stopHeartbeat(): void {
     if (this.hbTimer) clearInterval(this.hbTimer);
@@ -418,6 +443,7 @@ export class TracefsAgent {
     const now = Date.now();
     if (!timer && now - this.lastHb < this.hbEveryMs) return;
     this.lastHb = now;
+    if (this.paused && now - this.paused.at < this.paused.seconds * 1000) this.paused = undefined;
     this.channel.stdin.write('HB\n');
   }
 

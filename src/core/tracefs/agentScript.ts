@@ -27,6 +27,8 @@ I=
 CAT=
 WD=
 HBS=0
+# Seconds of silence the next wait allows instead of $HBS, after the client said it pauses (PAUSE); 0: none.
+PAUSE_S=0
 STATE=init
 trap '' PIPE
 
@@ -268,16 +270,20 @@ quit() {
 # receives a caught signal in the instant after fork, before it has reset its traps, loses it (dash does), and a
 # watchdog that survived would fire in the middle of a healthy session. It sleeps in 1 s steps, so the sleep it
 # leaves behind is gone within a second.
+# A client that announced a pause (PAUSE: the user's Ctrl-Z over SSH, where its state is not visible here) is
+# allowed that long for this one wait; any line from it ends the allowance.
 watch() {
   [ "$HBS" -gt 0 ] || return 0
+  lim=$HBS
+  if [ "$PAUSE_S" -gt 0 ]; then lim=$PAUSE_S; PAUSE_S=0; fi
   (
     w=0
-    while [ $w -lt "$HBS" ]; do
+    while [ $w -lt "$lim" ]; do
       sleep 1
       w=$((w + 1))
       # A client that is stopped (Ctrl-Z, a debugger) is paused, not gone: its silence counts from when it runs
       # again, with as long again to catch up on what queued meanwhile.
-      if client_stopped; then w=$((0 - HBS)); fi
+      if client_stopped; then w=$((0 - lim)); fi
     done
     kill -ALRM $$ 2>/dev/null
   ) < /dev/null > /dev/null 2>&1 &
@@ -566,6 +572,7 @@ while :; do
     init:HELLO) hello "$rest" ;;
     init:*) say ERR PROTO EPROTO "expected HELLO"; exit 2 ;;
     *:HB) fw_alive ;;
+    *:PAUSE) matches '^[0-9]{1,5}$' "$rest" && PAUSE_S=$rest; fw_alive ;;
     *:DEF) def "$rest"; fw_sync ;;
     *:DEFS) defs "$rest"; fw_sync ;;
     *:WATCH) fw_watch "$rest" ;;
