@@ -60,8 +60,12 @@ test('latency pairs per thread, with recursion on a stack, and ignores returns w
   );
   const sum = agg.summary();
   assert.deepEqual(sum.hits, { f: 3, 'f%return': 4 });
-  assert.deepEqual(Object.keys(sum.latency.f), ['p50', 'p90', 'p99', 'max']);
+  assert.deepEqual(Object.keys(sum.latency.f), ['count', 'p50', 'p90', 'p99', 'max', 'log2']);
   assert.equal(sum.latency.f.max, 100_000);
+  assert.equal(sum.latency.f.count, l.count);
+  // The summary's buckets are the snapshot's, without trailing empty ones.
+  const used = l.log2.reduce((last, n, i) => (n > 0 ? i + 1 : last), 0);
+  assert.deepEqual(sum.latency.f.log2, l.log2.slice(0, used));
 });
 
 test('Go: pairs by goroutine across threads and across several RET probes', () => {
