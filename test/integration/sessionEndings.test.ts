@@ -263,19 +263,40 @@ test(
     if (!requireTracefs(t)) return;
     const run = await traceRunning(t, 'many_00* x');
     if (!run) return;
+    // Armed (hits can be printed before arming's last reply): a kill while arming is another case.
+    await run.cli.waitFor(/tracing \d+ probes? at \d+ sites/, ARM_MS);
     const agentPid = Number(/^probelens_(\d+)_/.exec(run.group)![1]);
     process.kill(agentPid, 'SIGKILL');
     const { code, signal } = await run.cli.exit;
     assert.equal(code, 1, `exit ${code} ${signal}\n${run.cli.stderr()}`);
     const causes = causeLines(run.cli);
     assert.equal(causes.length, 1, run.cli.stderr());
-    assert.match(causes[0], /the agent on local was killed \(SIGKILL\); what it left on the target was removed/, run.cli.stderr());
+    // "; what it left on the target was removed" follows when the sweep finished within its bound (30 s): on a
+    // heavily loaded machine it may not have, and the target must be clean all the same.
+    assert.match(causes[0], /the agent on local was killed \(SIGKILL\)/, run.cli.stderr());
     const { printed, summary } = printedAndSummary(run, false);
     assert.deepEqual(summary, printed, 'the summary counts the hits printed');
     assert.ok(Object.keys(printed).length > 0);
-    assert.deepEqual(await waitAllClean([run.group], 30_000), [], 'the dead agent’s probes, reader and instance are removed');
+    assert.deepEqual(await waitAllClean([run.group], 60_000), [], 'the dead agent’s probes, reader and instance are removed');
   },
 );
+
+test('the agent killed while arming 300 events: the client says so and nothing is left on the target', TIMEOUT, async (t) => {
+  if (!requireTracefs(t)) return;
+  const f = await fixtureOrSkip(t, 'wide');
+  if (!f) return;
+  const bin = privateCopy(t, f.path);
+  // One event per spec (each names its argument differently): arming takes the kernel many seconds.
+  const specs = Array.from({ length: 300 }, (_, i) => `wide_${1000 + i} x${i}=x`);
+  const cli = startCli(t, ['trace', bin, ...specs, '--max-sites', '300'], isolatedEnv(t));
+  const groups = await waitForGroupsFor(cli, bin);
+  assert.doesNotMatch(cli.stderr(), /tracing \d+ probes?/, 'still arming when the agent is killed');
+  process.kill(Number(/^probelens_(\d+)_/.exec(groups[0])![1]), 'SIGKILL');
+  const { code, signal } = await cli.exit;
+  assert.equal(code, 1, `exit ${code} ${signal}\n${cli.stderr()}`);
+  assert.match(cli.stderr(), /local: the tracefs agent exited \(code null, signal KILL\)/);
+  assert.deepEqual(await waitAllClean(groups, 60_000), [], 'what the killed agent had defined is removed');
+});
 
 test('SIGHUP (the terminal closed): the session stops, says why, and its summary has the kernel counts', TIMEOUT, async (t) => {
   if (!requireTracefs(t)) return;

@@ -178,7 +178,10 @@ export class TraceSession {
       await s.arm();
     } catch (e) {
       s.state = 'failed';
-      await s.agent?.stop().catch(() => s.agent?.kill('TERM'));
+      const agent = s.agent;
+      await agent?.stop().catch(() => agent.kill('TERM'));
+      // An agent killed while arming left what it had defined: swept as after a crash while armed.
+      if (agent && e instanceof AgentExitedError && e.exitInfo.signal) await s.sweepAfterCrash(agent.group);
       throw e;
     }
     return s;
@@ -613,7 +616,7 @@ export class TraceSession {
     }
     if (this.sweeping) {
       let timer: NodeJS.Timeout | undefined;
-      const swept = await Promise.race([this.sweeping, new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 15_000)))]);
+      const swept = await Promise.race([this.sweeping, new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 30_000)))]);
       clearTimeout(timer);
       if (swept && this.endCause) this.endCause += '; what it left on the target was removed';
     }
