@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Hit } from '../../../src/shared/hit';
-import { encodeHits, type HitBatch } from '../../../src/shared/protocol';
-import { HitRing, emptyRow } from '../../../webview/table/hitRing';
+import type { Hit } from '../../../../src/shared/hit';
+import { encodeHits, type HitBatch } from '../../../../src/shared/protocol';
+import { HitRing, emptyRow } from '../../../../webview/table/hitRing';
 
 const hit = (i: number): Hit => ({
   host: 'h',
