@@ -1,6 +1,7 @@
 // Says, for the source file in the active editor, which binary ProbeLens traces it in — or that there is none
 // and what to do about it. A status bar item always shows the state; the first time a file has no binary, a
 // notification offers *Select Binary…* (once per window: a user who dismissed it still has the status bar).
+// Tests: test/e2e/binaryDiscovery.test.ts
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import type { Binaries, Resolution } from './binaries';

@@ -1,5 +1,6 @@
 // Probe arguments: a spec's ARGs → tracefs fetch arguments at one site, from that site's own variables (DWARF
 // locations there) and types; $retval from the function's return type.
+// Tests: test/unit/core/probes/compiler.test.ts, test/unit/core/session/cutStrings.test.ts, test/integration/args.test.ts
 import type { TypeDesc } from '../dwarf';
 import { inherited } from '../dwarf/functions';
 import type { BinaryIndex } from '../index/binaryIndex';

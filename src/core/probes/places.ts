@@ -5,6 +5,7 @@
 //   abs:  a global at @+N;
 //   imm:  the compiler folded the value to a constant, fetched as an immediate (\\N).
 // A fetch argument for the value itself is then `%di`, `+off(base)` or `@+N`.
+// Tests: test/unit/core/probes/compiler.test.ts, test/integration/args.test.ts
 import type { TypeDesc } from '../dwarf';
 import { fetchTypeOf, stripQualifiers } from '../fetch/fetch';
 

@@ -1,5 +1,6 @@
 // Worker-thread entry: the binary indexer runs here so the extension host never blocks on DWARF.
 // IndexData crosses back by structured clone (bigints and typed arrays survive it).
+// Tests: test/unit/core/index/worker/client.test.ts, test/unit/core/index/worker/pool.test.ts
 import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import { openBinary } from '../../binary/binaryImage';
