@@ -6,6 +6,7 @@ import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import type { Binaries, Resolution } from './binaries';
 import { SOURCE_LANGUAGES } from './codeLens';
+import { unreachable } from '../shared/unreachable';
 
 export class BinaryStatus implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('probelens.binary', vscode.StatusBarAlignment.Left, 49);
@@ -64,6 +65,8 @@ export class BinaryStatus implements vscode.Disposable {
         this.item.tooltip = `${noneDetail(r)} Click to select a binary.`;
         this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
         break;
+      default:
+        unreachable(r, 'binary resolution');
     }
     // Screen readers (and the e2e tests) read the whole sentence, not just the short text.
     this.item.accessibilityInformation = { label: String(this.item.tooltip) };

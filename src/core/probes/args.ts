@@ -13,6 +13,7 @@ import { describeSite } from '../../shared/hitText';
 import { toSite } from '../../shared/site';
 import type { ProbeArg } from './spec';
 import { siteContext, variablesAtSite, type SiteVariable } from './variables';
+import { unreachable } from '../../shared/unreachable';
 
 export interface CompiledArg {
   name: string;
@@ -130,6 +131,8 @@ export async function compileArg(
         }
         return out;
       }
+      default:
+        return unreachable(a.which, 'special argument');
     }
   }
   return compileVar(a, site, vars, ctx);

@@ -7,6 +7,7 @@ import { openBinary } from '../../binary/binaryImage';
 import { buildIndex } from '../build';
 import { dwarfSlice, type DwarfSlice } from '../fromDwarf';
 import type { WorkerRequest, WorkerResponse } from './messages';
+import { unreachable } from '../../../shared/unreachable';
 
 async function handle(req: WorkerRequest): Promise<WorkerResponse> {
   switch (req.kind) {
@@ -34,6 +35,8 @@ async function handle(req: WorkerRequest): Promise<WorkerResponse> {
       });
       return { kind: 'slice', result: dwarfSlice(image, req.part, req.parts) };
     }
+    default:
+      return unreachable(req, 'index worker request');
   }
 }
 
