@@ -1,7 +1,6 @@
 // Which copies of which functions hold an address: every site's code ranges in one list sorted by start, for
 // line probes (the line table says which line an address is; only the sites say which copy of a function runs
 // there). Copies nest (an inlined copy lies inside its caller's code), so a lookup returns all that contain it.
-// Tests: test/unit/core/probes/lines.test.ts, test/unit/core/index/binaryIndex.test.ts
 import type { FunctionSite, IndexedFunction } from './model';
 
 export interface CopyAt {

@@ -1,7 +1,6 @@
 // Passphrases and passwords the user chose to remember (the extension keeps them in VS Code's SecretStorage).
 // A remembered answer is offered first; once the other side rejects it, it is forgotten before the user is asked
 // again, so a changed or mistyped password does not keep failing.
-// Tests: test/integration/sshPassword.test.ts
 
 export interface SecretStore {
   get(key: string): PromiseLike<string | undefined>;
