@@ -1,3 +1,5 @@
+// The extension's entry points, run by VS Code.
+// Tests: test/e2e/showVersion.test.ts, test/e2e/traceLens.test.ts
 import type * as vscode from 'vscode';
 import { activateFeatures } from './vscode/features';
 

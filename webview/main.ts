@@ -1,5 +1,6 @@
 // The live panel's webview: wires the protocol to the hit view, the virtual table and the stats.
 // Messages only update models; drawing happens in at most one requestAnimationFrame callback per frame.
+// Tests: test/unit/webview/panel.dom.test.ts, test/unit/webview/panelLayout.dom.test.ts, test/e2e/narrowPanel.test.ts
 import './panel.css';
 import {
   RequestTracker,

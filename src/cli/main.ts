@@ -1,3 +1,6 @@
+// The `probelens` command: its usage text, --version, and dispatch to the commands; every error ends in one
+// sentence on stderr and exit status 1 (2 for a usage error).
+// Tests: test/unit/cli/inspect.test.ts, test/unit/cli/messages.test.ts, test/unit/cli/files.test.ts, test/unit/cli/epipe.test.ts
 import { PROBELENS_VERSION } from '../core/version';
 import { UsageError } from './args';
 import { functionsCommand, linesCommand, usdtCommand, varsCommand, type Io } from './commands/inspect';

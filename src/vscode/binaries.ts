@@ -4,6 +4,7 @@
 // scan of every candidate's unit names and line-table files decides which one is indexed, so a tree with
 // dozens of binaries indexes only the one the open file is in. What was decided for each file is published
 // (onDidResolve) so the status bar can say "no binary built from object.c" instead of staying silent.
+// Tests: test/e2e/binaryDiscovery.test.ts, test/e2e/indexLimit.test.ts
 import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import * as vscode from 'vscode';

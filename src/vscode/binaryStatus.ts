@@ -1,10 +1,12 @@
 // Says, for the source file in the active editor, which binary ProbeLens traces it in — or that there is none
 // and what to do about it. A status bar item always shows the state; the first time a file has no binary, a
 // notification offers *Select Binary…* (once per window: a user who dismissed it still has the status bar).
+// Tests: test/e2e/binaryDiscovery.test.ts
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import type { Binaries, Resolution } from './binaries';
 import { SOURCE_LANGUAGES } from './codeLens';
+import { unreachable } from '../shared/unreachable';
 
 export class BinaryStatus implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('probelens.binary', vscode.StatusBarAlignment.Left, 49);
@@ -63,6 +65,8 @@ export class BinaryStatus implements vscode.Disposable {
         this.item.tooltip = `${noneDetail(r)} Click to select a binary.`;
         this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
         break;
+      default:
+        unreachable(r, 'binary resolution');
     }
     // Screen readers (and the e2e tests) read the whole sentence, not just the short text.
     this.item.accessibilityInformation = { label: String(this.item.tooltip) };

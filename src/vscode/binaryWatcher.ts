@@ -2,6 +2,7 @@
 // for a moment (a build writes thousands of objects; a link writes one file in several goes), then each path
 // is checked for an ELF program or library header (20 bytes read); relocatable objects and everything else
 // are ignored.
+// Tests: test/e2e/traceLine.test.ts
 import * as vscode from 'vscode';
 import { elfType } from '../core/workspace/discover';
 

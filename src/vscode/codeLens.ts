@@ -1,5 +1,6 @@
 // Code lenses above the functions of C, C++, Rust and Go files: "Trace", "Trace returns", "Latency", live
 // counts while tracing, and why a function cannot be probed. The computation is model/lenses.ts.
+// Tests: test/e2e/traceLens.test.ts, test/e2e/lensesLanguages.test.ts, test/e2e/redisLens.test.ts
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import type { Binaries } from './binaries';

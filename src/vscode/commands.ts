@@ -1,3 +1,5 @@
+// The commands ProbeLens contributes (package.json), and the arguments lenses and menus hand them.
+// Tests: test/e2e/showVersion.test.ts, test/e2e/probeSet.test.ts
 import * as vscode from 'vscode';
 import { PROBELENS_VERSION } from '../core/version';
 

@@ -1,5 +1,6 @@
 // Typed access to ProbeLens's settings (rust-analyzer's Config habit): one getter per setting, defaults in one
 // place, and the "did anything I care about change" test next to them.
+// Tests: test/e2e/indexLimit.test.ts, test/e2e/binaryDiscovery.test.ts
 import * as vscode from 'vscode';
 import type { PathMappings } from './model/pathMapping';
 

@@ -1,5 +1,6 @@
 // The extension's context (rust-analyzer's Ctx): one disposal scope for the extension's lifetime and one for
 // the current tracing run (its SSH connections, its sessions' listeners), which Stop disposes and Start renews.
+// Tests: test/e2e/traceLine.test.ts, test/e2e/sshTarget.test.ts
 import * as vscode from 'vscode';
 import { Config } from './config';
 

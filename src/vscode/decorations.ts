@@ -1,5 +1,6 @@
 // Inline results: after each armed probe's line `● 1,204 hits · last a=3 b=-7 · p50 2.1µs`, a gutter icon, a
 // hover with the last hits, per-host counts and the latency histogram, and problems as diagnostics on the line.
+// Tests: test/e2e/traceLens.test.ts, test/e2e/probeSet.test.ts, test/e2e/sshTarget.test.ts
 import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
 import { decorationText, hoverMarkdown } from './model/format';

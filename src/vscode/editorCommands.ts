@@ -1,5 +1,6 @@
 // The editor's right-click entries: "Trace this function" (the one around the cursor), "Trace this line" (a
 // line probe fetching the variables the user picks among those visible there) and "Trace with arguments…".
+// Tests: test/e2e/traceLine.test.ts, test/e2e/traceArgs.test.ts
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import type { BinaryIndex } from '../core/index/binaryIndex';

@@ -1,6 +1,7 @@
 // Composes ProbeLens's editor features on one Ctx: binaries, targets, tracing, lenses, inline results, the
 // probes view, the status bar, the live panel and the commands. Nothing is indexed until a C, C++, Rust or Go
 // editor is visible; a single timer redraws live numbers at most a few times a second while hits arrive.
+// Tests: test/e2e/showVersion.test.ts, test/e2e/traceLens.test.ts
 import * as vscode from 'vscode';
 import { TracefsAgent } from '../core/tracefs/agentClient';
 import { Binaries } from './binaries';

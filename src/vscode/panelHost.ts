@@ -1,5 +1,6 @@
 // Feeds the live panel (src/vscode/panel, another module's webview) from the tracing sessions: hits in the
 // protocol's shape, the probes with their local source lines, the session state and the kernel's loss counts.
+// Tests: test/e2e/narrowPanel.test.ts, test/e2e/traceLine.test.ts
 import * as vscode from 'vscode';
 import { PROBELENS_VERSION } from '../core/version';
 import type { ProbeInfo } from '../shared/protocol';

@@ -1,5 +1,6 @@
 // The Probes view: targets → sessions (one binary on that target) → probes, with state and hit counts.
 // Inline actions: enable/disable/remove on probes, clean up and remove on targets; start/stop in the title.
+// Tests: test/e2e/probeSet.test.ts, test/e2e/sshTarget.test.ts, test/e2e/traceLine.test.ts
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import { command, type ProbeNodeArg, type TargetNodeArg } from './commands';

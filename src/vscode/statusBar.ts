@@ -1,4 +1,5 @@
 // The status bar item: the active targets and, while tracing, the hit rate.
+// Tests: test/e2e/probeSet.test.ts
 import * as vscode from 'vscode';
 import { formatCount, hitRate } from './model/format';
 import type { Targets } from './targets';

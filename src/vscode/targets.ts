@@ -1,6 +1,7 @@
 // Where probes run: this machine (always there) and SSH hosts the user added. Several can be active at once;
 // each active target gets its own TraceSession per binary. SSH connections are opened when tracing starts
 // and belong to the tracing run's scope; secrets stay in SecretStorage only when the user says so.
+// Tests: test/e2e/sshTarget.test.ts
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';

@@ -3,8 +3,10 @@
 // or a hand edit (or checkout) of the file — is applied in place to that binary's sessions on every target:
 // only the probes concerned are touched, the others keep counting. A spec the compiler or the kernel refuses
 // is marked in error and nothing else changes. A binary rebuilt under armed probes marks them stale.
-// Tests: it needs VS Code, so it is driven in code-server by test/e2e (liveEdit, probeSet, traceLens, traceLine,
-// sshTarget, …); what it shows is computed by src/vscode/model, tested in test/unit/vscode/model.
+// It needs VS Code, so it is driven in code-server by the e2e tests; what it shows is computed by src/vscode/model,
+// whose tests are in test/unit/vscode/model.
+// Tests: test/e2e/liveEdit.test.ts, test/e2e/probeSet.test.ts, test/e2e/traceLens.test.ts, test/e2e/traceLine.test.ts,
+//   test/e2e/sshTarget.test.ts
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import type { BinaryIndex } from '../core/index/binaryIndex';

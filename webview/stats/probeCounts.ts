@@ -1,5 +1,6 @@
 // Per-probe hit counts (the host's authoritative totals, not just what the history still holds).
 // Clicking a probe shows its latency histogram; clicking it again goes back to all probes.
+// Tests: test/unit/webview/panel.dom.test.ts
 import { badge, type ToolkitBadge } from '../toolkit';
 import { formatCount } from '../format';
 

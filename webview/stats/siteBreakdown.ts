@@ -2,6 +2,7 @@
 // a count that looks wrong is usually one copy that ran more or less than expected. Each site shows its
 // count, latest values and latency; clicking a site narrows the table to its hits (the `site:ADDR` filter
 // word), clicking it again shows all hits again.
+// Tests: test/unit/webview/panel.dom.test.ts
 import type { SiteStats } from '../../src/shared/protocol';
 import { describeSite, escapeText } from '../../src/shared/hitText';
 import { badge } from '../toolkit';

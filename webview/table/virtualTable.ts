@@ -1,6 +1,7 @@
 // A virtualised table with fixed row height: the DOM holds only the rows in view plus an overscan,
 // positioned inside a spacer as tall as the whole list. It follows the tail while scrolled to the
 // bottom, keeps the row under the user's eyes in place otherwise, and is driven by the keyboard.
+// Tests: test/unit/webview/panel.dom.test.ts, test/unit/webview/panelLayout.dom.test.ts
 import { layoutFor, measureCh, type TableLayout } from './layout';
 import { isNavKey, moveSelection, pageRows, scrollToReveal, visibleRange } from './virtualWindow';
 

@@ -1,5 +1,6 @@
 // The arithmetic of a fixed-row-height virtual list: which rows the DOM must hold, where to scroll to
 // reveal one, and where keyboard navigation moves the selection. No DOM here, so it is unit-tested directly.
+import { unreachable } from '../../src/shared/unreachable';
 
 export interface RowRange {
   /** first row index in the DOM (inclusive) */
@@ -55,5 +56,7 @@ export function moveSelection(key: NavKey, current: number, total: number, page:
       return current < 0 ? Math.max(0, last - page) : Math.max(0, current - page);
     case 'PageDown':
       return current < 0 ? Math.min(last, page) : Math.min(last, current + page);
+    default:
+      return unreachable(key, 'navigation key');
   }
 }

@@ -1,6 +1,7 @@
 // The one door to @vscode/webview-ui-toolkit (archived upstream): everything else in the webview builds
 // its controls through these factories, so replacing the toolkit later touches this folder only.
 // Only the components used are registered, which keeps the bundle and the startup small.
+// Tests: test/unit/webview/panel.dom.test.ts
 
 // @ts-expect-error TS1479: the repo type-checks as CommonJS (module Node16) and the toolkit is an ES module; this file only ever runs bundled by esbuild for the browser, so no require() is emitted (a dynamic import() would type-check but defeats tree-shaking: 243 kB → 688 kB).
 import { provideVSCodeDesignSystem, vsCodeButton, vsCodeTextField } from '@vscode/webview-ui-toolkit';

@@ -1,4 +1,5 @@
 // probelens functions | lines | vars | usdt — what a binary offers to probe (docs/contracts.md, JSON).
+// Tests: test/unit/cli/inspect.test.ts, test/unit/cli/hostile.test.ts, test/unit/cli/epipe.test.ts
 import type { BinaryIndex } from '../../core/index/binaryIndex';
 import { loadIndex } from '../../core/index/load';
 import type { IndexedFunction } from '../../core/index/model';

@@ -1,4 +1,6 @@
 // probelens define | trace | cleanup — compile specs, trace local or SSH targets, sweep leftovers.
+// Tests: test/unit/cli/sites.test.ts, test/unit/cli/lowerBound.test.ts, test/unit/core/session/fanout.test.ts,
+//   test/integration/engine-fanout.test.ts, test/integration/engine-cleanup.test.ts
 import { loadIndex } from '../../core/index/load';
 import { compileProbes } from '../../core/probes/compiler';
 import { DISARM_MS_PER_SITE } from '../../core/probes/compiler';

@@ -1,4 +1,5 @@
 // The subset of elfy 1.0.0's result that elfyAdapter.ts reads; elfy ships no types. Only the adapter may import it.
+// Tests: test/unit/core/binary/elfFile.test.ts
 declare module 'elfy' {
   interface ElfyProgram {
     type: string | number;

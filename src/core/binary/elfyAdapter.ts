@@ -5,6 +5,7 @@
 // cannot throw on them), keep elfy's answers for the fields it reads right (section names, sh_link, sh_info,
 // table counts, class, byte order), and re-read every word-sized field ourselves as an exact bigint, with the
 // entry sizes fixed by the ELF class. Replacing elfy means rewriting this file only.
+// Tests: test/unit/core/binary/elfFile.test.ts, test/unit/core/binary/fuzz.test.ts
 import { parse as elfyParse } from 'elfy';
 import { Cursor } from './cursor';
 import { ElfFormatError } from './errors';

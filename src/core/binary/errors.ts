@@ -1,6 +1,8 @@
 // Every way a binary can fail to load ends in one of these classes, so callers (the index worker, the CLI,
 // the editor) can tell "not our kind of file" from "damaged file" from "unsupported machine" and say what
 // the user should do next.
+// Tests: test/unit/core/binary/elfFile.test.ts, test/unit/core/binary/compressed.test.ts, test/unit/core/binary/debugFile.test.ts,
+//   test/unit/core/binary/fuzz.test.ts, test/unit/cli/messages.test.ts
 
 /** The bytes are not an ELF object at all. */
 export class NotElfError extends Error {

@@ -1,4 +1,5 @@
 // The public surface of the ELF layer. Everything else reads binaries through these names.
+// Tests: test/unit/core/probes/returns.test.ts
 export { openBinary, BinaryImage, type OpenBinaryOptions } from './binaryImage';
 export { ElfFile, type Arch, type ElfType, type ElfSection, type ElfSegment, type DebugLink } from './elfFile';
 export {

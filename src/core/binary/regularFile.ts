@@ -3,6 +3,7 @@
 // directory or a symbolic-link loop only gives a raw EISDIR / ELOOP later: so every open here is
 // O_NONBLOCK | O_NOCTTY (a FIFO opens at once, a terminal never becomes ours), and fstat on the opened
 // descriptor decides, so a file swapped between a check and the open is still caught.
+// Tests: test/unit/cli/files.test.ts, test/unit/core/binary/elfFile.test.ts
 import { closeSync, constants, fstatSync, openSync, statSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 

@@ -5,6 +5,7 @@
 // fzstd 0.1.1's Huffman-weight reader loops forever when a corrupt FSE table gives both states zero bits
 // (fpos never decreases; found by our fuzzing). It is loaded from its source with a guard added to that loop
 // that fails as soon as more than 255 weights were read, which is the format's own limit.
+// Tests: test/unit/core/binary/compressed.test.ts
 import { fzstdSource } from './fzstdSource';
 
 type Decompress = (input: Uint8Array, out?: Uint8Array) => Uint8Array;

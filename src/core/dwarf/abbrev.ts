@@ -1,6 +1,7 @@
 // Abbreviation tables (.debug_abbrev), parsed once per offset and shared by every unit that points there.
 // Each abbreviation also gets a precomputed byte size when all its forms are fixed-size for the unit's
 // encoding: skipping a DIE nobody asked about is then a single cursor bump, the hot path of the index pass.
+// Tests: test/unit/core/dwarf/unit.test.ts, test/unit/core/dwarf/functions.test.ts, test/unit/core/dwarf/hostileTypes.test.ts
 import * as K from './constants';
 import { DwarfFormatError, Reader } from './reader';
 

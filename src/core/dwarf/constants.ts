@@ -1,5 +1,6 @@
 // DWARF constants used by the reader (DWARF 5 spec, section 7, plus the GNU extensions gcc emits).
 // Only the values the reader acts on are named; everything else is skipped by form.
+// Tests: test/unit/core/dwarf/unit.test.ts, test/unit/core/dwarf/functions.test.ts, test/unit/core/dwarf/vars.test.ts
 
 export const TAG = {
   array_type: 0x01,

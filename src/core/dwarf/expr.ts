@@ -1,6 +1,7 @@
 // Location expressions reduced to the forms a uprobe fetcharg can express: a register, frame base + offset,
 // register + offset, a static address, an implicit/constant value, pieces, an entry value — or a clear
 // "optimized out" / "unsupported" verdict. No general stack machine: a probe can only read what it can name.
+// Tests: test/unit/core/dwarf/vars.test.ts, test/unit/core/probes/compiler.test.ts, test/integration/args.test.ts
 import * as K from './constants';
 import { Reader } from './reader';
 import type { Block, Unit } from './unit';

@@ -15,6 +15,8 @@
 //
 // Representation: addresses, offsets and constants are JS numbers (see reader.ts for why that is exact for
 // every user-space address); -1/-2 tombstones are recognised and dropped. Errors are DwarfFormatError.
+// Tests: test/unit/core/dwarf/functions.test.ts, test/unit/core/dwarf/types.test.ts, test/unit/core/dwarf/unit.test.ts,
+//   test/unit/core/dwarf/vars.test.ts
 import type { SectionSource } from '../binary/sections';
 import * as K from './constants';
 import { describeLocation, type Arch, type LocDesc } from './expr';

@@ -2,6 +2,7 @@
 // absolute against DW_AT_comp_dir) and the file table of its line program's header. No DIE below the root
 // and no line program is decoded, so this costs a small fraction of a full index: it is what discovery uses
 // to tell which of a workspace's binaries holds the file open in the editor.
+// Tests: test/unit/core/workspace/scan.test.ts
 import { posix } from 'node:path';
 import type { SectionSource } from '../binary/sections';
 import { parseLineFiles } from './line';

@@ -1,6 +1,8 @@
 // Builds the full IndexData of a binary: symbols and PT_LOAD offsets from the executable, functions,
 // parameters and line tables from DWARF (the binary's own or a separate debug file), USDT notes, Go facts.
 // Runs in the index worker; callers use loadIndex() (cache first) rather than this directly.
+// Tests: test/unit/core/index/openFile.test.ts, test/unit/core/index/oracles.test.ts, test/unit/core/index/corpusCases.test.ts,
+//   test/unit/core/index/sites.test.ts
 import { openBinary, type BinaryImage, type OpenBinaryOptions } from '../binary/binaryImage';
 import { demangle, withoutRustHash } from '../demangle';
 import { readBinaryIdentity } from './identity';

@@ -1,5 +1,6 @@
 // On-demand DWARF access for what the full index leaves out (locals, struct layouts, locations at arbitrary
 // addresses). Opening re-reads the binary, so callers keep one DebugAccess per binary for a session.
+// Tests: test/unit/core/probes/compiler.test.ts, test/unit/cli/inspect.test.ts
 import { openBinary, type BinaryImage } from '../binary/binaryImage';
 import { openDwarf, type Dwarf } from '../dwarf';
 

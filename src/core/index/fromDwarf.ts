@@ -1,5 +1,6 @@
 // The DWARF half of the full index: functions with their parameters located at the entry pc, and the line
 // tables of every unit merged into one address-sorted table with a shared file list.
+// Tests: test/unit/core/index/worker/pool.test.ts, test/unit/core/index/oracles.test.ts, test/unit/core/index/corpusCases.test.ts
 import type { BinaryImage } from '../binary/binaryImage';
 import { openDwarf, type Dwarf, type FunctionInfo, type LocDesc } from '../dwarf';
 import type { Unit } from '../dwarf/unit';

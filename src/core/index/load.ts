@@ -1,5 +1,6 @@
 // Loading a binary's index: from the on-disk cache when its identity matches, else built (in a worker thread
 // when asked, so an editor never blocks) and stored.
+// Tests: test/unit/core/index/cacheColumns.test.ts, test/unit/core/index/openFile.test.ts, test/unit/cli/messages.test.ts
 import { resolve } from 'node:path';
 import { buildIndex, type BuildOptions } from './build';
 import { BinaryIndex } from './binaryIndex';

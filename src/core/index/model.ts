@@ -2,6 +2,7 @@
 // entry address, file offset and parameters, plus the line table. It is what the worker builds, what the cache
 // stores (v8.serialize) and what BinaryIndex answers queries from. Locals and struct layouts are not in it:
 // they are decoded per unit on demand from the binary itself.
+// Tests: test/unit/core/index/binaryIndex.test.ts, test/unit/core/index/oracles.test.ts, test/unit/core/index/sites.test.ts
 import type { SiteKind } from '../../shared/site';
 import type { UsdtOperand } from '../binary/usdt';
 

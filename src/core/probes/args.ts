@@ -1,5 +1,6 @@
 // Probe arguments: a spec's ARGs → tracefs fetch arguments at one site, from that site's own variables (DWARF
 // locations there) and types; $retval from the function's return type.
+// Tests: test/unit/core/probes/compiler.test.ts, test/unit/core/session/cutStrings.test.ts, test/integration/args.test.ts
 import type { TypeDesc } from '../dwarf';
 import { inherited } from '../dwarf/functions';
 import type { BinaryIndex } from '../index/binaryIndex';
@@ -12,6 +13,7 @@ import { describeSite } from '../../shared/hitText';
 import { toSite } from '../../shared/site';
 import type { ProbeArg } from './spec';
 import { siteContext, variablesAtSite, type SiteVariable } from './variables';
+import { unreachable } from '../../shared/unreachable';
 
 export interface CompiledArg {
   name: string;
@@ -129,6 +131,8 @@ export async function compileArg(
         }
         return out;
       }
+      default:
+        return unreachable(a.which, 'special argument');
     }
   }
   return compileVar(a, site, vars, ctx);

@@ -1,6 +1,7 @@
 // Which sites a function entry probe arms for a function's inlined copies: the entries findInlinedEntries proves
 // on the decoded code of each function holding copies, instead of one DWARF entry pc per DIE. Copies whose
 // entries cannot be proved are named with the reason, and the function's count is then a lower bound.
+// Tests: test/unit/core/probes/inlinedEntries.fixture.test.ts, test/corpus/one-call-one-site.test.ts
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { FunctionSite, IndexedFunction } from '../index/model';
 import { findInlinedEntries, twoSitesOneCall, type InlinedEntryQuery } from './inlinedEntries';

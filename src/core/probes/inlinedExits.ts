@@ -9,6 +9,7 @@
 // the copy's entry is only reached while no call of it is open, an exit only while one is, and no open call
 // leaves the function unseen. Whatever cannot be proved says why, and the site's returns are unavailable.
 import { decodeX86Flow, type JumpTable, type X86FlowInsn } from './x86decoder';
+import { unreachable } from '../../shared/unreachable';
 
 export interface HostRange {
   start: bigint;
@@ -148,10 +149,12 @@ export function build(q: Pick<InlinedExitQuery, 'host' | 'noReturn' | 'readData'
         return at.has(next) ? [at.get(next)!] : [];
       case 'nop':
         return at.has(next) ? [at.get(next)!] : [];
-      default:
+      case 'other':
         if (at.has(next)) return [at.get(next)!];
         fallsOff.add(i.address);
         return [];
+      default:
+        return unreachable(i.kind, 'instruction kind');
     }
   });
   const pred: number[][] = insns.map(() => []);

@@ -5,8 +5,10 @@
 //   abs:  a global at @+N;
 //   imm:  the compiler folded the value to a constant, fetched as an immediate (\\N).
 // A fetch argument for the value itself is then `%di`, `+off(base)` or `@+N`.
+// Tests: test/unit/core/probes/compiler.test.ts, test/integration/args.test.ts
 import type { TypeDesc } from '../dwarf';
 import { fetchTypeOf, stripQualifiers } from '../fetch/fetch';
+import { unreachable } from '../../shared/unreachable';
 
 export type Place =
   | { kind: 'reg'; reg: string }
@@ -59,6 +61,8 @@ export function valueFetch(p: Place, what: string): string {
       return `\\${p.value}`;
     case 'parts':
       throw new ArgError(`${what} is passed in several registers (${p.regs.join(', ')}); fetch one of its fields`);
+    default:
+      return unreachable(p, 'place');
   }
 }
 
@@ -88,6 +92,8 @@ export function member(p: Place, off: number, size: number, what: string): Place
       // A narrower field inside a register: tracefs bitfield types extract it (b<width>@<bit offset>/<container>).
       return { bits: `b${size * 8}@${(off % 8) * 8}/64`, reg: r };
     }
+    default:
+      return unreachable(p, 'place');
   }
 }
 

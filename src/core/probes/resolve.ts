@@ -1,4 +1,5 @@
 // From a parsed probe point to concrete addresses in one binary, with errors a user can act on.
+// Tests: test/unit/core/probes/lines.test.ts, test/unit/core/index/sites.test.ts, test/unit/vscode/model/structFields.test.ts
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { FunctionSite, IndexedFunction, IndexedUsdt } from '../index/model';
 import { lineAddresses } from './lines';

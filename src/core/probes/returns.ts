@@ -5,6 +5,7 @@
 // immediate or displacement; AArch64 has fixed 4-byte instructions, so it is read word by word.
 import { hex } from '../binary/cursor';
 import { decodeX86 } from './x86decoder';
+import { unreachable } from '../../shared/unreachable';
 
 export type ReturnArch = 'x86_64' | 'aarch64';
 
@@ -101,6 +102,11 @@ function scanX86(code: Uint8Array, address: bigint): ReturnScan {
       case 'jmp-indirect':
         out.tailJumps.push(step.address);
         break;
+      case 'stop':
+      case 'other':
+        break;
+      default:
+        unreachable(step.kind, 'instruction kind');
     }
     return true;
   });

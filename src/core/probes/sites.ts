@@ -1,5 +1,6 @@
 // What the compiler says about a function's sites: the site a probe (and so each of its hits) belongs to, and the
 // limit on how many sites one spec may arm before someone confirms it.
+// Tests: test/unit/core/probes/lines.test.ts, test/unit/core/probes/compiler.test.ts, test/unit/cli/sites.test.ts
 import { siteAddress } from '../../shared/site';
 import type { BinaryIndex } from '../index/binaryIndex';
 import { resolvePoint } from './resolve';

@@ -1,5 +1,6 @@
 // The variables visible at a probe site and where each is at that address, as tracefs fetch text: what
 // `probelens vars` lists and what "Trace this line" offers.
+// Tests: test/unit/cli/inspect.test.ts, test/unit/core/probes/inlinedEntries.fixture.test.ts, test/unit/vscode/model/structFields.test.ts
 import type { BinaryIndex } from '../index/binaryIndex';
 import { openDebugAccess, type DebugAccess } from '../index/debugAccess';
 import { callFrameInfo, type CallFrameInfo } from '../unwind';

@@ -1,5 +1,6 @@
 // The only module that touches iced-x86 (a WASM x86 decoder). It is loaded on first use: compiling its
 // ~800 KB of WASM costs ~100 ms, which only Go return probes on x86-64 should pay.
+// Tests: test/unit/core/probes/inlinedEntries.fixture.test.ts, test/unit/core/probes/returns.test.ts
 import type * as Iced from 'iced-x86';
 
 /** What return-site scanning needs to know about one decoded x86-64 instruction. */

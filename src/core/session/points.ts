@@ -1,5 +1,6 @@
 // What the session makes of its probe points: which tracefs events they are, the parser's view of each event,
 // the entry/return pairs for latency, and a record as users see it.
+// Tests: test/unit/core/session/fanout.test.ts, test/unit/core/session/sameFigures.test.ts, test/integration/returns.test.ts
 import type { CompiledProbe } from '../probes/compiler';
 import type { EventSchema, Hit, HitValue } from '../tracefs/hitParser';
 import type { LatencyPair } from './aggregates';

@@ -3,8 +3,11 @@
 // them, parse the stream into hits and aggregates, apply edits in place while armed (add, remove, enable,
 // disable: only the events concerned are touched, the others keep counting), and stop (or lose the client)
 // with nothing left behind on the target.
-// Tests: a session needs a target and real tracefs, so they are in test/integration (sessionLiveEdit, capture,
-// sites, returns, hitShape, engine-*); its counting is the aggregates' (test/unit/core/session).
+// A session needs a target and real tracefs, so it is tested by integration tests; its counting is the
+// aggregates' (test/unit/core/session/aggregates.test.ts), and how it tells an early end is unit-tested.
+// Tests: test/integration/sessionLiveEdit.test.ts, test/integration/capture.test.ts, test/integration/sites.test.ts,
+//   test/integration/returns.test.ts, test/integration/hitShape.test.ts, test/integration/engine-fanout.test.ts,
+//   test/unit/core/session/sessionEnd.test.ts
 import type { BinaryIndex } from '../index/binaryIndex';
 import { readBinaryIdentity } from '../index/identity';
 import { compileProbes, sharePoints, SITE_ARG, type CompiledProbe } from '../probes/compiler';

@@ -1,6 +1,7 @@
 // User authentication in OpenSSH's order: the agent's keys (unless IdentitiesOnly), identity files
 // (encrypted ones unlocked through the passphrase callback), keyboard-interactive, then password — each only
 // when the server still offers that method. Every attempt is remembered for the "permission denied" message.
+// Tests: test/integration/ssh.test.ts, test/integration/sshPassword.test.ts
 import { readFileSync } from 'node:fs';
 import { utils, type AnyAuthMethod, type AuthHandlerMiddleware, type AuthenticationType } from 'ssh2';
 import type { ResolvedHost } from './config';

@@ -1,6 +1,7 @@
 // The CLI's SSH flags (`--host [USER@]HOST[:PORT]`, `--identity FILE`, `--known-hosts FILE`, `--accept-new`)
 // mapped onto connection options. Without `--accept-new` an unknown host is refused (unless the user's own
 // ssh config says StrictHostKeyChecking accept-new/no, as `ssh` would honour it).
+// Tests: test/unit/core/ssh/destination.test.ts
 import type { SshConnectOptions } from './connect';
 import { parseDestination } from './destination';
 

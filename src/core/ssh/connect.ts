@@ -1,6 +1,7 @@
 // One SSH connection on ssh2, possibly through a ProxyJump chain: each hop is a full SSH session whose host
 // key is verified against known_hosts, and the next hop travels inside a `direct-tcpip` channel of the
 // previous one (what `ssh -J` does).
+// Tests: test/unit/core/ssh/config.test.ts, test/integration/ssh.test.ts, test/integration/sshPassword.test.ts
 import { Client, type ClientChannel, type ConnectConfig } from 'ssh2';
 import { connect as tcpConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';

@@ -1,5 +1,6 @@
 // Typed SSH failures. Each message ends with what the user can do next; host key failures reproduce the
 // wording OpenSSH users already recognise.
+// Tests: test/unit/core/ssh/hostKeyPolicy.test.ts, test/integration/ssh.test.ts, test/integration/sshPassword.test.ts
 import { fingerprintSha256, keyTypeLabel, blobKeyType, type KnownHostEntry } from './knownHosts';
 
 export class SshError extends Error {

@@ -15,6 +15,7 @@ import {
 } from './knownHosts';
 import { HostKeyChangedError, HostKeyError, HostKeyRevokedError, HostKeyUnknownError, SshConfigError } from './errors';
 import type { StrictHostKeyChecking } from './config';
+import { unreachable } from '../../shared/unreachable';
 
 export type UnknownHostDecision = 'accept-once' | 'accept-and-record' | 'reject';
 
@@ -104,6 +105,8 @@ export async function verifyHostKey(key: Buffer, opts: HostKeyPolicyOptions): Pr
       return { ok: false, error: new HostKeyChangedError(name, key, status.offending) };
     case 'new':
       break;
+    default:
+      unreachable(status, 'host key status');
   }
   const caNote = status.certAuthorityIgnored.length
     ? `(${describeEntries(status.certAuthorityIgnored)} is a @cert-authority line; host certificates are not supported, so it cannot vouch for this key)\n`

@@ -1,5 +1,6 @@
 // This machine as a target: the fixed program runs as a child process (never through a shell), as root
 // directly or through `sudo -n` when configured.
+// Tests: test/integration/agentProcess.test.ts, test/integration/agentWatchdog.test.ts, test/integration/capture.test.ts
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { ExecChannel, ExecExit, ExecOptions, Target } from './target';
 

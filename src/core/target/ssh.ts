@@ -1,6 +1,7 @@
 // The SSH implementation of Target: one verified connection (see src/core/ssh), one exec channel per fixed
 // program. The remote login shell receives plain words or a fixed bootstrap (see ssh/remoteCommand.ts), never
 // quoted text; the argv elements are also checked to be plain text so nothing NUL-bearing can travel.
+// Tests: test/integration/ssh.test.ts, test/integration/sshPassword.test.ts, test/vm/uprobes.test.ts
 import type { ClientChannel } from 'ssh2';
 import { connectSsh, type SshConnectOptions, type SshConnection } from '../ssh/connect';
 import { SshError } from '../ssh/errors';

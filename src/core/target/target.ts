@@ -1,6 +1,7 @@
 // A Target runs ONE fixed program on a machine (this one, or one reached over SSH) and gives back its three
 // streams. Only fixed text (the agent script) ever becomes a command: everything variable (definitions, paths,
 // filters) travels as data on the program's stdin, so no implementation needs to quote user text.
+// Tests: test/unit/core/session/targetCaps.test.ts, test/integration/agentProcess.test.ts
 import type { Readable, Writable } from 'node:stream';
 
 export interface ExecOptions {

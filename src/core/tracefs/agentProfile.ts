@@ -1,6 +1,7 @@
 // The agent's reading of the kernel's hit counts (see src/core/tracefs/agentScript.ts, into which this block is
 // spliced): read_profile and profile_of. Same rules as the rest of the script: fixed POSIX sh text (dash, busybox
 // ash, bash), no dollar-brace and no backquotes, every value checked before use.
+// Tests: test/unit/core/tracefs/agentScript.test.ts, test/integration/agentLoss.test.ts, test/integration/concurrentAccounting.test.ts
 export const AGENT_KERNEL_COUNTS = String.raw`# PROF := the uprobe_profile lines (one per probe point) of the definitions that name "$1" after their kind
 # ("GROUP/" or "GROUP/EVENT "). The profile names events without their group and lists them in uprobe_events'
 # order, so the two are pasted side by side (one pass of paste, grep and sed: the shell's read takes a byte per

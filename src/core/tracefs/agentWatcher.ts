@@ -1,6 +1,7 @@
 // The agent's file watcher (see src/core/tracefs/agentScript.ts, into which this block is spliced): the fw_*
 // functions, the WATCH and WRITERS commands. Same rules as the rest of the script: fixed POSIX sh text (dash, busybox
 // ash, bash), no `${` and no backquotes, every value checked before use.
+// Tests: test/unit/core/tracefs/agentScript.test.ts, test/integration/fileWatch.test.ts, test/integration/agentLiveEdit.test.ts
 export const AGENT_FILE_WATCHER = String.raw`# ---- The file watcher: never leave probes on a file that changed under them ----
 # A uprobe sits at a file offset of an inode, and the kernel copies the probed instruction once. A file written
 # over in place (same inode: cp new old) keeps its probes at the old offsets, now inside other instructions: the

@@ -1,5 +1,6 @@
 // CFA lookups for a binary: .eh_frame from the executable (always loaded, so never stripped), else
 // .debug_frame from wherever the DWARF lives.
+// Tests: test/unit/cli/inspect.test.ts, test/integration/lines.test.ts
 import type { BinaryImage } from '../binary/binaryImage';
 import { CallFrameInfo, type CfaRule } from './cfi';
 

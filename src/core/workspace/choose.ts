@@ -2,6 +2,7 @@
 // redis-server as redis-sentinel, redis-check-aof and redis-check-rdb: one build-id) are one choice; of
 // the distinct builds, those whose DWARF names the file are candidates, best first. Pure: unit-tested on
 // real scans.
+// Tests: test/unit/core/workspace/scan.test.ts
 import type { BinaryScan } from './scan';
 
 export interface Build {

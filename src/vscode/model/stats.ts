@@ -1,6 +1,7 @@
 // What the editor shows about one probe spec, folded from every session (one per target) that armed it:
 // hit counts per host, the last hits' values and the latency of an entry/return pair, as the session's aggregates
 // counted them. Pure data in, pure data out: the decorations, hovers, lenses and tree all read this.
+// Tests: test/unit/vscode/model/siteStats.test.ts, test/unit/vscode/model/format.test.ts, test/unit/core/session/sameFigures.test.ts
 import type { AggregateSnapshot, LatencyStats } from '../../core/session/aggregates';
 import type { Hit, HitValue } from '../../shared/hit';
 import { siteKey, type Site } from '../../shared/site';

@@ -3,6 +3,7 @@
 // come from our extension's origin, the toolkit's constructable stylesheets (not subject to style-src),
 // CSSOM writes (allowed), and one probe <style> FAST adds to detect :focus-visible, which carries the
 // nonce it reads from <meta property="csp-nonce">.
+// Tests: test/unit/webview/panel.dom.test.ts, test/unit/webview/panelLayout.dom.test.ts
 import { randomBytes } from 'node:crypto';
 
 export interface PanelHtmlOptions {

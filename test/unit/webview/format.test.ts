@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { bucketLabel, formatCount, formatDuration, formatTs } from '../../../webview/format';
-import { occupiedRange, sumHistograms } from '../../../webview/stats/histogram';
 
 test('durations are the one formatter the CLI and the editor use: two significant digits', () => {
   assert.equal(formatDuration(950), '950ns');
@@ -19,14 +18,4 @@ test('counts get thousands separators and timestamps microseconds', () => {
   assert.equal(formatCount(999), '999');
   assert.equal(formatCount(1_000_000), '1,000,000');
   assert.equal(formatTs(12.5), '12.500000');
-});
-
-test('histograms sum bucket-wise and report their occupied range', () => {
-  const s = sumHistograms([
-    { buckets: [0, 2, 1], count: 3, maxNs: 7 },
-    { buckets: [0, 0, 0, 0, 5], count: 5, maxNs: 30 },
-  ]);
-  assert.deepEqual(s, { buckets: [0, 2, 1, 0, 5], count: 8, maxNs: 30 });
-  assert.deepEqual(occupiedRange(s), { first: 1, last: 4 });
-  assert.equal(occupiedRange({ buckets: [0, 0], count: 0, maxNs: 0 }), null);
 });

@@ -1,11 +1,13 @@
 // Worker-thread entry: the binary indexer runs here so the extension host never blocks on DWARF.
 // IndexData crosses back by structured clone (bigints and typed arrays survive it).
+// Tests: test/unit/core/index/worker/client.test.ts, test/unit/core/index/worker/pool.test.ts
 import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import { openBinary } from '../../binary/binaryImage';
 import { buildIndex } from '../build';
 import { dwarfSlice, type DwarfSlice } from '../fromDwarf';
 import type { WorkerRequest, WorkerResponse } from './messages';
+import { unreachable } from '../../../shared/unreachable';
 
 async function handle(req: WorkerRequest): Promise<WorkerResponse> {
   switch (req.kind) {
@@ -33,6 +35,8 @@ async function handle(req: WorkerRequest): Promise<WorkerResponse> {
       });
       return { kind: 'slice', result: dwarfSlice(image, req.part, req.parts) };
     }
+    default:
+      return unreachable(req, 'index worker request');
   }
 }
 

@@ -3,6 +3,7 @@
 // backend indexes cold in ≈ 3.5 s with a ≈ 365 MiB peak, far inside what it is given here.
 // The size is read from the section headers alone (positioned reads, never the whole file), so a hostile file
 // cannot make the estimate itself expensive; a separate debug file is measured where gdb would look for it.
+// Tests: test/unit/cli/messages.test.ts, test/unit/core/index/worker/client.test.ts, test/unit/cli/limits.test.ts
 import type { FileHandle } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { dirname, join } from 'node:path';

@@ -1,4 +1,5 @@
 // Requests and responses between runWorkerJob() and the index worker.
+// Tests: test/unit/core/index/worker/client.test.ts, test/unit/core/index/worker/pool.test.ts
 import type { DwarfSlice } from '../fromDwarf';
 import type { IndexData } from '../model';
 

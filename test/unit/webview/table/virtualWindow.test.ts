@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isNavKey, moveSelection, pageRows, scrollToReveal, visibleRange } from '../../../webview/table/virtualWindow';
+import { isNavKey, moveSelection, pageRows, scrollToReveal, visibleRange } from '../../../../webview/table/virtualWindow';
 
 test('visibleRange holds the rows in view plus the overscan, clamped to the list', () => {
   // rows of 20px, 100px viewport: at scrollTop 200 rows 10..14 are visible

@@ -2,8 +2,8 @@
 // the kernel prints for it, as seen on Debian 12's cloud kernel (6.1).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KprobeSpecError, kprobeArgs, kprobeDefinition, parseKprobeRecord } from '../../../src/core/probes/kprobe';
-import { DO_SYS_OPENAT2 } from '../../vm/kprobeHarness';
+import { KprobeSpecError, kprobeArgs, kprobeDefinition, parseKprobeRecord } from '../../../../src/core/probes/kprobe';
+import { DO_SYS_OPENAT2 } from '../../../vm/kprobeHarness';
 
 test('entry definitions are symbol-relative, with arguments by name, user strings and members through pointers', () => {
   const args = kprobeArgs(DO_SYS_OPENAT2, ['dfd', 'filename:ustring', 'how->flags', 'how->mode:x64', 'filename:str'], 'entry');

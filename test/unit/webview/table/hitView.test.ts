@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Hit } from '../../../src/shared/hit';
-import { encodeHits } from '../../../src/shared/protocol';
-import { HitView } from '../../../webview/table/hitView';
-import { emptyRow } from '../../../webview/table/hitRing';
+import type { Hit } from '../../../../src/shared/hit';
+import { encodeHits } from '../../../../src/shared/protocol';
+import { HitView } from '../../../../webview/table/hitView';
+import { emptyRow } from '../../../../webview/table/hitRing';
 
 function hits(from: number, count: number, probe = 'work'): Hit[] {
   return Array.from({ length: count }, (_, k) => {

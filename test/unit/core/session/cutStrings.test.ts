@@ -2,16 +2,16 @@
 // the NDJSON hit, the panel's column batches (and so its rows and export), the editor's decoration and hover.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withStringHeads, STRING_HEAD_BYTES } from '../../../src/core/probes/args';
-import { Aggregates } from '../../../src/core/session/aggregates';
-import { hitsToCsv } from '../../../src/core/session/export';
-import { stringHead } from '../../../src/core/session/cutStrings';
-import type { Hit } from '../../../src/shared/hit';
-import { hitToJson } from '../../../src/shared/hitJson';
-import { formatHitLine } from '../../../src/shared/hitText';
-import { decodeHits, encodeHits } from '../../../src/shared/protocol';
-import { decorationText, hoverMarkdown } from '../../../src/vscode/model/format';
-import { statsForSpec } from '../../../src/vscode/model/stats';
+import { withStringHeads, STRING_HEAD_BYTES } from '../../../../src/core/probes/args';
+import { Aggregates } from '../../../../src/core/session/aggregates';
+import { hitsToCsv } from '../../../../src/core/session/export';
+import { stringHead } from '../../../../src/core/session/cutStrings';
+import type { Hit } from '../../../../src/shared/hit';
+import { hitToJson } from '../../../../src/shared/hitJson';
+import { formatHitLine } from '../../../../src/shared/hitText';
+import { decodeHits, encodeHits } from '../../../../src/shared/protocol';
+import { decorationText, hoverMarkdown } from '../../../../src/vscode/model/format';
+import { statsForSpec } from '../../../../src/vscode/model/stats';
 
 const head = 'abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijkl';
 const hit = (cut?: string[]): Hit => ({

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Hit } from '../../../src/shared/hit';
-import { encodeHits, type HitBatch } from '../../../src/shared/protocol';
-import { HitRing, emptyRow } from '../../../webview/table/hitRing';
+import type { Hit } from '../../../../src/shared/hit';
+import { encodeHits, type HitBatch } from '../../../../src/shared/protocol';
+import { HitRing, emptyRow } from '../../../../webview/table/hitRing';
 
 const hit = (i: number): Hit => ({
   host: 'h',
@@ -126,4 +126,30 @@ test('a row shows a return value only where there is one, after the batch went a
   const out = emptyRow();
   const texts = [0, 1, 2, 3].map((i) => (r.read(i, out), out.retText));
   assert.deepEqual(texts, ['', '-1', 'null', ''], 'an entry and a return without a value show none; a faulted one shows null');
+});
+
+test('a row shows a return value only where there is one: an entry none (also after the JSON trip), a faulted return null', () => {
+  const base = { host: 'h', pid: 1, tid: 1, comm: 'c', cpu: 0, args: {}, event: 'p' };
+  const batch = encodeHits([
+    { ...base, probe: 'p', kind: 'entry', ts: 1, args: { a: 1 } },
+    { ...base, probe: 'p%return', kind: 'return', ts: 2, retval: 7 },
+    { ...base, probe: 'p%return', kind: 'return', ts: 3, retval: null },
+    { ...base, probe: 'p', kind: 'line', ts: 4 },
+  ]);
+  // webview.postMessage sends the batch as JSON: an entry's absent return value arrives as null in the array.
+  const posted = JSON.parse(JSON.stringify({ ...batch, hasRetval: [...batch.hasRetval] })) as HitBatch;
+  posted.hasRetval = Uint8Array.from(posted.hasRetval);
+  assert.deepEqual(posted.retval, [null, 7, null, null]);
+  for (const b of [batch, posted]) {
+    const r = new HitRing(8);
+    const ids = b.strings.map((_, i) => i);
+    let off = 0;
+    for (let i = 0; i < 4; i++) {
+      r.push(b, i, off, ids);
+      off += b.shapes[b.shape[i]].length;
+    }
+    const out = emptyRow();
+    const retTexts = [0, 1, 2, 3].map((seq) => (r.read(seq, out), out.retText));
+    assert.deepEqual(retTexts, ['', '7', 'null', ''], 'the entry and the line hit show nothing under Return, never "null"');
+  }
 });

@@ -50,7 +50,7 @@ test("the README's example: trace redis-server 'createStringObject ptr:string le
   const p = await corpusProjectOrSkip(t, 'redis');
   if (!p) return;
   // A private copy: uprobes sit on the inode, so nobody else's redis run hits our probes (or theirs ours).
-  const dir = mkdtempSync(join(tmpdir(), 'probelens-seeds-'));
+  const dir = mkdtempSync(join(tmpdir(), 'probelens-readme-example-'));
   const server = join(dir, 'redis-server');
   copyFileSync(p.binaries['redis-server'], server);
   const [port, sentinelPort] = [await freePort(), await freePort()];
