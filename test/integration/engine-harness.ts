@@ -61,9 +61,18 @@ export interface CliRun {
   exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts `probelens ARGS…` from source; the process is killed (SIGKILL) after the test if still running. */
-export function startCli(t: TestContext, args: string[], env: NodeJS.ProcessEnv): CliRun {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts `probelens ARGS…` from source; the process is killed (SIGKILL) after the test if still running. With
+ * `ownGroup` it leads a process group of its own, as a terminal's foreground job does (a signal to `-pid` then
+ * reaches it and everything it started in that group, as a typed Ctrl-C does).
+ */
+export function startCli(t: TestContext, args: string[], env: NodeJS.ProcessEnv, opts: { ownGroup?: boolean } = {}): CliRun {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    cwd: REPO,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: !!opts.ownGroup,
+  });
   let out = '';
   let err = '';
   const waiters: Array<() => void> = [];

@@ -60,4 +60,11 @@ test('lines: a line probe sees every run of the line in inlined copies, .cold bl
     of('inl').every((h) => h.site?.file?.endsWith('/lines.c') && h.site.line !== undefined),
     'an inlined hit names its call site',
   );
+  // A line's hits carry the line's name wherever they ran, never one copy's point name (its address in it):
+  // `lines_L<n>` for a FILE:LINE spec, whichever copy ran.
+  const names = (mark: string) => new Set(of(mark).map((h) => h.probe));
+  assert.deepEqual([...names('loop')], [`lines_L${marks.get('loop')}`]);
+  assert.deepEqual([...names('clone')], [`lines_L${marks.get('clone')}`]);
+  for (const mark of Object.keys(specs))
+    for (const n of names(mark)) assert.doesNotMatch(n, /_(inlined|clone|part)_[0-9a-f]+$/, `${mark}: hits named ${n}`);
 });

@@ -298,6 +298,35 @@ test('the agent killed while arming 300 events: the client says so and nothing i
   assert.deepEqual(await waitAllClean(groups, 60_000), [], 'what the killed agent had defined is removed');
 });
 
+test(
+  'Ctrl-C typed in a terminal (SIGINT to the whole foreground process group): a complete stop, with the kernel’s counts',
+  TIMEOUT,
+  async (t) => {
+    if (!requireTracefs(t)) return;
+    const f = await fixtureOrSkip(t, 'many-O2');
+    if (!f) return;
+    const bin = privateCopy(t, f.path);
+    const cli = startCli(t, ['trace', bin, 'many_00* x'], isolatedEnv(t), { ownGroup: true });
+    await cli.waitFor(/tracing \d+ probes? at 10 sites on local/, ARM_MS);
+    const groups = await waitForGroupsFor(cli, bin);
+    execFileSync(bin, ['3'], { stdio: 'ignore' });
+    await cli.waitFor(/many_009 x=2\b/, 60_000, 'stdout');
+    // What a terminal does: the signal goes to every process of the job's group, the CLI and what it started there.
+    process.kill(-cli.child.pid!, 'SIGINT');
+    const { code, signal } = await cli.exit;
+    assert.equal(code, 0, `exit ${code} ${signal}\n${cli.stderr()}`);
+    assert.equal(causeLines(cli).length, 0, `no early end to report\n${cli.stderr()}`);
+    const { printed, summary } = printedAndSummary({ cli, bin, group: groups[0] }, false);
+    assert.deepEqual(summary, printed, 'the summary counts the hits printed');
+    assert.equal(
+      Object.values(printed).reduce((a, b) => a + b, 0),
+      30,
+    );
+    assert.match(cli.stdout(), /^many_000: 3 hits \(kernel counted 3\)$/m);
+    assert.deepEqual(await waitAllClean(groups, 30_000), []);
+  },
+);
+
 test('SIGHUP (the terminal closed): the session stops, says why, and its summary has the kernel counts', TIMEOUT, async (t) => {
   if (!requireTracefs(t)) return;
   const run = await traceRunning(t, 'many_00* x');

@@ -264,7 +264,9 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   const summary = mergeSummaries(results);
   if (json) io.out(`${toJson({ summary })}\n`);
   else {
-    for (const probe of Object.keys(summary.hits)) for (const line of probeSummaryLines(summary, probe)) io.out(line);
+    // Every probe the kernel counted for, so one that was never hit says `0 hits`.
+    const probes = new Set([...Object.keys(summary.hits), ...Object.keys(summary.kernelHits)]);
+    for (const probe of probes) for (const line of probeSummaryLines(summary, probe)) io.out(line);
     const bounded = new Set(live.flatMap((o) => o.session!.probes.filter((p) => p.lowerBound).map((p) => p.function!)));
     for (const fn of bounded) io.out(`${fn}: a lower bound (calls at inlined copies whose entries are not proved go uncounted)\n`);
     if (summary.lost) io.out(`lost: ${summary.lost} events (raise --buffer-kb or add --filter)\n`);

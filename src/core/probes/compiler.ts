@@ -163,8 +163,7 @@ export function sharePoints(probes: CompiledProbe[], used: Set<string>): Compile
     if (g.length < 2) continue;
     const p0 = g[0];
     const base =
-      (p0.kind === 'line' ? `${(p0.file ?? 'line').replace(/^.*\//, '').replace(/\.[^.]*$/, '')}_L${p0.line}` : (p0.function ?? 'probe')) +
-      (p0.kind === 'return' ? '__return' : '');
+      (p0.kind === 'line' ? lineBaseName(p0.file, p0.line) : (p0.function ?? 'probe')) + (p0.kind === 'return' ? '__return' : '');
     const event = g.some((p) => p.event === eventName(base)) ? eventName(base) : uniqueEventName(base, used);
     g.forEach((p, i) => {
       const fetch = `\\${i}`;
@@ -212,8 +211,13 @@ async function provedEntries(
   return { resolved: out, notes, lowerBound };
 }
 
+/** A line probe's name before any site suffix: the file's stem and the line, `sites_L93`. */
+export function lineBaseName(file: string | undefined, line: number | undefined): string {
+  return `${(file ?? 'line').replace(/^.*\//, '').replace(/\.[^.]*$/, '')}_L${line}`;
+}
+
 function baseName(site: ResolvedSite): string {
-  if (site.kind === 'line') return `${(site.file ?? 'line').replace(/^.*\//, '').replace(/\.[^.]*$/, '')}_L${site.line}`;
+  if (site.kind === 'line') return lineBaseName(site.file, site.line);
   return site.fn?.name ?? 'probe';
 }
 

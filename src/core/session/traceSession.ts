@@ -10,8 +10,8 @@
 //   test/unit/core/session/sessionEnd.test.ts
 import type { BinaryIndex } from '../index/binaryIndex';
 import { readBinaryIdentity } from '../index/identity';
-import { compileProbes, sharePoints, SITE_ARG, type CompiledProbe } from '../probes/compiler';
-import { bindGroup, checkProbePath } from '../probes/definition';
+import { compileProbes, lineBaseName, sharePoints, SITE_ARG, type CompiledProbe } from '../probes/compiler';
+import { bindGroup, checkProbePath, eventName } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
 import { checkWriters, probedPath, WatchGate, type FileChange } from './fileWatch';
 import type { ExecExit, Target } from '../target/target';
@@ -344,11 +344,14 @@ export class TraceSession {
   private track(probes: CompiledProbe[]): void {
     const lines = new Map<string, SourceLine>();
     for (const p of probes) if (!this.names.has(probeKey(p)) && (!p.site || p.site.kind === 'entry')) this.names.set(probeKey(p), p.event);
-    // A function with no entry site (inlined everywhere) is named after the function while no other probe is.
+    // A function with no entry site (inlined everywhere) is named after the function, and a line in copies of inlined
+    // code after the line (`sites_L93`), never after one copy's point (a hit at another copy would carry its name),
+    // while no other probe has that name.
     for (const p of probes)
       if (!this.names.has(probeKey(p))) {
         const taken = new Set(this.names.values());
-        this.names.set(probeKey(p), p.function && !taken.has(p.function) ? p.function : p.event);
+        const name = p.kind === 'line' ? eventName(lineBaseName(p.file, p.line)) : p.function;
+        this.names.set(probeKey(p), name && !taken.has(name) ? name : p.event);
       }
     const fresh: CompiledProbe[] = [];
     for (const p of probes) {

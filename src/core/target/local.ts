@@ -21,7 +21,10 @@ export class LocalTarget implements Target {
     const sudo = opts.sudo ?? this.options.sudo ?? false;
     const full = sudo ? ['sudo', '-n', '--', ...argv] : [...argv];
     return new Promise((resolve, reject) => {
-      const child = spawn(full[0], full.slice(1), { stdio: ['pipe', 'pipe', 'pipe'] });
+      // In a session of its own: a terminal's Ctrl-C (or Ctrl-Z) signals its whole foreground process group, and the
+      // agent must hear of a stop from its client (which reads the kernel's counts and drains the stream first), not
+      // die of the same SIGINT halfway. It still ends with its client: its stdin closes when the client dies.
+      const child = spawn(full[0], full.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
       this.children.add(child);
       const exit = new Promise<ExecExit>((res) => {
         child.once('close', (code, signal) => {
