@@ -352,29 +352,40 @@ async function compileInlinedReturns(
   if (ctx.go) args.push(GOROUTINE);
   const { access } = await siteContext(ctx.index, ctx.opts.debugDirs);
   return found.exits.map((exit) =>
-    finish(
-      {
-        event: uniqueEventName(`${siteEventName(site)}__return`, ctx.used),
-        group: ctx.opts.group ?? UNBOUND_GROUP,
-        kind: 'return',
-        spec: spec.text,
-        function: fn.name,
-        file: site.file,
-        line: site.line,
-        address: exit.address,
-        fileOffset: BigInt(access.image.fileOffsetOf(exit.address)),
-        args,
-        pairKey: pairKey(fn.name, s.address),
-        pairBy: ctx.go ? 'goroutine' : 'tid',
-        warnings: [...warnings],
-        site: toSite(s),
-        unavailable: unavailable.length ? unavailable : undefined,
-      },
-      'p',
-      ctx.opts,
-      ctx.index,
-    ),
+    returnPoint(ctx, spec, site, `${siteEventName(site)}__return`, exit.address, access.image.fileOffsetOf(exit.address), {
+      args,
+      pairKey: pairKey(fn.name, s.address),
+      pairBy: ctx.go ? 'goroutine' : 'tid',
+      warnings: [...warnings],
+      site: toSite(s),
+      unavailable: unavailable.length ? unavailable : undefined,
+    }),
   );
+}
+
+/** A return probed by a plain uprobe on one exit instruction (`p`, not a uretprobe) of `site`'s function. */
+function returnPoint(
+  ctx: Ctx,
+  spec: ProbeSpec,
+  site: ResolvedSite,
+  base: string,
+  address: bigint,
+  fileOffset: number,
+  rest: Pick<CompiledProbe, 'args' | 'pairKey' | 'pairBy' | 'warnings' | 'site' | 'unavailable'>,
+): CompiledProbe {
+  const probe: Omit<CompiledProbe, 'definition'> = {
+    event: uniqueEventName(base, ctx.used),
+    group: ctx.opts.group ?? UNBOUND_GROUP,
+    kind: 'return',
+    spec: spec.text,
+    function: site.fn!.name,
+    file: site.file,
+    line: site.line,
+    address,
+    fileOffset: BigInt(fileOffset),
+    ...rest,
+  };
+  return finish(probe, 'p', ctx.opts, ctx.index);
 }
 
 async function compileGoReturns(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): Promise<CompiledProbe[]> {
@@ -408,28 +419,13 @@ async function compileGoReturns(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): 
       else throw new ArgError(`only $retval can be fetched on a Go function's return (got ${a.text})`);
     }
     args.push(GOROUTINE);
-    const event = uniqueEventName(`${fn.name}__return`, ctx.used);
     out.push(
-      finish(
-        {
-          event,
-          group: ctx.opts.group ?? UNBOUND_GROUP,
-          kind: 'return',
-          spec: spec.text,
-          function: fn.name,
-          file: site.file,
-          line: site.line,
-          address: ret,
-          fileOffset: BigInt(access.image.fileOffsetOf(ret)),
-          args,
-          pairKey: pairKey(fn.name, fn.address),
-          pairBy: 'goroutine',
-          warnings: tailNote,
-        },
-        'p',
-        ctx.opts,
-        ctx.index,
-      ),
+      returnPoint(ctx, spec, site, `${fn.name}__return`, ret, access.image.fileOffsetOf(ret), {
+        args,
+        pairKey: pairKey(fn.name, fn.address),
+        pairBy: 'goroutine',
+        warnings: tailNote,
+      }),
     );
   }
   return out;

@@ -2,7 +2,6 @@
 // failures reported without stopping the others, summaries merged for the CLI's last line.
 import { siteKey } from '../../shared/site';
 import type { Target } from '../target/target';
-import type { LatencySummary, SiteCount } from './aggregates';
 import { TraceSession, type SessionOptions, type SessionSummary } from './traceSession';
 
 export interface HostOutcome {
@@ -36,19 +35,12 @@ export async function startAll(
   return out;
 }
 
-export interface MergedSummary {
-  hits: Record<string, number>;
-  lost: number;
-  /** The hosts' mismatches added up; each host with one has it in `hosts` too. */
-  mismatch: number;
-  kernelHits: Record<string, number>;
-  /**
-   * Per probe: calls and log2 buckets added up over the hosts; the percentiles and max are the worst host's
-   * (percentiles do not add up), so with one host this is that host's figures.
-   */
-  latency: Record<string, LatencySummary>;
-  /** probe → its sites and their hits, added up over the hosts (one site: the same kind and address). */
-  sites: Record<string, SiteCount[]>;
+/**
+ * The sessions' summaries added up over the hosts: counts, lost, kernel counts, per-site counts and latency buckets
+ * add up (`mismatch` too; each host with one has it in `hosts`); a latency's percentiles and max are the worst
+ * host's (percentiles do not add up), so with one host this is that host's figures.
+ */
+export interface MergedSummary extends Pick<SessionSummary, 'hits' | 'lost' | 'mismatch' | 'kernelHits' | 'latency' | 'sites'> {
   hosts: Record<string, { ok: boolean; error?: string; mismatch?: number }>;
   /** Records discarded because their binary was written over while armed (absent when none). */
   discarded?: number;
