@@ -62,6 +62,9 @@ export class Binaries implements vscode.Disposable {
       this.watch(path);
       this.order.drop(path);
     },
+    loaded: (path) => this.changed.fire({ binary: path, rebuilt: false }),
+    // Drawing the open file's lenses comes first; a window without lenses does not wait.
+    waitForUseMs: () => (this.ctx.config.codeLensEnabled ? 10_000 : undefined),
   });
   private readonly changed = new vscode.EventEmitter<{ binary: string; rebuilt: boolean }>();
   private readonly resolvedEvent = new vscode.EventEmitter<Resolution>();
@@ -183,6 +186,11 @@ export class Binaries implements vscode.Disposable {
     return this.failed.has(path) ? 'failed' : this.order.stage(path);
   }
 
+  /** The lenses of an open file were computed from its own units: the whole index of `path` may start. */
+  lensesComputed(path: string): void {
+    this.order.use(path);
+  }
+
   /** The whole index of `path`, built if needed. */
   index(path: string): Promise<BinaryIndex> {
     if (this.failed.has(path)) return Promise.reject(this.failed.get(path));
@@ -194,10 +202,12 @@ export class Binaries implements vscode.Disposable {
         (ix) => {
           this.ready.set(path, ix);
           this.order.drop(path);
+          this.changed.fire({ binary: path, rebuilt: false });
         },
         (e: unknown) => {
           this.indexes.delete(path);
           this.failed.set(path, e);
+          this.changed.fire({ binary: path, rebuilt: false });
         },
       );
       this.watch(path);
@@ -221,9 +231,10 @@ export class Binaries implements vscode.Disposable {
       });
       const part = index.data.onlyFile !== undefined;
       this.ctx.log(
-        `indexed ${path}${fromCache ? ' (from cache)' : part ? ` for the open file ${basename(buildFile)} (its own units; the whole binary follows)` : ''} in ${Date.now() - t0} ms: ${index.functions().length} functions`,
+        part
+          ? `indexed ${path} for the open file ${basename(buildFile)} (its own units; the whole binary follows) in ${Date.now() - t0} ms: ${index.functionsInFile(buildFile).length} functions in ${basename(buildFile)}`
+          : `indexed ${path}${fromCache ? ' (from cache)' : ''} in ${Date.now() - t0} ms: ${index.functions().length} functions, build-id ${index.buildId ?? 'none'}`,
       );
-      this.changed.fire({ binary: path, rebuilt: false });
       return index;
     } catch (e) {
       this.ctx.log(
@@ -236,6 +247,7 @@ export class Binaries implements vscode.Disposable {
   private async build(path: string): Promise<BinaryIndex> {
     const run = async (progress?: vscode.Progress<{ message?: string }>) => {
       const t0 = Date.now();
+      this.ctx.log(`loading the whole index of ${path}`);
       const { index, fromCache } = await loadIndex(path, {
         inWorker: true,
         limits: this.ctx.config.indexLimits,
@@ -266,7 +278,6 @@ export class Binaries implements vscode.Disposable {
         });
         throw e;
       });
-    this.changed.fire({ binary: path, rebuilt: false });
     return ix;
   }
 

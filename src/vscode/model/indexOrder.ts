@@ -18,6 +18,13 @@ export interface IndexOrderDeps<I> {
   isWhole(index: I): boolean;
   /** A whole index that a file load returned: it is the binary's whole index from now on. */
   adopt(binary: string, index: I): void;
+  /** A file load finished and stage() says so. */
+  loaded?(binary: string, file: string, index: I): void;
+  /**
+   * When set (the editor draws lenses), the whole build waits after a file's own index until use() says its
+   * lenses were computed, or this many milliseconds at most: on a busy machine drawing them comes first.
+   */
+  waitForUseMs?(): number | undefined;
 }
 
 /** What the editor can say about a binary's index. */
@@ -27,6 +34,8 @@ export class IndexOrder<I> {
   /** Per binary, per file: the file's own index (undefined when its load failed). */
   private readonly files = new Map<string, Map<string, Promise<I | undefined>>>();
   private readonly fileReady = new Set<string>();
+  /** Whole builds waiting for a file's lenses: what starts them early. */
+  private readonly waiting = new Map<string, () => void>();
 
   constructor(private readonly deps: IndexOrderDeps<I>) {}
 
@@ -50,20 +59,39 @@ export class IndexOrder<I> {
           if (this.deps.isWhole(ix)) {
             if (this.deps.ready(binary) === undefined) this.deps.adopt(binary, ix);
           } else if (this.files.get(binary)?.get(file) === own) this.fileReady.add(binary);
+          this.deps.loaded?.(binary, file, ix);
           return ix;
         },
         () => undefined,
       );
       perFile.set(file, own);
-      // The whole index builds behind the first file's.
-      void own.then(() => {
-        if (!this.deps.started(binary) && this.deps.ready(binary) === undefined) this.deps.whole(binary).catch(() => undefined);
-      });
+      // The whole index builds behind the first file's (once its lenses are computed, when waiting for that).
+      void own.then((ix) => this.behind(binary, ix !== undefined));
     }
     const viaFile = own.then((ix) => (ix !== undefined ? ix : this.deps.whole(binary)));
     if (!this.deps.started(binary)) return viaFile;
     // A whole build under way may finish first; its failure leaves the file's own index to answer.
     return Promise.race([viaFile, this.deps.whole(binary).catch(() => viaFile)]);
+  }
+
+  /** The lenses of a file of `binary` were computed from its own index: the whole build need wait no longer. */
+  use(binary: string): void {
+    this.waiting.get(binary)?.();
+  }
+
+  private behind(binary: string, fileReady: boolean): void {
+    const start = () => {
+      this.waiting.delete(binary);
+      if (!this.deps.started(binary) && this.deps.ready(binary) === undefined) this.deps.whole(binary).catch(() => undefined);
+    };
+    const wait = fileReady ? this.deps.waitForUseMs?.() : undefined;
+    if (wait === undefined || this.deps.ready(binary) !== undefined) return start();
+    if (this.waiting.has(binary)) return;
+    const timer = setTimeout(start, wait);
+    this.waiting.set(binary, () => {
+      clearTimeout(timer);
+      start();
+    });
   }
 
   /** Where the binary's index stands, for the status bar. */
@@ -77,5 +105,6 @@ export class IndexOrder<I> {
   drop(binary: string): void {
     this.files.delete(binary);
     this.fileReady.delete(binary);
+    this.waiting.get(binary)?.();
   }
 }

@@ -152,3 +152,37 @@ test('drop() forgets the file indexes (the binary changed): the next request bui
   await tick();
   assert.deepEqual(h.started, ['file object.c', 'whole', 'file object.c']);
 });
+
+test('waiting for use: the whole build starts once the open file’s lenses are computed, or after the wait at most', async () => {
+  for (const how of ['used', 'timeout'] as const) {
+    const started: string[] = [];
+    let wholeStarted = false;
+    const file = deferred<Ix>();
+    const order = new IndexOrder<Ix>({
+      ready: () => undefined,
+      started: () => wholeStarted,
+      whole: () => {
+        wholeStarted = true;
+        started.push('whole');
+        return new Promise<Ix>(() => undefined);
+      },
+      forFile: () => {
+        started.push('file');
+        return file.promise;
+      },
+      isWhole: (ix) => ix.whole,
+      adopt: () => undefined,
+      waitForUseMs: () => (how === 'used' ? 60_000 : 20),
+    });
+    const first = order.forFile('bin', 'object.c');
+    file.resolve({ name: 'object.c', whole: false });
+    await first;
+    await tick();
+    assert.deepEqual(started, ['file'], `${how}: the whole build waits`);
+    if (how === 'used') order.use('bin');
+    else await new Promise((r) => setTimeout(r, 60));
+    assert.deepEqual(started, ['file', 'whole'], how);
+    order.use('bin');
+    assert.deepEqual(started, ['file', 'whole'], `${how}: started once`);
+  }
+});
