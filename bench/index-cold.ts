@@ -1,5 +1,6 @@
 // Child of bench/index.ts: builds one binary's full index cold and reports time, peak RSS and the size of the
-// debug sections it decoded as JSON. argv: BIN [WORKERS] (absent or 0: the pool sized to the machine).
+// debug sections it decoded as JSON. argv: BIN [WORKERS] [SRC] (WORKERS absent or 0: the pool sized to the
+// machine; SRC: only the units naming that source file, as the editor does for the open file).
 import { openBinary } from '../src/core/binary/binaryImage';
 import { buildIndex } from '../src/core/index/build';
 import { indexWorkerCount } from '../src/core/index/worker/pool';
@@ -21,7 +22,8 @@ const DEBUG_SECTIONS = [
 void (async () => {
   const t = process.hrtime.bigint();
   const workers = Number(process.argv[3] ?? 0);
-  const data = await buildIndex(process.argv[2], { workers });
+  const onlyFile = process.argv[4] || undefined;
+  const data = await buildIndex(process.argv[2], { workers, onlyFile });
   const ms = Number(process.hrtime.bigint() - t) / 1e6;
   const usage = process.resourceUsage();
   // What the cold build read of the DWARF (decompressed): the sections a goal of "peak RSS ≤ the DWARF" compares with.
@@ -34,6 +36,8 @@ void (async () => {
       cpuMs: (usage.userCPUTime + usage.systemCPUTime) / 1000,
       maxRssKb: usage.maxRSS,
       functions: data.functions.length,
+      described: data.functions.filter((f) => f.file !== undefined).length,
+      onlyFile: data.onlyFile,
       rows: data.lines.address.length,
       poolThreads: indexWorkerCount(dw.section('.debug_info')?.length ?? 0),
       debugBytes,

@@ -2,11 +2,15 @@
 // Cold full index in a fresh process (time, CPU time and peak RSS; one thread and the pool), alternated with gdb's
 // `info functions ^main$` on the same binary (three rounds, medians, load average printed), in-process cache
 // load, and `readelf --debug-dump=decodedline`, with ratios.
-// Without arguments: a few fixtures and the corpus's postgres if it is built (bench/build-real-projects.sh).
+// Without arguments: a few fixtures and the corpus's postgres if it is built (bench/build-real-projects.sh),
+// then the open-file table: the index of one source file's units (what the editor draws a cold binary's lenses
+// from first) beside the whole cold index and gdb's `info functions ^NAME$` for a function of that file, for
+// postgres (src/backend/tcop/postgres.c) and redis-server (src/object.c) when the corpus has them.
+// `--open-file`: that table alone.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, statSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { loadIndex } from '../src/core/index/load';
 import { builtCorpusBinary } from '../test/helpers/corpus';
 import { fixture, type FixtureName } from '../test/helpers/fixtures';
@@ -77,7 +81,9 @@ const load = () =>
     .join(' ');
 
 async function main(): Promise<void> {
-  const bins = process.argv.slice(2).length ? process.argv.slice(2).map((b) => resolve(b)) : await defaultBinaries();
+  const args = process.argv.slice(2);
+  if (args.includes('--open-file')) return openFileTable();
+  const bins = args.length ? args.map((b) => resolve(b)) : await defaultBinaries();
   console.log(`load average at the start: ${load()} (${availableParallelism()} cores)`);
   const mib = (b: number) => `${(b / 1048576).toFixed(0)} MiB`;
   const rows: string[][] = [
@@ -164,6 +170,86 @@ async function main(): Promise<void> {
   console.log(`load average at the end: ${load()}`);
   console.log(
     '\ncold: the bundled CLI (npm run build first), `probelens functions BIN --no-cache`, with 1 thread (PROBELENS_INDEX_WORKERS=1) and with the pool sized to the machine and the binary; cpu: user + system time of all its threads; peak RSS: GNU time\'s maximum resident set; debug read: the decompressed DWARF sections the index decodes. gdb: gdb -batch -ex "info functions ^main$". Cold builds and gdb alternate, three rounds, medians. cache load: in-process loadIndex() from the cache, median of 7; first query: functionsInFile() right after it; readelf --debug-dump=decodedline >/dev/null, median of 3.',
+  );
+  if (args.length === 0) await openFileTable();
+}
+
+/** A source file of a corpus binary and a function defined in it (the DWARF names the build tree's paths). */
+const OPEN_FILES: Array<{ project: 'postgres' | 'redis'; binary: string; file: (bin: string) => string; fn: string }> = [
+  { project: 'postgres', binary: 'postgres', file: (bin) => join(dirname(bin), 'tcop', 'postgres.c'), fn: 'exec_simple_query' },
+  { project: 'redis', binary: 'redis-server', file: (bin) => join(dirname(bin), 'object.c'), fn: 'createObject' },
+];
+
+/** One cold build in a fresh process: its own build time (tsx start-up excluded), wall time with it, counts. */
+function coldChild(bin: string, workers: number, onlyFile?: string): { ms: number; wallMs: number; described: number; onlyFile?: string } {
+  const t = process.hrtime.bigint();
+  const r = spawnSync(process.execPath, ['--import', 'tsx', CHILD, bin, String(workers), onlyFile ?? ''], { encoding: 'utf8' });
+  const wallMs = Number(process.hrtime.bigint() - t) / 1e6;
+  if (r.status !== 0) throw new Error(`${bin}: cold index failed: ${r.stderr.trim().split('\n').pop()}`);
+  const out = JSON.parse(r.stdout) as { ms: number; described: number; onlyFile?: string };
+  return { ...out, wallMs };
+}
+
+/**
+ * The open file's index (BuildOptions.onlyFile, as the editor's index worker builds it) beside the whole cold
+ * index (the pool sized to the machine) and gdb's `info functions ^NAME$`: alternated, three rounds, medians.
+ */
+async function openFileTable(): Promise<void> {
+  console.log(`\nopen file first; load average at the start: ${load()} (${availableParallelism()} cores)`);
+  const rows: string[][] = [
+    [
+      'binary',
+      'open file',
+      'its functions',
+      'open-file index',
+      '(wall)',
+      'whole index',
+      '(wall)',
+      'functions',
+      'whole/open',
+      'gdb info functions ^NAME$',
+      'open/gdb',
+    ],
+  ];
+  for (const c of OPEN_FILES) {
+    const bin = builtCorpusBinary(c.project, c.binary);
+    if (!bin) {
+      console.log(`${c.project} ${c.binary}: not built (the corpus tier builds it), skipped`);
+      continue;
+    }
+    const file = c.file(bin);
+    const open: Array<ReturnType<typeof coldChild>> = [];
+    const whole: Array<ReturnType<typeof coldChild>> = [];
+    const gdb: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      open.push(coldChild(bin, 0, file));
+      whole.push(coldChild(bin, 0));
+      gdb.push(timeCommand('gdb', ['-nx', '-batch', '-ex', `info functions ^${c.fn}$`, bin]));
+    }
+    if (open[0].onlyFile !== file) throw new Error(`${bin}: the index for ${file} was not built from its units alone`);
+    const m = (xs: number[]) => median(xs);
+    const o = m(open.map((x) => x.ms));
+    const w = m(whole.map((x) => x.ms));
+    const g = m(gdb);
+    rows.push([
+      c.binary,
+      file.replace(/^.*\/corpus\/[^/]+\//, ''),
+      String(open[0].described),
+      `${o.toFixed(0)} ms`,
+      `${m(open.map((x) => x.wallMs)).toFixed(0)} ms`,
+      `${w.toFixed(0)} ms`,
+      `${m(whole.map((x) => x.wallMs)).toFixed(0)} ms`,
+      String(whole[0].described),
+      `${(w / o).toFixed(1)}×`,
+      `${g.toFixed(0)} ms (${c.fn})`,
+      `${(o / g).toFixed(2)}×`,
+    ]);
+  }
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  for (const r of rows) console.log(r.map((x, i) => x.padEnd(widths[i])).join('  '));
+  console.log(`load average at the end: ${load()}`);
+  console.log(
+    "\nopen-file index: buildIndex(BIN, { onlyFile }) in a fresh process, its own time (wall: with the process's start-up); whole index: buildIndex(BIN) with the pool sized to the machine, the same way; functions: those with a source file (DWARF-described). gdb: gdb -nx -batch -ex 'info functions ^NAME$' BIN, NAME a function of the open file. Alternated, three rounds, medians.",
   );
 }
 

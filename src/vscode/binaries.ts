@@ -4,7 +4,10 @@
 // scan of every candidate's unit names and line-table files decides which one is indexed, so a tree with
 // dozens of binaries indexes only the one the open file is in. What was decided for each file is published
 // (onDidResolve) so the status bar can say "no binary built from object.c" instead of staying silent.
-// Tests: test/e2e/binaryDiscovery.test.ts, test/e2e/indexLimit.test.ts
+// A binary not in the cache is indexed first for the open file (its own units, in the worker), whose lenses
+// are drawn from that, while the whole index builds behind it (model/indexOrder.ts); what needs the rest of the
+// binary (arming, the editor's trace commands) waits for the whole index.
+// Tests: test/e2e/binaryDiscovery.test.ts, test/e2e/indexLimit.test.ts, test/e2e/openFileFirst.test.ts
 import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import * as vscode from 'vscode';
@@ -16,6 +19,7 @@ import { chooseBinaries, groupBuilds, type Build } from '../core/workspace/choos
 import { discoverWorkspace, elfType, isElfFile, workspaceLabel, type FoundBinary } from '../core/workspace/discover';
 import { ScanCache, type BinaryScan } from '../core/workspace/scan';
 import type { Ctx } from './ctx';
+import { IndexOrder, type IndexStage } from './model/indexOrder';
 import { localToBuild } from './model/pathMapping';
 import { BinaryWatcher } from './binaryWatcher';
 
@@ -26,6 +30,8 @@ export interface SourceBinary {
   index: BinaryIndex;
   /** the document's path as the binary's DWARF names it */
   buildFile: string;
+  /** `index` is the whole binary's; else only the units naming buildFile (the whole index is still building) */
+  whole: boolean;
 }
 
 /** What is known about the binary of one source file (its local path). */
@@ -45,6 +51,22 @@ export class Binaries implements vscode.Disposable {
   private readonly resolutions = new Map<string, Resolution>();
   private candidatesCache?: Promise<FoundBinary[]>;
   private firstIndexShown = false;
+  private readonly order = new IndexOrder<BinaryIndex>({
+    ready: (path) => this.ready.get(path),
+    started: (path) => this.indexes.has(path) || this.failed.has(path),
+    whole: (path) => this.index(path),
+    forFile: (path, file) => this.loadForFile(path, file),
+    isWhole: (ix) => ix.data.onlyFile === undefined,
+    adopt: (path, ix) => {
+      this.indexes.set(path, Promise.resolve(ix));
+      this.ready.set(path, ix);
+      this.watch(path);
+      this.order.drop(path);
+    },
+    loaded: (path) => this.changed.fire({ binary: path, rebuilt: false }),
+    // Drawing the open file's lenses comes first; a window without lenses does not wait.
+    waitForUseMs: () => (this.ctx.config.codeLensEnabled ? 10_000 : undefined),
+  });
   private readonly changed = new vscode.EventEmitter<{ binary: string; rebuilt: boolean }>();
   private readonly resolvedEvent = new vscode.EventEmitter<Resolution>();
   /** An index was built or rebuilt (`rebuilt`: the file changed under it), or the set of binaries changed. */
@@ -160,6 +182,17 @@ export class Binaries implements vscode.Disposable {
     return this.ready.get(path);
   }
 
+  /** Where the binary's index stands: `open-file-ready` while lenses come from the open file's own units. */
+  stage(path: string): IndexStage | 'failed' {
+    return this.failed.has(path) ? 'failed' : this.order.stage(path);
+  }
+
+  /** The lenses of an open file were computed from its own units: the whole index of `path` may start. */
+  lensesComputed(path: string): void {
+    this.order.use(path);
+  }
+
+  /** The whole index of `path`, built if needed. */
   index(path: string): Promise<BinaryIndex> {
     if (this.failed.has(path)) return Promise.reject(this.failed.get(path));
     let p = this.indexes.get(path);
@@ -167,10 +200,15 @@ export class Binaries implements vscode.Disposable {
       p = this.build(path);
       this.indexes.set(path, p);
       p.then(
-        (ix) => this.ready.set(path, ix),
+        (ix) => {
+          this.ready.set(path, ix);
+          this.order.drop(path);
+          this.changed.fire({ binary: path, rebuilt: false });
+        },
         (e: unknown) => {
           this.indexes.delete(path);
           this.failed.set(path, e);
+          this.changed.fire({ binary: path, rebuilt: false });
         },
       );
       this.watch(path);
@@ -178,9 +216,39 @@ export class Binaries implements vscode.Disposable {
     return p;
   }
 
+  /**
+   * The index for one source file: the cached whole index when there is one, else only the units naming
+   * `buildFile` (never cached). Its failure is not shown: the whole build, which follows, reports its own.
+   */
+  private async loadForFile(path: string, buildFile: string): Promise<BinaryIndex> {
+    const t0 = Date.now();
+    this.ctx.log(`loading the index of ${path} for the open file ${basename(buildFile)}`);
+    try {
+      const { index, fromCache } = await loadIndex(path, {
+        inWorker: true,
+        limits: this.ctx.config.indexLimits,
+        debugDirs: this.ctx.config.debugDirs,
+        onlyFile: buildFile,
+      });
+      const part = index.data.onlyFile !== undefined;
+      this.ctx.log(
+        part
+          ? `indexed ${path} for the open file ${basename(buildFile)} (its own units; the whole binary follows) in ${Date.now() - t0} ms: ${index.functionsInFile(buildFile).length} functions in ${basename(buildFile)}`
+          : `indexed ${path}${fromCache ? ' (from cache)' : ''} in ${Date.now() - t0} ms: ${index.functions().length} functions, build-id ${index.buildId ?? 'none'}`,
+      );
+      return index;
+    } catch (e) {
+      this.ctx.log(
+        `indexing ${path} for the open file ${basename(buildFile)} failed: ${(e as Error).message}; waiting for the whole index`,
+      );
+      throw e;
+    }
+  }
+
   private async build(path: string): Promise<BinaryIndex> {
     const run = async (progress?: vscode.Progress<{ message?: string }>) => {
       const t0 = Date.now();
+      this.ctx.log(`loading the whole index of ${path}`);
       const { index, fromCache } = await loadIndex(path, {
         inWorker: true,
         limits: this.ctx.config.indexLimits,
@@ -211,7 +279,6 @@ export class Binaries implements vscode.Disposable {
         });
         throw e;
       });
-    this.changed.fire({ binary: path, rebuilt: false });
     return ix;
   }
 
@@ -233,6 +300,7 @@ export class Binaries implements vscode.Disposable {
     this.indexes.delete(path);
     this.ready.delete(path);
     this.failed.delete(path);
+    this.order.drop(path);
     this.resolved.clear();
     try {
       await this.index(path);
@@ -243,8 +311,25 @@ export class Binaries implements vscode.Disposable {
     }
   }
 
-  /** The binary whose DWARF names `localFile`: the pinned one if it does, else the best build that does. */
-  forSource(localFile: string): Promise<SourceBinary | undefined> {
+  /**
+   * The binary whose DWARF names `localFile`: the pinned one if it does, else the best build that does. Its
+   * index may be the file's own units only (`whole: false`) while the whole index builds; see wholeSource().
+   */
+  async forSource(localFile: string): Promise<SourceBinary | undefined> {
+    const r = await this.resolvedSource(localFile);
+    if (!r || r.whole) return r;
+    const ready = this.ready.get(r.binary);
+    return ready ? { ...r, index: ready, whole: true } : r;
+  }
+
+  /** forSource() with the binary's whole index, waiting for it (what a query across units needs). */
+  async wholeSource(localFile: string): Promise<SourceBinary | undefined> {
+    const r = await this.forSource(localFile);
+    if (!r || r.whole) return r;
+    return { ...r, index: await this.index(r.binary), whole: true };
+  }
+
+  private resolvedSource(localFile: string): Promise<SourceBinary | undefined> {
     const buildFile = localToBuild(localFile, this.ctx.config.pathMappings, this.ctx.workspaceFolder);
     let p = this.resolved.get(buildFile);
     if (!p) {
@@ -270,10 +355,10 @@ export class Binaries implements vscode.Disposable {
     const pinned = this.pinned;
     if (pinned) {
       try {
-        const index = await this.index(pinned);
+        const index = await this.order.forFile(pinned, buildFile);
         if (contains(index)) {
           this.publish({ state: 'found', file: localFile, binary: pinned, label: workspaceLabel(root, pinned), pinned: true, others: [] });
-          return { binary: pinned, index, buildFile };
+          return { binary: pinned, index, buildFile, whole: index.data.onlyFile === undefined };
         }
       } catch {
         // logged by build(); fall back to discovery
@@ -285,14 +370,14 @@ export class Binaries implements vscode.Disposable {
       const binary = b.primary.path;
       let index: BinaryIndex;
       try {
-        index = await this.index(binary);
+        index = await this.order.forFile(binary, buildFile);
       } catch {
         continue;
       }
       if (!contains(index)) continue;
       const others = choice.builds.filter((o) => o !== b).map((o) => workspaceLabel(root, o.primary.path));
       this.publish({ state: 'found', file: localFile, binary, label: workspaceLabel(root, binary), pinned: false, others });
-      return { binary, index, buildFile };
+      return { binary, index, buildFile, whole: index.data.onlyFile === undefined };
     }
     this.publish({
       state: 'none',

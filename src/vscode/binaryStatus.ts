@@ -22,6 +22,7 @@ export class BinaryStatus implements vscode.Disposable {
         if (r.state === 'none') this.notify(r);
       }),
       vscode.window.onDidChangeActiveTextEditor(() => this.refresh()),
+      binaries.onDidChangeIndex(() => this.refresh()),
     );
     this.refresh();
   }
@@ -55,11 +56,21 @@ export class BinaryStatus implements vscode.Disposable {
         this.item.tooltip = `Looking through the workspace's binaries for one whose debug info names ${name}.`;
         this.item.backgroundColor = undefined;
         break;
-      case 'found':
-        this.item.text = `$(file-binary) ${basename(r.label)}${r.others.length ? ` (+${r.others.length})` : ''}`;
-        this.item.tooltip = `${name} is traced in ${r.label}${r.pinned ? ' (pinned)' : ''}.${r.others.length ? ` Also built into: ${r.others.join(', ')}.` : ''} Click to choose another binary.`;
+      case 'found': {
+        const stage = this.binaries.stage(r.binary);
+        const building = stage === 'open-file-ready' || stage === 'indexing';
+        const doing = stage === 'open-file-ready' ? `: indexing (${name} ready)` : stage === 'indexing' ? ': indexing' : '';
+        this.item.text = `${building ? '$(sync~spin)' : '$(file-binary)'} ${basename(r.label)}${r.others.length ? ` (+${r.others.length})` : ''}${doing}`;
+        const progress =
+          stage === 'open-file-ready'
+            ? ` Its lenses come from the units built from ${name}; the rest of the binary is still being indexed, and probes are armed once it is.`
+            : stage === 'indexing'
+              ? ' The binary is being indexed.'
+              : '';
+        this.item.tooltip = `${name} is traced in ${r.label}${r.pinned ? ' (pinned)' : ''}.${progress}${r.others.length ? ` Also built into: ${r.others.join(', ')}.` : ''} Click to choose another binary.`;
         this.item.backgroundColor = undefined;
         break;
+      }
       case 'none':
         this.item.text = `$(warning) ProbeLens: no binary built from ${name}`;
         this.item.tooltip = `${noneDetail(r)} Click to select a binary.`;

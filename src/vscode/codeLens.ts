@@ -12,8 +12,14 @@ import type { Tracing } from './tracing';
 
 export const SOURCE_LANGUAGES = ['c', 'cpp', 'rust', 'go'];
 
+const NOT_YET = Symbol('not yet');
+
 export class ProbeCodeLenses implements vscode.CodeLensProvider {
   private readonly changed = new vscode.EventEmitter<void>();
+  /** Files whose binary is still being looked for or indexed: their lenses are asked for again when it is known. */
+  private readonly waiting = new Set<string>();
+  /** One-file indexes whose lenses were logged (once each). */
+  private readonly fromOwnUnits = new WeakSet<object>();
   readonly onDidChangeCodeLenses = this.changed.event;
 
   constructor(
@@ -27,6 +33,11 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
     ctx.push(this.changed);
   }
 
+  private answered(file: string): void {
+    this.waiting.delete(file);
+    this.changed.fire();
+  }
+
   /** Called by the live refresh timer (at most a few times a second) when counts moved. */
   refresh(): void {
     this.changed.fire();
@@ -36,7 +47,22 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
     if (!this.ctx.config.codeLensEnabled || doc.uri.scheme !== 'file') return [];
     let src;
     try {
-      src = await this.binaries.forSource(doc.uri.fsPath);
+      // The editor spaces its lens requests by how long the last ones took: a request waiting for discovery and
+      // indexing would delay the next one by seconds. Answer at once and ask again when the binary is known.
+      const pending = this.binaries.forSource(doc.uri.fsPath);
+      const now = await Promise.race([pending, new Promise<typeof NOT_YET>((r) => setImmediate(() => r(NOT_YET)))]);
+      if (now === NOT_YET) {
+        const file = doc.uri.fsPath;
+        if (!this.waiting.has(file)) {
+          this.waiting.add(file);
+          void pending.then(
+            () => this.answered(file),
+            () => this.answered(file),
+          );
+        }
+        return [];
+      }
+      src = now;
     } catch {
       return [];
     }
@@ -64,6 +90,11 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
       },
       live,
     );
+    if (!src.whole && !this.fromOwnUnits.has(index)) {
+      this.fromOwnUnits.add(index);
+      this.ctx.log(`${models.length} lenses of ${basename(buildFile)} from its own units of ${binary} (the whole index follows)`);
+      this.binaries.lensesComputed(binary);
+    }
     return models
       .filter((m) => m.line <= doc.lineCount)
       .map((m) => {

@@ -27,7 +27,11 @@ export class EditorCommands {
       void vscode.window.showWarningMessage('ProbeLens: open a C, C++, Rust or Go source file first.');
       return undefined;
     }
-    const src = await this.binaries.forSource(editor.document.uri.fsPath);
+    // A point's sites and its `@SRC` depend on every unit (inlined copies, same-name functions): the whole index.
+    const src = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: 'ProbeLens: indexing the binary' },
+      () => this.binaries.wholeSource(editor.document.uri.fsPath),
+    );
     if (!src) {
       void vscode.window.showWarningMessage(
         `ProbeLens: no indexed binary was built from ${basename(editor.document.uri.fsPath)}. Build it with debug info (-g), or pick it with "ProbeLens: Select Binary" (and set probelens.pathMappings if it was built elsewhere).`,

@@ -20,7 +20,8 @@ export interface BuildOptions extends OpenBinaryOptions {
   memoryLimitMb?: number;
   /**
    * Index only what one source file (normalised absolute path, as the DWARF names it) needs: the units whose
-   * line table names it, and no symbol-only functions. Where DIEs refer across units the whole index is built.
+   * line table names it; the rest of the binary is known by its symbol table only (so a name defined in another
+   * unit too is still seen to be ambiguous). Where DIEs refer across units the whole index is built.
    */
   onlyFile?: string;
 }
@@ -48,7 +49,7 @@ export async function buildIndex(path: string, opts: BuildOptions = {}): Promise
     lines = part.lines;
     code = part.code;
   }
-  functions = mergeSymbols(image, functions, code, onlyFile === undefined);
+  functions = mergeSymbols(image, functions, code);
   return {
     format: INDEX_FORMAT,
     path,
@@ -85,7 +86,7 @@ export function emptyLines(): LineRows {
  * debug info at all) are listed too, by symbol, without source or parameters. DWARF functions get their file
  * offsets here, from the executable's program headers.
  */
-function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: number[], symbolOnly = true): IndexedFunction[] {
+function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: number[]): IndexedFunction[] {
   const { groups } = image.functionSymbols();
   const offsetOf = (a: bigint): bigint | undefined => {
     try {
@@ -143,7 +144,6 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: nu
     entries.set(address, f);
   }
   const out = dropped.size ? fromDwarf.filter((f) => !dropped.has(f)) : fromDwarf;
-  if (!symbolOnly) return out;
   // Functions the symbol table knows but DWARF does not. Symbols inside a DWARF function's code (its .cold
   // block, a part) belong to that function and are not listed again.
   for (const g of groups) {
