@@ -15,6 +15,7 @@ const BINARIES: Array<[CorpusName, string]> = [
   ['postgres', 'libpq.so'],
   ['ninja', 'ninja'],
   ['gofmt', 'gofmt'],
+  ['sqlite', 'sqlite3'],
 ];
 
 interface Row {

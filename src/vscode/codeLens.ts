@@ -76,7 +76,9 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
       const state = this.tracing.state(key, specs[0]);
       const st = this.tracing.stats(key, specs[0], views);
       const lat = specs.length > 1 ? latencyForSpecs(specs, views) : undefined;
-      return { state, hits: st.hits, p50Ns: lat?.p50, calls: lat?.count };
+      // The lens sums its specs' counts: a lower bound if any of them is one.
+      const lowerBound = specs.some((s) => this.tracing.stats(key, s, views).lowerBound);
+      return { state, hits: st.hits, p50Ns: lat?.p50, calls: lat?.count, ...(lowerBound ? { lowerBound } : {}) };
     };
     const lensOpts = this.ctx.config.codeLens;
     const models = lensesForFunctions(

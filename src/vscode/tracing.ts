@@ -527,7 +527,13 @@ export class Tracing implements vscode.Disposable {
   private viewOf(r: Run, s: TraceSession): SessionView {
     return {
       host: r.target.label,
-      events: s.probes.map((p) => ({ event: p.event, probe: s.probeName(p), spec: p.spec, site: p.site })),
+      events: s.probes.map((p) => ({
+        event: p.event,
+        probe: s.probeName(p),
+        spec: p.spec,
+        site: p.site,
+        ...(p.lowerBound ? { lowerBound: true } : {}),
+      })),
       snapshot: s.aggregates.snapshot(),
     };
   }

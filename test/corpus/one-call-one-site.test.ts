@@ -16,6 +16,8 @@ const BINARIES: Array<[CorpusName, string]> = [
   ['postgres', 'libpq.so'],
   ['ninja', 'ninja'],
   ['redis-instrumented', 'redis-server'],
+  ['sqlite', 'sqlite3'],
+  ['sqlite-instrumented', 'sqlite3'],
 ];
 
 for (const [project, name] of BINARIES) {

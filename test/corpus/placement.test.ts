@@ -24,6 +24,8 @@ const BINARIES: Array<[CorpusName, string]> = [
   ['ninja', 'ninja'],
   ['gofmt', 'gofmt'],
   ['redis-instrumented', 'redis-server'],
+  ['sqlite', 'sqlite3'],
+  ['sqlite-instrumented', 'sqlite3'],
 ];
 
 function listed(lines: string[], max = 40): string {

@@ -66,9 +66,7 @@ export class CountingRedis {
       ],
       { env: { ...process.env, PROBELENS_COUNTS: countsPath }, stdio: 'ignore' },
     );
-    const names = new Map<bigint, string>();
-    for (const s of opts.facts.funcs) if (!names.has(s.address)) names.set(s.address, s.name);
-    const r = new CountingRedis(proc, port, countsPath, names, opts.cli, opts.benchmark);
+    const r = new CountingRedis(proc, port, countsPath, namesByAddress(opts.facts), opts.cli, opts.benchmark);
     // Bounded wait for the listener (a hang guard, not a measurement).
     for (let i = 0; ; i++) {
       if (proc.exitCode !== null) throw new Error(`redis-server exited with ${proc.exitCode} (log: ${join(opts.dir, 'redis.log')})`);
@@ -109,40 +107,54 @@ export class CountingRedis {
 
   /** Asks the program for its counts and waits until it has written them. */
   async snapshot(): Promise<Snapshot> {
-    const n = ++this.snapshots;
-    const file = `${this.countsPath}.${n}`;
-    this.proc.kill('SIGUSR2');
-    for (let i = 0; !existsSync(file); i++) {
-      if (this.proc.exitCode !== null) throw new Error('redis-server exited before writing its counts');
-      if (i > 1000) throw new Error(`no counts snapshot ${file} after 20 s`);
-      await sleep(20);
-    }
-    const counts = new Map<string, number>();
-    const addresses = new Set<bigint>();
-    let head: string[] = [];
-    for (const line of readFileSync(file, 'utf8').split('\n')) {
-      if (line.startsWith('snapshot ')) head = line.split(' ');
-      else if (line) {
-        const [off, c] = line.split(' ');
-        addresses.add(BigInt(`0x${off}`));
-        const name = this.names.get(BigInt(`0x${off}`)) ?? `?0x${off}`;
-        counts.set(name, (counts.get(name) ?? 0) + Number(c));
-      }
-    }
-    if (head.length !== 5) throw new Error(`counts snapshot ${file} has no trailer line`);
-    return {
-      n,
-      startUs: Math.floor(Number(head[2]) / 1000),
-      endUs: Math.ceil(Number(head[3]) / 1000),
-      counts,
-      addresses,
-      overflow: Number(head[4]),
-    };
+    return takeSnapshot(this.proc, this.countsPath, ++this.snapshots, this.names);
   }
 
   stop(): void {
     if (this.proc.exitCode === null) this.proc.kill('SIGKILL');
   }
+}
+
+/**
+ * Signals a process running the counting runtime (PROBELENS_COUNTS=countsPath) for snapshot `n` and reads it;
+ * `names` maps a function's ELF address to its name (the first symbol there).
+ */
+export async function takeSnapshot(proc: ChildProcess, countsPath: string, n: number, names: Map<bigint, string>): Promise<Snapshot> {
+  const file = `${countsPath}.${n}`;
+  proc.kill('SIGUSR2');
+  for (let i = 0; !existsSync(file); i++) {
+    if (proc.exitCode !== null) throw new Error(`the counting program exited (${proc.exitCode}) before writing its counts`);
+    if (i > 1000) throw new Error(`no counts snapshot ${file} after 20 s`);
+    await sleep(20);
+  }
+  const counts = new Map<string, number>();
+  const addresses = new Set<bigint>();
+  let head: string[] = [];
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (line.startsWith('snapshot ')) head = line.split(' ');
+    else if (line) {
+      const [off, c] = line.split(' ');
+      addresses.add(BigInt(`0x${off}`));
+      const name = names.get(BigInt(`0x${off}`)) ?? `?0x${off}`;
+      counts.set(name, (counts.get(name) ?? 0) + Number(c));
+    }
+  }
+  if (head.length !== 5) throw new Error(`counts snapshot ${file} has no trailer line`);
+  return {
+    n,
+    startUs: Math.floor(Number(head[2]) / 1000),
+    endUs: Math.ceil(Number(head[3]) / 1000),
+    counts,
+    addresses,
+    overflow: Number(head[4]),
+  };
+}
+
+/** The first symbol's name at each function address. */
+export function namesByAddress(facts: ElfFacts): Map<bigint, string> {
+  const names = new Map<bigint, string>();
+  for (const s of facts.funcs) if (!names.has(s.address)) names.set(s.address, s.name);
+  return names;
 }
 
 /** Calls made between two snapshots, per function name. */

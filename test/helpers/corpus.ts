@@ -175,7 +175,7 @@ interface Manifest {
 }
 
 function runtimeHash(name: CorpusName): string | undefined {
-  if (name !== 'redis-instrumented') return undefined;
+  if (!name.endsWith('-instrumented')) return undefined;
   return createHash('sha256').update(readFileSync(COUNT_RUNTIME)).digest('hex').slice(0, 16);
 }
 

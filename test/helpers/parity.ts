@@ -1,7 +1,7 @@
 // Oracles for the corpus: a binary's symbol table and load segments (readelf), perf probe's own placement
 // (`perf probe -x BIN -D FUNC`, a dry run that needs no root), and ProbeLens's `functions --json` with its sites.
 // Shared by the corpus tier (a sample) and `npm run bench:parity` (everything).
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { functionsCommand } from '../../src/cli/commands/inspect';
 
@@ -259,4 +259,76 @@ export function placementViolations(facts: ElfFacts, fns: FunctionJson[]): strin
     bad.push(`symbol ${s.name} at 0x${s.address.toString(16)} is no function's site`);
   }
   return bad;
+}
+
+// --- perf probe armed for real ----------------------------------------------------------------------------------
+
+/**
+ * Arms each named function where `perf probe -x BIN -a GROUP:fN=NAME` places it (real uprobes, perf's own
+ * placement: all of a function's probes are one event `GROUP:fN`). Batched like perfPlacement, split in halves
+ * when a batch fails; returns each armed name's event and why the others could not be armed. Undo with perfDisarm.
+ */
+export async function perfArm(
+  bin: string,
+  group: string,
+  names: string[],
+  batch = 128,
+): Promise<{ events: Map<string, string>; failed: Map<string, string> }> {
+  const events = new Map<string, string>();
+  const failed = new Map<string, string>();
+  const run = async (first: number, group_: string[]): Promise<void> => {
+    if (group_.length === 0) return;
+    const args = ['probe', '-q', '-x', bin, ...group_.flatMap((n, i) => ['-a', `${group}:f${first + i}=${n}`])];
+    try {
+      await execFileP('perf', args, { maxBuffer: 64 << 20 });
+      group_.forEach((n, i) => events.set(n, `${group}:f${first + i}`));
+    } catch (e) {
+      if (group_.length === 1) {
+        const err = e as { stderr?: string; message: string };
+        failed.set(group_[0], (err.stderr ?? err.message).trim().split('\n')[0] || 'perf probe failed');
+        return;
+      }
+      // What a failed run may have added before it failed is removed before its halves are tried.
+      const added = group_.flatMap((_, i) => ['-d', `${group}:f${first + i}`]);
+      await execFileP('perf', ['probe', '-q', ...added]).catch(() => undefined);
+      const half = group_.length >> 1;
+      await run(first, group_.slice(0, half));
+      await run(first + half, group_.slice(half));
+    }
+  };
+  for (let i = 0; i < names.length; i += batch) await run(i, names.slice(i, i + batch));
+  return { events, failed };
+}
+
+/** Removes every event of `group` that perfArm added. */
+export async function perfDisarm(group: string): Promise<void> {
+  await execFileP('perf', ['probe', '-q', '-d', `${group}:*`]).catch(() => undefined);
+}
+
+/**
+ * `perf stat` counting every event of `group` in process `pid`, started and attached (its first interval line
+ * printed) before this resolves; stop() ends it and gives the count per event.
+ */
+export async function perfStat(group: string, pid: number): Promise<{ stop(): Promise<Map<string, number>> }> {
+  const proc = spawn('perf', ['stat', '-x,', '-I', '200', '-e', `${group}:*`, '-p', String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let text = '';
+  const closed = new Promise<void>((r) => proc.on('close', () => r()));
+  await new Promise<void>((resolve, reject) => {
+    proc.stderr.setEncoding('utf8').on('data', (d: string) => {
+      text += d;
+      if (/^\s*[\d.]+,/m.test(text)) resolve();
+    });
+    proc.on('close', (code) => reject(new Error(`perf stat exited (${code}) before counting: ${text.trim()}`)));
+  });
+  return {
+    async stop() {
+      proc.kill('SIGINT');
+      await closed;
+      // Interval lines: TIME,COUNT,UNIT,EVENT,…: each interval's count since the last one.
+      const counts = new Map<string, number>();
+      for (const m of text.matchAll(/^\s*[\d.]+,(\d+|<not counted>),[^,]*,([^,]+),/gm))
+        counts.set(m[2], (counts.get(m[2]) ?? 0) + (m[1] === '<not counted>' ? 0 : Number(m[1])));
+      return counts;
+    },
+  };
 }

@@ -268,7 +268,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     const probes = new Set([...Object.keys(summary.hits), ...Object.keys(summary.kernelHits)]);
     for (const probe of probes) for (const line of probeSummaryLines(summary, probe)) io.out(line);
     const bounded = new Set(live.flatMap((o) => o.session!.probes.filter((p) => p.lowerBound).map((p) => p.function!)));
-    for (const fn of bounded) io.out(`${fn}: a lower bound (calls at inlined copies whose entries are not proved go uncounted)\n`);
+    for (const fn of bounded) io.out(`${fn}: a lower bound (calls at inlined copies whose entries or exits are not proved go uncounted)\n`);
     if (summary.lost) io.out(`lost: ${summary.lost} events (raise --buffer-kb or add --filter)\n`);
     if (summary.discarded)
       io.out(`discarded: ${summary.discarded} records taken after their binary was written over (they may come from other code)\n`);

@@ -50,7 +50,10 @@ export interface CompiledProbe {
   site?: Site;
   /** Arguments of the spec this site cannot fetch (the copy dropped the parameter, …) and why. */
   unavailable?: Array<{ name: string; reason: string }>;
-  /** Some calls of the function may go uncounted (inlined copies whose entries could not be proved; see warnings). */
+  /**
+   * Some calls of the function may go uncounted (inlined copies whose entries, or for a return probe exits, could not
+   * be proved; see warnings).
+   */
   lowerBound?: true;
 }
 
@@ -134,7 +137,12 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
     if (out.length === 0) throw new ResolveError(`the returns of this spec cannot be probed: ${unavailableNote(noReturns)}`);
     for (const fn of new Set(noReturns.map((n) => n.site.fn!))) {
       const note = unavailableNote(noReturns.filter((n) => n.site.fn === fn));
-      for (const p of out) if (p.function === fn.name) p.warnings.push(`${fn.name}: ${note}`);
+      // The returns there go uncounted: the function's count of returns is a lower bound.
+      for (const p of out)
+        if (p.function === fn.name) {
+          p.warnings.push(`${fn.name}: ${note}`);
+          p.lowerBound = true;
+        }
     }
   }
   return ctx.opts.immediates === false || ctx.opts.shareEvents === false ? out : sharePoints(out, ctx.used);

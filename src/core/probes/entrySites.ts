@@ -62,6 +62,10 @@ export async function provedEntrySites(
     }
   };
   const noReturn = noReturnTest(index, ctx);
+  const lineOf = (address: bigint): string | undefined => {
+    const r = dw.lineAt(Number(address));
+    return r && `${r.file}:${r.line}`;
+  };
   for (const [holder, copies] of byHolder) {
     const hostEntry = holder < 0 ? undefined : entryByDie(index).get(holder);
     let q: InlinedEntryQuery | undefined;
@@ -79,6 +83,7 @@ export async function provedEntrySites(
         copies: copies.map((c) => ({ entry: c.address, ranges: copyRanges(c, (d) => dw.codeRangesOf(d)) })),
         noReturn,
         readData,
+        lineOf,
       };
     }
     const r: ReturnType<typeof findInlinedEntries> = q

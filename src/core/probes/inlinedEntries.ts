@@ -13,7 +13,10 @@
 // - other copy code (a body) reached while no call is open begins a call there: a new entry (a duplicated path);
 //   reached while a call of another copy is open, it is code GCC merged between copies and continues that call;
 // - outside code reached from a copy's body that leads back into the same copy's body within one iteration is the
-//   caller's code scheduled in between: the call stays open; any other outside code ends it.
+//   caller's code scheduled in between: the call stays open; any other outside code ends it. Except where that
+//   outside code is a test whose other path never comes back (a loop's condition) and the copy code it leads back
+//   into is on the line of the copy's entry pc while the code that left was on another: that is the beginning of
+//   the copy again, duplicated by unrolling a loop under the one DIE, and begins a new call there;
 // An entry pc reached while its own call is open (a loop head, code shared with paths that make no call) is not
 // armed, and its copy's calls go uncounted; copy code that runs both with and without a call open, computed jumps
 // and undecodable code make the holder's entries unproved. Each of these is said with its reason.
@@ -29,6 +32,8 @@ export interface InlinedEntryQuery {
   copies: Array<{ entry: bigint; ranges: Array<[bigint, bigint]> }>;
   noReturn?: InlinedExitQuery['noReturn'];
   readData?: InlinedExitQuery['readData'];
+  /** The source line (file:line) of an address, from the line table; without it no copy is taken to begin again. */
+  lineOf?: (address: bigint) => string | undefined;
 }
 
 export interface InlinedEntry {
@@ -148,6 +153,9 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     // Set-up: code of a copy that runs ahead of its candidate on some path: it reaches the candidate of its own
     // copy within one iteration (no loop's back edge between: code that reaches it only around a loop comes after a
     // call, not before one), through any code but that candidate.
+    // Copy code that begins the copy again after the caller's code (an unrolled loop): a call begins there, so
+    // the code before it is the previous call's, not set-up of this one.
+    const restart = beginsAgain(g, q, copyOf, inR, probe, backEdge);
     const setup = new Uint8Array(N);
     for (const [e, info] of probe) {
       const own = new Set([info.copy, ...(info.also ?? [])].map(rep));
@@ -157,7 +165,7 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
         const n = w.pop()!;
         for (const p of pred[n]) {
           // Through another copy's entry (copies computed one after the other), never back through this one.
-          if (seen.has(p) || p === e || backEdge(p, n)) continue;
+          if (seen.has(p) || p === e || backEdge(p, n) || (restart.has(n) && !inR(p))) continue;
           seen.add(p);
           if (inR(p) && own.has(rep(copyOf[p]))) setup[p] = 1;
           w.push(p);
@@ -189,7 +197,7 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     const bwd = (n: number, l: number) => {
       for (const p of pred[n]) if (outsideCode(p) && !backEdge(p, n) && fromBody.get(p)?.has(l) && mark(toBody, p, l)) w2.push([p, l]);
     };
-    for (let n = 0; n < N; n++) if (body(n) && !probe.has(n)) bwd(n, label(n));
+    for (let n = 0; n < N; n++) if (body(n) && !probe.has(n) && !restart.has(n)) bwd(n, label(n));
     while (w2.length) bwd(...w2.pop()!);
     const hop = (n: number) => outsideCode(n) && (toBody.get(n)?.size ?? 0) > 0;
 
@@ -292,6 +300,75 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     for (const n of fresh) probe.set(n, { copy: copyOf[n], how: 'path' });
   }
   throw new Unavailable('ambiguous', `the copies' entries did not settle after ${MAX_ROUNDS} rounds`);
+}
+
+/**
+ * Copy code that begins the copy again after the caller's code: it is no DWARF entry pc, its line is the line of its
+ * copy's entry pc, it is entered from the caller's code only through conditional jumps (whose other path is the
+ * caller's way out, as a loop's condition is), and the copy code that ran into that caller's code ran after an
+ * entry of the same copy (within one iteration) and was on another line. GCC unrolled a loop around the call and
+ * described both calls with one DIE: the first call ends where its code does.
+ */
+function beginsAgain(
+  g: Graph,
+  q: InlinedEntryQuery,
+  copyOf: Int32Array,
+  inR: (n: number) => boolean,
+  probe: ReadonlyMap<number, { copy: number; how: InlinedEntry['how'] }>,
+  backEdge: (p: number, n: number) => boolean,
+): Set<number> {
+  const out = new Set<number>();
+  const lineOf = q.lineOf;
+  if (!lineOf) return out;
+  const { insns, succ, pred } = g;
+  const outside = (n: number) => !inR(n) && !probe.has(n);
+  const entryLine = new Map<number, string | undefined>();
+  const lineOfEntry = (k: number) => {
+    if (!entryLine.has(k)) entryLine.set(k, lineOf(q.copies[k].entry));
+    return entryLine.get(k);
+  };
+  // What runs after a candidate of each copy within one iteration.
+  const after = new Map<number, Uint8Array>();
+  const afterEntryOf = (k: number): Uint8Array => {
+    let seen = after.get(k);
+    if (seen) return seen;
+    seen = new Uint8Array(insns.length);
+    after.set(k, seen);
+    const work = [...probe].filter(([, v]) => v.copy === k).map(([n]) => n);
+    for (const n of work) seen[n] = 1;
+    while (work.length) {
+      const n = work.pop()!;
+      for (const t of succ[n])
+        if (t !== SINK && !seen[t] && !backEdge(n, t)) {
+          seen[t] = 1;
+          work.push(t);
+        }
+    }
+    return seen;
+  };
+  for (let t = 0; t < insns.length; t++) {
+    const k = copyOf[t];
+    if (!inR(t) || probe.get(t)?.how === 'entry-pc') continue;
+    const line = lineOfEntry(k);
+    if (line === undefined || lineOf(insns[t].address) !== line) continue;
+    const fromOutside = pred[t].filter(outside);
+    if (fromOutside.length === 0 || !fromOutside.every((p) => succ[p].length > 1 && succ[p].some((x) => x !== t))) continue;
+    // The copy code that ran into this caller's code (backwards through caller's code alone, bounded).
+    const left: number[] = [];
+    const seen = new Set<number>(fromOutside);
+    const work = [...fromOutside];
+    while (work.length && seen.size < 256) {
+      for (const p of pred[work.pop()!]) {
+        if (seen.has(p)) continue;
+        seen.add(p);
+        if (outside(p)) work.push(p);
+        else if (copyOf[p] === k) left.push(p);
+      }
+    }
+    const ran = afterEntryOf(k);
+    if (left.length > 0 && left.every((p) => ran[p] && lineOf(insns[p].address) !== line)) out.add(t);
+  }
+  return out;
 }
 
 /**

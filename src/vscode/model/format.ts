@@ -23,7 +23,7 @@ export function decorationText(st: SpecStats | undefined, state: ProbeState, pro
   if (state === 'disabled') return '○ disabled';
   const hits = st?.hits ?? 0;
   // After Stop the last session's numbers stay, with a hollow dot.
-  const parts = [`${state === 'stopped' ? '○' : '●'} ${formatCount(hits)} ${plural(hits)}`];
+  const parts = [`${state === 'stopped' ? '○' : '●'} ${counted(hits, st)}`];
   const last = st?.lastHits[st.lastHits.length - 1];
   if (last && Object.keys(last.values).length) parts.push(`last ${formatValues(last.values, 24, last.cut)}`);
   if (st?.latency && st.latency.count > 0) parts.push(`p50 ${formatDuration(st.latency.p50)}`);
@@ -33,6 +33,15 @@ export function decorationText(st: SpecStats | undefined, state: ProbeState, pro
 function plural(n: number): string {
   return n === 1 ? 'hit' : 'hits';
 }
+
+/** "12 hits", or "≥ 12 hits" when the count is a lower bound. */
+function counted(n: number, st: SpecStats | undefined): string {
+  return st?.lowerBound ? `≥ ${formatCount(n)} hits` : `${formatCount(n)} ${plural(n)}`;
+}
+
+/** What the hover says of a count that is a lower bound. */
+export const LOWER_BOUND_NOTE =
+  'The count is a lower bound: some inlined copies of this function could not be proved to have their entries (or exits) all armed — a computed jump or code that cannot be decoded — so calls there may go uncounted, never counted twice.';
 
 const BARS = '▁▂▃▄▅▆▇█';
 
@@ -65,7 +74,8 @@ export function hoverMarkdown(spec: string, st: SpecStats | undefined, state: Pr
   for (const p of problems) lines.push('', `⚠ ${escapeMarkdown(p)}`);
   if (st) {
     const hosts = Object.entries(st.byHost);
-    if (hosts.length) lines.push('', hosts.map(([h, n]) => `${escapeMarkdown(h)}: ${formatCount(n)} ${plural(n)}`).join(' · '));
+    if (hosts.length) lines.push('', hosts.map(([h, n]) => `${escapeMarkdown(h)}: ${counted(n, st)}`).join(' · '));
+    if (st.lowerBound) lines.push('', `**≥** ${LOWER_BOUND_NOTE}`);
     lines.push(...siteLines(st));
     if (st.lastHits.length) {
       lines.push('', '**Last hits**', '');

@@ -36,6 +36,8 @@ export interface LiveSpec {
   hits: number;
   p50Ns?: number;
   calls?: number;
+  /** The counts are lower bounds (see SpecStats.lowerBound): shown as "≥ N". */
+  lowerBound?: boolean;
 }
 
 /** Go's DW_AT_decl_line is where the body starts; the lens belongs on the `func` line at or above it. */
@@ -64,16 +66,18 @@ function stateWord(s: ProbeState): string {
 }
 
 function liveTitle(kind: Exclude<LensKind, 'unprobeable'>, live: LiveSpec): string {
+  const atLeast = live.lowerBound ? '≥ ' : '';
   if (kind === 'latency') {
     const p =
       live.p50Ns !== undefined && (live.calls ?? 0) > 0
-        ? `p50 ${formatDuration(live.p50Ns)} · ${formatCount(live.calls ?? 0)} calls`
-        : `${formatCount(live.hits)} hits`;
+        ? `p50 ${formatDuration(live.p50Ns)} · ${atLeast}${formatCount(live.calls ?? 0)} calls`
+        : `${atLeast}${formatCount(live.hits)} hits`;
     return `$(watch) Latency: ${p} · ${stateWord(live.state)}`;
   }
   const icon = kind === 'trace' ? '$(pulse)' : '$(reply)';
   const what = kind === 'trace' ? 'Trace' : 'Returns';
-  return `${icon} ${what}: ${formatCount(live.hits)} ${live.hits === 1 ? 'hit' : 'hits'} · ${stateWord(live.state)}`;
+  const n = `${atLeast}${formatCount(live.hits)} ${live.hits === 1 && !live.lowerBound ? 'hit' : 'hits'}`;
+  return `${icon} ${what}: ${n} · ${stateWord(live.state)}`;
 }
 
 const IDLE_TITLE: Record<Exclude<LensKind, 'unprobeable'>, string> = { trace: 'Trace', returns: 'Trace returns', latency: 'Latency' };

@@ -15,7 +15,7 @@ export interface SessionView {
    * event name → the probe its hits count under (the aggregates' key), the spec text it was compiled from, and the
    * copy of the function's code it is armed on
    */
-  events: ReadonlyArray<{ event: string; probe: string; spec: string; site?: Site }>;
+  events: ReadonlyArray<{ event: string; probe: string; spec: string; site?: Site; lowerBound?: boolean }>;
   snapshot: AggregateSnapshot;
 }
 
@@ -36,6 +36,11 @@ export interface SpecStats {
   latency?: LatencyStats;
   /** Hits per function site (all hosts), in the order the sites were armed: the lens's sum broken down. */
   bySite?: Array<Site & { hits: number }>;
+  /**
+   * Some calls may go uncounted: a copy of the function whose entries (or, for returns, exits) could not all be
+   * proved. The hits are then at least the calls made, not exactly them.
+   */
+  lowerBound?: true;
 }
 
 function lastHitOf(host: string, h: Hit): LastHit {
@@ -52,9 +57,10 @@ export function statsForSpec(spec: string, sessions: readonly SessionView[], kee
   const sites = new Map<string, Site & { hits: number }>();
   for (const s of sessions) {
     const probes = new Set<string>();
-    for (const { probe, spec: sp, site } of s.events) {
+    for (const { probe, spec: sp, site, lowerBound } of s.events) {
       if (sp !== spec) continue;
       probes.add(probe);
+      if (lowerBound) st.lowerBound = true;
       if (site && !sites.has(siteKey(site))) sites.set(siteKey(site), { ...site, hits: 0 });
     }
     for (const probe of probes) {

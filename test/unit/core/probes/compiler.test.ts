@@ -42,3 +42,15 @@ test('compiled probes carry their site as the shared Site, and an entry pairs wi
     warned.warnings.join('; '),
   );
 });
+
+test('a return probe with an inlined copy whose exits cannot be proved is a lower bound; one with all exits proved is not', async (t) => {
+  const f = await fixtureOrSkip(t, 'sites');
+  if (!f) return;
+  const { index } = await loadIndex(f.path, { noCache: true });
+  // alias_target's copies merged with alias_name's have their entry pc after their code: no exit is proved there.
+  const merged = await compileProbes(['alias_target%return'], index, {});
+  assert.ok(merged.length > 0 && merged.every((p) => p.lowerBound === true), JSON.stringify(merged.map((p) => [p.event, p.lowerBound])));
+  assert.ok(merged.some((p) => p.warnings.some((w) => /^alias_target: /.test(w))));
+  const both = await compileProbes(['both_fn%return'], index, {});
+  assert.ok(both.length > 1 && both.every((p) => p.lowerBound === undefined));
+});

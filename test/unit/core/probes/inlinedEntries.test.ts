@@ -112,6 +112,43 @@ test('argument set-up scheduled ahead of the entry pc is no entry of its own', (
   );
 });
 
+test('a loop unrolled around a call under one DIE: the copy begun again after the loop test is a second call', () => {
+  // for (...; rc == 0; ...) rc = f(...); unrolled twice: the DIE's ranges cover both calls, the entry pc the first.
+  const code = bytes(
+    ...[0x83, 0xc0, 0x01], // 0  add $1,%eax      copy: f's first line (entry pc)
+    ...[0x83, 0xc0, 0x02], // 3  add $2,%eax      copy: f's last line
+    ...[0x85, 0xc0], //       6  test %eax,%eax   caller: the loop's condition
+    ...[0x75, 0x06], //       8  jne 16           caller: out of the loop
+    ...[0x83, 0xc0, 0x01], // 10 add $1,%eax      copy: f's first line again (the second call)
+    ...[0x83, 0xc0, 0x02], // 13 add $2,%eax      copy: f's last line
+    0xc3, //                  16 ret
+  );
+  const lines: Record<number, string> = { 0: 'f.c:1', 3: 'f.c:2', 6: 'g.c:9', 8: 'g.c:9', 10: 'f.c:1', 13: 'f.c:2', 16: 'g.c:10' };
+  const q = (lineOf?: Record<number, string>, c = code): InlinedEntryQuery => ({
+    ...query(c, [
+      [
+        0,
+        [
+          [0, 6],
+          [10, 16],
+        ],
+      ],
+    ]),
+    ...(lineOf ? { lineOf: (a: bigint) => lineOf[Number(a - B)] } : {}),
+  });
+  const r = findInlinedEntries(q(lines));
+  assert.deepEqual(addrs(r), [0, 10]);
+  assert.ok(r.ok && r.entries[1].how === 'path' && r.notArmed.length === 0);
+  assert.deepEqual(twoSitesOneCall(q(lines), [site(0, 0), site(10, 0)]), []);
+  // Without the line table, or when the code that left was on the first line too (the caller's code scheduled in
+  // the middle of the first statement), the caller's code is inside one call: one entry.
+  assert.deepEqual(addrs(findInlinedEntries(q())), [0]);
+  assert.deepEqual(addrs(findInlinedEntries(q({ ...lines, 3: 'f.c:1' }))), [0]);
+  // Caller's code that always leads back (no test with a way out) is scheduled inside one call too.
+  const straight = bytes(...code.slice(0, 6), 0x85, 0xc0, 0x90, 0x90, ...code.slice(10));
+  assert.deepEqual(addrs(findInlinedEntries(q(lines, straight))), [0]);
+});
+
 test('an entry pc reached again while its call is open is not armed, and says why', () => {
   const code = bytes(
     ...[0x31, 0xc0], //       0  xor %eax,%eax    caller

@@ -1,7 +1,8 @@
 // A lens counts the sum over its function's sites; the hover breaks it down per site.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hoverMarkdown } from '../../../../src/vscode/model/format';
+import { decorationText, hoverMarkdown } from '../../../../src/vscode/model/format';
+import { lensesForFunctions } from '../../../../src/vscode/model/lenses';
 import { statsForSpec, type SessionView } from '../../../../src/vscode/model/stats';
 import { Aggregates } from '../../../../src/core/session/aggregates';
 import type { Hit } from '../../../../src/shared/hit';
@@ -60,4 +61,47 @@ test('a function armed at one site has no breakdown', () => {
   const st = statsForSpec('other', [view('local', 1, 1)]);
   assert.equal(st.hits, 5);
   assert.doesNotMatch(hoverMarkdown('other', st, 'armed'), /By site/);
+});
+
+test('a function whose entries are not all proved: the lens, the decoration and the hover say its count is a lower bound', () => {
+  const bounded = (v: SessionView): SessionView => ({
+    ...v,
+    events: v.events.map((e) => (e.spec === 'both_fn $params' && e.site?.kind === 'inlined' ? { ...e, lowerBound: true } : e)),
+  });
+  const st = statsForSpec('both_fn $params', [bounded(view('local', 10, 2))]);
+  assert.equal(st.hits, 12);
+  assert.equal(st.lowerBound, true);
+  assert.equal(decorationText(st, 'armed'), '● ≥ 12 hits');
+  const md = hoverMarkdown('both_fn $params', st, 'armed');
+  assert.match(md, /local: ≥ 12 hits/);
+  assert.match(md, /The count is a lower bound/);
+  const [trace, , latency] = lensesForFunctions(
+    [
+      {
+        name: 'both_fn',
+        file: '/w/sites.c',
+        line: 20,
+        size: 10,
+        params: [],
+        inlinedInstances: 1,
+        sites: [{ kind: 'entry', address: 0x15c0n, dieOffset: 0, unitOffset: 0 }],
+        probeable: true,
+        external: true,
+        unitOffset: 0,
+        dieOffset: 0,
+      },
+    ],
+    { trace: true, returns: true, latency: true, isGo: false },
+    (specs) =>
+      specs[0] === 'both_fn $params'
+        ? { state: 'armed', hits: st.hits, lowerBound: st.lowerBound }
+        : { state: 'armed', hits: 1, p50Ns: 2100, calls: 1, lowerBound: true },
+  );
+  assert.equal(trace.title, '$(pulse) Trace: ≥ 12 hits · armed');
+  assert.equal(latency.title, '$(watch) Latency: p50 2.1µs · ≥ 1 calls · armed');
+  // The other function of the same sessions, all of whose sites are proved, is counted exactly.
+  const other = statsForSpec('other', [bounded(view('local', 1, 1))]);
+  assert.equal(other.lowerBound, undefined);
+  assert.equal(decorationText(other, 'armed'), '● 5 hits');
+  assert.doesNotMatch(hoverMarkdown('other', other, 'armed'), /lower bound|≥/);
 });
