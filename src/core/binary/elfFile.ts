@@ -1,7 +1,7 @@
 // One ELF object (executable, shared library or separate debug file) over its bytes in memory. Addresses are
 // bigint (a 64-bit address may exceed 2^53); file offsets and sizes within the file are numbers, checked
 // against the file size before use.
-import { Cursor, hex } from './cursor';
+import { elfReader, hex } from './byteReader';
 import { DecompressionBudget, decompressGabi, decompressZdebug } from './compressed';
 import { ElfFormatError, NotElfError, UnsupportedArchError } from './errors';
 import {
@@ -278,8 +278,8 @@ export class ElfFile {
     const sec = this.byName.get('.gnu_debuglink');
     const bytes = sec && this.rawSectionBytes(sec);
     if (!sec || !bytes) return undefined;
-    const c = new Cursor(bytes, this.littleEndian, '.gnu_debuglink', sec.offset);
-    const file = c.cstring();
+    const c = elfReader(bytes, this.littleEndian, '.gnu_debuglink', sec.offset);
+    const file = c.cstr();
     c.align(4);
     const crc32 = c.u32();
     if (file === '' || file.includes('/'))

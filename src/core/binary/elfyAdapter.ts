@@ -6,7 +6,7 @@
 // table counts, class, byte order), and re-read every word-sized field ourselves as an exact bigint, with the
 // entry sizes fixed by the ELF class. Replacing elfy means rewriting this file only.
 import { parse as elfyParse } from 'elfy';
-import { Cursor } from './cursor';
+import { elfReader } from './byteReader';
 import { ElfFormatError } from './errors';
 
 export const SHT_NOBITS = 8;
@@ -80,13 +80,13 @@ export function parseElfContainer(data: Buffer): RawElf {
   if (data.length < EHDR_SIZE[cls]) throw new ElfFormatError('ELF header', 0, `file shorter than the ${EHDR_SIZE[cls]}-byte ELF header`);
   const wsize = cls === 64 ? 8 : 4;
 
-  const h = new Cursor(data.subarray(0, EHDR_SIZE[cls]), le, 'ELF header', 0, 16);
+  const h = elfReader(data.subarray(0, EHDR_SIZE[cls]), le, 'ELF header', 0, 16);
   const type = h.u16();
   const machine = h.u16();
   h.u32(); // e_version
-  const entry = h.word(wsize);
-  const phoff = h.wordNumber(wsize, 'e_phoff');
-  const shoff = h.wordNumber(wsize, 'e_shoff');
+  const entry = h.wordBig(wsize);
+  const phoff = h.wordExact(wsize, 'e_phoff');
+  const shoff = h.wordExact(wsize, 'e_shoff');
   h.u32(); // e_flags
   h.u16(); // e_ehsize
   const phentsize = h.u16();
@@ -103,7 +103,7 @@ export function parseElfContainer(data: Buffer): RawElf {
   if (shnum > 0) {
     if (shstrndx === 0 || shstrndx >= shnum)
       throw new ElfFormatError('ELF header', 0, `section-name table index ${shstrndx} is not one of the ${shnum} sections`);
-    const shstrType = new Cursor(data, le, 'section header table', 0, shoff + shstrndx * shentsize + 4).u32();
+    const shstrType = elfReader(data, le, 'section header table', 0, shoff + shstrndx * shentsize + 4).u32();
     if (shstrType !== SHT_STRTAB)
       throw new ElfFormatError(
         'section header table',
@@ -128,15 +128,15 @@ export function parseElfContainer(data: Buffer): RawElf {
   }
 
   const sections: RawSection[] = parsed.body.sections.map((s, index) => {
-    const c = new Cursor(data, le, 'section header table', 0, shoff + index * shentsize + 4);
+    const c = elfReader(data, le, 'section header table', 0, shoff + index * shentsize + 4);
     const type = c.u32();
-    const flags = c.word(wsize);
-    const addr = c.word(wsize);
-    const offset = c.wordNumber(wsize, `sh_offset of section ${index}`);
-    const size = c.wordNumber(wsize, `sh_size of section ${index}`);
+    const flags = c.wordBig(wsize);
+    const addr = c.wordBig(wsize);
+    const offset = c.wordExact(wsize, `sh_offset of section ${index}`);
+    const size = c.wordExact(wsize, `sh_size of section ${index}`);
     c.skip(8); // sh_link, sh_info: elfy's values are right
-    const addralign = c.word(wsize);
-    const entsize = c.word(wsize);
+    const addralign = c.wordBig(wsize);
+    const entsize = c.wordBig(wsize);
     return { index, name: s.name, type, flags, addr, offset, size, link: s.link, info: s.info, addralign, entsize };
   });
 
@@ -147,16 +147,16 @@ export function parseElfContainer(data: Buffer): RawElf {
   }
 
   function readSegment(index: number): RawSegment {
-    const c = new Cursor(data, le, `program header ${index}`, 0, phoff + index * phentsize);
+    const c = elfReader(data, le, `program header ${index}`, 0, phoff + index * phentsize);
     const type = c.u32();
     if (cls === 64) {
       const flags = c.u32();
-      const offset = c.u64Number('p_offset');
-      const vaddr = c.u64();
-      const paddr = c.u64();
-      const filesz = c.u64Number('p_filesz');
-      const memsz = c.u64();
-      const align = c.u64();
+      const offset = c.u64Exact('p_offset');
+      const vaddr = c.u64big();
+      const paddr = c.u64big();
+      const filesz = c.u64Exact('p_filesz');
+      const memsz = c.u64big();
+      const align = c.u64big();
       return { index, type, flags, offset, vaddr, paddr, filesz, memsz, align };
     }
     const offset = c.u32();

@@ -2,7 +2,7 @@
 // Each abbreviation also gets a precomputed byte size when all its forms are fixed-size for the unit's
 // encoding: skipping a DIE nobody asked about is then a single cursor bump, the hot path of the index pass.
 import * as K from './constants';
-import { DwarfFormatError, Reader } from './reader';
+import { DwarfFormatError, dwarfReader } from './format';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
 const { AT, FORM } = K;
@@ -113,7 +113,7 @@ export function abbrevTable(section: Uint8Array, offset: number, enc: Encoding, 
 }
 
 function parseAbbrevs(section: Uint8Array, offset: number, enc: Encoding, le: boolean): AbbrevTable {
-  const r = new Reader(section, '.debug_abbrev', le);
+  const r = dwarfReader(section, '.debug_abbrev', le);
   r.seek(offset);
   const t = new AbbrevTable();
   for (;;) {

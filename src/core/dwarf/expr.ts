@@ -2,7 +2,7 @@
 // register + offset, a static address, an implicit/constant value, pieces, an entry value — or a clear
 // "optimized out" / "unsupported" verdict. No general stack machine: a probe can only read what it can name.
 import * as K from './constants';
-import { Reader } from './reader';
+import { dwarfReader } from './format';
 import type { Block, Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -51,7 +51,7 @@ interface Op {
 }
 
 function decode(u: Unit, e: Block): Op[] {
-  const r = new Reader(e.buf, u.section, u.dw.le, e.start, e.start + e.len);
+  const r = dwarfReader(e.buf, u.section, u.dw.le, e.start, e.start + e.len);
   const ops: Op[] = [];
   while (r.pos < r.end) {
     const op = r.u8();
