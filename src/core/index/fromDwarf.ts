@@ -6,8 +6,8 @@ import type { Unit } from '../dwarf/unit';
 import { LANG_C_ABI } from '../dwarf/constants';
 import type { ParamInfo } from '../dwarf/functions';
 import { ROW_END_SEQUENCE, ROW_PROLOGUE_END, ROW_STMT } from '../dwarf/line';
-import { placeArguments, type CallingConvention } from '../fetch/abi';
-import { abiTypeOf, entryCfa, fetchForLocation, stripQualifiers, tracefsRegister, type Arch } from '../fetch/fetch';
+import { placeArguments, type CallingConvention } from '../fetchargs/abi';
+import { abiTypeOf, entryCfa, fetchForLocation, stripQualifiers, tracefsRegister, type Arch } from '../fetchargs/fetch';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, LINE_PROLOGUE_END, type IndexedFunction, type IndexedParam, type LineRows } from './model';
 import { functionNamesByDie, inlinedSites, placeCopies, type SymbolsByAddress } from './sites';
 

@@ -6,7 +6,7 @@
 //   imm:  the compiler folded the value to a constant, fetched as an immediate (\\N).
 // A fetch argument for the value itself is then `%di`, `+off(base)` or `@+N`.
 import type { TypeDesc } from '../dwarf';
-import { fetchTypeOf, stripQualifiers } from '../fetch/fetch';
+import { fetchTypeOf, stripQualifiers } from '../fetchargs/fetch';
 
 export type Place =
   | { kind: 'reg'; reg: string }
