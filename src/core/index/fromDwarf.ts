@@ -1,5 +1,6 @@
 // The DWARF half of the full index: functions with their parameters located at the entry pc, and the line
 // tables of every unit merged into one address-sorted table with a shared file list.
+import { Interner } from '../../shared/interner';
 import type { BinaryImage } from '../binary/binaryImage';
 import { openDwarf, type Dwarf, type FunctionInfo, type LocDesc } from '../dwarf';
 import type { Unit } from '../dwarf/unit';
@@ -337,26 +338,15 @@ function indexFunction(ctx: IndexCtx, info: FunctionInfo): IndexedFunction {
 }
 
 function mergeLineTables(tables: readonly SliceLineTable[]): { files: string[]; lines: LineRows } {
-  const files: string[] = [];
-  const fileIds = new Map<string, number>();
+  const fileIds = new Interner();
+  const files = fileIds.strings;
   // Rows within a sequence ascend by address, and sequences rarely overlap: order the sequences (tens of
   // thousands) rather than the rows (millions), and copy rows straight into the typed arrays.
   const seqs: Array<{ lo: number; table: number; s: number; e: number }> = [];
   const locals: Uint32Array[] = [];
   let n = 0;
   tables.forEach((t, ti) => {
-    locals.push(
-      Uint32Array.from(t.files, (f) => {
-        if (!f) return 0xffffffff;
-        let id = fileIds.get(f);
-        if (id === undefined) {
-          id = files.length;
-          files.push(f);
-          fileIds.set(f, id);
-        }
-        return id;
-      }),
-    );
+    locals.push(Uint32Array.from(t.files, (f) => (f ? fileIds.id(f) : 0xffffffff)));
     for (let k = 0; k < t.sequences.length; k += 2) {
       const s = t.sequences[k],
         e = t.sequences[k + 1];
