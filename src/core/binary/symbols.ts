@@ -2,7 +2,7 @@
 // Elf32_Sym 16), never from sh_entsize, which elfy misreads and a hostile file may set to anything.
 import { elfReader, stringAt } from './byteReader';
 import { ElfFormatError } from './errors';
-import type { RawSection } from './elfyAdapter';
+import type { RawSection } from './elfHeader';
 
 export type SymbolBinding = 'local' | 'global' | 'weak' | 'unique';
 
