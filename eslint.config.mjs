@@ -57,7 +57,7 @@ export default tseslint.config(
   {
     // One-way arrows inside the core (docs/architecture.md): probes → index → dwarf → binary. The layers below the
     // compiler never import it (a loop there once existed only for a method a test used).
-    files: ['src/core/index/**/*.ts', 'src/core/dwarf/**/*.ts', 'src/core/binary/**/*.ts', 'src/core/fetch/**/*.ts'],
+    files: ['src/core/index/**/*.ts', 'src/core/dwarf/**/*.ts', 'src/core/binary/**/*.ts', 'src/core/fetchargs/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -66,7 +66,8 @@ export default tseslint.config(
           patterns: [
             {
               group: ['**/probes', '**/probes/*', '**/session', '**/session/*', '**/tracefs', '**/tracefs/*'],
-              message: 'the index, DWARF, ELF and fetch layers must not import the compiler, sessions or tracefs (docs/architecture.md).',
+              message:
+                'the index, DWARF, ELF and fetch-argument layers must not import the compiler, sessions or tracefs (docs/architecture.md).',
             },
           ],
         },

@@ -7,6 +7,7 @@
 // arrays of numbers.
 
 import { PROBE_KINDS, type Hit, type HitValue } from './hit';
+import { Interner } from './interner';
 import type { Site } from './site';
 
 export const PROTOCOL_VERSION = 3;
@@ -193,19 +194,11 @@ export class RequestTracker {
 
 /** Encode hits column-oriented; strings, arg-name lists and sites are interned once per batch. */
 export function encodeHits(hits: readonly Hit[]): HitBatch {
-  const strings: string[] = [];
-  const stringIds = new Map<string, number>();
-  const intern = (s: string): number => {
-    let id = stringIds.get(s);
-    if (id === undefined) {
-      id = strings.length;
-      strings.push(s);
-      stringIds.set(s, id);
-    }
-    return id;
-  };
+  const table = new Interner();
+  const strings = table.strings;
+  const intern = (s: string): number => table.id(s);
   const shapes: number[][] = [];
-  const shapeIds = new Map<string, number>();
+  const shapeKeys = new Interner();
   const sites: Site[] = [];
   // The session hands every hit of one event the same site object, so identity collapses them.
   const siteIds = new Map<Site, number>();
@@ -241,12 +234,8 @@ export function encodeHits(hits: readonly Hit[]): HitBatch {
     const names = Object.keys(h.args);
     // The same probe yields the same arg names, so a key of the joined names collapses shapes cheaply.
     const key = names.join('\u0000');
-    let shape = shapeIds.get(key);
-    if (shape === undefined) {
-      shape = shapes.length;
-      shapes.push(names.map(intern));
-      shapeIds.set(key, shape);
-    }
+    const shape = shapeKeys.id(key);
+    if (shape === shapes.length) shapes.push(names.map(intern));
     b.ts[i] = h.ts;
     b.host[i] = intern(h.host);
     b.probe[i] = intern(h.probe);

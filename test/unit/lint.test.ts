@@ -64,11 +64,13 @@ test('ESLint rejects a floating promise and a promise passed where a void callba
   assert.ok(result.messages.every((m) => m.severity === 2));
 });
 
-test('ESLint rejects the index importing the probe compiler (the layers point one way)', async () => {
-  const result = await lintProbeFile('src/core/index', "import { parseSpec } from '../probes/spec';\n\nexport const p = parseSpec;\n");
-  const restricted = result.messages.filter((m) => m.ruleId === 'no-restricted-imports');
-  assert.equal(restricted.length, 1, JSON.stringify(result.messages, null, 2));
-  assert.match(restricted[0].message, /must not import the compiler/);
+test('ESLint rejects the index and the fetch-argument layer importing the probe compiler (the layers point one way)', async () => {
+  for (const folder of ['src/core/index', 'src/core/fetchargs']) {
+    const result = await lintProbeFile(folder, "import { parseSpec } from '../probes/spec';\n\nexport const p = parseSpec;\n");
+    const restricted = result.messages.filter((m) => m.ruleId === 'no-restricted-imports');
+    assert.equal(restricted.length, 1, `${folder}: ${JSON.stringify(result.messages, null, 2)}`);
+    assert.match(restricted[0].message, /must not import the compiler/);
+  }
   // The vscode ban still holds there too (the layer rule extends it, not replaces it).
   const v = await lintProbeFile('src/core/index');
   assert.ok(v.messages.some((m) => m.ruleId === 'no-restricted-imports' && /must not import vscode/.test(m.message)));

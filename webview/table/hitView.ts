@@ -4,25 +4,12 @@
 import { PROBE_KINDS } from '../../src/shared/hit';
 import type { HitBatch } from '../../src/shared/protocol';
 import { parseFilter, type HitFields, type HitFilter } from '../../src/shared/hitFilter';
+import { Interner } from '../../src/shared/interner';
 import { HitRing, emptyRow, type RingRow } from './hitRing';
-
-export class StringTable {
-  private readonly ids = new Map<string, number>();
-  readonly list: string[] = [];
-  intern(s: string): number {
-    let id = this.ids.get(s);
-    if (id === undefined) {
-      id = this.list.length;
-      this.list.push(s);
-      this.ids.set(s, id);
-    }
-    return id;
-  }
-}
 
 export class HitView {
   readonly ring: HitRing;
-  readonly strings = new StringTable();
+  readonly strings = new Interner();
   private filter: HitFilter = parseFilter('');
   private filterText = '';
   /** sequence numbers of matching rows, oldest first, from `matchHead` on (only when a filter is set) */
@@ -94,7 +81,7 @@ export class HitView {
   }
 
   str(id: number): string {
-    return this.strings.list[id] ?? '';
+    return this.strings.strings[id] ?? '';
   }
 
   /** Returns the number of rows that joined the history now (0 while paused). */
@@ -161,7 +148,7 @@ export class HitView {
   }
 
   private ingest(b: HitBatch): number {
-    const ids = b.strings.map((s) => this.strings.intern(s));
+    const ids = b.strings.map((s) => this.strings.id(s));
     const filtering = !this.filter.empty;
     let off = 0;
     for (let i = 0; i < b.n; i++) {

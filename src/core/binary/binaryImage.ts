@@ -2,6 +2,7 @@
 // wherever its DWARF lives (itself, or a separate debug file found by build-id/debuglink).
 import { findDebugFile, type DebugCandidate, type DebugLookupOptions, type DebugVia } from './debugFile';
 import { ElfFile, machineName, type Arch, type ElfType } from './elfFile';
+import { EM_AARCH64, EM_X86_64, ET_CORE, elfKind } from './elfHeader';
 import { CoreFileError, UnsupportedArchError } from './errors';
 import { readGoInfo, type GoInfo } from './goinfo';
 import type { SectionSource } from './sections';
@@ -124,10 +125,9 @@ export async function openBinary(path: string, opts: OpenBinaryOptions = {}): Pr
  * and a foreign machine's file is refused as such, not reported as whatever its tables trip over first.
  */
 function checkKind(data: Buffer, path: string, anyArch: boolean): void {
-  if (data.length < 20 || data.readUInt32BE(0) !== 0x7f454c46 || (data[5] !== 1 && data[5] !== 2)) return;
-  const le = data[5] === 1;
-  const type = le ? data.readUInt16LE(16) : data.readUInt16BE(16);
-  const machine = le ? data.readUInt16LE(18) : data.readUInt16BE(18);
-  if (type === 4) throw new CoreFileError(path);
-  if (!anyArch && machine !== 62 && machine !== 183) throw new UnsupportedArchError(machineName(machine), path);
+  const kind = elfKind(data);
+  if (!kind) return;
+  if (kind.type === ET_CORE) throw new CoreFileError(path);
+  if (!anyArch && kind.machine !== EM_X86_64 && kind.machine !== EM_AARCH64)
+    throw new UnsupportedArchError(machineName(kind.machine), path);
 }

@@ -7,7 +7,7 @@
 // together also share one total (DecompressionBudget): many sections each just under the per-section cap
 // must not add up to more memory than any real binary's debug info needs.
 import { inflateSync } from 'node:zlib';
-import { Cursor } from './cursor';
+import { elfReader } from './byteReader';
 import { ElfFormatError } from './errors';
 import { zstdDecompressExact } from './zstd';
 
@@ -78,12 +78,12 @@ export function decompressGabi(
   fileOffset: number,
   budget?: DecompressionBudget,
 ): Uint8Array {
-  const c = new Cursor(raw, littleEndian, where, fileOffset);
+  const c = elfReader(raw, littleEndian, where, fileOffset);
   const chType = c.u32();
   let size: number;
   if (elfClass === 64) {
     c.u32(); // ch_reserved
-    size = c.u64Number('ch_size');
+    size = c.u64Exact('ch_size');
     c.u64(); // ch_addralign
   } else {
     size = c.u32();
@@ -104,11 +104,11 @@ export function decompressGabi(
 
 /** Decodes a legacy `.zdebug_*` section's raw bytes. */
 export function decompressZdebug(raw: Uint8Array, where: string, fileOffset: number, budget?: DecompressionBudget): Uint8Array {
-  const c = new Cursor(raw, false, where, fileOffset);
-  const magic = Buffer.from(c.bytesAt(4)).toString('latin1');
+  const c = elfReader(raw, false, where, fileOffset);
+  const magic = Buffer.from(c.bytes(4)).toString('latin1');
   if (magic !== 'ZLIB')
     throw new ElfFormatError(where, fileOffset, `expected "ZLIB" header of a .zdebug section, found ${JSON.stringify(magic)}`);
-  const size = c.u64Number('.zdebug size');
+  const size = c.u64Exact('.zdebug size');
   const payload = raw.subarray(c.pos);
   checkSize(size, payload.length, where, fileOffset);
   budget?.reserve(size, where, fileOffset);

@@ -1,10 +1,12 @@
 // One ELF object (executable, shared library or separate debug file) over its bytes in memory. Addresses are
 // bigint (a 64-bit address may exceed 2^53); file offsets and sizes within the file are numbers, checked
 // against the file size before use.
-import { Cursor, hex } from './cursor';
+import { elfReader, hex } from './byteReader';
 import { DecompressionBudget, decompressGabi, decompressZdebug } from './compressed';
 import { ElfFormatError, NotElfError, UnsupportedArchError } from './errors';
 import {
+  EM_AARCH64,
+  EM_X86_64,
   PT_LOAD,
   PT_NOTE,
   SHF_COMPRESSED,
@@ -12,11 +14,11 @@ import {
   SHT_NOBITS,
   SHT_NOTE,
   SHT_SYMTAB,
-  parseElfContainer,
-  type RawElf,
+  hasElfMagic,
   type RawSection,
   type RawSegment,
-} from './elfyAdapter';
+} from './elfHeader';
+import { parseElfContainer, type RawElf } from './elfyAdapter';
 import { NT_GNU_BUILD_ID, parseNotes, type ElfNote } from './notes';
 import { checkStrtab, groupSymbols, readFunctionSymbols, type FunctionSymbol, type SymbolGroup } from './symbols';
 import type { SectionSource } from './sections';
@@ -92,7 +94,7 @@ export class ElfFile {
     this.addressSize = h.elfClass === 64 ? 8 : 4;
     this.machine = h.machine;
     this.machineName = machineName(h.machine);
-    this.arch = h.machine === 62 ? 'x86_64' : h.machine === 183 ? 'aarch64' : undefined;
+    this.arch = h.machine === EM_X86_64 ? 'x86_64' : h.machine === EM_AARCH64 ? 'aarch64' : undefined;
     this.type = TYPES[h.type] ?? 'UNKNOWN';
     this.entry = h.entry;
     this.sections = raw.sections;
@@ -103,7 +105,7 @@ export class ElfFile {
 
   /** Parses an ELF image. Throws NotElfError for non-ELF data, ElfFormatError for a damaged one. */
   static parse(data: Buffer, path = '<memory>', opts: ElfParseOptions = {}): ElfFile {
-    if (data.length < 4 || data[0] !== 0x7f || data[1] !== 0x45 || data[2] !== 0x4c || data[3] !== 0x46) {
+    if (!hasElfMagic(data)) {
       const head = data.subarray(0, 2).toString('latin1');
       throw new NotElfError(path, data.length === 0 ? 'the file is empty' : head === '#!' ? 'it is a script' : 'no ELF magic number');
     }
@@ -278,8 +280,8 @@ export class ElfFile {
     const sec = this.byName.get('.gnu_debuglink');
     const bytes = sec && this.rawSectionBytes(sec);
     if (!sec || !bytes) return undefined;
-    const c = new Cursor(bytes, this.littleEndian, '.gnu_debuglink', sec.offset);
-    const file = c.cstring();
+    const c = elfReader(bytes, this.littleEndian, '.gnu_debuglink', sec.offset);
+    const file = c.cstr();
     c.align(4);
     const crc32 = c.u32();
     if (file === '' || file.includes('/'))

@@ -2,99 +2,34 @@
 // (1.0.0) it reads 64-bit sh_addralign/sh_entsize two bytes too early (offsets 46/54 instead of 48/56), turns
 // 64-bit words into doubles (a + b·2^32, inexact past 2^53), asserts/throws TypeErrors on a bad e_shstrndx,
 // and trusts e_phentsize/e_shentsize. So: we validate the tables' bounds before elfy sees the file (elfy then
-// cannot throw on them), keep elfy's answers for the fields it reads right (section names, sh_link, sh_info,
-// table counts, class, byte order), and re-read every word-sized field ourselves as an exact bigint, with the
-// entry sizes fixed by the ELF class. Replacing elfy means rewriting this file only.
+// cannot throw on them), keep elfy's section names, and read every header field ourselves (elfHeader.ts), as
+// exact bigints where they are words, with the entry sizes fixed by the ELF class. Replacing elfy means
+// rewriting this file only.
 // Tests: test/unit/core/binary/elfFile.test.ts, test/unit/core/binary/fuzz.test.ts
 import { parse as elfyParse } from 'elfy';
-import { Cursor } from './cursor';
+import {
+  PHDR_SIZE,
+  SHDR_SIZE,
+  SHT_STRTAB,
+  readElfHeader,
+  readProgramHeader,
+  readSectionHeader,
+  type ElfHeader,
+  type RawSection,
+  type RawSegment,
+} from './elfHeader';
 import { ElfFormatError } from './errors';
 
-export const SHT_NOBITS = 8;
-export const SHT_NOTE = 7;
-export const SHT_SYMTAB = 2;
-export const SHT_DYNSYM = 11;
-export const SHT_STRTAB = 3;
-export const SHF_ALLOC = 0x2n;
-export const SHF_EXECINSTR = 0x4n;
-export const SHF_COMPRESSED = 0x800n;
-export const PT_LOAD = 1;
-export const PT_NOTE = 4;
-
-export interface RawElfHeader {
-  elfClass: 32 | 64;
-  littleEndian: boolean;
-  osabi: number;
-  /** e_type: 1 REL, 2 EXEC, 3 DYN, 4 CORE. */
-  type: number;
-  /** e_machine: 62 x86-64, 183 AArch64… */
-  machine: number;
-  entry: bigint;
-}
-
-export interface RawSection {
-  index: number;
-  name: string;
-  type: number;
-  flags: bigint;
-  addr: bigint;
-  /** File offset; meaningful only when type !== SHT_NOBITS. Not yet checked against the file size. */
-  offset: number;
-  /** Size in the file (or in memory for SHT_NOBITS). Not yet checked against the file size. */
-  size: number;
-  link: number;
-  info: number;
-  addralign: bigint;
-  entsize: bigint;
-}
-
-export interface RawSegment {
-  index: number;
-  type: number;
-  /** PF_X 1, PF_W 2, PF_R 4. */
-  flags: number;
-  offset: number;
-  vaddr: bigint;
-  paddr: bigint;
-  filesz: number;
-  memsz: bigint;
-  align: bigint;
-}
-
 export interface RawElf {
-  header: RawElfHeader;
+  header: ElfHeader;
   sections: RawSection[];
   segments: RawSegment[];
 }
 
-const EHDR_SIZE = { 32: 52, 64: 64 } as const;
-const PHDR_SIZE = { 32: 32, 64: 56 } as const;
-const SHDR_SIZE = { 32: 40, 64: 64 } as const;
-
 /** Parses the ELF container. `data` must start with the ELF magic (the caller checks, to raise NotElfError). */
 export function parseElfContainer(data: Buffer): RawElf {
-  if (data.length < 16) throw new ElfFormatError('ELF header', 0, 'file shorter than the 16-byte identification');
-  const cls = data[4] === 1 ? 32 : data[4] === 2 ? 64 : undefined;
-  if (cls === undefined) throw new ElfFormatError('ELF header', 4, `unknown ELF class ${data[4]}`);
-  if (data[5] !== 1 && data[5] !== 2) throw new ElfFormatError('ELF header', 5, `unknown byte order ${data[5]}`);
-  const le = data[5] === 1;
-  if (data.length < EHDR_SIZE[cls]) throw new ElfFormatError('ELF header', 0, `file shorter than the ${EHDR_SIZE[cls]}-byte ELF header`);
-  const wsize = cls === 64 ? 8 : 4;
-
-  const h = new Cursor(data.subarray(0, EHDR_SIZE[cls]), le, 'ELF header', 0, 16);
-  const type = h.u16();
-  const machine = h.u16();
-  h.u32(); // e_version
-  const entry = h.word(wsize);
-  const phoff = h.wordNumber(wsize, 'e_phoff');
-  const shoff = h.wordNumber(wsize, 'e_shoff');
-  h.u32(); // e_flags
-  h.u16(); // e_ehsize
-  const phentsize = h.u16();
-  const phnum = h.u16();
-  const shentsize = h.u16();
-  const shnum = h.u16();
-  const shstrndx = h.u16();
+  const header = readElfHeader(data);
+  const { elfClass: cls, phoff, shoff, phentsize, phnum, shentsize, shnum, shstrndx } = header;
 
   checkTable(data, 'program header table', phoff, phnum, phentsize, PHDR_SIZE[cls]);
   checkTable(data, 'section header table', shoff, shnum, shentsize, SHDR_SIZE[cls]);
@@ -104,8 +39,7 @@ export function parseElfContainer(data: Buffer): RawElf {
   if (shnum > 0) {
     if (shstrndx === 0 || shstrndx >= shnum)
       throw new ElfFormatError('ELF header', 0, `section-name table index ${shstrndx} is not one of the ${shnum} sections`);
-    const shstrType = new Cursor(data, le, 'section header table', 0, shoff + shstrndx * shentsize + 4).u32();
-    if (shstrType !== SHT_STRTAB)
+    if (readSectionHeader(data, shoff + shstrndx * shentsize, header, shstrndx).type !== SHT_STRTAB)
       throw new ElfFormatError(
         'section header table',
         shoff + shstrndx * shentsize,
@@ -115,8 +49,7 @@ export function parseElfContainer(data: Buffer): RawElf {
 
   // Without sections elfy has nothing to name and trips over the missing section-name table: the program
   // headers are read below either way.
-  if (shnum === 0)
-    return { header: { elfClass: cls, littleEndian: le, osabi: data[7], type, machine, entry }, sections: [], segments: readSegments() };
+  if (shnum === 0) return { header, sections: [], segments: readSegments() };
   let parsed;
   try {
     parsed = elfyParse(data);
@@ -128,46 +61,15 @@ export function parseElfContainer(data: Buffer): RawElf {
     throw new ElfFormatError('ELF container', undefined, 'elfy read a different number of headers than the ELF header declares');
   }
 
-  const sections: RawSection[] = parsed.body.sections.map((s, index) => {
-    const c = new Cursor(data, le, 'section header table', 0, shoff + index * shentsize + 4);
-    const type = c.u32();
-    const flags = c.word(wsize);
-    const addr = c.word(wsize);
-    const offset = c.wordNumber(wsize, `sh_offset of section ${index}`);
-    const size = c.wordNumber(wsize, `sh_size of section ${index}`);
-    c.skip(8); // sh_link, sh_info: elfy's values are right
-    const addralign = c.word(wsize);
-    const entsize = c.word(wsize);
-    return { index, name: s.name, type, flags, addr, offset, size, link: s.link, info: s.info, addralign, entsize };
-  });
+  const sections: RawSection[] = parsed.body.sections.map((s, index) => ({
+    ...readSectionHeader(data, shoff + index * shentsize, header, index),
+    name: s.name,
+  }));
 
-  return { header: { elfClass: cls, littleEndian: le, osabi: data[7], type, machine, entry }, sections, segments: readSegments() };
+  return { header, sections, segments: readSegments() };
 
   function readSegments(): RawSegment[] {
-    return Array.from({ length: phnum }, (_p, index) => readSegment(index));
-  }
-
-  function readSegment(index: number): RawSegment {
-    const c = new Cursor(data, le, `program header ${index}`, 0, phoff + index * phentsize);
-    const type = c.u32();
-    if (cls === 64) {
-      const flags = c.u32();
-      const offset = c.u64Number('p_offset');
-      const vaddr = c.u64();
-      const paddr = c.u64();
-      const filesz = c.u64Number('p_filesz');
-      const memsz = c.u64();
-      const align = c.u64();
-      return { index, type, flags, offset, vaddr, paddr, filesz, memsz, align };
-    }
-    const offset = c.u32();
-    const vaddr = BigInt(c.u32());
-    const paddr = BigInt(c.u32());
-    const filesz = c.u32();
-    const memsz = BigInt(c.u32());
-    const flags = c.u32();
-    const align = BigInt(c.u32());
-    return { index, type, flags, offset, vaddr, paddr, filesz, memsz, align };
+    return Array.from({ length: phnum }, (_p, index) => readProgramHeader(data, phoff + index * phentsize, header, index));
   }
 }
 

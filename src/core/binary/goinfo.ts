@@ -3,7 +3,7 @@
 // either (Go ≥ 1.18, flag bit 1) two varint-length-prefixed strings inline, or (older) two pointers to Go
 // string headers {data, len} that we follow through the PT_LOAD mapping. `.note.go.buildid` alone still marks
 // a Go binary whose version is unknown.
-import { Cursor } from './cursor';
+import { type ByteReader, elfReader } from './byteReader';
 import type { Arch, ElfFile } from './elfFile';
 import { ElfFormatError } from './errors';
 import { NT_GO_BUILDID } from './notes';
@@ -51,15 +51,15 @@ export function readGoInfo(elf: ElfFile): GoInfo | undefined {
     const flags = bytes[15];
     let version: string, modinfo: string;
     if (flags & 2) {
-      const c = new Cursor(bytes, true, '.go.buildinfo', sec.offset, 32);
+      const c = elfReader(bytes, true, '.go.buildinfo', sec.offset, 32);
       version = varintString(c);
       modinfo = varintString(c);
     } else {
       if (ptrSize !== 4 && ptrSize !== 8) throw new ElfFormatError('.go.buildinfo', sec.offset + 14, `pointer size ${ptrSize}`);
       const le = (flags & 1) === 0;
-      const c = new Cursor(bytes, le, '.go.buildinfo', sec.offset, 16);
-      const vPtr = c.word(ptrSize);
-      const mPtr = c.word(ptrSize);
+      const c = elfReader(bytes, le, '.go.buildinfo', sec.offset, 16);
+      const vPtr = c.wordBig(ptrSize);
+      const mPtr = c.wordBig(ptrSize);
       version = goString(elf, vPtr, ptrSize, le);
       modinfo = goString(elf, mPtr, ptrSize, le);
     }
@@ -89,7 +89,7 @@ function registerAbi(arch: Arch | undefined, major: number, minor: number): bool
   return false;
 }
 
-function varintString(c: Cursor): string {
+function varintString(c: ByteReader): string {
   let len = 0;
   for (let shift = 0; ; shift += 7) {
     if (shift > 28) c.fail('string length varint is too long');
@@ -98,13 +98,13 @@ function varintString(c: Cursor): string {
     if (!(b & 0x80)) break;
   }
   if (len > MAX_STRING) c.fail(`string of ${len} bytes is implausible`);
-  return Buffer.from(c.bytesAt(len)).toString('utf8');
+  return Buffer.from(c.bytes(len)).toString('utf8');
 }
 
 function goString(elf: ElfFile, headerAddr: bigint, ptrSize: 4 | 8, le: boolean): string {
-  const h = new Cursor(elf.bytesAt(headerAddr, ptrSize * 2), le, '.go.buildinfo string header', elf.fileOffsetOf(headerAddr));
-  const data = h.word(ptrSize);
-  const len = h.word(ptrSize);
+  const h = elfReader(elf.bytesAt(headerAddr, ptrSize * 2), le, '.go.buildinfo string header', elf.fileOffsetOf(headerAddr));
+  const data = h.wordBig(ptrSize);
+  const len = h.wordBig(ptrSize);
   if (len > BigInt(MAX_STRING)) h.fail(`string of ${len} bytes is implausible`, 0);
   if (len === 0n) return '';
   return Buffer.from(elf.bytesAt(data, Number(len))).toString('utf8');

@@ -15,5 +15,5 @@ export type { FunctionSymbol, SymbolGroup, SymbolBinding } from './symbols';
 export { parseUsdtArgs, type UsdtProbe, type UsdtArg, type UsdtOperand } from './usdt';
 export type { GoInfo, GoAbi } from './goinfo';
 export type { SectionSource } from './sections';
-export { hex } from './cursor';
+export { hex } from './byteReader';
 export { crc32 } from './crc32';

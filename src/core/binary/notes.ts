@@ -1,6 +1,6 @@
 // ELF notes (SHT_NOTE sections and PT_NOTE segments): namesz, descsz, type, then name and descriptor each
 // padded to the note's alignment (4, or 8 for notes in 8-aligned sections such as .note.gnu.property).
-import { Cursor } from './cursor';
+import { elfReader } from './byteReader';
 
 export interface ElfNote {
   owner: string;
@@ -16,16 +16,16 @@ export const NT_GO_BUILDID = 4;
 
 export function parseNotes(bytes: Uint8Array, littleEndian: boolean, align: number, where: string, fileOffset: number): ElfNote[] {
   const a = align === 8 ? 8 : 4;
-  const c = new Cursor(bytes, littleEndian, where, fileOffset);
+  const c = elfReader(bytes, littleEndian, where, fileOffset);
   const notes: ElfNote[] = [];
-  while (c.remaining >= 12) {
+  while (c.left >= 12) {
     const namesz = c.u32();
     const descsz = c.u32();
     const type = c.u32();
-    const nameBytes = c.bytesAt(namesz);
+    const nameBytes = c.bytes(namesz);
     c.align(a);
     const descOffset = c.pos;
-    const desc = c.bytesAt(descsz);
+    const desc = c.bytes(descsz);
     c.align(a);
     const nul = nameBytes.indexOf(0);
     const owner = Buffer.from(nameBytes.subarray(0, nul < 0 ? nameBytes.length : nul)).toString('latin1');

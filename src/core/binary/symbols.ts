@@ -1,8 +1,8 @@
 // Function symbols from .symtab and .dynsym. Entry sizes come from the ELF class (Elf64_Sym is 24 bytes,
 // Elf32_Sym 16), never from sh_entsize, which elfy misreads and a hostile file may set to anything.
-import { Cursor, stringAt } from './cursor';
+import { elfReader, stringAt } from './byteReader';
 import { ElfFormatError } from './errors';
-import type { RawSection } from './elfyAdapter';
+import type { RawSection } from './elfHeader';
 
 export type SymbolBinding = 'local' | 'global' | 'weak' | 'unique';
 
@@ -46,7 +46,7 @@ export function readFunctionSymbols(
   const entsize = elfClass === 64 ? 24 : 16;
   const count = Math.floor(tableBytes.length / entsize);
   const where = table.name || `section ${table.index}`;
-  const c = new Cursor(tableBytes, littleEndian, where, table.offset);
+  const c = elfReader(tableBytes, littleEndian, where, table.offset);
   const out: FunctionSymbol[] = [];
   for (let i = 1; i < count; i++) {
     c.seek(i * entsize);
@@ -56,8 +56,8 @@ export function readFunctionSymbols(
       info = c.u8();
       c.u8(); // st_other
       shndx = c.u16();
-      value = c.u64();
-      size = c.u64();
+      value = c.u64big();
+      size = c.u64big();
     } else {
       nameOff = c.u32();
       value = BigInt(c.u32());

@@ -3,7 +3,7 @@
 // none) — then provider\0name\0arguments\0. If the object was relocated after linking (prelink), the note's
 // words are stale by the difference between the actual `.stapsdt.base` address and the recorded one, so
 // both the pc and the semaphore are shifted by it, as systemtap and gdb do.
-import { Cursor, hex } from './cursor';
+import { elfReader, hex } from './byteReader';
 import { ElfFormatError } from './errors';
 import type { ElfFile } from './elfFile';
 import { NT_STAPSDT } from './notes';
@@ -47,13 +47,13 @@ export function readUsdtProbes(elf: ElfFile): UsdtProbe[] {
   const baseSec = elf.section('.stapsdt.base');
   const probes: UsdtProbe[] = [];
   for (const n of notes) {
-    const c = new Cursor(n.desc, elf.littleEndian, '.note.stapsdt', n.descOffset);
-    const pc = c.word(elf.addressSize);
-    const base = c.word(elf.addressSize);
-    const sema = c.word(elf.addressSize);
-    const provider = c.cstring();
-    const name = c.cstring();
-    const argsText = c.remaining > 0 ? c.cstring() : '';
+    const c = elfReader(n.desc, elf.littleEndian, '.note.stapsdt', n.descOffset);
+    const pc = c.wordBig(elf.addressSize);
+    const base = c.wordBig(elf.addressSize);
+    const sema = c.wordBig(elf.addressSize);
+    const provider = c.cstr();
+    const name = c.cstr();
+    const argsText = c.left > 0 ? c.cstr() : '';
     const shift = baseSec ? baseSec.addr - base : 0n;
     const address = pc + shift;
     const probe: UsdtProbe = {

@@ -3,7 +3,7 @@
 // encoding: skipping a DIE nobody asked about is then a single cursor bump, the hot path of the index pass.
 // Tests: test/unit/core/dwarf/unit.test.ts, test/unit/core/dwarf/functions.test.ts, test/unit/core/dwarf/hostileTypes.test.ts
 import * as K from './constants';
-import { DwarfFormatError, Reader } from './reader';
+import { DwarfFormatError, dwarfReader } from './format';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
 const { AT, FORM } = K;
@@ -114,7 +114,7 @@ export function abbrevTable(section: Uint8Array, offset: number, enc: Encoding, 
 }
 
 function parseAbbrevs(section: Uint8Array, offset: number, enc: Encoding, le: boolean): AbbrevTable {
-  const r = new Reader(section, '.debug_abbrev', le);
+  const r = dwarfReader(section, '.debug_abbrev', le);
   r.seek(offset);
   const t = new AbbrevTable();
   for (;;) {

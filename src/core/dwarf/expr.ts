@@ -3,7 +3,7 @@
 // "optimized out" / "unsupported" verdict. No general stack machine: a probe can only read what it can name.
 // Tests: test/unit/core/dwarf/vars.test.ts, test/unit/core/probes/compiler.test.ts, test/integration/args.test.ts
 import * as K from './constants';
-import { Reader } from './reader';
+import { dwarfReader } from './format';
 import type { Block, Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -52,7 +52,7 @@ interface Op {
 }
 
 function decode(u: Unit, e: Block): Op[] {
-  const r = new Reader(e.buf, u.section, u.dw.le, e.start, e.start + e.len);
+  const r = dwarfReader(e.buf, u.section, u.dw.le, e.start, e.start + e.len);
   const ops: Op[] = [];
   while (r.pos < r.end) {
     const op = r.u8();

@@ -4,7 +4,7 @@
 // are jumped over with DW_AT_sibling when the compiler emitted it.
 import * as K from './constants';
 import { rangesOf } from './lists';
-import { isDeadAddress } from './reader';
+import { isDeadAddress } from './format';
 import { isRef, nextAbbrev, num, readAttrs, scanAttrs, scanRef, skipAttrs, skipChildren, type Die, type Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.

@@ -1,4 +1,4 @@
-// ProbeLens DWARF reader (DWARF 2–5, 32- and 64-bit), modelled on gimli/pyelftools: a bounds-checked Reader,
+// ProbeLens DWARF reader (DWARF 2–5, 32- and 64-bit), modelled on gimli/pyelftools: a bounds-checked ByteReader,
 // abbreviation tables cached by offset, units with their bases resolved once, lazily decoded sections.
 //
 // Public surface (wrapped by BinaryIndex):
@@ -13,7 +13,7 @@
 //   dw.frameBase(fn) / frameBaseAt(die, pc): LocDesc  DW_AT_frame_base (usually {kind:'cfa'})
 //   dw.locationOf(varDieOffset, pc): LocDesc
 //
-// Representation: addresses, offsets and constants are JS numbers (see reader.ts for why that is exact for
+// Representation: addresses, offsets and constants are JS numbers (see binary/byteReader.ts for why that is exact for
 // every user-space address); -1/-2 tombstones are recognised and dropped. Errors are DwarfFormatError.
 // Tests: test/unit/core/dwarf/functions.test.ts, test/unit/core/dwarf/types.test.ts, test/unit/core/dwarf/unit.test.ts,
 //   test/unit/core/dwarf/vars.test.ts
@@ -23,7 +23,7 @@ import { describeLocation, type Arch, type LocDesc } from './expr';
 import { assemble, FunctionPass, inlinedInstances, type FunctionInfo, type InlinedInstance, type Resolver } from './functions';
 import { parseLineFiles, parseLineTable, type LineTable } from './line';
 import { locationAtPc, locationOf, rangesOf } from './lists';
-import { DwarfFormatError } from './reader';
+import { DwarfFormatError } from './format';
 import { Types, type TypeDesc } from './types';
 import { nextAbbrev, parseUnits, Sections, isTypeUnit, skipAttrs, type Die, type Unit } from './unit';
 import { constValueOf, variablesAt, type VariableInfo } from './vars';
@@ -32,7 +32,7 @@ import { constValueOf, variablesAt, type VariableInfo } from './vars';
 const { AT, FORM } = K;
 const CROSS_UNIT_FORMS = new Set<number>([FORM.ref_addr, FORM.ref_sig8, FORM.ref_sup4, FORM.ref_sup8, FORM.GNU_ref_alt, FORM.indirect]);
 
-export { DwarfFormatError, isTombstone } from './reader';
+export { DwarfFormatError, isTombstone } from './format';
 export { registerName } from './expr';
 export type { Arch, LocDesc } from './expr';
 export type { ConcreteCopy, FunctionInfo, ParamInfo, InlinedInstance } from './functions';

@@ -4,7 +4,8 @@
 // binaries have millions of rows.
 import { posix } from 'node:path';
 import * as K from './constants';
-import { Reader, isDeadAddress, stringAt } from './reader';
+import type { ByteReader } from '../binary/byteReader';
+import { isDeadAddress, stringAt } from './format';
 import type { Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -184,7 +185,7 @@ interface EntryFormat {
   form: number;
 }
 
-function readEntryValue(r: Reader, form: number, u: Unit, is64: boolean): number | string | undefined {
+function readEntryValue(r: ByteReader, form: number, u: Unit, is64: boolean): number | string | undefined {
   switch (form) {
     case FORM.string:
       return r.cstr();
@@ -224,7 +225,7 @@ function readEntryValue(r: Reader, form: number, u: Unit, is64: boolean): number
   }
 }
 
-function readEntries(r: Reader, u: Unit, is64: boolean): Array<{ path: string; dir: number }> {
+function readEntries(r: ByteReader, u: Unit, is64: boolean): Array<{ path: string; dir: number }> {
   const nfmt = r.u8();
   const fmts: EntryFormat[] = [];
   for (let i = 0; i < nfmt; i++) fmts.push({ content: r.uleb(), form: r.uleb() });

@@ -2,7 +2,8 @@
 // .debug_loclists for 5), all entry kinds. Ranges come back as a flat [lo0, hi0, lo1, hi1, …] array so a
 // function's ranges cost one allocation.
 import * as K from './constants';
-import { isDeadAddress, type Reader } from './reader';
+import type { ByteReader } from '../binary/byteReader';
+import { isDeadAddress } from './format';
 import { isAddrx, type Block, type Die, type Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -12,7 +13,7 @@ const TWO32 = 2 ** 32;
 
 // Reads an address and reports whether all its bits are set (a base-address selection entry in the DWARF 2–4
 // lists); the check must be exact because the -2 tombstone rounds to the same double as -1.
-function addrAllOnes(r: Reader, size: number): [number, boolean] {
+function addrAllOnes(r: ByteReader, size: number): [number, boolean] {
   if (size === 8) {
     const a = r.u32(),
       b = r.u32();
@@ -173,7 +174,7 @@ function attachViews(u: Unit, offset: number, entries: Array<LocEntry & { seq?: 
   for (const e of bounded) if (views[e.seq!]) e.view = views[e.seq!];
 }
 
-function exprAt(r: Reader, len: number): Block {
+function exprAt(r: ByteReader, len: number): Block {
   const start = r.pos;
   r.skip(len);
   return { buf: r.buf, start, len };

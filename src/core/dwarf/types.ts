@@ -8,7 +8,8 @@
 // most once (results and failures are cached), a DIE met again while it is still being worked on is a cycle,
 // nesting is capped, each top-level call reads a bounded number of DIEs, and rendered names are clipped.
 import * as K from './constants';
-import { Reader } from './reader';
+import type { ByteReader } from '../binary/byteReader';
+import { dwarfReader } from './format';
 import { isConstantForm, num, skipAttrs, type Die, type Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -464,13 +465,13 @@ function memberOffset(c: Die): number | undefined {
   const blk = c.unit.block(c, AT.data_member_location);
   if (!blk || f === FORM.string) return undefined;
   // DWARF 2 writes member offsets as DW_OP_plus_uconst N (or constu N; plus).
-  const r = new Reader(blk.buf, c.unit.section, c.unit.dw.le, blk.start, blk.start + blk.len);
+  const r = dwarfReader(blk.buf, c.unit.section, c.unit.dw.le, blk.start, blk.start + blk.len);
   const op = r.u8();
   if (op === OP.plus_uconst || op === OP.constu) return r.uleb();
   return undefined;
 }
 
-function skipSubtree(u: Unit, r: Reader): void {
+function skipSubtree(u: Unit, r: ByteReader): void {
   let depth = 1;
   while (depth > 0) {
     const code = r.uleb();

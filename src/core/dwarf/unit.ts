@@ -5,7 +5,8 @@
 import type { SectionSource } from '../binary/sections';
 import { abbrevTable, fixedFormSize, type Abbrev, type AbbrevTable, type Encoding } from './abbrev';
 import * as K from './constants';
-import { DwarfFormatError, Reader, decodeString, stringAt } from './reader';
+import { type ByteReader, decodeString } from '../binary/byteReader';
+import { DwarfFormatError, dwarfReader, stringAt } from './format';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
 const { AT, FORM, TAG, UT } = K;
@@ -48,10 +49,10 @@ export class Sections {
     this.typesStart = info?.length ?? 0;
     return all;
   }
-  reader(name: string, at = 0): Reader {
+  reader(name: string, at = 0): ByteReader {
     const b = this.get(name);
     if (!b) throw new DwarfFormatError(name, at, 'section is missing');
-    const r = new Reader(b, name, this.le);
+    const r = dwarfReader(b, name, this.le);
     r.seek(at);
     return r;
   }
@@ -128,8 +129,8 @@ export class Unit {
     return this.enc.version;
   }
 
-  reader(at: number): Reader {
-    const r = new Reader(this.dw.get(this.section)!, this.section, this.dw.le, 0, this.end);
+  reader(at: number): ByteReader {
+    const r = dwarfReader(this.dw.get(this.section)!, this.section, this.dw.le, 0, this.end);
     r.seek(at);
     return r;
   }
@@ -270,7 +271,7 @@ export function isConstantForm(f: number): boolean {
 /**
  * Reads the abbreviation code at the cursor; returns undefined for a null entry (end of siblings).
  */
-export function nextAbbrev(u: Unit, r: Reader): Abbrev | undefined | null {
+export function nextAbbrev(u: Unit, r: ByteReader): Abbrev | undefined | null {
   const at = r.pos;
   const code = r.uleb();
   if (code === 0) return null;
@@ -280,7 +281,7 @@ export function nextAbbrev(u: Unit, r: Reader): Abbrev | undefined | null {
 }
 
 /** Moves the cursor past the attributes of a DIE whose abbreviation was just read. */
-export function skipAttrs(u: Unit, r: Reader, a: Abbrev): void {
+export function skipAttrs(u: Unit, r: ByteReader, a: Abbrev): void {
   if (a.fixedSize >= 0) {
     r.skip(a.fixedSize);
     return;
@@ -289,7 +290,7 @@ export function skipAttrs(u: Unit, r: Reader, a: Abbrev): void {
   for (let i = 0; i < forms.length; i++) skipForm(u, r, forms[i], 0);
 }
 
-function skipForm(u: Unit, r: Reader, form: number, depth: number): void {
+function skipForm(u: Unit, r: ByteReader, form: number, depth: number): void {
   switch (form) {
     case FORM.string:
       r.skipCstr();
@@ -334,7 +335,7 @@ function skipForm(u: Unit, r: Reader, form: number, depth: number): void {
  * Consumes a DIE's attributes and returns one reference attribute as an absolute offset, without
  * materialising the DIE (the index pass only needs DW_AT_abstract_origin of inlined copies).
  */
-export function scanRef(u: Unit, r: Reader, a: Abbrev, at: number): number | undefined {
+export function scanRef(u: Unit, r: ByteReader, a: Abbrev, at: number): number | undefined {
   const idx = a.attrs.indexOf(at);
   const f = idx < 0 ? -1 : a.forms[idx];
   if (
@@ -374,7 +375,7 @@ export function scanRef(u: Unit, r: Reader, a: Abbrev, at: number): number | und
 }
 
 /** Skips a DIE's whole subtree (the abbreviation and attributes already consumed, cursor at children). */
-export function skipChildren(u: Unit, r: Reader): void {
+export function skipChildren(u: Unit, r: ByteReader): void {
   let depth = 1;
   while (depth > 0) {
     const a = nextAbbrev(u, r);
@@ -388,7 +389,7 @@ export function skipChildren(u: Unit, r: Reader): void {
 }
 
 /** Reads a whole DIE at the cursor (abbrev code included); undefined for a null entry. */
-export function readDie(u: Unit, r: Reader): Die | undefined {
+export function readDie(u: Unit, r: ByteReader): Die | undefined {
   const offset = r.pos;
   const a = nextAbbrev(u, r);
   if (a === null) return undefined;
@@ -396,7 +397,7 @@ export function readDie(u: Unit, r: Reader): Die | undefined {
 }
 
 /** Materialises the attributes of a DIE whose abbreviation was just read. */
-export function readAttrs(u: Unit, r: Reader, a: Abbrev, offset: number): Die {
+export function readAttrs(u: Unit, r: ByteReader, a: Abbrev, offset: number): Die {
   const n = a.forms.length;
   let forms = a.forms;
   const vals = new Array<number>(n);
@@ -414,7 +415,7 @@ export function readAttrs(u: Unit, r: Reader, a: Abbrev, offset: number): Die {
   return new Die(u, offset, a, forms, vals, lens, r.pos);
 }
 
-function resolveIndirect(r: Reader): number {
+function resolveIndirect(r: ByteReader): number {
   let f = FORM.indirect as number;
   for (let depth = 0; f === FORM.indirect; depth++) {
     if (depth > 4) r.fail('DW_FORM_indirect chain');
@@ -431,7 +432,7 @@ let blockLen = -1;
  * Reads one attribute value: constants, addresses, absolute section offsets for references, indexes for the
  * *x forms, the data's section offset for blocks, strings and data16.
  */
-function readValue(u: Unit, r: Reader, f: number, implicit: number): number {
+function readValue(u: Unit, r: ByteReader, f: number, implicit: number): number {
   blockLen = -1;
   switch (f) {
     case FORM.addr:
@@ -524,7 +525,7 @@ function readValue(u: Unit, r: Reader, f: number, implicit: number): number {
  * Consumes a DIE's attributes, keeping only those listed in `ats`: out[k] gets the raw value of ats[k] (as
  * readDie would store it) and forms[k] its form, or -1 when absent. Nothing is allocated.
  */
-export function scanAttrs(u: Unit, r: Reader, a: Abbrev, ats: readonly number[], out: number[], forms: number[]): void {
+export function scanAttrs(u: Unit, r: ByteReader, a: Abbrev, ats: readonly number[], out: number[], forms: number[]): void {
   for (let k = 0; k < ats.length; k++) forms[k] = -1;
   const n = a.forms.length;
   for (let i = 0; i < n; i++) {
@@ -545,7 +546,7 @@ export function parseUnits(dw: Sections): Unit[] {
   const out: Unit[] = [];
   const buf = dw.get(INFO);
   if (!buf) return out;
-  const r = new Reader(buf, INFO, dw.le);
+  const r = dwarfReader(buf, INFO, dw.le);
   while (r.pos < r.end) {
     const offset = r.pos;
     const inTypes = offset >= dw.typesStart;

@@ -1,5 +1,6 @@
 // Queries over one binary's IndexData. Lookup tables are built lazily on first use, so loading an index from
 // the cache costs only the deserialisation.
+import { Interner } from '../../shared/interner';
 import { posix } from 'node:path';
 import { CodeMap, type CopyAt } from './codeMap';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, type IndexData, type IndexedFunction, type IndexedUsdt } from './model';
@@ -19,7 +20,7 @@ export function globToRegExp(glob: string): RegExp {
 export class BinaryIndex {
   private byName?: Map<string, IndexedFunction[]>;
   private byFile?: Map<string, IndexedFunction[]>;
-  private fileIds?: Map<string, number>;
+  private fileIds?: Interner;
   private byEntry?: IndexedFunction[];
   private codeMap?: CodeMap;
 
@@ -214,11 +215,8 @@ export class BinaryIndex {
   }
 
   private fileId(file: string): number | undefined {
-    if (!this.fileIds) {
-      this.fileIds = new Map();
-      this.data.files.forEach((f, i) => this.fileIds!.set(f, i));
-    }
-    return this.fileIds.get(posix.normalize(file));
+    this.fileIds ??= new Interner(this.data.files);
+    return this.fileIds.find(posix.normalize(file));
   }
 
   private filterBySource(list: IndexedFunction[], src?: string): IndexedFunction[] {

@@ -3,6 +3,7 @@
 // load, while typed arrays load at memory speed. The function objects are rebuilt from the columns the first
 // time anything asks for them, so opening a cached index costs only the deserialisation.
 import { INDEX_FORMAT, type FunctionSite, type IndexData, type IndexedFunction, type IndexedParam } from './model';
+import { Interner } from '../../shared/interner';
 import { SITE_KINDS } from '../../shared/site';
 
 export const CODEC_VERSION = 3;
@@ -64,18 +65,9 @@ const EXACT = 2n ** 53n;
 
 /** Encodes for the cache, or undefined when an address would not survive a float64 column (not cached then). */
 export function encodeIndex(d: IndexData): EncodedIndex | undefined {
-  const ids = new Map<string, number>();
-  const list: string[] = [];
-  const sid = (s: string | undefined): number => {
-    if (s === undefined) return NONE;
-    let i = ids.get(s);
-    if (i === undefined) {
-      i = list.length;
-      list.push(s);
-      ids.set(s, i);
-    }
-    return i;
-  };
+  const table = new Interner();
+  const list = table.strings;
+  const sid = (s: string | undefined): number => (s === undefined ? NONE : table.id(s));
   const n = d.functions.length;
   const fn: EncodedIndex['fn'] = {
     name: new Uint32Array(n),

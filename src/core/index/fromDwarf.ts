@@ -1,14 +1,15 @@
 // The DWARF half of the full index: functions with their parameters located at the entry pc, and the line
 // tables of every unit merged into one address-sorted table with a shared file list.
 // Tests: test/unit/core/index/worker/pool.test.ts, test/unit/core/index/oracles.test.ts, test/unit/core/index/corpusCases.test.ts
+import { Interner } from '../../shared/interner';
 import type { BinaryImage } from '../binary/binaryImage';
 import { openDwarf, type Dwarf, type FunctionInfo, type LocDesc } from '../dwarf';
 import type { Unit } from '../dwarf/unit';
 import { LANG_C_ABI } from '../dwarf/constants';
 import type { ParamInfo } from '../dwarf/functions';
 import { ROW_END_SEQUENCE, ROW_PROLOGUE_END, ROW_STMT } from '../dwarf/line';
-import { placeArguments, type CallingConvention } from '../fetch/abi';
-import { abiTypeOf, entryCfa, fetchForLocation, stripQualifiers, tracefsRegister, type Arch } from '../fetch/fetch';
+import { placeArguments, type CallingConvention } from '../fetchargs/abi';
+import { abiTypeOf, entryCfa, fetchForLocation, stripQualifiers, tracefsRegister, type Arch } from '../fetchargs/fetch';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, LINE_PROLOGUE_END, type IndexedFunction, type IndexedParam, type LineRows } from './model';
 import { functionNamesByDie, inlinedSites, placeCopies, type SymbolsByAddress } from './sites';
 
@@ -338,26 +339,15 @@ function indexFunction(ctx: IndexCtx, info: FunctionInfo): IndexedFunction {
 }
 
 function mergeLineTables(tables: readonly SliceLineTable[]): { files: string[]; lines: LineRows } {
-  const files: string[] = [];
-  const fileIds = new Map<string, number>();
+  const fileIds = new Interner();
+  const files = fileIds.strings;
   // Rows within a sequence ascend by address, and sequences rarely overlap: order the sequences (tens of
   // thousands) rather than the rows (millions), and copy rows straight into the typed arrays.
   const seqs: Array<{ lo: number; table: number; s: number; e: number }> = [];
   const locals: Uint32Array[] = [];
   let n = 0;
   tables.forEach((t, ti) => {
-    locals.push(
-      Uint32Array.from(t.files, (f) => {
-        if (!f) return 0xffffffff;
-        let id = fileIds.get(f);
-        if (id === undefined) {
-          id = files.length;
-          files.push(f);
-          fileIds.set(f, id);
-        }
-        return id;
-      }),
-    );
+    locals.push(Uint32Array.from(t.files, (f) => (f ? fileIds.id(f) : 0xffffffff)));
     for (let k = 0; k < t.sequences.length; k += 2) {
       const s = t.sequences[k],
         e = t.sequences[k + 1];

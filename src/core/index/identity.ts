@@ -2,9 +2,10 @@
 // PT_NOTE segments are a few KiB at the start of the file, and the GNU build-id note lives there. A cache hit
 // must stay far under 50 ms even for a 100 MB binary, so this never reads section contents.
 import { closeSync, fstatSync, readSync } from 'node:fs';
+import { PHDR_SIZE, PT_NOTE, hasElfMagic, readElfHeader, readProgramHeader, type ElfHeader, type RawSegment } from '../binary/elfHeader';
+import { isBinaryFormatError } from '../binary/errors';
 import { openRegularFileSync } from '../binary/regularFile';
 
-const PT_NOTE = 4;
 const NT_GNU_BUILD_ID = 3;
 const MAX_NOTE_BYTES = 1 << 16;
 
@@ -31,26 +32,21 @@ export function readBinaryIdentity(path: string): BinaryIdentity {
       const n = readSync(fd, b, 0, len, pos);
       return b.subarray(0, n);
     };
-    const h = read(0, 64);
-    if (h.length < 52 || h.readUInt32BE(0) !== 0x7f454c46) return id;
-    const is64 = h[4] === 2;
-    const le = h[5] === 1;
-    const u16 = (b: Buffer, o: number) => (le ? b.readUInt16LE(o) : b.readUInt16BE(o));
-    const u32 = (b: Buffer, o: number) => (le ? b.readUInt32LE(o) : b.readUInt32BE(o));
-    const word = (b: Buffer, o: number) => (is64 ? Number(le ? b.readBigUInt64LE(o) : b.readBigUInt64BE(o)) : u32(b, o));
-    if (is64 && h.length < 64) return id;
-    const phoff = word(h, is64 ? 32 : 28);
-    const phentsize = u16(h, is64 ? 54 : 42);
-    const phnum = u16(h, is64 ? 56 : 44);
-    if (phnum === 0 || phentsize < (is64 ? 56 : 32) || phnum > 4096) return id;
+    const head = read(0, 64);
+    if (!hasElfMagic(head)) return id;
+    // A damaged header or program header gives no build-id rather than an error: opening the file names it.
+    const h = lenient((): ElfHeader => readElfHeader(head));
+    if (!h) return id;
+    const u32 = (b: Buffer, o: number) => (h.littleEndian ? b.readUInt32LE(o) : b.readUInt32BE(o));
+    const { phoff, phentsize, phnum } = h;
+    if (phnum === 0 || phentsize < PHDR_SIZE[h.elfClass] || phnum > 4096) return id;
     const ph = read(phoff, phentsize * phnum);
     for (let i = 0; i < phnum && (i + 1) * phentsize <= ph.length; i++) {
-      const p = i * phentsize;
-      if (u32(ph, p) !== PT_NOTE) continue;
-      const off = word(ph, is64 ? p + 8 : p + 4);
-      const filesz = word(ph, is64 ? p + 32 : p + 16);
-      const align = Math.max(4, word(ph, is64 ? p + 48 : p + 28));
-      const notes = read(off, Math.min(filesz, MAX_NOTE_BYTES));
+      const seg = lenient((): RawSegment => readProgramHeader(ph, i * phentsize, h, i, phoff));
+      if (seg?.type !== PT_NOTE) continue;
+      const off = seg.offset;
+      const align = Math.max(4, Number(seg.align));
+      const notes = read(off, Math.min(seg.filesz, MAX_NOTE_BYTES));
       let q = 0;
       while (q + 12 <= notes.length) {
         const namesz = u32(notes, q);
@@ -71,5 +67,14 @@ export function readBinaryIdentity(path: string): BinaryIdentity {
     return id;
   } finally {
     closeSync(fd);
+  }
+}
+
+function lenient<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch (e) {
+    if (isBinaryFormatError(e)) return undefined;
+    throw e;
   }
 }

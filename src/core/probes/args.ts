@@ -6,7 +6,7 @@ import { inherited } from '../dwarf/functions';
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { IndexedFunction } from '../index/model';
 import { isGoResult } from '../index/fromDwarf';
-import { stripQualifiers } from '../fetch/fetch';
+import { stripQualifiers } from '../fetchargs/fetch';
 import { ArgError, deref, member, placeFromLocation, scalarFetch, valueFetch, type Place, type TypedFetch } from './places';
 import type { ResolvedSite } from './resolve';
 import { describeSite } from '../../shared/hitText';

@@ -7,7 +7,7 @@
 // A fetch argument for the value itself is then `%di`, `+off(base)` or `@+N`.
 // Tests: test/unit/core/probes/compiler.test.ts, test/integration/args.test.ts
 import type { TypeDesc } from '../dwarf';
-import { fetchTypeOf, stripQualifiers } from '../fetch/fetch';
+import { fetchTypeOf, stripQualifiers } from '../fetchargs/fetch';
 import { unreachable } from '../../shared/unreachable';
 
 export type Place =

@@ -3,7 +3,7 @@
 // dies with "unexpected return pc" (docs/architecture.md, kernel facts). The scan is a linear decode from the entry, the way
 // objdump reads code: x86-64 through a real decoder (x86decoder.ts), since a 0xc3 byte may sit inside an
 // immediate or displacement; AArch64 has fixed 4-byte instructions, so it is read word by word.
-import { hex } from '../binary/cursor';
+import { hex } from '../binary/byteReader';
 import { decodeX86 } from './x86decoder';
 import { unreachable } from '../../shared/unreachable';
 

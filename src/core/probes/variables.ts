@@ -5,7 +5,7 @@ import type { BinaryIndex } from '../index/binaryIndex';
 import { openDebugAccess, type DebugAccess } from '../index/debugAccess';
 import { callFrameInfo, type CallFrameInfo } from '../unwind';
 import { registerName } from '../dwarf';
-import { entryCfa, fetchForLocation, tracefsRegister, type FrameContext } from '../fetch/fetch';
+import { entryCfa, fetchForLocation, tracefsRegister, type FrameContext } from '../fetchargs/fetch';
 import type { ResolvedSite } from './resolve';
 
 export interface SiteVariable {

@@ -3,6 +3,7 @@
 // uprobe can only fetch relative to a register, so a line probe needs "CFA = reg + offset" at its address.
 // Only the CFA rule is interpreted (register save rules are skipped); CFA expressions are reported as such.
 // Reference: DWARF 5 §6.4, and the LSB's .eh_frame description (CIE id 0, pc-relative pointer encodings).
+import { ByteReader, type FormatErrorOf } from '../binary/byteReader';
 
 export interface CfaRule {
   /** DWARF register number. */
@@ -33,79 +34,10 @@ interface Fde {
   instructions: Uint8Array;
 }
 
-const DW_EH_PE_omit = 0xff;
+const cfiError: FormatErrorOf = (section, offset, detail) => new CfiError(section, offset, detail);
 
-class Cur {
-  pos: number;
-  constructor(
-    readonly b: Uint8Array,
-    readonly dv: DataView,
-    readonly le: boolean,
-    readonly section: string,
-    pos = 0,
-    readonly end = b.length,
-  ) {
-    this.pos = pos;
-  }
-  need(n: number): void {
-    if (this.pos + n > this.end || n < 0) throw new CfiError(this.section, this.pos, 'runs past the end of the entry');
-  }
-  u8(): number {
-    this.need(1);
-    return this.b[this.pos++];
-  }
-  u16(): number {
-    this.need(2);
-    const v = this.dv.getUint16(this.pos, this.le);
-    this.pos += 2;
-    return v;
-  }
-  u32(): number {
-    this.need(4);
-    const v = this.dv.getUint32(this.pos, this.le);
-    this.pos += 4;
-    return v;
-  }
-  s32(): number {
-    this.need(4);
-    const v = this.dv.getInt32(this.pos, this.le);
-    this.pos += 4;
-    return v;
-  }
-  u64(): number {
-    this.need(8);
-    const v = this.dv.getBigUint64(this.pos, this.le);
-    this.pos += 8;
-    return Number(v);
-  }
-  uleb(): number {
-    let r = 0,
-      mul = 1;
-    for (let i = 0; i < 10; i++) {
-      const b = this.u8();
-      r += (b & 0x7f) * mul;
-      mul *= 128;
-      if (!(b & 0x80)) return r;
-    }
-    throw new CfiError(this.section, this.pos, 'LEB128 too long');
-  }
-  sleb(): number {
-    let r = 0,
-      mul = 1,
-      b = 0;
-    for (let i = 0; i < 10; i++) {
-      b = this.u8();
-      r += (b & 0x7f) * mul;
-      mul *= 128;
-      if (!(b & 0x80)) break;
-    }
-    return b & 0x40 ? r - mul : r;
-  }
-  cstr(): string {
-    const s = this.pos;
-    while (this.u8() !== 0);
-    return new TextDecoder().decode(this.b.subarray(s, this.pos - 1));
-  }
+function cursor(bytes: Uint8Array, le: boolean, section: string, start = 0, end = bytes.length): ByteReader {
+  return new ByteReader(bytes, le, section, cfiError, start, end);
 }
 
 export class CallFrameInfo {
@@ -127,13 +59,12 @@ export class CallFrameInfo {
 
   private parse(): void {
     const name = this.ehFrame ? '.eh_frame' : '.debug_frame';
-    const dv = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
     const cies = new Map<number, Cie>();
     let pos = 0;
     for (let n = 0; pos + 4 <= this.bytes.length; n++) {
       if (n > 5_000_000) throw new CfiError(name, pos, 'too many entries');
       const start = pos;
-      const c = new Cur(this.bytes, dv, this.le, name, pos);
+      const c = cursor(this.bytes, this.le, name, pos);
       let len = c.u32();
       let is64 = false;
       if (len === 0) {
@@ -152,18 +83,18 @@ export class CallFrameInfo {
       const id = is64 ? c.u64() : c.u32();
       // A 64-bit CIE id of all ones reads as 2^64 through Number(); that is still exact enough to compare.
       const isCie = this.ehFrame ? id === 0 : id === (is64 ? 2 ** 64 : 0xffffffff);
-      const body = new Cur(this.bytes, dv, this.le, name, c.pos, end);
+      const body = cursor(this.bytes, this.le, name, c.pos, end);
       if (isCie) cies.set(start, this.parseCie(body));
       else {
         const ciePos = this.ehFrame ? idPos - id : id;
         let cie = cies.get(ciePos);
         if (!cie) {
           // .debug_frame may place a CIE after its FDEs; parse it where it is.
-          cie = this.cieAt(ciePos, dv, name);
+          cie = this.cieAt(ciePos, name);
           cies.set(ciePos, cie);
         }
-        const lo = this.pointer(body, cie.fdeEncoding);
-        const range = this.pointer(body, cie.fdeEncoding & 0x0f);
+        const lo = body.encodedPointer(cie.fdeEncoding, this.addressSize, this.sectionAddr);
+        const range = body.encodedPointer(cie.fdeEncoding & 0x0f, this.addressSize, this.sectionAddr);
         if (this.ehFrame && cie.z) body.pos += body.uleb();
         this.fdes.push({ lo, hi: lo + range, cie, instructions: this.bytes.subarray(body.pos, end) });
       }
@@ -172,8 +103,8 @@ export class CallFrameInfo {
     this.fdes.sort((a, b) => a.lo - b.lo);
   }
 
-  private cieAt(at: number, dv: DataView, name: string): Cie {
-    const c = new Cur(this.bytes, dv, this.le, name, at);
+  private cieAt(at: number, name: string): Cie {
+    const c = cursor(this.bytes, this.le, name, at);
     let len = c.u32();
     let is64 = false;
     if (len === 0xffffffff) {
@@ -184,10 +115,10 @@ export class CallFrameInfo {
     if (end > this.bytes.length) throw new CfiError(name, at, 'CIE runs past the end of the section');
     if (is64) c.u64();
     else c.u32();
-    return this.parseCie(new Cur(this.bytes, dv, this.le, name, c.pos, end));
+    return this.parseCie(cursor(this.bytes, this.le, name, c.pos, end));
   }
 
-  private parseCie(c: Cur): Cie {
+  private parseCie(c: ByteReader): Cie {
     const version = c.u8();
     const aug = c.cstr();
     if (!this.ehFrame && version >= 4) {
@@ -209,7 +140,7 @@ export class CallFrameInfo {
         else if (ch === 'L') c.u8();
         else if (ch === 'P') {
           const enc = c.u8();
-          this.pointer(c, enc);
+          c.encodedPointer(enc, this.addressSize, this.sectionAddr);
         } else if (ch === 'S' || ch === 'B' || ch === 'G') continue;
         else break; // unknown augmentation: the length lets us skip the rest
       }
@@ -218,55 +149,6 @@ export class CallFrameInfo {
       c.pos += this.addressSize;
     }
     return { codeAlign, dataAlign, fdeEncoding, z, initial: this.bytes.subarray(c.pos, c.end) };
-  }
-
-  private pointer(c: Cur, enc: number): number {
-    if (enc === DW_EH_PE_omit) return 0;
-    const posAddr = this.sectionAddr + c.pos;
-    let v: number;
-    switch (enc & 0x0f) {
-      case 0x00:
-        v = this.addressSize === 8 ? c.u64() : c.u32();
-        break;
-      case 0x01:
-        v = c.uleb();
-        break;
-      case 0x02:
-        v = c.u16();
-        break;
-      case 0x03:
-        v = c.u32();
-        break;
-      case 0x04:
-        v = c.u64();
-        break;
-      case 0x09:
-        v = c.sleb();
-        break;
-      case 0x0a: {
-        const x = c.u16();
-        v = x >= 0x8000 ? x - 0x10000 : x;
-        break;
-      }
-      case 0x0b:
-        v = c.s32();
-        break;
-      case 0x0c:
-        v = c.u64();
-        break;
-      default:
-        throw new CfiError(c.section, c.pos, `unsupported pointer encoding 0x${enc.toString(16)}`);
-    }
-    switch (enc & 0x70) {
-      case 0x00:
-        return v;
-      case 0x10:
-        return posAddr + v; // pcrel
-      case 0x30:
-        return v; // datarel: not used for FDE ranges on x86-64/arm64 executables
-      default:
-        throw new CfiError(c.section, c.pos, `unsupported pointer application 0x${(enc & 0x70).toString(16)}`);
-    }
   }
 
   /** The CFA rule in force at `pc`, undefined when no FDE covers it; throws for CFA expressions. */
@@ -303,8 +185,7 @@ function run(
   cfi: CallFrameInfo,
   name: string,
 ): void {
-  const dv = new DataView(ins.buffer, ins.byteOffset, ins.byteLength);
-  const c = new Cur(ins, dv, cfi.le, name);
+  const c = cursor(ins, cfi.le, name);
   const stack: Array<CfaRule | 'expr'> = [];
   let loc = start;
   const set = (reg: number, offset: number) => {

@@ -4,6 +4,7 @@
 // `target/`, Go module roots. Reads 20 bytes per candidate, never follows symlinks, and stops at a file and a
 // time budget so a huge tree cannot stall the editor; the result says when a budget cut the walk short.
 import { closeSync, readSync, type Dirent } from 'node:fs';
+import { ET_DYN, ET_EXEC, elfKind } from '../binary/elfHeader';
 import { openRegularFileSync } from '../binary/regularFile';
 import { readdir, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
@@ -43,17 +44,13 @@ export interface Discovery {
   truncated?: 'entries' | 'time' | 'results';
 }
 
-const ET_EXEC = 2,
-  ET_DYN = 3;
-
 /** The ELF object type (e_type) of a file, or undefined when it is not an ELF file. */
 export function elfType(path: string): number | undefined {
   let fd: number | undefined;
   try {
     fd = openRegularFileSync(path);
     const b = Buffer.alloc(20);
-    if (readSync(fd, b, 0, 20, 0) < 18 || b.readUInt32BE(0) !== 0x7f454c46) return undefined;
-    return b[5] === 2 ? b.readUInt16BE(16) : b.readUInt16LE(16);
+    return elfKind(b.subarray(0, readSync(fd, b, 0, 20, 0)))?.type;
   } catch {
     return undefined;
   } finally {

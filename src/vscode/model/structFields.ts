@@ -2,7 +2,7 @@
 // and of structs passed by value (`p.x`), read from the DWARF types: one level deep, scalars and strings only
 // being the useful ones to fetch, nested aggregates left to the user's own spec text.
 import type { TypeDesc } from '../../core/dwarf/types';
-import { stripQualifiers } from '../../core/fetch/fetch';
+import { stripQualifiers } from '../../core/fetchargs/fetch';
 
 export interface FieldChoice {
   /** the argument text in perf-probe syntax: `acct->balance`, `p.x` */

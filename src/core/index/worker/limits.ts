@@ -8,6 +8,15 @@ import type { FileHandle } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileDecompressionLimit, maxDecompressedSize } from '../../binary/compressed';
+import {
+  SHDR_SIZE,
+  SHF_COMPRESSED,
+  SHT_NOBITS,
+  hasElfMagic,
+  readElfHeader,
+  readSectionHeader,
+  type RawSection,
+} from '../../binary/elfHeader';
 import { openRegularFile } from '../../binary/regularFile';
 
 export const MIN_TIME_LIMIT_SECONDS = 120;
@@ -62,14 +71,11 @@ export class IndexLimitError extends Error {
 }
 
 const DWARF_SECTIONS = new Set(['.debug_info', '.debug_line', '.zdebug_info', '.zdebug_line']);
-const SHT_NOBITS = 8;
-const SHF_COMPRESSED = 0x800;
-
 interface Header {
   fileSize: number;
   le: boolean;
   is64: boolean;
-  sections: Array<{ name: string; type: number; flags: number; offset: number; size: number }>;
+  sections: RawSection[];
 }
 
 async function readAt(fh: FileHandle, offset: number, length: number): Promise<Buffer> {
@@ -80,38 +86,26 @@ async function readAt(fh: FileHandle, offset: number, length: number): Promise<B
 
 async function readHeader(fh: FileHandle): Promise<Header | undefined> {
   const e = await readAt(fh, 0, 64);
-  if (e.length < 52 || e.readUInt32BE(0) !== 0x7f454c46) return undefined;
-  const is64 = e[4] === 2;
-  const le = e[5] === 1;
-  const u16 = (b: Buffer, o: number) => (le ? b.readUInt16LE(o) : b.readUInt16BE(o));
-  const u32 = (b: Buffer, o: number) => (le ? b.readUInt32LE(o) : b.readUInt32BE(o));
-  const word = (b: Buffer, o: number) => (is64 ? Number(le ? b.readBigUInt64LE(o) : b.readBigUInt64BE(o)) : u32(b, o));
-  const shoff = word(e, is64 ? 0x28 : 0x20);
-  const shentsize = u16(e, is64 ? 0x3a : 0x2e);
-  const shnum = u16(e, is64 ? 0x3c : 0x30);
-  const shstrndx = u16(e, is64 ? 0x3e : 0x32);
-  if (shnum === 0 || shentsize < (is64 ? 64 : 40) || shstrndx >= shnum) return undefined;
+  if (!hasElfMagic(e)) return undefined;
+  // A damaged header throws ElfFormatError here: the caller then measures nothing, and opening the file names it.
+  const h = readElfHeader(e);
+  const { shoff, shentsize, shnum, shstrndx } = h;
+  if (shnum === 0 || shentsize < SHDR_SIZE[h.elfClass] || shstrndx >= shnum) return undefined;
   const table = await readAt(fh, shoff, shnum * shentsize);
   if (table.length < shnum * shentsize) return undefined;
-  const raw = Array.from({ length: shnum }, (_, i) => {
-    const o = i * shentsize;
-    return {
-      nameOff: u32(table, o),
-      type: u32(table, o + 4),
-      flags: word(table, o + 8),
-      offset: word(table, is64 ? o + 0x18 : o + 0x10),
-      size: word(table, is64 ? o + 0x20 : o + 0x14),
-    };
-  });
+  const raw = Array.from({ length: shnum }, (_, i) => readSectionHeader(table, i * shentsize, h, i, shoff));
   const strtab = raw[shstrndx];
   const fileSize = (await fh.stat()).size;
   if (strtab.offset >= fileSize) return undefined;
   const names = await readAt(fh, strtab.offset, Math.min(strtab.size, 1 << 20));
   const sections = raw.map((s) => {
-    const end = names.indexOf(0, s.nameOff);
-    return { ...s, name: s.nameOff < names.length ? names.toString('latin1', s.nameOff, end < 0 ? names.length : end) : '' };
+    const end = names.indexOf(0, s.nameOffset);
+    return {
+      ...s,
+      name: s.nameOffset < names.length ? names.toString('latin1', s.nameOffset, end < 0 ? names.length : end) : '',
+    };
   });
-  return { fileSize, le, is64, sections };
+  return { fileSize, le: h.littleEndian, is64: h.elfClass === 64, sections };
 }
 
 /**
@@ -125,7 +119,7 @@ async function ownDwarfBytes(fh: FileHandle, h: Header): Promise<number> {
   for (const s of h.sections) {
     if (!DWARF_SECTIONS.has(s.name) || s.type === SHT_NOBITS) continue;
     let size = Math.max(0, Math.min(s.size, h.fileSize - s.offset));
-    if (s.flags & SHF_COMPRESSED) {
+    if ((s.flags & SHF_COMPRESSED) !== 0n) {
       const c = await readAt(fh, s.offset, h.is64 ? 24 : 12);
       const declared = h.is64 ? Number(h.le ? c.readBigUInt64LE(8) : c.readBigUInt64BE(8)) : h.le ? c.readUInt32LE(4) : c.readUInt32BE(4);
       size = Math.min(declared, maxDecompressedSize(s.size), decompressed);

@@ -3,7 +3,7 @@
 // and a string table the header does not point at refused with a message naming the section.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { RawSection } from '../../../../src/core/binary/elfyAdapter';
+import type { RawSection } from '../../../../src/core/binary/elfHeader';
 import { checkStrtab, groupSymbols, readFunctionSymbols, type FunctionSymbol } from '../../../../src/core/binary/symbols';
 
 const STT_OBJECT = 1;
@@ -23,7 +23,7 @@ interface Sym {
 }
 
 function section(name: string, index: number, link = 0): RawSection {
-  return { index, name, type: 2, flags: 0n, addr: 0n, offset: 0x1000, size: 0, link, info: 0, addralign: 8n, entsize: 999n };
+  return { index, name, nameOffset: 0, type: 2, flags: 0n, addr: 0n, offset: 0x1000, size: 0, link, info: 0, addralign: 8n, entsize: 999n };
 }
 
 /** A symbol table (entry 0 the null symbol) and its string table, as a linker writes them. */

@@ -1,6 +1,7 @@
 // Translating DWARF facts into tracefs fetch arguments: register names, location descriptions at a given pc,
 // and types (fetch type suffix, calling-convention class). Shared by the index (parameter locations at entry)
 // and the probe compiler (arguments, struct fields, line-probe variables).
+// Tests: test/unit/core/probes/compiler.test.ts, test/unit/core/index/oracles.test.ts, test/integration/capture.test.ts, test/integration/args.test.ts
 import type { LocDesc, TypeDesc } from '../dwarf';
 import { DwarfTypeLimitError } from '../dwarf/types';
 import type { AbiType } from './abi';

@@ -3,6 +3,7 @@
 // Sources: System V AMD64 ABI §3.2.3 (classification), AAPCS64 §6.8 (parameter passing), Go internal ABI
 // (src/cmd/compile/abi-internal.md: amd64 integer registers RAX RBX RCX RDI RSI R8 R9 R10 R11).
 // Floating-point registers cannot be fetched by uprobe fetchargs, so FP arguments come back as 'float'.
+import { unreachable } from '../../shared/unreachable';
 
 export type Arch = 'x86_64' | 'aarch64';
 export type CallingConvention = 'sysv' | 'aapcs64' | 'go-regabi' | 'go-stack';
@@ -42,6 +43,8 @@ export function placeArguments(conv: CallingConvention, types: AbiType[], opts: 
       return placeGoRegabi(types);
     case 'go-stack':
       return placeGoStack(types);
+    default:
+      return unreachable(conv, 'calling convention');
   }
 }
 
@@ -148,6 +151,8 @@ function goRegsNeeded(t: AbiType): number {
       return t.eightbytes.length;
     case 'float':
       return 0;
+    default:
+      return unreachable(t, 'argument class');
   }
 }
 

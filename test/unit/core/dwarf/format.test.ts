@@ -2,29 +2,47 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DwarfFormatError, openDwarf } from '../../../../src/core/dwarf/index';
 import { describeLocation } from '../../../../src/core/dwarf/expr';
-import { Reader } from '../../../../src/core/dwarf/reader';
+import { dwarfReader, isDeadAddress, isTombstone, stringAt } from '../../../../src/core/dwarf/format';
 import type { FixtureName } from '../../../helpers/fixtures';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
 import { sectionsOf } from './objcopySections';
 
-test('Reader: LEB128, 64-bit initial lengths and bounds are exact', () => {
-  const b = new Uint8Array([0xe5, 0x8e, 0x26, 0x7f, 0x80, 0x7f, 0xff, 0xff, 0xff, 0xff, 0x10, 0, 0, 0, 0, 0, 0, 0]);
-  const r = new Reader(b, '.debug_test', true);
-  assert.equal(r.uleb(), 624485); // the DWARF spec's example
-  assert.equal(r.sleb(), -1);
-  assert.equal(r.sleb(), -128);
-  assert.deepEqual(r.initialLength(), { length: 16, is64: true });
-  assert.equal(r.left, 0);
+test('a DWARF reader throws DwarfFormatError naming the section and the offset of the failed read', () => {
+  const r = dwarfReader(new Uint8Array([1, 2, 3]), '.debug_test', true);
+  r.u16();
   assert.throws(
-    () => r.u8(),
-    (e) => e instanceof DwarfFormatError && e.section === '.debug_test' && e.offset === 18,
+    () => r.u16(),
+    (e) =>
+      e instanceof DwarfFormatError &&
+      e.section === '.debug_test' &&
+      e.offset === 2 &&
+      /^malformed DWARF in \.debug_test at offset 0x2: needs 2 bytes but only 1 remain/.test(e.message),
   );
-  // An unterminated LEB and a reserved initial length are format errors, not garbage values.
-  assert.throws(() => new Reader(new Uint8Array([0x80, 0x80]), 's', true).uleb(), DwarfFormatError);
-  assert.throws(() => new Reader(new Uint8Array([0xf0, 0xff, 0xff, 0xff]), 's', true).initialLength(), DwarfFormatError);
-  assert.throws(() => new Reader(new Uint8Array(11).fill(0x80), 's', true).uleb(), /longer than 10 bytes/);
-  const big = new Reader(new Uint8Array([0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), 's', true);
-  assert.equal(big.u64big(), 0xfffffffffffffffen);
+});
+
+test('tombstones and dead addresses: -1/-2, their 32-bit forms, and 0 outside relocatable objects', () => {
+  assert.equal(isTombstone(2 ** 64 - 2), true);
+  assert.equal(isTombstone(0x7fff_ffff_f000), false);
+  assert.equal(isDeadAddress(0, 8, false), true);
+  assert.equal(isDeadAddress(0, 8, true), false);
+  assert.equal(isDeadAddress(0xfffffffe, 4, false), true);
+  assert.equal(isDeadAddress(0xfffffffe, 8, false), false);
+});
+
+test('string sections: a string at an offset, memoised; out-of-range and unterminated ones are DwarfFormatError', () => {
+  const strs = new TextEncoder().encode('int\0p\0tail');
+  assert.equal(stringAt(strs, '.debug_str', 0), 'int');
+  assert.equal(stringAt(strs, '.debug_str', 4), 'p');
+  assert.equal(stringAt(strs, '.debug_str', 4), 'p');
+  assert.throws(
+    () => stringAt(strs, '.debug_str', 99),
+    (e) => e instanceof DwarfFormatError && /string offset out of range/.test(e.message),
+  );
+  assert.throws(
+    () => stringAt(strs, '.debug_str', 6),
+    (e) => e instanceof DwarfFormatError && /unterminated string/.test(e.message),
+  );
+  assert.throws(() => stringAt(undefined, '.debug_line_str', 0), DwarfFormatError);
 });
 
 // Deterministic PRNG so a failure reproduces from its seed.

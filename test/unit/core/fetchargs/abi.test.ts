@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { placeArguments, type AbiType } from '../../../../src/core/fetch/abi';
+import { placeArguments, type AbiType } from '../../../../src/core/fetchargs/abi';
 
 const int = (size = 8): AbiType => ({ kind: 'int', size });
 const fetches = (conv: Parameters<typeof placeArguments>[0], types: AbiType[]) =>
