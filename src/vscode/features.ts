@@ -128,6 +128,7 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
               const agent = await TracefsAgent.start(target, { sudo: t.sudo });
               undecided = agent.hello.undecided;
               await agent.stop();
+              await agent.exit;
             } finally {
               await target.close();
             }
