@@ -18,7 +18,9 @@ FWK=
 FWPID=
 FWBASE=
 FWBID=
-FWI=0.1
+# A hit is shown once a check that began after it has passed: the interval bounds that wait (about 0.05 s, then
+# the check's own time), at a stat and a sleep per check on the target.
+FWI=0.05
 FWGEN=0
 FWM=0
 FWNOMARK=0
