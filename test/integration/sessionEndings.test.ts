@@ -258,7 +258,8 @@ test(
     const specs = Array.from({ length: 2000 }, (_, i) => `wide_${1000 + i} x${i}=x`);
     const cli = startCli(t, ['trace', bin, ...specs, '--max-sites', '2000', '--json'], isolatedEnv(t));
     const groups = await waitForGroupsFor(cli, bin);
-    const work = spawn('sh', ['-c', `while :; do "$0" 1 >/dev/null; sleep 0.2; done`, bin], { stdio: 'ignore', detached: true });
+    // A run a second (2,000 hits): enough to stop with hits coming, not a flood that starves the client.
+    const work = spawn('sh', ['-c', `while :; do "$0" 1 >/dev/null; sleep 1; done`, bin], { stdio: 'ignore', detached: true });
     t.after(() => {
       try {
         process.kill(-work.pid!, 'SIGKILL');
