@@ -11,7 +11,7 @@
 // Then in-process figures (bench/attachLive.ts): defining the 100 pipelined beside one round trip each, and
 // adding 1 probe to a session with 100 armed while they are called (time to armed, hits lost on the 100).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { loadIndex } from '../src/core/index/load';
@@ -20,7 +20,7 @@ import { siteCounts } from '../src/core/probes/sites';
 import { builtCorpusBinary } from '../test/helpers/corpus';
 import { fixture } from '../test/helpers/fixtures';
 import { benchDefine, benchLiveAdd } from './attachLive';
-import { benchSshd, bundleCli, median, spawnWatched, table, TRACEFS, waitExit } from './engineCommon';
+import { benchSshd, bundleCli, median, sleep, spawnWatched, table, TRACEFS, waitExit } from './engineCommon';
 
 function realProject(): { path: string; what: string } | undefined {
   const pg = builtCorpusBinary('postgres', 'postgres');
@@ -82,6 +82,16 @@ function pointsOf(group: string): number {
   return readFileSync(join(TRACEFS, 'uprobe_events'), 'utf8')
     .split('\n')
     .filter((l) => l.startsWith(`p:${group}/`) || l.startsWith(`r:${group}/`)).length;
+}
+
+/** The groups whose definitions probe `bin`. */
+function groupsOn(bin: string): string[] {
+  const out = new Set<string>();
+  for (const l of readFileSync(join(TRACEFS, 'uprobe_events'), 'utf8').split('\n')) {
+    const m = /^[pr]:([^/]+)\/\S+ (\S+):0x/.exec(l);
+    if (m && m[2] === bin) out.add(m[1]);
+  }
+  return [...out];
 }
 
 /** Definitions of any group that probe `bin` (its private copy: only this bench's). */
@@ -184,14 +194,21 @@ async function main(): Promise<void> {
       );
       const armedAt = await p.armed;
       const sites = Number(/tracing \d+ probes? at (\d+) sites?/.exec(p.stderr())![1]);
+      const groups = groupsOn(bin);
       const signalled = performance.now();
       p.child.kill('SIGINT');
       const code = await waitExit(p.child);
       const stopMs = performance.now() - signalled;
       if (code !== 0) throw new Error(`probelens trace exited ${code}:\n${p.stderr()}`);
-      const left = definitionsOn(bin);
-      if (left) throw new Error(`probelens trace exited with ${left} definitions on ${bin} left behind`);
-      return { arm: armedAt - start, stop: stopMs, sites };
+      // The agent disarms after the CLI has printed its summary and exited: the kernel is clean once the
+      // definitions and the instance are gone.
+      for (;;) {
+        if (definitionsOn(bin) === 0 && groups.every((g) => !existsSync(join(TRACEFS, 'instances', g)))) break;
+        if (performance.now() - signalled > 300_000) throw new Error(`${definitionsOn(bin)} definitions on ${bin} left behind`);
+        await sleep(5);
+      }
+      const cleanMs = performance.now() - signalled;
+      return { arm: armedAt - start, stop: stopMs, clean: cleanMs, sites };
     };
     const arm: number[] = [];
     const stop: number[] = [];
@@ -218,6 +235,7 @@ async function main(): Promise<void> {
           `${xs[0].sites} sites`,
           `${median(xs.map((x) => x.arm)).toFixed(0)} ms`,
           `${stopMed.toFixed(0)} ms (${xs.map((x) => x.stop.toFixed(0)).join(' / ')})${target >= 4000 ? (stopMed < 1000 ? ' goal met' : ' goal < 1 s NOT met') : ''}`,
+          `${median(xs.map((x) => x.clean)).toFixed(0)} ms (${xs.map((x) => x.clean.toFixed(0)).join(' / ')})`,
           perf.error
             ? `failed: ${perf.error}`
             : `${perf.points} points: add ${perf.addMs.toFixed(0)} ms, delete ${perf.delMs.toFixed(0)} ms`,
@@ -229,8 +247,19 @@ async function main(): Promise<void> {
     }
 
     console.log(
-      '\nteardown (probelens over ssh 127.0.0.1: arm, then SIGINT → exit with the target clean; perf probe: the same functions)\n' +
-        table([['functions', 'probelens sites', 'arm', 'stop', 'perf probe', 'note'], ...teardown]),
+      "\nteardown (probelens over ssh 127.0.0.1: arm, then SIGINT → the CLI's exit with its summary, and → the target clean; perf probe: the same functions)\n" +
+        table([
+          [
+            'functions',
+            'probelens sites',
+            'arm',
+            'user free (SIGINT → exit)',
+            'kernel clean (SIGINT → nothing left)',
+            'perf probe',
+            'note',
+          ],
+          ...teardown,
+        ]),
     );
     if (teardownOnly) return;
     const perf = perfAddDelete(bin, perfGroup, picked);

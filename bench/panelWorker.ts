@@ -20,7 +20,7 @@ scope.onmessage = (e: MessageEvent<{ cmd: 'start'; rate: number; seconds: number
       source?.stop();
       feed?.flush();
     }, e.data.seconds * 1000);
-    feed = new PanelFeed({ version: 'bench', flushIntervalMs: 50, maxBatch: 5_000, historyCapacity: e.data.capacity });
+    feed = new PanelFeed({ version: 'bench', maxBatch: 5_000, historyCapacity: e.data.capacity });
     const aggregates = new Aggregates();
     feed.watch(aggregates);
     feed.attach((msg) => scope.postMessage(msg));

@@ -16,6 +16,10 @@ import { ProbesView } from './probesView';
 import { StatusBar } from './statusBar';
 import { LOCAL_ID, Targets } from './targets';
 import { Tracing } from './tracing';
+import { Pacer } from './model/pacer';
+
+/** The longest a hit waits for its count beside the line (one redraw per gap at most). */
+const INLINE_GAP_MS = 30;
 
 export function activateFeatures(context: vscode.ExtensionContext): void {
   const ctx = new Ctx(context);
@@ -80,6 +84,10 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
   };
   ctx.push(tracing.onDidChange(() => tracing.isTracing && !timer && schedule()));
   ctx.push({ dispose: () => timer && clearTimeout(timer) });
+  // The counts beside traced lines follow the hits closely (within INLINE_GAP_MS), the rest at refreshMs.
+  const inlinePacer = new Pacer(INLINE_GAP_MS, () => inline.refresh());
+  ctx.push(tracing.onHit(() => inlinePacer.poke()));
+  ctx.push({ dispose: () => inlinePacer.dispose() });
 
   ctx.push(showVersionCommand());
   ctx.push(registerCommand('probelens.selectBinary', () => binaries.select()));
@@ -129,6 +137,7 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
               const agent = await TracefsAgent.start(target, { sudo: t.sudo });
               undecided = agent.hello.undecided;
               await agent.stop();
+              await agent.exit;
             } finally {
               await target.close();
             }

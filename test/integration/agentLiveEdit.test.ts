@@ -99,6 +99,8 @@ for (const [name, shell] of Object.entries(SHELLS)) {
         report.cpus.reduce((s, c) => s + c.overrun + c.dropped, 0),
         0,
       );
+      // STOP replies before the teardown; the agent has removed everything once it exits.
+      await agent.exit;
       assert.deepEqual(leftovers(g), []);
     } finally {
       agent.kill('KILL');

@@ -42,6 +42,7 @@ for (const overwrite of [true, false]) {
       assert.equal(loss.dropped, loss.lost);
       assert.ok(live.reduce((s, c) => s + c.dropped, 0) > 0);
     }
+    await agent.exit;
     assert.deepEqual(leftovers(agent.group), []);
   });
 }

@@ -160,6 +160,7 @@ test("sessions in different PID namespaces keep each other's probes: the host pr
       name,
     );
   }
+  await Promise.all([inNs.exit, host.exit]);
   assert.deepEqual(leftovers(inNs.group), []);
   assert.deepEqual(leftovers(host.group), []);
 });

@@ -37,6 +37,7 @@ test('LocalTarget with sudo -n runs the agent (as root here, sudo passes straigh
   const agent = await TracefsAgent.start(target, {});
   assert.equal(agent.hello.uid, 0);
   await agent.stop();
+  await agent.exit;
   assert.deepEqual(leftovers(agent.group), []);
 });
 

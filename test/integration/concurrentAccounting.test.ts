@@ -65,6 +65,7 @@ test('two sessions and an outside writer at once: every event has its kernelHits
       }
       assert.equal(s.hits.length + loss.lost, kernelTotal, `session ${k}: received + lost = kernelHits`);
       assert.equal(loss.unaccounted, 0, `session ${k}: nothing unaccounted`);
+      await s.agent.exit;
       assert.deepEqual(leftovers(s.agent.group), []);
     }
   } finally {

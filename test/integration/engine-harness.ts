@@ -3,7 +3,7 @@
 // share the machine), and what a session left behind on the target, scoped to its own group.
 import type { TestContext } from 'node:test';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, openSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import type { Sshd } from '../helpers/sshd';
@@ -11,7 +11,8 @@ import { leftovers } from './agentHarness';
 
 export const REPO = resolve(__dirname, '..', '..');
 const CLI = join(REPO, 'src', 'cli', 'main.ts');
-const UPROBE_EVENTS = '/sys/kernel/tracing/uprobe_events';
+const TRACEFS = '/sys/kernel/tracing';
+const UPROBE_EVENTS = join(TRACEFS, 'uprobe_events');
 
 /** A temp dir removed after the test. */
 export function scratch(t: TestContext, prefix = 'pl-engine-'): string {
@@ -181,4 +182,16 @@ export function parseJsonOutput(stdout: string): {
     else hits.push(v);
   }
   return { hits, summary };
+}
+
+/**
+ * Holds a file of `group`'s tracefs instance open, so the kernel refuses to remove the instance (EBUSY) until
+ * the returned function closes it (idempotent): the agent's teardown cannot finish meanwhile.
+ */
+export function holdInstance(group: string): () => void {
+  let fd: number | undefined = openSync(join(TRACEFS, 'instances', group, 'trace_clock'), 'r');
+  return () => {
+    if (fd !== undefined) closeSync(fd);
+    fd = undefined;
+  };
 }

@@ -115,6 +115,7 @@ test('edits apply in place: add (refusals touch nothing), remove one, disable/en
     assert.equal(sum.kernelHits.add_ints_return, 5);
     assert.equal(sum.lost, 0);
     assert.equal(sum.loss?.unaccounted, 0, 'received + lost = the kernel count');
+    await session.exited;
     assert.deepEqual(leftovers(group), []);
   }
 });

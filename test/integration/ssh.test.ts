@@ -447,6 +447,7 @@ test('the fixed tracefs agent (multi-line, quotes, backslashes) starts and stops
   assert.ok(agent.hello.caps.has('uprobe_events'));
   assert.ok(existsSync(join(tracefs, 'instances', agent.hello.group)), 'the agent made its instance on the target');
   await agent.stop();
+  await agent.exit;
   assert.equal(existsSync(join(tracefs, 'instances', agent.hello.group)), false, 'and removed it at stop');
 });
 

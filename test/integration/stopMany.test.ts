@@ -1,6 +1,8 @@
 // Stopping a probe of more than a thousand sites: its sites are the probe points of one tracefs event, so Stop
 // (the editor's TraceSession.stop) and Ctrl-C (the CLI) disarm one event, every hit still names its own site, and
-// nothing is left on the target once they return. How fast they return is measured by bench:attach, not here.
+// nothing is left on the target once the agent is done. The user does not wait for the kernel's teardown: the
+// summary comes first, and the agent disarms by itself afterwards, also once its client has gone (the CLI exits,
+// over SSH its connection closes). How fast either happens is measured by bench:attach, not here.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadIndex } from '../../src/core/index/load';
@@ -11,7 +13,7 @@ import { fixtureOrSkip, runFixture } from '../helpers/fixtures';
 import { requireSshd } from '../helpers/sshd';
 import { requireTracefs } from '../helpers/tracefs';
 import { leftovers } from './agentHarness';
-import { definitionsOf, isolatedEnv, privateCopy, sshFlags, startCli, waitForGroups } from './engine-harness';
+import { definitionsOf, holdInstance, isolatedEnv, privateCopy, sshFlags, startCli, waitAllClean, waitForGroups } from './engine-harness';
 
 const TIMEOUT = { timeout: 300_000 };
 const SITES = 1024;
@@ -44,7 +46,8 @@ test(
     for (let i = 0; i < 400 && hits.length < SITES; i++) await new Promise((r) => setTimeout(r, 50));
     const summary = await session.stop();
     stopped = true;
-    assert.deepEqual(leftovers(group), [], 'nothing is left once Stop returns');
+    await session.exited;
+    assert.deepEqual(leftovers(group), [], 'nothing is left once the agent has finished');
 
     assert.equal(hits.length, SITES);
     // Each caller ran once, so each site was hit exactly once: the record's point number names the site.
@@ -96,7 +99,7 @@ test('Ctrl-C on a CLI trace of a 1,024-site probe over SSH: exit 0 with the summ
     new RegExp(`^hot: ${SITES} hits \\(kernel counted ${SITES}\\)$`, 'm'),
     'the probe summary line, with the kernel count',
   );
-  assert.deepEqual(leftovers(groups[0]), [], 'the CLI exits after the target is clean');
+  assert.deepEqual(await waitAllClean(groups, 60_000), [], 'the agent leaves the target clean after the CLI has exited');
 });
 
 test(
@@ -129,6 +132,53 @@ test(
     const { code } = await cli.exit;
     assert.equal(code, 0, cli.stderr());
     for (const s of specs) assert.match(cli.stdout(), new RegExp(`^${s.split(' ')[0]}: 1 hit \\(kernel counted 1\\)$`, 'm'));
-    assert.deepEqual(leftovers(groups[0]), [], 'the CLI exits after the target is clean');
+    assert.deepEqual(await waitAllClean(groups, 60_000), [], 'the agent leaves the target clean after the CLI has exited');
   },
 );
+
+// The order the user sees: the summary, the CLI's exit, then the kernel's teardown. The test holds a file of the
+// session's tracefs instance open, which the kernel's rmdir refuses (EBUSY) until it is closed: so the agent cannot
+// have finished when the CLI exits, whatever the machine's load. The agent retries that rmdir (for seconds), so
+// closing the file lets it finish. Local and over SSH, where the agent outlives the client's connection.
+for (const over of ['local', 'ssh'] as const) {
+  test(
+    `Ctrl-C on a CLI trace of ${SITES} sites (${over}): the summary and the exit come before the teardown ends, nothing is left after`,
+    TIMEOUT,
+    async (t) => {
+      if (!requireTracefs(t)) return;
+      const sshd = over === 'ssh' ? await requireSshd(t) : undefined;
+      if (over === 'ssh' && !sshd) return;
+      const f = await fixtureOrSkip(t, 'inlined1k');
+      if (!f) return;
+      const bin = privateCopy(t, f.path);
+      const cli = startCli(t, ['trace', bin, 'hot', ...(sshd ? sshFlags(sshd) : [])], isolatedEnv(t));
+      await cli.waitFor(new RegExp(`tracing 1 probe at ${SITES} sites on `), 120_000);
+      const groups = await waitForGroups(bin, 5_000);
+      assert.equal(groups.length, 1);
+      await runFixture({ ...f, path: bin }, ['1']);
+      const hitLines = () =>
+        cli
+          .stdout()
+          .split('\n')
+          .filter((l) => /^\S+ \S+ \S+ hot \[inlined into /.test(l)).length;
+      for (let i = 0; i < 1200 && hitLines() < SITES; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(hitLines(), SITES, cli.stderr());
+      const release = holdInstance(groups[0]);
+      t.after(release);
+      cli.child.kill('SIGINT');
+      const { code } = await cli.exit;
+      assert.equal(code, 0, cli.stderr());
+      assert.match(
+        cli.stdout(),
+        new RegExp(`^hot: ${SITES} hits \\(kernel counted ${SITES}\\)$`, 'm'),
+        'the summary, with the kernel count',
+      );
+      assert.ok(
+        leftovers(groups[0]).includes(`instance ${groups[0]}`),
+        'the CLI has exited while its agent is still tearing down (its instance is still there)',
+      );
+      release();
+      assert.deepEqual(await waitAllClean(groups, 60_000), [], 'then the agent removes everything by itself');
+    },
+  );
+}

@@ -3,7 +3,6 @@
 //   test/integration/engine-fanout.test.ts, test/integration/engine-cleanup.test.ts
 import { loadIndex } from '../../core/index/load';
 import { compileProbes } from '../../core/probes/compiler';
-import { DISARM_MS_PER_SITE } from '../../core/probes/compiler';
 import { mergeSummaries, startAll, type HostOutcome } from '../../core/session/fanout';
 import type { SessionSummary } from '../../core/session/traceSession';
 import { describeDisabled, describeFileChange } from '../../core/session/fileWatch';
@@ -229,19 +228,14 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     if (timer) clearTimeout(timer);
   }
   stopping = true;
-  const disarming = live.filter((o) => o.session!.state === 'armed');
-  // Disarming costs the kernel per tracefs event, whatever the number of probe points sharing it.
-  const armed = disarming.reduce((n, o) => n + new Set(o.session!.probes.map((p) => p.definition.event)).size, 0);
-  if (armed * DISARM_MS_PER_SITE >= 1000)
-    log(
-      `disarming ${armed} events on ${disarming.map((o) => o.host).join(', ')} (about ${Math.ceil((armed * DISARM_MS_PER_SITE) / 1000)} s of kernel time); Ctrl-C again to leave it to the target`,
-    );
   const results: Array<{ host: string; summary?: SessionSummary; error?: Error }> = await Promise.all(
     outcomes.map(async (o) => {
       if (!o.session) return { host: o.host, error: o.error };
       const session = o.session;
       try {
         const summary = await Promise.race([session.stop(), interrupted.then(() => session.interrupt(interruptCause!))]);
+        // The agent disarms by itself from here on: the user does not wait for the kernel.
+        session.release();
         const error = summary.error ?? signalCause;
         return { host: o.host, summary, error: error ? new Error(error) : undefined };
       } catch (e) {
@@ -329,7 +323,9 @@ export async function cleanupCommand(argv: string[], io: Io): Promise<number> {
           }
         }
       } finally {
+        // STOP replies before the agent has removed its own instance: cleaning up means waiting for that too.
         await agent.stop();
+        await agent.exit;
       }
       const removed = [...swept, ...forced];
       io.out(`${host}: ${removed.length ? `removed ${removed.join(', ')}` : 'nothing to clean up'}\n`);

@@ -18,7 +18,8 @@ export class CompileError extends Error {
 
 /**
  * Sites a spec may arm before it must be confirmed, where each site is an event of its own (a kernel without
- * immediate fetch arguments): each event costs ≈45 ms of kernel time to disarm. Elsewhere sites share events.
+ * immediate fetch arguments): each event costs ≈45 ms of kernel time to disarm, which the agent spends after the
+ * session has stopped, the traced program still taking the event's traps meanwhile. Elsewhere sites share events.
  */
 export const DEFAULT_MAX_SITES = 128;
 /** Kernel time to disarm one uprobe event, measured on Linux 6.1 (synchronize_rcu per event). */
@@ -33,7 +34,7 @@ export class TooManySitesError extends CompileError {
   ) {
     super(
       spec,
-      `would arm ${sites} sites (more than ${limit}); disarming them takes about ${teardownText(sites)} of kernel time. Narrow it with NAME@FILE, or allow it (CLI: --max-sites ${sites})`,
+      `would arm ${sites} sites (more than ${limit}); after the trace the target spends about ${teardownText(sites)} disarming them, the program still trapping meanwhile. Narrow it with NAME@FILE, or allow it (CLI: --max-sites ${sites})`,
     );
     this.name = 'TooManySitesError';
   }

@@ -17,7 +17,7 @@ import { checkWriters, probedPath, WatchGate, type FileChange } from './fileWatc
 import type { ExecExit, Target } from '../target/target';
 import { AgentError, AgentExitedError, offendingToken, TracefsAgent, type StopReport } from '../tracefs/agentClient';
 import { HitParser, type Hit } from '../tracefs/hitParser';
-import { lossReport, type LossReport } from '../tracefs/loss';
+import { countsAtCut, lossReport, type LossReport } from '../tracefs/loss';
 import { Aggregates, type LatencySummary, type SiteCount, type SourceLine } from './aggregates';
 import { eventsOf, pairsOf, presentHit, probeKey, schemaOf } from './points';
 import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
@@ -149,6 +149,7 @@ export class TraceSession {
   private ended?: Promise<SessionSummary>;
   /** tracefs event → its points, indexed by their SITE_ARG number (a single point at 0). */
   private readonly pointsOf = new Map<string, CompiledProbe[]>();
+  private readonly records = new Map<string, number[]>();
   /** point name (a site's own name: `CompiledProbe.event`) → its point */
   private readonly byPoint = new Map<string, CompiledProbe>();
   /** spec and function → the name their hits carry as `probe` (see probeName); point name → that name */
@@ -325,6 +326,15 @@ export class TraceSession {
   }
 
   /** The point a record came from: its event's point named by the SITE_ARG immediate (one point: the event's). */
+  /** Records that arrived, per event and point (by SITE_ARG), shown or not: what the kernel's counts are checked against. */
+  private countRecord(raw: Hit): void {
+    const id = raw.args[SITE_ARG];
+    const i = typeof id === 'number' ? id : 0;
+    let per = this.records.get(raw.event);
+    if (!per) this.records.set(raw.event, (per = []));
+    per[i] = (per[i] ?? 0) + 1;
+  }
+
   private pointOf(raw: Hit): CompiledProbe | undefined {
     const points = this.pointsOf.get(raw.event);
     const id = raw.args[SITE_ARG];
@@ -448,7 +458,11 @@ export class TraceSession {
       events: [],
       sentinel: agent.sentinel,
       marker: gate && watchKey ? { key: watchKey, onMarker: (ts, text) => gate.marker(ts, text) } : undefined,
-      onHit: (raw) => (this.gate ? this.gate.hit(raw) : show(raw)),
+      onHit: (raw) => {
+        this.countRecord(raw);
+        if (this.gate) this.gate.hit(raw);
+        else show(raw);
+      },
       onLost: (_cpu, n) => {
         if (this.closed) return;
         this.aggregates.addLost(n);
@@ -456,8 +470,11 @@ export class TraceSession {
       },
     });
     agent.onTraceLine((l) => this.parser!.push(l));
-    // However the stream ends (STOP's last check released everything already), what is still held is shown.
-    agent.onTraceEnd(() => this.gate?.end());
+    // However the stream ends, what is still held is shown; on STOP only once its reply is in (its last check's
+    // verdicts come on stderr before it, and may come after the stream's end).
+    agent.onTraceEnd(() => {
+      if (this.state !== 'stopping') this.gate?.end();
+    });
     this.traceEnded = new Promise((res) => agent.onTraceEnd(res));
     if (opts.bufferKb) await agent.setBufferKb(opts.bufferKb);
     const defined = await this.define(compiled.probes);
@@ -510,7 +527,10 @@ export class TraceSession {
     return this.agent?.pause(seconds) ?? Promise.resolve();
   }
 
-  /** Disables and removes every probe, ends the reader, removes the instance; reports counts and loss. */
+  /**
+   * Stops recording and reports counts and loss once every record has arrived; the agent then disables and
+   * removes every probe and the instance by itself (`exited` settles when it is done).
+   */
   stop(): Promise<SessionSummary> {
     this.ended ??= (async () => {
       // An edit in flight finishes first (its agent replies come before STOP's).
@@ -532,6 +552,13 @@ export class TraceSession {
       await Promise.race([this.traceEnded, this.agent!.exit]);
       this.parser!.end();
       this.gate?.end();
+      const streamLost =
+        report.cpus.length > 0
+          ? report.cpus.reduce((n, c) => n + c.overrun + c.dropped + c.commitOverrun + c.entries, 0)
+          : this.parser!.stats.lost;
+      // The file watcher's markers share the ring buffer: those it lost are in the per-CPU counters, not hits.
+      const marks = this.gate?.markersLost ?? 0;
+      report = countsAtCut(report, (ev, i) => this.records.get(ev)?.[i] ?? 0, Math.max(0, streamLost - marks) + this.lostAtRemovals);
       for (const [ev, n] of this.removedKernelHits) if (!report.kernelHits.has(ev)) report.kernelHits.set(ev, n);
       const loss = lossReport(this.parser!.stats, report, this.opts.pid !== undefined || !!this.opts.filter);
       loss.kernelHits = this.perPoint(report);
@@ -539,8 +566,6 @@ export class TraceSession {
         loss.lost += this.lostAtRemovals;
         loss.unaccounted -= this.lostAtRemovals;
       }
-      // The file watcher's markers share the ring buffer: those it lost are in the per-CPU counters, not hits.
-      const marks = this.gate?.markersLost ?? 0;
       if (marks && loss.lost >= marks) {
         loss.lost -= marks;
         loss.unaccounted += marks;
@@ -588,6 +613,14 @@ export class TraceSession {
       else out.set(ev, n);
     }
     return out;
+  }
+
+  /**
+   * After stop(): this process need not wait for the agent's teardown (it may exit meanwhile; the agent finishes
+   * by itself). `exited` then settles only while something else keeps this process running.
+   */
+  release(): void {
+    this.agent?.detach();
   }
 
   /** Drop the connection without stopping: the agent notices (stdin EOF) and cleans up by itself. */
@@ -661,7 +694,7 @@ export class TraceSession {
     return [...(this.gate?.changes.values() ?? [])].map((c) => ({ ...c }));
   }
 
-  /** Settles when the agent has exited, for whatever reason. */
+  /** Settles when the agent has exited, for whatever reason (after a stop: once it has removed every probe). */
   get exited(): Promise<unknown> {
     return this.agent?.exit ?? Promise.resolve();
   }

@@ -26,7 +26,9 @@
 //   PAUSE <seconds>                       (no reply) the client is about to stop (Ctrl-Z): the agent's next wait
 //                                         allows that much silence instead of the heartbeat timeout
 //   FORCE <group>                         remove a leftover whose owner cannot be judged (refused if it is alive)
-//   STOP                                  disable, drain, report stats, clean up, exit
+//   STOP                                  stop recording (the instance's tracing_on), read the kernel's counts
+//                                         on both sides of that cut, the last file check, drain, report stats;
+//                                         after the reply: close stdout and stderr, disable, remove, exit
 // stderr (agent → client), each line `<nonce> OK <VERB> …`, `<nonce> ERR <VERB> <CODE> <message>` or
 //   `<nonce> INFO <VERB> …` (INFO lines precede the OK/ERR they belong to), and unsolicited `<nonce> NOTE <VERB> …`
 //   (the file watcher's verdicts, at any time). Lines without the nonce are tool chatter, kept as diagnostics.
@@ -67,6 +69,12 @@ export interface StopReport {
   kernelHits: Map<string, number>;
   /** The same per probe point, in the order the points were defined (uprobe_profile lists them so). */
   pointHits?: Map<string, number[]>;
+  /**
+   * STOP's counts read just before its cut (recording stopped, events still enabled): the count at the cut lies
+   * between these and `kernelHits`. Absent from other replies.
+   */
+  kernelHitsBefore?: Map<string, number>;
+  pointHitsBefore?: Map<string, number[]>;
 }
 
 /** What removing one event reported: its final uprobe_profile count, and entries still unread at removal. */
@@ -385,7 +393,10 @@ export class TracefsAgent {
     });
   }
 
-  /** Disable, drain the stream, collect loss and profile counters, clean up. The agent exits afterwards. */
+  /**
+   * Stop recording, drain the stream, collect loss and profile counters. The reply comes before the kernel's
+   * teardown: the agent then disables and removes its probes by itself and exits (`exit` settles then).
+   */
   async stop(): Promise<StopReport> {
     this.stopHeartbeat();
     const r = await this.command('STOP');
@@ -576,10 +587,13 @@ function parseHello(text: string, info: string[]): AgentHello {
   };
 }
 
-function parseStop(info: string[]): StopReport {
+export function parseStop(info: string[]): StopReport {
   const byCpu = new Map<number, CpuBufferStats>();
   const kernelHits = new Map<string, number>();
   const pointHits = new Map<string, number[]>();
+  const kernelHitsBefore = new Map<string, number>();
+  const pointHitsBefore = new Map<string, number[]>();
+  let before = false;
   for (const l of info) {
     let m = /^stat \S*\/cpu(\d+) ([a-z ]+): *(\d+)/.exec(l);
     if (m) {
@@ -595,11 +609,20 @@ function parseStop(info: string[]): StopReport {
     }
     // uprobe_profile: `  PATH EVENT HITS` (the path has no spaces: the agent's pattern forbids them), one line
     // per probe point: an event of several points is their sum.
-    m = /^profile\s+\S+\s+([A-Za-z_][A-Za-z0-9_]*)\s+(\d+)\s*$/.exec(l);
+    m = /^profile(-before)?\s+\S+\s+([A-Za-z_][A-Za-z0-9_]*)\s+(\d+)\s*$/.exec(l);
     if (m) {
-      kernelHits.set(m[1], (kernelHits.get(m[1]) ?? 0) + +m[2]);
-      pointHits.set(m[1], [...(pointHits.get(m[1]) ?? []), +m[2]]);
+      const [totals, points] = m[1] ? [kernelHitsBefore, pointHitsBefore] : [kernelHits, pointHits];
+      before ||= !!m[1];
+      totals.set(m[2], (totals.get(m[2]) ?? 0) + +m[3]);
+      const list = points.get(m[2]);
+      if (list) list.push(+m[3]);
+      else points.set(m[2], [+m[3]]);
     }
   }
-  return { cpus: [...byCpu.values()].sort((a, b) => a.cpu - b.cpu), kernelHits, pointHits };
+  return {
+    cpus: [...byCpu.values()].sort((a, b) => a.cpu - b.cpu),
+    kernelHits,
+    pointHits,
+    ...(before ? { kernelHitsBefore, pointHitsBefore } : {}),
+  };
 }

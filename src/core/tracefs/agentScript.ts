@@ -207,18 +207,19 @@ stop_reader() {
   CAT=
 }
 
-# Everything the kernel buffered has been consumed by the reader once every CPU's entries count is 0 (events
-# were disabled before); a short grace lets it write its last chunk, then it is ended.
+# Everything the kernel buffered has been consumed by the reader once every CPU's entries count is 0 (nothing is
+# recorded any more); a short grace lets it write its last chunk, then it is ended. A slow client (a flood, a busy
+# machine) drains slowly: the wait lasts as long as the reader makes progress, and ends after 3 s without any.
+# What is left unread then is reported in the entries counts, which the client counts as lost.
 drain_reader() {
   [ -n "$CAT" ] || return 0
   k=0
+  last=-1
   while [ $k -lt 60 ]; do
-    busy=0
-    for f in "$I"/per_cpu/cpu*/stats; do
-      while IFS= read -r l; do case "$l" in "entries: 0") ;; entries:*) busy=1 ;; esac; done < "$f"
-    done
-    [ $busy = 0 ] && break
-    k=$((k + 1)); sleep 0.05 2>/dev/null || sleep 1
+    unread
+    [ "$UNREAD" = 0 ] && break
+    if [ "$UNREAD" = "$last" ]; then k=$((k + 1)); else k=0; last=$UNREAD; fi
+    sleep 0.05 2>/dev/null || sleep 1
   done
   sleep 0.1 2>/dev/null || sleep 1
   stop_reader
@@ -232,9 +233,11 @@ cpu_stats() {
   done
 }
 
+# One line of uprobe_profile per probe point of ours, as the client reads them: "profile" as read after the cut,
+# "profile-before" as read just before it (PROF0).
 report_stats() {
   cpu_stats STOP
-  # One line of uprobe_profile per probe point of ours, as the client reads them.
+  [ -n "$PROF0" ] && printf '%s\n' "$PROF0" | sed "s/^/$N INFO STOP profile-before /" >&2
   read_profile "$G/" && [ -n "$PROF" ] && printf '%s\n' "$PROF" | sed "s/^/$N INFO STOP profile /" >&2
   return 0
 }
@@ -523,17 +526,30 @@ undef() {
   else say ERR UNDEF EKERNEL "the kernel refused to remove $1"; fi
 }
 
+# STOP answers as soon as the session's records are complete, and disarms after: disabling costs the kernel one
+# synchronisation (about 45 ms) per event, and nobody needs to wait for it. The cut is the instance's tracing_on
+# (nothing more is recorded, at once); the kernel's counts go on while the events stay enabled, so they are read
+# on both sides of it (profile-before, profile) and the client knows the count at the cut lies between the two.
+# The last file check runs after the cut, so it covers every record; it cannot write markers then (the buffer is
+# off) and says its verdicts on stderr only. Once the reply is out, stdout and stderr are closed (the client's
+# stream ends, the client may go, over SSH its connection too) and every signal is ignored, so the teardown runs
+# to its end however the client leaves; were the agent killed meanwhile, its group would be a dead owner's
+# leftover for the next session's sweep.
 stop() {
   on_signals ''
   unwatch
+  PROF0=
   if [ -n "$G" ]; then
-    [ -f "$I/events/$G/enable" ] && echo 0 2>/dev/null > "$I/events/$G/enable"
+    fw_stop
+    read_profile "$G/" && PROF0=$PROF
+    [ -f "$I/tracing_on" ] && echo 0 2>/dev/null > "$I/tracing_on"
     fw_final
     drain_reader
     report_stats
   fi
-  cleanup
   say OK STOP
+  exec > /dev/null 2>&1 < /dev/null
+  cleanup
   exit 0
 }
 

@@ -19,14 +19,18 @@ FWK=
 FWPID=
 FWBASE=
 FWBID=
-FWI=0.1
+# A hit is shown once a check that began after it has passed: the interval bounds that wait (about 0.05 s, then
+# the check's own time), at a stat and a sleep per check on the target.
+FWI=0.05
 FWGEN=0
 FWM=0
+FWNOMARK=0
 
 # Markers are ring-buffer entries, so a full buffer loses them as it loses hits, and the per-CPU loss counters count
 # them: each says which watcher wrote it and how many it had written ("GEN.COUNT"), and each watcher says its total
 # when it ends (NOTE WATCH marks GEN COUNT), so the client can take the markers out of the loss figures.
 fw_mark() {
+  [ "$FWNOMARK" = 1 ] && return 0
   FWM=$((FWM + 1))
   printf '%s\n' "probelens_watch $FWGEN.$FWM $1 $FWK" 2>/dev/null > "$I/trace_marker"
 }
@@ -184,11 +188,12 @@ fw_alive() {
   case "$fst" in '' | *") Z "* | *") X "*) wait "$FWPID" 2>/dev/null; FWPID=; fw_sync ;; esac
 }
 
-# One last check, run by STOP after the events are disabled: its markers follow every record.
+# One last check, run by STOP after the cut (nothing is recorded any more): it covers every record. The buffer
+# takes no markers then, so its verdicts go to stderr only (NOTE WATCH), and it writes none.
 fw_final() {
   [ -n "$FWK" ] && [ -n "$FWBASE" ] || return 0
   fw_stop
-  FWGEN=$((FWGEN + 1)) FWM=0
+  FWGEN=$((FWGEN + 1)) FWM=0 FWNOMARK=1
   base=$FWBASE k=final dead=0
   fw_check
   say NOTE WATCH marks "$FWGEN" "$FWM"

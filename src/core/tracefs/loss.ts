@@ -33,7 +33,9 @@ export function lossReport(parser: ParserStats, stop: StopReport, filtered = fal
   const overrun = sum((c) => c.overrun);
   const dropped = sum((c) => c.dropped);
   const commitOverrun = sum((c) => c.commitOverrun);
-  const lost = stop.cpus.length > 0 ? overrun + dropped + commitOverrun : parser.lost;
+  // Entries still in the buffer once the reader has ended (a client too slow to drain it at a stop) never arrive.
+  const unread = sum((c) => c.entries);
+  const lost = stop.cpus.length > 0 ? overrun + dropped + commitOverrun + unread : parser.lost;
   let kernelTotal = 0;
   for (const n of stop.kernelHits.values()) kernelTotal += n;
   const unaccounted = kernelTotal - parser.hits - lost;
@@ -47,4 +49,57 @@ export function lossReport(parser: ParserStats, stop: StopReport, filtered = fal
     unaccounted,
     mismatch: filtered ? parser.malformed : unaccounted,
   };
+}
+
+/**
+ * The kernel's counts at STOP's cut. STOP stops recording at once and disarms later, so the kernel goes on
+ * counting calls it no longer records: its counts are read just before the cut (`kernelHitsBefore`) and just
+ * after (`kernelHits`), and the count at the cut lies between the two, point by point. Each point takes what
+ * arrived from it when that lies in its range (else the nearer end), and the total is then moved, within the
+ * ranges, as close as it comes to everything received plus `lost` (which no point can claim). So a session that
+ * received every record has no mismatch however busy its program was at the cut, and one that missed records
+ * still shows them: a total outside every range is off by the distance to it. `received(event, i)` counts the
+ * records of the i-th point of an event. A report without counts from before the cut is returned as it is.
+ */
+export function countsAtCut(stop: StopReport, received: (event: string, point: number) => number, lost: number): StopReport {
+  const before = stop.pointHitsBefore;
+  if (!before || !stop.pointHits) return stop;
+  const rows: Array<{ event: string; lo: number[]; hi: number[]; at: number[] }> = [];
+  let got = lost;
+  for (const [event, hi] of stop.pointHits) {
+    const b = before.get(event);
+    const lo = b && b.length === hi.length ? b.map((n, i) => Math.min(n, hi[i])) : hi;
+    const at = hi.map((h, i) => {
+      const r = received(event, i);
+      got += r;
+      return Math.max(lo[i], Math.min(h, r));
+    });
+    rows.push({ event, lo, hi, at });
+  }
+  let total = 0;
+  let min = 0;
+  let max = 0;
+  for (const r of rows)
+    for (let i = 0; i < r.at.length; i++) {
+      total += r.at[i];
+      min += r.lo[i];
+      max += r.hi[i];
+    }
+  let move = Math.max(min, Math.min(max, got)) - total;
+  for (const r of rows)
+    for (let i = 0; i < r.at.length && move !== 0; i++) {
+      const step = move > 0 ? Math.min(move, r.hi[i] - r.at[i]) : Math.max(move, r.lo[i] - r.at[i]);
+      r.at[i] += step;
+      move -= step;
+    }
+  const kernelHits = new Map(stop.kernelHits);
+  const pointHits = new Map(stop.pointHits);
+  for (const r of rows) {
+    kernelHits.set(
+      r.event,
+      r.at.reduce((a, b) => a + b, 0),
+    );
+    pointHits.set(r.event, r.at);
+  }
+  return { cpus: stop.cpus, kernelHits, pointHits };
 }

@@ -62,7 +62,7 @@ export class PanelFeed {
 
   constructor(private readonly opts: PanelFeedOptions) {
     this.historyCapacity = opts.historyCapacity ?? 100_000;
-    this.flushIntervalMs = opts.flushIntervalMs ?? 50;
+    this.flushIntervalMs = opts.flushIntervalMs ?? 25;
     this.maxBatch = opts.maxBatch ?? 5_000;
   }
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lineSplitter, offendingToken } from '../../../../src/core/tracefs/agentClient';
-import { lossReport } from '../../../../src/core/tracefs/loss';
+import { lineSplitter, offendingToken, parseStop } from '../../../../src/core/tracefs/agentClient';
+import { countsAtCut, lossReport } from '../../../../src/core/tracefs/loss';
 
 test('lines split on \\n only, UTF-8 characters split across chunks survive, \\r stays data', () => {
   const got: string[] = [];
@@ -50,4 +50,55 @@ test('loss: the mismatch is the gap when nothing filters, and only the unreadabl
   const filtered = lossReport(stats(4, 1), stop, true);
   assert.equal(filtered.unaccounted, 4, 'the filter gap stays unaccounted');
   assert.equal(filtered.mismatch, 1);
+});
+
+test("STOP's reply: the kernel's counts after the cut and, apart, those read just before it, per point", () => {
+  const r = parseStop([
+    'stat /sys/kernel/tracing/instances/g/per_cpu/cpu0 entries: 0',
+    'profile-before   /bin/x hot 3',
+    'profile-before   /bin/x hot 5',
+    'profile   /bin/x hot 4',
+    'profile   /bin/x hot 9',
+  ]);
+  assert.deepEqual(Object.fromEntries(r.kernelHits), { hot: 13 });
+  assert.deepEqual(Object.fromEntries(r.pointHits!), { hot: [4, 9] });
+  assert.deepEqual(Object.fromEntries(r.kernelHitsBefore!), { hot: 8 });
+  assert.deepEqual(Object.fromEntries(r.pointHitsBefore!), { hot: [3, 5] });
+  assert.equal(parseStop(['profile   /bin/x hot 4']).kernelHitsBefore, undefined, 'other replies have no "before"');
+});
+
+test('the count at the cut: what arrived when the kernel counted at least that before and at most after', () => {
+  const stop = (before: number[], after: number[]) => ({
+    cpus: [],
+    kernelHits: new Map([['hot', after.reduce((a, b) => a + b, 0)]]),
+    pointHits: new Map([['hot', after]]),
+    kernelHitsBefore: new Map([['hot', before.reduce((a, b) => a + b, 0)]]),
+    pointHitsBefore: new Map([['hot', before]]),
+  });
+  const recv = (xs: number[]) => (_e: string, i: number) => xs[i];
+  // A program busy at the stop: the kernel counted calls after the cut that were never recorded.
+  let r = countsAtCut(stop([3, 5], [4, 9]), recv([4, 6]), 0);
+  assert.deepEqual(r.pointHits!.get('hot'), [4, 6]);
+  assert.equal(lossReport({ hits: 10, lost: 0, lostByCpu: new Map(), unparsed: 0, malformed: 0 }, r).mismatch, 0);
+  // Records lost in the buffer are not any point's: the total still takes them, within the ranges.
+  r = countsAtCut(stop([3, 5], [4, 9]), recv([3, 5]), 3);
+  assert.equal(r.kernelHits.get('hot'), 11);
+  assert.equal(lossReport({ hits: 8, lost: 3, lostByCpu: new Map(), unparsed: 0, malformed: 0 }, r).mismatch, 0);
+  // Records missing even at the count before the cut: a mismatch of what is missing.
+  r = countsAtCut(stop([3, 5], [4, 9]), recv([1, 5]), 0);
+  assert.deepEqual(r.pointHits!.get('hot'), [3, 5]);
+  assert.equal(lossReport({ hits: 6, lost: 0, lostByCpu: new Map(), unparsed: 0, malformed: 0 }, r).mismatch, 2);
+  // More records than the kernel counted after the cut: negative.
+  r = countsAtCut(stop([3, 5], [4, 9]), recv([6, 9]), 0);
+  assert.equal(lossReport({ hits: 15, lost: 0, lostByCpu: new Map(), unparsed: 0, malformed: 0 }, r).mismatch, -2);
+  // Without counts from before the cut the report is as it was.
+  const plain = { cpus: [], kernelHits: new Map([['hot', 2]]) };
+  assert.equal(countsAtCut(plain, recv([1]), 0), plain);
+});
+
+test('loss: entries a stop left unread (a client too slow to drain the buffer) are lost', () => {
+  const stop = { cpus: [{ cpu: 0, overrun: 2, commitOverrun: 0, dropped: 0, entries: 5 }], kernelHits: new Map([['a', 20]]) };
+  const r = lossReport({ hits: 13, lost: 2, lostByCpu: new Map(), unparsed: 0, malformed: 0 }, stop);
+  assert.equal(r.lost, 7);
+  assert.equal(r.mismatch, 0);
 });

@@ -16,7 +16,7 @@ test('no question at or under the limit; over it, the spec, its size and the tea
   );
   assert.equal(
     q.message,
-    "'MemoryContextSwitchTo' (1490 sites) would arm 1490 sites, more than 128. Disarming them takes about 67.1 s of kernel time. Arm every site?",
+    "'MemoryContextSwitchTo' (1490 sites) would arm 1490 sites, more than 128. Stopping does not wait for them, but the target then spends about 67.1 s disarming them, while the traced program still takes their traps. Arm every site?",
   );
 });
 

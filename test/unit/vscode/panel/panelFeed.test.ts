@@ -79,6 +79,17 @@ test('the timer flushes a partial batch', async () => {
   feed.dispose();
 });
 
+test('by default a hit waits at most 25 ms for its batch: the panel row follows the hit closely', async () => {
+  const feed = new PanelFeed({ version: 'x' });
+  const msgs: ToWebview[] = [];
+  feed.attach((m) => msgs.push(m));
+  feed.post(hits(0, 1));
+  // Timers fire in the order they expire, however busy the machine: the feed's (25 ms) before this one (26 ms).
+  await new Promise((r) => setTimeout(r, 26));
+  assert.deepEqual(hitsIn(msgs), hits(0, 1));
+  feed.dispose();
+});
+
 test("latency histograms are log2 buckets per probe, read from the aggregates' pairing (under the entry's probe)", () => {
   const feed = new PanelFeed({ version: 'x', flushIntervalMs: 60_000 });
   const { post } = session(feed, [{ entry: 'sub', exit: 'sub__return' }]);
