@@ -275,9 +275,12 @@ async function main(): Promise<void> {
     // The very definition probelens writes, under the baseline's own group and event name, framed by a secret
     // as the agent client frames it (so both records have the same size in the ring buffer).
     const framed = existsSync(join(TRACEFS, 'README')) && readFileSync(join(TRACEFS, 'README'), 'utf8').includes('\\imm-value');
+    // The baseline's group is not a ProbeLens group (a session's sweep would take a `probelens_*` one for a dead
+    // owner's): the text is made under a placeholder ProbeLens group and then given the baseline's.
     const definitionFor = (group: string, event: string) => {
-      const d = { ...probe.definition, group, event };
-      return formatDefinition(framed ? frameProbe(d, { name: '__pl', printed: '0x9234567890abcdef' }) : d);
+      const d = { ...probe.definition, group: 'probelens_1_baseline', event };
+      const text = formatDefinition(framed ? frameProbe(d, { name: '__pl', printed: '0x9234567890abcdef' }) : d);
+      return text.replace(/^([pr]):probelens_1_baseline\//, `$1:${group}/`);
     };
     const cli = await bundleCli();
     const ssh = await benchSshd();

@@ -25,6 +25,7 @@ T=
 G=
 I=
 CAT=
+GUARD=
 WD=
 HBS=0
 # Seconds of silence the next wait allows instead of $HBS, after the client said it pauses (PAUSE); 0: none.
@@ -201,6 +202,8 @@ force() {
 }
 
 stop_reader() {
+  [ -n "$GUARD" ] && kill -KILL "$GUARD" 2>/dev/null
+  GUARD=
   [ -n "$CAT" ] || return 0
   kill "$CAT" 2>/dev/null
   wait "$CAT" 2>/dev/null
@@ -471,6 +474,11 @@ arm() {
   echo 1 2>/dev/null > "$I/tracing_on"
   cat "$I/trace_pipe" < /dev/null 2>/dev/null &
   CAT=$!
+  # The reader would outlive an agent killed by a signal it cannot catch (KILL) and hold the client's stream open,
+  # so the client would never see the agent end and sweep what it left: a guard ends the reader within a second of
+  # the agent. It holds none of the agent's streams.
+  ( trap '' HUP INT QUIT TERM; while kill -0 $$ 2>/dev/null; do sleep 1; done; kill "$CAT" 2>/dev/null ) < /dev/null > /dev/null 2>&1 &
+  GUARD=$!
   # A session may start with no definition yet (every spec refused): it is armed, and EV ON adds events later.
   if [ ! -d "$I/events/$G" ] || echo 1 2>/dev/null > "$I/events/$G/enable"; then
     STATE=armed
