@@ -294,16 +294,19 @@ const kernels = new WeakMap<BinaryIndex, KernelImage | undefined>();
 
 /**
  * A kernel site as a kprobe: `SYMBOL+OFFSET` (kernel.ts), refused before anything is written when the kernel must
- * not be probed there; memory a `ustring` argument's pointer points at is user memory (`+uN(…)`), and so is its
- * string head's.
+ * not be probed there; memory a `ustring` argument's pointer points at is user memory (`+uN(…)`).
  */
 function kernelProbe(p: Omit<CompiledProbe, 'definition'>, kind: 'p' | 'r', k: KernelImage): { target: ProbeTarget; args: CompiledArg[] } {
   const s = p.site;
   const entry = kind === 'r' || (s !== undefined && (s.kind === 'entry' || s.kind === 'clone') && p.kind === 'entry');
   const why = kernelRefusal(k, p.address, entry);
   if (why) throw new ResolveError(`cannot probe the kernel there: ${why}`);
-  const user = new Set(p.args.filter((a) => a.type === 'ustring').flatMap((a) => [a.name, ...(a.headArg ? [a.headArg] : [])]));
-  const args = p.args.map((a) => (user.has(a.name) ? { ...a, fetch: a.fetch.replace(/^\+(\d)/, '+u$1') } : a));
+  // A user string goes without its head companion: kprobes take `+u` only for strings (Linux 6.1 refuses
+  // `+u0(%si):x64[8]` with "String accepts only memory argument").
+  const heads = new Set(p.args.flatMap((a) => (a.type === 'ustring' && a.headArg ? [a.headArg] : [])));
+  const args = p.args
+    .filter((a) => !heads.has(a.name))
+    .map((a) => (a.type === 'ustring' ? { ...a, headArg: undefined, fetch: a.fetch.replace(/^\+(\d)/, '+u$1') } : a));
   return { target: { type: 'kprobe', ...kernelPoint(k, p.address) }, args };
 }
 

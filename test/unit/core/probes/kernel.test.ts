@@ -49,7 +49,7 @@ test('define on a kernel image: kprobes at SYMBOL+OFFSET with DWARF-typed argume
   assert.deepEqual(entry.definition.target, { type: 'kprobe', symbol: 'traced', offset: 0n });
   assert.equal(
     formatDefinition(entry.definition),
-    'p:probelens_unbound/traced traced dfd=%di:s32 name=+u0(%si):ustring name__head=+u0(%si):x64[8] how_flags=+0(%dx):u64 probelens_comm=$comm:string',
+    'p:probelens_unbound/traced traced dfd=%di:s32 name=+u0(%si):ustring how_flags=+0(%dx):u64 probelens_comm=$comm:string',
   );
   const [ret] = await compileProbes(['traced%return $retval'], index, {});
   assert.equal(formatDefinition(ret.definition), 'r:probelens_unbound/traced_return traced retval=$retval:s64 probelens_comm=$comm:string');
