@@ -404,7 +404,7 @@ export class TraceSession {
             throw new BuildIdMismatchError(
               this.host,
               KERNEL_NOTES,
-              `the running kernel's build-id is ${e.details.join(' ') || 'unknown'}, ${opts.index.path} is build ${id.buildId}`,
+              `the running kernel's build-id is ${e.details.join(' ') || e.message}, ${opts.index.path} is build ${id.buildId}`,
               'kernel',
             );
           throw e;
