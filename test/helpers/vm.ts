@@ -13,7 +13,9 @@ import { join } from 'node:path';
 import { fixture, type FixtureName } from './fixtures';
 import { missing } from './require';
 import { atProcessEnd, freePort } from './sshd';
-import { READY_MARK, VmUnavailable, vmImage, type VmImage } from './vmImage';
+import { READY_MARK, VmUnavailable, vmDebugKernel, vmImage, type VmImage } from './vmImage';
+import { openBinary } from '../../src/core/binary';
+import { NT_GNU_BUILD_ID, parseNotes } from '../../src/core/binary/notes';
 
 export { VmUnavailable };
 
@@ -290,6 +292,39 @@ export async function requireVm(t: TestContext): Promise<VmConnection | undefine
     return undefined;
   }
   throw new Error(s.error);
+}
+
+/** The GNU build-id of the VM's running kernel, from its /sys/kernel/notes. */
+export async function vmKernelBuildId(vm: VmConnection): Promise<string> {
+  const r = await vmShell(vm, 'od -An -v -tx1 /sys/kernel/notes');
+  if (r.code !== 0) throw new Error(`reading the VM's /sys/kernel/notes failed: ${r.err}`);
+  const bytes = Buffer.from(r.out.replace(/\s+/g, ''), 'hex');
+  const note = parseNotes(bytes, true, 4, '/sys/kernel/notes', 0).find((n) => n.owner === 'GNU' && n.type === NT_GNU_BUILD_ID);
+  if (!note) throw new Error("the VM's /sys/kernel/notes holds no GNU build-id");
+  return Buffer.from(note.desc).toString('hex');
+}
+
+/**
+ * The path of the VM kernel's vmlinux with DWARF (its `-dbg` package's, extracted into the test cache once, see
+ * vmDebugKernel), after checking that its GNU build-id is the booted kernel's. Skips when it cannot be had (under
+ * CI=true: fails).
+ */
+export async function requireVmlinux(t: TestContext, vm: VmConnection): Promise<{ path: string; buildId: string } | undefined> {
+  const [pkg, version] = vm.kernelPackage.split(' ');
+  let path: string;
+  try {
+    const got = vmDebugKernel(pkg.replace(/^linux-image-/, ''), version);
+    path = got.path;
+    if (got.extractMs) t.diagnostic(`downloaded and extracted ${path} in ${got.extractMs} ms`);
+  } catch (e) {
+    if (!(e instanceof VmUnavailable)) throw e;
+    missing(t, e.message);
+    return undefined;
+  }
+  const buildId = (await openBinary(path)).buildId;
+  const running = await vmKernelBuildId(vm);
+  if (buildId !== running) throw new Error(`${path} has build-id ${buildId ?? 'none'}, the VM's kernel ${running}`);
+  return { path, buildId };
 }
 
 // --- the tier's server ---

@@ -367,3 +367,40 @@ export function vmImage(binaries: string[]): VmImage {
 export function initrdSize(image: VmImage): number {
   return statSync(image.initrd).size;
 }
+
+/**
+ * The VM kernel's `vmlinux` with its DWARF: `apt-get download` of exactly `release`/`version`'s `-dbg` package
+ * (≈ 283 MB), of which only `usr/lib/debug/boot/vmlinux-RELEASE` is extracted (`dpkg-deb --fsys-tarfile | tar -x`)
+ * into the cache, keyed by release and version; the .deb is removed afterwards. Done once: later calls return the
+ * cached file. Throws VmUnavailable when it cannot be had (no apt lists naming it, no network).
+ */
+export function vmDebugKernel(release: string, version: string): { path: string; extractMs: number } {
+  const dir = join(vmCacheRoot(), `vmlinux-${release}_${version.replace(/[^\w.+~-]/g, '_')}`);
+  const path = join(dir, `vmlinux-${release}`);
+  if (existsSync(path)) return { path, extractMs: 0 };
+  const started = Date.now();
+  mkdirSync(vmCacheRoot(), { recursive: true });
+  const tmp = mkdtempSync(join(vmCacheRoot(), '.vmlinux-'));
+  try {
+    const pkg = `linux-image-${release}-dbg`;
+    run('apt-get', ['download', '-q', `${pkg}=${version}`], tmp);
+    const deb = readdirSync(tmp).find((f) => f.endsWith('.deb'));
+    if (!deb) throw new VmUnavailable(`apt-get download ${pkg}=${version} left no .deb`);
+    const member = `./usr/lib/debug/boot/vmlinux-${release}`;
+    const r = spawnSync('sh', ['-c', 'dpkg-deb --fsys-tarfile "$1" | tar -x -C "$2" "$3"', 'sh', join(tmp, deb), tmp, member], {
+      encoding: 'utf8',
+    });
+    if (r.status !== 0) throw new VmUnavailable(`extracting ${member} from ${deb} failed: ${r.stderr.trim()}`);
+    rmSync(join(tmp, deb));
+    mkdirSync(join(tmp, 'out'));
+    renameSync(join(tmp, member), join(tmp, 'out', `vmlinux-${release}`));
+    try {
+      renameSync(join(tmp, 'out'), dir);
+    } catch (e) {
+      if (!existsSync(path)) throw e; // another process extracted it first
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  return { path, extractMs: Date.now() - started };
+}

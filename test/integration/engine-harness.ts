@@ -79,11 +79,11 @@ export function startCli(t: TestContext, args: string[], env: NodeJS.ProcessEnv,
   const waiters: Array<() => void> = [];
   child.stdout!.setEncoding('utf8').on('data', (d: string) => ((out += d), waiters.forEach((w) => w())));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => ((err += d), waiters.forEach((w) => w())));
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
-    child.once('close', (code, signal) => (res({ code, signal }), waiters.forEach((w) => w()))),
-  );
   let done = false;
-  void exit.then(() => (done = true));
+  // `done` before the waiters run: a waiter whose pattern never came must see that the CLI is gone.
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+    child.once('close', (code, signal) => ((done = true), res({ code, signal }), waiters.forEach((w) => w()))),
+  );
   t.after(() => {
     if (!done) child.kill('SIGKILL');
   });

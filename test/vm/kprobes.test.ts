@@ -2,10 +2,8 @@
 // src/core/probes/kprobe.ts builds for do_sys_openat2 are written by the agent to kprobe_events over SSH, the kernel
 // takes them, and they are gone after a stop and after kill -9 of the client.
 //
-// Not armed here yet: on this VM, a shell probed by the entry+return pair on do_sys_openat2 through the agent
-// (PID filter, instance, reader) hung in its next open, its sshd left in D state; the same probes written by hand
-// into an instance capture dfd, the user string and the return value fine. Capturing values waits until that is
-// understood.
+// Capturing values with these probes, compiled from the kernel's own DWARF, through `trace --pid`:
+// test/vm/kernelDwarf.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

@@ -282,7 +282,9 @@ export function parseLineTable(u: Unit, offset: number, headerOnly = false): Lin
   const dirs: string[] = [compDir];
   if (version >= 5) {
     const dirs = readEntries(r, u, is64).map((d) => d.path);
-    const base = join(compDir, dirs[0] ?? '');
+    // Directory 0 is the unit's compilation directory: a relative one (built with -fdebug-prefix-map, as
+    // Debian's kernel is) names comp_dir itself, not a directory below it.
+    const base = dirs[0] === undefined || dirs[0] === u.compDir ? compDir : join(compDir, dirs[0]);
     const dirPaths = dirs.map((d, i) => (i === 0 ? base : join(base, d)));
     for (const f of readEntries(r, u, is64)) files.push(join(dirPaths[f.dir] ?? base, f.path));
   } else {

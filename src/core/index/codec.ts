@@ -6,7 +6,7 @@ import { INDEX_FORMAT, type FunctionSite, type IndexData, type IndexedFunction, 
 import { Interner } from '../../shared/interner';
 import { SITE_KINDS } from '../../shared/site';
 
-export const CODEC_VERSION = 3;
+export const CODEC_VERSION = 4;
 
 export interface EncodedIndex {
   codec: typeof CODEC_VERSION;
@@ -19,7 +19,8 @@ export interface EncodedIndex {
     linkage: Uint32Array;
     file: Uint32Array;
     line: Uint32Array;
-    address: Float64Array;
+    /** 64-bit columns: a kernel's addresses lie above 2^53. */
+    address: BigUint64Array;
     fileOffset: Float64Array;
     size: Float64Array;
     inlined: Uint32Array;
@@ -38,7 +39,7 @@ export interface EncodedIndex {
   param: { name: Uint32Array; type: Uint32Array; location: Uint32Array; inferred: Uint8Array };
   site: {
     kind: Uint8Array;
-    address: Float64Array;
+    address: BigUint64Array;
     /** -1: no file offset. */
     fileOffset: Float64Array;
     dieOffset: Float64Array;
@@ -63,7 +64,7 @@ const F_PROBEABLE = 1,
   F_HAS_OFFSET = 8;
 const EXACT = 2n ** 53n;
 
-/** Encodes for the cache, or undefined when an address would not survive a float64 column (not cached then). */
+/** Encodes for the cache, or undefined when a file offset would not survive a float64 column (not cached then). */
 export function encodeIndex(d: IndexData): EncodedIndex | undefined {
   const table = new Interner();
   const list = table.strings;
@@ -74,7 +75,7 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
     linkage: new Uint32Array(n),
     file: new Uint32Array(n),
     line: new Uint32Array(n),
-    address: new Float64Array(n),
+    address: new BigUint64Array(n),
     fileOffset: new Float64Array(n),
     size: new Float64Array(n),
     inlined: new Uint32Array(n),
@@ -95,12 +96,12 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
     pi: number[] = [];
   for (let i = 0; i < n; i++) {
     const f = d.functions[i];
-    if ((f.address ?? 0n) >= EXACT || (f.fileOffset ?? 0n) >= EXACT) return undefined;
+    if ((f.fileOffset ?? 0n) >= EXACT) return undefined;
     fn.name[i] = sid(f.name);
     fn.linkage[i] = sid(f.linkageName);
     fn.file[i] = sid(f.file);
     fn.line[i] = f.line ?? 0;
-    fn.address[i] = Number(f.address ?? 0n);
+    fn.address[i] = f.address ?? 0n;
     fn.fileOffset[i] = Number(f.fileOffset ?? 0n);
     fn.size[i] = f.size;
     fn.inlined[i] = f.inlinedInstances;
@@ -118,7 +119,7 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
     fn.siteCount[i] = f.sites.length;
     fn.aliases[i] = sid(f.aliases?.join(ALIAS_SEP));
     for (const s of f.sites) {
-      if (s.address >= EXACT || (s.fileOffset ?? 0n) >= EXACT) return undefined;
+      if ((s.fileOffset ?? 0n) >= EXACT) return undefined;
       sites.push(s);
     }
     for (const p of f.params) {
@@ -131,7 +132,7 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
   // Before the string table is encoded: the site columns add strings of their own.
   const site: EncodedIndex['site'] = {
     kind: Uint8Array.from(sites, (s) => SITE_KINDS.indexOf(s.kind)),
-    address: Float64Array.from(sites, (s) => Number(s.address)),
+    address: BigUint64Array.from(sites, (s) => s.address),
     fileOffset: Float64Array.from(sites, (s) => (s.fileOffset === undefined ? -1 : Number(s.fileOffset))),
     dieOffset: Float64Array.from(sites, (s) => s.dieOffset),
     unitOffset: Float64Array.from(sites, (s) => s.unitOffset),
@@ -185,7 +186,7 @@ function materialize(e: EncodedIndex): IndexedFunction[] {
       const fo = e.site.fileOffset[j];
       sites[k] = {
         kind: SITE_KINDS[e.site.kind[j]],
-        address: BigInt(e.site.address[j]),
+        address: e.site.address[j],
         fileOffset: fo < 0 ? undefined : BigInt(fo),
         dieOffset: e.site.dieOffset[j],
         unitOffset: e.site.unitOffset[j],
@@ -204,7 +205,7 @@ function materialize(e: EncodedIndex): IndexedFunction[] {
       linkageName: opt(f.linkage[i]),
       file: opt(f.file[i]),
       line: f.line[i] || undefined,
-      address: flags & F_HAS_ADDRESS ? BigInt(f.address[i]) : undefined,
+      address: flags & F_HAS_ADDRESS ? f.address[i] : undefined,
       fileOffset: flags & F_HAS_OFFSET ? BigInt(f.fileOffset[i]) : undefined,
       size: f.size[i],
       params,
@@ -248,14 +249,14 @@ export function isEncodedIndex(v: unknown): v is EncodedIndex {
 }
 
 /** The typed-array classes a column may be. */
-type Column = typeof Uint8Array | typeof Uint32Array | typeof Float64Array;
+type Column = typeof Uint8Array | typeof Uint32Array | typeof Float64Array | typeof BigUint64Array;
 
 const FN_COLUMNS: Record<keyof EncodedIndex['fn'], Column> = {
   name: Uint32Array,
   linkage: Uint32Array,
   file: Uint32Array,
   line: Uint32Array,
-  address: Float64Array,
+  address: BigUint64Array,
   fileOffset: Float64Array,
   size: Float64Array,
   inlined: Uint32Array,
@@ -277,7 +278,7 @@ const PARAM_COLUMNS: Record<keyof EncodedIndex['param'], Column> = {
 };
 const SITE_COLUMNS: Record<Exclude<keyof EncodedIndex['site'], 'ranges'>, Column> = {
   kind: Uint8Array,
-  address: Float64Array,
+  address: BigUint64Array,
   fileOffset: Float64Array,
   dieOffset: Float64Array,
   unitOffset: Float64Array,
@@ -318,12 +319,12 @@ function validColumns(e: EncodedIndex): boolean {
     const flags = fn.flags[i];
     if (!str(fn.name[i]) || !opt(fn.linkage[i]) || !opt(fn.file[i]) || !opt(fn.reason[i]) || !opt(fn.aliases[i])) return false;
     if (fn.paramStart[i] + fn.paramCount[i] > np || fn.siteStart[i] + fn.siteCount[i] > ns) return false;
-    if ((flags & F_HAS_ADDRESS && !exact(fn.address[i])) || (flags & F_HAS_OFFSET && !exact(fn.fileOffset[i]))) return false;
+    if (flags & F_HAS_OFFSET && !exact(fn.fileOffset[i])) return false;
     if (!Number.isFinite(fn.size[i]) || !Number.isFinite(fn.unitOffset[i]) || !Number.isFinite(fn.dieOffset[i])) return false;
   }
   for (let i = 0; i < np; i++) if (!str(param.name[i]) || !str(param.type[i]) || !str(param.location[i])) return false;
   for (let i = 0; i < ns; i++) {
-    if (site.kind[i] >= SITE_KINDS.length || !exact(site.address[i])) return false;
+    if (site.kind[i] >= SITE_KINDS.length) return false;
     if (site.fileOffset[i] !== -1 && !exact(site.fileOffset[i])) return false;
     if (!Number.isFinite(site.dieOffset[i]) || !Number.isFinite(site.unitOffset[i])) return false;
     if (!opt(site.caller[i]) || !opt(site.file[i]) || !opt(site.symbol[i])) return false;

@@ -145,7 +145,9 @@ export function dwarfFileSlice(image: BinaryImage, file: string): DwarfSlice | u
   const arch = image.elf.requireProbeableArch();
   const dw = openDwarf(image.dwarf(), arch);
   if (!dw.referencesStayInUnits()) return undefined;
-  const units = dw.units().filter((u) => dw.unitFiles(u).includes(file));
+  // A relative name (`fs/open.c`) is any file ending in it at a directory boundary.
+  const names = (f: string): boolean => f === file || (!file.startsWith('/') && f.endsWith(`/${file.replace(/^\.\//, '')}`));
+  const units = dw.units().filter((u) => dw.unitFiles(u).some(names));
   return sliceOf(image, dw, units, units);
 }
 

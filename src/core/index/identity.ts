@@ -16,6 +16,8 @@ export interface BinaryIdentity {
   /** File offset and length of the build-id bytes, so a target can compare its copy without parsing ELF. */
   buildIdOffset?: number;
   buildIdLength?: number;
+  /** Offset of the build-id bytes inside their PT_NOTE segment (a kernel exports that segment as /sys/kernel/notes). */
+  buildIdNoteOffset?: number;
 }
 
 export function readBinaryIdentity(path: string): BinaryIdentity {
@@ -59,6 +61,7 @@ export function readBinaryIdentity(path: string): BinaryIdentity {
           id.buildId = notes.toString('hex', descStart, descStart + descsz);
           id.buildIdOffset = off + descStart;
           id.buildIdLength = descsz;
+          id.buildIdNoteOffset = descStart;
           return id;
         }
         q = descStart + descsz + ((align - (descsz % align)) % align);

@@ -114,10 +114,10 @@ export function scalarFetch(
 ): TypedFetch {
   const s = stripQualifiers(t, describe);
   if (override) {
-    if (override === 'string') {
+    if (override === 'string' || override === 'ustring') {
       if (p.kind === 'imm') deref(p, 0, what);
       // A string is read at the address the value holds: +0(value).
-      return { fetch: `+0(${valueFetch(p, what)})`, type: 'string', display: 'string' };
+      return { fetch: `+0(${valueFetch(p, what)})`, type: override, display: 'string' };
     }
     return {
       fetch: valueFetch(p, what),

@@ -4,7 +4,7 @@
 //          | NEWNAME=ARG | raw tracefs fetcharg (%di, +8(%sp):s32, +0(%di):string, @0x1234, $stack2)
 // Parsing is purely syntactic: whether a name exists is the compiler's business (it has the BinaryIndex).
 
-export type FetchType = 's8' | 's16' | 's32' | 's64' | 'u8' | 'u16' | 'u32' | 'u64' | 'x8' | 'x16' | 'x32' | 'x64' | 'string';
+export type FetchType = 's8' | 's16' | 's32' | 's64' | 'u8' | 'u16' | 'u32' | 'u64' | 'x8' | 'x16' | 'x32' | 'x64' | 'string' | 'ustring';
 
 const FETCH_TYPES: ReadonlySet<string> = new Set([
   's8',
@@ -20,6 +20,8 @@ const FETCH_TYPES: ReadonlySet<string> = new Set([
   'x32',
   'x64',
   'string',
+  // A string in user memory, read from a kernel probe (on a user binary, the same as string).
+  'ustring',
 ]);
 
 export type ProbePoint =
@@ -198,7 +200,7 @@ export function parseArg(token: string, spec = token, col = 0): ProbeArg {
   if (tcolon >= 0) {
     const t = token.slice(tcolon + 1);
     if (!FETCH_TYPES.has(t))
-      throw new SpecSyntaxError(spec, col + tcolon + 1, `unsupported type '${t}' (use s8…s64, u8…u64, x8…x64 or string)`);
+      throw new SpecSyntaxError(spec, col + tcolon + 1, `unsupported type '${t}' (use s8…s64, u8…u64, x8…x64, string or ustring)`);
     type = t as FetchType;
     token = token.slice(0, tcolon);
   }

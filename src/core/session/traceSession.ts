@@ -84,13 +84,21 @@ export interface SessionSummary {
   error?: string;
 }
 
+/** The running kernel's notes (its build-id among them), as the image's PT_NOTE segment holds them. */
+const KERNEL_NOTES = '/sys/kernel/notes';
+
 export class BuildIdMismatchError extends Error {
   constructor(
     readonly host: string,
     readonly path: string,
     detail: string,
+    what: 'binary' | 'kernel' = 'binary',
   ) {
-    super(`binary on ${host} differs from the local build (${path}: ${detail}): rebuild or deploy it, or pass --no-build-id-check`);
+    super(
+      what === 'kernel'
+        ? `kernel on ${host} differs from the local vmlinux (${path}: ${detail}): use the vmlinux of the kernel it runs, or pass --no-build-id-check`
+        : `binary on ${host} differs from the local build (${path}: ${detail}): rebuild or deploy it, or pass --no-build-id-check`,
+    );
     this.name = 'BuildIdMismatchError';
   }
 }
@@ -406,7 +414,26 @@ export class TraceSession {
       heartbeatTimeoutSeconds: opts.heartbeatSeconds ?? 3,
     }));
     rememberCaps(opts.target, agent.hello.caps);
-    if (!opts.noBuildIdCheck) {
+    // Kernel probes (the index is of a vmlinux) are about the running kernel: its build-id is in /sys/kernel/notes,
+    // the kernel's own copy of the image's note segment.
+    const kernel = compiled.probes.some((p) => p.definition.target.type === 'kprobe');
+    if (!opts.noBuildIdCheck && kernel) {
+      const id = readBinaryIdentity(opts.index.path);
+      if (id.buildId && id.buildIdNoteOffset !== undefined && id.buildIdLength !== undefined) {
+        try {
+          await agent.checkBuildId(KERNEL_NOTES, id.buildIdNoteOffset, id.buildIdLength, id.buildId);
+        } catch (e) {
+          if (e instanceof AgentError && e.code === 'EMISMATCH')
+            throw new BuildIdMismatchError(
+              this.host,
+              KERNEL_NOTES,
+              `the running kernel's build-id is ${e.details.join(' ') || e.message}, ${opts.index.path} is build ${id.buildId}`,
+              'kernel',
+            );
+          throw e;
+        }
+      }
+    } else if (!opts.noBuildIdCheck) {
       const id = readBinaryIdentity(opts.index.path);
       if (id.buildId && id.buildIdOffset !== undefined && id.buildIdLength !== undefined) {
         if (id.buildId !== opts.index.buildId)
@@ -424,7 +451,7 @@ export class TraceSession {
         }
       }
     }
-    await checkWriters(agent, this.host, remotePath);
+    if (!kernel) await checkWriters(agent, this.host, remotePath);
     const watchKey = (await agent.watchFiles()) ? agent.watchKey : null;
     const needsRecompile =
       (!agent.hello.caps.has('ref_ctr') &&

@@ -403,7 +403,9 @@ defs() {
     k=$((k + 1))
   done
   def_pattern
-  bad=$(printf '%s' "$batch" | grep -Ev -- "$re")
+  ure=$re
+  kdef_pattern
+  bad=$(printf '%s' "$batch" | grep -Ev -e "$ure" -e "$re")
   while IFS= read -r line; do
     [ -n "$line" ] || continue
     case "
@@ -412,7 +414,12 @@ $bad
       *"
 $line
 "*) say ERR DEF EINVAL "definition refused by the agent's pattern" ;;
-      *) def_write "$line" ;;
+      *)
+        # A uprobe names its binary by absolute path; a kernel probe never has a ' /'.
+        case "$line" in
+          *" /"*) def_write "$line" ;;
+          *) if [ -f "$T/kprobe_events" ]; then def_write "$line" kprobe_events; else say ERR DEF ENOKPROBES "this kernel has no kprobe_events (CONFIG_KPROBE_EVENTS is off)"; fi ;;
+        esac ;;
     esac
   done <<DEFS_END
 $batch

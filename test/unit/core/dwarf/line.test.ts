@@ -3,6 +3,13 @@ import { basename } from 'node:path';
 import { test } from 'node:test';
 import type { FixtureName } from '../../../helpers/fixtures';
 import { open, tool } from './oracle';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { openBinary } from '../../../../src/core/binary';
+import { openDwarf } from '../../../../src/core/dwarf';
+import { missing } from '../../../helpers/require';
+import { have, run, workDir } from '../binary/build';
 
 // readelf prints one row per line-table row: file (as the table names it), line, address, optional view, and an
 // `x` in the Stmt column for is_stmt rows; end_sequence rows show `-` as the line. Sequences that start at
@@ -98,4 +105,17 @@ test('calls-O0: file:line → addresses finds the marked loop line, and address 
   }
   assert.deepEqual(o.dw.addressesForLine(file, 100000), []);
   assert.deepEqual(o.dw.addressesForLine('/nonexistent.c', line), []);
+});
+
+test('a relative comp_dir (built with -fdebug-prefix-map, as distributions build kernels) is not joined to itself: files resolve through it once', async (t: TestContext) => {
+  if (!have('gcc')) return missing(t, 'gcc (builds the binary)');
+  const root = mkdtempSync(join(workDir, 'relative-'));
+  mkdirSync(join(root, 'build', 'out'), { recursive: true });
+  writeFileSync(join(root, 'a.c'), 'int f(int x) { return x * 3; }\nint main(void) { return f(2); }\n');
+  const bin = join(root, 'build', 'out', 'prog');
+  run('gcc', ['-g', '-gdwarf-5', '-O1', `-fdebug-prefix-map=${root}/=`, '../../a.c', '-o', bin], { cwd: join(root, 'build', 'out') });
+  assert.match(run('readelf', ['--debug-dump=info', bin]), /DW_AT_comp_dir\s*:.*: build\/out$/m, 'comp_dir is relative');
+  const dw = openDwarf((await openBinary(bin)).dwarf(), 'x86_64');
+  const [unit] = dw.units();
+  assert.deepEqual([...new Set(dw.unitFiles(unit))], ['a.c']);
 });

@@ -29,7 +29,7 @@ const DAMAGES: Record<string, Damage> = {
   'a column of another type': (e) => ((e.param as unknown as Record<string, unknown>).name = Array.from(e.param.name)),
   'a column one row short': (e) => (e.site.address = e.site.address.subarray(0, e.site.address.length - 1)),
   'a site kind out of range': (e) => (e.site.kind[0] = 200),
-  'a NaN address': (e) => (e.site.address[0] = NaN),
+  'a NaN die offset': (e) => (e.site.dieOffset[0] = NaN),
   'a fractional file offset': (e) => (e.fn.fileOffset[e.fn.flags.findIndex((f) => (f & 8) !== 0)] = 0.5),
   'a range span past the ranges': (e) => (e.site.rangeCount[0] = 0xffff),
   'a string table cut short': (e) => (e.strings = e.strings.subarray(0, 8)),

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { deserialize, serialize } from 'node:v8';
 import { buildIndex } from '../../../../src/core/index/build';
-import { decodeIndex, encodeIndex } from '../../../../src/core/index/codec';
+import { decodeIndex, encodeIndex, isEncodedIndex } from '../../../../src/core/index/codec';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
 
 test('the cache codec round-trips an index exactly (functions, params, sites and their code ranges, lines, USDT, Go facts)', async (t) => {
@@ -24,7 +24,7 @@ test('the cache codec round-trips an index exactly (functions, params, sites and
   }
 });
 
-test('an address beyond 2^53 is not squeezed into the columns: the index is then not cached', () => {
+test("a kernel's addresses (above 2^53) round-trip exactly through the columns", () => {
   const data = {
     format: 1,
     path: '/x',
@@ -36,8 +36,8 @@ test('an address beyond 2^53 is not squeezed into the columns: the index is then
     functions: [
       {
         name: 'f',
-        address: 2n ** 60n,
-        fileOffset: 0n,
+        address: 0xffffffff8134a350n,
+        fileOffset: 0x54a350n,
         size: 1,
         params: [],
         inlinedInstances: 0,
@@ -45,11 +45,17 @@ test('an address beyond 2^53 is not squeezed into the columns: the index is then
         external: true,
         unitOffset: -1,
         dieOffset: -1,
+        sites: [{ kind: 'entry', address: 0xffffffff8134a351n, fileOffset: 0x54a351n, dieOffset: 5, unitOffset: 0 }],
       },
     ],
     files: [],
     lines: { address: new Float64Array(0), line: new Uint32Array(0), file: new Uint32Array(0), flags: new Uint8Array(0) },
     usdt: [],
   } as const;
-  assert.equal(encodeIndex(structuredClone(data) as never), undefined);
+  const encoded = encodeIndex(structuredClone(data) as never);
+  assert.ok(encoded && isEncodedIndex(encoded), 'cached');
+  const back = decodeIndex(encoded).functions[0];
+  assert.equal(back.address, 0xffffffff8134a350n);
+  assert.equal(back.sites[0].address, 0xffffffff8134a351n);
+  assert.equal(back.fileOffset, 0x54a350n);
 });

@@ -35,6 +35,18 @@ test("the index for one open file has exactly that file's functions and lines of
   }
 });
 
+test("a relative file name (`fs/open.c`, as a kernel's sources are named) picks the units of the file that ends in it", async (t) => {
+  const f = await fixtureOrSkip(t, 'sites');
+  if (!f) return;
+  const whole = new BinaryIndex(await buildIndex(f.path));
+  const file = whole.sourceFiles().find((s) => s.endsWith('.c'))!;
+  const tail = file.split('/').slice(-2).join('/');
+  const part = new BinaryIndex(await buildIndex(f.path, { onlyFile: tail }));
+  assert.equal(dump(part.functionsInFile(file)), dump(whole.functionsInFile(file)));
+  assert.ok(part.functions().length < whole.functions().length);
+  assert.equal((await buildIndex(f.path, { onlyFile: `x${tail}` })).functions.length, 0, 'only at a directory boundary');
+});
+
 test('where DIEs refer across units (Go) the index for one file is the whole index', async (t) => {
   const f = await fixtureOrSkip(t, 'go');
   if (!f) return;

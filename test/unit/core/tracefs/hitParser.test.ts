@@ -158,3 +158,18 @@ test('events of other groups or unknown names are not hits; arrays are typed ele
   );
   assert.equal(p.stats.unparsed, 1);
 });
+
+test('kprobe records name their place by symbol (`(SYMBOL+0xOFF/0xLEN)`, a return `(… <- FUNCTION)`) and are hits', () => {
+  const hits: Hit[] = [];
+  const p = new HitParser({ host: 'h', events: [schema], onHit: (h) => hits.push(h) });
+  p.push('  opener-120 (120) [000] ..... 1.0: ev: (do_sys_openat2+0x0/0x166) s="/tmp/x"');
+  p.push('  opener-120 (120) [000] ..... 1.5: ev: (do_sys_open+0x5e/0xa0 <- do_sys_openat2) s="y"');
+  assert.deepEqual(
+    hits.map((h) => [h.pid, h.args.s]),
+    [
+      [120, '/tmp/x'],
+      [120, 'y'],
+    ],
+  );
+  assert.equal(p.stats.unparsed, 0);
+});

@@ -1,0 +1,71 @@
+// A stand-in for a Linux kernel image, built with the real toolchain: C compiled as the kernel is (-pg -mfentry,
+// -mcmodel=kernel) and linked at the kernel's addresses (above 2^53) by a linker script that names its
+// .noinstr.text the kernel's way, with a notrace function and one on the kprobe blacklist (NOKPROBE_SYMBOL's
+// `_kbl_addr_NAME` object). Its file is named vmlinux; its build-id is no real kernel's.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { spawnSync } from 'node:child_process';
+import { missing } from './require';
+
+const workDir = mkdtempSync(join(tmpdir(), 'probelens-minikernel-'));
+process.on('exit', () => rmSync(workDir, { recursive: true, force: true }));
+
+function run(cmd: string, args: string[]): void {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', cwd: workDir });
+  if (r.error) throw r.error;
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}): ${r.stderr}`);
+}
+
+function have(cmd: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+}
+
+const SOURCE = `
+struct how { unsigned long flags; unsigned long mode; };
+__attribute__((no_instrument_function)) void __fentry__(void) {}
+const char linux_banner[] = "Linux version 0.0-probelens-test";
+__attribute__((noinline)) long traced(int dfd, const char *name, struct how *how) { return dfd + name[0] + (long)how->flags * 3; }
+__attribute__((noinline, no_instrument_function)) int untraced(int a) { return a * 7 + 1; }
+__attribute__((noinline)) int listed(int a) { return a * 5 - 2; }
+int (*const _kbl_addr_listed)(int) __attribute__((used, section(".init.data"))) = listed;
+__attribute__((noinline, section(".noinstr.text"))) int instr_free(int a) { return a ^ 0x55; }
+__attribute__((section(".init.text"))) int start_kernel(void) {
+  struct how h = { 1, 2 };
+  return (int)traced(3, "x", &h) + untraced(1) + listed(2) + instr_free(3);
+}
+`;
+
+const SCRIPT = `
+ENTRY(start_kernel)
+SECTIONS {
+  . = 0xffffffff81000000;
+  .text : { *(.text .text.*) __noinstr_text_start = .; *(.noinstr.text) __noinstr_text_end = .; }
+  .init.text : { *(.init.text) }
+  .rodata : { *(.rodata .rodata.*) }
+  .init.data : { *(.init.data) }
+  .data : { *(.data .data.* .bss .bss.*) }
+}
+`;
+
+let built: string | undefined;
+
+/** The stand-in's path (built once per process), or undefined after marking the test skipped without gcc. */
+export function miniKernel(t: TestContext): string | undefined {
+  if (!have('gcc')) {
+    missing(t, 'gcc (builds the stand-in kernel)');
+    return undefined;
+  }
+  if (!built) {
+    writeFileSync(join(workDir, 'minikernel.c'), SOURCE);
+    writeFileSync(join(workDir, 'minikernel.lds'), SCRIPT);
+    const out = join(workDir, 'vmlinux');
+    run('gcc', [
+      ...['-O2', '-g', '-pg', '-mfentry', '-mcmodel=kernel', '-fno-pic', '-fno-asynchronous-unwind-tables', '-ffreestanding'],
+      ...['-nostdlib', '-static', '-no-pie', '-Wl,-T,minikernel.lds', '-Wl,--build-id', 'minikernel.c', '-o', out],
+    ]);
+    built = out;
+  }
+  return built;
+}

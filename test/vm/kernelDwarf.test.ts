@@ -1,0 +1,276 @@
+// The VM kernel read from its own DWARF: the `-dbg` package's vmlinux (test/helpers/vmImage.ts vmDebugKernel) is the
+// booted kernel's build (same GNU build-id as its /sys/kernel/notes), and `probelens trace VMLINUX SPEC…` over SSH
+// compiles kprobes from it (SYMBOL+OFFSET, arguments typed by DWARF, a user string read from user memory) that
+// capture a program's own open() calls in the VM; what the kernel must not probe, and a vmlinux of another build, are
+// refused before anything is written.
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  closeSync,
+  copyFileSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readBinaryIdentity } from '../../src/core/index/identity';
+import { loadIndex } from '../../src/core/index/load';
+import { isolatedEnv, scratch, startCli, sleep, type CliRun } from '../integration/engine-harness';
+import { missing } from '../helpers/require';
+import {
+  requireVm,
+  requireVmlinux,
+  vmCliFlags,
+  vmKernelBuildId,
+  vmLeftovers,
+  vmShell,
+  vmSshArgs,
+  waitVmClean,
+  type VmConnection,
+} from '../helpers/vm';
+
+const TIMEOUT = { timeout: 900_000 };
+// The CLI loads the vmlinux's index from the cache warmIndex filled, reads the image and connects: bounded, generous.
+const ARM_MS = 300_000;
+const KNOWN = '/tmp/probelens-kernel-known';
+const OPENER = '/tmp/probelens-opener';
+const OPENS = 3;
+
+// One index cache for every CLI this file starts: the vmlinux is indexed once (warmIndex), not by each CLI.
+const CACHE = mkdtempSync(join(tmpdir(), 'pl-kernel-cache-'));
+process.on('exit', () => rmSync(CACHE, { recursive: true, force: true }));
+let warmed: Promise<unknown> | undefined;
+const warmIndex = (vmlinux: string): Promise<unknown> =>
+  (warmed ??= loadIndex(vmlinux, { inWorker: true, cacheDir: join(CACHE, 'probelens', 'index') }));
+const kernelEnv = (t: TestContext): NodeJS.ProcessEnv => ({ ...isolatedEnv(t), XDG_CACHE_HOME: CACHE });
+
+test("the dbg package's vmlinux is the VM kernel's build: same GNU build-id as its /sys/kernel/notes", TIMEOUT, async (t) => {
+  const vm = await requireVm(t);
+  if (!vm) return;
+  const k = await requireVmlinux(t, vm);
+  if (!k) return;
+  assert.match(k.buildId, /^[0-9a-f]{40}$/);
+  assert.equal(k.buildId, await vmKernelBuildId(vm));
+  assert.ok(statSync(k.path).size > 300 << 20, `${k.path} is the full image with DWARF`);
+});
+
+/**
+ * A program in the VM that prints its pid, waits for a line on stdin, then opens `path` OPENS times with open(2),
+ * printing each fd it got. Built static here and copied over SSH.
+ */
+async function installOpener(t: TestContext, vm: VmConnection): Promise<boolean> {
+  const dir = scratch(t, 'pl-opener-');
+  writeFileSync(
+    join(dir, 'opener.c'),
+    `#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  char go;
+  printf("pid %d\\n", getpid());
+  fflush(stdout);
+  if (argc < 2 || read(0, &go, 1) != 1) return 2;
+  for (int i = 0; i < ${OPENS}; i++) {
+    int fd = open(argv[1], O_RDONLY);
+    printf("fd %d\\n", fd);
+    fflush(stdout);
+  }
+  return 0;
+}
+`,
+  );
+  const cc = spawnSync('gcc', ['-O2', '-static', '-o', join(dir, 'opener'), join(dir, 'opener.c')], { encoding: 'utf8' });
+  if (cc.error || cc.status !== 0) {
+    missing(t, `gcc with a static libc (builds the program run in the VM): ${cc.error?.message ?? cc.stderr}`);
+    return false;
+  }
+  const copy = spawnSync('ssh', [...vmSshArgs(vm), '--', `cat > ${OPENER} && chmod +x ${OPENER} && echo hello > ${KNOWN}`], {
+    input: readFileSync(join(dir, 'opener')),
+  });
+  assert.equal(copy.status, 0, String(copy.stderr));
+  return true;
+}
+
+/** Starts the opener in the VM; `go()` lets it open; `done` resolves with the fds it printed. */
+function startOpener(vm: VmConnection): { pid: Promise<number>; go(): void; done: Promise<number[]> } {
+  const child = spawn('ssh', [...vmSshArgs(vm), '--', `${OPENER} ${KNOWN}`], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const pid = new Promise<number>((resolve, reject) => {
+    const check = (): void => {
+      const m = /^pid (\d+)$/m.exec(out);
+      if (m) resolve(Number(m[1]));
+    };
+    child.stdout.on('data', check);
+    child.once('close', () => reject(new Error(`the opener ended before printing its pid: ${out}`)));
+  });
+  const done = new Promise<number[]>((resolve) =>
+    child.once('close', () => resolve([...out.matchAll(/^fd (-?\d+)$/gm)].map((m) => Number(m[1])))),
+  );
+  return { pid, go: () => child.stdin.end('g'), done };
+}
+
+async function armOnVm(t: TestContext, vm: VmConnection, vmlinux: string, specs: string[], extra: string[] = []): Promise<CliRun> {
+  await warmIndex(vmlinux);
+  assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
+  const cli = startCli(t, ['trace', vmlinux, ...specs, ...extra, '--json', ...vmCliFlags(vm)], kernelEnv(t));
+  // With --json the CLI says nothing when armed: armed is every event of its instance enabled on the VM.
+  const until = Date.now() + ARM_MS;
+  for (;;) {
+    const r = await vmShell(vm, 'cat /sys/kernel/tracing/instances/probelens_*/events/probelens_*/*/enable 2>/dev/null; true');
+    const enabled = r.out.split('\n').filter((l) => l.trim() === '1').length;
+    if (enabled >= specs.length) return cli;
+    if (cli.child.exitCode !== null || cli.child.signalCode !== null || Date.now() > until)
+      throw new Error(
+        `the CLI did not arm ${specs.length} events on the VM (${enabled} enabled)\nstdout:\n${cli.stdout()}\nstderr:\n${cli.stderr()}`,
+      );
+    await sleep(500);
+  }
+}
+
+interface JsonHit {
+  probe: string;
+  kind: string;
+  pid: number;
+  args: Record<string, unknown>;
+  retval?: unknown;
+}
+
+const hits = (cli: CliRun): JsonHit[] =>
+  cli
+    .stdout()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as JsonHit);
+
+test(
+  'trace VMLINUX do_sys_openat2 dfd filename:ustring how->flags and its %return $retval: the program opens a known path 3 times and each open is seen with its pid, values and fd',
+  TIMEOUT,
+  async (t) => {
+    const vm = await requireVm(t);
+    if (!vm) return;
+    const k = await requireVmlinux(t, vm);
+    if (!k || !(await installOpener(t, vm))) return;
+    const opener = startOpener(vm);
+    const pid = await opener.pid;
+    t.diagnostic(`the opener runs as pid ${pid} in the VM`);
+    const cli = await armOnVm(
+      t,
+      vm,
+      k.path,
+      ['do_sys_openat2 dfd filename:ustring how->flags', 'do_sys_openat2%return $retval'],
+      ['--pid', String(pid)],
+    );
+    const defined = (await vmShell(vm, 'cat /sys/kernel/tracing/kprobe_events')).out;
+    assert.match(defined, /^p:\S+ do_sys_openat2 .*dfd=%di:s32 filename=\+u0\(%si\):ustring .*how_flags=\+0\(%dx\):u64/m, defined);
+    assert.match(defined, /^r\d*:\S+ do_sys_openat2 .*retval=\$retval:s64/m, defined);
+    opener.go();
+    const fds = await opener.done;
+    assert.equal(fds.length, OPENS);
+    assert.ok(
+      fds.every((fd) => fd >= 0),
+      `the opens succeeded: ${fds.join(' ')}`,
+    );
+    const until = Date.now() + 120_000;
+    const mine = (): JsonHit[] => hits(cli).filter((h) => h.pid === pid);
+    while (mine().filter((h) => h.kind === 'return').length < OPENS && Date.now() < until) await sleep(250);
+    cli.child.kill('SIGINT');
+    await cli.exit;
+    const entries = mine().filter((h) => h.kind === 'entry');
+    const returns = mine().filter((h) => h.kind === 'return');
+    assert.equal(entries.length, OPENS, cli.stdout());
+    assert.equal(returns.length, OPENS, cli.stdout());
+    for (const e of entries) {
+      assert.equal(e.args.filename, KNOWN);
+      assert.equal(e.args.dfd, -100, 'AT_FDCWD');
+      // O_RDONLY, with the O_LARGEFILE the kernel adds on 64-bit.
+      assert.equal(Number(e.args.how_flags) & 0o3, 0);
+      assert.equal(Number(e.args.how_flags) & 0x8000, 0x8000);
+    }
+    assert.deepEqual(
+      returns.map((r) => r.retval),
+      fds,
+      'each return value is the fd the program got',
+    );
+    const { left, ms } = await waitVmClean(vm, 60_000);
+    assert.deepEqual(left, [], `left on the VM ${ms} ms after the CLI exited`);
+  },
+);
+
+test('a blacklisted and a notrace kernel function are refused with the reason before anything is written to the VM', TIMEOUT, async (t) => {
+  const vm = await requireVm(t);
+  if (!vm) return;
+  const k = await requireVmlinux(t, vm);
+  if (!k) return;
+  for (const [spec, why] of [
+    ['do_int3', /do_int3 is on the kernel's kprobe blacklist/],
+    ['trace_clock_local', /trace_clock_local does not call __fentry__ at its start: it is notrace/],
+    ['exc_int3', /exc_int3\+0 is in \.noinstr\.text/],
+  ] as const) {
+    await warmIndex(k.path);
+    assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
+    const cli = startCli(t, ['trace', k.path, spec, ...vmCliFlags(vm)], kernelEnv(t));
+    const { code } = await cli.exit;
+    assert.notEqual(code, 0);
+    assert.match(cli.stderr(), why);
+    assert.equal((await vmShell(vm, 'cat /sys/kernel/tracing/kprobe_events')).out, '', `${spec}: nothing was written`);
+    assert.deepEqual(await vmLeftovers(vm), []);
+  }
+  // The VM's own blacklist agrees.
+  const listed = (await vmShell(vm, 'cat /sys/kernel/debug/kprobes/blacklist')).out;
+  assert.match(listed, /\tdo_int3$/m);
+});
+
+test('kill -9 of a client tracing kernel functions: the VM holds no kprobe, uprobe, instance or reader afterwards', TIMEOUT, async (t) => {
+  const vm = await requireVm(t);
+  if (!vm) return;
+  const k = await requireVmlinux(t, vm);
+  if (!k) return;
+  const cli = await armOnVm(t, vm, k.path, ['do_sys_openat2 dfd', 'do_sys_openat2%return $retval'], ['--pid', '1']);
+  assert.match((await vmShell(vm, 'cat /sys/kernel/tracing/kprobe_events')).out, /do_sys_openat2/);
+  cli.child.kill('SIGKILL');
+  await cli.exit;
+  const { left, ms } = await waitVmClean(vm, 60_000);
+  assert.deepEqual(left, [], `left on the VM after ${ms} ms`);
+  t.diagnostic(`VM clean ${ms} ms after kill -9 of the client`);
+});
+
+test(
+  'a vmlinux of another build than the running kernel is refused naming both build-ids, before any probe is written',
+  TIMEOUT,
+  async (t) => {
+    const vm = await requireVm(t);
+    if (!vm) return;
+    const k = await requireVmlinux(t, vm);
+    if (!k) return;
+    // The same kernel with another build-id: a copy with one byte of its GNU build-id changed.
+    const id = readBinaryIdentity(k.path);
+    const other = join(scratch(t, 'pl-other-vmlinux-'), 'vmlinux-other');
+    copyFileSync(k.path, other);
+    const fd = openSync(other, 'r+');
+    const b = Buffer.alloc(1);
+    readSync(fd, b, 0, 1, id.buildIdOffset!);
+    b[0] ^= 0xff;
+    writeSync(fd, b, 0, 1, id.buildIdOffset!);
+    closeSync(fd);
+    const otherId = readBinaryIdentity(other).buildId!;
+    assert.notEqual(otherId, k.buildId);
+    assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
+    const cli = startCli(t, ['trace', other, 'do_sys_openat2 dfd', ...vmCliFlags(vm)], kernelEnv(t));
+    const { code } = await cli.exit;
+    assert.notEqual(code, 0);
+    assert.match(cli.stderr(), /kernel on \S+ differs from the local vmlinux \(\/sys\/kernel\/notes: /);
+    assert.ok(cli.stderr().includes(`build-id is ${k.buildId}`), `the running kernel's build-id is named: ${cli.stderr()}`);
+    assert.ok(cli.stderr().includes(`is build ${otherId}`), `the vmlinux's own build-id is named: ${cli.stderr()}`);
+    assert.equal((await vmShell(vm, 'cat /sys/kernel/tracing/kprobe_events')).out, '', 'nothing was written');
+    const { left } = await waitVmClean(vm, 60_000);
+    assert.deepEqual(left, []);
+  },
+);
