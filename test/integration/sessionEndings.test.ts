@@ -114,100 +114,74 @@ function causeLines(cli: CliRun): string[] {
     .filter((l) => /received until then/.test(l));
 }
 
-test(
-  'a local client stopped for 5 s (SIGSTOP, as Ctrl-Z does) comes back to its session: hits go on, losses are accounted',
-  TIMEOUT,
-  async (t) => {
-    if (!requireTracefs(t)) return;
-    const f = await fixtureOrSkip(t, 'many-O2');
-    if (!f) return;
-    const bin = privateCopy(t, f.path);
-    const cli = startCli(t, ['trace', bin, 'many_00* x'], isolatedEnv(t));
-    await cli.waitFor(/tracing \d+ probes? at 10 sites on local/, ARM_MS);
-    execFileSync(bin, ['1'], { stdio: 'ignore' });
-    await cli.waitFor(/many_009 x=0\b/, 60_000, 'stdout');
-    process.kill(cli.child.pid!, 'SIGSTOP');
-    // While the client is stopped: 10 probes × 20,000 calls, more than the buffer holds.
-    const started = Date.now();
-    execFileSync(bin, ['20000'], { stdio: 'ignore' });
-    await sleep(Math.max(0, 5000 - (Date.now() - started)));
-    process.kill(cli.child.pid!, 'SIGCONT');
-    // Back: every call is either printed or reported lost (a state, not a time), then stop.
-    const expected = 10 + 200_000;
-    const lostSoFar = () => [...cli.stderr().matchAll(/(\d+) events lost/g)].reduce((n, m) => n + Number(m[1]), 0);
-    const printedSoFar = () => (cli.stdout().match(/ many_00\d x=/g) ?? []).length;
-    const until = Date.now() + 120_000;
-    while (printedSoFar() + lostSoFar() < expected && Date.now() < until) await sleep(200);
-    t.diagnostic(`printed ${printedSoFar()}, reported lost ${lostSoFar()} of ${expected} calls`);
-    cli.child.kill('SIGINT');
-    const { code, signal } = await cli.exit;
-    assert.equal(code, 0, `exit ${code} ${signal}\n${cli.stderr()}`);
-    assert.equal(causeLines(cli).length, 0, 'no early end to report');
-    const run: Running = { cli, bin, group: '' };
-    const { printed, summary, lost } = printedAndSummary(run, false);
-    assert.deepEqual(summary, printed, 'the summary counts the hits printed');
-    const total = Object.values(printed).reduce((a, b) => a + b, 0);
-    assert.ok(lost > 0, 'the pause overflowed the buffer, and that is reported');
-    assert.equal(total + lost, expected, 'every call is printed or counted lost');
-    assert.doesNotMatch(cli.stdout(), /mismatch/, 'received + lost = the kernel count');
-  },
-);
-
 /** Whether process `pid` is stopped (state T). */
 function isStopped(pid: number): boolean {
   try {
-    const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return /\) T /.test(st);
+    return /\) T /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return false;
   }
 }
 
+/**
+ * `trace many_00* x` (over `sshd` when given) paused by `sig` for 5 s while the program makes 10 probes × 20,000 calls
+ * (more than the buffer holds), then resumed: every call is printed or reported lost, and it goes on tracing (10
+ * more calls are printed) until Ctrl-C, which ends it as asked, with a summary equal to what was printed.
+ */
+async function pauseAndResume(t: TestContext, sig: 'SIGSTOP' | 'SIGTSTP', sshd?: Sshd): Promise<void> {
+  if (!requireTracefs(t)) return;
+  const f = await fixtureOrSkip(t, 'many-O2');
+  if (!f) return;
+  const bin = privateCopy(t, f.path);
+  const cli = startCli(t, ['trace', bin, 'many_00* x', ...(sshd ? sshFlags(sshd) : [])], isolatedEnv(t));
+  await cli.waitFor(/tracing \d+ probes? at 10 sites on /, ARM_MS);
+  execFileSync(bin, ['1'], { stdio: 'ignore' });
+  await cli.waitFor(/many_009 x=0\b/, 60_000, 'stdout');
+  process.kill(cli.child.pid!, sig);
+  if (sig === 'SIGTSTP') await cli.waitFor(/paused: the targets keep tracing/, 30_000);
+  const stoppedBy = Date.now() + 30_000;
+  while (!isStopped(cli.child.pid!) && Date.now() < stoppedBy) await sleep(50);
+  assert.ok(isStopped(cli.child.pid!), 'the client is stopped');
+  const started = Date.now();
+  execFileSync(bin, ['20000'], { stdio: 'ignore' });
+  await sleep(Math.max(0, 5000 - (Date.now() - started)));
+  process.kill(cli.child.pid!, 'SIGCONT');
+  // Back: every call is either printed or reported lost (a state, not a time); then 10 calls more.
+  const lostSoFar = () => [...cli.stderr().matchAll(/(\d+) events lost/g)].reduce((n, m) => n + Number(m[1]), 0);
+  const printedSoFar = () => (cli.stdout().match(/ many_00\d x=/g) ?? []).length;
+  const accounted = async (n: number) => {
+    const until = Date.now() + 120_000;
+    while (printedSoFar() + lostSoFar() < n && Date.now() < until && cli.child.exitCode === null) await sleep(200);
+  };
+  await accounted(10 + 200_000);
+  t.diagnostic(`printed ${printedSoFar()}, reported lost ${lostSoFar()} of ${10 + 200_000} calls`);
+  execFileSync(bin, ['1'], { stdio: 'ignore' });
+  const expected = 10 + 200_000 + 10;
+  await accounted(expected);
+  cli.child.kill('SIGINT');
+  const { code, signal } = await cli.exit;
+  assert.equal(code, 0, `exit ${code} ${signal}\n${cli.stderr()}`);
+  assert.equal(causeLines(cli).length, 0, 'no early end to report');
+  const { printed, summary, lost } = printedAndSummary({ cli, bin, group: '' }, false);
+  assert.deepEqual(summary, printed, 'the summary counts the hits printed');
+  const total = Object.values(printed).reduce((a, b) => a + b, 0);
+  assert.ok(lost > 0, 'the pause overflowed the buffer, and that is reported');
+  assert.equal(total + lost, expected, 'every call is printed or counted lost');
+  assert.doesNotMatch(cli.stdout(), /mismatch/, 'received + lost = the kernel count');
+}
+
+test(
+  'a local client stopped for 5 s (SIGSTOP, as a debugger does) comes back to its session: hits go on, losses are accounted',
+  TIMEOUT,
+  (t) => pauseAndResume(t, 'SIGSTOP'),
+);
+
 test(
   'an SSH client paused by Ctrl-Z (SIGTSTP) for 5 s comes back to its session: the agent kept tracing, losses are accounted',
   TIMEOUT,
   async (t) => {
-    if (!requireTracefs(t)) return;
     const sshd = await requireSshd(t);
-    if (!sshd) return;
-    const f = await fixtureOrSkip(t, 'many-O2');
-    if (!f) return;
-    const bin = privateCopy(t, f.path);
-    const cli = startCli(t, ['trace', bin, 'many_00* x', ...sshFlags(sshd)], isolatedEnv(t));
-    await cli.waitFor(/tracing \d+ probes? at 10 sites on /, ARM_MS);
-    execFileSync(bin, ['1'], { stdio: 'ignore' });
-    await cli.waitFor(/many_009 x=0\b/, 60_000, 'stdout');
-    process.kill(cli.child.pid!, 'SIGTSTP');
-    await cli.waitFor(/paused: the targets keep tracing/, 30_000);
-    const until0 = Date.now() + 30_000;
-    while (!isStopped(cli.child.pid!) && Date.now() < until0) await sleep(50);
-    assert.ok(isStopped(cli.child.pid!), 'the client stopped itself after telling the target');
-    // While the client is stopped, longer than the heartbeat timeout: 10 probes × 20,000 calls, more than the buffer holds.
-    const started = Date.now();
-    execFileSync(bin, ['20000'], { stdio: 'ignore' });
-    await sleep(Math.max(0, 5000 - (Date.now() - started)));
-    process.kill(cli.child.pid!, 'SIGCONT');
-    const expected = 10 + 200_000;
-    const lostSoFar = () => [...cli.stderr().matchAll(/(\d+) events lost/g)].reduce((n, m) => n + Number(m[1]), 0);
-    const printedSoFar = () => (cli.stdout().match(/ many_00\d x=/g) ?? []).length;
-    const until = Date.now() + 120_000;
-    while (printedSoFar() + lostSoFar() < expected && Date.now() < until && cli.child.exitCode === null) await sleep(200);
-    t.diagnostic(`printed ${printedSoFar()}, reported lost ${lostSoFar()} of ${expected} calls`);
-    // Still tracing after the pause: a call made now is printed.
-    execFileSync(bin, ['1'], { stdio: 'ignore' });
-    const before = printedSoFar();
-    const until2 = Date.now() + 60_000;
-    while (printedSoFar() < before + 10 && Date.now() < until2 && cli.child.exitCode === null) await sleep(100);
-    cli.child.kill('SIGINT');
-    const { code, signal } = await cli.exit;
-    assert.equal(code, 0, `exit ${code} ${signal}\n${cli.stderr()}`);
-    assert.equal(causeLines(cli).length, 0, 'no early end to report');
-    const run: Running = { cli, bin, group: '' };
-    const { printed, summary, lost } = printedAndSummary(run, false);
-    assert.deepEqual(summary, printed, 'the summary counts the hits printed');
-    const total = Object.values(printed).reduce((a, b) => a + b, 0);
-    assert.equal(total + lost, expected + 10, 'every call is printed or counted lost');
-    assert.doesNotMatch(cli.stdout(), /mismatch/, 'received + lost = the kernel count');
+    if (sshd) await pauseAndResume(t, 'SIGTSTP', sshd);
   },
 );
 
