@@ -14,13 +14,13 @@ import { missing } from '../helpers/require';
 import { leftovers } from './agentHarness';
 import {
   definitionsOf,
-  groupsProbing,
   isolatedEnv,
   privateCopy,
   sshFlags,
   startCli,
   waitAllClean,
   waitForGroups,
+  waitNoGroups,
   type CliRun,
 } from './engine-harness';
 
@@ -95,7 +95,7 @@ test('SIGINT the moment the CLI says "Ctrl-C to stop": a summary, exit 0, nothin
   });
   const { code, signal } = await cli.exit;
   assert.deepEqual({ code, signal }, { code: 0, signal: null }, cli.stderr());
-  assert.deepEqual(groupsProbing(bin), []);
+  assert.deepEqual(await waitNoGroups(bin, 30_000), []);
 });
 
 test('--duration ends the session by itself and cleans up', TIMEOUT, async (t) => {

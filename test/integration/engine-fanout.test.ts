@@ -18,6 +18,7 @@ import {
   sleep,
   startCli,
   waitAllClean,
+  waitNoGroups,
   type CliRun,
 } from './engine-harness';
 
@@ -87,7 +88,7 @@ test('fan-out: three sshd hosts, one with an unverifiable host key: hits from tw
   assert.match(summary.hosts[host(bad)].error ?? '', /can't be established/);
   assert.match(cli.stderr(), new RegExp(`${host(bad).replace(/\./g, '\\.')}: The authenticity of host`));
   assert.equal((summary.hits as Record<string, number>).add_ints, hits.length, "the summary counts every host's hits");
-  assert.deepEqual(groupsProbing(s.bin), [], 'both healthy sessions cleaned up');
+  assert.deepEqual(await waitNoGroups(s.bin, 30_000), [], 'both healthy sessions cleaned up');
 });
 
 test('fan-out: a host that dies mid-session (its sshd killed) is reported; the other two keep delivering', TIMEOUT, async (t) => {

@@ -156,6 +156,19 @@ export async function waitForGroups(binPath: string, ms: number): Promise<string
   }
 }
 
+/**
+ * The groups still probing `binPath` after up to `ms`: a stopped session's agent removes its probes after the client
+ * has its summary (and may have exited), so "nothing left" is a state reached shortly after, not at the exit.
+ */
+export async function waitNoGroups(binPath: string, ms: number): Promise<string[]> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const g = groupsProbing(binPath);
+    if (g.length === 0 || Date.now() > until) return g;
+    await sleep(100);
+  }
+}
+
 /** Everything of these groups still on the machine (definitions, instances, readers) after up to `ms`. */
 export async function waitAllClean(groups: string[], ms: number): Promise<string[]> {
   const until = Date.now() + ms;
