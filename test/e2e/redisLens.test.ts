@@ -94,10 +94,12 @@ test(
         .first()
         .waitFor({ state: 'visible', timeout: 180_000 });
       await clickCodeLens(page, /^Trace$/, { line, timeout: 60_000 });
-      await codeLens(page, /Trace: 0 hits · armed/)
+      // xorObjectDigest, which holds the inlined copy, also has a computed jump whose targets are not decoded, so
+      // ProbeLens cannot prove the copy's entries and says its count is a lower bound (≥); it is exact all the same.
+      await codeLens(page, /Trace: ≥ 0 hits · armed/)
         .first()
         .waitFor({ state: 'visible', timeout: 120_000 });
-      await waitForInline(page, /^● 0 hits/, 30_000);
+      await waitForInline(page, /^● ≥ 0 hits/, 30_000);
 
       assert.equal(redisCli('RPUSH', 'probelens:list', ...LIST), String(LIST.length));
       assert.equal(redisCli('SET', 'probelens:string', 'octi fest'), 'OK');
@@ -105,10 +107,10 @@ test(
       assert.equal(digests.length, 2, 'one digest per key');
       const calls = LIST.length + 1;
 
-      await codeLens(page, new RegExp(`Trace: ${calls} hits · armed`))
+      await codeLens(page, new RegExp(`Trace: ≥ ${calls} hits · armed`))
         .first()
         .waitFor({ state: 'visible', timeout: 60_000 });
-      const inline = await waitForInline(page, new RegExp(`^● ${calls} hits`), 30_000);
+      const inline = await waitForInline(page, new RegExp(`^● ≥ ${calls} hits`), 30_000);
       t.diagnostic(`inline result: ${inline}`);
 
       const hover = await hoverInline(page, /^● /, /By site/, 60_000);
