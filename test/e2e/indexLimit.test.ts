@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { e2ePrerequisites, withCodeServer } from './harness/session';
 import { REPO_ROOT } from './harness/vsix';
-import { codeLens, openFile, runCommand, waitForNotification } from './harness/workbench';
+import { codeLens, openFile, runCommandFor, waitForNotification } from './harness/workbench';
 import { buildCWorkspace } from './inlineResults';
 
 const version = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -28,8 +28,7 @@ test(
       assert.match(text, /raise probelens\.index\.timeLimitSeconds/);
       assert.ok((await toast.getByRole('button', { name: 'Open Setting' }).count()) === 1, 'a button opens the setting');
       // Responsive: a command still runs, and no lens was drawn from an index that does not exist.
-      await runCommand(page, 'ProbeLens: Show Version', { timeout: 60_000 });
-      await waitForNotification(page, `ProbeLens ${version}`, { timeout: 60_000 });
+      await runCommandFor(page, 'ProbeLens: Show Version', `ProbeLens ${version}`, { timeout: 60_000 });
       assert.equal(await codeLens(page, /^Trace$/).count(), 0);
       await toast.getByRole('button', { name: 'Open Setting' }).click();
       await page.locator('.settings-editor').waitFor({ state: 'visible', timeout: 30_000 });

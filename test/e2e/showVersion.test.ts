@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { e2ePrerequisites, mediaScreenshot, withCodeServer } from './harness/session';
 import { REPO_ROOT } from './harness/vsix';
-import { openFile, runCommand, statusBarItem, waitForNotification } from './harness/workbench';
+import { openFile, runCommandFor, statusBarItem } from './harness/workbench';
 
 const version = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -15,8 +15,7 @@ test('"ProbeLens: Show Version" from the palette shows the version in a C worksp
     await openFile(page, 'calls.c');
     // The file opened as C, which is what activates ProbeLens (onLanguage:c).
     await statusBarItem(page, /^C$/).waitFor({ state: 'visible', timeout: 30_000 });
-    await runCommand(page, 'ProbeLens: Show Version', { timeout: 60_000 });
-    await waitForNotification(page, `ProbeLens ${version}`);
+    await runCommandFor(page, 'ProbeLens: Show Version', `ProbeLens ${version}`, { timeout: 60_000 });
     t.diagnostic(`screenshot: ${await mediaScreenshot(page, 'show-version')}`);
   });
 });
