@@ -18,6 +18,17 @@ import { definitionsOf, holdInstance, isolatedEnv, privateCopy, sshFlags, startC
 const TIMEOUT = { timeout: 300_000 };
 const SITES = 1024;
 
+/** The CLI's hit lines matching `line` once `n` of them arrived (bounded at 60 s, not timed). */
+async function waitHitLines(cli: { stdout(): string }, line: RegExp, n: number): Promise<number> {
+  const count = () =>
+    cli
+      .stdout()
+      .split('\n')
+      .filter((l) => line.test(l)).length;
+  for (let i = 0; i < 1200 && count() < n; i++) await new Promise((r) => setTimeout(r, 50));
+  return count();
+}
+
 const eventOf = (definition: string) => /^[pr]:[^/]+\/(\S+) /.exec(definition)?.[1];
 
 test(
@@ -84,13 +95,7 @@ test('Ctrl-C on a CLI trace of a 1,024-site probe over SSH: exit 0 with the summ
   assert.equal(definitionsOf(groups[0]).length, SITES);
   await runFixture({ ...f, path: bin }, ['1']);
   // Every site's line arrives before the stop (each caller ran once); bounded, not timed.
-  const hitLines = () =>
-    cli
-      .stdout()
-      .split('\n')
-      .filter((l) => /^\S+ \S+ \S+ hot \[inlined into /.test(l)).length;
-  for (let i = 0; i < 1200 && hitLines() < SITES; i++) await new Promise((r) => setTimeout(r, 50));
-  assert.equal(hitLines(), SITES, cli.stderr());
+  assert.equal(await waitHitLines(cli, /^\S+ \S+ \S+ hot \[inlined into /, SITES), SITES, cli.stderr());
   cli.child.kill('SIGINT');
   const { code } = await cli.exit;
   assert.equal(code, 0, cli.stderr());
@@ -121,13 +126,7 @@ test(
     assert.equal(defs.length, 100);
     assert.deepEqual([...new Set(defs.map(eventOf))], ['many_000'], 'one event for the 100 specs');
     await runFixture({ ...f, path: bin }, ['1']);
-    const hitLines = () =>
-      cli
-        .stdout()
-        .split('\n')
-        .filter((l) => /^\S+ \S+ \S+ many_[0-9]{3} x=0$/.test(l)).length;
-    for (let i = 0; i < 1200 && hitLines() < 100; i++) await new Promise((r) => setTimeout(r, 50));
-    assert.equal(hitLines(), 100, cli.stderr());
+    assert.equal(await waitHitLines(cli, /^\S+ \S+ \S+ many_[0-9]{3} x=0$/, 100), 100, cli.stderr());
     cli.child.kill('SIGINT');
     const { code } = await cli.exit;
     assert.equal(code, 0, cli.stderr());
@@ -156,13 +155,7 @@ for (const over of ['local', 'ssh'] as const) {
       const groups = await waitForGroups(bin, 5_000);
       assert.equal(groups.length, 1);
       await runFixture({ ...f, path: bin }, ['1']);
-      const hitLines = () =>
-        cli
-          .stdout()
-          .split('\n')
-          .filter((l) => /^\S+ \S+ \S+ hot \[inlined into /.test(l)).length;
-      for (let i = 0; i < 1200 && hitLines() < SITES; i++) await new Promise((r) => setTimeout(r, 50));
-      assert.equal(hitLines(), SITES, cli.stderr());
+      assert.equal(await waitHitLines(cli, /^\S+ \S+ \S+ hot \[inlined into /, SITES), SITES, cli.stderr());
       const release = holdInstance(groups[0]);
       t.after(release);
       cli.child.kill('SIGINT');
