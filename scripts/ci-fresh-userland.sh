@@ -57,11 +57,21 @@ bind /dev /dev
 bind /run /run
 [ -z "$keep_cache" ] || { mkdir -p /root/.cache/probelens-test; bind /root/.cache/probelens-test /root/.cache/probelens-test; }
 
-in_root() { chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
+# The certificate settings of this machine's environment pass through (an egress proxy may sign with its own CA).
+in_root() {
+  chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+    ${NODE_EXTRA_CA_CERTS:+NODE_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS} ${SSL_CERT_FILE:+SSL_CERT_FILE=$SSL_CERT_FILE} "$@"
+}
 if ! in_root sh -c 'command -v git && command -v g++ && command -v python3 && command -v make' >/dev/null 2>&1; then
   in_root apt-get update -qq
   in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     ca-certificates git python3 make g++ xz-utils >/dev/null
+fi
+# This machine's local CAs (those update-ca-certificates adds to the system bundle), as a new machine has them.
+if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  in_root update-ca-certificates >/dev/null
 fi
 if ! in_root npm --version >/dev/null 2>&1; then
   # This machine's Node.js (NodeSource's Node 20) and the npm 11 a new machine upgrades to when it starts.
