@@ -159,6 +159,31 @@ export class Dwarf implements Resolver {
     return undefined;
   }
 
+  /**
+   * Every DW_TAG_inlined_subroutine inside the subprogram DIE at `holder`, however deeply nested: its offset and
+   * code ranges [lo, hi, lo, hi…].
+   */
+  inlinedCopiesIn(holder: number): Array<{ die: number; ranges: number[] }> {
+    const u = this.unitOf(holder);
+    const r = u.reader(holder);
+    const top = nextAbbrev(u, r);
+    if (!top || !top.hasChildren) return [];
+    skipAttrs(u, r, top);
+    const out: Array<{ die: number; ranges: number[] }> = [];
+    for (let depth = 1; depth > 0 && r.pos < u.end;) {
+      const at = r.pos;
+      const a = nextAbbrev(u, r);
+      if (!a) {
+        depth--; // a null entry: the end of a DIE's children (an unknown code throws)
+        continue;
+      }
+      skipAttrs(u, r, a);
+      if (a.tag === K.TAG.inlined_subroutine) out.push({ die: at, ranges: this.codeRangesOf(at) });
+      if (a.hasChildren) depth++;
+    }
+    return out;
+  }
+
   /** Call sites and code ranges of a function's inlined copies (decoded on demand). */
   inlinedInstances(fn: FunctionInfo): InlinedInstance[] {
     if (!this.inlinedCallers) this.functions();

@@ -76,6 +76,15 @@ export async function provedEntrySites(
         const address = BigInt(hostFlat[i]);
         host.push({ start: address, bytes: image.functionBytes({ address, size: BigInt(hostFlat[i + 1] - hostFlat[i]) }) });
       }
+      const mine = new Set(copies.map((c) => c.dieOffset));
+      const others = dw
+        .inlinedCopiesIn(holder)
+        .filter((o) => !mine.has(o.die) && o.ranges.length > 0)
+        .map((o) => {
+          const rs: Array<[bigint, bigint]> = [];
+          for (let i = 0; i + 1 < o.ranges.length; i += 2) rs.push([BigInt(o.ranges[i]), BigInt(o.ranges[i + 1])]);
+          return rs;
+        });
       q = {
         arch: index.arch,
         host,
@@ -84,6 +93,7 @@ export async function provedEntrySites(
         noReturn,
         readData,
         lineOf,
+        others,
       };
     }
     const r: ReturnType<typeof findInlinedEntries> = q

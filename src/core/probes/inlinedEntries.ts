@@ -17,6 +17,13 @@
 //   outside code is a test whose other path never comes back (a loop's condition) and the copy code it leads back
 //   into is on the line of the copy's entry pc while the code that left was on another: that is the beginning of
 //   the copy again, duplicated by unrolling a loop under the one DIE, and begins a new call there;
+// - copy code that runs both inside one of its calls and after the code of an inlined copy of another function
+//   (none of its calls open) is the two calls' identical tails merged into one (cross-jumping: GCC keeps the code
+//   once and jumps to it from the other call): on the second path it ends the other function's call and begins
+//   none of this one. Copy code reached only that way begins a call, as from the caller's code.
+// Set-up code that only moves values as a register allocator does (a spill, a register copy, a constant), or only
+// jumps, is no work of a call, wherever GCC attributed it (see onlyMoves in x86decoder.ts); other set-up code that also runs
+// on a path that passes no entry may be a call whose DIE GCC merged away.
 // An entry pc reached while its own call is open (a loop head, code shared with paths that make no call) is not
 // armed, and its copy's calls go uncounted; copy code that runs both with and without a call open, computed jumps
 // and undecodable code make the holder's entries unproved. Each of these is said with its reason.
@@ -34,6 +41,12 @@ export interface InlinedEntryQuery {
   readData?: InlinedExitQuery['readData'];
   /** The source line (file:line) of an address, from the line table; without it no copy is taken to begin again. */
   lineOf?: (address: bigint) => string | undefined;
+  /**
+   * The code ranges of the holder's inlined copies of other functions (those around the copies excepted): code
+   * of a copy that such a copy's code runs into is taken for the two calls' merged tail (see the top). Without
+   * it, such code is reported as running both inside a call and outside any.
+   */
+  others?: Array<Array<[bigint, bigint]>>;
 }
 
 export interface InlinedEntry {
@@ -77,6 +90,8 @@ export type InlinedEntries =
 const hex = (a: bigint) => `0x${a.toString(16)}`;
 /** No call of the function is open. */
 const NONE = -1;
+/** No call of the function is open, and the code that ran last was an inlined copy of another function's. */
+const FOREIGN = -2;
 const MAX_ROUNDS = 64;
 
 export function findInlinedEntries(q: InlinedEntryQuery): InlinedEntries {
@@ -107,6 +122,16 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     const c = q.copies.findIndex((cp) => cp.ranges.some(([lo, hi]) => a >= lo && a < hi));
     copyOf[n] = c;
   }
+  // Instructions in the code of other functions' inlined copies (outside this function's copies).
+  const foreign = new Uint8Array(N);
+  const others = (q.others ?? []).filter((rs) => !q.copies.some((c) => rs.some(([lo, hi]) => c.entry >= lo && c.entry < hi)));
+  if (others.length > 0)
+    for (let n = 0; n < N; n++) {
+      const a = insns[n].address;
+      if (copyOf[n] < 0 && others.some((rs) => rs.some(([lo, hi]) => a >= lo && a < hi))) foreign[n] = 1;
+    }
+  // Copy code reached only from other functions' copies (never with a call open): it begins a call there.
+  const foreignBegins = new Set<number>();
   // Copies left unarmed: their code is then treated as the caller's (no entry is invented for it).
   const dropped = new Set<number>();
   const inR = (n: number) => copyOf[n] >= 0 && !dropped.has(copyOf[n]);
@@ -229,9 +254,10 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
         if (s.has(label(n))) double = n;
         out = only(label(n));
       } else if (body(n)) {
-        if (s.has(NONE) && s.size > 1)
+        const none = s.has(NONE) || (s.has(FOREIGN) && foreignBegins.has(n));
+        if (none && s.size > 1)
           throw new Unavailable('ambiguous', `the copy's code at ${hex(at)} runs both inside a call and outside any`, at);
-        if (s.has(NONE)) {
+        if (none) {
           fresh.add(n);
           out = only(label(n));
         } else out = new Set(s); // code two copies share (GCC merged their tails): still the open call
@@ -239,7 +265,7 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
       else if (hop(n)) {
         const through = toBody.get(n)!;
         out = new Set([...s].map((x) => (through.has(x) ? x : NONE)));
-      } else out = only(NONE);
+      } else out = only(foreign[n] ? FOREIGN : NONE);
       for (const t of succ[n]) if (t !== SINK) seed(t, out);
     }
     if (double !== undefined) {
@@ -260,6 +286,13 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
         });
       continue;
     }
+    // Copy code reached after another function's copy and never inside a call of this one is no merged tail: the
+    // first of it begins a call (as from the caller's code), and the next round follows that call.
+    const onlyForeign = (n: number) => body(n) && !probe.has(n) && !foreignBegins.has(n) && state.get(n)?.size === 1 && state.get(n)!.has(FOREIGN);
+    const heads = [...state.keys()].filter((n) => onlyForeign(n) && pred[n].some((p) => !onlyForeign(p)));
+    const begin = heads.length > 0 ? heads : [...state.keys()].filter(onlyForeign);
+    for (const n of begin) foreignBegins.add(n);
+    if (begin.length > 0) continue;
     if (fresh.size === 0) {
       const entries = [...probe].flatMap(([n, v]): InlinedEntry[] =>
         [v.copy, ...(v.also ?? [])].map((copy) => ({ address: insns[n].address, copy, how: v.how })),
@@ -271,7 +304,8 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
       // told apart, so the copy's count is only a lower bound.
       const flagged = new Set<number>();
       for (let n = 0; n < N; n++) {
-        if (!setup[n] || !state.has(n) || flagged.has(rep(copyOf[n]))) continue;
+        // Moves and jumps do no work of their own (see the top).
+        if (!setup[n] || insns[n].moves || insns[n].kind === 'jmp' || !state.has(n) || flagged.has(rep(copyOf[n]))) continue;
         const seen = new Uint8Array(N);
         const wl = [n];
         seen[n] = 1;

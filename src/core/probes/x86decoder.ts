@@ -99,6 +99,11 @@ export interface X86FlowInsn {
   target?: bigint;
   /** A 'jmp-indirect' through a switch table GCC laid out in the canonical way (see jumpTable). */
   table?: JumpTable;
+  /**
+   * An 'other' or 'nop' that only moves a value the way a register allocator does (see onlyMoves): it computes
+   * nothing and writes no memory but the frame's own slots.
+   */
+  moves?: true;
 }
 
 /**
@@ -156,7 +161,9 @@ export function decodeX86Flow(code: Uint8Array, address: bigint): Array<X86FlowI
           });
           if (recent.length > 8) recent.shift();
         }
-        out.push({ address: at, length: insn.length, kind: m === x.Mnemonic.Nop ? 'nop' : 'other' });
+        const step: X86FlowInsn = { address: at, length: insn.length, kind: m === x.Mnemonic.Nop ? 'nop' : 'other' };
+        if (m === x.Mnemonic.Nop || (movesOf(x).has(m) && onlyMoves(x, insn))) step.moves = true;
+        out.push(step);
         continue;
       }
       if (insn.code === x.Code.INVALID) {
@@ -190,6 +197,41 @@ export function decodeX86Flow(code: Uint8Array, address: bigint): Array<X86FlowI
     decoder.free();
   }
   return out;
+}
+
+let moveMnemonics: Set<number> | undefined;
+/** Mnemonics onlyMoves looks at further (the integer and SSE moves, LEA, the zeroing XORs). */
+function movesOf(x: typeof Iced): Set<number> {
+  const M = x.Mnemonic;
+  return (moveMnemonics ??= new Set([M.Mov, M.Lea, M.Xor, M.Pxor, M.Xorps, M.Movapd, M.Movaps, M.Movd, M.Movdqa, M.Movdqu, M.Movq, M.Movups]));
+}
+
+/**
+ * What a register allocator inserts, and nothing else: a copy between registers, a spill of a register to the
+ * frame (`mov %rbp,0x28(%rsp)`) and its reload, and a constant rematerialised into a register (an immediate,
+ * `xor %eax,%eax`, a code or data address `lea X(%rip)`, a frame address `lea N(%rsp)`). GCC gives such
+ * instructions whatever source position is near, often an inlined copy's. Stores of immediates to the frame, any
+ * other memory, and any arithmetic are the program's own work, as are the flags XOR sets but a MOV does not
+ * (which is why `xor` zeroing counts: its flags are never what the program reads after a zeroing idiom).
+ */
+function onlyMoves(x: typeof Iced, insn: Iced.Instruction): boolean {
+  const m = insn.mnemonic;
+  if (insn.segmentPrefix !== x.Register.None || insn.opCount !== 2) return false;
+  const frame = () => insn.memoryBase === x.Register.RSP && insn.memoryIndex === x.Register.None;
+  const k0 = insn.op0Kind;
+  const k1 = insn.op1Kind;
+  const reg = x.OpKind.Register;
+  if (m === x.Mnemonic.Lea)
+    return k0 === reg && insn.memoryIndex === x.Register.None && (insn.memoryBase === x.Register.RSP || insn.memoryBase === x.Register.RIP);
+  if (m === x.Mnemonic.Xor || m === x.Mnemonic.Pxor || m === x.Mnemonic.Xorps)
+    return k0 === reg && k1 === reg && insn.op0Register === insn.op1Register;
+  if (k0 === reg) return k1 === reg || (k1 === x.OpKind.Memory ? frame() : m === x.Mnemonic.Mov && isImmediate(x, k1));
+  return k0 === x.OpKind.Memory && k1 === reg && frame();
+}
+
+function isImmediate(x: typeof Iced, k: Iced.OpKind): boolean {
+  return k === x.OpKind.Immediate8 || k === x.OpKind.Immediate16 || k === x.OpKind.Immediate32 || k === x.OpKind.Immediate64 ||
+    k === x.OpKind.Immediate8to16 || k === x.OpKind.Immediate8to32 || k === x.OpKind.Immediate8to64 || k === x.OpKind.Immediate32to64;
 }
 
 /** `lea T(%rip),%rB; movslq (%rB,%rI,4),%rA; add %rB,%rA` before `jmp *%rA`, in any order of the first two. */

@@ -176,6 +176,88 @@ test('an entry pc reached again while its call is open is not armed, and says wh
   assert.match(r.notArmed[0].reason, /also runs while a call is open/);
 });
 
+test("set-up that only spills a register is no call of its own; set-up that does work is a call GCC may have merged away", () => {
+  // The copy's first instruction runs ahead of the caller's test, whose one path reaches the entry pc and whose
+  // other returns: on that path the copy's code ran and no entry did.
+  const withHead = (...head: number[]) =>
+    bytes(
+      ...head, //               0  copy (set-up), 5 bytes
+      ...[0x85, 0xf6], //       5  test %esi,%esi   caller
+      ...[0x74, 0x04], //       7  je 13            caller: the path that passes no entry
+      ...[0x83, 0xc0, 0x01], // 9  add $1,%eax      copy entry pc
+      0xc3, //                  12 ret
+      0xc3, //                  13 ret
+    );
+  const run = (code: Uint8Array) =>
+    findInlinedEntries(
+      query(code, [
+        [
+          9,
+          [
+            [0, 5],
+            [9, 12],
+          ],
+        ],
+      ]),
+    );
+  // A register allocator's spill: `mov %rbp,0x28(%rsp)`. Its reload and register copies are no work either.
+  const spill = run(withHead(0x48, 0x89, 0x6c, 0x24, 0x28));
+  assert.deepEqual(addrs(spill), [9]);
+  assert.deepEqual(spill.ok && spill.notArmed, []);
+  const copies = run(withHead(0x48, 0x89, 0xf8, 0x31, 0xc9)); // mov %rdi,%rax; xor %ecx,%ecx
+  assert.deepEqual(copies.ok && copies.notArmed, []);
+  // Work: a load through a pointer (`mov 0x28(%rdi),%rbp`), a constant stored into the frame (`movb $1,(%rsp)`),
+  // arithmetic (`add %rdi,%rax`).
+  for (const head of [
+    [0x48, 0x8b, 0x6f, 0x28, 0x90],
+    [0xc6, 0x04, 0x24, 0x01, 0x90],
+    [0x48, 0x01, 0xf8, 0x90, 0x90],
+  ]) {
+    const r = run(withHead(...head));
+    assert.deepEqual(addrs(r), [9]);
+    assert.ok(r.ok && r.notArmed.length === 1 && r.notArmed[0].armed, `${head}: ${r.ok && r.notArmed.map((n) => n.reason)}`);
+    assert.equal(r.ok && r.notArmed[0].address, B);
+    assert.match((r.ok && r.notArmed[0].reason) || '', /also runs on a path that passes no entry/);
+  }
+});
+
+test("a copy's tail that another function's copy runs into is their merged tail: it begins no call", () => {
+  const code = bytes(
+    ...[0x85, 0xff], //       0  test %edi,%edi   caller
+    ...[0x74, 0x08], //       2  je 12
+    ...[0x83, 0xc0, 0x02], // 4  add $2,%eax      another function's copy
+    ...[0x83, 0xc0, 0x03], // 7  add $3,%eax      this copy's tail, shared: the other copy runs into it
+    0xc3, //                  10 ret              caller
+    0x90, //                  11 nop
+    ...[0x83, 0xc0, 0x01], // 12 add $1,%eax      this copy's entry pc
+    ...[0xeb, 0xf6], //       15 jmp 7            to its tail
+  );
+  const ours: Array<[number, Array<[number, number]>]> = [
+    [
+      12,
+      [
+        [7, 10],
+        [12, 17],
+      ],
+    ],
+  ];
+  const other = (lo: number, hi: number): Array<[bigint, bigint]> => [[B + BigInt(lo), B + BigInt(hi)]];
+  // Without the other copy's ranges the tail is code that runs both inside a call and outside any.
+  const blind = findInlinedEntries(query(code, ours));
+  assert.equal(!blind.ok && blind.category, 'ambiguous');
+  const r = findInlinedEntries({ ...query(code, ours), others: [other(4, 7)] });
+  assert.deepEqual(addrs(r), [12]);
+  assert.deepEqual(r.ok && r.notArmed, []);
+  // A copy around this one (its ranges hold the entry pc) is the caller's code as far as this goes.
+  const around = findInlinedEntries({ ...query(code, ours), others: [other(0, 17)] });
+  assert.equal(!around.ok && around.category, 'ambiguous');
+  // Reached only after the other copy (this copy's own code never jumps there), the tail begins a call.
+  const alone = bytes(...code.slice(0, 15), 0xc3, 0x90);
+  const begins = findInlinedEntries({ ...query(alone, ours), others: [other(4, 7)] });
+  assert.deepEqual(addrs(begins), [7, 12]);
+  assert.ok(begins.ok && begins.entries[0].how === 'path');
+});
+
 test('a computed jump in the holder: entries cannot be proved', () => {
   const code = bytes(
     ...[0xff, 0xe0], //       0  jmp *%rax
