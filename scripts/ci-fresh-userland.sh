@@ -51,6 +51,9 @@ cleanup() {
   for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -R "${mounts[i]}" 2>/dev/null || umount -lR "${mounts[i]}" || true; done
 }
 trap cleanup EXIT
+# The chroot's / must be a mount point, as a machine's root is: the tests' `unshare --mount` makes the new
+# namespace's mounts private from / down, which the kernel refuses (EINVAL) on a directory that is not one.
+bind "$root" /
 bind /proc /proc
 bind /sys /sys
 bind /dev /dev
