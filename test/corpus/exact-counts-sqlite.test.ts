@@ -211,7 +211,11 @@ test('instrumented SQLite under a SQL workload: received hits equal the programâ
       `counted right: ProbeLens ${rightPL} (${exact} of them proved exact before tracing, ${short.length} lower bounds), ` +
         `perf probe ${perfExact.length}, of ${chosen.length}; wrong without saying so: ProbeLens ${differ.length + over.length}, perf probe ${perfOff.length}`,
     );
-    assert.ok(rightPL > perfExact.length, `ProbeLens counts more functions right (${rightPL}) than perf probe (${perfExact.length})`);
+    // The issue's rule: a lower bound is a miss, however the run turned out; perf probe's silent misses are misses.
+    assert.ok(
+      exact > perfExact.length,
+      `ProbeLens counts more functions exactly, proved before tracing (${exact}), than perf probe (${perfExact.length})`,
+    );
   } finally {
     if (session) await session.stop().catch(() => undefined);
     await perfDisarm(perfGroup);

@@ -254,8 +254,10 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
         if (s.has(label(n))) double = n;
         out = only(label(n));
       } else if (body(n)) {
+        // Reached with no call open (after another function's copy: only where that begins a call, see below).
         const none = s.has(NONE) || (s.has(FOREIGN) && foreignBegins.has(n));
-        if (none && s.size > 1)
+        const open = s.size - (s.has(NONE) ? 1 : 0) - (s.has(FOREIGN) ? 1 : 0);
+        if (none && open > 0)
           throw new Unavailable('ambiguous', `the copy's code at ${hex(at)} runs both inside a call and outside any`, at);
         if (none) {
           fresh.add(n);
@@ -288,7 +290,8 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     }
     // Copy code reached after another function's copy and never inside a call of this one is no merged tail: the
     // first of it begins a call (as from the caller's code), and the next round follows that call.
-    const onlyForeign = (n: number) => body(n) && !probe.has(n) && !foreignBegins.has(n) && state.get(n)?.size === 1 && state.get(n)!.has(FOREIGN);
+    const onlyForeign = (n: number) =>
+      body(n) && !probe.has(n) && !foreignBegins.has(n) && state.get(n)?.size === 1 && state.get(n)!.has(FOREIGN);
     const heads = [...state.keys()].filter((n) => onlyForeign(n) && pred[n].some((p) => !onlyForeign(p)));
     const begin = heads.length > 0 ? heads : [...state.keys()].filter(onlyForeign);
     for (const n of begin) foreignBegins.add(n);

@@ -203,7 +203,20 @@ let moveMnemonics: Set<number> | undefined;
 /** Mnemonics onlyMoves looks at further (the integer and SSE moves, LEA, the zeroing XORs). */
 function movesOf(x: typeof Iced): Set<number> {
   const M = x.Mnemonic;
-  return (moveMnemonics ??= new Set([M.Mov, M.Lea, M.Xor, M.Pxor, M.Xorps, M.Movapd, M.Movaps, M.Movd, M.Movdqa, M.Movdqu, M.Movq, M.Movups]));
+  return (moveMnemonics ??= new Set([
+    M.Mov,
+    M.Lea,
+    M.Xor,
+    M.Pxor,
+    M.Xorps,
+    M.Movapd,
+    M.Movaps,
+    M.Movd,
+    M.Movdqa,
+    M.Movdqu,
+    M.Movq,
+    M.Movups,
+  ]));
 }
 
 /**
@@ -230,8 +243,16 @@ function onlyMoves(x: typeof Iced, insn: Iced.Instruction): boolean {
 }
 
 function isImmediate(x: typeof Iced, k: Iced.OpKind): boolean {
-  return k === x.OpKind.Immediate8 || k === x.OpKind.Immediate16 || k === x.OpKind.Immediate32 || k === x.OpKind.Immediate64 ||
-    k === x.OpKind.Immediate8to16 || k === x.OpKind.Immediate8to32 || k === x.OpKind.Immediate8to64 || k === x.OpKind.Immediate32to64;
+  return (
+    k === x.OpKind.Immediate8 ||
+    k === x.OpKind.Immediate16 ||
+    k === x.OpKind.Immediate32 ||
+    k === x.OpKind.Immediate64 ||
+    k === x.OpKind.Immediate8to16 ||
+    k === x.OpKind.Immediate8to32 ||
+    k === x.OpKind.Immediate8to64 ||
+    k === x.OpKind.Immediate32to64
+  );
 }
 
 /** `lea T(%rip),%rB; movslq (%rB,%rI,4),%rA; add %rB,%rA` before `jmp *%rA`, in any order of the first two. */

@@ -176,7 +176,7 @@ test('an entry pc reached again while its call is open is not armed, and says wh
   assert.match(r.notArmed[0].reason, /also runs while a call is open/);
 });
 
-test("set-up that only spills a register is no call of its own; set-up that does work is a call GCC may have merged away", () => {
+test('set-up that only spills a register is no call of its own; set-up that does work is a call GCC may have merged away', () => {
   // The copy's first instruction runs ahead of the caller's test, whose one path reaches the entry pc and whose
   // other returns: on that path the copy's code ran and no entry did.
   const withHead = (...head: number[]) =>
@@ -256,6 +256,27 @@ test("a copy's tail that another function's copy runs into is their merged tail:
   const begins = findInlinedEntries({ ...query(alone, ours), others: [other(4, 7)] });
   assert.deepEqual(addrs(begins), [7, 12]);
   assert.ok(begins.ok && begins.entries[0].how === 'path');
+  // Reached after the other copy and from the caller's own code, never with a call open: it begins a call.
+  const both = bytes(
+    ...code.slice(0, 12), //  0…11 as above
+    ...[0x85, 0xf6], //       12 test %esi,%esi   caller
+    ...[0x74, 0xf7], //       14 je 7             into this copy's code, no call open
+    ...[0x83, 0xc0, 0x01], // 16 add $1,%eax      this copy's entry pc
+    0xc3, //                  19 ret
+  );
+  const fromBoth = findInlinedEntries({
+    ...query(both, [
+      [
+        16,
+        [
+          [7, 10],
+          [16, 19],
+        ],
+      ],
+    ]),
+    others: [other(4, 7)],
+  });
+  assert.deepEqual(addrs(fromBoth), [7, 16]);
 });
 
 test('a computed jump in the holder: entries cannot be proved', () => {
