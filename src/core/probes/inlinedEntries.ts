@@ -231,6 +231,9 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     const state = new Map<number, Set<number>>();
     const fresh = new Set<number>();
     let double: number | undefined;
+    // Copy code found running both inside a call and outside any: the entries are unproved, unless this round
+    // still passed code after another function's copy on provisionally (see below), when the next round decides.
+    let ambiguous: number | undefined;
     const w: number[] = [];
     const seed = (n: number, s: ReadonlySet<number>) => {
       let cur = state.get(n);
@@ -248,7 +251,6 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     while (w.length && double === undefined) {
       const n = w.pop()!;
       const s = state.get(n)!;
-      const at = insns[n].address;
       let out: Set<number>;
       if (probe.has(n)) {
         if (s.has(label(n))) double = n;
@@ -257,9 +259,10 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
         // Reached with no call open (after another function's copy: only where that begins a call, see below).
         const none = s.has(NONE) || (s.has(FOREIGN) && foreignBegins.has(n));
         const open = s.size - (s.has(NONE) ? 1 : 0) - (s.has(FOREIGN) ? 1 : 0);
-        if (none && open > 0)
-          throw new Unavailable('ambiguous', `the copy's code at ${hex(at)} runs both inside a call and outside any`, at);
-        if (none) {
+        if (none && open > 0) {
+          ambiguous ??= n;
+          out = new Set(s);
+        } else if (none) {
           fresh.add(n);
           out = only(label(n));
         } else out = new Set(s); // code two copies share (GCC merged their tails): still the open call
@@ -296,6 +299,10 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     const begin = heads.length > 0 ? heads : [...state.keys()].filter(onlyForeign);
     for (const n of begin) foreignBegins.add(n);
     if (begin.length > 0) continue;
+    if (ambiguous !== undefined) {
+      const at = insns[ambiguous].address;
+      throw new Unavailable('ambiguous', `the copy's code at ${hex(at)} runs both inside a call and outside any`, at);
+    }
     if (fresh.size === 0) {
       const entries = [...probe].flatMap(([n, v]): InlinedEntry[] =>
         [v.copy, ...(v.also ?? [])].map((copy) => ({ address: insns[n].address, copy, how: v.how })),

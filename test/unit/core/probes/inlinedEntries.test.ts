@@ -277,6 +277,32 @@ test("a copy's tail that another function's copy runs into is their merged tail:
     others: [other(4, 7)],
   });
   assert.deepEqual(addrs(fromBoth), [7, 16]);
+  // Such code, before it is known to begin a call, does not make code further on look ambiguous: here the
+  // caller's code after it (a test) leads back into this copy's code, which a call begun at the entry pc also runs.
+  const later = bytes(
+    ...code.slice(0, 2), //   0  test %edi,%edi   caller
+    ...[0x74, 0x0c], //       2  je 16
+    ...code.slice(4, 10), //  4  another function's copy, then this copy's code (reached only from it)
+    ...[0x85, 0xf6], //       10 test %esi,%esi   caller, between this copy's code
+    ...[0x83, 0xc0, 0x04], // 12 add $4,%eax      this copy's code
+    0xc3, //                  15 ret
+    ...[0x83, 0xc0, 0x01], // 16 add $1,%eax      this copy's entry pc
+    ...[0xeb, 0xf7], //       19 jmp 12
+  );
+  const afterOther = findInlinedEntries({
+    ...query(later, [
+      [
+        16,
+        [
+          [7, 10],
+          [12, 15],
+          [16, 21],
+        ],
+      ],
+    ]),
+    others: [other(4, 7)],
+  });
+  assert.deepEqual(addrs(afterOther), [7, 16]);
 });
 
 test('a computed jump in the holder: entries cannot be proved', () => {
