@@ -315,7 +315,10 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
       const flagged = new Set<number>();
       for (let n = 0; n < N; n++) {
         // Moves and jumps do no work of their own (see the top).
-        if (!setup[n] || insns[n].moves || insns[n].kind === 'jmp' || !state.has(n) || flagged.has(rep(copyOf[n]))) continue;
+        // Only code some path reaches with no call open: after an entry it is that call's (its loop's next round).
+        const reached = state.get(n);
+        if (!reached || !(reached.has(NONE) || reached.has(FOREIGN))) continue;
+        if (!setup[n] || insns[n].moves || insns[n].kind === 'jmp' || flagged.has(rep(copyOf[n]))) continue;
         const seen = new Uint8Array(N);
         const wl = [n];
         seen[n] = 1;

@@ -221,6 +221,25 @@ test('set-up that only spills a register is no call of its own; set-up that does
   }
 });
 
+test('copy code that only runs inside a call is no set-up of another, even where a loop reaches the entry pc again', () => {
+  // A loop entered in its middle (at the caller's test) as well as at the entry pc: the copy's code after the
+  // entry pc reaches the entry pc again without a back edge, and leaves through the caller's test, but every path
+  // to it passes the entry pc first.
+  const code = bytes(
+    ...[0x85, 0xff], //       0  test %edi,%edi   caller
+    ...[0x74, 0x07], //       2  je 11            into the loop's middle
+    ...[0x83, 0xc0, 0x01], // 4  add $1,%eax      copy entry pc
+    ...[0x48, 0x01, 0xf8], // 7  add %rdi,%rax    copy code: work, only ever after the entry pc
+    0x90, //                  10 nop              caller
+    ...[0x85, 0xf6], //       11 test %esi,%esi   caller
+    ...[0x75, 0xf5], //       13 jne 4
+    0xc3, //                  15 ret
+  );
+  const r = findInlinedEntries(query(code, [[4, [[4, 10]]]]));
+  assert.deepEqual(addrs(r), [4]);
+  assert.deepEqual(r.ok && r.notArmed, []);
+});
+
 test("a copy's tail that another function's copy runs into is their merged tail: it begins no call", () => {
   const code = bytes(
     ...[0x85, 0xff], //       0  test %edi,%edi   caller
