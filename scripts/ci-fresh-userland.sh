@@ -37,6 +37,9 @@ fi
 # The Debian sources of this machine (security updates included), and its Node.js, as a new machine has them.
 cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/" 2>/dev/null && rm -f "$root/etc/apt/sources.list"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The machine's name and hosts table, as a machine has them (sudo warns on stderr when it cannot resolve its host).
+cp /etc/hostname "$root/etc/hostname" 2>/dev/null || true
+cp /etc/hosts "$root/etc/hosts"
 
 mounts=()
 bind() {

@@ -21,9 +21,10 @@
 //   (none of its calls open) is the two calls' identical tails merged into one (cross-jumping: GCC keeps the code
 //   once and jumps to it from the other call): on the second path it ends the other function's call and begins
 //   none of this one. Copy code reached only that way begins a call, as from the caller's code.
-// Set-up code that only moves values as a register allocator does (a spill, a register copy, a constant), or only
-// jumps, is no work of a call, wherever GCC attributed it (see onlyMoves in x86decoder.ts); other set-up code that also runs
-// on a path that passes no entry may be a call whose DIE GCC merged away.
+// Set-up code that a path with no call open reaches and that also runs on a path that passes no entry may be a call
+// whose DIE GCC merged away, unless it only moves values as a register allocator does (a spill to the frame, its
+// reload, a register copy, a frame address: see onlyMoves in x86decoder.ts) or only jumps, which is no work of a call
+// wherever GCC attributed it. A constant is not such a move: it may be all a call computes.
 // An entry pc reached while its own call is open (a loop head, code shared with paths that make no call) is not
 // armed, and its copy's calls go uncounted; copy code that runs both with and without a call open, computed jumps
 // and undecodable code make the holder's entries unproved. Each of these is said with its reason.
@@ -132,6 +133,8 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     }
   // Copy code reached only from other functions' copies (never with a call open): it begins a call there.
   const foreignBegins = new Set<number>();
+  // Copy code that does no work of a call: it only moves values as a register allocator does, or only jumps.
+  const noWork = (n: number) => insns[n].moves === true || insns[n].kind === 'jmp';
   // Copies left unarmed: their code is then treated as the caller's (no entry is invented for it).
   const dropped = new Set<number>();
   const inR = (n: number) => copyOf[n] >= 0 && !dropped.has(copyOf[n]);
@@ -181,9 +184,20 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     // Copy code that begins the copy again after the caller's code (an unrolled loop): a call begins there, so
     // the code before it is the previous call's, not set-up of this one.
     const restart = beginsAgain(g, q, copyOf, inR, probe, backEdge);
+    // Code the candidate reaches within one iteration runs after it (in its call), even where it also reaches the
+    // candidate again without a back edge (a loop entered in two places): that is no set-up.
     const setup = new Uint8Array(N);
     for (const [e, info] of probe) {
       const own = new Set([info.copy, ...(info.also ?? [])].map(rep));
+      const after = new Uint8Array(N);
+      for (const w = [e]; w.length;) {
+        const n = w.pop()!;
+        for (const t of succ[n])
+          if (t !== SINK && t !== e && !after[t] && !backEdge(n, t)) {
+            after[t] = 1;
+            w.push(t);
+          }
+      }
       const seen = new Set<number>([e]);
       const w = [e];
       while (w.length) {
@@ -192,7 +206,7 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
           // Through another copy's entry (copies computed one after the other), never back through this one.
           if (seen.has(p) || p === e || backEdge(p, n) || (restart.has(n) && !inR(p))) continue;
           seen.add(p);
-          if (inR(p) && own.has(rep(copyOf[p]))) setup[p] = 1;
+          if (inR(p) && own.has(rep(copyOf[p])) && !after[p]) setup[p] = 1;
           w.push(p);
         }
       }
@@ -318,7 +332,7 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
         // Only code some path reaches with no call open: after an entry it is that call's (its loop's next round).
         const reached = state.get(n);
         if (!reached || !(reached.has(NONE) || reached.has(FOREIGN))) continue;
-        if (!setup[n] || insns[n].moves || insns[n].kind === 'jmp' || flagged.has(rep(copyOf[n]))) continue;
+        if (!setup[n] || noWork(n) || flagged.has(rep(copyOf[n]))) continue;
         const seen = new Uint8Array(N);
         const wl = [n];
         seen[n] = 1;

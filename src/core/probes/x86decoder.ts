@@ -101,7 +101,7 @@ export interface X86FlowInsn {
   table?: JumpTable;
   /**
    * An 'other' or 'nop' that only moves a value the way a register allocator does (see onlyMoves): it computes
-   * nothing and writes no memory but the frame's own slots.
+   * nothing, makes no constant, and writes no memory but the frame's own slots.
    */
   moves?: true;
 }
@@ -200,59 +200,28 @@ export function decodeX86Flow(code: Uint8Array, address: bigint): Array<X86FlowI
 }
 
 let moveMnemonics: Set<number> | undefined;
-/** Mnemonics onlyMoves looks at further (the integer and SSE moves, LEA, the zeroing XORs). */
+/** Mnemonics onlyMoves looks at further (the integer and SSE moves, LEA). */
 function movesOf(x: typeof Iced): Set<number> {
   const M = x.Mnemonic;
-  return (moveMnemonics ??= new Set([
-    M.Mov,
-    M.Lea,
-    M.Xor,
-    M.Pxor,
-    M.Xorps,
-    M.Movapd,
-    M.Movaps,
-    M.Movd,
-    M.Movdqa,
-    M.Movdqu,
-    M.Movq,
-    M.Movups,
-  ]));
+  return (moveMnemonics ??= new Set([M.Mov, M.Lea, M.Movapd, M.Movaps, M.Movd, M.Movdqa, M.Movdqu, M.Movq, M.Movups]));
 }
 
 /**
- * What a register allocator inserts, and nothing else: a copy between registers, a spill of a register to the
- * frame (`mov %rbp,0x28(%rsp)`) and its reload, and a constant rematerialised into a register (an immediate,
- * `xor %eax,%eax`, a code or data address `lea X(%rip)`, a frame address `lea N(%rsp)`). GCC gives such
- * instructions whatever source position is near, often an inlined copy's. Stores of immediates to the frame, any
- * other memory, and any arithmetic are the program's own work, as are the flags XOR sets but a MOV does not
- * (which is why `xor` zeroing counts: its flags are never what the program reads after a zeroing idiom).
+ * What a register allocator inserts to keep values where they are needed: a copy between registers, a spill of a
+ * register to the frame (`mov %rbp,0x28(%rsp)`), its reload, and the address of a frame slot (`lea N(%rsp)`). GCC
+ * gives such instructions whatever source position is near, often an inlined copy's. Constants (an immediate,
+ * `xor %eax,%eax`, an address `lea X(%rip)`) are not among them: a call of a function that returns a constant may
+ * compute nothing else. Stores of immediates to the frame, any other memory and any arithmetic are work too.
  */
 function onlyMoves(x: typeof Iced, insn: Iced.Instruction): boolean {
-  const m = insn.mnemonic;
   if (insn.segmentPrefix !== x.Register.None || insn.opCount !== 2) return false;
   const frame = () => insn.memoryBase === x.Register.RSP && insn.memoryIndex === x.Register.None;
   const k0 = insn.op0Kind;
   const k1 = insn.op1Kind;
   const reg = x.OpKind.Register;
-  if (m === x.Mnemonic.Lea)
-    return k0 === reg && insn.memoryIndex === x.Register.None && (insn.memoryBase === x.Register.RSP || insn.memoryBase === x.Register.RIP);
-  if (m === x.Mnemonic.Xor || m === x.Mnemonic.Pxor || m === x.Mnemonic.Xorps)
-    return k0 === reg && k1 === reg && insn.op0Register === insn.op1Register;
-  if (k0 === reg) return k1 === reg || (k1 === x.OpKind.Memory ? frame() : m === x.Mnemonic.Mov && isImmediate(x, k1));
+  if (insn.mnemonic === x.Mnemonic.Lea) return k0 === reg && frame();
+  if (k0 === reg) return k1 === reg || (k1 === x.OpKind.Memory && frame());
   return k0 === x.OpKind.Memory && k1 === reg && frame();
-}
-
-function isImmediate(x: typeof Iced, k: Iced.OpKind): boolean {
-  return (
-    k === x.OpKind.Immediate8 ||
-    k === x.OpKind.Immediate16 ||
-    k === x.OpKind.Immediate32 ||
-    k === x.OpKind.Immediate64 ||
-    k === x.OpKind.Immediate8to16 ||
-    k === x.OpKind.Immediate8to32 ||
-    k === x.OpKind.Immediate8to64 ||
-    k === x.OpKind.Immediate32to64
-  );
 }
 
 /** `lea T(%rip),%rB; movslq (%rB,%rI,4),%rA; add %rB,%rA` before `jmp *%rA`, in any order of the first two. */
