@@ -5,8 +5,20 @@
 // text parser. Also how trace_pipe_raw behaves when empty and what a page that lost events says.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import {
+  closeSync,
+  constants,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readSync,
+  readdirSync,
+  rmSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { frameDefinition, newSentinel } from '../../src/core/tracefs/framing';
@@ -206,7 +218,7 @@ test('uprobe hits decoded from trace_pipe_raw pages are exactly the calls made, 
   t.diagnostic(`header_page: page ${header.pageSize} bytes, data at ${header.dataOffset}, commit ${header.commitSize} bytes`);
   const pids: number[] = [];
   for (let r = 0; r < RUNS; r++) {
-    const child = spawnSync(s.bin, CALLS.flat(), { timeout: 120_000 });
+    const child: SpawnSyncReturns<Buffer> = spawnSync(s.bin, CALLS.flat(), { timeout: 120_000 });
     assert.equal(child.status, 0, String(child.stderr));
     pids.push(child.pid!);
   }
@@ -243,7 +255,9 @@ test('uprobe hits decoded from trace_pipe_raw pages are exactly the calls made, 
       recs.forEach((r, k) => (rawHits[before + k].tsText = timestampText(r.sec, r.nsec)));
     }
   }
-  t.diagnostic(`${pages} pages, ${rawHits.length} raw hits, ${textHits.length} text hits, stats ${JSON.stringify({ ...decoder.stats, lostByCpu: undefined })}`);
+  t.diagnostic(
+    `${pages} pages, ${rawHits.length} raw hits, ${textHits.length} text hits, stats ${JSON.stringify({ ...decoder.stats, lostByCpu: undefined })}`,
+  );
   // Exact order: the trace file merges the CPUs by time, as this sort does (nanoseconds apart).
   rawHits.sort((a, b) => a.ts - b.ts);
 
@@ -309,7 +323,15 @@ for (const overwrite of [true, false]) {
     const N = 20_000;
     run(s.bin, ['loop', String(N)]);
     const stats = new Map<number, { overrun: number; dropped: number }>();
-    const schema: EventSchema = { event: 'take', probe: 'take', kind: 'entry', args: [{ name: 'n', type: 's64' }, { name: 's', type: 'string' }] };
+    const schema: EventSchema = {
+      event: 'take',
+      probe: 'take',
+      kind: 'entry',
+      args: [
+        { name: 'n', type: 's64' },
+        { name: 's', type: 'string' },
+      ],
+    };
     const hits: Hit[] = [];
     const decoder = new RawHitDecoder({ host: 'local', header, events: [schema], formats: [format], onHit: (h) => hits.push(h) });
     const missedPages: number[] = [];
@@ -325,7 +347,9 @@ for (const overwrite of [true, false]) {
     }
     const overrun = [...stats.values()].reduce((a, v) => a + v.overrun, 0);
     const dropped = [...stats.values()].reduce((a, v) => a + v.dropped, 0);
-    t.diagnostic(`hits ${hits.length}, overrun ${overrun}, dropped ${dropped}, pages that lost events ${JSON.stringify(missedPages)} (-1: count not stored)`);
+    t.diagnostic(
+      `hits ${hits.length}, overrun ${overrun}, dropped ${dropped}, pages that lost events ${JSON.stringify(missedPages)} (-1: count not stored)`,
+    );
     assert.ok(overrun + dropped > 0, 'the buffer must overflow, else this test proves nothing');
     assert.equal(hits.length + overrun + dropped, N);
     // Each CPU's hits are its calls in order, none twice.

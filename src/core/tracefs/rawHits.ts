@@ -75,7 +75,8 @@ function planFor(schema: EventSchema, format: EventFormat): Plan {
     const base = { name: a.name, offset: f.offset, size: f.elemSize, signed: f.signed, count: 1, field: f, retval: a.name === retName };
     const arr = ARRAY_TYPE.exec(a.type);
     if (isStringType(a.type) || c.kind === 'string') {
-      if (!isStringType(a.type) || c.kind !== 'string') throw fail('the kernel prints it as ' + (c.kind === 'string' ? 'a string' : c.kind));
+      if (!isStringType(a.type) || c.kind !== 'string')
+        throw fail('the kernel prints it as ' + (c.kind === 'string' ? 'a string' : c.kind));
       if ((f.kind !== 'dataLoc' && f.kind !== 'relLoc') || !f.text || f.nested) throw fail(`its field is '${f.type}', not a string`);
       return { ...base, op: Op.Str };
     }
@@ -103,7 +104,7 @@ function elementOp(kind: string, hexType: boolean, f: FieldFormat, fail: (why: s
     return Op.Char;
   }
   // %d of a signed field and %u of an unsigned one print the field's value; mixed, printf would reinterpret it.
-  if ((kind === 'signed') !== f.signed) throw fail(`a ${f.signed ? 'signed' : 'unsigned'} field printed as ${kind}`);
+  if ((kind === 'signed') !== f.signed) throw fail(`${f.signed ? 'a signed' : 'an unsigned'} field printed as ${kind}`);
   return Op.Dec;
 }
 
@@ -212,7 +213,11 @@ export class RawHitDecoder {
       if (s.retval) retval = v;
       else args[s.name] = v;
     }
-    const tid = p[offset + plan.pidOffset] | (p[offset + plan.pidOffset + 1] << 8) | (p[offset + plan.pidOffset + 2] << 16) | (p[offset + plan.pidOffset + 3] << 24);
+    const tid =
+      p[offset + plan.pidOffset] |
+      (p[offset + plan.pidOffset + 1] << 8) |
+      (p[offset + plan.pidOffset + 2] << 16) |
+      (p[offset + plan.pidOffset + 3] << 24);
     const task = this.opts.task?.(tid);
     const schema = plan.schema;
     const hit: Hit = {
@@ -240,8 +245,7 @@ export class RawHitDecoder {
     if (len === 0) return null;
     const start = (s.field.kind === 'relLoc' ? o + 4 : offset) + (w & 0xffff);
     const end = start + len;
-    if (end > offset + length)
-      throw new RawDecodeError(o, `string '${s.name}' points at ${len} bytes outside its ${length}-byte record`);
+    if (end > offset + length) throw new RawDecodeError(o, `string '${s.name}' points at ${len} bytes outside its ${length}-byte record`);
     let z = start;
     let ascii = true;
     while (z < end) {
@@ -250,6 +254,8 @@ export class RawHitDecoder {
       if (b >= 0x80) ascii = false;
       z++;
     }
-    return ascii && z - start < 64 ? String.fromCharCode.apply(null, p.subarray(start, z) as unknown as number[]) : p.toString('utf8', start, z);
+    return ascii && z - start < 64
+      ? String.fromCharCode.apply(null, p.subarray(start, z) as unknown as number[])
+      : p.toString('utf8', start, z);
   }
 }
