@@ -56,6 +56,8 @@ export interface RawRecord {
   /** Offset in the page of the record's first field (common_type) and its length in bytes. */
   offset: number;
   length: number;
+  /** The decoded fields, when decodePage was given the event's format. */
+  fields?: Record<string, FieldValue>;
 }
 
 export interface RawPage {
@@ -203,10 +205,18 @@ export function forEachRecord(
   return head;
 }
 
-/** All records of a page, with its lost-events information. */
-export function decodePage(page: Uint8Array, header: HeaderPage): RawPage {
+/**
+ * All records of a page, with its lost-events information; with `formats` (by event id), each record of a known
+ * event with its decoded fields (decodeFields).
+ */
+export function decodePage(page: Uint8Array, header: HeaderPage, formats?: ReadonlyMap<number, EventFormat>): RawPage {
   const records: RawRecord[] = [];
-  const head = forEachRecord(page, header, (id, sec, nsec, offset, length) => records.push({ id, sec, nsec, offset, length }));
+  const head = forEachRecord(page, header, (id, sec, nsec, offset, length) => {
+    const r: RawRecord = { id, sec, nsec, offset, length };
+    const f = formats?.get(id);
+    if (f) r.fields = decodeFields(page, r, f);
+    records.push(r);
+  });
   return {
     sec: head.sec,
     nsec: head.nsec,

@@ -154,6 +154,17 @@ test('strings are decoded exactly: newlines, \\r, U+2028, text shaped like LOST 
     fields.map((f) => f.s),
     [...hostile, null, 'a\ufffd'],
   );
+  // Given the formats by id, decodePage decodes each known record's fields; records of other events keep only their id.
+  const other = Buffer.alloc(8);
+  other.writeUInt16LE(5, 0);
+  const mixed = new PageBuilder(T0).data(rec(1, 'CPU:0 [LOST 5 EVENTS]'), 0).data(other, 0).build();
+  assert.deepEqual(
+    decodePage(mixed, header, new Map([[format.id, format]])).records.map((r) => [r.id, r.fields?.s]),
+    [
+      [1234, 'CPU:0 [LOST 5 EVENTS]'],
+      [5, undefined],
+    ],
+  );
   assert.deepEqual(fields[0], {
     common_type: 1234,
     common_flags: 0,
