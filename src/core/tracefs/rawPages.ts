@@ -3,10 +3,10 @@
 // starts with a u32 header, type_len in its low 5 bits and time_delta in the high 27:
 //   1…28   data, type_len × 4 bytes of it after the header;
 //   0      data whose length follows in the next u32 (that length counts itself: the data is 4 bytes shorter);
-//   29     padding: time_delta 0 ends the page's data, otherwise the next u32 is its length (a discarded record);
-//          padding moves no clock;
+//   29     padding: time_delta 0 fills a tail of under 8 bytes, otherwise the next u32 is its length (a discarded
+//          record or the end of a full page); padding moves no clock;
 //   30     time-extend: next u32 × 2^27 + time_delta is added to the clock;
-//   31     absolute time-stamp: the clock becomes next u32 × 2^27 + time_delta, its top 5 bits taken from the page's.
+//   31     absolute time-stamp: the clock becomes next u32 × 2^27 + time_delta, its top 5 bits taken from the clock's.
 // A data record's time is the page timestamp plus every delta up to it, its own included. The commit word holds
 // the data's length in its low 30 bits, bit 31 "events were lost before this page" and bit 30 "their count is
 // stored as a long after the data"; on 64-bit kernels the word is a long, bits 32–63 copying bit 31.
@@ -151,8 +151,12 @@ export function forEachRecord(
       data = pos + 8;
       length = len - 4;
     } else if (type === TYPE_PADDING) {
-      // time_delta 0: nothing follows on this page (too little room was left for a record).
-      if (delta === 0) break;
+      // time_delta 0: the kernel fills a tail too short for any record (under 8 bytes) with it; anywhere else it
+      // would hide the records after it.
+      if (delta === 0) {
+        if (end - pos >= 8) throw new RawDecodeError(pos, `a length-less padding record with ${end - pos - 4} bytes of data after it`);
+        break;
+      }
       if (pos + 8 > end) throw new RawDecodeError(pos, 'a padding record without its length word');
       const len = u32(page, pos + 4);
       if (len < 4 || pos + 4 + len > end) throw new RawDecodeError(pos + 4, `padding of ${len} bytes runs past the data's end (${end})`);
@@ -177,13 +181,13 @@ export function forEachRecord(
           nsec = t.nsec;
         }
       } else {
-        // Only 59 bits fit the record: the top 5 come from the page timestamp, wrapping forward past it.
-        const pageTs = BigInt(head.sec) * 1_000_000_000n + BigInt(head.nsec);
-        const msb = pageTs & (0x1fn << 59n);
+        // Only 59 bits fit the record: the top 5 come from the clock so far, wrapping forward past it.
+        const now = BigInt(sec) * 1_000_000_000n + BigInt(nsec);
+        const msb = now & (0x1fn << 59n);
         let abs = (BigInt(hiPart) << 27n) | BigInt(delta);
         if (msb) {
           abs |= msb;
-          if (abs < pageTs) abs += 1n << 59n;
+          if (abs < now) abs += 1n << 59n;
         }
         const t = splitNs(abs);
         sec = t.sec;

@@ -67,7 +67,7 @@ test('data records with type_len 1–28 and with a length word, time deltas summ
   assert.equal(decodeFields(page, p.records[4], format).n, 3);
 });
 
-test('time-extend adds array × 2^27 + delta; an absolute time-stamp sets the clock, its top bits from the page; padding moves no clock', () => {
+test('time-extend adds array × 2^27 + delta; an absolute time-stamp sets the clock, keeping the clock’s top bits; padding moves no clock', () => {
   const ext = (5n << 27n) + 3n;
   const page = new PageBuilder(T0)
     .data(rec(0), 10)
@@ -79,8 +79,7 @@ test('time-extend adds array × 2^27 + delta; an absolute time-stamp sets the cl
     .data(rec(3), 1)
     .extend(1n << 58n) // a delta past 2^53 ns
     .data(rec(4), 0)
-    .nullPadding() // the rest of the page is empty
-    .raw(Buffer.from([0xde, 0xad, 0xbe, 0xef]))
+    .nullPadding() // fills the last 4 bytes
     .build();
   const p = decodePage(page, header);
   const t2 = T0 + 10n + ext + 20n + 30n;
@@ -90,7 +89,7 @@ test('time-extend adds array × 2^27 + delta; an absolute time-stamp sets the cl
     [0, 1, 2, 3, 4],
   );
 
-  // The record stores 59 bits: a clock past 2^59 ns takes its top bits from the page timestamp.
+  // The record stores 59 bits: a clock past 2^59 ns keeps its top bits.
   const big = (3n << 59n) + 12345n;
   const q = decodePage(new PageBuilder(big - 10n).stamp(big).data(rec(9), 2).build(), header);
   assert.deepEqual(times(q.records), [at(big + 2n)]);
@@ -230,6 +229,12 @@ test('a corrupt or truncated page is an error naming the byte, never a short rea
   throwsAt(() => decodePage(new PageBuilder(T0).raw(pad).build(), header), 20, /padding of 100 bytes runs past/);
   throwsAt(() => decodePage(new PageBuilder(T0).raw(Buffer.from([30, 0, 0, 0])).build(), header), 16, /time-extend record is cut short/);
   throwsAt(() => decodePage(new PageBuilder(T0).raw(Buffer.from([31, 0, 0, 0])).build(), header), 16, /time-stamp record is cut short/);
+  // A length-less padding is only ever the page's last few bytes: before a record it would hide it.
+  throwsAt(
+    () => decodePage(new PageBuilder(T0).nullPadding().data(rec(0), 0).build(), header),
+    16,
+    /length-less padding record with 60 bytes of data after it/,
+  );
   // Fields: a string pointing outside its record, a record shorter than its format.
   const r = rec(0, 'abc');
   r.writeUInt32LE(((40 << 16) | 52) >>> 0, 24);
