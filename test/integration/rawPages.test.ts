@@ -284,11 +284,12 @@ test('uprobe hits decoded from trace_pipe_raw pages are exactly the calls made, 
     assert.deepEqual(rh.args, th.args, `hit ${k}: the same values as the text parser's`);
     assert.equal(rh.tid, th.tid);
     assert.equal(rh.cpu, th.cpu);
-    assert.equal(rh.comm, th.comm);
+    // trace prints the comm from the kernel's small cache of names, which a busy machine may have recycled.
+    assert.ok(th.comm === rh.comm || th.comm === '<...>', `hit ${k}: comm ${JSON.stringify(th.comm)}`);
     assert.equal(parseFloat(rh.tsText), th.ts, `hit ${k}: ${rh.tsText} is the time the trace file prints`);
     const { tsText, ...plain } = rh;
     assert.ok(tsText);
-    assert.deepEqual({ ...plain, ts: th.ts }, th);
+    assert.deepEqual({ ...plain, ts: th.ts, comm: th.comm }, th);
   });
 });
 
