@@ -116,8 +116,24 @@ export function readPageHead(page: Uint8Array, header: HeaderPage): PageHead {
     lost = cs === 8 ? u32(page, end) + u32(page, end + 4) * 2 ** 32 : u32(page, end);
     if (!Number.isSafeInteger(lost)) throw new RawDecodeError(end, 'lost-events count out of range');
   }
-  const ts = new DataView(page.buffer, page.byteOffset + tso, 8).getBigUint64(0, true);
-  return { ...splitNs(ts), start, end, missed, lost };
+  const tsLo = u32(page, tso);
+  const tsHi = u32(page, tso + 4);
+  let sec: number;
+  let nsec: number;
+  if (tsHi < 0x200000) {
+    // Below 2^53 ns (104 days of uptime): exact in doubles.
+    const ts = tsHi * 2 ** 32 + tsLo;
+    sec = Math.floor(ts / NS);
+    nsec = ts - sec * NS;
+    if (nsec < 0) {
+      sec--;
+      nsec += NS;
+    } else if (nsec >= NS) {
+      sec++;
+      nsec -= NS;
+    }
+  } else ({ sec, nsec } = splitNs((BigInt(tsHi) << 32n) | BigInt(tsLo)));
+  return { sec, nsec, start, end, missed, lost };
 }
 
 /**

@@ -98,6 +98,22 @@ test('time-extend adds array × 2^27 + delta; an absolute time-stamp sets the cl
   assert.deepEqual(times(r.records), [at((4n << 59n) + 50n)]);
 });
 
+test('page timestamps are exact over the whole u64 range', () => {
+  for (const ts of [
+    0n,
+    999_999_999n,
+    1_000_000_000n,
+    2n ** 53n - 1n,
+    2n ** 53n,
+    2n ** 53n + 1n,
+    2n ** 64n - 1n,
+    9_007_199_254_740_993_123n % 2n ** 64n,
+  ]) {
+    const p = decodePage(new PageBuilder(ts).build(), header);
+    assert.deepEqual({ sec: p.sec, nsec: p.nsec }, at(ts), String(ts));
+  }
+});
+
 test('nanoseconds carry into seconds, and trace prints the time rounded to the microsecond', () => {
   const p = decodePage(new PageBuilder(999_999_999n).data(rec(0), 1).data(rec(1), 999_999).build(), header);
   assert.deepEqual(times(p.records), [at(1_000_000_000n), at(1_000_999_999n)]);
