@@ -15,7 +15,7 @@ import type { Hit, HitValue } from '../../shared/hit';
 import type { EventSchema } from './hitParser';
 import { isStringType } from './framing';
 import { FormatError, probeConversions, type EventFormat, type FieldFormat, type HeaderPage } from './rawFormat';
-import { forEachRecord, RawDecodeError, readInt } from './rawPages';
+import { forEachRecord, RawDecodeError, readInt, readPageHead } from './rawPages';
 
 const enum Op {
   Dec,
@@ -90,9 +90,10 @@ function planFor(schema: EventSchema, format: EventFormat): Plan {
     if (f.kind !== 'int') throw fail(`its field is '${f.type}'`);
     return { ...base, op: elementOp(c.kind, HEX_TYPE.test(a.type), f, fail) };
   });
-  let minSize = 0;
+  const pidOffset = format.byName.get('common_pid')!.offset;
+  let minSize = pidOffset + 4;
   for (const s of steps) minSize = Math.max(minSize, s.field.offset + s.field.size);
-  return { schema, steps, minSize, pidOffset: format.byName.get('common_pid')!.offset };
+  return { schema, steps, minSize, pidOffset };
 }
 
 function elementOp(kind: string, hexType: boolean, f: FieldFormat, fail: (why: string) => Error): Op {
@@ -163,8 +164,8 @@ export class RawHitDecoder {
   push(page: Buffer, cpu: number): void {
     this.page = page;
     this.cpu = cpu;
-    const head = forEachRecord(page, this.opts.header, this.visit);
-    this.stats.pages++;
+    // The loss came before this page's records: said first, as trace_pipe prints its LOST line first.
+    const head = readPageHead(page, this.opts.header);
     if (head.missed) {
       const n = head.lost ?? 1;
       if (head.lost === undefined) this.stats.lostUncounted++;
@@ -172,6 +173,8 @@ export class RawHitDecoder {
       this.stats.lostByCpu.set(cpu, (this.stats.lostByCpu.get(cpu) ?? 0) + n);
       this.opts.onLost?.(cpu, n);
     }
+    forEachRecord(page, this.opts.header, this.visit);
+    this.stats.pages++;
   }
 
   private record(id: number, sec: number, nsec: number, offset: number, length: number): void {

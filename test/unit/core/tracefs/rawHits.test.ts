@@ -71,17 +71,18 @@ const schemaOf = (args: ArgSpec[], extra: Partial<EventSchema> = {}): EventSchem
 function decodeOne(format: EventFormat, schema: EventSchema, pages: Buffer[], cpu = 3) {
   const hits: Hit[] = [];
   const lost: Array<[number, number]> = [];
+  const order: string[] = [];
   const d = new RawHitDecoder({
     host: 'h',
     header,
     events: [schema],
     formats: [format],
-    onHit: (h) => hits.push(h),
-    onLost: (c, n) => lost.push([c, n]),
+    onHit: (h) => (hits.push(h), order.push('hit')),
+    onLost: (c, n) => (lost.push([c, n]), order.push(`lost ${n}`)),
     task: (tid) => (tid === 77 ? { comm: 'rawfix', pid: 70 } : undefined),
   });
   for (const p of pages) d.push(p, cpu);
-  return { hits, lost, stats: d.stats };
+  return { hits, lost, order, stats: d.stats };
 }
 
 test('every argument type decodes to what the text parser makes of the same record printed by trace_pipe', () => {
@@ -261,8 +262,18 @@ test('lost events: a stored count is added as is; a page that lost an unknown nu
     new PageBuilder(2n).data(rec, 0).build({ missed: true }),
     new PageBuilder(3n).data(rec, 0).build(),
   ];
-  const { hits, lost, stats } = decodeOne(format, schemaOf(args), pages, 1);
+  const { hits, lost, order, stats } = decodeOne(format, schemaOf(args), pages, 1);
   assert.equal(hits.length, 3);
+  assert.deepEqual(order, ['lost 7', 'hit', 'lost 1', 'hit', 'hit'], 'a loss is reported before the page after it');
+  // A schema without arguments still needs the record's thread id: a record shorter than that is refused.
+  const bare = decodeOne(format, { ...schemaOf([]) }, [new PageBuilder(1n).data(recordBytes(format, 77, { a32: 1 }), 0).build()]);
+  assert.deepEqual([bare.hits[0].tid, bare.hits[0].args], [77, {}]);
+  const tiny = Buffer.alloc(4);
+  tiny.writeUInt16LE(format.id, 0);
+  assert.throws(
+    () => decodeOne(format, schemaOf([]), [new PageBuilder(1n).data(tiny, 0).build()]),
+    /a 4-byte record of 'take', whose fields need 8/,
+  );
   assert.deepEqual(lost, [
     [1, 7],
     [1, 1],
