@@ -184,20 +184,9 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     // Copy code that begins the copy again after the caller's code (an unrolled loop): a call begins there, so
     // the code before it is the previous call's, not set-up of this one.
     const restart = beginsAgain(g, q, copyOf, inR, probe, backEdge);
-    // Code the candidate reaches within one iteration runs after it (in its call), even where it also reaches the
-    // candidate again without a back edge (a loop entered in two places): that is no set-up.
     const setup = new Uint8Array(N);
     for (const [e, info] of probe) {
       const own = new Set([info.copy, ...(info.also ?? [])].map(rep));
-      const after = new Uint8Array(N);
-      for (const w = [e]; w.length;) {
-        const n = w.pop()!;
-        for (const t of succ[n])
-          if (t !== SINK && t !== e && !after[t] && !backEdge(n, t)) {
-            after[t] = 1;
-            w.push(t);
-          }
-      }
       const seen = new Set<number>([e]);
       const w = [e];
       while (w.length) {
@@ -206,7 +195,7 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
           // Through another copy's entry (copies computed one after the other), never back through this one.
           if (seen.has(p) || p === e || backEdge(p, n) || (restart.has(n) && !inR(p))) continue;
           seen.add(p);
-          if (inR(p) && own.has(rep(copyOf[p])) && !after[p]) setup[p] = 1;
+          if (inR(p) && own.has(rep(copyOf[p]))) setup[p] = 1;
           w.push(p);
         }
       }

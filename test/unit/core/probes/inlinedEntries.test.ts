@@ -242,38 +242,6 @@ test('copy code that only runs inside a call is no set-up of another, even where
   assert.deepEqual(r.ok && r.notArmed, []);
 });
 
-test("copy code after the entry pc is the call's, with the caller's code between, in a loop entered in two places", () => {
-  // The copy's code after its entry pc leaves for a caller's instruction and comes back; the loop around it is
-  // also entered at the caller's test, so that code reaches the entry pc again without a back edge.
-  const code = bytes(
-    ...[0x85, 0xff], //       0  test %edi,%edi   caller
-    ...[0x74, 0x0f], //       2  je 19            into the loop's middle
-    ...[0x83, 0xc0, 0x01], // 4  add $1,%eax      copy entry pc
-    ...[0x85, 0xc0], //       7  test %eax,%eax   copy
-    ...[0x74, 0x02], //       9  je 13            copy: out to the caller's code…
-    ...[0xeb, 0x02], //       11 jmp 15           copy
-    ...[0xff, 0xc2], //       13 inc %edx         caller, between the copy's code
-    ...[0x48, 0x01, 0xf8], // 15 add %rdi,%rax    …and back into the copy
-    0x90, //                  18 nop              caller
-    ...[0x85, 0xf6], //       19 test %esi,%esi   caller
-    ...[0x75, 0xed], //       21 jne 4
-    0xc3, //                  23 ret
-  );
-  const r = findInlinedEntries(
-    query(code, [
-      [
-        4,
-        [
-          [4, 13],
-          [15, 18],
-        ],
-      ],
-    ]),
-  );
-  assert.deepEqual(addrs(r), [4]);
-  assert.deepEqual(r.ok && r.notArmed, []);
-});
-
 test("a copy's tail that another function's copy runs into is their merged tail: it begins no call", () => {
   const code = bytes(
     ...[0x85, 0xff], //       0  test %edi,%edi   caller
