@@ -5,7 +5,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { requireTracefs } from '../helpers/tracefs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { TracefsAgent } from '../../src/core/tracefs/agentClient';
+import { AGENT_ARGV0, AGENT_PROTOCOL_VERSION, AGENT_SCRIPT } from '../../src/core/tracefs/agentScript';
 import { LocalTarget } from '../../src/core/target/local';
 import type { ExecChannel, ExecOptions, Target } from '../../src/core/target/target';
 import { SHELLS, ShellTarget, buildWorkload, defineWorkloadProbes, leftovers, runWorkload, waitClean, type Workload } from './agentHarness';
@@ -75,6 +80,39 @@ for (const [name, shell] of Object.entries(SHELLS)) {
 }
 
 for (const [name, shell] of Object.entries(SHELLS)) {
+  test(`${name}: every reply arrives when the client reads slowly and the agent's writes block`, async (t) => {
+    if (!requireTracefs(t)) return;
+    // 300 commands at once, each with a watchdog started and ended, and a reader that takes 4 KB every 10 ms: the
+    // agent's replies block on a full pipe most of the time. busybox sh lost a blocked write (and a half-read
+    // line) whenever a child's SIGCHLD interrupted it — the watchdog was a child, ended after every line — so
+    // replies went missing and a client waited forever for them.
+    const dir = mkdtempSync(join(tmpdir(), 'probelens-slowread-'));
+    try {
+      const out = join(dir, 'replies');
+      const reader = 'while :; do n=$(dd bs=4096 count=1 2>/dev/null | tee -a "$1" | wc -c); [ "$n" -gt 0 ] || break; sleep 0.01; done';
+      const nonce = 'slowread' + process.pid;
+      const r = spawnSync(
+        'sh',
+        [
+          '-c',
+          `out=$1; shift; "$@" 2>&1 >/dev/null | sh -c '${reader}' reader "$out"`,
+          'sh',
+          out,
+          ...shell,
+          '-c',
+          AGENT_SCRIPT,
+          AGENT_ARGV0,
+        ],
+        { input: `HELLO ${AGENT_PROTOCOL_VERSION} ${nonce} 2\n` + 'STATS\n'.repeat(300), timeout: 180_000 },
+      );
+      assert.equal(r.status, 0, `the agent and its reader ended (${r.error?.message ?? r.signal ?? ''})`);
+      const lines = readFileSync(out, 'utf8').split('\n');
+      assert.equal(lines.filter((l) => l.startsWith(`${nonce} OK STATS`)).length, 300, 'one OK STATS per STATS');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test(`${name}: a healthy session survives hundreds of back-to-back commands and then quiet heartbeats`, async (t) => {
     if (!requireTracefs(t)) return;
     // Every command line restarts the watchdog; one that outlived its restart would fire mid-session. A watchdog

@@ -201,8 +201,9 @@ force() {
   if grep -q "^[pr]:$1/" "$T/uprobe_events" || [ -d "$T/instances/$1" ]; then say ERR FORCE EKERNEL "could not remove all of $1"; else say OK FORCE; fi
 }
 
+# Every child that ends is waited for here, so no SIGCHLD arrives while a later reply is written (see watch).
 stop_reader() {
-  [ -n "$GUARD" ] && kill -KILL "$GUARD" 2>/dev/null
+  [ -n "$GUARD" ] && kill -KILL "$GUARD" 2>/dev/null && wait "$GUARD" 2>/dev/null
   GUARD=
   [ -n "$CAT" ] || return 0
   kill "$CAT" 2>/dev/null
@@ -278,22 +279,27 @@ quit() {
 # leaves behind is gone within a second.
 # A client that announced a pause (PAUSE: the user's Ctrl-Z over SSH, where its state is not visible here) is
 # allowed that long for this one wait; any line from it ends the allowance.
+# The watchdog is no child of the agent: it is started from a command substitution, which the agent waits for, so
+# its end (KILL, every command) sends the agent no SIGCHLD. busybox sh loses what printf writes to a full pipe, and
+# the line a read has half consumed, when a SIGCHLD interrupts them: a reply the client then waits for forever.
 watch() {
   [ "$HBS" -gt 0 ] || return 0
   lim=$HBS
   if [ "$PAUSE_S" -gt 0 ]; then lim=$PAUSE_S; PAUSE_S=0; fi
-  (
-    w=0
-    while [ $w -lt "$lim" ]; do
-      sleep 1
-      w=$((w + 1))
-      # A client that is stopped (Ctrl-Z, a debugger) is paused, not gone: its silence counts from when it runs
-      # again, with as long again to catch up on what queued meanwhile.
-      if client_stopped; then w=$((0 - lim)); fi
-    done
-    kill -ALRM $$ 2>/dev/null
-  ) < /dev/null > /dev/null 2>&1 &
-  WD=$!
+  WD=$(
+    (
+      w=0
+      while [ $w -lt "$lim" ]; do
+        sleep 1
+        w=$((w + 1))
+        # A client that is stopped (Ctrl-Z, a debugger) is paused, not gone: its silence counts from when it runs
+        # again, with as long again to catch up on what queued meanwhile.
+        if client_stopped; then w=$((0 - lim)); fi
+      done
+      kill -ALRM $$ 2>/dev/null
+    ) < /dev/null > /dev/null 2>&1 &
+    echo $!
+  )
 }
 
 # Whether the client that started this agent on this machine (the parent, or the parent of sudo or sh in
