@@ -49,6 +49,8 @@ export class Dwarf implements Resolver {
   private inlinedSubprograms: ReadonlyMap<number, number> | undefined;
   private typeScopes: Map<number, string> | undefined;
   private readonly lines = new Map<number, LineTable | null>();
+  /** inlinedCopiesIn, by holder DIE: a function query asks again for every function with copies in one holder. */
+  private readonly copiesIn = new Map<number, Array<{ die: number; ranges: number[] }>>();
   private readonly lineFiles = new Map<number, string[]>();
   readonly types: Types;
 
@@ -164,6 +166,12 @@ export class Dwarf implements Resolver {
    * code ranges [lo, hi, lo, hi…].
    */
   inlinedCopiesIn(holder: number): Array<{ die: number; ranges: number[] }> {
+    let cached = this.copiesIn.get(holder);
+    if (!cached) this.copiesIn.set(holder, (cached = this.walkInlinedCopies(holder)));
+    return cached;
+  }
+
+  private walkInlinedCopies(holder: number): Array<{ die: number; ranges: number[] }> {
     const u = this.unitOf(holder);
     const r = u.reader(holder);
     const top = nextAbbrev(u, r);

@@ -126,11 +126,19 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
   // Instructions in the code of other functions' inlined copies (outside this function's copies).
   const foreign = new Uint8Array(N);
   const others = (q.others ?? []).filter((rs) => !q.copies.some((c) => rs.some(([lo, hi]) => c.entry >= lo && c.entry < hi)));
-  if (others.length > 0)
-    for (let n = 0; n < N; n++) {
-      const a = insns[n].address;
-      if (copyOf[n] < 0 && others.some((rs) => rs.some(([lo, hi]) => a >= lo && a < hi))) foreign[n] = 1;
+  // Instructions are sorted by address: each range marks the run of them it holds (found by binary search).
+  const firstAtOrAfter = (a: bigint) => {
+    let lo = 0;
+    let hi = N;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (insns[mid].address < a) lo = mid + 1;
+      else hi = mid;
     }
+    return lo;
+  };
+  for (const rs of others)
+    for (const [lo, hi] of rs) for (let n = firstAtOrAfter(lo); n < N && insns[n].address < hi; n++) if (copyOf[n] < 0) foreign[n] = 1;
   // Copy code reached only from other functions' copies (never with a call open): it begins a call there.
   const foreignBegins = new Set<number>();
   // Copy code that does no work of a call: it only moves values as a register allocator does, or only jumps.
