@@ -4,7 +4,8 @@
 // Tests: test/unit/core/probes/inlinedEntries.fixture.test.ts, test/corpus/one-call-one-site.test.ts
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { FunctionSite, IndexedFunction } from '../index/model';
-import { findInlinedEntries, twoSitesOneCall, type InlinedEntryQuery } from './inlinedEntries';
+import { findInlinedEntries, type InlinedEntryQuery } from './inlinedEntries';
+import { twoSitesOneCall } from './oneCallCheck';
 import type { HostRange } from './inlinedExits';
 import { entryByDie, noReturnTest } from './inlinedReturns';
 import { siteContext } from './variables';
@@ -26,12 +27,16 @@ function describe(s: FunctionSite): string {
   return `the inlined copy ${hex(s.address)} in ${s.caller ?? '?'}${s.file ? ` (${s.file.replace(/^.*\//, '')}:${s.line ?? '?'})` : ''}`;
 }
 
-/** The copy's own code ranges: the site's (fragments of the same call included), else its DIE's. */
-function copyRanges(s: FunctionSite, codeRangesOf: (die: number) => number[]): Array<[bigint, bigint]> {
-  const flat = s.ranges ?? codeRangesOf(s.dieOffset);
+/** Flat [lo, hi, lo, hi…] code ranges as [lo, hi) pairs. */
+function pairs(flat: readonly number[]): Array<[bigint, bigint]> {
   const out: Array<[bigint, bigint]> = [];
   for (let i = 0; i + 1 < flat.length; i += 2) out.push([BigInt(flat[i]), BigInt(flat[i + 1])]);
   return out;
+}
+
+/** The copy's own code ranges: the site's (fragments of the same call included), else its DIE's. */
+function copyRanges(s: FunctionSite, codeRangesOf: (die: number) => number[]): Array<[bigint, bigint]> {
+  return pairs(s.ranges ?? codeRangesOf(s.dieOffset));
 }
 
 /** Where the calls of `f`'s inlined copies begin, holder by holder (see inlinedEntries.ts). */
@@ -80,11 +85,7 @@ export async function provedEntrySites(
       const others = dw
         .inlinedCopiesIn(holder)
         .filter((o) => !mine.has(o.die) && o.ranges.length > 0)
-        .map((o) => {
-          const rs: Array<[bigint, bigint]> = [];
-          for (let i = 0; i + 1 < o.ranges.length; i += 2) rs.push([BigInt(o.ranges[i]), BigInt(o.ranges[i + 1])]);
-          return rs;
-        });
+        .map((o) => pairs(o.ranges));
       q = {
         arch: index.arch,
         host,

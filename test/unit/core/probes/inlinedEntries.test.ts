@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findInlinedEntries, twoSitesOneCall, type InlinedEntryQuery } from '../../../../src/core/probes/inlinedEntries';
+import { findInlinedEntries, type InlinedEntryQuery } from '../../../../src/core/probes/inlinedEntries';
+import { twoSitesOneCall } from '../../../../src/core/probes/oneCallCheck';
 
 const B = 0x401000n;
 const bytes = (...b: number[]) => new Uint8Array(b);
