@@ -77,6 +77,28 @@ function descendants(root: number, argv0: string, needle: string): number[] {
   return out;
 }
 
+/** Start time (clock ticks since boot) of `pid`, or undefined once it is gone. */
+function startTimeOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The agent the client `client` started: its child running the agent script. The agent's heartbeat watchdog is a
+ * forked copy of the agent shell (same command line) that the agent orphans on purpose; where the client is its
+ * namespace's init, each watchdog becomes the client's child too. The agent is the oldest: it forks every watchdog.
+ */
+function agentOf(client: number): number | undefined {
+  const shells = descendants(client, 'sh', 'probelens-agent').filter((p) => ppidOf(p) === client);
+  const started = shells.map((p) => [p, startTimeOf(p)] as const).filter((e): e is readonly [number, number] => e[1] !== undefined);
+  started.sort((a, b) => a[1] - b[1] || a[0] - b[0]);
+  return started[0]?.[0];
+}
+
 /** Exited: gone, or a zombie (in a namespace whose init does not reap, an orphan stays one). */
 function exited(pid: number): boolean {
   try {
@@ -174,9 +196,7 @@ test("kill -9 of a client in a container that is not the namespace's init: its o
   const [client] = await until('the client', () =>
     [descendants(child.pid!, process.execPath, 'agentClientProcess.ts')].find((l) => l.length === 1),
   );
-  const [agent] = await until('the agent', () =>
-    [descendants(client, 'sh', 'probelens-agent').filter((p) => ppidOf(p) === client)].find((l) => l.length === 1),
-  );
+  const agent = await until('the agent', () => agentOf(client));
   assert.ok(leftovers(group).length >= 3, 'armed before the kill');
   process.kill(client, 'SIGKILL');
   // Sweeps never touch a group whose owner is alive: what is gone by the time the agent has exited, the agent removed.
@@ -192,9 +212,7 @@ test("kill -9 of a client that is its namespace's init takes the agent with it: 
   const [client] = await until('the client', () =>
     [descendants(child.pid!, process.execPath, 'agentClientProcess.ts')].find((l) => l.length === 1),
   );
-  const [agent] = await until('the agent', () =>
-    [descendants(client, 'sh', 'probelens-agent').filter((p) => ppidOf(p) === client)].find((l) => l.length === 1),
-  );
+  const agent = await until('the agent', () => agentOf(client));
   process.kill(client, 'SIGKILL');
   await until('the agent to be killed with its namespace', () => (exited(agent) ? true : undefined));
   const before = leftovers(group);
