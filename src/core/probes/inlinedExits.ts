@@ -186,7 +186,7 @@ const MAX_TABLE = 4096;
  * table's entries all are; reading on past its end can only add edges that never run, which the proof below
  * treats like any other path (it may refuse more, never accept less).
  */
-function tableTargets(t: JumpTable, read: NonNullable<InlinedExitQuery['readData']>, at: ReadonlyMap<bigint, number>): number[] {
+export function tableTargets(t: JumpTable, read: NonNullable<InlinedExitQuery['readData']>, at: ReadonlyMap<bigint, number>): number[] {
   const size = t.entry === 'rel32' ? 4 : 8;
   const out = new Set<number>();
   for (let k = 0; k < MAX_TABLE; k++) {

@@ -4,6 +4,7 @@ import type { BinaryIndex } from '../index/binaryIndex';
 import type { FunctionSite } from '../index/model';
 import { inherited } from '../dwarf/functions';
 import { findInlinedExits, type HostRange, type InlinedExits } from './inlinedExits';
+import { LayoutNoReturn, type CodeRange } from './layoutNoReturn';
 import { siteContext, type SiteContext } from './variables';
 
 const DW_AT_NORETURN = 0x87;
@@ -44,12 +45,47 @@ export function entryByDie(index: BinaryIndex): Map<number, bigint> {
   return m;
 }
 
+/** Callees the compiler treated as never returning (see layoutNoReturn.ts), per index. */
+const byLayout = new WeakMap<BinaryIndex, LayoutNoReturn>();
+
+function neverReturnsByLayout(index: BinaryIndex, ctx: SiteContext): LayoutNoReturn {
+  let set = byLayout.get(index);
+  if (set) return set;
+  const dw = ctx.access.dwarf;
+  const functions: CodeRange[][] = [];
+  for (const f of index.functions()) {
+    for (const s of f.sites) {
+      if (s.kind === 'inlined') continue;
+      const flat = s.ranges ?? (s.dieOffset >= 0 ? dw.codeRangesOf(s.dieOffset) : []);
+      const ranges: CodeRange[] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) ranges.push({ start: BigInt(flat[i]), end: BigInt(flat[i + 1]) });
+      if (ranges.length === 0 && s.kind === 'entry' && f.size > 0) ranges.push({ start: s.address, end: s.address + BigInt(f.size) });
+      if (ranges.length > 0) functions.push(ranges);
+    }
+  }
+  const read = (start: bigint, size: number): Uint8Array | undefined => {
+    try {
+      return ctx.access.image.functionBytes({ address: start, size: BigInt(size) });
+    } catch {
+      return undefined; // not in a loaded segment
+    }
+  };
+  set = new LayoutNoReturn(functions, read, (t) => index.functionContaining(t)?.address === t);
+  byLayout.set(index, set);
+  return set;
+}
+
+/**
+ * Whether a direct call to `target` never returns: a function known not to (by name: libc's, the runtimes'), one
+ * DWARF marks DW_AT_noreturn, or one the compiler laid out as never returning (layoutNoReturn.ts).
+ */
 export function noReturnTest(index: BinaryIndex, ctx: SiteContext): (target: bigint) => boolean {
   const dw = ctx.access.dwarf;
   return (target) => {
     const fn = index.functionContaining(target);
     if (!fn || fn.address !== target) return false;
     if (NO_RETURN.has(fn.name) || fn.aliases?.some((a) => NO_RETURN.has(a))) return true;
+    if (neverReturnsByLayout(index, ctx).has(target)) return true;
     if (fn.dieOffset < 0) return false;
     return inherited(dw, dw.dieAt(fn.dieOffset), (d) => (d.has(DW_AT_NORETURN) ? true : undefined)) === true;
   };
