@@ -95,10 +95,16 @@ function run(bin: string): Promise<Run> {
   });
 }
 
+/** Polls `cond` until it holds, up to `ms`. Its last answer is the verdict: asked again, a state seen for an instant
+ * (a watcher's 50 ms sleep) may be gone. */
 async function until(cond: () => boolean, ms: number, what: () => string): Promise<void> {
   const end = Date.now() + ms;
-  while (!cond() && Date.now() < end) await sleep(20);
-  assert.ok(cond(), what());
+  let held = cond();
+  while (!held && Date.now() < end) {
+    await sleep(20);
+    held = cond();
+  }
+  assert.ok(held, what());
 }
 
 /** Starts the CLI on a fresh copy, runs the plain build until its hits are shown, and returns both. */
