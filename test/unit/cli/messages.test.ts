@@ -16,6 +16,7 @@ import { MAX_TIME_LIMIT_SECONDS, scaledLimits } from '../../../src/core/index/wo
 import { buildC, CALLS_C, have } from '../core/binary/build';
 import { patchHeader, patchSection } from '../../helpers/elfPatch';
 import { missing } from '../../helpers/require';
+import { requireTracefs, TRACEFS } from '../../helpers/tracefs';
 
 const MAIN = resolve(__dirname, '../../../src/cli/main.ts');
 const HANG_MS = 120_000;
@@ -145,7 +146,11 @@ test('time limits never exceed what a timer can wait, scaled or given', async (t
 
 test('uprobe_events read-only for root: said as such, with how to remount, naming the target', (t) => {
   if (process.getuid?.() !== 0) return missing(t, 'root (to mount tracefs read-only in a private mount namespace)');
-  if (!have('unshare') || !existsSync('/sys/kernel/tracing/uprobe_events')) return missing(t, 'unshare and a tracefs with uprobe_events');
+  if (!have('unshare')) return missing(t, 'unshare');
+  // Mounts tracefs where a freshly booted machine has not yet: the test binds that mount read-only below.
+  const tracefs = requireTracefs(t);
+  if (!tracefs) return;
+  if (tracefs !== TRACEFS) return missing(t, `tracefs at ${TRACEFS} (the message names that path)`);
   const bin = callsBinary(t);
   if (!bin) return;
   // A private mount namespace whose tracefs is bound read-only: nothing outside it changes.
