@@ -2,7 +2,7 @@
 // Tests: test/unit/cli/sites.test.ts, test/unit/cli/lowerBound.test.ts, test/unit/core/session/fanout.test.ts,
 //   test/integration/engine-fanout.test.ts, test/integration/engine-cleanup.test.ts
 import { loadIndex } from '../../core/index/load';
-import { compileProbes } from '../../core/probes/compiler';
+import { compileProbes, type CompiledProbe } from '../../core/probes/compiler';
 import { mergeSummaries, startAll, type HostOutcome } from '../../core/session/fanout';
 import type { SessionSummary } from '../../core/session/traceSession';
 import { describeDisabled, describeFileChange } from '../../core/session/fileWatch';
@@ -82,7 +82,24 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
       )}\n`,
     );
   else for (const p of probes) io.out(`${formatDefinition(p.definition)}\n`);
-  for (const p of probes) for (const w of p.warnings) process.stderr.write(`probelens: ${p.event}: ${w}\n`);
+  for (const line of warningLines(probes)) process.stderr.write(`probelens: ${line}\n`);
+}
+
+/**
+ * Each probe's warnings once, named by the first point that carries them: a function's notes (unproved entries, a
+ * lower bound) are carried by every site it arms, and would otherwise be said once per site.
+ */
+export function warningLines(probes: ReadonlyArray<Pick<CompiledProbe, 'event' | 'spec' | 'warnings'>>): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const p of probes)
+    for (const w of p.warnings) {
+      const key = `${p.spec}\0${w}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push(`${p.event}: ${w}`);
+    }
+  return out;
 }
 
 const SITE_OPTS = {
@@ -219,7 +236,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
       const n = new Set(points.map((p) => p.spec)).size;
       const at = `${points.length} site${points.length === 1 ? '' : 's'}`;
       log(`tracing ${n} probe${n === 1 ? '' : 's'} at ${at} on ${live.map((o) => o.host).join(', ')}; Ctrl-C to stop`);
-      for (const p of live[0].session!.probes) for (const w of p.warnings) log(`${p.event}: ${w}`);
+      for (const line of warningLines(live[0].session!.probes)) log(line);
     }
     const timer = duration !== undefined ? setTimeout(stopRequested, duration * 1000) : undefined;
     // A host whose agent dies mid-session ends only its own part; when all are gone there is nothing to wait for.

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { warningLines } from '../../../src/cli/commands/trace';
 import { fixtureOrSkip } from '../../helpers/fixtures';
 
 const MAIN = resolve(__dirname, '../../../src/cli/main.ts');
@@ -26,4 +27,18 @@ test('define --json: merged (a call GCC merged away) is a lower bound, duplicate
   assert.equal(duplicated.length, 2, 'one event per duplicated path');
   assert.ok(duplicated.every((p) => p.lowerBound === undefined));
   assert.match(r.stderr, /merged: its count is a lower bound/);
+  // A function's notes are said once, not once per site it arms.
+  const lines = r.stderr.split('\n').filter((l) => l.startsWith('probelens: '));
+  assert.deepEqual(lines, [...new Set(lines)], r.stderr);
+  assert.equal(lines.filter((l) => /its count is a lower bound/.test(l)).length, 1, r.stderr);
+});
+
+test('warnings: each probe says a warning once, named by its first point; other probes say their own', () => {
+  const note = 'f: its count is a lower bound';
+  const lines = warningLines([
+    { event: 'f', spec: 'f', warnings: [note] },
+    { event: 'f_inlined_1234', spec: 'f', warnings: [note, 'argument x is unavailable here'] },
+    { event: 'g', spec: 'g', warnings: [note] },
+  ]);
+  assert.deepEqual(lines, [`f: ${note}`, 'f_inlined_1234: argument x is unavailable here', `g: ${note}`]);
 });
