@@ -71,6 +71,8 @@ export async function provedEntrySites(
     const r = dw.lineAt(Number(address));
     return r && `${r.file}:${r.line}`;
   };
+  const ownAddresses = new Set(sites.filter((s) => s.kind !== 'inlined').map((s) => s.address));
+  if (f.address !== undefined) ownAddresses.add(f.address);
   for (const [holder, copies] of byHolder) {
     const hostEntry = holder < 0 ? undefined : entryByDie(index).get(holder);
     let q: InlinedEntryQuery | undefined;
@@ -95,6 +97,7 @@ export async function provedEntrySites(
         readData,
         lineOf,
         others,
+        ownAddresses,
       };
     }
     const r: ReturnType<typeof findInlinedEntries> = q

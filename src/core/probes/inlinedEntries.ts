@@ -23,8 +23,10 @@
 //   none of this one. Copy code reached only that way begins a call, as from the caller's code.
 // Set-up code that a path with no call open reaches and that also runs on a path that passes no entry may be a call
 // whose DIE GCC merged away, unless it only moves values as a register allocator does (a spill to the frame, its
-// reload, a register copy, a frame address: see onlyMoves in x86decoder.ts) or only jumps, which is no work of a call
-// wherever GCC attributed it. A constant is not such a move: it may be all a call computes.
+// reload, a register copy, a frame address: see onlyMoves in x86decoder.ts), only jumps, or only loads the address of
+// the function's own out-of-line code (the argument -finstrument-functions passes its hooks, which GCC hoists out of
+// loops and ahead of the caller's tests), which is no work of a call wherever GCC attributed it. Any other constant is
+// not such a move: it may be all a call computes.
 // An entry pc reached while its own call is open (a loop head, code shared with paths that make no call) is not
 // armed, and its copy's calls go uncounted; copy code that runs both with and without a call open, computed jumps
 // and undecodable code make the holder's entries unproved. Each of these is said with its reason.
@@ -48,6 +50,12 @@ export interface InlinedEntryQuery {
    * it, such code is reported as running both inside a call and outside any.
    */
   others?: Array<Array<[bigint, bigint]>>;
+  /**
+   * The addresses of the function's own code out of line (its entry, its clones). Copy code that only loads one of
+   * them does no work of a call: it is the argument of -finstrument-functions' hooks, which GCC hoists ahead of the
+   * copy's code (out of a loop, ahead of the caller's test).
+   */
+  ownAddresses?: ReadonlySet<bigint>;
 }
 
 export interface InlinedEntry {
@@ -141,8 +149,12 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     for (const [lo, hi] of rs) for (let n = firstAtOrAfter(lo); n < N && insns[n].address < hi; n++) if (copyOf[n] < 0) foreign[n] = 1;
   // Copy code reached only from other functions' copies (never with a call open): it begins a call there.
   const foreignBegins = new Set<number>();
-  // Copy code that does no work of a call: it only moves values as a register allocator does, or only jumps.
-  const noWork = (n: number) => insns[n].moves === true || insns[n].kind === 'jmp';
+  // Copy code that does no work of a call: it only moves values as a register allocator does, only loads the
+  // function's own address (for the profiling hooks), or only jumps.
+  const noWork = (n: number) =>
+    insns[n].moves === true ||
+    insns[n].kind === 'jmp' ||
+    (insns[n].loadsAddress !== undefined && q.ownAddresses?.has(insns[n].loadsAddress!) === true);
   // Copies left unarmed: their code is then treated as the caller's (no entry is invented for it).
   const dropped = new Set<number>();
   const inR = (n: number) => copyOf[n] >= 0 && !dropped.has(copyOf[n]);

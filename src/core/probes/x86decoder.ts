@@ -104,6 +104,8 @@ export interface X86FlowInsn {
    * nothing, makes no constant, and writes no memory but the frame's own slots.
    */
   moves?: true;
+  /** An `lea X(%rip),%reg`: the address X it puts in the register. */
+  loadsAddress?: bigint;
 }
 
 /**
@@ -163,6 +165,13 @@ export function decodeX86Flow(code: Uint8Array, address: bigint): Array<X86FlowI
         }
         const step: X86FlowInsn = { address: at, length: insn.length, kind: m === x.Mnemonic.Nop ? 'nop' : 'other' };
         if (m === x.Mnemonic.Nop || (movesOf(x).has(m) && onlyMoves(x, insn))) step.moves = true;
+        if (
+          m === x.Mnemonic.Lea &&
+          insn.op0Kind === x.OpKind.Register &&
+          insn.memoryBase === x.Register.RIP &&
+          insn.memoryIndex === x.Register.None
+        )
+          step.loadsAddress = insn.memoryDisplacement;
         out.push(step);
         continue;
       }

@@ -224,6 +224,40 @@ test('set-up that only spills a register is no call of its own; set-up that does
   }
 });
 
+test("set-up that only loads the function's own address (the argument of -finstrument-functions' hooks) is no call of its own", () => {
+  // `lea F(%rip),%r15` ahead of the caller's test, as GCC hoists it out of a loop; then as above.
+  const F = 0x400000n; // the function's out-of-line entry
+  const lea = [0x4c, 0x8d, 0x3d, ...new Array(4).fill(0)];
+  const rel = Number(F - (B + 7n));
+  lea.splice(3, 4, rel & 0xff, (rel >> 8) & 0xff, (rel >> 16) & 0xff, (rel >>> 24) & 0xff);
+  const code = bytes(
+    ...lea, //                0  lea F(%rip),%r15  copy (set-up)
+    ...[0x85, 0xf6], //       7  test %esi,%esi    caller
+    ...[0x74, 0x04], //       9  je 15             caller: the path that passes no entry
+    ...[0x83, 0xc0, 0x01], // 11 add $1,%eax       copy entry pc
+    0xc3, //                  14 ret
+    0xc3, //                  15 ret
+  );
+  const q = query(code, [
+    [
+      11,
+      [
+        [0, 7],
+        [11, 14],
+      ],
+    ],
+  ]);
+  const own = findInlinedEntries({ ...q, ownAddresses: new Set([F]) });
+  assert.deepEqual(addrs(own), [11]);
+  assert.deepEqual(own.ok && own.notArmed, []);
+  // Another address (a global, another function's) is a constant a call may compute: the count stays a lower bound.
+  for (const other of [undefined, new Set([F + 16n])]) {
+    const r = findInlinedEntries({ ...q, ownAddresses: other });
+    assert.deepEqual(addrs(r), [11]);
+    assert.match((r.ok && r.notArmed[0]?.reason) || '', /also runs on a path that passes no entry/);
+  }
+});
+
 test('copy code that only runs inside a call is no set-up of another, even where a loop reaches the entry pc again', () => {
   // A loop entered in its middle (at the caller's test) as well as at the entry pc: the copy's code after the
   // entry pc reaches the entry pc again without a back edge, and leaves through the caller's test, but every path
