@@ -50,3 +50,12 @@ export function probeSummaryLines(summary: MergedSummary, probe: string): string
   }
   return out;
 }
+
+/**
+ * The summary's loss line. Streamed, it says what helps, and offers counting in the kernel where every target can
+ * (`canAggregate`: its kernel has hist triggers); aggregated, the loss is what the kernel's full tables dropped.
+ */
+export function lostLine(lost: number, aggregated: boolean, canAggregate: boolean): string {
+  if (aggregated) return `lost: ${lost} hit${lost === 1 ? '' : 's'} the kernel could not add to its full tables\n`;
+  return `lost: ${lost} events (raise --buffer-kb or add --filter${canAggregate ? ', or count them in the kernel: --aggregate' : ''})\n`;
+}

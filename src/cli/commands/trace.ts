@@ -17,7 +17,7 @@ import { hitToJsonLine, toJson } from '../../shared/hitJson';
 import { formatHitLine } from '../../shared/hitText';
 import { oneValue, parseArgs, positiveNumber, UsageError, type ParsedArgs } from '../args';
 import { indexOptions } from '../limits';
-import { probeSummaryLines } from '../summaryText';
+import { lostLine, probeSummaryLines } from '../summaryText';
 import type { Io } from './inspect';
 
 const SSH_OPTS = {
@@ -291,7 +291,14 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     for (const probe of probes) for (const line of probeSummaryLines(summary, probe)) io.out(line);
     const bounded = new Set(live.flatMap((o) => o.session!.probes.filter((p) => p.lowerBound).map((p) => p.function!)));
     for (const fn of bounded) io.out(`${fn}: a lower bound (calls at inlined copies whose entries or exits are not proved go uncounted)\n`);
-    if (summary.lost) io.out(`lost: ${summary.lost} events (raise --buffer-kb or add --filter)\n`);
+    if (summary.lost)
+      io.out(
+        lostLine(
+          summary.lost,
+          !!summary.aggregated,
+          live.every((o) => o.session!.canAggregate),
+        ),
+      );
     if (summary.discarded)
       io.out(`discarded: ${summary.discarded} records taken after their binary was written over (they may come from other code)\n`);
     // A string of nearly 4 KiB makes a record the kernel cannot store: the hit is counted but never recorded.

@@ -717,6 +717,11 @@ export class TraceSession {
     return sum;
   }
 
+  /** Whether this target's kernel could count the session's hits itself (hist triggers: `aggregate`). */
+  get canAggregate(): boolean {
+    return !!this.agent?.hello.caps.has('hist');
+  }
+
   /** Why the session ended early, once it has (see SessionSummary.error). */
   get error(): string | undefined {
     return this.endCause;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MergedSummary } from '../../../src/core/session/fanout';
-import { probeSummaryLines } from '../../../src/cli/summaryText';
+import { lostLine, probeSummaryLines } from '../../../src/cli/summaryText';
 
 const base = (): MergedSummary => ({ hits: {}, lost: 0, mismatch: 0, kernelHits: {}, latency: {}, sites: {}, hosts: { h: { ok: true } } });
 
@@ -68,4 +68,10 @@ test('aggregated over several hosts, each thread is named with its host; past 20
   assert.equal(lines[1], '  b tid 100: 1 hit\n');
   assert.equal(lines.length, 22);
   assert.equal(lines[21], '  5 more threads: 10 hits\n');
+});
+
+test('the loss line offers counting in the kernel only where the targets can, and says what an aggregated loss is', () => {
+  assert.equal(lostLine(5, false, false), 'lost: 5 events (raise --buffer-kb or add --filter)\n');
+  assert.equal(lostLine(5, false, true), 'lost: 5 events (raise --buffer-kb or add --filter, or count them in the kernel: --aggregate)\n');
+  assert.equal(lostLine(1, true, true), 'lost: 1 hit the kernel could not add to its full tables\n');
 });
