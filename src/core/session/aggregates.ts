@@ -403,13 +403,15 @@ function kernelSummary(k: KernelFigures): AggregateSummary {
     while (n > 0 && buckets[n - 1] === 0) n--;
     const log2 = buckets.slice(0, n);
     const count = log2.reduce((a, b) => a + b, 0);
+    // No call timed yet: no latency, as when streaming.
+    if (count === 0) continue;
     const upper = (q: number): number => {
       const rank = Math.ceil(q * count);
       let seen = 0;
       for (let i = 0; i < log2.length; i++) if ((seen += log2[i]) >= rank && log2[i] > 0) return 2 ** (i + 1);
       return 0;
     };
-    latency[probe] = { count, p50: upper(0.5), p90: upper(0.9), p99: upper(0.99), max: count ? 2 ** log2.length : 0, log2 };
+    latency[probe] = { count, p50: upper(0.5), p90: upper(0.9), p99: upper(0.99), max: 2 ** log2.length, log2 };
   }
   return { hits, sites, latency, aggregated: 'kernel', pids };
 }

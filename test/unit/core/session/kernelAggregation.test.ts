@@ -117,3 +117,22 @@ test("the kernel's tables become counts per probe, site and thread, and latency 
   assert.equal(lat.p50, 2 ** 15);
   assert.equal(lat.max, 2 ** 15);
 });
+
+test('before any call has returned, the kernel path has counts but no latency, as a streamed session has none', () => {
+  const plan = planHist(G, points, name);
+  const hist = new Map<string, string[]>([
+    [
+      'f',
+      [
+        '# trigger info: hist:keys=common_pid,probelens_site:vals=hitcount:sort=hitcount:size=2048 [active]',
+        '{ common_pid: 9, probelens_site: 0 } hitcount: 1',
+      ],
+    ],
+    [`${G}_l0`, ['# trigger info: hist:keys=lat.log2:vals=hitcount:sort=hitcount:size=2048 [active]', '    Hits: 0']],
+  ]);
+  const agg = new Aggregates();
+  agg.setKernel(kernelFigures(hist, plan, points, name));
+  const s = agg.summary();
+  assert.deepEqual(s.hits, { f: 1 });
+  assert.deepEqual(s.latency, {});
+});
