@@ -269,6 +269,11 @@ export class Aggregates {
     this.kernel = figures;
   }
 
+  /** The kernel's figures last handed in, if any. */
+  get kernelFigures(): KernelFigures | undefined {
+    return this.kernel;
+  }
+
   /** Which path produced the figures. */
   get path(): 'kernel' | 'stream' {
     return this.kernel ? 'kernel' : 'stream';

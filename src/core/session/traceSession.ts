@@ -627,7 +627,10 @@ export class TraceSession {
       // The file watcher's markers share the ring buffer: those it lost are in the per-CPU counters, not hits.
       const marks = this.gate?.markersLost ?? 0;
       // Aggregating, the kernel's hist counts (read between the profile's two reads) stand for the records.
-      const kernel = this.hist && kernelFigures(report.hist ?? new Map(), this.hist, this.pointsOf, (p) => this.probeName(p));
+      // (A STOP that reported no hist file leaves the last periodic reading in place.)
+      const kernel =
+        this.hist &&
+        (report.hist ? kernelFigures(report.hist, this.hist, this.pointsOf, (p) => this.probeName(p)) : this.aggregates.kernelFigures);
       if (kernel) this.aggregates.setKernel(kernel);
       const counted = (ev: string, i: number) =>
         kernel ? kernel.counts.reduce((n, c) => n + (c.event === ev && c.point === i ? c.hits : 0), 0) : (this.records.get(ev)?.[i] ?? 0);
