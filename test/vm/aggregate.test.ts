@@ -106,16 +106,28 @@ test(
     assert.equal(sSum.hits.tick, 250);
     assert.equal(aSum.kernelHits.tick, 250);
 
-    // Latency: the same 250 calls; each bucket count of one lies between the other's shifted by one bucket.
+    // Latency: the same 250 calls, timed by each session from its own handlers. Were every call within one bucket
+    // of itself, each cumulative count of one histogram would lie between the other's one bucket lower and one
+    // bucket higher. The two sessions' handlers run one after the other in each call, on one emulated CPU shared
+    // with the streaming session's reader: a call preempted between them is timed differently by each (seen: 7 of
+    // 250 more than twice as long streamed), so up to 5% of the calls may fall outside that band. Units or bucket
+    // edges gone wrong (µs for ns, the kernel's 2^n taken as bucket n+1) move every call, and fail.
     const sl = sSum.latency.tick;
     const al = aSum.latency.tick;
     assert.equal(sl.count, 250);
     assert.equal(al.count, 250);
     const cum = (b: number[]) => (i: number) => b.slice(0, Math.max(0, i + 1)).reduce((x, y) => x + y, 0);
     const [cs, ck] = [cum(sl.log2), cum(al.log2)];
+    const slack = Math.floor(250 * 0.05);
     for (let i = 0; i < 64; i++) {
-      assert.ok(cs(i - 1) <= ck(i) && ck(i) <= cs(i + 1), `buckets within one: ${JSON.stringify(sl.log2)} vs ${JSON.stringify(al.log2)}`);
+      assert.ok(
+        cs(i - 1) - slack <= ck(i) && ck(i) <= cs(i + 1) + slack,
+        `buckets within one (bucket ${i}): ${JSON.stringify(sl.log2)} vs ${JSON.stringify(al.log2)}`,
+      );
     }
+    // The median call is in the same bucket, or the next.
+    const median = (c: (i: number) => number) => [...Array(64).keys()].find((i) => c(i) >= 125)!;
+    assert.ok(Math.abs(median(cs) - median(ck)) <= 1, `medians ${median(cs)} and ${median(ck)}`);
     t.diagnostic(`streamed log2 ${JSON.stringify(sl.log2)}; kernel log2 ${JSON.stringify(al.log2)}`);
 
     const { left, ms } = await waitVmClean(vm, 60_000);
