@@ -12,6 +12,7 @@ import {
   synthName,
   tableOf,
 } from '../tracefs/hist';
+import type { TracefsAgent } from '../tracefs/agentClient';
 import type { KernelFigures } from './aggregates';
 
 export interface HistPlan {
@@ -122,4 +123,37 @@ export function kernelFigures(
     }
   }
   return out;
+}
+
+/** Hits the kernel counted at one point of one event (what a streamed session's received records are). */
+export const pointHits = (k: KernelFigures, event: string, point: number): number =>
+  k.counts.reduce((n, c) => n + (c.event === event && c.point === point ? c.hits : 0), 0);
+
+/** Every hit the kernel counted. */
+export const totalHits = (k: KernelFigures): number => k.counts.reduce((n, c) => n + c.hits, 0);
+
+/**
+ * Reads `plan`'s hist files every `everyMs` while `armed()` holds, one reading at a time (a slow target is not
+ * queued up), and hands each to `onHist` (the kernel's figures are cumulative: each replaces the last). Returns
+ * what stops it.
+ */
+export function readPeriodically(
+  agent: Pick<TracefsAgent, 'readHist'>,
+  plan: HistPlan,
+  everyMs: number,
+  armed: () => boolean,
+  onHist: (hist: Map<string, string[]>) => void,
+): () => void {
+  let reading = false;
+  const timer = setInterval(() => {
+    if (reading || !armed()) return;
+    reading = true;
+    agent
+      .readHist(histEvents(plan))
+      .then((h) => armed() && onHist(h))
+      .catch(() => undefined)
+      .finally(() => (reading = false));
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }

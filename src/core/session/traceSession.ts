@@ -19,7 +19,7 @@ import { AgentError, AgentExitedError, offendingToken, TracefsAgent, type StopRe
 import { HitParser, type Hit } from '../tracefs/hitParser';
 import { countsAtCut, lossReport, type LossReport } from '../tracefs/loss';
 import { Aggregates, type AggregateSummary, type LatencySummary, type SiteCount, type SourceLine } from './aggregates';
-import { histEvents, kernelFigures, planHist, type HistPlan } from './kernelAggregation';
+import { kernelFigures, planHist, pointHits, readPeriodically, totalHits, type HistPlan } from './kernelAggregation';
 import { eventsOf, pairsOf, presentHit, probeKey, schemaOf } from './points';
 import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
 
@@ -188,7 +188,7 @@ export class TraceSession {
   private lostAtRemovals = 0;
   /** The hist triggers of an aggregating session, and the timer that reads them. */
   private hist?: HistPlan;
-  private histTimer?: NodeJS.Timeout;
+  private stopReading = (): void => undefined;
   /** Edits run one at a time, in the order they were asked for. */
   private edits: Promise<unknown> = Promise.resolve();
 
@@ -536,19 +536,9 @@ export class TraceSession {
     await agent.arm(!!opts.aggregate);
     if (this.hist) {
       const plan = this.hist;
-      let reading = false;
-      // One reading at a time (a slow target is not queued up); each replaces the last (the kernel's are cumulative).
-      const read = (): void => {
-        if (reading || this.state !== 'armed') return;
-        reading = true;
-        agent
-          .readHist(histEvents(plan))
-          .then((h) => this.state === 'armed' && this.aggregates.setKernel(kernelFigures(h, plan, this.pointsOf, (p) => this.probeName(p))))
-          .catch(() => undefined)
-          .finally(() => (reading = false));
-      };
-      this.histTimer = setInterval(read, opts.aggregateEveryMs ?? 1000);
-      this.histTimer.unref();
+      const figures = (h: Map<string, string[]>) => kernelFigures(h, plan, this.pointsOf, (p) => this.probeName(p));
+      const armed = () => this.state === 'armed';
+      this.stopReading = readPeriodically(agent, plan, opts.aggregateEveryMs ?? 1000, armed, (h) => this.aggregates.setKernel(figures(h)));
     }
     if (gate && !agent.watching) {
       // Nothing is watched after all (no file to watch): hits go straight through.
@@ -604,7 +594,7 @@ export class TraceSession {
       await this.edits;
       if (this.state === 'failed') return this.partialSummary(true);
       this.state = 'stopping';
-      clearInterval(this.histTimer);
+      this.stopReading();
       let report;
       try {
         report = await this.agent!.stop();
@@ -632,13 +622,10 @@ export class TraceSession {
         this.hist &&
         (report.hist ? kernelFigures(report.hist, this.hist, this.pointsOf, (p) => this.probeName(p)) : this.aggregates.kernelFigures);
       if (kernel) this.aggregates.setKernel(kernel);
-      const counted = (ev: string, i: number) =>
-        kernel ? kernel.counts.reduce((n, c) => n + (c.event === ev && c.point === i ? c.hits : 0), 0) : (this.records.get(ev)?.[i] ?? 0);
+      const counted = (ev: string, i: number) => (kernel ? pointHits(kernel, ev, i) : (this.records.get(ev)?.[i] ?? 0));
       report = countsAtCut(report, counted, kernel ? kernel.dropped : Math.max(0, streamLost - marks) + this.lostAtRemovals);
       for (const [ev, n] of this.removedKernelHits) if (!report.kernelHits.has(ev)) report.kernelHits.set(ev, n);
-      const stats = kernel
-        ? { ...this.parser!.stats, hits: kernel.counts.reduce((n, c) => n + c.hits, 0), lost: kernel.dropped }
-        : this.parser!.stats;
+      const stats = kernel ? { ...this.parser!.stats, hits: totalHits(kernel), lost: kernel.dropped } : this.parser!.stats;
       const loss = lossReport(stats, kernel ? { ...report, cpus: [] } : report, this.opts.pid !== undefined || !!this.opts.filter);
       loss.kernelHits = this.perPoint(report);
       if (this.lostAtRemovals) {
@@ -753,7 +740,7 @@ export class TraceSession {
       this.parser?.end();
       this.state = 'failed';
     }
-    clearInterval(this.histTimer);
+    this.stopReading();
     const sum: AggregateSummary = this.aggregates?.summary() ?? { hits: {}, sites: {}, latency: {} };
     return {
       host: this.host,

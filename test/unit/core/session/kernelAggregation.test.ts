@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CompiledProbe } from '../../../../src/core/probes/compiler';
-import { histEvents, kernelFigures, planHist } from '../../../../src/core/session/kernelAggregation';
+import { histEvents, kernelFigures, planHist, readPeriodically } from '../../../../src/core/session/kernelAggregation';
 import { Aggregates } from '../../../../src/core/session/aggregates';
 
 const G = 'probelens_1_4_effffffc_abc';
@@ -135,4 +135,43 @@ test('before any call has returned, the kernel path has counts but no latency, a
   const s = agg.summary();
   assert.deepEqual(s.hits, { f: 1 });
   assert.deepEqual(s.latency, {});
+});
+
+test('the hist files are read periodically while armed, one reading at a time, until stopped', async () => {
+  const plan = planHist(G, points, name);
+  const asked: string[][] = [];
+  let release: () => void = () => undefined;
+  const agent = {
+    readHist: (events: readonly string[]) => {
+      asked.push([...events]);
+      return new Promise<Map<string, string[]>>((res) => (release = () => res(new Map([['f', []]]))));
+    },
+  };
+  let armed = true;
+  const got: number[] = [];
+  const stop = readPeriodically(
+    agent,
+    plan,
+    2,
+    () => armed,
+    (h) => got.push(h.size),
+  );
+  const waitFor = async (ok: () => boolean) => {
+    for (let i = 0; i < 5000 && !ok(); i++) await new Promise((r) => setTimeout(r, 2));
+    assert.ok(ok());
+  };
+  await waitFor(() => asked.length === 1);
+  // A reading that has not answered is not asked again, however long it takes.
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(asked.length, 1);
+  assert.deepEqual(asked[0], ['f', 'f_return', 'g', `${G}_l0`]);
+  release();
+  await waitFor(() => got.length === 1 && asked.length === 2);
+  // Once no longer armed, what still answers is dropped and nothing more is asked.
+  armed = false;
+  release();
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(got.length, 1);
+  assert.equal(asked.length, 2);
+  stop();
 });
