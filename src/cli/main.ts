@@ -17,6 +17,7 @@ usage:
   probelens trace     BIN SPEC… [--host [USER@]HOST[:PORT]]… [--identity FILE] [--known-hosts FILE] [--accept-new]
                       [--remote-path PATH] [--pid N] [--filter EXPR] [--duration SECONDS] [--count N] [--json]
                       [--no-build-id-check] [--buffer-kb N] [--sudo] [--max-sites N] [--disable-site 0xADDR]…
+                      [--aggregate]
   probelens cleanup   [--host …] [--identity FILE] [--known-hosts FILE] [--sudo] [--force GROUP]…
 
 SPEC is a point and its arguments in one word (quote it): 'add_ints a b', 'deposit%return $retval',

@@ -1,10 +1,13 @@
 // The text form of `trace`'s summary for one probe: its count, the count at each of its sites when it has several,
 // and its calls' latency as log2 buckets — the figures the editor's hover and the live panel show, read from the
-// same merged summary.
+// same merged summary. Aggregated in the kernel, also the hits per thread id, and percentiles as the upper ends of
+// their buckets (the kernel keeps buckets only).
 import type { MergedSummary } from '../core/session/fanout';
 import { describeSite, formatDuration } from '../shared/hitText';
 
 const BAR_WIDTH = 32;
+/** Threads listed per probe (the rest are summed in one line). */
+const PIDS_SHOWN = 20;
 
 /** `[lo, hi)` of log2 bucket `i` in ns: bucket 0 also holds 0. */
 function bucketRange(i: number): [number, number] {
@@ -16,11 +19,20 @@ export function probeSummaryLines(summary: MergedSummary, probe: string): string
   const n = summary.hits[probe] ?? 0;
   const lat = summary.latency[probe];
   const kernel = summary.kernelHits[probe];
+  const le = summary.aggregated ? '≤ ' : '';
   const out = [
-    `${probe}: ${n} hit${n === 1 ? '' : 's'}${kernel !== undefined ? ` (kernel counted ${kernel})` : ''}${lat ? `, p50 ${lat.p50} ns p99 ${lat.p99} ns` : ''}\n`,
+    `${probe}: ${n} hit${n === 1 ? '' : 's'}${kernel !== undefined ? ` (kernel counted ${kernel})` : ''}${lat ? `, p50 ${le}${lat.p50} ns p99 ${le}${lat.p99} ns` : ''}\n`,
   ];
   const sites = summary.sites[probe] ?? [];
   if (sites.length > 1) for (const s of sites) out.push(`  ${describeSite(s.site)}: ${s.hits} hit${s.hits === 1 ? '' : 's'}\n`);
+  const pids = summary.pids?.[probe] ?? [];
+  const many = new Set(pids.map((p) => p.host)).size > 1;
+  for (const p of pids.slice(0, PIDS_SHOWN))
+    out.push(`  ${many ? `${p.host} ` : ''}tid ${p.pid}: ${p.hits} hit${p.hits === 1 ? '' : 's'}\n`);
+  if (pids.length > PIDS_SHOWN) {
+    const rest = pids.slice(PIDS_SHOWN).reduce((a, p) => a + p.hits, 0);
+    out.push(`  ${pids.length - PIDS_SHOWN} more threads: ${rest} hit${rest === 1 ? '' : 's'}\n`);
+  }
   if (lat && lat.count > 0) {
     const first = lat.log2.findIndex((c) => c > 0);
     const peak = Math.max(...lat.log2);
@@ -37,4 +49,13 @@ export function probeSummaryLines(summary: MergedSummary, probe: string): string
       );
   }
   return out;
+}
+
+/**
+ * The summary's loss line. Streamed, it says what helps, and offers counting in the kernel where every target can
+ * (`canAggregate`: its kernel has hist triggers); aggregated, the loss is what the kernel's full tables dropped.
+ */
+export function lostLine(lost: number, aggregated: boolean, canAggregate: boolean): string {
+  if (aggregated) return `lost: ${lost} hit${lost === 1 ? '' : 's'} the kernel could not add to its full tables\n`;
+  return `lost: ${lost} events (raise --buffer-kb or add --filter${canAggregate ? ', or count them in the kernel: --aggregate' : ''})\n`;
 }

@@ -97,11 +97,16 @@ export function vmShell(vm: VmConnection, command: string, ms = 60_000): Promise
 /** The separator the listing below puts between a process's arguments (`tr '\\0' '\\1'`). */
 const SOH = String.fromCharCode(1);
 
-/** Everything ProbeLens could leave on the VM: definitions, instances, trace_pipe readers. */
+/**
+ * Everything ProbeLens could leave on the VM: definitions, synthetic events, hist triggers outside an instance,
+ * instances (the triggers in one go with it), trace_pipe readers.
+ */
 export async function vmLeftovers(vm: VmConnection): Promise<string[]> {
   const r = await vmShell(
     vm,
-    `cat /sys/kernel/tracing/uprobe_events /sys/kernel/tracing/kprobe_events; for d in /sys/kernel/tracing/instances/*; do [ -d "$d" ] && echo "instance $d"; done; ` +
+    `cat /sys/kernel/tracing/uprobe_events /sys/kernel/tracing/kprobe_events; sed 's/^/synthetic /' /sys/kernel/tracing/synthetic_events; ` +
+      `for f in /sys/kernel/tracing/events/probelens_*/*/trigger /sys/kernel/tracing/events/synthetic/*/trigger; do [ -f "$f" ] && grep -v '^#' "$f" | sed "s,^,trigger $f ,"; done; ` +
+      `for d in /sys/kernel/tracing/instances/*; do [ -d "$d" ] && echo "instance $d"; done; ` +
       `for p in /proc/[0-9]*; do printf '\\ncmd %s ' "$p"; tr '\\0\\n' '\\1\\1' < $p/cmdline 2>/dev/null; done; true`,
   );
   if (r.code !== 0) throw new Error(`listing the VM's tracefs failed: ${r.err}`);

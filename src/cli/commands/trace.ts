@@ -17,7 +17,7 @@ import { hitToJsonLine, toJson } from '../../shared/hitJson';
 import { formatHitLine } from '../../shared/hitText';
 import { oneValue, parseArgs, positiveNumber, UsageError, type ParsedArgs } from '../args';
 import { indexOptions } from '../limits';
-import { probeSummaryLines } from '../summaryText';
+import { lostLine, probeSummaryLines } from '../summaryText';
 import type { Io } from './inspect';
 
 const SSH_OPTS = {
@@ -133,10 +133,16 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     'buffer-kb': { kind: 'value' },
     'debug-dir': { kind: 'value', repeat: true },
     heartbeat: { kind: 'value' },
+    aggregate: { kind: 'flag' },
     ...SITE_OPTS,
   });
   const [bin, ...specs] = args.positionals;
   if (!bin || specs.length === 0) throw new UsageError('usage: probelens trace BIN SPEC… [--host [USER@]HOST[:PORT]]…');
+  const aggregate = args.flags.has('aggregate');
+  // The kernel counts every call its trigger sees: a pid or an event filter would not narrow its figures (yet), and
+  // no hit is printed to count.
+  for (const o of ['count', 'pid', 'filter'] as const)
+    if (aggregate && args.values.has(o)) throw new UsageError(`--${o} cannot be combined with --aggregate (yet)`);
   const sites = siteOptions(args);
   const duration = positiveNumber(args, 'duration', false);
   const count = positiveNumber(args, 'count', true);
@@ -196,7 +202,9 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     heartbeatSeconds: heartbeat,
     // The CLI never edits a running trace: all its specs' points share events, so Ctrl-C costs the kernel the
     // same for one function or thousands.
-    shareAcrossSpecs: true,
+    // Aggregating, each spec keeps its events: the kernel times a call from the last entry of its entry event.
+    shareAcrossSpecs: !aggregate,
+    aggregate,
     ...sites,
     onHit,
     onLost: (n) => {
@@ -235,7 +243,8 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
       const points = live[0].session!.probes;
       const n = new Set(points.map((p) => p.spec)).size;
       const at = `${points.length} site${points.length === 1 ? '' : 's'}`;
-      log(`tracing ${n} probe${n === 1 ? '' : 's'} at ${at} on ${live.map((o) => o.host).join(', ')}; Ctrl-C to stop`);
+      const how = aggregate ? 'aggregating in the kernel; ' : '';
+      log(`tracing ${n} probe${n === 1 ? '' : 's'} at ${at} on ${live.map((o) => o.host).join(', ')}; ${how}Ctrl-C to stop`);
       for (const line of warningLines(live[0].session!.probes)) log(line);
     }
     const timer = duration !== undefined ? setTimeout(stopRequested, duration * 1000) : undefined;
@@ -277,10 +286,19 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   else {
     // Every probe the kernel counted for, so one that was never hit says `0 hits`.
     const probes = new Set([...Object.keys(summary.hits), ...Object.keys(summary.kernelHits)]);
+    if (summary.aggregated)
+      io.out('aggregated in the kernel (hist triggers): hits per probe, site and thread id; latency in log2 buckets\n');
     for (const probe of probes) for (const line of probeSummaryLines(summary, probe)) io.out(line);
     const bounded = new Set(live.flatMap((o) => o.session!.probes.filter((p) => p.lowerBound).map((p) => p.function!)));
     for (const fn of bounded) io.out(`${fn}: a lower bound (calls at inlined copies whose entries or exits are not proved go uncounted)\n`);
-    if (summary.lost) io.out(`lost: ${summary.lost} events (raise --buffer-kb or add --filter)\n`);
+    if (summary.lost)
+      io.out(
+        lostLine(
+          summary.lost,
+          !!summary.aggregated,
+          live.every((o) => o.session!.canAggregate),
+        ),
+      );
     if (summary.discarded)
       io.out(`discarded: ${summary.discarded} records taken after their binary was written over (they may come from other code)\n`);
     // A string of nearly 4 KiB makes a record the kernel cannot store: the hit is counted but never recorded.

@@ -3,7 +3,8 @@
 // length: counts per probe (a hit's `probe`: a spec's events in one function), per site of a probe and per source line,
 // the last N hits of each probe and the latest of each site, and entry→return latency (paired per thread, or per
 // goroutine for Go, with a bounded stack per key for recursion) per probe and per site, kept as a log2 histogram for
-// display plus a log-linear one for percentiles.
+// display plus a log-linear one for percentiles. A session that aggregates in the kernel (hist triggers) hands its
+// figures here instead (setKernel), so every view shows the same numbers and can say which path produced them.
 import { log2Bucket, type Hit, type HitValue } from '../../shared/hit';
 import { siteKey, type Site } from '../../shared/site';
 
@@ -81,6 +82,20 @@ export interface AggregateSummary {
   sites: Record<string, SiteCount[]>;
   /** probe of a pair's entry → latency of its paired calls */
   latency: Record<string, LatencySummary>;
+  /** Where the figures were computed: "kernel" when hist triggers counted them (absent: from the streamed hits). */
+  aggregated?: 'kernel';
+  /** In the kernel path, probe → hits per thread id (the kernel's common_pid), most hits first. */
+  pids?: Record<string, Array<{ pid: number; hits: number }>>;
+}
+
+/** What the kernel's hist triggers counted (cumulative since arming; see kernelAggregation.ts). */
+export interface KernelFigures {
+  /** One entry per tracefs event, point and thread. */
+  counts: Array<{ event: string; point: number; probe: string; site?: Site; tid: number; hits: number }>;
+  /** probe of a pair's entry → log2 buckets of its calls' latency (`[i]`: [2^i, 2^(i+1)) ns, within one bucket) */
+  latency: Record<string, number[]>;
+  /** Hits the kernel could not add to a full table. */
+  dropped: number;
 }
 
 export interface AggregateSnapshot {
@@ -192,6 +207,7 @@ export class Aggregates {
   private unpaired = 0;
   private lost = 0;
   private pairing: Readonly<Record<string, HitValue>> | undefined;
+  private kernel: KernelFigures | undefined;
 
   private readonly sourceLines = new Map<string, SourceLine>();
 
@@ -248,6 +264,21 @@ export class Aggregates {
     this.lost += n;
   }
 
+  /** The kernel's figures, now (they are cumulative: each reading replaces the last). */
+  setKernel(figures: KernelFigures): void {
+    this.kernel = figures;
+  }
+
+  /** The kernel's figures last handed in, if any. */
+  get kernelFigures(): KernelFigures | undefined {
+    return this.kernel;
+  }
+
+  /** Which path produced the figures. */
+  get path(): 'kernel' | 'stream' {
+    return this.kernel ? 'kernel' : 'stream';
+  }
+
   snapshot(): AggregateSnapshot {
     const sites: AggregateSnapshot['sites'] = {};
     for (const [probe, byKey] of this.sites) {
@@ -275,6 +306,7 @@ export class Aggregates {
    * hosts. The latency's `log2` buckets are the snapshot's, trimmed of trailing empty buckets (as the panel shows them).
    */
   summary(): AggregateSummary {
+    if (this.kernel) return kernelSummary(this.kernel);
     const latency: Record<string, LatencySummary> = {};
     for (const [probe, h] of this.latency) {
       let n = h.log2.length;
@@ -346,4 +378,45 @@ export class Aggregates {
     }
     return ns;
   }
+}
+
+/**
+ * The summary of the kernel's figures. Its latency is log2 buckets only: a percentile and the maximum are the upper
+ * end of the bucket they fall in.
+ */
+function kernelSummary(k: KernelFigures): AggregateSummary {
+  const hits: Record<string, number> = {};
+  const sites: Record<string, SiteCount[]> = {};
+  const pids: Record<string, Array<{ pid: number; hits: number }>> = {};
+  for (const c of k.counts) {
+    hits[c.probe] = (hits[c.probe] ?? 0) + c.hits;
+    if (c.site) {
+      const list = (sites[c.probe] ??= []);
+      const same = list.find((x) => siteKey(x.site) === siteKey(c.site!));
+      if (same) same.hits += c.hits;
+      else list.push({ site: c.site, hits: c.hits });
+    }
+    const byPid = (pids[c.probe] ??= []);
+    const p = byPid.find((x) => x.pid === c.tid);
+    if (p) p.hits += c.hits;
+    else byPid.push({ pid: c.tid, hits: c.hits });
+  }
+  for (const list of Object.values(pids)) list.sort((a, b) => b.hits - a.hits || a.pid - b.pid);
+  const latency: Record<string, LatencySummary> = {};
+  for (const [probe, buckets] of Object.entries(k.latency)) {
+    let n = buckets.length;
+    while (n > 0 && buckets[n - 1] === 0) n--;
+    const log2 = buckets.slice(0, n);
+    const count = log2.reduce((a, b) => a + b, 0);
+    // No call timed yet: no latency, as when streaming.
+    if (count === 0) continue;
+    const upper = (q: number): number => {
+      const rank = Math.ceil(q * count);
+      let seen = 0;
+      for (let i = 0; i < log2.length; i++) if ((seen += log2[i]) >= rank && log2[i] > 0) return 2 ** (i + 1);
+      return 0;
+    };
+    latency[probe] = { count, p50: upper(0.5), p90: upper(0.9), p99: upper(0.99), max: 2 ** log2.length, log2 };
+  }
+  return { hits, sites, latency, aggregated: 'kernel', pids };
 }

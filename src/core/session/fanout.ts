@@ -40,7 +40,12 @@ export async function startAll(
  * add up (`mismatch` too; each host with one has it in `hosts`); a latency's percentiles and max are the worst
  * host's (percentiles do not add up), so with one host this is that host's figures.
  */
-export interface MergedSummary extends Pick<SessionSummary, 'hits' | 'lost' | 'mismatch' | 'kernelHits' | 'latency' | 'sites'> {
+export interface MergedSummary extends Pick<
+  SessionSummary,
+  'hits' | 'lost' | 'mismatch' | 'kernelHits' | 'latency' | 'sites' | 'aggregated'
+> {
+  /** In-kernel aggregation: probe → hits per thread id on each host. */
+  pids?: Record<string, Array<{ host: string; pid: number; hits: number }>>;
   hosts: Record<string, { ok: boolean; error?: string; mismatch?: number }>;
   /** Records discarded because their binary was written over while armed (absent when none). */
   discarded?: number;
@@ -55,6 +60,9 @@ export function mergeSummaries(outcomes: Array<{ host: string; summary?: Session
     if (o.error && o.summary) m.error = m.error ? `${m.error}; ${o.host}: ${o.error.message}` : `${o.host}: ${o.error.message}`;
     const s = o.summary;
     if (!s) continue;
+    if (s.aggregated) m.aggregated = s.aggregated;
+    for (const [probe, list] of Object.entries(s.pids ?? {}))
+      (m.pids ??= {})[probe] = [...(m.pids[probe] ?? []), ...list.map((x) => ({ host: o.host, pid: x.pid, hits: x.hits }))];
     for (const [k, v] of Object.entries(s.hits)) m.hits[k] = (m.hits[k] ?? 0) + v;
     for (const [k, v] of Object.entries(s.kernelHits)) m.kernelHits[k] = (m.kernelHits[k] ?? 0) + v;
     m.lost += s.lost;

@@ -18,7 +18,8 @@ import type { ExecExit, Target } from '../target/target';
 import { AgentError, AgentExitedError, offendingToken, TracefsAgent, type StopReport } from '../tracefs/agentClient';
 import { HitParser, type Hit } from '../tracefs/hitParser';
 import { countsAtCut, lossReport, type LossReport } from '../tracefs/loss';
-import { Aggregates, type LatencySummary, type SiteCount, type SourceLine } from './aggregates';
+import { Aggregates, type AggregateSummary, type LatencySummary, type SiteCount, type SourceLine } from './aggregates';
+import { kernelFigures, planHist, pointHits, readPeriodically, totalHits, type HistPlan } from './kernelAggregation';
 import { eventsOf, pairsOf, presentHit, probeKey, schemaOf } from './points';
 import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
 
@@ -56,6 +57,13 @@ export interface SessionOptions {
    * `keepGoing`, whose refusals take a spec back alone.
    */
   shareAcrossSpecs?: boolean;
+  /**
+   * Count in the kernel (hist triggers; docs/contracts.md "In-kernel aggregation"): the events are not recorded,
+   * their triggers count per probe, site and thread and time entry→return, read every `aggregateEveryMs` (default
+   * 1000) and at stop. Refused where the target's kernel has no hist triggers. No hits are delivered.
+   */
+  aggregate?: boolean;
+  aggregateEveryMs?: number;
   onHit?: (hit: Hit) => void;
   onLost?: (events: number) => void;
   /** A probed file changed on the target while armed (see fileWatch.ts); called again as more is known. */
@@ -72,6 +80,10 @@ export interface SessionSummary {
   latency: Record<string, LatencySummary>;
   /** probe → its sites that were hit and their counts (the same figures as the editor's and the panel's). */
   sites: Record<string, SiteCount[]>;
+  /** "kernel" when hist triggers produced the figures (see AggregateSummary). */
+  aggregated?: 'kernel';
+  /** In the kernel path: probe → hits per thread id. */
+  pids?: AggregateSummary['pids'];
   loss?: LossReport;
   /** Records discarded because their file was written over (they are counted by the kernel, not in `hits`). */
   discarded?: number;
@@ -174,6 +186,9 @@ export class TraceSession {
   private readonly removedKernelHits = new Map<string, number>();
   /** Loss counters zeroed by removals (the kernel resets the buffer), and entries still unread at the reset. */
   private lostAtRemovals = 0;
+  /** The hist triggers of an aggregating session, and the timer that reads them. */
+  private hist?: HistPlan;
+  private stopReading = (): void => undefined;
   /** Edits run one at a time, in the order they were asked for. */
   private edits: Promise<unknown> = Promise.resolve();
 
@@ -414,6 +429,10 @@ export class TraceSession {
       heartbeatTimeoutSeconds: opts.heartbeatSeconds ?? 3,
     }));
     rememberCaps(opts.target, agent.hello.caps);
+    if (opts.aggregate && !agent.hello.caps.has('hist'))
+      throw new Error(
+        `the kernel on ${this.host} has no hist triggers (its tracefs README offers no 'hist:'; CONFIG_HIST_TRIGGERS is off): it cannot aggregate in the kernel; trace without --aggregate`,
+      );
     // Kernel probes (the index is of a vmlinux) are about the running kernel: its build-id is in /sys/kernel/notes,
     // the kernel's own copy of the image's note segment.
     const kernel = compiled.probes.some((p) => p.definition.target.type === 'kprobe');
@@ -509,7 +528,18 @@ export class TraceSession {
     this.refused = [...compiled.refused, ...defined.refused];
     if (opts.pid !== undefined) await agent.filterPid(opts.pid);
     if (opts.filter) for (const e of eventsOf(this.probes)) await agent.setFilter(e, opts.filter);
-    await agent.arm();
+    if (opts.aggregate) {
+      const plan = (this.hist = planHist(agent.group, this.pointsOf, (p) => this.probeName(p)));
+      for (const s of plan.synths) await agent.defineSynthetic(s);
+      await agent.addTriggers(plan.triggers);
+    }
+    await agent.arm(!!opts.aggregate);
+    if (this.hist) {
+      const plan = this.hist;
+      const figures = (h: Map<string, string[]>) => kernelFigures(h, plan, this.pointsOf, (p) => this.probeName(p));
+      const armed = () => this.state === 'armed';
+      this.stopReading = readPeriodically(agent, plan, opts.aggregateEveryMs ?? 1000, armed, (h) => this.aggregates.setKernel(figures(h)));
+    }
     if (gate && !agent.watching) {
       // Nothing is watched after all (no file to watch): hits go straight through.
       this.gate = undefined;
@@ -564,6 +594,7 @@ export class TraceSession {
       await this.edits;
       if (this.state === 'failed') return this.partialSummary(true);
       this.state = 'stopping';
+      this.stopReading();
       let report;
       try {
         report = await this.agent!.stop();
@@ -585,9 +616,17 @@ export class TraceSession {
           : this.parser!.stats.lost;
       // The file watcher's markers share the ring buffer: those it lost are in the per-CPU counters, not hits.
       const marks = this.gate?.markersLost ?? 0;
-      report = countsAtCut(report, (ev, i) => this.records.get(ev)?.[i] ?? 0, Math.max(0, streamLost - marks) + this.lostAtRemovals);
+      // Aggregating, the kernel's hist counts (read between the profile's two reads) stand for the records.
+      // (A STOP that reported no hist file leaves the last periodic reading in place.)
+      const kernel =
+        this.hist &&
+        (report.hist ? kernelFigures(report.hist, this.hist, this.pointsOf, (p) => this.probeName(p)) : this.aggregates.kernelFigures);
+      if (kernel) this.aggregates.setKernel(kernel);
+      const counted = (ev: string, i: number) => (kernel ? pointHits(kernel, ev, i) : (this.records.get(ev)?.[i] ?? 0));
+      report = countsAtCut(report, counted, kernel ? kernel.dropped : Math.max(0, streamLost - marks) + this.lostAtRemovals);
       for (const [ev, n] of this.removedKernelHits) if (!report.kernelHits.has(ev)) report.kernelHits.set(ev, n);
-      const loss = lossReport(this.parser!.stats, report, this.opts.pid !== undefined || !!this.opts.filter);
+      const stats = kernel ? { ...this.parser!.stats, hits: totalHits(kernel), lost: kernel.dropped } : this.parser!.stats;
+      const loss = lossReport(stats, kernel ? { ...report, cpus: [] } : report, this.opts.pid !== undefined || !!this.opts.filter);
       loss.kernelHits = this.perPoint(report);
       if (this.lostAtRemovals) {
         loss.lost += this.lostAtRemovals;
@@ -609,6 +648,7 @@ export class TraceSession {
         lost: loss.lost,
         mismatch: loss.mismatch,
         kernelHits: this.byProbe(loss.kernelHits),
+        ...(sum.aggregated ? { aggregated: sum.aggregated, pids: sum.pids } : {}),
         loss,
         ...(this.gate?.discarded ? { discarded: this.gate.discarded } : {}),
       };
@@ -667,6 +707,11 @@ export class TraceSession {
     return sum;
   }
 
+  /** Whether this target's kernel could count the session's hits itself (hist triggers: `aggregate`). */
+  get canAggregate(): boolean {
+    return !!this.agent?.hello.caps.has('hist');
+  }
+
   /** Why the session ended early, once it has (see SessionSummary.error). */
   get error(): string | undefined {
     return this.endCause;
@@ -695,12 +740,14 @@ export class TraceSession {
       this.parser?.end();
       this.state = 'failed';
     }
-    const sum = this.aggregates?.summary() ?? { hits: {}, sites: {}, latency: {} };
+    this.stopReading();
+    const sum: AggregateSummary = this.aggregates?.summary() ?? { hits: {}, sites: {}, latency: {} };
     return {
       host: this.host,
       hits: sum.hits,
       sites: sum.sites,
       latency: sum.latency,
+      ...(sum.aggregated ? { aggregated: sum.aggregated, pids: sum.pids } : {}),
       lost: (this.parser?.stats.lost ?? 0) + this.lostAtRemovals,
       mismatch: 0,
       kernelHits: Object.fromEntries(this.removedKernelHits),

@@ -16,8 +16,11 @@
 //                                         stream markers `probelens_watch GEN.COUNT tick|ok|changed|disabled|
 //                                         replaced|removed … <key>` and NOTE lines (`marks GEN COUNT` as a watcher ends)
 //   WRITERS <path>                        the processes that have <path> open for writing: INFO `<pid> <comm>` each
-//   ARM                                   record-tgid, trace_clock mono, start the reader, enable the group; replies
-//                                         `clock=… watch=0|1`
+//   ARM [hist]                            record-tgid, trace_clock mono, start the reader, enable the group (not with
+//                                         hist: the events' hist triggers count, nothing is recorded); `clock=… watch=0|1`
+//   SYNTH <GROUP_lN>                      a synthetic event of ours with one field, `u64 lat` (see hist.ts)
+//   TRIG <event> <hist trigger>           add a hist trigger to an event of ours (or a synthetic event of ours)
+//   HISTREAD <event>                      its hist entries and totals: INFO `hist <event> <line>` each
 //   EV ON|OFF <event>                     (armed) enable or disable one event; OFF replies `hits=<uprobe_profile count>`
 //   UNDEF <event>                         disable one event, read its count, wait (bounded) until the reader has
 //                                         consumed the buffer, report the per-CPU counters, remove the definition:
@@ -27,7 +30,8 @@
 //                                         allows that much silence instead of the heartbeat timeout
 //   FORCE <group>                         remove a leftover whose owner cannot be judged (refused if it is alive)
 //   STOP                                  stop recording (the instance's tracing_on), read the kernel's counts
-//                                         on both sides of that cut, the last file check, drain, report stats;
+//                                         on both sides of that cut (the hist files between the two reads), the
+//                                         last file check, drain, report stats;
 //                                         after the reply: close stdout and stderr, disable, remove, exit
 // stderr (agent → client), each line `<nonce> OK <VERB> …`, `<nonce> ERR <VERB> <CODE> <message>` or
 //   `<nonce> INFO <VERB> …` (INFO lines precede the OK/ERR they belong to), and unsolicited `<nonce> NOTE <VERB> …`
@@ -75,6 +79,8 @@ export interface StopReport {
    */
   kernelHitsBefore?: Map<string, number>;
   pointHitsBefore?: Map<string, number[]>;
+  /** event → its hist file's lines (entries and totals), read after the cut; only events with hist triggers. */
+  hist?: Map<string, string[]>;
 }
 
 /** What removing one event reported: its final uprobe_profile count, and entries still unread at removal. */
@@ -349,8 +355,32 @@ export class TracefsAgent {
     await this.command('FORCE', group);
   }
 
-  async arm(): Promise<void> {
-    const r = await this.command('ARM');
+  /** A synthetic latency event of this session (`GROUP_lN`, see hist.ts). */
+  async defineSynthetic(name: string): Promise<void> {
+    await this.command('SYNTH', name);
+  }
+
+  /** Hist triggers on events of this session, in order (one round trip); the kernel's error_log is in a refusal's details. */
+  async addTriggers(triggers: ReadonlyArray<{ event: string; trigger: string }>): Promise<void> {
+    const results = await this.pipeline(triggers.map((t) => ['TRIG', `${t.event} ${t.trigger}`] as [string, string]));
+    const bad = results.find((r) => r instanceof Error);
+    if (bad) throw bad;
+  }
+
+  /** The hist files of `events` now: event → its entries and totals (see parseHist). */
+  async readHist(events: readonly string[]): Promise<Map<string, string[]>> {
+    const results = await this.pipeline(events.map((e) => ['HISTREAD', e] as [string, string]));
+    const out = new Map<string, string[]>();
+    results.forEach((r, i) => {
+      if (r instanceof Error) throw r;
+      out.set(events[i], parseStop(r.info).hist?.get(events[i]) ?? []);
+    });
+    return out;
+  }
+
+  /** `hist`: arm for in-kernel aggregation (the events are not enabled; their triggers count). */
+  async arm(hist = false): Promise<void> {
+    const r = await this.command('ARM', hist ? 'hist' : undefined);
     this.watchingFiles = this.watchKeyValue !== null && /(?:^| )watch=1(?: |$)/.test(r.text);
   }
 
@@ -594,7 +624,16 @@ export function parseStop(info: string[]): StopReport {
   const kernelHitsBefore = new Map<string, number>();
   const pointHitsBefore = new Map<string, number[]>();
   let before = false;
+  let hist: Map<string, string[]> | undefined;
   for (const l of info) {
+    const h = /^hist ([A-Za-z_][A-Za-z0-9_]*) (.*)$/.exec(l);
+    if (h) {
+      hist ??= new Map();
+      const list = hist.get(h[1]);
+      if (list) list.push(h[2]);
+      else hist.set(h[1], [h[2]]);
+      continue;
+    }
     let m = /^stat \S*\/cpu(\d+) ([a-z ]+): *(\d+)/.exec(l);
     if (m) {
       const cpu = +m[1];
@@ -624,5 +663,6 @@ export function parseStop(info: string[]): StopReport {
     kernelHits,
     pointHits,
     ...(before ? { kernelHitsBefore, pointHitsBefore } : {}),
+    ...(hist ? { hist } : {}),
   };
 }

@@ -7,8 +7,10 @@
 // for replies. src/core/tracefs/agentClient.ts is the client side and lists the commands.
 //
 // The script avoids `${` and backquotes so it can live in a String.raw template. The file watcher's functions
-// (agentWatcher.ts) and the heartbeat watchdog's (agentWatchdog.ts) are spliced in as blocks.
+// (agentWatcher.ts), the heartbeat watchdog's (agentWatchdog.ts) and the hist triggers' (agentHist.ts) are spliced
+// in as blocks.
 import { AGENT_KERNEL_COUNTS } from './agentProfile';
+import { AGENT_HIST } from './agentHist';
 import { AGENT_FILE_WATCHER } from './agentWatcher';
 import { AGENT_WATCHDOG } from './agentWatchdog';
 
@@ -166,6 +168,7 @@ remove_group_in() {
 remove_leftover() {
   [ -f "$T/instances/$1/events/$1/enable" ] && echo 0 2>/dev/null > "$T/instances/$1/events/$1/enable"
   [ -f "$T/events/$1/enable" ] && echo 0 2>/dev/null > "$T/events/$1/enable"
+  unhist_leftover "$1"
   remove_group "$1"
   kill_readers "$1"
   [ -d "$T/instances/$1" ] && rmdir_retry "$T/instances/$1"
@@ -175,6 +178,7 @@ remove_leftover() {
 sweep() {
   groups=$( { sed -n 's/^[pr]:\(probelens_[0-9][a-z0-9_]*\)\/.*/\1/p' "$T/uprobe_events"
     [ -f "$T/kprobe_events" ] && sed -n 's/^[pr][0-9]*:\(probelens_[0-9][a-z0-9_]*\)\/.*/\1/p' "$T/kprobe_events"
+    [ -f "$T/synthetic_events" ] && sed -n 's/^\(probelens_[0-9][a-z0-9_]*\)_l[0-9]*[[:space:]].*/\1/p' "$T/synthetic_events"
     for d in "$T"/instances/probelens_*; do [ -d "$d" ] && printf '%s\n' "$d" | sed 's,.*/,,'; done; } 2>/dev/null)
   [ -n "$groups" ] || return 0
   scan_procs
@@ -259,6 +263,7 @@ cleanup() {
     [ -f "$I/events/$G/enable" ] && echo 0 2>/dev/null > "$I/events/$G/enable"
     # Nobody is left to read what remains in the buffer: end the reader at once.
     stop_reader
+    unhist
     remove_group "$G"
     kill_readers "$G"
     [ -d "$I" ] && rmdir_retry "$I"
@@ -274,6 +279,7 @@ quit() {
 ${AGENT_WATCHDOG}
 
 ${AGENT_FILE_WATCHER}
+${AGENT_HIST}
 hello() {
   set -f; set -- $1; set +f
   [ $# -ge 2 ] || { say ERR HELLO EPROTO "usage: HELLO <version> <nonce> [heartbeat-seconds]"; exit 2; }
@@ -427,6 +433,7 @@ overwrite() {
   if printf '%s\n' "$1" 2>/dev/null > "$I/options/overwrite"; then say OK OVERWRITE; else say ERR OVERWRITE EKERNEL "cannot set options/overwrite"; fi
 }
 
+# ARM [hist]: with hist, the group's events are not enabled: their triggers alone count (nothing is recorded).
 arm() {
   if [ -f "$I/options/record-tgid" ]; then echo 1 2>/dev/null > "$I/options/record-tgid"; else say INFO ARM no record-tgid; fi
   grep -q mono "$I/trace_clock" && echo mono 2>/dev/null > "$I/trace_clock"
@@ -439,7 +446,7 @@ arm() {
   ( trap '' HUP INT QUIT TERM; while kill -0 $$ 2>/dev/null; do sleep 1; done; kill "$CAT" 2>/dev/null ) < /dev/null > /dev/null 2>&1 &
   GUARD=$!
   # A session may start with no definition yet (every spec refused): it is armed, and EV ON adds events later.
-  if [ ! -d "$I/events/$G" ] || echo 1 2>/dev/null > "$I/events/$G/enable"; then
+  if [ ! -d "$I/events/$G" ] || [ "$1" = hist ] || echo 1 2>/dev/null > "$I/events/$G/enable"; then
     STATE=armed
     fw_sync
     say OK ARM "clock=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$I/trace_clock")" "watch=$([ -n "$FWPID" ] && echo 1 || echo 0)"
@@ -510,6 +517,8 @@ stop() {
     fw_stop
     read_profile "$G/" && PROF0=$PROF
     [ -f "$I/tracing_on" ] && echo 0 2>/dev/null > "$I/tracing_on"
+    # Triggers count on past the cut: their figures are read between the two profile reads.
+    hist_stop_report
     fw_final
     drain_reader
     report_stats
@@ -567,7 +576,10 @@ while :; do
     *:OVERWRITE) overwrite "$rest" ;;
     *:STATS) cpu_stats STATS; say OK STATS ;;
     *:FORCE) force "$rest" ;;
-    ready:ARM) arm ;;
+    ready:ARM) arm "$rest" ;;
+    *:SYNTH) synth "$rest" ;;
+    *:TRIG) trig "$rest" ;;
+    *:HISTREAD) histread "$rest" ;;
     armed:EV) ev "$rest" ;;
     *:UNDEF) undef "$rest" ;;
     *:STOP) stop ;;

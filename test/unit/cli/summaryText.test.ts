@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MergedSummary } from '../../../src/core/session/fanout';
-import { probeSummaryLines } from '../../../src/cli/summaryText';
+import { lostLine, probeSummaryLines } from '../../../src/cli/summaryText';
 
 const base = (): MergedSummary => ({ hits: {}, lost: 0, mismatch: 0, kernelHits: {}, latency: {}, sites: {}, hosts: { h: { ok: true } } });
 
@@ -38,4 +38,40 @@ test('a probe with several sites prints each site’s count, and its latency as 
   // The longest bar is the most-filled bucket's.
   const bars = lines.slice(4).map((l) => (l.match(/#/g) ?? []).length);
   assert.deepEqual(bars, [21, 32, 11]);
+});
+
+test('aggregated in the kernel: the hits per thread id, and percentiles as the upper ends of their buckets', () => {
+  const m = base();
+  m.aggregated = 'kernel';
+  m.hits.f = 207;
+  m.kernelHits.f = 207;
+  m.pids = {
+    f: [
+      { host: 'h', pid: 195, hits: 200 },
+      { host: 'h', pid: 201, hits: 7 },
+    ],
+  };
+  m.latency.f = { count: 2, p50: 4096, p90: 4096, p99: 4096, max: 4096, log2: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2] };
+  const lines = probeSummaryLines(m, 'f');
+  assert.equal(lines[0], 'f: 207 hits (kernel counted 207), p50 ≤ 4096 ns p99 ≤ 4096 ns\n');
+  assert.equal(lines[1], '  tid 195: 200 hits\n');
+  assert.equal(lines[2], '  tid 201: 7 hits\n');
+  assert.equal(lines[3], '  latency of 2 calls:\n');
+});
+
+test('aggregated over several hosts, each thread is named with its host; past 20 threads the rest are summed', () => {
+  const m = base();
+  m.aggregated = 'kernel';
+  m.hits.f = 30;
+  m.pids = { f: Array.from({ length: 25 }, (_, i) => ({ host: i % 2 ? 'a' : 'b', pid: 100 + i, hits: i < 20 ? 1 : 2 })) };
+  const lines = probeSummaryLines(m, 'f');
+  assert.equal(lines[1], '  b tid 100: 1 hit\n');
+  assert.equal(lines.length, 22);
+  assert.equal(lines[21], '  5 more threads: 10 hits\n');
+});
+
+test('the loss line offers counting in the kernel only where the targets can, and says what an aggregated loss is', () => {
+  assert.equal(lostLine(5, false, false), 'lost: 5 events (raise --buffer-kb or add --filter)\n');
+  assert.equal(lostLine(5, false, true), 'lost: 5 events (raise --buffer-kb or add --filter, or count them in the kernel: --aggregate)\n');
+  assert.equal(lostLine(1, true, true), 'lost: 1 hit the kernel could not add to its full tables\n');
 });

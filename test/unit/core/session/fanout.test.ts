@@ -64,3 +64,32 @@ test("merged summaries add up per-site counts and latency buckets over hosts; pe
   );
   assert.deepEqual(m.latency.f, { count: 12, p50: 2000, p90: 4000, p99: 4000, max: 8000, log2: [1, 2, 3, 6] });
 });
+
+test('in-kernel figures merge with the path they came by, and each host keeps its own threads', () => {
+  const s = (host: string, pid: number): SessionSummary => ({
+    host,
+    hits: { f: 3 },
+    lost: 0,
+    mismatch: 0,
+    kernelHits: { f: 3 },
+    latency: {},
+    sites: {},
+    aggregated: 'kernel',
+    pids: { f: [{ pid, hits: 3 }] },
+  });
+  const m = mergeSummaries([
+    { host: 'a', summary: s('a', 10) },
+    { host: 'b', summary: s('b', 10) },
+  ]);
+  assert.equal(m.aggregated, 'kernel');
+  assert.equal(m.hits.f, 6);
+  assert.deepEqual(m.pids, {
+    f: [
+      { host: 'a', pid: 10, hits: 3 },
+      { host: 'b', pid: 10, hits: 3 },
+    ],
+  });
+  const streamed = mergeSummaries([{ host: 'a', summary: { ...s('a', 1), aggregated: undefined, pids: undefined } }]);
+  assert.equal(streamed.aggregated, undefined);
+  assert.equal(streamed.pids, undefined);
+});

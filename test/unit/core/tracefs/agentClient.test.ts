@@ -102,3 +102,22 @@ test('loss: entries a stop left unread (a client too slow to drain the buffer) a
   assert.equal(r.lost, 7);
   assert.equal(r.mismatch, 0);
 });
+
+test("STOP's hist lines are kept per event, in order, apart from the profile and the per-CPU counters", () => {
+  const r = parseStop([
+    'profile-before   /bin/x f 3',
+    'hist f # trigger info: hist:keys=common_pid:vals=hitcount:sort=hitcount:size=2048 [active]',
+    'hist f { common_pid:        195 } hitcount:          3',
+    'hist probelens_1_x_l0 { lat: ~ 2^15 } hitcount:          2',
+    'hist f     Dropped: 0',
+    'profile   /bin/x f 3',
+  ]);
+  assert.deepEqual(r.hist?.get('f'), [
+    '# trigger info: hist:keys=common_pid:vals=hitcount:sort=hitcount:size=2048 [active]',
+    '{ common_pid:        195 } hitcount:          3',
+    '    Dropped: 0',
+  ]);
+  assert.deepEqual(r.hist?.get('probelens_1_x_l0'), ['{ lat: ~ 2^15 } hitcount:          2']);
+  assert.equal(r.kernelHits.get('f'), 3);
+  assert.equal(parseStop(['profile   /bin/x f 3']).hist, undefined, 'no hist lines: no hist');
+});

@@ -1,0 +1,159 @@
+// A session's in-kernel aggregation (`--aggregate`): which hist triggers and synthetic events its events get, and
+// what the kernel's hist files say in the aggregates' terms (counts per probe, site and thread; latency buckets per
+// probe). The trigger texts are src/core/tracefs/hist.ts's; the agent installs and removes them.
+import { SITE_ARG, type CompiledProbe } from '../probes/compiler';
+import {
+  bucketOfKernelLog2,
+  countTrigger,
+  entryTrigger,
+  exitTrigger,
+  latencyTrigger,
+  parseHist,
+  synthName,
+  tableOf,
+} from '../tracefs/hist';
+import type { TracefsAgent } from '../tracefs/agentClient';
+import type { KernelFigures } from './aggregates';
+
+export interface HistPlan {
+  /** Synthetic latency events, defined before the triggers that name them. */
+  synths: string[];
+  /** In the order they must be added (a variable before its readers; a synthetic event's trigger last). */
+  triggers: Array<{ event: string; trigger: string }>;
+  /** tracefs events whose hist files hold counts, and their count triggers. */
+  countEvents: Array<{ event: string; trigger: string }>;
+  /** synthetic event → the probe (of the entry) its latencies are counted under */
+  latencyOf: Map<string, string>;
+  /** Pairs the kernel cannot time (Go's, paired by goroutine): their probes, for a warning. */
+  untimed: string[];
+}
+
+/**
+ * The triggers for `points` (tracefs event → its points by SITE_ARG number): a count on every event, and for each
+ * entry event with return events paired to it, the entry's time per thread and a synthetic latency event with its
+ * log2 buckets. The kernel keeps one entry time per thread and event: a call nested in another call of the same
+ * entry event (recursion, or a shared event's other function) is timed from the inner entry.
+ */
+export function planHist(
+  group: string,
+  points: ReadonlyMap<string, readonly CompiledProbe[]>,
+  probeName: (p: CompiledProbe) => string,
+): HistPlan {
+  const plan: HistPlan = { synths: [], triggers: [], countEvents: [], latencyOf: new Map(), untimed: [] };
+  const all: CompiledProbe[] = [];
+  for (const [event, list] of points) {
+    const perSite = list.some((p) => p?.args.some((a) => a.name === SITE_ARG));
+    plan.countEvents.push({ event, trigger: countTrigger(perSite) });
+    plan.triggers.push({ event, trigger: countTrigger(perSite) });
+    for (const p of list) if (p) all.push(p);
+  }
+  // entry tracefs event → its return tracefs events, and the probe its latency counts under.
+  const pairs = new Map<string, { exits: Set<string>; probe: string }>();
+  for (const entry of all) {
+    if (entry.kind !== 'entry' || !entry.pairKey) continue;
+    const exits = all.filter((q) => q.kind === 'return' && q.pairKey === entry.pairKey);
+    if (!exits.length) continue;
+    if (entry.pairBy === 'goroutine') {
+      if (!plan.untimed.includes(probeName(entry))) plan.untimed.push(probeName(entry));
+      continue;
+    }
+    const e = entry.definition.event;
+    const pair = pairs.get(e) ?? { exits: new Set<string>(), probe: probeName(entry) };
+    for (const x of exits) pair.exits.add(x.definition.event);
+    pairs.set(e, pair);
+  }
+  const exitTaken = new Set<string>();
+  for (const [entryEvent, pair] of pairs) {
+    // A return event times one entry event: a second would be a second trigger of the same keys.
+    const exits = [...pair.exits].filter((x) => !exitTaken.has(x));
+    if (!exits.length) continue;
+    const synth = synthName(group, plan.synths.length);
+    plan.synths.push(synth);
+    plan.latencyOf.set(synth, pair.probe);
+    plan.triggers.push({ event: entryEvent, trigger: entryTrigger() });
+    for (const x of exits) {
+      exitTaken.add(x);
+      plan.triggers.push({ event: x, trigger: exitTrigger(group, entryEvent, synth) });
+    }
+    plan.triggers.push({ event: synth, trigger: latencyTrigger() });
+  }
+  return plan;
+}
+
+/** The events whose hist files the session reads: the counted ones and the synthetic ones. */
+export const histEvents = (plan: HistPlan): string[] => [...plan.countEvents.map((c) => c.event), ...plan.synths];
+
+/** What the kernel's hist files (event → lines) say, in the aggregates' terms. */
+export function kernelFigures(
+  hist: ReadonlyMap<string, readonly string[]>,
+  plan: HistPlan,
+  points: ReadonlyMap<string, readonly CompiledProbe[]>,
+  probeName: (p: CompiledProbe) => string,
+): KernelFigures {
+  const out: KernelFigures = { counts: [], latency: {}, dropped: 0 };
+  for (const { event, trigger } of plan.countEvents) {
+    // An entry event also holds the table of its entry times.
+    const table = tableOf(parseHist(hist.get(event) ?? []), trigger);
+    out.dropped += table.dropped;
+    const list = points.get(event) ?? [];
+    for (const e of table.entries) {
+      const point = list[e.keys[SITE_ARG] ?? 0];
+      if (!point) continue;
+      out.counts.push({
+        event,
+        point: e.keys[SITE_ARG] ?? 0,
+        probe: probeName(point),
+        site: point.site,
+        tid: e.keys.common_pid,
+        hits: e.hits,
+      });
+    }
+  }
+  for (const synth of plan.synths) {
+    const probe = plan.latencyOf.get(synth)!;
+    const table = tableOf(parseHist(hist.get(synth) ?? []), latencyTrigger());
+    out.dropped += table.dropped;
+    const log2 = (out.latency[probe] ??= []);
+    for (const e of table.entries) {
+      // 0 ns has no logarithm: the kernel prints it as a huge exponent.
+      const n = e.keys.lat ?? 0;
+      const b = n > 64 ? 0 : bucketOfKernelLog2(n);
+      while (log2.length <= b) log2.push(0);
+      log2[b] += e.hits;
+    }
+  }
+  return out;
+}
+
+/** Hits the kernel counted at one point of one event (what a streamed session's received records are). */
+export const pointHits = (k: KernelFigures, event: string, point: number): number =>
+  k.counts.reduce((n, c) => n + (c.event === event && c.point === point ? c.hits : 0), 0);
+
+/** Every hit the kernel counted. */
+export const totalHits = (k: KernelFigures): number => k.counts.reduce((n, c) => n + c.hits, 0);
+
+/**
+ * Reads `plan`'s hist files every `everyMs` while `armed()` holds, one reading at a time (a slow target is not
+ * queued up), and hands each to `onHist` (the kernel's figures are cumulative: each replaces the last). Returns
+ * what stops it.
+ */
+export function readPeriodically(
+  agent: Pick<TracefsAgent, 'readHist'>,
+  plan: HistPlan,
+  everyMs: number,
+  armed: () => boolean,
+  onHist: (hist: Map<string, string[]>) => void,
+): () => void {
+  let reading = false;
+  const timer = setInterval(() => {
+    if (reading || !armed()) return;
+    reading = true;
+    agent
+      .readHist(histEvents(plan))
+      .then((h) => armed() && onHist(h))
+      .catch(() => undefined)
+      .finally(() => (reading = false));
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
