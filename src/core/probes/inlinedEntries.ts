@@ -21,6 +21,10 @@
 //   (none of its calls open) is the two calls' identical tails merged into one (cross-jumping: GCC keeps the code
 //   once and jumps to it from the other call): on the second path it ends the other function's call and begins
 //   none of this one. Copy code reached only that way begins a call, as from the caller's code.
+// Copy code that only moves values, only jumps or only loads the function's own address (see below) and runs both
+// inside a call and outside any begins no call on the second path and continues the open one on the first: it is
+// no work of a call wherever GCC attributed it (a frame reload GCC gave a copy, scheduled inside another function's
+// copy), so it leaves the entries proved; work after it is judged as any copy code is.
 // Set-up code that a path with no call open reaches and that also runs on a path that passes no entry may be a call
 // whose DIE GCC merged away, unless it only moves values as a register allocator does (a spill to the frame, its
 // reload, a register copy, a frame address: see onlyMoves in x86decoder.ts), only jumps, or only loads the address of
@@ -283,7 +287,9 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
         const none = s.has(NONE) || (s.has(FOREIGN) && foreignBegins.has(n));
         const open = s.size - (s.has(NONE) ? 1 : 0) - (s.has(FOREIGN) ? 1 : 0);
         if (none && open > 0) {
-          ambiguous ??= n;
+          // A move, a jump or the hooks' own-address load does no work of a call (see the top): on the path with
+          // no call open it begins none, and on the other it continues the open one. Any work after it decides.
+          if (!noWork(n)) ambiguous ??= n;
           out = new Set(s);
         } else if (none) {
           fresh.add(n);

@@ -415,3 +415,33 @@ test('the define-time check: a site reached from another within one call is foun
   ]);
   assert.deepEqual(twoSitesOneCall(shared, [site(0, 0), site(3, 1)]), [{ from: B, to: B + 3n }]);
 });
+
+test('copy code that only moves a value, run both inside a call and outside any, begins none and ends none', () => {
+  // The caller's test jumps to the copy's last instruction, which the call begun at the entry pc also runs into:
+  // a register copy (a register allocator's, attributed to the copy) does no work of a call on either path.
+  const withTail = (...tail: number[]) =>
+    bytes(
+      ...[0x85, 0xff], //       0  test %edi,%edi   caller
+      ...[0x74, 0x03], //       2  je 7             caller: to the copy's tail with no call open
+      ...[0x83, 0xc0, 0x01], // 4  add $1,%eax      copy entry pc
+      ...tail, //               7  copy
+      0xc3, //                     ret              caller
+    );
+  const run = (code: Uint8Array) => findInlinedEntries(query(code, [[4, [[4, code.length - 1]]]]));
+  for (const tail of [
+    [0x89, 0xf9], //                   mov %edi,%ecx
+    [0x8b, 0x54, 0x24, 0x20], //       mov 0x20(%rsp),%edx (a reload)
+  ]) {
+    const r = run(withTail(...tail));
+    assert.deepEqual(addrs(r), [4], `${tail}`);
+    assert.deepEqual(r.ok && r.notArmed, []);
+  }
+  // Work there (`add %edi,%ecx`), or after the move on both paths, is code run both inside a call and outside any.
+  for (const tail of [
+    [0x01, 0xf9],
+    [0x89, 0xf9, 0x83, 0xc0, 0x02], // mov %edi,%ecx; add $2,%eax
+  ]) {
+    const r = run(withTail(...tail));
+    assert.equal(!r.ok && r.category, 'ambiguous', `${tail}`);
+  }
+});
