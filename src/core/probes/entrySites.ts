@@ -4,7 +4,7 @@
 // Tests: test/unit/core/probes/inlinedEntries.fixture.test.ts, test/corpus/one-call-one-site.test.ts
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { FunctionSite, IndexedFunction } from '../index/model';
-import { findInlinedEntries, type InlinedEntryQuery } from './inlinedEntries';
+import { findInlinedEntriesProving, type findInlinedEntries, type InlinedEntryQuery } from './inlinedEntries';
 import { twoSitesOneCall } from './oneCallCheck';
 import type { HostRange } from './inlinedExits';
 import { entryByDie, noReturnTest } from './inlinedReturns';
@@ -67,6 +67,7 @@ export async function provedEntrySites(
     }
   };
   const noReturn = noReturnTest(index, ctx);
+  const noReturnProved = noReturnTest(index, ctx, true);
   const lineOf = (address: bigint): string | undefined => {
     const r = dw.lineAt(Number(address));
     return r && `${r.file}:${r.line}`;
@@ -100,8 +101,11 @@ export async function provedEntrySites(
         ownAddresses,
       };
     }
-    const r: ReturnType<typeof findInlinedEntries> = q
-      ? findInlinedEntries(q)
+    // Where the entries are unproved, callees proved never to return from their own code end paths too.
+    const found = q ? findInlinedEntriesProving(q, noReturnProved) : undefined;
+    if (found) q = found.query;
+    const r: ReturnType<typeof findInlinedEntries> = found
+      ? found.result
       : { ok: false, category: 'undecodable', reason: 'the function it is inlined into has no code of its own in the index' };
     const mine: FunctionSite[] = [];
     const mineCopy: number[] = []; // the copy (index into copies) each armed site is of

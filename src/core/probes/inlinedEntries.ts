@@ -21,12 +21,19 @@
 //   (none of its calls open) is the two calls' identical tails merged into one (cross-jumping: GCC keeps the code
 //   once and jumps to it from the other call): on the second path it ends the other function's call and begins
 //   none of this one. Copy code reached only that way begins a call, as from the caller's code.
+// Copy code that only moves values, only jumps or only loads the function's own address (see below) and runs both
+// inside a call and outside any begins no call on the second path and continues the open one on the first: it is
+// no work of a call wherever GCC attributed it (a frame reload GCC gave a copy, scheduled inside another function's
+// copy), so it leaves the entries proved; work after it is judged as any copy code is.
 // Set-up code that a path with no call open reaches and that also runs on a path that passes no entry may be a call
 // whose DIE GCC merged away, unless it only moves values as a register allocator does (a spill to the frame, its
 // reload, a register copy, a frame address: see onlyMoves in x86decoder.ts), only jumps, or only loads the address of
 // the function's own out-of-line code (the argument -finstrument-functions passes its hooks, which GCC hoists out of
 // loops and ahead of the caller's tests), which is no work of a call wherever GCC attributed it. Any other constant is
 // not such a move: it may be all a call computes.
+// Where all this leaves a holder's entries unproved, findInlinedEntriesProving asks again with callees proved never
+// to return from their own code (provedNoReturn.ts) ending paths too, and takes that answer only when it proves the
+// holder arming no place the first did not.
 // An entry pc reached while its own call is open (a loop head, code shared with paths that make no call) is not
 // armed, and its copy's calls go uncounted; copy code that runs both with and without a call open, computed jumps
 // and undecodable code make the holder's entries unproved. Each of these is said with its reason.
@@ -283,7 +290,9 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
         const none = s.has(NONE) || (s.has(FOREIGN) && foreignBegins.has(n));
         const open = s.size - (s.has(NONE) ? 1 : 0) - (s.has(FOREIGN) ? 1 : 0);
         if (none && open > 0) {
-          ambiguous ??= n;
+          // A move, a jump or the hooks' own-address load does no work of a call (see the top): on the path with
+          // no call open it begins none, and on the other it continues the open one. Any work after it decides.
+          if (!noWork(n)) ambiguous ??= n;
           out = new Set(s);
         } else if (none) {
           fresh.add(n);
@@ -553,4 +562,23 @@ function loopBackEdges(g: Graph, entry: number): (p: number, n: number) => boole
       if (d === entry || idom[d] < 0) return false;
     }
   };
+}
+
+/**
+ * findInlinedEntries, and where that leaves the entries unproved, again with `proved` (callees proved never to
+ * return from their own code: provedNoReturn.ts) ending paths too. That answer is taken when it proves the holder
+ * and arms no place the first one armed not (unproved: no place but the copies' entry pcs): paths a callee's proof
+ * takes away can leave copy code reached only where no call is open, which would begin a call there.
+ */
+export function findInlinedEntriesProving(
+  q: InlinedEntryQuery,
+  proved: (target: bigint) => boolean,
+): { result: InlinedEntries; query: InlinedEntryQuery } {
+  const r = findInlinedEntries(q);
+  if (r.ok && r.notArmed.length === 0) return { result: r, query: q };
+  const q2: InlinedEntryQuery = { ...q, noReturn: (t) => q.noReturn?.(t) === true || proved(t) };
+  const r2 = findInlinedEntries(q2);
+  const before = new Set(r.ok ? r.entries.map((e) => e.address) : q.copies.map((c) => c.entry));
+  if (r2.ok && r2.notArmed.length === 0 && r2.entries.every((e) => before.has(e.address))) return { result: r2, query: q2 };
+  return { result: r, query: q };
 }

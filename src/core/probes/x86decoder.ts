@@ -1,6 +1,7 @@
 // The only module that touches iced-x86 (a WASM x86 decoder). It is loaded on first use: compiling its
 // ~800 KB of WASM costs ~100 ms, which only Go return probes on x86-64 should pay.
-// Tests: test/unit/core/probes/inlinedEntries.fixture.test.ts, test/unit/core/probes/returns.test.ts
+// Tests: test/unit/core/probes/inlinedEntries.fixture.test.ts, test/unit/core/probes/returns.test.ts,
+// test/unit/core/probes/provedNoReturn.test.ts
 import type * as Iced from 'iced-x86';
 
 /** What return-site scanning needs to know about one decoded x86-64 instruction. */
@@ -249,4 +250,88 @@ function relativeTable(x: typeof Iced, reg: Iced.Register, recent: readonly Rece
   const lea = last(add, (r) => r.mnemonic === x.Mnemonic.Lea && r.op0 === base && r.memBase === x.Register.RIP);
   if (load < 0 || lea < 0) return undefined;
   return { address: recent[lea].disp!, entry: 'rel32' };
+}
+
+/** The 16 general registers, by their number in `X86ValueInsn` (rax 0 … rdi 7, r8 8 … r15 15). */
+export const GPR_NAMES = ['rax', 'rcx', 'rdx', 'rbx', 'rsp', 'rbp', 'rsi', 'rdi', 'r8', 'r9', 'r10', 'r11', 'r12', 'r13', 'r14', 'r15'];
+
+/** What following constants through the general registers needs of one instruction (see decodeX86Values). */
+export interface X86ValueInsn extends X86FlowInsn {
+  /** The general registers it writes, wholly or in part, as a bit set by number; -1: any of them. */
+  writes: number;
+  /** It sets one register exactly: to a constant, or to another register's value (its low 32 bits, zero-extended). */
+  set?: { reg: number; value?: bigint; from?: number; bits: 32 | 64 };
+  /** `test %r,%r` of one register (its low `bits`): ZF then says whether that is zero. */
+  test?: { reg: number; bits: 32 | 64 };
+  /** It writes ZF (any flag write is taken to). */
+  flags: boolean;
+  /** A 'jcc' on ZF alone: taken when ZF is set ('e') or clear ('ne'). */
+  cc?: 'e' | 'ne';
+}
+
+/**
+ * Decodes like decodeX86Flow and adds, per instruction, its effect on the general registers and flags from iced's
+ * own instruction info: the registers written, an exact value where the instruction makes one (`xor %r,%r`, a move
+ * of an immediate, a register copy of 32 or 64 bits), and a `test %r,%r`. Anything else only forgets.
+ */
+export function decodeX86Values(
+  code: Uint8Array,
+  address: bigint,
+): Array<X86ValueInsn | { address: bigint; invalid: true; reason: string }> {
+  const flow = decodeX86Flow(code, address);
+  const x = load();
+  const gpr = new Map<number, number>(GPR_NAMES.map((n, k) => [x.Register[n.toUpperCase() as keyof typeof x.Register] as number, k]));
+  const decoder = new x.Decoder(64, code, x.DecoderOptions.None);
+  const insn = new x.Instruction();
+  const factory = new x.InstructionInfoFactory();
+  const written = new Set([x.OpAccess.Write, x.OpAccess.CondWrite, x.OpAccess.ReadWrite, x.OpAccess.ReadCondWrite]);
+  const out: Array<X86ValueInsn | { address: bigint; invalid: true; reason: string }> = [];
+  try {
+    decoder.ip = address;
+    for (const step of flow) {
+      if ('invalid' in step) {
+        out.push(step);
+        break;
+      }
+      decoder.decodeOut(insn);
+      const v: X86ValueInsn = { ...step, writes: 0, flags: insn.rflagsModified !== 0 };
+      if (insn.isSaveRestoreInstruction) v.writes = -1;
+      else {
+        const info = factory.info(insn);
+        for (const u of info.usedRegisters()) {
+          const k = gpr.get(x.RegisterExt.fullRegister(u.register));
+          if (k !== undefined && written.has(u.access)) v.writes |= 1 << k;
+          u.free();
+        }
+        info.free();
+      }
+      const reg = x.OpKind.Register;
+      const bitsOf = (r: number): 32 | 64 | undefined => (x.RegisterExt.isGPR64(r) ? 64 : x.RegisterExt.isGPR32(r) ? 32 : undefined);
+      const full = (r: number) => gpr.get(x.RegisterExt.fullRegister(r));
+      const m = insn.mnemonic;
+      if (insn.opCount === 2 && insn.op0Kind === reg) {
+        const r0 = insn.op0Register;
+        const b0 = bitsOf(r0);
+        const k0 = full(r0);
+        if (b0 !== undefined && k0 !== undefined) {
+          if (m === x.Mnemonic.Xor && insn.op1Kind === reg && insn.op1Register === r0) v.set = { reg: k0, value: 0n, bits: b0 };
+          else if (m === x.Mnemonic.Mov && insn.op1Kind === reg && bitsOf(insn.op1Register) === b0)
+            v.set = { reg: k0, from: full(insn.op1Register), bits: b0 };
+          else if (m === x.Mnemonic.Mov && insn.op1Kind !== reg && insn.op1Kind !== x.OpKind.Memory)
+            v.set = { reg: k0, value: BigInt.asUintN(b0, insn.immediate(1)), bits: b0 };
+          else if (m === x.Mnemonic.Test && insn.op1Kind === reg && insn.op1Register === r0) v.test = { reg: k0, bits: b0 };
+        }
+      }
+      if (step.kind === 'jcc') {
+        if (insn.conditionCode === x.ConditionCode.e) v.cc = 'e';
+        else if (insn.conditionCode === x.ConditionCode.ne) v.cc = 'ne';
+      }
+      out.push(v);
+    }
+  } finally {
+    factory.free();
+    insn.free();
+    decoder.free();
+  }
+  return out;
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findInlinedEntries, type InlinedEntryQuery } from '../../../../src/core/probes/inlinedEntries';
+import { findInlinedEntries, findInlinedEntriesProving, type InlinedEntryQuery } from '../../../../src/core/probes/inlinedEntries';
 import { twoSitesOneCall } from '../../../../src/core/probes/oneCallCheck';
 
 const B = 0x401000n;
@@ -414,4 +414,84 @@ test('the define-time check: a site reached from another within one call is foun
     [3, [[3, 7]]],
   ]);
   assert.deepEqual(twoSitesOneCall(shared, [site(0, 0), site(3, 1)]), [{ from: B, to: B + 3n }]);
+});
+
+test('copy code that only moves a value, run both inside a call and outside any, begins none and ends none', () => {
+  // The caller's test jumps to the copy's last instruction, which the call begun at the entry pc also runs into:
+  // a register copy (a register allocator's, attributed to the copy) does no work of a call on either path.
+  const withTail = (...tail: number[]) =>
+    bytes(
+      ...[0x85, 0xff], //       0  test %edi,%edi   caller
+      ...[0x74, 0x03], //       2  je 7             caller: to the copy's tail with no call open
+      ...[0x83, 0xc0, 0x01], // 4  add $1,%eax      copy entry pc
+      ...tail, //               7  copy
+      0xc3, //                     ret              caller
+    );
+  const run = (code: Uint8Array) => findInlinedEntries(query(code, [[4, [[4, code.length - 1]]]]));
+  for (const tail of [
+    [0x89, 0xf9], //                   mov %edi,%ecx
+    [0x8b, 0x54, 0x24, 0x20], //       mov 0x20(%rsp),%edx (a reload)
+  ]) {
+    const r = run(withTail(...tail));
+    assert.deepEqual(addrs(r), [4], `${tail}`);
+    assert.deepEqual(r.ok && r.notArmed, []);
+  }
+  // Work there (`add %edi,%ecx`), or after the move on both paths, is code run both inside a call and outside any.
+  for (const tail of [
+    [0x01, 0xf9],
+    [0x89, 0xf9, 0x83, 0xc0, 0x02], // mov %edi,%ecx; add $2,%eax
+  ]) {
+    const r = run(withTail(...tail));
+    assert.equal(!r.ok && r.category, 'ambiguous', `${tail}`);
+  }
+});
+
+test('a callee proved never to return ends its paths where the entries are otherwise unproved, arming no new place', () => {
+  const A = B + 0x100n; // the callee (outside the holder)
+  const callA = (at: number) => {
+    const rel = Number(A - (B + BigInt(at) + 5n));
+    return [0xe8, rel & 0xff, (rel >> 8) & 0xff, (rel >> 16) & 0xff, (rel >>> 24) & 0xff];
+  };
+  const provedA = (t: bigint) => t === A;
+  // The caller asserts (calls A, which redis follows with __builtin_unreachable()) and its code runs on into the
+  // copy's own assert code, which the copy's test also jumps to: unproved, unless A never returns.
+  const assertInto = bytes(
+    ...[0x85, 0xff], //       0  test %edi,%edi   caller
+    ...[0x74, 0x0a], //       2  je 14            caller: its assertion fails
+    ...[0x83, 0xc0, 0x01], // 4  add $1,%eax      copy entry pc
+    ...[0x85, 0xf6], //       7  test %esi,%esi   copy
+    ...[0x78, 0x08], //       9  js 19            copy: its assertion fails
+    0xc3, //                  11 ret              caller
+    ...[0x90, 0x90], //       12 padding
+    ...callA(14), //          14 call A           caller
+    ...[0x83, 0xc0, 0x02], // 19 add $2,%eax      copy: its assertion's code
+    0xc3, //                  22 ret
+  );
+  const q = query(assertInto, [
+    [
+      4,
+      [
+        [4, 11],
+        [19, 22],
+      ],
+    ],
+  ]);
+  assert.equal(findInlinedEntriesProving(q, () => false).result.ok, false);
+  const r = findInlinedEntriesProving(q, provedA).result;
+  assert.deepEqual(addrs(r), [4]);
+  assert.deepEqual(r.ok && r.notArmed, []);
+  // Where the callee's proof leaves copy code reached only with no call open (here after the copy's own call of
+  // A, also reached from the caller's test), it would begin a call at a new place: that answer is not taken.
+  const newPlace = bytes(
+    ...[0x85, 0xff], //       0  test %edi,%edi   caller
+    ...[0x74, 0x08], //       2  je 12            caller: to the copy's code, no call open
+    ...[0x83, 0xc0, 0x01], // 4  add $1,%eax      copy entry pc
+    ...callA(7), //           7  call A           copy
+    ...[0x83, 0xc0, 0x02], // 12 add $2,%eax      copy
+    0xc3, //                  15 ret
+  );
+  const q2 = query(newPlace, [[4, [[4, 15]]]]);
+  assert.equal(findInlinedEntries({ ...q2, noReturn: provedA }).ok, true); // proved alone, with an entry at 12
+  const kept = findInlinedEntriesProving(q2, provedA).result;
+  assert.equal(!kept.ok && kept.category, 'ambiguous');
 });
