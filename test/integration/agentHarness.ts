@@ -1,8 +1,8 @@
 // Shared by the agent integration tests: a throwaway gcc-built workload, a Target that runs the agent under a
 // chosen shell (dash, busybox ash, bash), and checks of what a session left on the machine.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalTarget } from '../../src/core/target/local';
 import type { ExecChannel, ExecOptions, Target } from '../../src/core/target/target';
@@ -36,9 +36,13 @@ export interface Workload {
   buildId: string;
 }
 
+/**
+ * Builds the workload into a folder of this process's own (removed when it exits). Probes sit on the file's inode,
+ * so a copy shared by every test process would be probed and run by all of them: another run's calls of it would
+ * be counted here (402 hits for 400 calls), and another process rebuilding it mid-test changes its build-id.
+ */
 export function buildWorkload(): Workload {
-  const dir = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'probelens-test', 'agent');
-  mkdirSync(dir, { recursive: true });
+  const dir = workloadDir();
   const path = join(dir, 'workload');
   execFileSync('gcc', ['-O0', '-g', '-Wl,--build-id', '-o', path, join(__dirname, '../fixtures/trace-samples/workload.c')]);
   const nm = execFileSync('nm', [path]).toString();
@@ -60,6 +64,16 @@ export function buildWorkload(): Workload {
     .subarray(buildIdOffset, buildIdOffset + 20)
     .toString('hex');
   return { path, addOffset: fileOffset(sym('pl_add')), leafOffset: fileOffset(sym('pl_leaf')), buildIdOffset, buildId };
+}
+
+let privateDir: string | undefined;
+function workloadDir(): string {
+  if (!privateDir) {
+    const dir = mkdtempSync(join(tmpdir(), 'probelens-workload-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    privateDir = dir;
+  }
+  return privateDir;
 }
 
 export const ADD_SCHEMA: EventSchema = {
