@@ -1,0 +1,209 @@
+// The client's half of the binary stream (see agentRaw.ts): the agent's stdout is a sequence of 16-byte CPU headers
+// (`PLRAWCPU` and 8 decimal digits) and whole ring-buffer pages of the CPU named last. A page's bytes 12-15 are the
+// upper half of its commit word, 0 or all ones; a header's are ASCII digits: so each item is told by those bytes,
+// exactly. Pages are decoded by rawHits.ts (records of our probe events → hits, lost-event counts from the page
+// headers) and rawPages.ts; trace_marker records (event ftrace/print) carry the file watcher's markers, which end
+// with the session's key as in the text stream. No string can end, hide or forge a record: lengths are explicit.
+// A record holds the thread id but not the process id: the first hit of a thread is held until the agent has said
+// its thread-group id (TGID, from the kernel's saved_tgids, which record-tgid fills when the record is taken), later
+// hits of that thread wait behind it, so each thread's hits keep their order; at the end of the stream STOP's
+// saved_tgids settle what is still held (a thread the kernel no longer knows: its own id, as trace_pipe prints it).
+// The comm is the probe's own `probelens_comm` fetch when it has one (else `<...>`, as trace_pipe prints an unknown).
+import type { Hit } from '../../shared/hit';
+import type { EventSchema, ParserStats } from './hitParser';
+import { checkHeaderEvent, parseEventFormat, parseHeaderPage, type EventFormat, type HeaderPage } from './rawFormat';
+import { RawHitDecoder } from './rawHits';
+import { RawDecodeError } from './rawPages';
+
+const HEADER_TAG = 'PLRAWCPU';
+const HEADER_SIZE = 16;
+const PRINT_PREFIX = 'probelens_watch ';
+
+export interface RawStreamOptions {
+  host: string;
+  /** The instance's events/header_page and events/header_event texts (the agent's RAW reply). */
+  headerPage: string;
+  headerEvent: string;
+  onHit: (hit: Hit) => void;
+  onLost?: (cpu: number, count: number) => void;
+  /** The file watcher's markers: trace_marker records `probelens_watch TEXT KEY` (see hitParser's option). */
+  marker?: { key: string; onMarker: (ts: number, text: string) => void };
+  /** Asks the target for the process ids of threads (TGID); a thread it does not name keeps its own id. */
+  lookupTgids?: (tids: number[]) => Promise<ReadonlyMap<number, number>>;
+}
+
+export class RawStream {
+  readonly stats: ParserStats = { hits: 0, lost: 0, lostByCpu: new Map(), unparsed: 0, malformed: 0 };
+  readonly header: HeaderPage;
+  private readonly decoder: RawHitDecoder;
+  private readonly schemas = new Map<string, EventSchema>();
+  private carry: Buffer | null = null;
+  private cpu = -1;
+  /** After an item that is neither a header nor a page nothing more can be placed: the rest is counted unparsed. */
+  private broken = false;
+  private print: { id: number; offset: number } | undefined;
+  private readonly tgid = new Map<number, number>();
+  /** Threads whose process id is being asked, and their hits meanwhile, in order. */
+  private readonly held = new Map<number, Hit[]>();
+  private ask: number[] = [];
+  private ended = false;
+
+  constructor(private readonly o: RawStreamOptions) {
+    this.header = parseHeaderPage(o.headerPage);
+    checkHeaderEvent(o.headerEvent);
+    this.decoder = new RawHitDecoder({
+      host: o.host,
+      header: this.header,
+      events: [],
+      formats: [],
+      onHit: (h) => this.hit(h),
+      onLost: (cpu, n) => {
+        this.stats.lost += n;
+        this.stats.lostByCpu.set(cpu, (this.stats.lostByCpu.get(cpu) ?? 0) + n);
+        o.onLost?.(cpu, n);
+      },
+      other: (id, sec, nsec, page, offset, length) => this.other(id, sec + nsec / 1e9, page, offset, length),
+    });
+  }
+
+  /** Events about to be defined: their records are decoded once their format is known (addFormats). */
+  addEvents(events: readonly EventSchema[]): void {
+    for (const e of events) this.schemas.set(e.event, e);
+  }
+
+  /**
+   * The format files of defined events (FMT), before they are enabled; `ftrace/print`'s tells trace_marker records.
+   * Throws a FormatError for an event whose schema its format does not match.
+   */
+  addFormats(texts: readonly string[]): void {
+    const formats: EventFormat[] = texts.map((t) => parseEventFormat(t));
+    const probes: EventFormat[] = [];
+    for (const f of formats) {
+      if (f.name === 'print' && f.byName.has('buf') && !this.schemas.has('print')) {
+        this.print = { id: f.id, offset: f.byName.get('buf')!.offset };
+      } else probes.push(f);
+    }
+    this.decoder.addEvents(
+      probes.flatMap((f) => {
+        const s = this.schemas.get(f.name);
+        return s ? [s] : [];
+      }),
+      probes,
+    );
+  }
+
+  push(chunk: Buffer): void {
+    if (this.broken) {
+      this.stats.unparsed += chunk.length;
+      return;
+    }
+    const buf = this.carry ? Buffer.concat([this.carry, chunk]) : chunk;
+    const size = this.header.pageSize;
+    let pos = 0;
+    while (buf.length - pos >= HEADER_SIZE) {
+      const hi = buf.readUInt32LE(pos + 12);
+      if (hi === 0 || hi === 0xffffffff) {
+        if (buf.length - pos < size) break;
+        this.page(buf.subarray(pos, pos + size));
+        pos += size;
+        continue;
+      }
+      const tag = buf.toString('latin1', pos, pos + HEADER_SIZE);
+      if (!tag.startsWith(HEADER_TAG) || !/^\d{8}$/.test(tag.slice(8))) {
+        this.broken = true;
+        this.stats.malformed++;
+        this.stats.unparsed += buf.length - pos;
+        this.carry = null;
+        return;
+      }
+      this.cpu = Number(tag.slice(8));
+      pos += HEADER_SIZE;
+    }
+    this.carry = pos < buf.length ? Buffer.from(buf.subarray(pos)) : null;
+  }
+
+  /**
+   * End of stream. `tgids`: STOP's saved thread-group ids, which settle the hits still held (else each keeps its
+   * thread id as pid). Bytes left over (a cut page) count as malformed.
+   */
+  end(tgids?: ReadonlyMap<number, number>): void {
+    if (this.carry) {
+      this.stats.malformed++;
+      this.carry = null;
+    }
+    this.ended = true;
+    for (const [tid, hits] of this.held) {
+      const pid = this.tgid.get(tid) ?? tgids?.get(tid) ?? tid;
+      for (const h of hits) this.o.onHit({ ...h, pid });
+    }
+    this.held.clear();
+  }
+
+  private page(page: Buffer): void {
+    if (this.cpu < 0) {
+      this.stats.malformed++;
+      return;
+    }
+    try {
+      this.decoder.push(page, this.cpu);
+    } catch (e) {
+      if (!(e instanceof RawDecodeError)) throw e;
+      this.stats.malformed++;
+    }
+  }
+
+  private hit(h: Hit): void {
+    this.stats.hits++;
+    const comm = h.args.probelens_comm;
+    if (typeof comm === 'string' && comm) h.comm = comm;
+    const waiting = this.held.get(h.tid);
+    if (waiting) {
+      waiting.push(h);
+      return;
+    }
+    const pid = this.tgid.get(h.tid);
+    if (pid !== undefined || !this.o.lookupTgids || this.ended) {
+      h.pid = pid ?? h.tid;
+      this.o.onHit(h);
+      return;
+    }
+    this.held.set(h.tid, [h]);
+    if (this.ask.push(h.tid) === 1) queueMicrotask(() => this.lookup());
+  }
+
+  private lookup(): void {
+    const tids = this.ask;
+    this.ask = [];
+    this.o.lookupTgids!(tids).then(
+      (found) => {
+        if (this.ended) return;
+        for (const tid of tids) {
+          const pid = found.get(tid) ?? tid;
+          this.tgid.set(tid, pid);
+          const hits = this.held.get(tid) ?? [];
+          this.held.delete(tid);
+          for (const h of hits) {
+            h.pid = pid;
+            this.o.onHit(h);
+          }
+        }
+      },
+      // The agent is gone or stopping: end() settles them.
+      () => undefined,
+    );
+  }
+
+  private other(id: number, ts: number, page: Buffer, offset: number, length: number): void {
+    const mk = this.o.marker;
+    if (!mk || !this.print || id !== this.print.id) return;
+    const start = offset + this.print.offset;
+    const end = offset + length;
+    if (start > end) return;
+    let z = start;
+    while (z < end && page[z] !== 0) z++;
+    let text = page.toString('utf8', start, z);
+    if (text.endsWith('\n')) text = text.slice(0, -1);
+    if (!text.startsWith(PRINT_PREFIX) || !text.endsWith(` ${mk.key}`)) return;
+    mk.onMarker(ts, text.slice(PRINT_PREFIX.length, text.length - mk.key.length - 1));
+  }
+}
