@@ -6,17 +6,18 @@ import assert from 'node:assert/strict';
 import { requireTracefs } from '../helpers/tracefs';
 import { AgentError, TracefsAgent } from '../../src/core/tracefs/agentClient';
 import { RawStream } from '../../src/core/tracefs/rawStream';
+import { lossReport } from '../../src/core/tracefs/loss';
 import type { Hit } from '../../src/core/tracefs/hitParser';
-import type { ExecChannel, ExecOptions, Target } from '../../src/core/target/target';
-import { AGENT_SCRIPT } from '../../src/core/tracefs/agentScript';
 import {
   ADD_SCHEMA,
   LEAF_SCHEMA,
   SHELLS,
   ShellTarget,
+  FakeRawlessTarget,
   buildWorkload,
   defineWorkloadProbes,
   leftovers,
+  runWorkload,
   runWorkloadPid,
   type Workload,
 } from './agentHarness';
@@ -24,7 +25,7 @@ import {
 let workload: Workload | undefined;
 const getWorkload = () => (workload ??= buildWorkload());
 
-function rawHits(agent: TracefsAgent, setup: { headerPage: string; headerEvent: string }) {
+function rawHits(agent: TracefsAgent, setup: { headerPage: string; headerEvent: string }, events = [ADD_SCHEMA, LEAF_SCHEMA]) {
   const hits: Hit[] = [];
   const stream = new RawStream({
     host: 'local',
@@ -32,7 +33,7 @@ function rawHits(agent: TracefsAgent, setup: { headerPage: string; headerEvent: 
     onHit: (h) => hits.push(h),
     lookupTgids: (tids) => agent.tgids(tids),
   });
-  stream.addEvents([ADD_SCHEMA, LEAF_SCHEMA]);
+  stream.addEvents(events);
   agent.onTraceData((c) => stream.push(c));
   const ended = new Promise<void>((res) => agent.onTraceEnd(res));
   return { hits, stream, ended };
@@ -94,31 +95,44 @@ for (const [name, shell] of Object.entries(SHELLS)) {
   });
 }
 
-/**
- * A FAKE target: runs the real agent with its script edited so the capability check meets what an older or
- * different kernel gives. `noRawFile`: per_cpu/cpuN/trace_pipe_raw is looked for under another name (a kernel
- * without it); `blockingRead`: the check's reads block on an empty buffer as they do before a reader's close ends
- * them (the check must end them itself, within its 3 s bound, and refuse).
- */
-export class FakeRawlessTarget implements Target {
-  readonly host = 'local';
-  private readonly inner = new ShellTarget(['dash']);
-  constructor(private readonly how: 'noRawFile' | 'blockingRead') {}
-  describe(): string {
-    return `local (fake: ${this.how})`;
-  }
-  exec(argv: readonly string[], opts?: ExecOptions): Promise<ExecChannel> {
-    if (argv[2] !== AGENT_SCRIPT) throw new Error('not the agent');
-    const script =
-      this.how === 'noRawFile'
-        ? AGENT_SCRIPT.replaceAll('/per_cpu/cpu0/trace_pipe_raw" ]', '/per_cpu/cpu0/trace_pipe_raw_absent" ]')
-        : AGENT_SCRIPT.replace('dd bs=65536 < "$I/per_cpu/cpu$c/trace_pipe_raw" 2>/dev/null &', 'cat "$I/trace_pipe" > /dev/null 2>&1 &');
-    assert.notEqual(script, AGENT_SCRIPT, 'the fake edit applies');
-    return this.inner.exec([argv[0], '-c', script, ...argv.slice(3)], opts);
-  }
-  close(): Promise<void> {
-    return this.inner.close();
-  }
+for (const overwrite of [true, false]) {
+  test(`raw: a fixed workload at full speed into a tiny buffer (overwrite ${overwrite ? 'on' : 'off'}): received + lost == N == kernelHits`, async (t) => {
+    if (!requireTracefs(t)) return;
+    const w = getWorkload();
+    const N = 100_000;
+    const agent = await TracefsAgent.start(new ShellTarget(['dash']), {});
+    try {
+      const { hits, stream, ended } = rawHits(agent, await agent.useRawStream(), [ADD_SCHEMA]);
+      await agent.define(`p:${agent.group}/pl_add ${w.path}:${w.addOffset} a=%di:s32 b=%si:u64 s=+0(%dx):string`);
+      stream.addFormats(await agent.formats(['pl_add']));
+      await agent.setBufferKb(8);
+      await agent.setOverwrite(overwrite);
+      await agent.arm();
+      runWorkload(w, N);
+      const report = await agent.stop();
+      await ended;
+      stream.end(report.tgids);
+      const loss = lossReport(stream.stats, report);
+      t.diagnostic(
+        `received ${hits.length}, lost per pages ${stream.stats.lost}, overrun ${loss.overrun}, dropped ${loss.dropped}, kernelHits ${report.kernelHits.get('pl_add')}`,
+      );
+      assert.equal(report.kernelHits.get('pl_add'), N);
+      assert.ok(loss.lost > 0, 'the tiny buffer must overflow, else this test proves nothing');
+      assert.equal(stream.stats.malformed, 0);
+      assert.equal(hits.length + loss.lost, N);
+      assert.equal(loss.unaccounted, 0);
+      // The stream's live figure is the per-CPU counters the pump ships with its CPU headers: overwriting the
+      // oldest (overrun) or dropping the newest (dropped events), it ends equal to what STOP reads.
+      assert.equal(stream.stats.lost, loss.overrun + loss.dropped + loss.commitOverrun);
+      assert.equal(overwrite ? loss.overrun : loss.dropped, loss.lost);
+      // Every hit decoded whole: its own values, not a neighbour's.
+      assert.ok(hits.every((h) => h.args.s === 'hi' && typeof h.args.a === 'number' && h.args.a < 0));
+      await agent.exit;
+      assert.deepEqual(leftovers(agent.group), []);
+    } finally {
+      agent.kill('KILL');
+    }
+  });
 }
 
 for (const how of ['noRawFile', 'blockingRead'] as const) {

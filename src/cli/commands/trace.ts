@@ -16,6 +16,7 @@ import type { Hit } from '../../shared/hit';
 import { hitToJsonLine, toJson } from '../../shared/hitJson';
 import { formatHitLine } from '../../shared/hitText';
 import { oneValue, parseArgs, positiveNumber, UsageError, type ParsedArgs } from '../args';
+import { streamChoiceFrom, type StreamChoice } from '../../core/session/streamChoice';
 import { indexOptions } from '../limits';
 import { probeSummaryLines } from '../summaryText';
 import type { Io } from './inspect';
@@ -137,6 +138,12 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   });
   const [bin, ...specs] = args.positionals;
   if (!bin || specs.length === 0) throw new UsageError('usage: probelens trace BIN SPEC… [--host [USER@]HOST[:PORT]]…');
+  let stream: StreamChoice;
+  try {
+    stream = streamChoiceFrom();
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
   const sites = siteOptions(args);
   const duration = positiveNumber(args, 'duration', false);
   const count = positiveNumber(args, 'count', true);
@@ -194,6 +201,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     noBuildIdCheck: args.flags.has('no-build-id-check'),
     debugDirs: args.values.get('debug-dir'),
     heartbeatSeconds: heartbeat,
+    stream,
     // The CLI never edits a running trace: all its specs' points share events, so Ctrl-C costs the kernel the
     // same for one function or thousands.
     shareAcrossSpecs: true,
@@ -219,6 +227,15 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   });
   for (const o of outcomes) if (o.error) log(`${o.host}: ${o.error.message}`);
   const live = outcomes.filter((o) => o.session);
+  // Which stream each target ships (see src/core/session/streamChoice.ts), and why it is text where it is.
+  for (const o of live) {
+    const s = o.session!;
+    log(
+      s.stream === 'raw'
+        ? `${o.host}: streaming ring-buffer pages (trace_pipe_raw)`
+        : `${o.host}: streaming trace_pipe text${s.streamNote ? `: ${s.streamNote}` : ''}`,
+    );
+  }
   // Ctrl-Z: each target is told first that this client will be silent (an agent over SSH cannot see that its
   // client is stopped, and would end the session at its heartbeat timeout), then the process stops as usual.
   const onTstp = () => {

@@ -1,8 +1,10 @@
-// The client's half of the binary stream (see agentRaw.ts): the agent's stdout is a sequence of 16-byte CPU headers
-// (`PLRAWCPU` and 8 decimal digits) and whole ring-buffer pages of the CPU named last. A page's bytes 12-15 are the
-// upper half of its commit word, 0 or all ones; a header's are ASCII digits: so each item is told by those bytes,
-// exactly. Pages are decoded by rawHits.ts (records of our probe events → hits, lost-event counts from the page
-// headers) and rawPages.ts; trace_marker records (event ftrace/print) carry the file watcher's markers, which end
+// The client's half of the binary stream (see agentRaw.ts): the agent's stdout is a sequence of 32-byte CPU headers
+// (`PLRAWCPU`, 8 decimal digits, `LOST`, 12 decimal digits: the CPU and its loss counters' sum) and whole ring-buffer
+// pages of the CPU named last. A page's bytes 12-15 are the upper half of its commit word, 0 or all ones; a header's
+// are ASCII digits: so each item is told by those bytes, exactly. Pages are decoded by rawHits.ts (records of our
+// probe events → hits) and rawPages.ts; the live loss is each CPU's counters' growth (exact, where a page's
+// lost-events flag often has no room for the count; the kernel zeroes them when it resets the buffer at an event's
+// removal, so a drop starts over from 0); trace_marker records (event ftrace/print) carry the file watcher's markers, which end
 // with the session's key as in the text stream. No string can end, hide or forge a record: lengths are explicit.
 // A record holds the thread id but not the process id: the first hit of a thread is held until the agent has said
 // its thread-group id (TGID, from the kernel's saved_tgids, which record-tgid fills when the record is taken), later
@@ -15,8 +17,8 @@ import { checkHeaderEvent, parseEventFormat, parseHeaderPage, type EventFormat, 
 import { RawHitDecoder } from './rawHits';
 import { RawDecodeError } from './rawPages';
 
-const HEADER_TAG = 'PLRAWCPU';
-const HEADER_SIZE = 16;
+const HEADER_SIZE = 32;
+const HEADER = /^PLRAWCPU(\d{8})LOST(\d{12})$/;
 const PRINT_PREFIX = 'probelens_watch ';
 
 export interface RawStreamOptions {
@@ -39,6 +41,7 @@ export class RawStream {
   private readonly schemas = new Map<string, EventSchema>();
   private carry: Buffer | null = null;
   private cpu = -1;
+  private readonly counted = new Map<number, number>();
   /** After an item that is neither a header nor a page nothing more can be placed: the rest is counted unparsed. */
   private broken = false;
   private print: { id: number; offset: number } | undefined;
@@ -57,11 +60,6 @@ export class RawStream {
       events: [],
       formats: [],
       onHit: (h) => this.hit(h),
-      onLost: (cpu, n) => {
-        this.stats.lost += n;
-        this.stats.lostByCpu.set(cpu, (this.stats.lostByCpu.get(cpu) ?? 0) + n);
-        o.onLost?.(cpu, n);
-      },
       other: (id, sec, nsec, page, offset, length) => this.other(id, sec + nsec / 1e9, page, offset, length),
     });
   }
@@ -108,15 +106,16 @@ export class RawStream {
         pos += size;
         continue;
       }
-      const tag = buf.toString('latin1', pos, pos + HEADER_SIZE);
-      if (!tag.startsWith(HEADER_TAG) || !/^\d{8}$/.test(tag.slice(8))) {
+      const m = HEADER.exec(buf.toString('latin1', pos, pos + HEADER_SIZE));
+      if (!m) {
         this.broken = true;
         this.stats.malformed++;
         this.stats.unparsed += buf.length - pos;
         this.carry = null;
         return;
       }
-      this.cpu = Number(tag.slice(8));
+      this.cpu = Number(m[1]);
+      this.lost(this.cpu, Number(m[2]));
       pos += HEADER_SIZE;
     }
     this.carry = pos < buf.length ? Buffer.from(buf.subarray(pos)) : null;
@@ -137,6 +136,16 @@ export class RawStream {
       for (const h of hits) this.o.onHit({ ...h, pid });
     }
     this.held.clear();
+  }
+
+  private lost(cpu: number, total: number): void {
+    const before = this.counted.get(cpu) ?? 0;
+    this.counted.set(cpu, total);
+    const n = total >= before ? total - before : total;
+    if (n === 0) return;
+    this.stats.lost += n;
+    this.stats.lostByCpu.set(cpu, (this.stats.lostByCpu.get(cpu) ?? 0) + n);
+    this.o.onLost?.(cpu, n);
   }
 
   private page(page: Buffer): void {

@@ -41,7 +41,8 @@ const PRINT_TEXT = [
   '',
 ].join('\n');
 
-const header = (cpu: number) => Buffer.from(`PLRAWCPU${String(cpu).padStart(8, '0')}`, 'latin1');
+const header = (cpu: number, lost = 0) =>
+  Buffer.from(`PLRAWCPU${String(cpu).padStart(8, '0')}LOST${String(lost).padStart(12, '0')}`, 'latin1');
 const take = (tid: number, n: number, comm = 'worker') => recordBytes(TAKE, tid, { n, probelens_comm: comm });
 function marker(text: string): Buffer {
   const b = Buffer.alloc(16 + Buffer.byteLength(text) + 1);
@@ -74,7 +75,7 @@ test('CPU headers and whole pages are told apart by their bytes 12-15, however t
     header(1),
     new PageBuilder(1_000_000_000n).data(take(77, 1), 0).data(take(77, 2), 10).build(),
     header(0),
-    header(12),
+    header(12, 4),
     new PageBuilder(tagTs).data(take(78, 3), 0).build({ lost: 4 }),
     header(0),
   ]);
@@ -98,7 +99,7 @@ test('CPU headers and whole pages are told apart by their bytes 12-15, however t
 
 test('an item that is neither a header nor a page breaks the stream: counted, never guessed at', () => {
   const { s, hits } = open();
-  s.push(Buffer.concat([header(0), new PageBuilder(1n).data(take(7, 1), 0).build(), Buffer.from('PLRAWCPU0000000x')]));
+  s.push(Buffer.concat([header(0), new PageBuilder(1n).data(take(7, 1), 0).build(), Buffer.from('PLRAWCPU0000000xLOST000000000000')]));
   s.push(Buffer.concat([header(0), new PageBuilder(1n).data(take(7, 2), 0).build()]));
   s.end();
   assert.deepEqual(
@@ -111,6 +112,45 @@ test('an item that is neither a header nor a page breaks the stream: counted, ne
   cut.s.push(Buffer.concat([header(0), new PageBuilder(1n).data(take(7, 1), 0).build().subarray(0, 100)]));
   cut.s.end();
   assert.deepEqual([cut.hits.length, cut.s.stats.malformed], [0, 1]);
+});
+
+test('the live loss is each CPU’s counters’ growth from header to header (a reset at an event’s removal starts over)', () => {
+  const lost: Array<[number, number]> = [];
+  const s = new RawStream({
+    host: 'h',
+    headerPage: HEADER_PAGE_TEXT,
+    headerEvent: HEADER_EVENT_TEXT,
+    onHit: () => undefined,
+    onLost: (c, n) => lost.push([c, n]),
+  });
+  // A full page after a loss has the flag but no room for the count: the counters, not the page, say how many.
+  s.push(
+    Buffer.concat([
+      header(0, 0),
+      header(1, 5),
+      new PageBuilder(1n).data(take(7, 1), 0).build({ missed: true }),
+      header(1, 5),
+      header(1, 9),
+      header(0, 2),
+      header(1, 3),
+    ]),
+  );
+  assert.deepEqual(lost, [
+    [1, 5],
+    [1, 4],
+    [0, 2],
+    [1, 3],
+  ]);
+  assert.deepEqual(
+    [s.stats.lost, [...s.stats.lostByCpu]],
+    [
+      14,
+      [
+        [1, 12],
+        [0, 2],
+      ],
+    ],
+  );
 });
 
 test('trace_marker records carry the file watcher’s markers only when they end with the session’s key', () => {
