@@ -4,16 +4,18 @@
 // Tests: test/unit/core/tracefs/agentScript.test.ts, test/integration/agentRaw.test.ts
 export const AGENT_RAW_STREAM = String.raw`# ---- The binary stream: ring-buffer pages instead of trace_pipe text ----
 # With RAW accepted, stdout carries the instance's per-CPU trace_pipe_raw pages. One pump (a background loop) owns
-# stdout and reads the CPUs in turn, so nothing is ever interleaved and pipe atomicity is not relied on: for each
-# CPU whose buffer holds entries, or whose loss counters moved, it writes a 32-byte header, "PLRAWCPU", the CPU
-# number as 8 decimal digits, "LOST" and the CPU's overrun + commit overrun + dropped events (its stats file) as 12,
-# then (when it holds entries) "dd < per_cpu/cpuN/trace_pipe_raw", which returns whole pages (a page being written is copied out as it
+# stdout and reads the CPUs in turn, so nothing is ever interleaved and pipe atomicity is not relied on: for every
+# CPU, every round, it reads its stats file and writes a 64-byte header, "PLRAWCPU", the CPU number as 8 decimal
+# digits, "LOST", the CPU's overrun + commit overrun + dropped events as 12, "NOWT" and the stats' "now ts" (the
+# instance's clock) right-aligned in 28; then, when the CPU's buffer holds entries,
+# "dd < per_cpu/cpuN/trace_pipe_raw", which returns whole pages (a page being written is copied out as it
 # stands, padded to the page size) until the buffer is empty and then ends: the shell's redirection closes its own
 # descriptor after moving it, which marks the reader closed, and a closed reader's empty buffer reads as end of
 # file. dd, not cat: busybox cat reads the file with sendfile, which trace_pipe_raw does not serve (it ends at once,
 # reading nothing). Bytes 12-15 of a header are ASCII digits, which no page's commit word can hold there (its upper
 # half is 0 or all ones), so the client tells headers from pages exactly. A round that found nothing sleeps 0.02 s.
-# The counters make the live loss exact (a full page has no room for the lost count, only a flag).
+# The counters make the live loss exact (a full page has no room for the lost count, only a flag); the time tells
+# the client that every record of that CPU taken before it has been shipped, so it can merge the CPUs in time order.
 # RAW checks all of this on the target before it is used: a marker record written into the instance must come back
 # as whole pages, and a read of an empty buffer must end by itself (older kernels block there: such a target keeps
 # the text stream).
@@ -66,30 +68,24 @@ raw() {
 # when stop_reader ends it (a dd it started finishes its pages first: no page is ever cut).
 raw_pump() {
   rpa=$1
-  rlo=
   while kill -0 "$rpa" 2>/dev/null && [ -d "$I" ]; do
     got=0
-    nlo=
     for c in $RAWCPUS; do
-      e=0 lo=0
+      e=0 lo=0 nt=-
       while IFS= read -r l; do
         case "$l" in
           entries:*) set -f; set -- $l; set +f; e=$2 ;;
           overrun:*) set -f; set -- $l; set +f; lo=$((lo + $2)) ;;
           'commit overrun:'* | 'dropped events:'*) set -f; set -- $l; set +f; lo=$((lo + $3)) ;;
+          'now ts:'*) set -f; set -- $l; set +f; nt=$3 ;;
         esac
       done < "$I/per_cpu/cpu$c/stats"
-      nlo="$nlo $c:$lo"
-      if [ "$e" = 0 ]; then
-        case " $rlo " in *" $c:$lo "*) continue ;; esac
-        printf 'PLRAWCPU%08dLOST%012d' "$c" "$lo"
-        continue
-      fi
+      case "$nt" in '' | *[!0-9.]* | ?????????????????????????????*) nt=- ;; esac
+      printf 'PLRAWCPU%08dLOST%012dNOWT%28s' "$c" "$lo" "$nt"
+      [ "$e" = 0 ] && continue
       got=1
-      printf 'PLRAWCPU%08dLOST%012d' "$c" "$lo"
       dd bs=65536 < "$I/per_cpu/cpu$c/trace_pipe_raw" 2>/dev/null
     done
-    rlo=$nlo
     [ "$got" = 1 ] || sleep 0.02 2>/dev/null || sleep 1
   done
 }

@@ -1,10 +1,13 @@
-// The client's half of the binary stream (see agentRaw.ts): the agent's stdout is a sequence of 32-byte CPU headers
-// (`PLRAWCPU`, 8 decimal digits, `LOST`, 12 decimal digits: the CPU and its loss counters' sum) and whole ring-buffer
-// pages of the CPU named last. A page's bytes 12-15 are the upper half of its commit word, 0 or all ones; a header's
+// The client's half of the binary stream (see agentRaw.ts): the agent's stdout is a sequence of 64-byte CPU headers
+// (`PLRAWCPU`, 8 decimal digits, `LOST`, 12 decimal digits, `NOWT`, 28 right-aligned: the CPU, its loss counters'
+// sum and its clock when its stats were read) and whole ring-buffer pages of the CPU named last. A page's bytes 12-15 are the upper half of its commit word, 0 or all ones; a header's
 // are ASCII digits: so each item is told by those bytes, exactly. Pages are decoded by rawHits.ts (records of our
 // probe events → hits) and rawPages.ts; the live loss is each CPU's counters' growth (exact, where a page's
 // lost-events flag often has no room for the count; the kernel zeroes them when it resets the buffer at an event's
-// removal, so a drop starts over from 0); trace_marker records (event ftrace/print) carry the file watcher's markers, which end
+// removal, so a drop starts over from 0). The pump reads the CPUs in turn, so a thread that moved between CPUs could
+// arrive return before entry: hits are merged in time order, each released once every CPU's header has said a time
+// past it (every record taken before a header's time has been shipped after it), less 5 ms for a record still being
+// written when the stats were read (a probe's record is written with preemption off, in microseconds); trace_marker records (event ftrace/print) carry the file watcher's markers, which end
 // with the session's key as in the text stream. No string can end, hide or forge a record: lengths are explicit.
 // A record holds the thread id but not the process id: the first hit of a thread is held until the agent has said
 // its thread-group id (TGID, from the kernel's saved_tgids, which record-tgid fills when the record is taken), later
@@ -17,8 +20,9 @@ import { checkHeaderEvent, parseEventFormat, parseHeaderPage, type EventFormat, 
 import { RawHitDecoder } from './rawHits';
 import { RawDecodeError } from './rawPages';
 
-const HEADER_SIZE = 32;
-const HEADER = /^PLRAWCPU(\d{8})LOST(\d{12})$/;
+const HEADER_SIZE = 64;
+const HEADER = /^PLRAWCPU(\d{8})LOST(\d{12})NOWT *(\d+\.\d+|-)$/;
+const SLACK = 0.005;
 const PRINT_PREFIX = 'probelens_watch ';
 
 export interface RawStreamOptions {
@@ -30,6 +34,8 @@ export interface RawStreamOptions {
   onLost?: (cpu: number, count: number) => void;
   /** The file watcher's markers: trace_marker records `probelens_watch TEXT KEY` (see hitParser's option). */
   marker?: { key: string; onMarker: (ts: number, text: string) => void };
+  /** The target's CPUs (RAW's reply): a hit is released once each has said a later time. Default: those heard of. */
+  cpus?: readonly number[];
   /** Asks the target for the process ids of threads (TGID); a thread it does not name keeps its own id. */
   lookupTgids?: (tids: number[]) => Promise<ReadonlyMap<number, number>>;
 }
@@ -42,6 +48,9 @@ export class RawStream {
   private carry: Buffer | null = null;
   private cpu = -1;
   private readonly counted = new Map<number, number>();
+  /** Each CPU's clock at its last header; decoded hits not yet released, which wait for every CPU to pass them. */
+  private readonly clock = new Map<number, number>();
+  private pending: Hit[] = [];
   /** After an item that is neither a header nor a page nothing more can be placed: the rest is counted unparsed. */
   private broken = false;
   private print: { id: number; offset: number } | undefined;
@@ -50,6 +59,7 @@ export class RawStream {
   private readonly held = new Map<number, Hit[]>();
   private ask: number[] = [];
   private ended = false;
+  private final: ReadonlyMap<number, number> | undefined;
 
   constructor(private readonly o: RawStreamOptions) {
     this.header = parseHeaderPage(o.headerPage);
@@ -116,7 +126,9 @@ export class RawStream {
       }
       this.cpu = Number(m[1]);
       this.lost(this.cpu, Number(m[2]));
+      this.clock.set(this.cpu, m[3] === '-' ? Infinity : parseFloat(m[3]));
       pos += HEADER_SIZE;
+      this.release();
     }
     this.carry = pos < buf.length ? Buffer.from(buf.subarray(pos)) : null;
   }
@@ -131,6 +143,8 @@ export class RawStream {
       this.carry = null;
     }
     this.ended = true;
+    this.final = tgids;
+    this.release(Infinity);
     for (const [tid, hits] of this.held) {
       const pid = this.tgid.get(tid) ?? tgids?.get(tid) ?? tid;
       for (const h of hits) this.o.onHit({ ...h, pid });
@@ -165,6 +179,30 @@ export class RawStream {
     this.stats.hits++;
     const comm = h.args.probelens_comm;
     if (typeof comm === 'string' && comm) h.comm = comm;
+    this.pending.push(h);
+  }
+
+  /** Delivers, in time order, the pending hits no CPU can still precede (see the header). */
+  private release(upTo?: number): void {
+    if (this.pending.length === 0) return;
+    let w = upTo ?? Infinity;
+    if (upTo === undefined) {
+      for (const c of this.o.cpus ?? this.clock.keys()) w = Math.min(w, this.clock.get(c) ?? -Infinity);
+      w -= SLACK;
+    }
+    const p = this.pending;
+    let sorted = true;
+    for (let i = 1; i < p.length && sorted; i++) sorted = p[i - 1].ts <= p[i].ts;
+    if (!sorted) p.sort((a, b) => a.ts - b.ts);
+    let n = 0;
+    while (n < p.length && p[n].ts <= w) n++;
+    if (n === 0) return;
+    const out = n === p.length ? p : p.slice(0, n);
+    this.pending = n === p.length ? [] : p.slice(n);
+    for (const h of out) this.deliver(h);
+  }
+
+  private deliver(h: Hit): void {
     const waiting = this.held.get(h.tid);
     if (waiting) {
       waiting.push(h);
@@ -172,7 +210,7 @@ export class RawStream {
     }
     const pid = this.tgid.get(h.tid);
     if (pid !== undefined || !this.o.lookupTgids || this.ended) {
-      h.pid = pid ?? h.tid;
+      h.pid = pid ?? this.final?.get(h.tid) ?? h.tid;
       this.o.onHit(h);
       return;
     }

@@ -41,8 +41,8 @@ const PRINT_TEXT = [
   '',
 ].join('\n');
 
-const header = (cpu: number, lost = 0) =>
-  Buffer.from(`PLRAWCPU${String(cpu).padStart(8, '0')}LOST${String(lost).padStart(12, '0')}`, 'latin1');
+const header = (cpu: number, lost = 0, now = '999999.000000') =>
+  Buffer.from(`PLRAWCPU${String(cpu).padStart(8, '0')}LOST${String(lost).padStart(12, '0')}NOWT${now.padStart(28)}`, 'latin1');
 const take = (tid: number, n: number, comm = 'worker') => recordBytes(TAKE, tid, { n, probelens_comm: comm });
 function marker(text: string): Buffer {
   const b = Buffer.alloc(16 + Buffer.byteLength(text) + 1);
@@ -99,7 +99,13 @@ test('CPU headers and whole pages are told apart by their bytes 12-15, however t
 
 test('an item that is neither a header nor a page breaks the stream: counted, never guessed at', () => {
   const { s, hits } = open();
-  s.push(Buffer.concat([header(0), new PageBuilder(1n).data(take(7, 1), 0).build(), Buffer.from('PLRAWCPU0000000xLOST000000000000')]));
+  s.push(
+    Buffer.concat([
+      header(0),
+      new PageBuilder(1n).data(take(7, 1), 0).build(),
+      Buffer.from(`PLRAWCPU0000000xLOST000000000000NOWT${'1.0'.padStart(28)}`),
+    ]),
+  );
   s.push(Buffer.concat([header(0), new PageBuilder(1n).data(take(7, 2), 0).build()]));
   s.end();
   assert.deepEqual(
@@ -153,6 +159,30 @@ test('the live loss is each CPU’s counters’ growth from header to header (a 
   );
 });
 
+test('hits are merged across CPUs in time order, each released once every CPU has said a later time', () => {
+  const { s, hits } = open();
+  // A thread moved from CPU 0 to CPU 1: CPU 1 (its return) is read first, CPU 0's entry only in the next round.
+  s.push(Buffer.concat([header(0, 0, '1.000000'), header(1, 0, '2.100000'), new PageBuilder(2_000_000_000n).data(take(7, 2), 0).build()]));
+  assert.equal(hits.length, 0, 'CPU 0 has not been read past 2 s yet');
+  s.push(Buffer.concat([header(0, 0, '2.000000'), new PageBuilder(1_500_000_000n).data(take(7, 1), 0).build()]));
+  assert.equal(hits.length, 0, 'nor now (within the slack)');
+  s.push(Buffer.concat([header(1, 0, '2.100000'), header(0, 0, '2.100000')]));
+  assert.deepEqual(
+    hits.map((h) => [h.args.n, h.cpu]),
+    [
+      [1, 0],
+      [2, 1],
+    ],
+  );
+  s.push(Buffer.concat([header(1, 0, '2.2'), new PageBuilder(3_000_000_000n).data(take(7, 3), 0).build()]));
+  s.end();
+  assert.deepEqual(
+    hits.map((h) => h.args.n),
+    [1, 2, 3],
+    'the end releases the rest',
+  );
+});
+
 test('trace_marker records carry the file watcher’s markers only when they end with the session’s key', () => {
   const { s, marks, hits } = open();
   s.push(
@@ -181,7 +211,9 @@ test('a thread’s hits wait for its process id, in order, while other threads�
     asked.push(tids);
     return new Promise((res) => (answer = res));
   });
-  s.push(Buffer.concat([header(0), new PageBuilder(1n).data(take(101, 1), 0).data(take(102, 2), 1).data(take(101, 3), 1).build()]));
+  s.push(
+    Buffer.concat([header(0), new PageBuilder(1n).data(take(101, 1), 0).data(take(102, 2), 1).data(take(101, 3), 1).build(), header(0)]),
+  );
   assert.equal(hits.length, 0, 'held until the agent says');
   await Promise.resolve();
   assert.deepEqual(asked, [[101, 102]]);
@@ -197,7 +229,7 @@ test('a thread’s hits wait for its process id, in order, while other threads�
     'a thread the target does not name keeps its own id',
   );
   // Known now: no more asking.
-  s.push(Buffer.concat([header(1), new PageBuilder(2n).data(take(101, 4), 0).data(take(103, 5), 0).build()]));
+  s.push(Buffer.concat([header(1), new PageBuilder(2n).data(take(101, 4), 0).data(take(103, 5), 0).build(), header(0), header(1)]));
   assert.deepEqual(
     hits.slice(3).map((h) => [h.tid, h.pid]),
     [[101, 100]],
