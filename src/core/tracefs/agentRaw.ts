@@ -69,23 +69,39 @@ raw() {
 raw_pump() {
   rpa=$1
   while kill -0 "$rpa" 2>/dev/null && [ -d "$I" ]; do
+    # Every stats file is read whole by one cat (one read(2) each): the kernel builds the text anew at every read,
+    # and the shell's read builtin takes a byte per call, which tears values that change meanwhile (the clock always
+    # does). cat prints the CPUs in RAWCPUS's (glob) order; each block starts with "entries:".
+    st=$(cat "$I"/per_cpu/cpu*/stats 2>/dev/null)
+    rest=$RAWCPUS rows= c= e= lo=0 nt=- p1= p2=
+    set -f; set -- $st; set +f
+    for w do
+      case "$p1" in
+        entries:)
+          [ -n "$c" ] && rows="$rows$c $e $lo $nt
+"
+          set -f; set -- $rest; set +f
+          c=$1 e=$w lo=0 nt=-
+          shift; rest=$* ;;
+        overrun:) lo=$((lo + w)) ;;
+        events:) [ "$p2" = dropped ] && lo=$((lo + w)) ;;
+        ts:) [ "$p2" = now ] && nt=$w ;;
+      esac
+      p2=$p1 p1=$w
+    done
+    [ -n "$c" ] && rows="$rows$c $e $lo $nt
+"
     got=0
-    for c in $RAWCPUS; do
-      e=0 lo=0 nt=-
-      while IFS= read -r l; do
-        case "$l" in
-          entries:*) set -f; set -- $l; set +f; e=$2 ;;
-          overrun:*) set -f; set -- $l; set +f; lo=$((lo + $2)) ;;
-          'commit overrun:'* | 'dropped events:'*) set -f; set -- $l; set +f; lo=$((lo + $3)) ;;
-          'now ts:'*) set -f; set -- $l; set +f; nt=$3 ;;
-        esac
-      done < "$I/per_cpu/cpu$c/stats"
+    while read -r c e lo nt; do
+      [ -n "$c" ] || continue
       case "$nt" in '' | *[!0-9.]* | ?????????????????????????????*) nt=- ;; esac
       printf 'PLRAWCPU%08dLOST%012dNOWT%28s' "$c" "$lo" "$nt"
       [ "$e" = 0 ] && continue
       got=1
       dd bs=65536 < "$I/per_cpu/cpu$c/trace_pipe_raw" 2>/dev/null
-    done
+    done <<RAW_ROWS
+$rows
+RAW_ROWS
     [ "$got" = 1 ] || sleep 0.02 2>/dev/null || sleep 1
   done
 }
