@@ -6,9 +6,10 @@
 // lost-events flag often has no room for the count; the kernel zeroes them when it resets the buffer at an event's
 // removal, so a drop starts over from 0). The pump reads the CPUs in turn, so a thread that moved between CPUs could
 // arrive return before entry: hits are merged in time order, each released once every CPU's header has said a time
-// past it (every record taken before a header's time has been shipped after it), less 5 ms for a record still being
-// written when the stats were read (a probe's record is written with preemption off, in microseconds); trace_marker records (event ftrace/print) carry the file watcher's markers, which end
-// with the session's key as in the text stream. No string can end, hide or forge a record: lengths are explicit.
+// past it (every record taken before a header's time has been shipped after it), less 50 ms for a record still being
+// written when the stats were read (a probe's record is written with preemption off, in microseconds, but a virtual
+// CPU can be descheduled meanwhile); trace_marker records (event ftrace/print) carry the file watcher's markers,
+// which end with the session's key as in the text stream. No string can end, hide or forge a record: lengths are explicit.
 // A record holds the thread id but not the process id: the first hit of a thread is held until the agent has said
 // its thread-group id (TGID, from the kernel's saved_tgids, which record-tgid fills when the record is taken), later
 // hits of that thread wait behind it, so each thread's hits keep their order; at the end of the stream STOP's
@@ -22,7 +23,7 @@ import { RawDecodeError } from './rawPages';
 
 const HEADER_SIZE = 64;
 const HEADER = /^PLRAWCPU(\d{8})LOST(\d{12})NOWT *(\d+\.\d+|-)$/;
-const SLACK = 0.005;
+const SLACK = 0.05;
 const PRINT_PREFIX = 'probelens_watch ';
 
 export interface RawStreamOptions {
