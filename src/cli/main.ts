@@ -2,6 +2,7 @@
 // sentence on stderr and exit status 1 (2 for a usage error).
 // Tests: test/unit/cli/inspect.test.ts, test/unit/cli/messages.test.ts, test/unit/cli/files.test.ts, test/unit/cli/epipe.test.ts
 import { PROBELENS_VERSION } from '../core/version';
+import { batchedOut } from './batchedOut';
 import { UsageError } from './args';
 import { functionsCommand, linesCommand, usdtCommand, varsCommand, type Io } from './commands/inspect';
 import { cleanupCommand, defineCommand, traceCommand } from './commands/trace';
@@ -68,9 +69,12 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`probelens: unknown command '${cmd}'; run 'probelens --help' for the list.\n`);
     return 2;
   }
+  const stdout = batchedOut((text) => {
+    if (!stdoutClosed) process.stdout.write(text);
+  });
   const io: Io = {
     out: (text) => {
-      if (!stdoutClosed) process.stdout.write(text);
+      if (!stdoutClosed) stdout.out(text);
     },
     closed: stdoutGone,
   };
@@ -78,6 +82,8 @@ async function main(argv: string[]): Promise<number> {
     return (await run(rest, io)) ?? 0;
   } catch (e) {
     return report(e);
+  } finally {
+    stdout.flush();
   }
 }
 

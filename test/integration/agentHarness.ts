@@ -1,13 +1,14 @@
 // Shared by the agent integration tests: a throwaway gcc-built workload, a Target that runs the agent under a
 // chosen shell (dash, busybox ash, bash), and checks of what a session left on the machine.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalTarget } from '../../src/core/target/local';
 import type { ExecChannel, ExecOptions, Target } from '../../src/core/target/target';
 import { HitParser, type EventSchema, type Hit } from '../../src/core/tracefs/hitParser';
 import type { TracefsAgent } from '../../src/core/tracefs/agentClient';
+import { AGENT_SCRIPT } from '../../src/core/tracefs/agentScript';
 
 export const SHELLS: Record<string, string[]> = { dash: ['dash'], 'busybox sh': ['busybox', 'sh'], bash: ['bash'] };
 
@@ -125,11 +126,41 @@ export function leftovers(group: string): string[] {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
       if (cmd.split('\0').some((a) => a.startsWith('/') && a.endsWith(`/instances/${group}/trace_pipe`)))
         out.push(`reader pid ${pid}: ${cmd.replace(/\0/g, ' ')}`);
+      // The binary stream's reader (dd < per_cpu/cpuN/trace_pipe_raw) names no file: it holds one open.
+      else if (holdsRaw(pid, group)) out.push(`reader pid ${pid}: ${cmd.replace(/\0/g, ' ')} (trace_pipe_raw)`);
     } catch {
       // the process ended while we looked
     }
   }
   return out;
+}
+
+function holdsRaw(pid: string, group: string): boolean {
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      if (
+        /\/instances\/[^/]+\/per_cpu\/cpu\d+\/trace_pipe_raw$/.test(readlinkSync(`/proc/${pid}/fd/${fd}`)) &&
+        readlinkSync(`/proc/${pid}/fd/${fd}`).includes(`/instances/${group}/`)
+      )
+        return true;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return false;
+}
+
+/**
+ * Whether a reader of `group`'s stream shows within `ms`: `cat trace_pipe` runs all along; the binary stream's `dd`
+ * only while its CPU's buffer holds entries (the file watcher's markers put some there every 0.05 s).
+ */
+export async function waitReader(group: string, ms = 10_000): Promise<boolean> {
+  const until = Date.now() + ms;
+  for (;;) {
+    if (leftovers(group).some((l) => l.startsWith('reader pid'))) return true;
+    if (Date.now() > until) return false;
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }
 
 /**
@@ -172,4 +203,31 @@ export function runWorkloadPid(w: Workload, n: number, s = 'hi'): { out: string;
   if (r.error) throw r.error;
   if (r.status !== 0) throw new Error(`workload exited ${r.status ?? r.signal}: ${r.stderr}`);
   return { out: r.stdout.trim(), pid: r.pid };
+}
+
+/**
+ * A FAKE target: runs the real agent with its script edited so the capability check meets what an older or
+ * different kernel gives. `noRawFile`: per_cpu/cpuN/trace_pipe_raw is looked for under another name (a kernel
+ * without it); `blockingRead`: the check's reads block on an empty buffer as they do before a reader's close ends
+ * them (the check must end them itself, within its 3 s bound, and refuse).
+ */
+export class FakeRawlessTarget implements Target {
+  readonly host = 'local';
+  private readonly inner = new ShellTarget(['dash']);
+  constructor(private readonly how: 'noRawFile' | 'blockingRead') {}
+  describe(): string {
+    return `local (fake: ${this.how})`;
+  }
+  exec(argv: readonly string[], opts?: ExecOptions): Promise<ExecChannel> {
+    if (argv[2] !== AGENT_SCRIPT) throw new Error('not the agent');
+    const script =
+      this.how === 'noRawFile'
+        ? AGENT_SCRIPT.replaceAll('/per_cpu/cpu0/trace_pipe_raw" ]', '/per_cpu/cpu0/trace_pipe_raw_absent" ]')
+        : AGENT_SCRIPT.replace('dd bs=65536 < "$I/per_cpu/cpu$c/trace_pipe_raw" 2>/dev/null &', 'cat "$I/trace_pipe" > /dev/null 2>&1 &');
+    if (script === AGENT_SCRIPT) throw new Error('the fake edit no longer applies to the agent script');
+    return this.inner.exec([argv[0], '-c', script, ...argv.slice(3)], opts);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
 }

@@ -11,7 +11,7 @@ import { requireSshd, type Sshd } from '../helpers/sshd';
 import { requireSshdInNetns } from '../helpers/netns';
 import { fixtureOrSkip } from '../helpers/fixtures';
 import { missing } from '../helpers/require';
-import { leftovers } from './agentHarness';
+import { waitReader } from './agentHarness';
 import {
   definitionsOf,
   isolatedEnv,
@@ -47,10 +47,7 @@ async function armHundred(t: TestContext, sshd: Sshd, host?: string, extra: stri
   const group = groups[0];
   assert.equal(definitionsOf(group).length, 100, 'all 100 definitions are in uprobe_events');
   assert.ok(existsSync(`/sys/kernel/tracing/instances/${group}`), 'the private instance exists');
-  assert.ok(
-    leftovers(group).some((l) => l.startsWith('reader pid')),
-    'a trace_pipe reader runs',
-  );
+  assert.ok(await waitReader(group), 'a reader of the stream (cat trace_pipe, or dd of trace_pipe_raw) runs');
   return { cli, bin, group };
 }
 

@@ -1,6 +1,7 @@
 // A traced program cannot hide, forge or alter hits: the `hostile` fixture renames itself to names holding \r,
 // U+2028, U+2029 and \n and passes strings shaped like trace_pipe's own lines (records of pid 1 with guessed
-// framing values, LOST lines, argument impersonations) through the whole engine on the real tracefs.
+// framing values, LOST lines, argument impersonations) through the whole engine on the real tracefs, on both
+// streams: ring-buffer pages (whose lengths are explicit) and trace_pipe text (framed by a secret).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -17,77 +18,86 @@ import { requireTracefs } from '../helpers/tracefs';
 
 const text = (hex: string) => Buffer.from(hex, 'hex').toString('utf8');
 
-test('a program with \\r, U+2028, U+2029 and \\n in its comm and record-, LOST- and argument-shaped strings yields exactly its own calls', async (t) => {
-  const tracefs = requireTracefs(t);
-  if (!tracefs) return;
-  if (!readFileSync(join(tracefs, 'README'), 'utf8').includes('\\imm-value')) {
-    missing(t, 'this kernel has no immediate fetchargs (\\imm, Linux 5.13+): records cannot be framed by a secret');
-    return;
-  }
-  const f = await fixtureOrSkip(t, 'hostile');
-  if (!f) return;
-  // A private copy: a uprobe sits on the file's inode, so only this test's runs hit it.
-  const dir = mkdtempSync(join(tmpdir(), 'probelens-hostile-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const bin = join(dir, 'hostile');
-  copyFileSync(f.path, bin);
-  const { index } = await loadIndex(bin, { noCache: true });
-  const hits: Hit[] = [];
-  const session = await TraceSession.start({
-    target: new LocalTarget(),
-    index,
-    specs: ['handle_req path uid name'],
-    onHit: (h) => hits.push(h),
+for (const stream of ['raw', 'text'] as const)
+  test(`${stream} stream: a program with \\r, U+2028, U+2029 and \\n in its comm and record-, LOST- and argument-shaped strings yields exactly its own calls`, async (t) => {
+    const tracefs = requireTracefs(t);
+    if (!tracefs) return;
+    if (stream === 'text' && !readFileSync(join(tracefs, 'README'), 'utf8').includes('\\imm-value')) {
+      missing(t, 'this kernel has no immediate fetchargs (\\imm, Linux 5.13+): records cannot be framed by a secret');
+      return;
+    }
+    const f = await fixtureOrSkip(t, 'hostile');
+    if (!f) return;
+    // A private copy: a uprobe sits on the file's inode, so only this test's runs hit it.
+    const dir = mkdtempSync(join(tmpdir(), 'probelens-hostile-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const bin = join(dir, 'hostile');
+    copyFileSync(f.path, bin);
+    const { index } = await loadIndex(bin, { noCache: true });
+    const hits: Hit[] = [];
+    const session = await TraceSession.start({
+      target: new LocalTarget(),
+      index,
+      specs: ['handle_req path uid name'],
+      stream,
+      onHit: (h) => hits.push(h),
+    });
+    assert.equal(session.stream, stream);
+    let out: FixtureOutput;
+    let summary: SessionSummary;
+    try {
+      out = await runFixture({ ...f, path: bin }, ['3']);
+    } finally {
+      // STOP drains the stream: every record the kernel wrote has been read when the summary comes.
+      summary = await session.stop();
+    }
+    const calls = out.calls.filter((c) => c.func === 'handle_req');
+    assert.equal(calls.length, 21);
+    assert.equal(out.counts.get('handle_req'), 21);
+    t.diagnostic(`summary ${JSON.stringify(summary)}`);
+    assert.equal(summary.stream, stream);
+
+    const own = hits.filter((h) => h.probe === 'handle_req').sort((a, b) => a.ts - b.ts);
+    assert.deepEqual(
+      own.map((h) => ({ pid: h.pid, tid: h.tid, comm: h.comm, args: h.args })),
+      calls.map((c) => ({
+        pid: out.pid,
+        tid: out.pid,
+        comm: text(c.args.comm),
+        args: { path: text(c.args.path), uid: Number(c.args.uid), name: text(c.args.name) },
+      })),
+    );
+    assert.equal(hits.length, own.length, 'no hit of another probe or pid');
+    assert.equal(summary.lost, 0);
+    assert.equal(summary.kernelHits.handle_req, 21);
+    assert.equal(summary.hits.handle_req + summary.lost, summary.kernelHits.handle_req, 'received + lost = kernelHits');
+    assert.equal(summary.mismatch, 0);
+    assert.equal(session.mismatch, 0, 'what the panel shows for the stopped session');
+    assert.equal(summary.loss?.unaccounted, 0);
   });
-  let out: FixtureOutput;
-  let summary: SessionSummary;
-  try {
-    out = await runFixture({ ...f, path: bin }, ['3']);
-  } finally {
-    // STOP drains the stream: every record the kernel wrote has been read when the summary comes.
-    summary = await session.stop();
-  }
-  const calls = out.calls.filter((c) => c.func === 'handle_req');
-  assert.equal(calls.length, 21);
-  assert.equal(out.counts.get('handle_req'), 21);
-  t.diagnostic(`summary ${JSON.stringify(summary)}`);
 
-  const own = hits.filter((h) => h.probe === 'handle_req').sort((a, b) => a.ts - b.ts);
-  assert.deepEqual(
-    own.map((h) => ({ pid: h.pid, tid: h.tid, comm: h.comm, args: h.args })),
-    calls.map((c) => ({
-      pid: out.pid,
-      tid: out.pid,
-      comm: text(c.args.comm),
-      args: { path: text(c.args.path), uid: Number(c.args.uid), name: text(c.args.name) },
-    })),
-  );
-  assert.equal(hits.length, own.length, 'no hit of another probe or pid');
-  assert.equal(summary.lost, 0);
-  assert.equal(summary.kernelHits.handle_req, 21);
-  assert.equal(summary.hits.handle_req + summary.lost, summary.kernelHits.handle_req, 'received + lost = kernelHits');
-  assert.equal(summary.mismatch, 0);
-  assert.equal(session.mismatch, 0, 'what the panel shows for the stopped session');
-  assert.equal(summary.loss?.unaccounted, 0);
-});
-
-test('probelens trace on the hostile program: every call counted, nothing missing or lost', async (t) => {
-  const tracefs = requireTracefs(t);
-  if (!tracefs) return;
-  if (!readFileSync(join(tracefs, 'README'), 'utf8').includes('\\imm-value')) {
-    missing(t, 'this kernel has no immediate fetchargs (\\imm, Linux 5.13+): records cannot be framed by a secret');
-    return;
-  }
-  const f = await fixtureOrSkip(t, 'hostile');
-  if (!f) return;
-  const bin = privateCopy(t, f.path);
-  const cli = startCli(t, ['trace', bin, 'handle_req path uid name'], isolatedEnv(t));
-  await cli.waitFor(/Ctrl-C to stop/, 120_000);
-  const out = await runFixture({ ...f, path: bin }, ['3']);
-  assert.equal(out.counts.get('handle_req'), 21);
-  cli.child.kill('SIGINT');
-  const { code } = await cli.exit;
-  assert.equal(code, 0, cli.stderr());
-  assert.match(cli.stdout(), /^handle_req: 21 hits \(kernel counted 21\)$/m);
-  assert.doesNotMatch(cli.stdout(), /^(lost|\S+: mismatch):/m);
-});
+for (const stream of ['raw', 'text'] as const)
+  test(`${stream} stream: probelens trace on the hostile program: every call counted, nothing missing or lost`, async (t) => {
+    const tracefs = requireTracefs(t);
+    if (!tracefs) return;
+    if (stream === 'text' && !readFileSync(join(tracefs, 'README'), 'utf8').includes('\\imm-value')) {
+      missing(t, 'this kernel has no immediate fetchargs (\\imm, Linux 5.13+): records cannot be framed by a secret');
+      return;
+    }
+    const f = await fixtureOrSkip(t, 'hostile');
+    if (!f) return;
+    const bin = privateCopy(t, f.path);
+    const cli = startCli(t, ['trace', bin, 'handle_req path uid name'], { ...isolatedEnv(t), PROBELENS_STREAM: stream });
+    await cli.waitFor(/Ctrl-C to stop/, 120_000);
+    const out = await runFixture({ ...f, path: bin }, ['3']);
+    assert.equal(out.counts.get('handle_req'), 21);
+    cli.child.kill('SIGINT');
+    const { code } = await cli.exit;
+    assert.equal(code, 0, cli.stderr());
+    assert.match(cli.stdout(), /^handle_req: 21 hits \(kernel counted 21\)$/m);
+    assert.doesNotMatch(cli.stdout(), /^(lost|\S+: mismatch):/m);
+    assert.match(
+      cli.stderr(),
+      stream === 'raw' ? /^probelens: local: streaming ring-buffer pages/m : /^probelens: local: streaming trace_pipe text/m,
+    );
+  });

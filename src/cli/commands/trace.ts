@@ -16,6 +16,7 @@ import type { Hit } from '../../shared/hit';
 import { hitToJsonLine, toJson } from '../../shared/hitJson';
 import { formatHitLine } from '../../shared/hitText';
 import { oneValue, parseArgs, positiveNumber, UsageError, type ParsedArgs } from '../args';
+import { streamChoiceFrom, type StreamChoice } from '../../core/session/streamChoice';
 import { indexOptions } from '../limits';
 import { lostLine, probeSummaryLines } from '../summaryText';
 import type { Io } from './inspect';
@@ -143,6 +144,12 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   // no hit is printed to count.
   for (const o of ['count', 'pid', 'filter'] as const)
     if (aggregate && args.values.has(o)) throw new UsageError(`--${o} cannot be combined with --aggregate (yet)`);
+  let stream: StreamChoice;
+  try {
+    stream = streamChoiceFrom();
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
   const sites = siteOptions(args);
   const duration = positiveNumber(args, 'duration', false);
   const count = positiveNumber(args, 'count', true);
@@ -200,6 +207,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     noBuildIdCheck: args.flags.has('no-build-id-check'),
     debugDirs: args.values.get('debug-dir'),
     heartbeatSeconds: heartbeat,
+    stream,
     // The CLI never edits a running trace: all its specs' points share events, so Ctrl-C costs the kernel the
     // same for one function or thousands.
     // Aggregating, each spec keeps its events: the kernel times a call from the last entry of its entry event.
@@ -227,6 +235,15 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   });
   for (const o of outcomes) if (o.error) log(`${o.host}: ${o.error.message}`);
   const live = outcomes.filter((o) => o.session);
+  // Which stream each target ships (see src/core/session/streamChoice.ts), and why it is text where it is.
+  for (const o of live) {
+    const s = o.session!;
+    log(
+      s.stream === 'raw'
+        ? `${o.host}: streaming ring-buffer pages (trace_pipe_raw)`
+        : `${o.host}: streaming trace_pipe text${s.streamNote ? `: ${s.streamNote}` : ''}`,
+    );
+  }
   // Ctrl-Z: each target is told first that this client will be silent (an agent over SSH cannot see that its
   // client is stopped, and would end the session at its heartbeat timeout), then the process stops as usual.
   const onTstp = () => {

@@ -46,7 +46,8 @@ export interface MergedSummary extends Pick<
 > {
   /** In-kernel aggregation: probe → hits per thread id on each host. */
   pids?: Record<string, Array<{ host: string; pid: number; hits: number }>>;
-  hosts: Record<string, { ok: boolean; error?: string; mismatch?: number }>;
+  /** Per host: whether it ended as asked, why not, its mismatch, and the stream it read (ring-buffer pages or text). */
+  hosts: Record<string, { ok: boolean; error?: string; mismatch?: number; stream?: 'raw' | 'text' }>;
   /** Records discarded because their binary was written over while armed (absent when none). */
   discarded?: number;
   /** Why the session did not end as asked (a host's agent or connection gone, a signal): each host's sentence. */
@@ -57,6 +58,7 @@ export function mergeSummaries(outcomes: Array<{ host: string; summary?: Session
   const m: MergedSummary = { hits: {}, lost: 0, mismatch: 0, kernelHits: {}, latency: {}, sites: {}, hosts: {} };
   for (const o of outcomes) {
     m.hosts[o.host] = o.error ? { ok: false, error: o.error.message } : { ok: true };
+    if (o.summary?.stream) m.hosts[o.host].stream = o.summary.stream;
     if (o.error && o.summary) m.error = m.error ? `${m.error}; ${o.host}: ${o.error.message}` : `${o.host}: ${o.error.message}`;
     const s = o.summary;
     if (!s) continue;

@@ -17,6 +17,8 @@ import { checkWriters, probedPath, WatchGate, type FileChange } from './fileWatc
 import type { ExecExit, Target } from '../target/target';
 import { AgentError, AgentExitedError, offendingToken, TracefsAgent, type StopReport } from '../tracefs/agentClient';
 import { HitParser, type Hit } from '../tracefs/hitParser';
+import { RawStream } from '../tracefs/rawStream';
+import { chooseStream, type StreamChoice, type StreamKind } from './streamChoice';
 import { countsAtCut, lossReport, type LossReport } from '../tracefs/loss';
 import { Aggregates, type AggregateSummary, type LatencySummary, type SiteCount, type SourceLine } from './aggregates';
 import { kernelFigures, planHist, pointHits, readPeriodically, totalHits, type HistPlan } from './kernelAggregation';
@@ -64,6 +66,11 @@ export interface SessionOptions {
    */
   aggregate?: boolean;
   aggregateEveryMs?: number;
+  /**
+   * Which stream the agent ships: `raw` ring-buffer pages, `text` (trace_pipe), or `auto` (the default, also
+   * `PROBELENS_STREAM`): raw where the target can, else text. See streamChoice.ts.
+   */
+  stream?: StreamChoice;
   onHit?: (hit: Hit) => void;
   onLost?: (events: number) => void;
   /** A probed file changed on the target while armed (see fileWatch.ts); called again as more is known. */
@@ -72,6 +79,8 @@ export interface SessionOptions {
 
 export interface SessionSummary {
   host: string;
+  /** The stream the session used: ring-buffer pages or trace_pipe text (see TraceSession.stream). */
+  stream?: StreamKind;
   hits: Record<string, number>;
   lost: number;
   /** received + lost − the kernel's count, negated; 0 when they agree (see LossReport.mismatch). */
@@ -162,7 +171,10 @@ export class TraceSession {
   private agent?: TracefsAgent;
   /** The sweep after the agent was killed (sweepAfterCrash): whether it removed the agent's leftovers. */
   private sweeping?: Promise<boolean>;
-  private parser?: HitParser;
+  private parser?: HitParser | RawStream;
+  /** The stream this session reads, once armed, and why it is text when raw was not chosen or not possible. */
+  stream?: StreamKind;
+  streamNote?: string;
   private gate?: WatchGate;
   private traceEnded?: Promise<void>;
   private finalMismatch?: number;
@@ -341,6 +353,20 @@ export class TraceSession {
         refused.push({ spec: p.spec, error: new DefinitionRejectedError(this.host, p, msg, offendingToken(v.details)) });
       } else refused.push({ spec: p.spec, error: v });
     });
+    const raw = this.parser instanceof RawStream ? this.parser : undefined;
+    if (raw) {
+      // The binary stream decodes an event by its format file, which exists once it is defined: read before enabling.
+      const events = eventsOf(accepted);
+      const texts = await agent.formats(events);
+      events.forEach((e, i) => {
+        try {
+          raw.addFormats([texts[i]]);
+        } catch (err) {
+          for (const p of accepted)
+            if (p.definition.event === e) refused.push({ spec: p.spec, error: err instanceof Error ? err : new Error(String(err)) });
+        }
+      });
+    }
     const bad = new Set(refused.map((r) => r.spec));
     if (bad.size && !this.opts.keepGoing) throw refused[0].error;
     // Sites of a refused spec that the kernel accepted go too (never enabled, so removing them resets nothing).
@@ -433,6 +459,10 @@ export class TraceSession {
       throw new Error(
         `the kernel on ${this.host} has no hist triggers (its tracefs README offers no 'hist:'; CONFIG_HIST_TRIGGERS is off): it cannot aggregate in the kernel; trace without --aggregate`,
       );
+    // Before anything is defined: the binary stream's definitions carry no framing secret.
+    const stream = await chooseStream(agent, opts.stream);
+    this.stream = stream.kind;
+    this.streamNote = stream.note;
     // Kernel probes (the index is of a vmlinux) are about the running kernel: its build-id is in /sys/kernel/notes,
     // the kernel's own copy of the image's note segment.
     const kernel = compiled.probes.some((p) => p.definition.target.type === 'kprobe');
@@ -499,23 +529,30 @@ export class TraceSession {
         })
       : undefined);
     if (gate) agent.onNote((verb, words) => verb === 'WATCH' && gate.note(words));
-    this.parser = new HitParser({
+    const reading = {
       host: this.host,
-      events: [],
-      sentinel: agent.sentinel,
-      marker: gate && watchKey ? { key: watchKey, onMarker: (ts, text) => gate.marker(ts, text) } : undefined,
-      onHit: (raw) => {
+      marker: gate && watchKey ? { key: watchKey, onMarker: (ts: number, text: string) => gate.marker(ts, text) } : undefined,
+      onHit: (raw: Hit) => {
         this.countRecord(raw);
         if (this.gate) this.gate.hit(raw);
         else show(raw);
       },
-      onLost: (_cpu, n) => {
+      onLost: (_cpu: number, n: number) => {
         if (this.closed) return;
         this.aggregates.addLost(n);
         opts.onLost?.(n);
       },
-    });
-    agent.onTraceLine((l) => this.parser!.push(l));
+    };
+    if (stream.setup) {
+      const raw = new RawStream({ ...reading, ...stream.setup, lookupTgids: (tids) => agent.tgids(tids) });
+      this.parser = raw;
+      // trace_marker's records carry the file watcher's markers.
+      if (watchKey) raw.addFormats(await agent.formats(['ftrace/print']));
+      agent.onTraceData((c) => raw.push(c));
+    } else {
+      const parser = (this.parser = new HitParser({ ...reading, events: [], sentinel: agent.sentinel }));
+      agent.onTraceLine((l) => parser.push(l));
+    }
     // However the stream ends, what is still held is shown; on STOP only once its reply is in (its last check's
     // verdicts come on stderr before it, and may come after the stream's end).
     agent.onTraceEnd(() => {
@@ -608,7 +645,9 @@ export class TraceSession {
       // STOP's reply comes on stderr, the drained records on stdout: count the hits once the stream has ended
       // (or the channel closed, which ends it too).
       await Promise.race([this.traceEnded, this.agent!.exit]);
-      this.parser!.end();
+      // The binary stream's last threads get their process ids from STOP's saved_tgids.
+      if (this.parser instanceof RawStream) this.parser.end(report.tgids);
+      else this.parser!.end();
       this.gate?.end();
       const streamLost =
         report.cpus.length > 0
@@ -642,6 +681,7 @@ export class TraceSession {
       const sum = this.aggregates.summary();
       return {
         host: this.host,
+        ...(this.stream ? { stream: this.stream } : {}),
         hits: sum.hits,
         sites: sum.sites,
         latency: sum.latency,
@@ -744,6 +784,7 @@ export class TraceSession {
     const sum: AggregateSummary = this.aggregates?.summary() ?? { hits: {}, sites: {}, latency: {} };
     return {
       host: this.host,
+      ...(this.stream ? { stream: this.stream } : {}),
       hits: sum.hits,
       sites: sum.sites,
       latency: sum.latency,

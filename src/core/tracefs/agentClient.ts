@@ -36,60 +36,38 @@
 // stderr (agent → client), each line `<nonce> OK <VERB> …`, `<nonce> ERR <VERB> <CODE> <message>` or
 //   `<nonce> INFO <VERB> …` (INFO lines precede the OK/ERR they belong to), and unsolicited `<nonce> NOTE <VERB> …`
 //   (the file watcher's verdicts, at any time). Lines without the nonce are tool chatter, kept as diagnostics.
-// stdout: the instance's trace_pipe, verbatim.
+//   RAW                                   (before ARM) stream ring-buffer pages instead of trace_pipe text, when the
+//                                         target can (else ENOTSUP): INFO `page …`/`event …` (header_page,
+//                                         header_event), `pagesize=N cpus=A,B`; STOP then adds INFO `tgid TID TGID`
+//   FMT <event>|ftrace/print              an event's format file as INFO lines
+//   TGID <tid>…                           INFO `<tid> <tgid>` per thread found (saved_tgids, else /proc)
+// stdout: the instance's trace_pipe, verbatim; after RAW, CPU headers and pages (see agentRaw.ts).
 import { StringDecoder } from 'node:string_decoder';
 import { randomBytes } from 'node:crypto';
 import { AGENT_ARGV0, AGENT_PROTOCOL_VERSION, AGENT_SCRIPT } from './agentScript';
 import type { ExecChannel, ExecExit, Target } from '../target/target';
 import { frameDefinition, frameProbe, newSentinel, type Sentinel } from './framing';
 import { formatDefinition, GROUP_PATTERN, type ProbeDefinition } from '../probes/definition';
+import {
+  describeAgentError,
+  parseHello,
+  parseStop,
+  type AgentHello,
+  type CpuBufferStats,
+  type StopReport,
+  type UndefReport,
+} from './agentReplies';
 
-export interface AgentHello {
-  pid: number;
-  group: string;
-  tracefs: string;
-  uid: number;
-  caps: Set<string>;
-  /** Groups/instances of dead owners removed by the start-of-session sweep. */
-  swept: string[];
-  /**
-   * Leftovers the sweep kept because it cannot tell whether their owner is alive (an agent in a PID namespace
-   * this target's /proc does not show); `probelens cleanup --force GROUP` removes one.
-   */
-  undecided: Array<{ group: string; why: string }>;
-}
+export { offendingToken, parseStop } from './agentReplies';
+export type { AgentHello, CpuBufferStats, StopReport, UndefReport } from './agentReplies';
 
-export interface CpuBufferStats {
-  cpu: number;
-  overrun: number;
-  commitOverrun: number;
-  dropped: number;
-  entries: number;
-}
-
-export interface StopReport {
-  cpus: CpuBufferStats[];
-  /** uprobe_profile hits per event name of our group (an event of several probe points: their sum). */
-  kernelHits: Map<string, number>;
-  /** The same per probe point, in the order the points were defined (uprobe_profile lists them so). */
-  pointHits?: Map<string, number[]>;
-  /**
-   * STOP's counts read just before its cut (recording stopped, events still enabled): the count at the cut lies
-   * between these and `kernelHits`. Absent from other replies.
-   */
-  kernelHitsBefore?: Map<string, number>;
-  pointHitsBefore?: Map<string, number[]>;
-  /** event → its hist file's lines (entries and totals), read after the cut; only events with hist triggers. */
-  hist?: Map<string, string[]>;
-}
-
-/** What removing one event reported: its final uprobe_profile count, and entries still unread at removal. */
-export interface UndefReport {
-  hits: number;
-  /** Entries of any event the reader had not consumed when the kernel reset the buffer (see the agent's UNDEF). */
-  unread: number;
-  /** The per-CPU ring-buffer counters just before the reset zeroed them. */
-  cpus: CpuBufferStats[];
+/** What RAW answered: the target streams ring-buffer pages (see agentRaw.ts). */
+export interface RawSetup {
+  /** The instance's events/header_page and events/header_event, as the kernel prints them. */
+  headerPage: string;
+  headerEvent: string;
+  pageSize: number;
+  cpus: number[];
 }
 
 export interface AgentOptions {
@@ -186,6 +164,9 @@ export class TracefsAgent {
   private watchKeyValue: string | null = null;
   private watchingFiles = false;
   private endListeners: Array<() => void> = [];
+  private rawListeners: Array<(chunk: Buffer) => void> = [];
+  /** Set by useRawStream (before ARM): stdout carries pages, not lines. */
+  private rawMode = false;
 
   private constructor(
     private readonly channel: ExecChannel,
@@ -205,7 +186,8 @@ export class TracefsAgent {
     });
     channel.stdout.on('data', (c: Buffer) => {
       this.beat();
-      out.push(c);
+      if (this.rawMode) for (const f of this.rawListeners) f(c);
+      else out.push(c);
     });
     channel.stdout.on('end', () => {
       out.end();
@@ -245,6 +227,62 @@ export class TracefsAgent {
 
   onTraceLine(f: (line: string) => void): void {
     this.traceListeners.push(f);
+  }
+
+  /** The binary stream's bytes as they come (after useRawStream): CPU headers and pages, cut anywhere. */
+  onTraceData(f: (chunk: Buffer) => void): void {
+    this.rawListeners.push(f);
+  }
+
+  /** Which stream the agent writes: ring-buffer pages (after useRawStream) or trace_pipe text. */
+  get stream(): 'raw' | 'text' {
+    return this.rawMode ? 'raw' : 'text';
+  }
+
+  /**
+   * Asks for the binary stream (before any definition and ARM). Records then need no framing secret (their lengths
+   * are explicit), so definitions are sent unframed. Rejects with the agent's AgentError (ENOTSUP: the target
+   * cannot; the text stream stays, framed).
+   */
+  async useRawStream(): Promise<RawSetup> {
+    const r = await this.command('RAW');
+    const kv = new Map(r.text.split(' ').map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]));
+    const lines = (what: string) =>
+      r.info
+        .filter((l) => l.startsWith(what + ' '))
+        .map((l) => l.slice(what.length + 1))
+        .join('\n');
+    const setup: RawSetup = {
+      headerPage: lines('page'),
+      headerEvent: lines('event'),
+      pageSize: Number(kv.get('pagesize')),
+      cpus: (kv.get('cpus') ?? '').split(',').filter(Boolean).map(Number),
+    };
+    this.rawMode = true;
+    this.sentinelValue = null;
+    return setup;
+  }
+
+  /** The format files of `events` (of this session's group; `ftrace/print` for trace_marker's records), in order. */
+  async formats(events: readonly string[]): Promise<string[]> {
+    const results = await this.pipeline(events.map((e) => ['FMT', e] as [string, string]));
+    return results.map((r) => {
+      if (r instanceof Error) throw r;
+      return r.info.join('\n');
+    });
+  }
+
+  /** The process id of each thread id the target can still tell (saved_tgids, else /proc). */
+  async tgids(tids: readonly number[]): Promise<Map<number, number>> {
+    const out = new Map<number, number>();
+    for (let i = 0; i < tids.length; i += 200) {
+      const r = await this.command('TGID', tids.slice(i, i + 200).join(' '));
+      for (const l of r.info) {
+        const m = /^(\d+) (\d+)$/.exec(l);
+        if (m) out.set(+m[1], +m[2]);
+      }
+    }
+    return out;
   }
 
   /** Called once the trace stream has ended (after STOP, or when the agent died). */
@@ -559,110 +597,4 @@ export class TracefsAgent {
 function asAgentError(e: Error): AgentError {
   if (e instanceof AgentError) return e;
   throw e; // the agent exited: not a verdict on this one command
-}
-
-/**
- * From a rejected definition's error_log lines (`Command: …` then a line with a caret), the whitespace-separated
- * token of the definition the caret points into — the ARG to name in the user's error — or null.
- */
-export function offendingToken(details: readonly string[]): string | null {
-  const ci = details.findIndex((l) => /^\s*Command: /.test(l));
-  if (ci < 0 || ci + 1 >= details.length) return null;
-  const cmd = details[ci];
-  const caret = details[ci + 1].indexOf('^');
-  if (caret < 0 || caret >= cmd.length) return null;
-  let start = caret;
-  while (start > 0 && cmd[start - 1] !== ' ') start--;
-  let end = caret;
-  while (end < cmd.length && cmd[end] !== ' ') end++;
-  return cmd.slice(start, end) || null;
-}
-
-function describeAgentError(verb: string, code: string, msg: string, info: string[]): string {
-  if (verb === 'BUILDID' && code === 'EMISMATCH') {
-    return `binary on the target differs from the local build (its build-id is ${msg}): rebuild or deploy, or pass --no-build-id-check`;
-  }
-  if (verb === 'DEF' && code === 'EKERNEL') {
-    const log = info.filter((l) => l.trim()).join('\n');
-    return `the kernel rejected a probe definition${log ? `:\n${log}` : ''}`;
-  }
-  if (verb === 'HELLO' && code === 'EPERM') {
-    // The agent asks for root whenever uprobe_events is not writable; as root that is a read-only tracefs.
-    const ro = /\(uid 0 cannot write (\S+)\)/.exec(msg);
-    if (ro) {
-      const dir = ro[1].replace(/\/[^/]*$/, '');
-      return `${ro[1]} is read-only even for root (tracefs is mounted read-only, or kernel lockdown or a security module forbids it): remount it read-write (mount -o remount,rw ${dir}) or lift the restriction, then trace again`;
-    }
-  }
-  return `${verb} failed (${code}): ${msg}`;
-}
-
-function parseHello(text: string, info: string[]): AgentHello {
-  const kv = new Map<string, string>();
-  for (const w of text.split(' ')) {
-    const eq = w.indexOf('=');
-    if (eq > 0) kv.set(w.slice(0, eq), w.slice(eq + 1));
-  }
-  return {
-    pid: Number(kv.get('pid')),
-    group: kv.get('group') ?? '',
-    tracefs: kv.get('tracefs') ?? '',
-    uid: Number(kv.get('uid')),
-    caps: new Set((kv.get('caps') ?? '').split(',').filter(Boolean)),
-    swept: info.map((l) => /^swept (\S+)$/.exec(l)?.[1]).filter((x): x is string => !!x),
-    undecided: info.flatMap((l) => {
-      const m = /^undecided (\S+) (.*)$/.exec(l);
-      return m ? [{ group: m[1], why: m[2] }] : [];
-    }),
-  };
-}
-
-export function parseStop(info: string[]): StopReport {
-  const byCpu = new Map<number, CpuBufferStats>();
-  const kernelHits = new Map<string, number>();
-  const pointHits = new Map<string, number[]>();
-  const kernelHitsBefore = new Map<string, number>();
-  const pointHitsBefore = new Map<string, number[]>();
-  let before = false;
-  let hist: Map<string, string[]> | undefined;
-  for (const l of info) {
-    const h = /^hist ([A-Za-z_][A-Za-z0-9_]*) (.*)$/.exec(l);
-    if (h) {
-      hist ??= new Map();
-      const list = hist.get(h[1]);
-      if (list) list.push(h[2]);
-      else hist.set(h[1], [h[2]]);
-      continue;
-    }
-    let m = /^stat \S*\/cpu(\d+) ([a-z ]+): *(\d+)/.exec(l);
-    if (m) {
-      const cpu = +m[1];
-      const c = byCpu.get(cpu) ?? { cpu, overrun: 0, commitOverrun: 0, dropped: 0, entries: 0 };
-      byCpu.set(cpu, c);
-      const v = +m[3];
-      if (m[2] === 'overrun') c.overrun = v;
-      else if (m[2] === 'commit overrun') c.commitOverrun = v;
-      else if (m[2] === 'dropped events') c.dropped = v;
-      else if (m[2] === 'entries') c.entries = v;
-      continue;
-    }
-    // uprobe_profile: `  PATH EVENT HITS` (the path has no spaces: the agent's pattern forbids them), one line
-    // per probe point: an event of several points is their sum.
-    m = /^profile(-before)?\s+\S+\s+([A-Za-z_][A-Za-z0-9_]*)\s+(\d+)\s*$/.exec(l);
-    if (m) {
-      const [totals, points] = m[1] ? [kernelHitsBefore, pointHitsBefore] : [kernelHits, pointHits];
-      before ||= !!m[1];
-      totals.set(m[2], (totals.get(m[2]) ?? 0) + +m[3]);
-      const list = points.get(m[2]);
-      if (list) list.push(+m[3]);
-      else points.set(m[2], [+m[3]]);
-    }
-  }
-  return {
-    cpus: [...byCpu.values()].sort((a, b) => a.cpu - b.cpu),
-    kernelHits,
-    pointHits,
-    ...(before ? { kernelHitsBefore, pointHitsBefore } : {}),
-    ...(hist ? { hist } : {}),
-  };
 }

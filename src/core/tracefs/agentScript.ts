@@ -2,15 +2,17 @@
 // ash and bash). It is fixed text: nothing the client sends is ever evaluated. Every value arrives as one stdin
 // line, is checked against a strict pattern, and reaches tracefs only as the argument of `printf '%s\n'`.
 //
-// Streams: stdout carries the instance's trace_pipe and nothing else (a `cat` writes it directly); control
+// Streams: stdout carries the instance's trace_pipe and nothing else (a `cat` writes it directly), or after RAW its
+// ring-buffer pages (see agentRaw.ts); control
 // replies go to stderr, each prefixed with the client's per-session nonce so stray tool messages can't pass
 // for replies. src/core/tracefs/agentClient.ts is the client side and lists the commands.
 //
 // The script avoids `${` and backquotes so it can live in a String.raw template. The file watcher's functions
-// (agentWatcher.ts), the heartbeat watchdog's (agentWatchdog.ts) and the hist triggers' (agentHist.ts) are spliced
-// in as blocks.
+// (agentWatcher.ts), the heartbeat watchdog's (agentWatchdog.ts), the hist triggers' (agentHist.ts) and the binary
+// stream's (agentRaw.ts) are spliced in as blocks.
 import { AGENT_KERNEL_COUNTS } from './agentProfile';
 import { AGENT_HIST } from './agentHist';
+import { AGENT_RAW_STREAM } from './agentRaw';
 import { AGENT_FILE_WATCHER } from './agentWatcher';
 import { AGENT_WATCHDOG } from './agentWatchdog';
 
@@ -248,6 +250,7 @@ report_stats() {
   cpu_stats STOP
   [ -n "$PROF0" ] && printf '%s\n' "$PROF0" | sed "s/^/$N INFO STOP profile-before /" >&2
   read_profile "$G/" && [ -n "$PROF" ] && printf '%s\n' "$PROF" | sed "s/^/$N INFO STOP profile /" >&2
+  raw_stop_tgids
   return 0
 }
 
@@ -280,6 +283,7 @@ ${AGENT_WATCHDOG}
 
 ${AGENT_FILE_WATCHER}
 ${AGENT_HIST}
+${AGENT_RAW_STREAM}
 hello() {
   set -f; set -- $1; set +f
   [ $# -ge 2 ] || { say ERR HELLO EPROTO "usage: HELLO <version> <nonce> [heartbeat-seconds]"; exit 2; }
@@ -438,8 +442,7 @@ arm() {
   if [ -f "$I/options/record-tgid" ]; then echo 1 2>/dev/null > "$I/options/record-tgid"; else say INFO ARM no record-tgid; fi
   grep -q mono "$I/trace_clock" && echo mono 2>/dev/null > "$I/trace_clock"
   echo 1 2>/dev/null > "$I/tracing_on"
-  cat "$I/trace_pipe" < /dev/null 2>/dev/null &
-  CAT=$!
+  reader_start
   # The reader would outlive an agent killed by a signal it cannot catch (KILL) and hold the client's stream open,
   # so the client would never see the agent end and sweep what it left: a guard ends the reader within a second of
   # the agent. It holds none of the agent's streams.
@@ -449,7 +452,7 @@ arm() {
   if [ ! -d "$I/events/$G" ] || [ "$1" = hist ] || echo 1 2>/dev/null > "$I/events/$G/enable"; then
     STATE=armed
     fw_sync
-    say OK ARM "clock=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$I/trace_clock")" "watch=$([ -n "$FWPID" ] && echo 1 || echo 0)"
+    say OK ARM "clock=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$I/trace_clock")" "watch=$([ -n "$FWPID" ] && echo 1 || echo 0)" "stream=$([ "$RAW" = 1 ] && echo raw || echo text)"
   else say ERR ARM EKERNEL "enabling the events failed"; fi
 }
 
@@ -576,6 +579,9 @@ while :; do
     *:OVERWRITE) overwrite "$rest" ;;
     *:STATS) cpu_stats STATS; say OK STATS ;;
     *:FORCE) force "$rest" ;;
+    ready:RAW) raw ;;
+    *:FMT) fmt "$rest" ;;
+    *:TGID) tgids "$rest" ;;
     ready:ARM) arm "$rest" ;;
     *:SYNTH) synth "$rest" ;;
     *:TRIG) trig "$rest" ;;

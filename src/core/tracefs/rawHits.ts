@@ -145,6 +145,8 @@ export class RawHitDecoder {
       onLost?: (cpu: number, count: number) => void;
       /** The comm and process id of a thread id; undefined: `<...>` and the thread id. */
       task?: (tid: number) => { comm: string; pid: number } | undefined;
+      /** A record of an event without a schema (a trace_marker write, another event): where it lies in `page`. */
+      other?: (id: number, sec: number, nsec: number, page: Buffer, offset: number, length: number) => void;
     },
   ) {
     this.addEvents(opts.events, opts.formats);
@@ -181,6 +183,7 @@ export class RawHitDecoder {
     const plan = this.plans.get(id);
     if (!plan) {
       this.stats.unknown++;
+      this.opts.other?.(id, sec, nsec, this.page, offset, length);
       return;
     }
     if (length < plan.minSize)

@@ -65,6 +65,15 @@ test("STOP's reply: the kernel's counts after the cut and, apart, those read jus
   assert.deepEqual(Object.fromEntries(r.kernelHitsBefore!), { hot: 8 });
   assert.deepEqual(Object.fromEntries(r.pointHitsBefore!), { hot: [3, 5] });
   assert.equal(parseStop(['profile   /bin/x hot 4']).kernelHitsBefore, undefined, 'other replies have no "before"');
+  assert.equal(parseStop(['profile   /bin/x hot 4']).tgids, undefined);
+  // The binary stream's STOP: saved_tgids, for the threads of its last pages.
+  assert.deepEqual(
+    [...parseStop(['tgid 101 100', 'tgid 100 100', 'profile   /bin/x hot 4']).tgids!],
+    [
+      [101, 100],
+      [100, 100],
+    ],
+  );
 });
 
 test('the count at the cut: what arrived when the kernel counted at least that before and at most after', () => {

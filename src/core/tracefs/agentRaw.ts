@@ -1,0 +1,155 @@
+// The agent's binary stream (see src/core/tracefs/agentScript.ts, into which this block is spliced): the RAW, FMT
+// and TGID commands and the page pump that replaces `cat trace_pipe` when RAW was accepted. Same rules as the rest
+// of the script: fixed POSIX sh text (dash, busybox ash, bash), no dollar-brace and no backquotes, every value checked.
+// Tests: test/unit/core/tracefs/agentScript.test.ts, test/integration/agentRaw.test.ts
+export const AGENT_RAW_STREAM = String.raw`# ---- The binary stream: ring-buffer pages instead of trace_pipe text ----
+# With RAW accepted, stdout carries the instance's per-CPU trace_pipe_raw pages. One pump (a background loop) owns
+# stdout and reads the CPUs in turn, so nothing is ever interleaved and pipe atomicity is not relied on: for every
+# CPU, every round, it reads its stats file and writes a 64-byte header, "PLRAWCPU", the CPU number as 8 decimal
+# digits, "LOST", the CPU's overrun + commit overrun + dropped events as 12, "NOWT" and the stats' "now ts" (the
+# instance's clock) right-aligned in 28; then, when the CPU's buffer holds entries,
+# "dd < per_cpu/cpuN/trace_pipe_raw", which returns whole pages (a page being written is copied out as it
+# stands, padded to the page size) until the buffer is empty and then ends: the shell's redirection closes its own
+# descriptor after moving it, which marks the reader closed, and a closed reader's empty buffer reads as end of
+# file. dd, not cat: busybox cat reads the file with sendfile, which trace_pipe_raw does not serve (it ends at once,
+# reading nothing). Bytes 12-15 of a header are ASCII digits, which no page's commit word can hold there (its upper
+# half is 0 or all ones), so the client tells headers from pages exactly. A round that found nothing sleeps 0.02 s.
+# The counters make the live loss exact (a full page has no room for the lost count, only a flag); the time tells
+# the client that every record of that CPU taken before it has been shipped, so it can merge the CPUs in time order.
+# RAW checks all of this on the target before it is used: a marker record written into the instance must come back
+# as whole pages, and a read of an empty buffer must end by itself (older kernels block there: such a target keeps
+# the text stream).
+RAW=0
+RAWPS=0
+RAWCPUS=
+
+# Reads every CPU's buffer once, each read bounded by 3 s; a read that had to be ended adds a stray byte "K", so the
+# byte count is no longer whole pages.
+raw_check_reads() {
+  for c in $RAWCPUS; do
+    dd bs=65536 < "$I/per_cpu/cpu$c/trace_pipe_raw" 2>/dev/null &
+    rp=$!
+    ( sleep 3; kill "$rp" ) < /dev/null > /dev/null 2>&1 &
+    rk=$!
+    wait "$rp" || printf K
+    kill "$rk" 2>/dev/null
+    wait "$rk" 2>/dev/null
+  done
+}
+
+# RAW: use the binary stream (before ARM). Replies with the instance's header_page and header_event as INFO lines
+# ("page …", "event …") and "pagesize=N cpus=A,B,…"; ENOTSUP (the text stream stays) when the target cannot.
+raw() {
+  [ "$STATE" = ready ] || { say ERR RAW EPROTO "RAW goes before ARM"; return; }
+  hp="$I/events/header_page"
+  he="$I/events/header_event"
+  [ -f "$he" ] || he="$T/events/header_event"
+  [ -f "$I/per_cpu/cpu0/trace_pipe_raw" ] && [ -f "$hp" ] && [ -f "$he" ] && [ -f "$I/trace_marker" ] \
+    || { say ERR RAW ENOTSUP "this kernel's instances have no trace_pipe_raw, header_page or trace_marker"; return; }
+  command -v dd > /dev/null 2>&1 || { say ERR RAW ENOTSUP "no dd on the target"; return; }
+  RAWCPUS=$(for d in "$I"/per_cpu/cpu*; do printf '%s\n' "$d"; done | sed -n 's,.*/cpu\([0-9][0-9]*\)$,\1,p')
+  ps=$(sed -n 's/^[[:space:]]*field:[[:space:]]*char data;[[:space:]]*offset:\([0-9]*\);[[:space:]]*size:\([0-9]*\);.*/\1 \2/p' "$hp")
+  set -f; set -- $ps; set +f
+  [ $# -eq 2 ] || { say ERR RAW ENOTSUP "cannot read the page size from $hp"; return; }
+  RAWPS=$(($1 + $2))
+  printf '%s\n' probelens_raw_check 2>/dev/null > "$I/trace_marker" || { say ERR RAW ENOTSUP "cannot write trace_marker"; return; }
+  rb=$(raw_check_reads | wc -c | tr -dc 0-9)
+  if [ -z "$rb" ] || [ "$rb" = 0 ] || [ $((rb % RAWPS)) != 0 ]; then
+    say ERR RAW ENOTSUP "reading trace_pipe_raw returned $rb bytes for one marker, not whole $RAWPS-byte pages ending by themselves"
+    return
+  fi
+  RAW=1
+  sed "s/^/$N INFO RAW page /" "$hp" >&2
+  sed "s/^/$N INFO RAW event /" "$he" >&2
+  say OK RAW "pagesize=$RAWPS" "cpus=$(printf '%s\n' $RAWCPUS | tr '\n' , | sed 's/,$//')"
+}
+
+# The pump (a background subshell, its stdout the agent's): ends when the agent ($1) or the instance is gone, or
+# when stop_reader ends it (a dd it started finishes its pages first: no page is ever cut).
+raw_pump() {
+  rpa=$1
+  while kill -0 "$rpa" 2>/dev/null && [ -d "$I" ]; do
+    # Every stats file is read whole by one cat (one read(2) each): the kernel builds the text anew at every read,
+    # and the shell's read builtin takes a byte per call, which tears values that change meanwhile (the clock always
+    # does). cat prints the CPUs in RAWCPUS's (glob) order; each block starts with "entries:".
+    st=$(cat "$I"/per_cpu/cpu*/stats 2>/dev/null)
+    rest=$RAWCPUS rows= c= e= lo=0 nt=- p1= p2=
+    set -f; set -- $st; set +f
+    for w do
+      case "$p1" in
+        entries:)
+          [ -n "$c" ] && rows="$rows$c $e $lo $nt
+"
+          set -f; set -- $rest; set +f
+          c=$1 e=$w lo=0 nt=-
+          shift; rest=$* ;;
+        overrun:) lo=$((lo + w)) ;;
+        events:) [ "$p2" = dropped ] && lo=$((lo + w)) ;;
+        ts:) [ "$p2" = now ] && nt=$w ;;
+      esac
+      p2=$p1 p1=$w
+    done
+    [ -n "$c" ] && rows="$rows$c $e $lo $nt
+"
+    got=0
+    while read -r c e lo nt; do
+      [ -n "$c" ] || continue
+      case "$nt" in '' | *[!0-9.]* | ?????????????????????????????*) nt=- ;; esac
+      printf 'PLRAWCPU%08dLOST%012dNOWT%28s' "$c" "$lo" "$nt"
+      [ "$e" = 0 ] && continue
+      got=1
+      dd bs=65536 < "$I/per_cpu/cpu$c/trace_pipe_raw" 2>/dev/null
+    done <<RAW_ROWS
+$rows
+RAW_ROWS
+    [ "$got" = 1 ] || sleep 0.02 2>/dev/null || sleep 1
+  done
+}
+
+# Starts the stream's reader (CAT): the pump, or cat of trace_pipe.
+reader_start() {
+  if [ "$RAW" = 1 ]; then
+    raw_pump "$$" < /dev/null 2>/dev/null &
+  else
+    cat "$I/trace_pipe" < /dev/null 2>/dev/null &
+  fi
+  CAT=$!
+}
+
+# FMT <event>|ftrace/print: the format file of one of our events (or of trace_marker's records) as INFO lines.
+fmt() {
+  if [ "$1" = ftrace/print ]; then f="$I/events/ftrace/print/format"
+  else
+    our_event "$1" || { say ERR FMT ENOENT "no event $1 in this session"; return; }
+    f="$I/events/$G/$1/format"
+  fi
+  [ -f "$f" ] || { say ERR FMT ENOENT "no format file for $1"; return; }
+  sed "s/^/$N INFO FMT /" "$f" >&2
+  say OK FMT
+}
+
+# TGID <tid>…: the process (thread-group) id of each thread, as "INFO TGID <tid> <tgid>": from saved_tgids, which
+# record-tgid fills when a record is taken (it outlives the thread), else from /proc.
+tgids() {
+  matches '^[0-9]{1,10}( [0-9]{1,10}){0,199}$' "$1" || { say ERR TGID EINVAL "usage: TGID <tid>..."; return; }
+  alt=$(printf '%s\n' "$1" | sed 's/ /|/g')
+  found=$(grep -E "^($alt) [0-9]+$" "$T/saved_tgids" 2>/dev/null)
+  [ -n "$found" ] && printf '%s\n' "$found" | sed "s/^/$N INFO TGID /" >&2
+  for t in $1; do
+    case "
+$found" in *"
+$t "*) continue ;; esac
+    [ -r "/proc/$t/status" ] || continue
+    while IFS= read -r l; do
+      case "$l" in Tgid:*) set -f; set -- $l; set +f; say INFO TGID "$t" "$2"; break ;; esac
+    done < "/proc/$t/status"
+  done
+  say OK TGID
+}
+
+# At STOP (raw): every saved thread-group id, for the threads of the last pages (asked of no one after the reply).
+raw_stop_tgids() {
+  [ "$RAW" = 1 ] && [ -f "$T/saved_tgids" ] && sed "s/^/$N INFO STOP tgid /" "$T/saved_tgids" >&2
+  return 0
+}
+`;
