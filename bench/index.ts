@@ -6,11 +6,14 @@
 // then the open-file table: the index of one source file's units (what the editor draws a cold binary's lenses
 // from first) beside the whole cold index and gdb's `info functions ^NAME$` for a function of that file, for
 // postgres (src/backend/tcop/postgres.c) and redis-server (src/object.c) when the corpus has them.
-// `--open-file`: that table alone.
+// `--open-file`: that table alone. Then (and with `--cached` alone) the cached load: a fresh process loads the index
+// of postgres, redis-server and the VM tier's dbg vmlinux (when the test cache has them) from the cache and answers
+// one query by name, then one by file, beside the time to build every function (the baseline: what a first query
+// cost when it built them all).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, statSync } from 'node:fs';
-import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { availableParallelism, homedir, loadavg, tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
 import { loadIndex } from '../src/core/index/load';
 import { builtCorpusBinary } from '../test/helpers/corpus';
 import { fixture, type FixtureName } from '../test/helpers/fixtures';
@@ -83,6 +86,7 @@ const load = () =>
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args.includes('--open-file')) return openFileTable();
+  if (args.includes('--cached')) return cachedTable();
   const bins = args.length ? args.map((b) => resolve(b)) : await defaultBinaries();
   console.log(`load average at the start: ${load()} (${availableParallelism()} cores)`);
   const mib = (b: number) => `${(b / 1048576).toFixed(0)} MiB`;
@@ -171,7 +175,81 @@ async function main(): Promise<void> {
   console.log(
     '\ncold: the bundled CLI (npm run build first), `probelens functions BIN --no-cache`, with 1 thread (PROBELENS_INDEX_WORKERS=1) and with the pool sized to the machine and the binary; cpu: user + system time of all its threads; peak RSS: GNU time\'s maximum resident set; debug read: the decompressed DWARF sections the index decodes. gdb: gdb -batch -ex "info functions ^main$". Cold builds and gdb alternate, three rounds, medians. cache load: in-process loadIndex() from the cache, median of 7; first query: functionsInFile() right after it; readelf --debug-dump=decodedline >/dev/null, median of 3.',
   );
-  if (args.length === 0) await openFileTable();
+  if (args.length === 0) {
+    await openFileTable();
+    await cachedTable();
+  }
+}
+
+/** The dbg package's vmlinux the VM tier extracted into the test cache, if it did. */
+function cachedVmlinux(): string | undefined {
+  const vm = join(homedir(), '.cache', 'probelens-test', 'vm');
+  for (const d of existsSync(vm) ? readdirSync(vm) : []) {
+    if (!d.startsWith('vmlinux-')) continue;
+    const f = readdirSync(join(vm, d)).find((x) => x.startsWith('vmlinux-'));
+    if (f) return join(vm, d, f);
+  }
+  return undefined;
+}
+
+const CACHED_CHILD = resolve(__dirname, 'index-cached.ts');
+
+/** Cached load + first queries in fresh processes (five, medians), beside building every function. */
+async function cachedTable(): Promise<void> {
+  console.log(`
+cached load; load average at the start: ${load()}`);
+  const cases = [
+    { bin: builtCorpusBinary('postgres', 'postgres'), name: 'exec_simple_query' },
+    { bin: builtCorpusBinary('redis', 'redis-server'), name: 'createObject' },
+    { bin: cachedVmlinux(), name: 'do_sys_openat2' },
+  ];
+  const rows: string[][] = [
+    [
+      'binary',
+      'functions',
+      'cache entry',
+      'load',
+      'query by name',
+      'its file',
+      'load + name',
+      'every function built',
+      'process start',
+      'RSS',
+    ],
+  ];
+  for (const c of cases) {
+    if (!c.bin) continue;
+    const cacheDir = mkdtempSync(join(tmpdir(), 'probelens-bench-cache-'));
+    await loadIndex(c.bin, { cacheDir, inWorker: true });
+    const [entry] = readdirSync(cacheDir);
+    const entryBytes = statSync(join(cacheDir, entry)).size;
+    const runs: Array<{ startMs: number; loadMs: number; nameMs: number; fileMs: number; allMs: number; all: number; rssMb: number }> = [];
+    for (let i = 0; i < 5; i++) {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', CACHED_CHILD, c.bin, cacheDir, c.name], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`${c.bin}: cached load failed: ${r.stderr.trim().split('\n').pop()}`);
+      runs.push(JSON.parse(r.stdout));
+    }
+    rmSync(cacheDir, { recursive: true, force: true });
+    const m = (k: keyof (typeof runs)[number]) => median(runs.map((r) => r[k]));
+    rows.push([
+      basename(c.bin),
+      String(runs[0].all),
+      `${(entryBytes / 1048576).toFixed(1)} MiB`,
+      `${m('loadMs').toFixed(1)} ms`,
+      `${m('nameMs').toFixed(1)} ms`,
+      `${m('fileMs').toFixed(1)} ms`,
+      `${median(runs.map((r) => r.loadMs + r.nameMs)).toFixed(1)} ms`,
+      `${m('allMs').toFixed(0)} ms`,
+      `${m('startMs').toFixed(0)} ms`,
+      `${m('rssMb').toFixed(0)} MiB`,
+    ]);
+  }
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  for (const r of rows) console.log(r.map((x, i) => x.padEnd(widths[i])).join('  '));
+  console.log(`load average at the end: ${load()}`);
+  console.log(
+    "\ncached load: a fresh process (bench/index-cached.ts) runs loadIndex() on a cache entry written before (reading, checking and decoding it), then index.function(NAME) (postgres exec_simple_query, redis-server createObject, vmlinux do_sys_openat2), then functionsInFile() of that function's file; every function built: index.functions() after them, what a first query cost before queries read the columns. process start: Node and tsx starting and loading the modules, apart. Five runs, medians.",
+  );
 }
 
 /** A source file of a corpus binary and a function defined in it (the DWARF names the build tree's paths). */

@@ -56,6 +56,23 @@ export function functionJson(f: IndexedFunction) {
   };
 }
 
+/** The order `functions` lists in: the default locale's, as localeCompare, at a collator's speed. */
+const byName = new Intl.Collator();
+
+/**
+ * A JSON array written element by element, as JSON.stringify(items, null, 2) would print it whole: a kernel's
+ * 148,000 functions never become one string.
+ */
+function writeJsonArray<T>(io: Io, items: readonly T[], row: (item: T) => unknown): void {
+  if (items.length === 0) {
+    io.out('[]\n');
+    return;
+  }
+  io.out('[\n');
+  items.forEach((item, i) => io.out(`  ${toJson(row(item), 2).replace(/\n/g, '\n  ')}${i + 1 < items.length ? ',' : ''}\n`));
+  io.out(']\n');
+}
+
 export async function functionsCommand(argv: string[], io: Io): Promise<void> {
   const args = parseArgs(argv, { ...COMMON, match: { kind: 'value' } });
   if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
@@ -66,9 +83,9 @@ export async function functionsCommand(argv: string[], io: Io): Promise<void> {
     .functions()
     .filter((f) => !re || re.test(f.name) || (f.linkageName !== undefined && re.test(f.linkageName)))
     .slice()
-    .sort((a, b) => a.name.localeCompare(b.name) || Number((a.address ?? 0n) - (b.address ?? 0n)));
+    .sort((a, b) => byName.compare(a.name, b.name) || Number((a.address ?? 0n) - (b.address ?? 0n)));
   if (args.flags.has('json')) {
-    io.out(`${toJson(fns.map(functionJson), 2)}\n`);
+    writeJsonArray(io, fns, functionJson);
     return;
   }
   for (const f of fns) {
@@ -93,7 +110,7 @@ export async function linesCommand(argv: string[], io: Io): Promise<void> {
     .map((line) => ({ file, line, addresses: index.addressesForLine(file, line).map(hexAddress) }))
     .filter((r) => r.addresses.length > 0);
   if (m[2] !== undefined && rows.length === 0) throw new UsageError(`line ${m[2]} of ${file} has no code in ${index.path}`);
-  if (args.flags.has('json')) io.out(`${toJson(rows, 2)}\n`);
+  if (args.flags.has('json')) writeJsonArray(io, rows, (r) => r);
   else for (const r of rows) io.out(`${r.file}:${r.line}\t${r.addresses.join(' ')}\n`);
 }
 

@@ -1,8 +1,10 @@
 // Queries over one binary's IndexData. Lookup tables are built lazily on first use, so loading an index from
-// the cache costs only the deserialisation.
+// the cache costs only the deserialisation; until something needs every function, a query by name or by file on a
+// cached index reads the cache's columns and builds only the functions it returns (functionTable.ts).
 import { Interner } from '../../shared/interner';
 import { posix } from 'node:path';
 import { CodeMap, type CopyAt } from './codeMap';
+import { functionTableOf } from './codec';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, type IndexData, type IndexedFunction, type IndexedUsdt } from './model';
 
 export interface LineLocation {
@@ -15,6 +17,11 @@ export function globToRegExp(glob: string): RegExp {
   let re = '';
   for (const ch of glob) re += ch === '*' ? '.*' : ch === '?' ? '.' : ch.replace(/[.+^${}()|[\]\\]/g, '\\$&');
   return new RegExp(`^${re}$`);
+}
+
+/** Sorts functions by their declaration line, in place (stable: index order among equal lines). */
+function byLine(l: IndexedFunction[]): IndexedFunction[] {
+  return l.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
 }
 
 export class BinaryIndex {
@@ -52,6 +59,9 @@ export class BinaryIndex {
    * name without a C++ parameter list), optionally only those declared in a source file whose path ends with `src`.
    */
   function(name: string, src?: string): IndexedFunction[] {
+    // A cached index answers from its columns until every function has been built anyway.
+    const table = functionTableOf(this.data);
+    if (!this.byName && table && !table.complete) return this.filterBySource(table.named(name), src);
     if (!this.byName) {
       const m = new Map<string, IndexedFunction[]>();
       const add = (k: string | undefined, f: IndexedFunction) => {
@@ -82,6 +92,8 @@ export class BinaryIndex {
   }
 
   functionsInFile(file: string): IndexedFunction[] {
+    const table = functionTableOf(this.data);
+    if (!this.byFile && table && !table.complete) return byLine(table.inFile(posix.normalize(file)));
     if (!this.byFile) {
       const m = new Map<string, IndexedFunction[]>();
       for (const f of this.data.functions) {
@@ -90,7 +102,7 @@ export class BinaryIndex {
         if (l) l.push(f);
         else m.set(f.file, [f]);
       }
-      for (const l of m.values()) l.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+      for (const l of m.values()) byLine(l);
       this.byFile = m;
     }
     return this.byFile.get(posix.normalize(file)) ?? [];

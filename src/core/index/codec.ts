@@ -2,66 +2,14 @@
 // table instead of as an object graph: v8.deserialize of tens of thousands of small objects dominates a cache
 // load, while typed arrays load at memory speed. The function objects are rebuilt from the columns the first
 // time anything asks for them, so opening a cached index costs only the deserialisation.
-import { INDEX_FORMAT, type FunctionSite, type IndexData, type IndexedFunction, type IndexedParam } from './model';
+import { INDEX_FORMAT, type FunctionSite, type IndexData } from './model';
+import { ALIAS_SEP, CODEC_VERSION, F_EXTERNAL, F_HAS_ADDRESS, F_HAS_OFFSET, F_PROBEABLE, NONE, type EncodedIndex } from './encoded';
+import { FunctionTable, stringStarts } from './functionTable';
 import { Interner } from '../../shared/interner';
 import { SITE_KINDS } from '../../shared/site';
 
-export const CODEC_VERSION = 4;
+export { CODEC_VERSION, type EncodedIndex } from './encoded';
 
-export interface EncodedIndex {
-  codec: typeof CODEC_VERSION;
-  format: typeof INDEX_FORMAT;
-  meta: Omit<IndexData, 'functions'>;
-  /** All strings, NUL-separated, UTF-8. */
-  strings: Uint8Array;
-  fn: {
-    name: Uint32Array;
-    linkage: Uint32Array;
-    file: Uint32Array;
-    line: Uint32Array;
-    /** 64-bit columns: a kernel's addresses lie above 2^53. */
-    address: BigUint64Array;
-    fileOffset: Float64Array;
-    size: Float64Array;
-    inlined: Uint32Array;
-    flags: Uint8Array;
-    reason: Uint32Array;
-    unitOffset: Float64Array;
-    dieOffset: Float64Array;
-    paramStart: Uint32Array;
-    paramCount: Uint32Array;
-    siteStart: Uint32Array;
-    siteCount: Uint32Array;
-    /** String id of the function's aliases, joined by U+0001 (symbol names never hold it). */
-    aliases: Uint32Array;
-  };
-  /** inferred: 1 when the location is the calling convention's guess (IndexedParam.inferred). */
-  param: { name: Uint32Array; type: Uint32Array; location: Uint32Array; inferred: Uint8Array };
-  site: {
-    kind: Uint8Array;
-    address: BigUint64Array;
-    /** -1: no file offset. */
-    fileOffset: Float64Array;
-    dieOffset: Float64Array;
-    unitOffset: Float64Array;
-    caller: Uint32Array;
-    file: Uint32Array;
-    line: Uint32Array;
-    symbol: Uint32Array;
-    /** Each site's code ranges: rangeCount numbers (lo, hi pairs) from rangeStart in `ranges`. */
-    rangeStart: Uint32Array;
-    rangeCount: Uint32Array;
-    ranges: Float64Array;
-  };
-}
-
-const ALIAS_SEP = '\u0001';
-
-const NONE = 0xffffffff;
-const F_PROBEABLE = 1,
-  F_EXTERNAL = 2,
-  F_HAS_ADDRESS = 4,
-  F_HAS_OFFSET = 8;
 const EXACT = 2n ** 53n;
 
 /** Encodes for the cache, or undefined when a file offset would not survive a float64 column (not cached then). */
@@ -150,84 +98,38 @@ export function encodeIndex(d: IndexData): EncodedIndex | undefined {
     if (s.ranges) site.ranges.set(s.ranges, at);
     at += s.ranges?.length ?? 0;
   });
+  const strings = new TextEncoder().encode(list.join('\0'));
   const meta: Omit<IndexData, 'functions'> & { functions?: unknown } = { ...d };
   delete meta.functions;
   return {
     codec: CODEC_VERSION,
     format: INDEX_FORMAT,
     meta,
-    strings: new TextEncoder().encode(list.join('\0')),
+    strings,
+    stringStarts: stringStarts(strings),
     fn,
     param: { name: Uint32Array.from(pn), type: Uint32Array.from(pt), location: Uint32Array.from(pl), inferred: Uint8Array.from(pi) },
     site,
   };
 }
 
-function materialize(e: EncodedIndex): IndexedFunction[] {
-  const strings = new TextDecoder().decode(e.strings).split('\0');
-  const opt = (i: number): string | undefined => (i === NONE ? undefined : strings[i]);
-  const f = e.fn;
-  const out: IndexedFunction[] = new Array(f.name.length);
-  for (let i = 0; i < out.length; i++) {
-    const flags = f.flags[i];
-    const start = f.paramStart[i];
-    const params: IndexedParam[] = new Array(f.paramCount[i]);
-    for (let k = 0; k < params.length; k++) {
-      params[k] = {
-        name: strings[e.param.name[start + k]],
-        type: strings[e.param.type[start + k]],
-        location: strings[e.param.location[start + k]],
-      };
-      if (e.param.inferred[start + k]) params[k].inferred = true;
-    }
-    const sites: FunctionSite[] = new Array(f.siteCount[i]);
-    for (let k = 0; k < sites.length; k++) {
-      const j = f.siteStart[i] + k;
-      const fo = e.site.fileOffset[j];
-      sites[k] = {
-        kind: SITE_KINDS[e.site.kind[j]],
-        address: e.site.address[j],
-        fileOffset: fo < 0 ? undefined : BigInt(fo),
-        dieOffset: e.site.dieOffset[j],
-        unitOffset: e.site.unitOffset[j],
-        caller: opt(e.site.caller[j]),
-        file: opt(e.site.file[j]),
-        line: e.site.line[j] || undefined,
-        symbol: opt(e.site.symbol[j]),
-        ranges: e.site.rangeCount[j]
-          ? Array.from(e.site.ranges.subarray(e.site.rangeStart[j], e.site.rangeStart[j] + e.site.rangeCount[j]))
-          : undefined,
-      };
-    }
-    const aliases = opt(f.aliases[i]);
-    out[i] = {
-      name: strings[f.name[i]],
-      linkageName: opt(f.linkage[i]),
-      file: opt(f.file[i]),
-      line: f.line[i] || undefined,
-      address: flags & F_HAS_ADDRESS ? f.address[i] : undefined,
-      fileOffset: flags & F_HAS_OFFSET ? BigInt(f.fileOffset[i]) : undefined,
-      size: f.size[i],
-      params,
-      inlinedInstances: f.inlined[i],
-      sites,
-      aliases: aliases === undefined ? undefined : aliases.split(ALIAS_SEP),
-      probeable: (flags & F_PROBEABLE) !== 0,
-      reason: opt(f.reason[i]),
-      external: (flags & F_EXTERNAL) !== 0,
-      unitOffset: f.unitOffset[i],
-      dieOffset: f.dieOffset[i],
-    };
-  }
-  return out;
-}
+const tables = new WeakMap<IndexData, FunctionTable>();
 
-/** IndexData whose `functions` are rebuilt from the columns on first access. */
+/**
+ * IndexData whose `functions` are built from the columns on first access; until then `functionTableOf` answers
+ * queries by name and by file from the columns, building only the functions they return.
+ */
 export function decodeIndex(e: EncodedIndex): IndexData {
   const data = { ...e.meta } as IndexData;
-  let fns: IndexedFunction[] | undefined;
-  Object.defineProperty(data, 'functions', { enumerable: true, configurable: true, get: () => (fns ??= materialize(e)) });
+  const table = new FunctionTable(e);
+  Object.defineProperty(data, 'functions', { enumerable: true, configurable: true, get: () => table.functions() });
+  tables.set(data, table);
   return data;
+}
+
+/** The column reader behind a decoded cache entry (undefined for an index built in this process). */
+export function functionTableOf(data: IndexData): FunctionTable | undefined {
+  return tables.get(data);
 }
 
 /**
@@ -302,35 +204,86 @@ function columnsLength(group: unknown, types: Record<string, Column>): number {
   return n;
 }
 
-const exact = (x: number): boolean => Number.isSafeInteger(x) && x >= 0;
+// Each check runs over one column in a small loop of its own: a load validates every row of a kernel's index
+// (148,000 functions), and one tight loop per column is what the JIT makes fast.
+
+/** Every id of `col` is below `count` (with `optional`, or the NONE marker). */
+function idsBelow(col: Uint32Array, count: number, optional: boolean): boolean {
+  for (let i = 0; i < col.length; i++) {
+    const id = col[i];
+    if (id >= count && !(optional && id === NONE)) return false;
+  }
+  return true;
+}
+
+/** Every value of `col` is below `limit`. */
+function allBelow(col: Uint8Array | Uint32Array, limit: number): boolean {
+  for (let i = 0; i < col.length; i++) if (col[i] >= limit) return false;
+  return true;
+}
+
+/** Every span start[i] .. start[i] + count[i] ends within `length`. */
+function spansWithin(start: Uint32Array, count: Uint32Array, length: number): boolean {
+  for (let i = 0; i < start.length; i++) if (start[i] + count[i] > length) return false;
+  return true;
+}
+
+function allFinite(col: Float64Array): boolean {
+  for (let i = 0; i < col.length; i++) if (!Number.isFinite(col[i])) return false;
+  return true;
+}
+
+/** A non-negative exact integer in every row of `col` (where `where`, when given, is set). */
+function allExact(col: Float64Array, where?: { flags: Uint8Array; bit: number }, except?: number): boolean {
+  for (let i = 0; i < col.length; i++) {
+    if (where && !(where.flags[i] & where.bit)) continue;
+    const x = col[i];
+    if (x === except) continue;
+    if (!Number.isSafeInteger(x) || x < 0) return false;
+  }
+  return true;
+}
+
+/** String starts that rise from 0, each after a NUL of the table, ending one past its end. */
+function validStarts(bytes: Uint8Array, starts: unknown): starts is Uint32Array {
+  if (!(starts instanceof Uint32Array) || starts.length < 2 || starts[0] !== 0 || starts[starts.length - 1] !== bytes.length + 1)
+    return false;
+  for (let i = 1; i < starts.length - 1; i++) if (starts[i] <= starts[i - 1] || bytes[starts[i] - 1] !== 0) return false;
+  return true;
+}
 
 function validColumns(e: EncodedIndex): boolean {
-  if (!(e.strings instanceof Uint8Array)) return false;
-  let strings = 1;
-  for (let i = 0; i < e.strings.length; i++) if (e.strings[i] === 0) strings++;
-  const str = (id: number): boolean => id < strings;
-  const opt = (id: number): boolean => id === NONE || id < strings;
+  if (!(e.strings instanceof Uint8Array) || !validStarts(e.strings, e.stringStarts)) return false;
+  const strings = e.stringStarts.length - 1;
   const n = columnsLength(e.fn, FN_COLUMNS);
   const np = columnsLength(e.param, PARAM_COLUMNS);
   const ns = columnsLength(e.site, SITE_COLUMNS);
   if (n < 0 || np < 0 || ns < 0 || !(e.site.ranges instanceof Float64Array)) return false;
   const { fn, param, site } = e;
-  for (let i = 0; i < n; i++) {
-    const flags = fn.flags[i];
-    if (!str(fn.name[i]) || !opt(fn.linkage[i]) || !opt(fn.file[i]) || !opt(fn.reason[i]) || !opt(fn.aliases[i])) return false;
-    if (fn.paramStart[i] + fn.paramCount[i] > np || fn.siteStart[i] + fn.siteCount[i] > ns) return false;
-    if (flags & F_HAS_OFFSET && !exact(fn.fileOffset[i])) return false;
-    if (!Number.isFinite(fn.size[i]) || !Number.isFinite(fn.unitOffset[i]) || !Number.isFinite(fn.dieOffset[i])) return false;
-  }
-  for (let i = 0; i < np; i++) if (!str(param.name[i]) || !str(param.type[i]) || !str(param.location[i])) return false;
-  for (let i = 0; i < ns; i++) {
-    if (site.kind[i] >= SITE_KINDS.length) return false;
-    if (site.fileOffset[i] !== -1 && !exact(site.fileOffset[i])) return false;
-    if (!Number.isFinite(site.dieOffset[i]) || !Number.isFinite(site.unitOffset[i])) return false;
-    if (!opt(site.caller[i]) || !opt(site.file[i]) || !opt(site.symbol[i])) return false;
-    if (site.rangeStart[i] + site.rangeCount[i] > site.ranges.length) return false;
-  }
-  return true;
+  return (
+    idsBelow(fn.name, strings, false) &&
+    idsBelow(fn.linkage, strings, true) &&
+    idsBelow(fn.file, strings, true) &&
+    idsBelow(fn.reason, strings, true) &&
+    idsBelow(fn.aliases, strings, true) &&
+    spansWithin(fn.paramStart, fn.paramCount, np) &&
+    spansWithin(fn.siteStart, fn.siteCount, ns) &&
+    allExact(fn.fileOffset, { flags: fn.flags, bit: F_HAS_OFFSET }) &&
+    allFinite(fn.size) &&
+    allFinite(fn.unitOffset) &&
+    allFinite(fn.dieOffset) &&
+    idsBelow(param.name, strings, false) &&
+    idsBelow(param.type, strings, false) &&
+    idsBelow(param.location, strings, false) &&
+    allBelow(site.kind, SITE_KINDS.length) &&
+    allExact(site.fileOffset, undefined, -1) &&
+    allFinite(site.dieOffset) &&
+    allFinite(site.unitOffset) &&
+    idsBelow(site.caller, strings, true) &&
+    idsBelow(site.file, strings, true) &&
+    idsBelow(site.symbol, strings, true) &&
+    spansWithin(site.rangeStart, site.rangeCount, site.ranges.length)
+  );
 }
 
 const LINE_COLUMNS: Record<keyof IndexData['lines'], Column> = {
@@ -348,7 +301,7 @@ function validMeta(m: EncodedIndex['meta']): boolean {
   if (m.arch !== 'x86_64' && m.arch !== 'aarch64') return false;
   if (!Array.isArray(m.files) || !m.files.every((f) => typeof f === 'string')) return false;
   if (columnsLength(m.lines, LINE_COLUMNS) < 0) return false;
-  for (const f of m.lines.file) if (f >= m.files.length) return false;
+  if (!allBelow(m.lines.file, m.files.length)) return false;
   if (!Array.isArray(m.usdt)) return false;
   for (const u of m.usdt) {
     if (typeof u !== 'object' || u === null || typeof u.provider !== 'string' || typeof u.name !== 'string') return false;

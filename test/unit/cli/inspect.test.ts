@@ -56,6 +56,18 @@ test('functions --json has the contract shape; --match filters; the cache is wri
   assert.equal(again.out, r.out, 'same answer from the cache');
   const fresh = cli('functions', f.path, '--match', 'add_*', '--json', '--no-cache');
   assert.equal(fresh.out, r.out, 'same answer without it');
+  // Written element by element (a kernel's list never becomes one string), byte for byte what JSON.stringify
+  // prints of the whole array, in the default locale's order of names.
+  const all = cli('functions', f.path, '--json');
+  const whole = JSON.parse(all.out) as Array<{ name: string }>;
+  assert.ok(whole.length > 3);
+  assert.equal(all.out, `${JSON.stringify(whole, null, 2)}\n`);
+  assert.deepEqual(
+    whole.map((x) => x.name),
+    whole.map((x) => x.name).sort((a, b) => a.localeCompare(b)),
+  );
+  const none = cli('functions', f.path, '--match', 'no_such_*', '--json');
+  assert.equal(none.out, '[]\n');
 });
 
 test('lines and vars', async (t) => {
