@@ -33,6 +33,7 @@ export function probeSummaryLines(summary: MergedSummary, probe: string): string
     const rest = pids.slice(PIDS_SHOWN).reduce((a, p) => a + p.hits, 0);
     out.push(`  ${pids.length - PIDS_SHOWN} more threads: ${rest} hit${rest === 1 ? '' : 's'}\n`);
   }
+  for (const [key, rows] of Object.entries(summary.keys?.[probe] ?? {})) out.push(...keyLines(key, rows, n));
   if (lat && lat.count > 0) {
     const first = lat.log2.findIndex((c) => c > 0);
     const peak = Math.max(...lat.log2);
@@ -48,6 +49,37 @@ export function probeSummaryLines(summary: MergedSummary, probe: string): string
         `    ${r.range.padEnd(w)} ${String(r.c).padStart(cw)} |${'#'.repeat(Math.round((r.c / peak) * BAR_WIDTH)).padEnd(BAR_WIDTH)}|\n`,
       );
   }
+  return out;
+}
+
+/** Rows listed per key (the rest are summed in one line). */
+const ROWS_SHOWN = 20;
+
+/**
+ * One key's table (`--by`): each value's hits, most first, or for `.log2` each bucket [2^i, 2^(i+1)) with a bar; and
+ * the probe's hits that no row shows (hits of events without the key's field, names the agent does not pass on).
+ */
+function keyLines(key: string, rows: ReadonlyArray<{ value: number | string; hits: number }>, probeHits: number): string[] {
+  const out = [`  by ${key}:\n`];
+  const log2 = key.endsWith('.log2');
+  const shown = log2 ? rows : rows.slice(0, ROWS_SHOWN);
+  const label = (v: number | string): string => {
+    if (!log2 || typeof v !== 'number') return String(v);
+    const [lo, hi] = bucketRange(v);
+    return `[${lo}, ${hi})`;
+  };
+  const w = Math.max(...shown.map((r) => label(r.value).length));
+  const peak = Math.max(...shown.map((r) => r.hits));
+  for (const r of shown)
+    out.push(
+      `    ${label(r.value).padEnd(w)} ${r.hits} hit${r.hits === 1 ? '' : 's'}${log2 ? ` |${'#'.repeat(Math.round((r.hits / peak) * BAR_WIDTH))}` : ''}\n`,
+    );
+  if (rows.length > shown.length) {
+    const rest = rows.slice(shown.length).reduce((a, r) => a + r.hits, 0);
+    out.push(`    ${rows.length - shown.length} more values: ${rest} hit${rest === 1 ? '' : 's'}\n`);
+  }
+  const total = rows.reduce((a, r) => a + r.hits, 0);
+  if (probeHits > total) out.push(`    ${probeHits - total} hit${probeHits - total === 1 ? '' : 's'} under no value shown\n`);
   return out;
 }
 

@@ -1,7 +1,8 @@
 // In-kernel aggregation (`trace --aggregate`) on the VM, whose kernel has hist triggers (this machine's has none:
 // test/integration/aggregateRefusal.test.ts). One workload is traced by two sessions at once, one streaming its hits
 // and one counting in the kernel, so both see the very same calls: the kernel's counts per thread equal the
-// streamed ones exactly, and its latency buckets agree with the streamed ones within one log2 bucket. After a stop,
+// streamed ones exactly, its latency buckets agree with the streamed ones within one log2 bucket, and its counts per
+// key (`--by seq`, `seq.log2`, `comm`) are the program's own (a power of two one log2 bucket lower). After a stop,
 // after kill -9 of the client and after kill -9 of the agent, the VM holds no probe, trigger, synthetic event,
 // instance or reader.
 import { test, type TestContext } from 'node:test';
@@ -26,12 +27,15 @@ async function waitOnVm(vm: VmConnection, cli: CliRun, cmd: string, ready: (out:
   }
 }
 
+/** Keys both sessions count by (`--by`): the first test compares their tables. */
+const KEYS = ['--by', 'seq', '--by', 'seq.log2', '--by', 'comm'];
+
 /** Hist triggers of an aggregating session on the VM (its synthetic event's is added last, before ARM). */
 const LATENCY_TRIGGERS = `cat ${T}/instances/probelens_*/events/synthetic/*/trigger | grep -c '^hist:keys=lat.log2'`;
 
 /** Starts an aggregating `trace --json` of tick and its return, and waits until its triggers are in place. */
 async function armAggregating(t: TestContext, vm: VmConnection, bin: string): Promise<CliRun> {
-  const cli = startCli(t, ['trace', bin, 'tick seq', 'tick%return', '--aggregate', '--json', ...vmCliFlags(vm)], isolatedEnv(t));
+  const cli = startCli(t, ['trace', bin, 'tick seq', 'tick%return', '--aggregate', '--json', ...KEYS, ...vmCliFlags(vm)], isolatedEnv(t));
   await waitOnVm(vm, cli, LATENCY_TRIGGERS, (out) => Number(out.trim()) >= 1, 'the aggregating session arming');
   return cli;
 }
@@ -47,7 +51,7 @@ async function runInVm(vm: VmConnection, bin: string, iterations: number): Promi
 const byTid = (entries: Array<[number, number]>): Map<number, number> => new Map(entries.sort((a, b) => a[0] - b[0]));
 
 test(
-  'one workload traced streamed and aggregated in the kernel at once: equal counts per thread, latency within one log2 bucket; nothing left after the stop',
+  'one workload traced streamed and aggregated in the kernel at once: equal counts per thread and per key, latency within one log2 bucket; nothing left after the stop',
   TIMEOUT,
   async (t) => {
     const vm = await requireVm(t);
@@ -55,7 +59,7 @@ test(
     const bin = vm.fixtures['calls-O2'];
     assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
     const agg = await armAggregating(t, vm, bin);
-    const streamed = startCli(t, ['trace', bin, 'tick seq', 'tick%return', '--json', ...vmCliFlags(vm)], isolatedEnv(t));
+    const streamed = startCli(t, ['trace', bin, 'tick seq', 'tick%return', '--json', ...KEYS, ...vmCliFlags(vm)], isolatedEnv(t));
     // The streaming session's events are enabled in its instance (the aggregating one's never are).
     await waitOnVm(
       vm,
@@ -129,6 +133,36 @@ test(
     const median = (c: (i: number) => number) => [...Array(64).keys()].find((i) => c(i) >= 125)!;
     assert.ok(Math.abs(median(cs) - median(ck)) <= 1, `medians ${median(cs)} and ${median(ck)}`);
     t.diagnostic(`streamed log2 ${JSON.stringify(sl.log2)}; kernel log2 ${JSON.stringify(al.log2)}`);
+
+    // Counts per key (`--by`): the program called tick with seq 0…199, then 0…49, from a program named after its
+    // file. Per seq value and per name both paths count exactly that; in log2 buckets the stream puts v in
+    // [2^i, 2^(i+1)) and the kernel (⌈log2 v⌉) puts a power of two one bucket lower.
+    type Rows = Array<{ value: number | string; hits: number }>;
+    const sk = (sOut.summary as unknown as { keys: Record<string, Record<string, Rows>> }).keys;
+    const ak = (aOut.summary as unknown as { keys: Record<string, Record<string, Rows>> }).keys;
+    const calls = [...Array(200).keys(), ...Array(50).keys()];
+    const tally = (bucket: (v: number) => number | string): Map<number | string, number> => {
+      const m = new Map<number | string, number>();
+      for (const v of calls) m.set(bucket(v), (m.get(bucket(v)) ?? 0) + 1);
+      return m;
+    };
+    const asMap = (rows: Rows) => new Map(rows.map((r) => [r.value, r.hits]));
+    const sorted = (m: Map<number | string, number>) => [...m].sort((x, y) => Number(x[0]) - Number(y[0]));
+    for (const [who, k] of [
+      ['streamed', sk],
+      ['kernel', ak],
+    ] as const) {
+      assert.deepEqual(sorted(asMap(k.tick.seq)), sorted(tally((v) => v)), `${who}: hits per seq`);
+      assert.deepEqual(asMap(k.tick.comm), new Map([[bin.split('/').pop()!.slice(0, 15), 250]]), `${who}: hits per name`);
+      assert.deepEqual(Object.keys(k.tick_return), ['comm'], `${who}: the return probe fetches no seq; its names are its own`);
+      assert.deepEqual(asMap(k.tick_return.comm), asMap(k.tick.comm));
+    }
+    assert.deepEqual(sorted(asMap(sk.tick['seq.log2'])), sorted(tally((v) => (v < 2 ? 0 : Math.floor(Math.log2(v))))), 'streamed buckets');
+    assert.deepEqual(
+      sorted(asMap(ak.tick['seq.log2'])),
+      sorted(tally((v) => (v < 2 ? 0 : Math.ceil(Math.log2(v)) - 1))),
+      "the kernel's buckets: a power of two one lower",
+    );
 
     const { left, ms } = await waitVmClean(vm, 60_000);
     assert.deepEqual(left, [], `left on the VM ${ms} ms after both CLIs exited`);

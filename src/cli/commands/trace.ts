@@ -6,6 +6,7 @@ import { compileProbes, type CompiledProbe } from '../../core/probes/compiler';
 import { mergeSummaries, startAll, type HostOutcome } from '../../core/session/fanout';
 import type { SessionSummary } from '../../core/session/traceSession';
 import { describeDisabled, describeFileChange } from '../../core/session/fileWatch';
+import { parseKey, type KeySpec } from '../../core/session/keys';
 import { sshOptionsFromCli } from '../../core/ssh/cliOptions';
 import { LocalTarget } from '../../core/target/local';
 import { SshTarget } from '../../core/target/ssh';
@@ -135,11 +136,18 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     'debug-dir': { kind: 'value', repeat: true },
     heartbeat: { kind: 'value' },
     aggregate: { kind: 'flag' },
+    by: { kind: 'value', repeat: true },
     ...SITE_OPTS,
   });
   const [bin, ...specs] = args.positionals;
   if (!bin || specs.length === 0) throw new UsageError('usage: probelens trace BIN SPEC… [--host [USER@]HOST[:PORT]]…');
   const aggregate = args.flags.has('aggregate');
+  let keys: KeySpec[];
+  try {
+    keys = (args.values.get('by') ?? []).map(parseKey);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
   // The kernel counts every call its trigger sees: a pid or an event filter would not narrow its figures (yet), and
   // no hit is printed to count.
   for (const o of ['count', 'pid', 'filter'] as const)
@@ -213,6 +221,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     // Aggregating, each spec keeps its events: the kernel times a call from the last entry of its entry event.
     shareAcrossSpecs: !aggregate,
     aggregate,
+    keys,
     ...sites,
     onHit,
     onLost: (n) => {

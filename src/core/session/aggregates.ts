@@ -7,10 +7,13 @@
 // figures here instead (setKernel), so every view shows the same numbers and can say which path produced them.
 import { log2Bucket, type Hit, type HitValue } from '../../shared/hit';
 import { siteKey, type Site } from '../../shared/site';
+import { KeyCounter, type KeySpec, type KeyTables } from './keys';
 
 export interface AggregateOptions {
   /** Hits kept per probe (default 16). */
   lastN?: number;
+  /** Keys hits are counted under (`--by`). */
+  keys?: readonly KeySpec[];
   /** Open entries kept per thread/goroutine; deeper recursion drops the oldest (default 256). */
   maxDepth?: number;
   /** Threads/goroutines with open entries tracked at once; the least recently active is dropped (default 65536). */
@@ -86,6 +89,8 @@ export interface AggregateSummary {
   aggregated?: 'kernel';
   /** In the kernel path, probe → hits per thread id (the kernel's common_pid), most hits first. */
   pids?: Record<string, Array<{ pid: number; hits: number }>>;
+  /** probe → key → hits per value (`--by`), on either path. */
+  keys?: KeyTables;
 }
 
 /** What the kernel's hist triggers counted (cumulative since arming; see kernelAggregation.ts). */
@@ -96,6 +101,8 @@ export interface KernelFigures {
   latency: Record<string, number[]>;
   /** Hits the kernel could not add to a full table. */
   dropped: number;
+  /** probe → key → hits per value (`--by`). */
+  keys?: KeyTables;
 }
 
 export interface AggregateSnapshot {
@@ -208,6 +215,7 @@ export class Aggregates {
   private lost = 0;
   private pairing: Readonly<Record<string, HitValue>> | undefined;
   private kernel: KernelFigures | undefined;
+  private readonly byKey: KeyCounter;
 
   private readonly sourceLines = new Map<string, SourceLine>();
 
@@ -215,6 +223,7 @@ export class Aggregates {
     this.lastN = opts.lastN ?? 16;
     this.maxDepth = opts.maxDepth ?? 256;
     this.maxKeys = opts.maxKeys ?? 65536;
+    this.byKey = new KeyCounter(opts.keys ?? []);
     this.track(lines, pairs);
   }
 
@@ -240,6 +249,7 @@ export class Aggregates {
   add(hit: Hit, pairing?: Readonly<Record<string, HitValue>>): number | undefined {
     this.pairing = pairing;
     this.hits.set(hit.probe, (this.hits.get(hit.probe) ?? 0) + 1);
+    this.byKey.add(hit);
     const line = this.sourceLines.get(hit.event);
     if (line) {
       const k = `${line.file}:${line.line}`;
@@ -322,7 +332,9 @@ export class Aggregates {
     }
     const sites: Record<string, SiteCount[]> = {};
     for (const [probe, byKey] of this.sites) sites[probe] = [...byKey.values()].map((st) => ({ site: st.site, hits: st.hits }));
-    return { hits: Object.fromEntries(this.hits), sites, latency };
+    const out: AggregateSummary = { hits: Object.fromEntries(this.hits), sites, latency };
+    if (this.byKey.keys.length) out.keys = this.byKey.tables();
+    return out;
   }
 
   /** A probe's site (an equal site from another object is the same site); `hit` is its first hit. */
@@ -418,5 +430,7 @@ function kernelSummary(k: KernelFigures): AggregateSummary {
     };
     latency[probe] = { count, p50: upper(0.5), p90: upper(0.9), p99: upper(0.99), max: 2 ** log2.length, log2 };
   }
-  return { hits, sites, latency, aggregated: 'kernel', pids };
+  const out: AggregateSummary = { hits, sites, latency, aggregated: 'kernel', pids };
+  if (k.keys) out.keys = k.keys;
+  return out;
 }

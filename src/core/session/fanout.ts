@@ -1,6 +1,7 @@
 // Many targets at once: one TraceSession per host with a concurrency cap on connecting/arming, per-host
 // failures reported without stopping the others, summaries merged for the CLI's last line.
 import { siteKey } from '../../shared/site';
+import { addRows, sortRows } from './keys';
 import type { Target } from '../target/target';
 import { TraceSession, type SessionOptions, type SessionSummary } from './traceSession';
 
@@ -42,7 +43,7 @@ export async function startAll(
  */
 export interface MergedSummary extends Pick<
   SessionSummary,
-  'hits' | 'lost' | 'mismatch' | 'kernelHits' | 'latency' | 'sites' | 'aggregated'
+  'hits' | 'lost' | 'mismatch' | 'kernelHits' | 'latency' | 'sites' | 'aggregated' | 'keys'
 > {
   /** In-kernel aggregation: probe → hits per thread id on each host. */
   pids?: Record<string, Array<{ host: string; pid: number; hits: number }>>;
@@ -66,6 +67,12 @@ export function mergeSummaries(outcomes: Array<{ host: string; summary?: Session
     for (const [probe, list] of Object.entries(s.pids ?? {}))
       (m.pids ??= {})[probe] = [...(m.pids[probe] ?? []), ...list.map((x) => ({ host: o.host, pid: x.pid, hits: x.hits }))];
     for (const [k, v] of Object.entries(s.hits)) m.hits[k] = (m.hits[k] ?? 0) + v;
+    for (const [probe, byKey] of Object.entries(s.keys ?? {}))
+      for (const [key, rows] of Object.entries(byKey)) {
+        const into = (((m.keys ??= {})[probe] ??= {})[key] ??= []);
+        addRows(into, rows);
+        sortRows({ log2: key.endsWith('.log2') }, into);
+      }
     for (const [k, v] of Object.entries(s.kernelHits)) m.kernelHits[k] = (m.kernelHits[k] ?? 0) + v;
     m.lost += s.lost;
     if (s.discarded) m.discarded = (m.discarded ?? 0) + s.discarded;

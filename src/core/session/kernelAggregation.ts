@@ -1,12 +1,13 @@
 // A session's in-kernel aggregation (`--aggregate`): which hist triggers and synthetic events its events get, and
 // what the kernel's hist files say in the aggregates' terms (counts per probe, site and thread; latency buckets per
-// probe). The trigger texts are src/core/tracefs/hist.ts's; the agent installs and removes them.
+// probe; counts per key, `--by`). The trigger texts are src/core/tracefs/hist.ts's; the agent installs and removes them.
 import { SITE_ARG, type CompiledProbe } from '../probes/compiler';
 import {
   bucketOfKernelLog2,
   countTrigger,
   entryTrigger,
   exitTrigger,
+  keyTrigger,
   latencyTrigger,
   parseHist,
   synthName,
@@ -14,6 +15,7 @@ import {
 } from '../tracefs/hist';
 import type { TracefsAgent } from '../tracefs/agentClient';
 import type { KernelFigures } from './aggregates';
+import { addRows, keyField, sortRows, type KeyRow, type KeySpec } from './keys';
 
 export interface HistPlan {
   /** Synthetic latency events, defined before the triggers that name them. */
@@ -26,6 +28,8 @@ export interface HistPlan {
   latencyOf: Map<string, string>;
   /** Pairs the kernel cannot time (Go's, paired by goroutine): their probes, for a warning. */
   untimed: string[];
+  /** Events counted per key (`--by`), with their key triggers. */
+  keyEvents: Array<{ event: string; key: KeySpec; trigger: string }>;
 }
 
 /**
@@ -38,13 +42,22 @@ export function planHist(
   group: string,
   points: ReadonlyMap<string, readonly CompiledProbe[]>,
   probeName: (p: CompiledProbe) => string,
+  keys: readonly KeySpec[] = [],
 ): HistPlan {
-  const plan: HistPlan = { synths: [], triggers: [], countEvents: [], latencyOf: new Map(), untimed: [] };
+  const plan: HistPlan = { synths: [], triggers: [], countEvents: [], latencyOf: new Map(), untimed: [], keyEvents: [] };
   const all: CompiledProbe[] = [];
   for (const [event, list] of points) {
     const perSite = list.some((p) => p?.args.some((a) => a.name === SITE_ARG));
     plan.countEvents.push({ event, trigger: countTrigger(perSite) });
     plan.triggers.push({ event, trigger: countTrigger(perSite) });
+    // Every point of an event fetches the same arguments: a key is counted where its field is fetched.
+    const first = list.find((p) => p);
+    for (const key of keys) {
+      if (!first?.args.some((a) => a.name === keyField(key))) continue;
+      const trigger = keyTrigger(keyField(key), key.log2);
+      plan.keyEvents.push({ event, key, trigger });
+      plan.triggers.push({ event, trigger });
+    }
     for (const p of list) if (p) all.push(p);
   }
   // entry tracefs event → its return tracefs events, and the probe its latency counts under.
@@ -108,6 +121,25 @@ export function kernelFigures(
         hits: e.hits,
       });
     }
+  }
+  for (const { event, key, trigger } of plan.keyEvents) {
+    const table = tableOf(parseHist(hist.get(event) ?? []), trigger);
+    out.dropped += table.dropped;
+    const point = (points.get(event) ?? []).find((p) => p);
+    if (!point) continue;
+    const field = keyField(key);
+    const rows = (((out.keys ??= {})[probeName(point)] ??= {})[key.text] ??= []);
+    const found: KeyRow[] = [];
+    for (const e of table.entries) {
+      const text = e.text?.[field];
+      const n = e.keys[field];
+      // A task's name is text even when it is all digits; a .log2 key is the kernel's exponent (0 as a huge one).
+      const value =
+        key.name === 'comm' ? (text ?? (n !== undefined ? String(n) : undefined)) : key.log2 ? (n > 64 ? 0 : bucketOfKernelLog2(n)) : n;
+      if (value !== undefined && !Number.isNaN(value)) found.push({ value, hits: e.hits });
+    }
+    addRows(rows, found);
+    sortRows(key, rows);
   }
   for (const synth of plan.synths) {
     const probe = plan.latencyOf.get(synth)!;

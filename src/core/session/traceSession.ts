@@ -21,6 +21,7 @@ import { RawStream } from '../tracefs/rawStream';
 import { chooseStream, type StreamChoice, type StreamKind } from './streamChoice';
 import { countsAtCut, lossReport, type LossReport } from '../tracefs/loss';
 import { Aggregates, type AggregateSummary, type LatencySummary, type SiteCount, type SourceLine } from './aggregates';
+import { checkKeys, type KeySpec } from './keys';
 import { kernelFigures, planHist, pointHits, readPeriodically, totalHits, type HistPlan } from './kernelAggregation';
 import { eventsOf, pairsOf, presentHit, probeKey, schemaOf } from './points';
 import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
@@ -66,6 +67,8 @@ export interface SessionOptions {
    */
   aggregate?: boolean;
   aggregateEveryMs?: number;
+  /** Count hits per key too (`--by`, keys.ts): streamed by the session, aggregated by one hist trigger per key. */
+  keys?: readonly KeySpec[];
   /**
    * Which stream the agent ships: `raw` ring-buffer pages, `text` (trace_pipe), or `auto` (the default, also
    * `PROBELENS_STREAM`): raw where the target can, else text. See streamChoice.ts.
@@ -93,6 +96,8 @@ export interface SessionSummary {
   aggregated?: 'kernel';
   /** In the kernel path: probe → hits per thread id. */
   pids?: AggregateSummary['pids'];
+  /** probe → key → hits per value (`--by`). */
+  keys?: AggregateSummary['keys'];
   loss?: LossReport;
   /** Records discarded because their file was written over (they are counted by the kernel, not in `hits`). */
   discarded?: number;
@@ -510,7 +515,8 @@ export class TraceSession {
       this.usedEvents.clear();
       compiled = await this.compile(opts.specs, agent.hello.caps, opts.maxSites, across);
     }
-    this.aggregates = new Aggregates();
+    checkKeys(opts.keys ?? [], compiled.probes);
+    this.aggregates = new Aggregates(undefined, undefined, { keys: opts.keys });
     const show = (raw: Hit) => {
       if (this.closed) return;
       const point = this.pointOf(raw);
@@ -566,7 +572,7 @@ export class TraceSession {
     if (opts.pid !== undefined) await agent.filterPid(opts.pid);
     if (opts.filter) for (const e of eventsOf(this.probes)) await agent.setFilter(e, opts.filter);
     if (opts.aggregate) {
-      const plan = (this.hist = planHist(agent.group, this.pointsOf, (p) => this.probeName(p)));
+      const plan = (this.hist = planHist(agent.group, this.pointsOf, (p) => this.probeName(p), opts.keys));
       for (const s of plan.synths) await agent.defineSynthetic(s);
       await agent.addTriggers(plan.triggers);
     }
@@ -689,6 +695,7 @@ export class TraceSession {
         mismatch: loss.mismatch,
         kernelHits: this.byProbe(loss.kernelHits),
         ...(sum.aggregated ? { aggregated: sum.aggregated, pids: sum.pids } : {}),
+        ...(sum.keys ? { keys: sum.keys } : {}),
         loss,
         ...(this.gate?.discarded ? { discarded: this.gate.discarded } : {}),
       };
@@ -789,6 +796,7 @@ export class TraceSession {
       sites: sum.sites,
       latency: sum.latency,
       ...(sum.aggregated ? { aggregated: sum.aggregated, pids: sum.pids } : {}),
+      ...(sum.keys ? { keys: sum.keys } : {}),
       lost: (this.parser?.stats.lost ?? 0) + this.lostAtRemovals,
       mismatch: 0,
       kernelHits: Object.fromEntries(this.removedKernelHits),

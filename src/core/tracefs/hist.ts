@@ -6,12 +6,18 @@
 // per thread and, on an event of several probe points, per point. Latency: the entry event keeps the time of the
 // thread's last entry in a variable (`ts0`), each return event computes `lat` and generates the session's
 // synthetic event with it (`onmatch(GROUP.ENTRY).trace(SYNTH,$lat)`), and a trigger on that synthetic event counts
-// `lat.log2` buckets. Every timestamp is on the `mono` clock, as the streamed ones are.
+// `lat.log2` buckets. Every timestamp is on the `mono` clock, as the streamed ones are. Keys (`--by`, see
+// src/core/session/keys.ts): one more trigger per event and key, `hist:keys=FIELD[.log2]:vals=hitcount`.
 import { SITE_ARG } from '../probes/compiler';
 
 /** The count trigger of an event; `perSite` when its records carry SITE_ARG. */
 export function countTrigger(perSite: boolean): string {
   return `hist:keys=common_pid${perSite ? `,${SITE_ARG}` : ''}:vals=hitcount`;
+}
+
+/** Hits per value of one field (`--by`): its values, or with `log2` their log2 buckets. */
+export function keyTrigger(field: string, log2: boolean): string {
+  return `hist:keys=${field}${log2 ? '.log2' : ''}:vals=hitcount`;
 }
 
 /** On an entry event: the thread's last entry time. */
@@ -37,6 +43,8 @@ export function synthName(group: string, n: number): string {
 /** One entry of a hist file: its keys (numbers; a `.log2` key as its exponent) and its hitcount. */
 export interface HistEntry {
   keys: Record<string, number>;
+  /** Keys whose values are text (a task's name), trimmed of the kernel's padding. */
+  text?: Record<string, string>;
   hits: number;
 }
 
@@ -83,11 +91,15 @@ export function parseHist(lines: readonly string[]): HistTable[] {
     const m = /^\{ (.+) \} hitcount:\s*(\d+)\s*$/.exec(l);
     if (m) {
       const keys: Record<string, number> = {};
+      const entry: HistEntry = { keys, hits: Number(m[2]) };
       for (const part of m[1].split(',')) {
         const k = /^\s*([a-z0-9_.]+):\s*(?:~ 2\^)?(-?\d+)\s*$/.exec(part);
         if (k) keys[k[1]] = Number(k[2]);
+        // A string key: the kernel pads it with spaces.
+        const t = k ? undefined : /^\s*([a-z0-9_.]+): (.*?)\s*$/.exec(part);
+        if (t) (entry.text ??= {})[t[1]] = t[2];
       }
-      table().entries.push({ keys, hits: Number(m[2]) });
+      table().entries.push(entry);
       continue;
     }
     const tot = /^\s*(Hits|Dropped):\s*(\d+)\s*$/.exec(l);

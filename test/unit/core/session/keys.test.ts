@@ -1,0 +1,196 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { CompiledProbe } from '../../../../src/core/probes/compiler';
+import { checkKeys, KeyCounter, keyValue, parseKey } from '../../../../src/core/session/keys';
+import { kernelFigures, planHist } from '../../../../src/core/session/kernelAggregation';
+import { Aggregates } from '../../../../src/core/session/aggregates';
+import { mergeSummaries } from '../../../../src/core/session/fanout';
+import { probeSummaryLines } from '../../../../src/cli/summaryText';
+import type { Hit } from '../../../../src/shared/hit';
+
+const G = 'probelens_1_4_effffffc_abc';
+
+function hit(probe: string, args: Hit['args'], comm = 'app', retval?: Hit['retval']): Hit {
+  return {
+    host: 'local',
+    probe,
+    event: probe,
+    kind: retval === undefined ? 'entry' : 'return',
+    pid: 1,
+    tid: 1,
+    comm,
+    cpu: 0,
+    ts: 0,
+    args,
+    retval,
+  };
+}
+
+function point(event: string, args: Array<{ name: string; type?: string; display?: string; hidden?: boolean }>): CompiledProbe {
+  return {
+    event,
+    spec: event,
+    kind: 'entry',
+    args: args.map((a) => ({ fetch: '%di', type: a.type ?? 's64', display: a.display ?? 'signed', ...a })),
+    definition: { event },
+  } as unknown as CompiledProbe;
+}
+
+const COMM = { name: 'probelens_comm', type: 'string', display: 'string', hidden: true };
+
+test('a key is an argument, its .log2, retval or comm; anything else is refused with what a key is', () => {
+  assert.deepEqual(parseKey('len'), { text: 'len', name: 'len', log2: false });
+  assert.deepEqual(parseKey('len.log2'), { text: 'len.log2', name: 'len', log2: true });
+  assert.deepEqual(parseKey('comm'), { text: 'comm', name: 'comm', log2: false });
+  for (const bad of ['', 'a b', 'len.log10', 'comm.log2', 'how->flags', '1x', 'x'.repeat(65)])
+    assert.throws(() => parseKey(bad), /a key is an integer argument's name as hits show it/, bad);
+});
+
+test('the value a hit counts under: integers exactly (past 2^53 as decimal text), log2 buckets, retval, comm', () => {
+  assert.equal(keyValue(parseKey('n'), hit('f', { n: 4096 })), 4096);
+  assert.equal(keyValue(parseKey('n'), hit('f', { n: '18446744073709551615' })), '18446744073709551615');
+  assert.equal(keyValue(parseKey('n.log2'), hit('f', { n: 4096 })), 12);
+  assert.equal(keyValue(parseKey('n.log2'), hit('f', { n: 4095 })), 11);
+  assert.equal(keyValue(parseKey('n.log2'), hit('f', { n: 0 })), 0);
+  assert.equal(keyValue(parseKey('n.log2'), hit('f', { n: '18446744073709551615' })), 63);
+  assert.equal(keyValue(parseKey('n.log2'), hit('f', { n: '-9007199254740993' })), 0);
+  assert.equal(keyValue(parseKey('n'), hit('f', { s: 'text' })), undefined, 'no such argument: not counted');
+  assert.equal(keyValue(parseKey('s'), hit('f', { s: 'text' })), undefined, 'text is not an integer key');
+  assert.equal(keyValue(parseKey('retval'), hit('f', {}, 'app', -2)), -2);
+  assert.equal(keyValue(parseKey('comm'), hit('f', {}, 'redis-server')), 'redis-server');
+});
+
+test('streamed: each probe counted per value, most hits first; log2 buckets in order', () => {
+  const c = new KeyCounter([parseKey('n'), parseKey('n.log2'), parseKey('comm')]);
+  for (const n of [1, 5, 5, 300, 5, 1]) c.add(hit('f', { n }, n === 300 ? 'b' : 'a'));
+  c.add(hit('g', {}, 'a'));
+  assert.deepEqual(c.tables(), {
+    f: {
+      n: [
+        { value: 5, hits: 3 },
+        { value: 1, hits: 2 },
+        { value: 300, hits: 1 },
+      ],
+      'n.log2': [
+        { value: 0, hits: 2 },
+        { value: 2, hits: 3 },
+        { value: 8, hits: 1 },
+      ],
+      comm: [
+        { value: 'a', hits: 5 },
+        { value: 'b', hits: 1 },
+      ],
+    },
+    g: { comm: [{ value: 'a', hits: 1 }] },
+  });
+});
+
+test('a key no probe fetches, or one that is text, is refused before arming, naming the arguments there are', () => {
+  const probes = [point('f', [{ name: 'len' }, { name: 'path', type: 'string', display: 'string' }, COMM])];
+  assert.doesNotThrow(() => checkKeys([parseKey('len'), parseKey('len.log2'), parseKey('comm')], probes));
+  assert.throws(
+    () => checkKeys([parseKey('lenn')], probes),
+    /--by lenn: no probe of this trace fetches 'lenn' \(its arguments: len, path; or comm\)/,
+  );
+  assert.throws(() => checkKeys([parseKey('path')], probes), /'path' is text or an array, not an integer/);
+  assert.throws(
+    () => checkKeys([parseKey('probelens_comm')], probes),
+    /no probe of this trace fetches/,
+    "ProbeLens's own fields are not arguments",
+  );
+});
+
+test('aggregated: one hist trigger per key on each event that fetches its field, read back as the streamed counter counts', () => {
+  const keys = [parseKey('len'), parseKey('len.log2'), parseKey('comm')];
+  const f = point('f', [{ name: 'len' }, COMM]);
+  const g = point('g', [COMM]);
+  const points = new Map([
+    ['f', [f]],
+    ['g', [g]],
+  ]);
+  const plan = planHist(G, points, (p) => p.event, keys);
+  assert.deepEqual(
+    plan.triggers.map((t) => `${t.event} ${t.trigger}`),
+    [
+      'f hist:keys=common_pid:vals=hitcount',
+      'f hist:keys=len:vals=hitcount',
+      'f hist:keys=len.log2:vals=hitcount',
+      'f hist:keys=probelens_comm:vals=hitcount',
+      'g hist:keys=common_pid:vals=hitcount',
+      'g hist:keys=probelens_comm:vals=hitcount',
+    ],
+  );
+  // The kernel's hist files (6.1's format): string keys padded, log2 keys as ⌈log2⌉ exponents, 0 as a huge one.
+  const hist = new Map<string, string[]>([
+    [
+      'f',
+      [
+        '# trigger info: hist:keys=common_pid:vals=hitcount:sort=hitcount:size=2048 [active]',
+        '{ common_pid:        77 } hitcount:          6',
+        'Hits: 6',
+        '# trigger info: hist:keys=len:vals=hitcount:sort=hitcount:size=2048 [active]',
+        '{ len:          1 } hitcount:          2',
+        '{ len:        300 } hitcount:          1',
+        '{ len:          5 } hitcount:          3',
+        '# trigger info: hist:keys=len.log2:vals=hitcount:sort=hitcount:size=2048 [active]',
+        '{ len: ~ 2^0  } hitcount:          2',
+        '{ len: ~ 2^3  } hitcount:          3',
+        '{ len: ~ 2^9  } hitcount:          1',
+        '# trigger info: hist:keys=probelens_comm:vals=hitcount:sort=hitcount:size=2048 [active]',
+        '{ probelens_comm: b                                                  } hitcount:          1',
+        '{ probelens_comm: a                                                  } hitcount:          5',
+      ],
+    ],
+    [
+      'g',
+      [
+        '# trigger info: hist:keys=common_pid:vals=hitcount:sort=hitcount:size=2048 [active]',
+        '{ common_pid:        77 } hitcount:          1',
+        '# trigger info: hist:keys=probelens_comm:vals=hitcount:sort=hitcount:size=2048 [active]',
+        '{ probelens_comm: 1234                                               } hitcount:          1',
+      ],
+    ],
+  ]);
+  const k = kernelFigures(hist, plan, points, (p) => p.event);
+  const streamed = new KeyCounter(keys);
+  for (const n of [1, 5, 5, 300, 5, 1]) streamed.add(hit('f', { len: n }, n === 300 ? 'b' : 'a'));
+  streamed.add(hit('g', {}, '1234'));
+  assert.deepEqual(k.keys, streamed.tables(), 'the same rows either way (these values are no power of two)');
+  const agg = new Aggregates(undefined, undefined, { keys });
+  agg.setKernel(k);
+  assert.deepEqual(agg.summary().keys, streamed.tables());
+});
+
+test('across hosts the rows add up; the text summary lists them and what no row shows', () => {
+  const keys = [parseKey('len'), parseKey('len.log2')];
+  const a = new Aggregates(undefined, undefined, { keys });
+  const b = new Aggregates(undefined, undefined, { keys });
+  for (const n of [5, 5, 300]) a.add(hit('f', { len: n }));
+  for (const n of [5, 64]) b.add(hit('f', { len: n }));
+  b.add(hit('f', {}));
+  const summary = (agg: Aggregates) => ({ host: 'h', lost: 0, mismatch: 0, kernelHits: {}, ...agg.summary() });
+  const m = mergeSummaries([
+    { host: 'a', summary: summary(a) },
+    { host: 'b', summary: summary(b) },
+  ]);
+  assert.deepEqual(m.keys, {
+    f: {
+      len: [
+        { value: 5, hits: 3 },
+        { value: 64, hits: 1 },
+        { value: 300, hits: 1 },
+      ],
+      'len.log2': [
+        { value: 2, hits: 3 },
+        { value: 6, hits: 1 },
+        { value: 8, hits: 1 },
+      ],
+    },
+  });
+  const text = probeSummaryLines(m, 'f').join('');
+  assert.match(text, /^ {2}by len:\n {4}5 {3}3 hits\n {4}64 {2}1 hit\n {4}300 1 hit\n {4}1 hit under no value shown\n/m);
+  assert.match(
+    text,
+    /^ {2}by len\.log2:\n {4}\[4, 8\) {5}3 hits \|#{32}\n {4}\[64, 128\) {2}1 hit \|#{11}\n {4}\[256, 512\) 1 hit \|#{11}\n/m,
+  );
+});
