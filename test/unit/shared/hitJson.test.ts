@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hexAddress, hitToJson, hitToJsonLine, jsonInteger, toJson } from '../../../src/shared/hitJson';
+import type { Hit } from '../../../src/shared/hit';
 
 test('integers stay numbers only while exact', () => {
   assert.equal(jsonInteger(-7), -7);
@@ -83,4 +84,39 @@ test("a hit's JSON names the arguments unavailable at its site (with why) and th
     toJson(h),
     '{"host":"h","probe":"p","kind":"entry","pid":1,"tid":2,"comm":"c","cpu":3,"ts":4.5,"args":{"v":2,"a":5},"site":{"kind":"entry","address":"0x401200"},"unavailable":{"tag":"no such parameter"},"inferred":["a"]}',
   );
+});
+
+test('an NDJSON hit line is byte for byte the contract object through toJson, whatever the hit holds', () => {
+  const base: Hit = {
+    host: 'local',
+    probe: 'f',
+    event: 'e',
+    kind: 'entry',
+    pid: 7,
+    tid: 8,
+    comm: 'app',
+    cpu: 1,
+    ts: 12.000000345,
+    args: {},
+  };
+  const hits: Hit[] = [
+    base,
+    { ...base, args: { a: 1, b: -2, big: (2n ** 64n) as unknown as number, s: 'x"y\\z\n', arr: [1, 'two', null, [3]], n: null } },
+    { ...base, args: { '0': 5, z: 1, a: 2 }, comm: 'name\u2028with\u0085breakers\u007f' },
+    { ...base, kind: 'return', retval: -1, latencyNs: 1234 },
+    { ...base, kind: 'return', retval: 'ok', latencyNs: 0 },
+    { ...base, retval: (2n ** 60n) as unknown as number },
+    { ...base, site: { kind: 'inlined', address: '0x40', caller: 'main', file: '/src/a.c', line: 3 } },
+    { ...base, site: { kind: 'entry', address: '0x10' } },
+    { ...base, unavailable: { x: 'optimized out' }, inferred: ['y'], cut: ['s'] },
+    { ...base, unavailable: {}, inferred: [], cut: [] },
+    { ...base, ts: 1e21, pid: Number.NaN, args: { f: 0.5, neg0: -0, unsafe: 2 ** 60 } },
+    { ...base, host: 'root@h:22', probe: 'p\u2029', args: { 'k\u2028': 'v' } },
+  ];
+  for (const h of hits)
+    assert.equal(
+      hitToJsonLine(h),
+      `${toJson(hitToJson(h))}\n`,
+      JSON.stringify(h, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)),
+    );
 });
