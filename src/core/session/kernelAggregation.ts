@@ -93,6 +93,16 @@ export function planHist(
   return plan;
 }
 
+/**
+ * A key's value as the hits show it, from the kernel's u64 digits: a signed field's wrapped negatives back below 0,
+ * and a value past 2^53 as exact decimal text (the JSON rule).
+ */
+export function kernelValue(digits: string, signed: boolean): number | string {
+  let v = BigInt(digits);
+  if (signed && v >= 2n ** 63n) v -= 2n ** 64n;
+  return v > -(2n ** 53n) && v < 2n ** 53n ? Number(v) : v.toString();
+}
+
 /** The events whose hist files the session reads: the counted ones and the synthetic ones. */
 export const histEvents = (plan: HistPlan): string[] => [...plan.countEvents.map((c) => c.event), ...plan.synths];
 
@@ -129,14 +139,18 @@ export function kernelFigures(
     if (!point) continue;
     const field = keyField(key);
     const rows = (((out.keys ??= {})[probeName(point)] ??= {})[key.text] ??= []);
+    const signed = /^s\d/.test(point.args.find((a) => a.name === field)?.type ?? '');
     const found: KeyRow[] = [];
     for (const e of table.entries) {
-      const text = e.text?.[field];
       const n = e.keys[field];
-      // A task's name is text even when it is all digits; a .log2 key is the kernel's exponent (0 as a huge one).
-      const value =
-        key.name === 'comm' ? (text ?? (n !== undefined ? String(n) : undefined)) : key.log2 ? (n > 64 ? 0 : bucketOfKernelLog2(n)) : n;
-      if (value !== undefined && !Number.isNaN(value)) found.push({ value, hits: e.hits });
+      const raw = e.raw?.[field];
+      // A task's name is text even when it is all digits; a .log2 key is the kernel's exponent (0 as a huge one); a
+      // value is the kernel's u64, which a signed field's negative values wrap to.
+      let value: number | string | undefined;
+      if (key.name === 'comm') value = e.text?.[field] ?? raw;
+      else if (key.log2) value = n === undefined ? undefined : n > 64 ? 0 : bucketOfKernelLog2(n);
+      else value = raw === undefined ? undefined : kernelValue(raw, signed);
+      if (value !== undefined) found.push({ value, hits: e.hits });
     }
     addRows(rows, found);
     sortRows(key, rows);

@@ -45,6 +45,8 @@ export interface HistEntry {
   keys: Record<string, number>;
   /** Keys whose values are text (a task's name), trimmed of the kernel's padding. */
   text?: Record<string, string>;
+  /** Every key's value as printed (digits of a number past 2^53 stay exact here). */
+  raw?: Record<string, string>;
   hits: number;
 }
 
@@ -94,7 +96,10 @@ export function parseHist(lines: readonly string[]): HistTable[] {
       const entry: HistEntry = { keys, hits: Number(m[2]) };
       for (const part of m[1].split(',')) {
         const k = /^\s*([a-z0-9_.]+):\s*(?:~ 2\^)?(-?\d+)\s*$/.exec(part);
-        if (k) keys[k[1]] = Number(k[2]);
+        if (k) {
+          keys[k[1]] = Number(k[2]);
+          (entry.raw ??= {})[k[1]] = k[2];
+        }
         // A string key: the kernel pads it with spaces.
         const t = k ? undefined : /^\s*([a-z0-9_.]+): (.*?)\s*$/.exec(part);
         if (t) (entry.text ??= {})[t[1]] = t[2];

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CompiledProbe } from '../../../../src/core/probes/compiler';
 import { checkKeys, KeyCounter, keyValue, parseKey } from '../../../../src/core/session/keys';
-import { kernelFigures, planHist } from '../../../../src/core/session/kernelAggregation';
+import { kernelFigures, kernelValue, planHist } from '../../../../src/core/session/kernelAggregation';
 import { Aggregates } from '../../../../src/core/session/aggregates';
 import { mergeSummaries } from '../../../../src/core/session/fanout';
 import { probeSummaryLines } from '../../../../src/cli/summaryText';
@@ -193,4 +193,29 @@ test('across hosts the rows add up; the text summary lists them and what no row 
     text,
     /^ {2}by len\.log2:\n {4}\[4, 8\) {5}3 hits \|#{32}\n {4}\[64, 128\) {2}1 hit \|#{11}\n {4}\[256, 512\) 1 hit \|#{11}\n/m,
   );
+});
+
+test("the kernel's u64 key values: a signed field's negatives wrap back, values past 2^53 stay exact as text", () => {
+  assert.equal(kernelValue('18446744073709551615', true), -1);
+  assert.equal(kernelValue('18446744073709551615', false), '18446744073709551615');
+  assert.equal(kernelValue('9007199254740993', false), '9007199254740993');
+  assert.equal(kernelValue('9007199254740991', false), 9007199254740991);
+  assert.equal(kernelValue('42', true), 42);
+  const keys = [parseKey('retval')];
+  const r = { ...point('f_return', [{ name: 'retval', type: 's64' }, COMM]), kind: 'return' } as CompiledProbe;
+  const points = new Map([['f_return', [r]]]);
+  const plan = planHist(G, points, () => 'f', keys);
+  const hist = new Map([
+    [
+      'f_return',
+      [
+        '# trigger info: hist:keys=retval:vals=hitcount:sort=hitcount:size=2048 [active]',
+        '{ retval: 18446744073709551614 } hitcount:          2',
+        '{ retval:          3 } hitcount:          1',
+      ],
+    ],
+  ]);
+  const streamed = new KeyCounter(keys);
+  for (const v of [-2, 3, -2]) streamed.add(hit('f', {}, 'a', v));
+  assert.deepEqual(kernelFigures(hist, plan, points, () => 'f').keys, streamed.tables());
 });

@@ -34,8 +34,8 @@ test('a hist file is read table by table, each known by the trigger that keeps i
   assert.equal(tables.length, 2);
   assert.equal(tables[0].trigger, 'hist:keys=common_pid,probelens_site');
   assert.deepEqual(tables[0].entries, [
-    { keys: { common_pid: 195, probelens_site: 0 }, hits: 200 },
-    { keys: { common_pid: 201, probelens_site: 2 }, hits: 7 },
+    { keys: { common_pid: 195, probelens_site: 0 }, raw: { common_pid: '195', probelens_site: '0' }, hits: 200 },
+    { keys: { common_pid: 201, probelens_site: 2 }, raw: { common_pid: '201', probelens_site: '2' }, hits: 7 },
   ]);
   assert.equal(tables[0].hits, 207);
   assert.equal(tables[1].dropped, 3);
@@ -94,4 +94,17 @@ test("the kernel's log2 bucket of a latency is the stream's, or one below it for
     if ((v & (v - 1)) === 0 && v > 1) assert.equal(k, s - 1, `${v}`);
     else assert.equal(k, s, `${v}`);
   }
+});
+
+test('key values as printed: numbers past 2^53 keep their digits, a task name its text less the padding', () => {
+  const [t] = parseHist([
+    '# trigger info: hist:keys=len:vals=hitcount:sort=hitcount:size=2048 [active]',
+    '{ len: 18446744073709551615 } hitcount:          2',
+  ]);
+  assert.equal(t.entries[0].raw?.len, '18446744073709551615');
+  const [c] = parseHist([
+    '# trigger info: hist:keys=probelens_comm:vals=hitcount:sort=hitcount:size=2048 [active]',
+    '{ probelens_comm: kworker/0:1 x                                      } hitcount:          4',
+  ]);
+  assert.deepEqual(c.entries[0].text, { probelens_comm: 'kworker/0:1 x' });
 });
