@@ -2,7 +2,8 @@
 // Cold full index in a fresh process (time, CPU time and peak RSS; one thread and the pool), alternated with gdb's
 // `info functions ^main$` on the same binary (three rounds, medians, load average printed), in-process cache
 // load, and `readelf --debug-dump=decodedline`, with ratios.
-// Without arguments: a few fixtures and the corpus's postgres if it is built (bench/build-real-projects.sh),
+// Without arguments: a few fixtures, and the corpus's postgres and redis-server and the VM tier's dbg vmlinux where
+// the test cache has them (bench/build-real-projects.sh, test/helpers/vm.ts),
 // then the open-file table: the index of one source file's units (what the editor draws a cold binary's lenses
 // from first) beside the whole cold index and gdb's `info functions ^NAME$` for a function of that file, for
 // postgres (src/backend/tcop/postgres.c) and redis-server (src/object.c) when the corpus has them.
@@ -35,8 +36,9 @@ function median(xs: number[]): number {
 async function defaultBinaries(): Promise<string[]> {
   const out: string[] = [];
   for (const n of ['calls-O2', 'cpp-O2', 'go', 'rust-O2'] as FixtureName[]) out.push((await fixture(n)).path);
-  const pg = builtCorpusBinary('postgres', 'postgres');
-  if (pg) out.push(pg);
+  // The issue's large cases when the test cache has them: postgres, redis-server, the VM tier's dbg vmlinux.
+  for (const b of [builtCorpusBinary('postgres', 'postgres'), builtCorpusBinary('redis', 'redis-server'), cachedVmlinux()])
+    if (b) out.push(b);
   return out;
 }
 
