@@ -75,3 +75,30 @@ test('a target whose raw check fails (fake) streams text, says why, and gets the
   await session.exited;
   assert.deepEqual(leftovers(session.probes[0].group!), []);
 });
+
+test("a burst of hits whose handling outlasts the agent's heartbeat timeout does not end the session: the stream's consumer keeps it alive", async (t) => {
+  if (!requireTracefs(t)) return;
+  const w = getWorkload();
+  const { index } = await loadIndex(w.path, { noCache: true });
+  let handled = 0;
+  // Each hit holds the event loop 250 ms (as printing a buffer's worth of hits does on a loaded machine): the 16
+  // calls' hits, released together, keep it busy 4 s, twice the agent's 2 s timeout, with no turn for the timer.
+  const busy = (): void => {
+    const until = Date.now() + 250;
+    while (Date.now() < until) {
+      /* the handler's own work */
+    }
+    handled++;
+  };
+  const session = await TraceSession.start({ target: new LocalTarget(), index, specs: ['pl_add a'], heartbeatSeconds: 2, onHit: busy });
+  runWorkloadPid(w, 16);
+  const until = Date.now() + 120_000;
+  while (handled < 16 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+  // Quiet again: a few more timer heartbeats, then a normal stop.
+  await new Promise((r) => setTimeout(r, 3000));
+  const sum = await session.stop();
+  assert.equal(sum.error, undefined, `the session ended as asked: ${sum.error}`);
+  assert.deepEqual([handled, sum.hits.pl_add, sum.kernelHits.pl_add, sum.lost], [16, 16, 16, 0]);
+  await session.exited;
+  assert.deepEqual(leftovers(session.probes[0].group!), []);
+});

@@ -519,6 +519,10 @@ export class TraceSession {
     this.aggregates = new Aggregates(undefined, undefined, { keys: opts.keys });
     const show = (raw: Hit) => {
       if (this.closed) return;
+      // Hits come in bursts released at once (after a pause a buffer's worth, merged across CPUs and let through by
+      // the file watcher's gate): handling them can outlast the agent's heartbeat timeout on a loaded machine, with
+      // no turn for the heartbeat timer, so the consumer says it is alive as it goes.
+      agent.keepAlive();
       const point = this.pointOf(raw);
       const hit = presentHit(raw, point, point && this.probeName(point));
       // Aggregates see what users see; the hidden goroutine pointer only pairs entries with returns.
