@@ -150,14 +150,32 @@ function holdsRaw(pid: string, group: string): boolean {
   return false;
 }
 
+/** Records read out of `group`'s instance so far, by the kernel's count (`read events` of each CPU's stats). */
+function readEvents(group: string): number {
+  const dir = join(T, 'instances', group, 'per_cpu');
+  let n = 0;
+  try {
+    for (const cpu of readdirSync(dir)) {
+      const m = /^read events: (\d+)$/m.exec(readFileSync(join(dir, cpu, 'stats'), 'utf8'));
+      n += m ? Number(m[1]) : 0;
+    }
+  } catch {
+    // the instance is gone
+  }
+  return n;
+}
+
 /**
- * Whether a reader of `group`'s stream shows within `ms`: `cat trace_pipe` runs all along; the binary stream's `dd`
- * only while its CPU's buffer holds entries (the file watcher's markers put some there every 0.05 s).
+ * Whether `group`'s stream is read within `ms`: a reader is seen (`cat trace_pipe` runs all along), or the kernel
+ * counts records read out of its buffers. The binary stream's `dd` of a CPU's trace_pipe_raw lives only while that
+ * buffer holds entries (the file watcher's markers put some there every few tens of ms), a few milliseconds a round:
+ * on a loaded machine a scan of /proc can miss it every time, while the kernel's count of what it read cannot.
  */
 export async function waitReader(group: string, ms = 10_000): Promise<boolean> {
   const until = Date.now() + ms;
+  const before = readEvents(group);
   for (;;) {
-    if (leftovers(group).some((l) => l.startsWith('reader pid'))) return true;
+    if (readEvents(group) > before || leftovers(group).some((l) => l.startsWith('reader pid'))) return true;
     if (Date.now() > until) return false;
     await new Promise((r) => setTimeout(r, 5));
   }
