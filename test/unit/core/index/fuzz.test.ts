@@ -66,10 +66,13 @@ async function runCases(
 }
 
 for (const name of ['calls-O2', 'calls-O2-zstd', 'rust-O2-dwarf5'] as FixtureName[]) {
-  test(`fuzz: ${CASES} mutations of ${name} give only typed errors`, { timeout: 15 * 60_000 }, async (t) => {
+  // The Rust program carries its standard library's DWARF (15,000 functions): one case indexes it whole, 2.5 s on a
+  // quiet 2-core machine and many times that under load, so it gets fewer cases. Each case is bounded by HANG_MS,
+  // so the test's own bound is theirs summed: a loaded machine makes it slow, never red.
+  const n = name.startsWith('rust') ? Math.ceil(CASES / 30) : CASES;
+  test(`fuzz: ${n} mutations of ${name} give only typed errors`, { timeout: n * HANG_MS }, async (t) => {
     const f = await fixtureOrSkip(t, name);
     if (!f) return;
-    const n = name.startsWith('rust') ? Math.ceil(CASES / 10) : CASES;
     const r = await runCases(f.path, 1, n);
     assert.deepEqual(r.failures, [], r.failures.join('\n\n'));
     assert.equal(r.done, n, 'every case answered');
