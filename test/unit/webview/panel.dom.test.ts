@@ -154,6 +154,29 @@ describe('live panel webview in Chromium', () => {
     assert.deepEqual(p.errors, []);
   });
 
+  test('following a tail of thousands of rows a redraw, the table redraws at most every 100 ms', async (t) => {
+    const p = await panel.open(t, { fakeClock: true });
+    if (!p) return;
+    await p.page.clock.pauseAt(Date.now() + 1000);
+    const last = async () => Number((await visibleRows(p)).at(-1)?.[0]);
+    await p.send(init(), { type: 'hits', batch: encodeHits(hits(0, 1000)) });
+    await p.page.clock.runFor(200);
+    // After a quiet spell a batch is drawn at once.
+    await p.send({ type: 'hits', batch: encodeHits(hits(1000, 3000)) });
+    await p.page.clock.runFor(20);
+    assert.equal(await last(), 1003.999);
+    // 3,000 rows every 10 ms: not drawn 60 ms on, drawn by 120 ms.
+    for (let i = 1; i <= 5; i++) {
+      await p.send({ type: 'hits', batch: encodeHits(hits(1000 + 3000 * (i + 1), 3000)) });
+      await p.page.clock.runFor(10);
+    }
+    await p.page.clock.runFor(10);
+    assert.equal(await last(), 1003.999, 'still the redraw of 60 ms ago');
+    await p.page.clock.runFor(60);
+    assert.equal(await last(), 1021.999);
+    assert.deepEqual(p.errors, []);
+  });
+
   test('keyboard: Home, arrows, PageDown, End move the selection; Enter and click open the source', async (t) => {
     const p = await open(t);
     if (!p) return;
