@@ -3,7 +3,7 @@
 // second, each call passing its own CLOCK_MONOTONIC time, and a session on this machine (`stamp ns`, the
 // editor's path: TraceSession, its agent, the file watcher's gate) hands each hit to what the editor does with it:
 //   - session: the hit handed to the editor (agent's reader, the stream, the parser, the file watcher's check);
-//   - count beside the line: the redraw of the counts (the editor's Pacer, one redraw per 50 ms at most);
+//   - count beside the line: the redraw of the counts (the editor's Pacer, one redraw per INLINE_GAP_MS at most);
 //   - panel row: the batch carrying it posted to the live panel's webview (PanelFeed, batched by time and size).
 // The webview's own frame (≤ 16 ms) and VS Code's drawing are not in it (the e2e tier measures a real editor).
 // Every figure is now (CLOCK_MONOTONIC, as process.hrtime reads it) minus the call's own time, so the kernel's
@@ -18,7 +18,7 @@ import { basename, join } from 'node:path';
 import { loadIndex } from '../src/core/index/load';
 import { TraceSession } from '../src/core/session/traceSession';
 import { LocalTarget } from '../src/core/target/local';
-import { Pacer } from '../src/vscode/model/pacer';
+import { INLINE_GAP_MS, Pacer } from '../src/vscode/model/pacer';
 import { PanelFeed } from '../src/vscode/panel/panelFeed';
 import { fixture } from '../test/helpers/fixtures';
 import { table } from './engineCommon';
@@ -39,7 +39,7 @@ async function measure(bin: string, rate: number, seconds: number) {
   const inline: number[] = [];
   const panel: number[] = [];
   let drawn: number[] = [];
-  const pacer = new Pacer(50, () => {
+  const pacer = new Pacer(INLINE_GAP_MS, () => {
     const now = monoNs();
     for (const t of drawn) inline.push(now - t);
     drawn = [];

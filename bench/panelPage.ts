@@ -92,6 +92,8 @@ export interface OpenOptions {
   height?: number;
   /** bench only: serve this worker script and allow it in the CSP (`worker-src`) */
   worker?: string;
+  /** tests: the page's timers, animation frames and clocks are Playwright's, moved with `page.clock` */
+  fakeClock?: boolean;
 }
 
 /**
@@ -138,6 +140,7 @@ export async function openPanelPage(browser: Browser, o: OpenOptions): Promise<P
     if (m.type() === 'error') errors.push(m.text());
   });
   await page.addInitScript({ content: fakeVsCodeApiScript(o.state) });
+  if (o.fakeClock) await page.clock.install();
   await page.goto(`${ORIGIN}/index.html`);
   const fake = '__fakeVsCodeHost';
   return {

@@ -16,10 +16,9 @@ import { ProbesView } from './probesView';
 import { StatusBar } from './statusBar';
 import { LOCAL_ID, Targets } from './targets';
 import { Tracing } from './tracing';
-import { Pacer } from './model/pacer';
+import { INLINE_GAP_MS, Pacer } from './model/pacer';
 
 /** The longest a hit waits for its count beside the line (one redraw per gap at most). */
-const INLINE_GAP_MS = 30;
 
 export function activateFeatures(context: vscode.ExtensionContext): void {
   const ctx = new Ctx(context);

@@ -34,9 +34,36 @@ function rawHits(agent: TracefsAgent, setup: { headerPage: string; headerEvent: 
     lookupTgids: (tids) => agent.tgids(tids),
   });
   stream.addEvents(events);
-  agent.onTraceData((c) => stream.push(c));
+  const bytes: Buffer[] = [];
+  agent.onTraceData((c) => {
+    bytes.push(Buffer.from(c));
+    stream.push(c);
+  });
   const ended = new Promise<void>((res) => agent.onTraceEnd(res));
-  return { hits, stream, ended };
+  return { hits, stream, ended, bytes };
+}
+
+/**
+ * The pump's rounds, read off its bytes: the CPUs each round's headers named, and whether a round end closed it. A
+ * 64-byte item has ASCII digits in bytes 12-15, a page does not.
+ */
+function pumpRounds(bytes: Buffer, pageSize: number): Array<{ cpus: number[]; ended: boolean }> {
+  const rounds: Array<{ cpus: number[]; ended: boolean }> = [{ cpus: [], ended: false }];
+  for (let pos = 0; pos < bytes.length;) {
+    if (!/^\d{4}$/.test(bytes.toString('latin1', pos + 12, pos + 16))) {
+      pos += pageSize;
+      continue;
+    }
+    const item = bytes.toString('latin1', pos, pos + 64);
+    pos += 64;
+    if (item.startsWith('PLRAWCPU')) rounds[rounds.length - 1].cpus.push(Number(item.slice(8, 16)));
+    else {
+      assert.equal(item, `PLRAWEND${'0'.repeat(56)}`);
+      rounds[rounds.length - 1].ended = true;
+      rounds.push({ cpus: [], ended: false });
+    }
+  }
+  return rounds;
 }
 
 for (const [name, shell] of Object.entries(SHELLS)) {
@@ -51,7 +78,7 @@ for (const [name, shell] of Object.entries(SHELLS)) {
       assert.equal(setup.pageSize, 4096);
       assert.ok(setup.cpus.length >= 1);
       assert.equal(agent.sentinel, null, 'records of the binary stream need no framing secret');
-      const { hits, stream, ended } = rawHits(agent, setup);
+      const { hits, stream, ended, bytes } = rawHits(agent, setup);
       await defineWorkloadProbes(agent, w);
       stream.addFormats(await agent.formats(['pl_add', 'pl_leaf_ret']));
       await agent.arm();
@@ -87,6 +114,13 @@ for (const [name, shell] of Object.entries(SHELLS)) {
       assert.equal(stream.stats.lost, 0);
       assert.equal(stream.stats.malformed, 0);
       assert.equal(stream.stats.hits, 10);
+      // Every round names every CPU once, in order, and ends with a round end (so its last CPU's hits need not wait
+      // for the next round); only the round the stop cut may be unfinished.
+      const rounds = pumpRounds(Buffer.concat(bytes), setup.pageSize);
+      const whole = rounds.slice(0, -1);
+      assert.ok(whole.length >= 1, 'at least one whole round');
+      for (const r of whole) assert.deepEqual(r, { cpus: setup.cpus, ended: true });
+      assert.ok(rounds[rounds.length - 1].cpus.every((c, i) => c === setup.cpus[i]));
       assert.equal((await agent.exit).code, 0);
       assert.deepEqual(leftovers(group), []);
     } finally {

@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 import { loadIndex } from '../../src/core/index/load';
 import type { FileChange } from '../../src/core/session/fileWatch';
 import { TraceSession } from '../../src/core/session/traceSession';
+import { AGENT_SCRIPT } from '../../src/core/tracefs/agentScript';
 import type { Hit } from '../../src/core/tracefs/hitParser';
 import { requireSshd } from '../helpers/sshd';
 import { requireTracefs } from '../helpers/tracefs';
@@ -226,7 +227,7 @@ async function overwriteLoop(t: TestContext, extra: string[], rounds: number): P
     latencies.push(await overwriteRound(t, s, ['add_ints+4'], extra, false));
   }
   t.diagnostic(`report latencies (ms): ${latencies.join(' ')}`);
-  // The agent checks every 0.05 s (reported within about 0.25 s here, under load); a loaded machine may delay that,
+  // The agent checks every 0.025 s (reported within about 0.25 s here, under load); a loaded machine may delay that,
   // so the bound asserted is generous.
   for (const l of latencies) assert.ok(l < 10_000, `reported ${l} ms after the change`);
 }
@@ -336,12 +337,13 @@ for (const [name, shell] of Object.entries(SHELLS)) {
 
 const parentOf = (pid: number | string): number => Number(/^\d+ \(.*\) \S (\d+)/s.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))![1]);
 
-/** The agent's file watcher: the process (a child of the agent) whose child is its `sleep 0.05`. */
+/** The agent's file watcher: the process (a child of the agent) whose child is its `sleep FWI`. */
 function watcherOf(agentPid: number): number | undefined {
+  const sleep = `sleep\u0000${/^FWI=(\S+)$/m.exec(AGENT_SCRIPT)![1]}\u0000`;
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     try {
-      if (readFileSync(`/proc/${d}/cmdline`, 'utf8') !== 'sleep\u00000.05\u0000') continue;
+      if (readFileSync(`/proc/${d}/cmdline`, 'utf8') !== sleep) continue;
       const w = parentOf(d);
       if (parentOf(w) === agentPid) return w;
     } catch {

@@ -12,8 +12,10 @@ export const AGENT_RAW_STREAM = String.raw`# ---- The binary stream: ring-buffer
 # stands, padded to the page size) until the buffer is empty and then ends: the shell's redirection closes its own
 # descriptor after moving it, which marks the reader closed, and a closed reader's empty buffer reads as end of
 # file. dd, not cat: busybox cat reads the file with sendfile, which trace_pipe_raw does not serve (it ends at once,
-# reading nothing). Bytes 12-15 of a header are ASCII digits, which no page's commit word can hold there (its upper
-# half is 0 or all ones), so the client tells headers from pages exactly. A round that found nothing sleeps 0.02 s.
+# reading nothing). After the last CPU, the round's end: "PLRAWEND" and 56 zeros (its pages are all out: the client
+# need not wait for the next round to know it). Bytes 12-15 of a header or round end are ASCII digits, which no
+# page's commit word can hold there (its upper half is 0 or all ones), so the client tells them from pages exactly.
+# A round that found nothing sleeps 0.02 s.
 # The counters make the live loss exact (a full page has no room for the lost count, only a flag); the time tells
 # the client that every record of that CPU taken before it has been shipped, so it can merge the CPUs in time order.
 # RAW checks all of this on the target before it is used: a marker record written into the instance must come back
@@ -102,6 +104,7 @@ raw_pump() {
     done <<RAW_ROWS
 $rows
 RAW_ROWS
+    printf 'PLRAWEND%056d' 0
     [ "$got" = 1 ] || sleep 0.02 2>/dev/null || sleep 1
   done
 }

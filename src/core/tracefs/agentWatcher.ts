@@ -19,9 +19,10 @@ FWK=
 FWPID=
 FWBASE=
 FWBID=
-# A hit is shown once a check that began after it has passed: the interval bounds that wait (about 0.05 s, then
-# the check's own time), at a stat and a sleep per check on the target.
-FWI=0.05
+# A hit is shown once a check that began after it has passed: the interval bounds that wait (about 0.025 s, then
+# the check's own time), at a stat and a sleep per check on the target (measured here under load: 2.7 ms of CPU a
+# check, 26 checks a second, 7% of a CPU, against 4% at 0.05 s).
+FWI=0.025
 FWGEN=0
 FWM=0
 FWNOMARK=0

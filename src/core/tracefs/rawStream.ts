@@ -1,15 +1,24 @@
 // The client's half of the binary stream (see agentRaw.ts): the agent's stdout is a sequence of 64-byte CPU headers
 // (`PLRAWCPU`, 8 decimal digits, `LOST`, 12 decimal digits, `NOWT`, 28 right-aligned: the CPU, its loss counters'
-// sum and its clock when its stats were read) and whole ring-buffer pages of the CPU named last. A page's bytes 12-15 are the upper half of its commit word, 0 or all ones; a header's
-// are ASCII digits: so each item is told by those bytes, exactly. Pages are decoded by rawHits.ts (records of our
-// probe events → hits) and rawPages.ts; the live loss is each CPU's counters' growth (exact, where a page's
-// lost-events flag often has no room for the count; the kernel zeroes them when it resets the buffer at an event's
-// removal, so a drop starts over from 0). The pump reads the CPUs in turn, so a thread that moved between CPUs could
-// arrive return before entry: hits are merged in time order, each released once every CPU's header has said a time
-// past it (every record taken before a header's time has been shipped after it), less 50 ms for a record still being
-// written when the stats were read (a probe's record is written with preemption off, in microseconds, but a virtual
-// CPU can be descheduled meanwhile); trace_marker records (event ftrace/print) carry the file watcher's markers,
-// which end with the session's key as in the text stream. No string can end, hide or forge a record: lengths are explicit.
+// sum and its clock when its stats were read), whole ring-buffer pages of the CPU named last, and a 64-byte round
+// end (`PLRAWEND` and 56 zeros) after each round. A page's bytes 12-15 are the upper half of its commit word, 0 or
+// all ones; a header's or round end's are ASCII digits: so each item is told by those bytes, exactly. Pages are
+// decoded by rawHits.ts (records of our probe events → hits) and rawPages.ts; the live loss is each CPU's counters'
+// growth (exact, where a page's lost-events flag often has no room for the count; the kernel zeroes them when it
+// resets the buffer at an event's removal, so a drop starts over from 0).
+// The pump reads the CPUs in turn, so a thread that moved between CPUs could arrive return before entry: hits (and
+// the file watcher's markers) are merged in time order. A CPU's header time says that every record of that CPU
+// taken before it is shipped in the pages that follow; those are all in once the next item (a header or the round
+// end) arrives. So an item is released once every CPU has been drained past its time, less MERGE_SLACK. The margin is not
+// what keeps a thread's order: a record is written with preemption off, so a thread's record is committed before
+// it can run on another CPU and take its next one, and the next one's time, before a header's time, proves the
+// earlier record counted by that CPU's stats and shipped. It is for the order across threads: a record of another
+// thread still being written during the microseconds in which the kernel prints a CPU's stats (its entries before its
+// clock) is shipped a round later, and its time may lie a little before the header's (a write interrupted by
+// another takes its time from the ring buffer's stamps). A record later than the margin still arrives, only out of
+// order with other threads' records. trace_marker records (event ftrace/print) carry the file watcher's markers,
+// which end with the session's key as in the text stream. No string can end, hide or forge a record: lengths are
+// explicit.
 // A record holds the thread id but not the process id: the first hit of a thread is held until the agent has said
 // its thread-group id (TGID, from the kernel's saved_tgids, which record-tgid fills when the record is taken), later
 // hits of that thread wait behind it, so each thread's hits keep their order; at the end of the stream STOP's
@@ -23,8 +32,16 @@ import { RawDecodeError } from './rawPages';
 
 const HEADER_SIZE = 64;
 const HEADER = /^PLRAWCPU(\d{8})LOST(\d{12})NOWT *(\d+\.\d+|-)$/;
-const SLACK = 0.05;
+const ROUND_END = `PLRAWEND${'0'.repeat(56)}`;
+/** Seconds: how far before a CPU's header time a record it ships late may lie and still be merged in order. */
+export const MERGE_SLACK = 0.002;
 const PRINT_PREFIX = 'probelens_watch ';
+
+/** A file watcher's marker waiting in the merge with the hits. */
+interface Mark {
+  ts: number;
+  mark: string;
+}
 
 export interface RawStreamOptions {
   host: string;
@@ -49,9 +66,13 @@ export class RawStream {
   private carry: Buffer | null = null;
   private cpu = -1;
   private readonly counted = new Map<number, number>();
-  /** Each CPU's clock at its last header; decoded hits not yet released, which wait for every CPU to pass them. */
+  /**
+   * Each CPU's clock at its last header whose pages are all in (the CPU being drained keeps its previous one until
+   * the next item); decoded hits and markers not yet released, which wait for every CPU to pass them.
+   */
   private readonly clock = new Map<number, number>();
-  private pending: Hit[] = [];
+  private draining: { cpu: number; clock: number } | undefined;
+  private pending: Array<Hit | Mark> = [];
   /** After an item that is neither a header nor a page nothing more can be placed: the rest is counted unparsed. */
   private broken = false;
   private print: { id: number; offset: number } | undefined;
@@ -117,7 +138,15 @@ export class RawStream {
         pos += size;
         continue;
       }
-      const m = HEADER.exec(buf.toString('latin1', pos, pos + HEADER_SIZE));
+      const item = buf.toString('latin1', pos, pos + HEADER_SIZE);
+      if (item === ROUND_END) {
+        this.drained();
+        this.cpu = -1;
+        pos += HEADER_SIZE;
+        this.release();
+        continue;
+      }
+      const m = HEADER.exec(item);
       if (!m) {
         this.broken = true;
         this.stats.malformed++;
@@ -125,9 +154,11 @@ export class RawStream {
         this.carry = null;
         return;
       }
+      this.drained();
       this.cpu = Number(m[1]);
       this.lost(this.cpu, Number(m[2]));
-      this.clock.set(this.cpu, m[3] === '-' ? Infinity : parseFloat(m[3]));
+      this.draining = { cpu: this.cpu, clock: m[3] === '-' ? Infinity : parseFloat(m[3]) };
+      if (!this.clock.has(this.cpu)) this.clock.set(this.cpu, -Infinity);
       pos += HEADER_SIZE;
       this.release();
     }
@@ -151,6 +182,12 @@ export class RawStream {
       for (const h of hits) this.o.onHit({ ...h, pid });
     }
     this.held.clear();
+  }
+
+  /** The CPU named last has had all its pages: its header's time holds. */
+  private drained(): void {
+    if (this.draining) this.clock.set(this.draining.cpu, this.draining.clock);
+    this.draining = undefined;
   }
 
   private lost(cpu: number, total: number): void {
@@ -183,13 +220,13 @@ export class RawStream {
     this.pending.push(h);
   }
 
-  /** Delivers, in time order, the pending hits no CPU can still precede (see the header). */
+  /** Delivers, in time order, the pending hits and markers no CPU can still precede (see the header). */
   private release(upTo?: number): void {
     if (this.pending.length === 0) return;
     let w = upTo ?? Infinity;
     if (upTo === undefined) {
       for (const c of this.o.cpus ?? this.clock.keys()) w = Math.min(w, this.clock.get(c) ?? -Infinity);
-      w -= SLACK;
+      w -= MERGE_SLACK;
     }
     const p = this.pending;
     let sorted = true;
@@ -200,7 +237,10 @@ export class RawStream {
     if (n === 0) return;
     const out = n === p.length ? p : p.slice(0, n);
     this.pending = n === p.length ? [] : p.slice(n);
-    for (const h of out) this.deliver(h);
+    for (const h of out) {
+      if ('mark' in h) this.o.marker?.onMarker(h.ts, h.mark);
+      else this.deliver(h);
+    }
   }
 
   private deliver(h: Hit): void {
@@ -252,6 +292,6 @@ export class RawStream {
     let text = page.toString('utf8', start, z);
     if (text.endsWith('\n')) text = text.slice(0, -1);
     if (!text.startsWith(PRINT_PREFIX) || !text.endsWith(` ${mk.key}`)) return;
-    mk.onMarker(ts, text.slice(PRINT_PREFIX.length, text.length - mk.key.length - 1));
+    this.pending.push({ ts, mark: text.slice(PRINT_PREFIX.length, text.length - mk.key.length - 1) });
   }
 }

@@ -4,13 +4,16 @@
 // its count to be drawn, however many hits come, and the redraws cost at most one per gap. No `vscode` import:
 // the latency benchmark drives it as the editor does.
 
+/** The counts beside traced lines: redrawn at most this often (the editor's, and the latency benchmark's). */
+export const INLINE_GAP_MS = 30;
+
 export interface PacerClock {
   now(): number;
   setTimer(f: () => void, ms: number): unknown;
   clearTimer(handle: unknown): void;
 }
 
-const realClock: PacerClock = {
+export const realClock: PacerClock = {
   now: () => performance.now(),
   setTimer: (f, ms) => setTimeout(f, ms),
   clearTimer: (h) => clearTimeout(h as NodeJS.Timeout),

@@ -20,16 +20,22 @@ import type { AggregateSnapshot } from '../../core/session/aggregates';
 import { hitsToCsv, hitsToJson } from '../../core/session/export';
 import { parseFilter } from '../../shared/hitFilter';
 import { formatHitArgs, formatValue } from '../../shared/hitText';
+import { realClock, type PacerClock } from '../model/pacer';
 import { panelStats, tally, type Tally } from './panelStats';
 
 export interface PanelFeedOptions {
   version: string;
   /** hits kept for replay and export (the webview bounds its own view the same) */
   historyCapacity?: number;
-  /** how long hits wait to be batched */
+  /**
+   * Batches go at most this often: a hit after a quiet spell goes at once (with the others of the same turn of the
+   * event loop), hits meanwhile wait for the end of the interval since the last batch.
+   */
   flushIntervalMs?: number;
   /** a batch this big is sent at once */
   maxBatch?: number;
+  /** timers (tests move a clock by hand) */
+  clock?: PacerClock;
 }
 
 /** Posts one message to the attached webview (fire and forget, as webview.postMessage is). */
@@ -57,13 +63,16 @@ export class PanelFeed {
   private probes: ProbeInfo[] = [];
   private session: SessionInfo = { state: 'idle' };
   private sink: PanelSink | undefined;
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timer: unknown;
+  private lastSent = -Infinity;
+  private readonly clock: PacerClock;
   private disposed = false;
 
   constructor(private readonly opts: PanelFeedOptions) {
     this.historyCapacity = opts.historyCapacity ?? 100_000;
     this.flushIntervalMs = opts.flushIntervalMs ?? 25;
     this.maxBatch = opts.maxBatch ?? 5_000;
+    this.clock = opts.clock ?? realClock;
   }
 
   /** Hits for the table (their session's aggregates, watched, have counted them already). */
@@ -197,9 +206,10 @@ export class PanelFeed {
   /** Encode what is pending, keep it in the history and send it (with the stats when they changed). */
   flush(): void {
     if (this.timer !== undefined) {
-      clearTimeout(this.timer);
+      this.clock.clearTimer(this.timer);
       this.timer = undefined;
     }
+    if (this.pending.length > 0 || this.statsDirty) this.lastSent = this.clock.now();
     if (this.pending.length > 0) {
       for (let i = 0; i < this.pending.length; i += this.maxBatch) {
         const batch = encodeHits(this.pending.slice(i, i + this.maxBatch));
@@ -219,7 +229,7 @@ export class PanelFeed {
     this.flush();
     this.disposed = true;
     this.sink = undefined;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
   }
 
   private remember(batch: HitBatch): void {
@@ -235,10 +245,11 @@ export class PanelFeed {
 
   private schedule(): void {
     if (this.timer === undefined && !this.disposed) {
-      this.timer = setTimeout(() => {
+      const wait = Math.max(0, this.lastSent + this.flushIntervalMs - this.clock.now());
+      this.timer = this.clock.setTimer(() => {
         this.timer = undefined;
         this.flush();
-      }, this.flushIntervalMs);
+      }, wait);
     }
   }
 

@@ -48,7 +48,7 @@ function init(over: Partial<Extract<ToWebview, { type: 'init' }>> = {}): ToWebvi
 
 const stats = (over: Partial<PanelStats>): ToWebview => ({ type: 'stats', stats: { ...emptyStats(), ...over } });
 
-/** Lets the webview draw: while following the tail it redraws the table at most every 100 ms. */
+/** Lets the webview draw: while following the tail it redraws the table at most every 30 ms (waits 120). */
 async function frames(p: PanelPage): Promise<void> {
   await p.page.evaluate(() => new Promise((r) => setTimeout(() => requestAnimationFrame(() => requestAnimationFrame(r)), 120)));
 }
@@ -133,6 +133,47 @@ describe('live panel webview in Chromium', () => {
     assert.equal(await hidden(p, '#pl-lost'), true);
     assert.equal(await hidden(p, '#pl-dropped'), true);
     assert.deepEqual(await p.cspViolations(), []);
+    assert.deepEqual(p.errors, []);
+  });
+
+  test('following the tail, a new row is drawn within 60 ms of its batch, however fast batches come', async (t) => {
+    const p = await panel.open(t, { fakeClock: true });
+    if (!p) return;
+    // Page time stands still but for runFor.
+    await p.page.clock.pauseAt(Date.now() + 1000);
+    const last = async () => Number((await visibleRows(p)).at(-1)?.[0]);
+    await p.send(init(), { type: 'hits', batch: encodeHits(hits(0, 1000)) });
+    await p.page.clock.runFor(200);
+    assert.equal(await last(), 1000.999);
+    // A batch every 10 ms (page time, frames every 16 ms): by each batch, the one of 60 ms before it is drawn.
+    for (let i = 1; i <= 20; i++) {
+      await p.send({ type: 'hits', batch: encodeHits(hits(1000 + i, 1)) });
+      await p.page.clock.runFor(10);
+      if (i > 6) assert.ok((await last()) >= 1000 + (1000 + i - 6) / 1000 - 1e-9, `after batch ${i}: ${await last()} drawn`);
+    }
+    assert.deepEqual(p.errors, []);
+  });
+
+  test('following a tail of thousands of rows a redraw, the table redraws at most every 100 ms', async (t) => {
+    const p = await panel.open(t, { fakeClock: true });
+    if (!p) return;
+    await p.page.clock.pauseAt(Date.now() + 1000);
+    const last = async () => Number((await visibleRows(p)).at(-1)?.[0]);
+    await p.send(init(), { type: 'hits', batch: encodeHits(hits(0, 1000)) });
+    await p.page.clock.runFor(200);
+    // After a quiet spell a batch is drawn at once.
+    await p.send({ type: 'hits', batch: encodeHits(hits(1000, 3000)) });
+    await p.page.clock.runFor(20);
+    assert.equal(await last(), 1003.999);
+    // 3,000 rows every 10 ms: not drawn 60 ms on, drawn by 120 ms.
+    for (let i = 1; i <= 5; i++) {
+      await p.send({ type: 'hits', batch: encodeHits(hits(1000 + 3000 * (i + 1), 3000)) });
+      await p.page.clock.runFor(10);
+    }
+    await p.page.clock.runFor(10);
+    assert.equal(await last(), 1003.999, 'still the redraw of 60 ms ago');
+    await p.page.clock.runFor(60);
+    assert.equal(await last(), 1021.999);
     assert.deepEqual(p.errors, []);
   });
 

@@ -40,3 +40,10 @@ for (const [name, shell] of shells) {
     assert.equal(r.stdout, '', 'stdout is reserved for trace_pipe');
   });
 }
+
+test('the file watcher checks every 0.025 s at most apart (plus the check’s own time): a hit waits that long for its check', () => {
+  const fwi = /^FWI=(\S+)$/m.exec(AGENT_SCRIPT);
+  assert.ok(fwi, 'the script sets FWI');
+  assert.ok(Number(fwi[1]) > 0 && Number(fwi[1]) <= 0.025, `FWI=${fwi[1]}`);
+  assert.match(AGENT_SCRIPT, /^\s*sleep "\$FWI"/m, 'the loop sleeps FWI between checks');
+});

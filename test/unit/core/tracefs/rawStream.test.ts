@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Hit } from '../../../../src/core/tracefs/hitParser';
 import { parseEventFormat } from '../../../../src/core/tracefs/rawFormat';
-import { RawStream } from '../../../../src/core/tracefs/rawStream';
+import { MERGE_SLACK, RawStream } from '../../../../src/core/tracefs/rawStream';
 import { HEADER_EVENT_TEXT, HEADER_PAGE_TEXT, PageBuilder, probeFormatText, recordBytes } from '../../../helpers/rawPageBuilder';
 
 const TAKE_TEXT = probeFormatText(
@@ -159,14 +159,25 @@ test('the live loss is each CPU’s counters’ growth from header to header (a 
   );
 });
 
-test('hits are merged across CPUs in time order, each released once every CPU has said a later time', () => {
+const roundEnd = () => Buffer.from(`PLRAWEND${'0'.repeat(56)}`, 'latin1');
+const at = (seconds: number) => BigInt(Math.round(seconds * 1e9));
+
+test('hits are merged across CPUs in time order, each released once every CPU has been drained past it', () => {
   const { s, hits } = open();
   // A thread moved from CPU 0 to CPU 1: CPU 1 (its return) is read first, CPU 0's entry only in the next round.
-  s.push(Buffer.concat([header(0, 0, '1.000000'), header(1, 0, '2.100000'), new PageBuilder(2_000_000_000n).data(take(7, 2), 0).build()]));
+  s.push(
+    Buffer.concat([header(0, 0, '1.000000'), header(1, 0, '2.100000'), new PageBuilder(at(2)).data(take(7, 2), 0).build(), roundEnd()]),
+  );
   assert.equal(hits.length, 0, 'CPU 0 has not been read past 2 s yet');
-  s.push(Buffer.concat([header(0, 0, '2.000000'), new PageBuilder(1_500_000_000n).data(take(7, 1), 0).build()]));
-  assert.equal(hits.length, 0, 'nor now (within the slack)');
-  s.push(Buffer.concat([header(1, 0, '2.100000'), header(0, 0, '2.100000')]));
+  s.push(Buffer.concat([header(0, 0, '2.000000'), new PageBuilder(at(1.5)).data(take(7, 1), 0).build()]));
+  assert.equal(hits.length, 0, 'nor has CPU 0 been drained past 1.5 s before the next item');
+  s.push(roundEnd());
+  assert.deepEqual(
+    hits.map((h) => [h.args.n, h.cpu]),
+    [[1, 0]],
+    'the round’s end: CPU 0 drained up to 2 s, the hit at 2 s waits for it to pass',
+  );
+  s.push(Buffer.concat([header(0, 0, '2.100000'), roundEnd()]));
   assert.deepEqual(
     hits.map((h) => [h.args.n, h.cpu]),
     [
@@ -174,13 +185,52 @@ test('hits are merged across CPUs in time order, each released once every CPU ha
       [2, 1],
     ],
   );
-  s.push(Buffer.concat([header(1, 0, '2.2'), new PageBuilder(3_000_000_000n).data(take(7, 3), 0).build()]));
+  s.push(Buffer.concat([header(1, 0, '2.2'), new PageBuilder(at(3)).data(take(7, 3), 0).build()]));
   s.end();
   assert.deepEqual(
     hits.map((h) => h.args.n),
     [1, 2, 3],
     'the end releases the rest',
   );
+});
+
+test('a CPU’s header time holds only once its pages are in: a pipe cut between its header and its pages releases nothing of it', () => {
+  const { s, hits } = open();
+  s.push(Buffer.concat([header(0, 0, '1.000000'), header(1, 0, '1.000000'), roundEnd()]));
+  // Entry on CPU 1 at 1.5 s, return on CPU 0 at 1.6 s; the round reads CPU 0 first; the pipe cuts after CPU 1's header.
+  s.push(Buffer.concat([header(0, 0, '1.700000'), new PageBuilder(at(1.6)).data(take(7, 2), 0).build(), header(1, 0, '1.700000')]));
+  assert.equal(hits.length, 0, 'CPU 1 said 1.7 s but its pages are still on the way');
+  s.push(Buffer.concat([new PageBuilder(at(1.5)).data(take(7, 1), 0).build(), roundEnd()]));
+  assert.deepEqual(
+    hits.map((h) => [h.args.n, h.cpu]),
+    [
+      [1, 1],
+      [2, 0],
+    ],
+    'entry before return, released at the round’s end without waiting for another round',
+  );
+});
+
+test(`the merge margin (${MERGE_SLACK * 1000} ms): a record shipped a round late but timed within it is still merged in order`, () => {
+  // Thread 8's hit on CPU 1 at 1.9985 s; thread 7's on CPU 0 at 1.9982 s was still being written when CPU 0's
+  // stats said 2.0 s, so it comes in the next round.
+  const late = (lateBy: number) => {
+    const { s, hits } = open();
+    s.push(Buffer.concat([header(0, 0, '2.000000'), header(1, 0, '2.000000')]));
+    s.push(Buffer.concat([new PageBuilder(at(2 - lateBy + 0.0003)).data(take(8, 2), 0).build(), roundEnd()]));
+    s.push(Buffer.concat([header(0, 0, '2.010000'), new PageBuilder(at(2 - lateBy)).data(take(7, 1), 0).build()]));
+    s.push(Buffer.concat([header(1, 0, '2.010000'), roundEnd()]));
+    return hits.map((h) => [h.args.n, h.tid]);
+  };
+  assert.deepEqual(late(0.0018), [
+    [1, 7],
+    [2, 8],
+  ]);
+  // Later than the margin it still arrives, only out of order with the other thread's hit.
+  assert.deepEqual(late(0.003), [
+    [2, 8],
+    [1, 7],
+  ]);
 });
 
 test('trace_marker records carry the file watcher’s markers only when they end with the session’s key', () => {
@@ -202,6 +252,35 @@ test('trace_marker records carry the file watcher’s markers only when they end
     [2 + 15e-9, '1.2 ok 1 0'],
   ]);
   assert.equal(hits.length, 1);
+});
+
+test('the file watcher’s markers are merged with the hits in time order, as trace_pipe would print them', () => {
+  const log: string[] = [];
+  const s = new RawStream({
+    host: 'h',
+    headerPage: HEADER_PAGE_TEXT,
+    headerEvent: HEADER_EVENT_TEXT,
+    onHit: (h) => log.push(`hit ${String(h.args.n)}`),
+    marker: { key: 'k3y0k3y0', onMarker: (_ts, text) => log.push(text) },
+  });
+  s.addEvents([SCHEMA]);
+  s.addFormats([TAKE_TEXT, PRINT_TEXT]);
+  // The watcher's check ran on CPU 1 (tick before its stat, ok after); the hit it covers was taken on CPU 0 just
+  // before the tick, but CPU 0 is read after CPU 1: the hit must still reach the gate before the ok that releases it.
+  s.push(
+    Buffer.concat([
+      header(1, 0, '1.000000'),
+      new PageBuilder(at(0.5))
+        .data(marker('probelens_watch 1.1 tick 1 k3y0k3y0\n'), 0)
+        .data(marker('probelens_watch 1.2 ok 1 0 k3y0k3y0\n'), 1000)
+        .build(),
+      header(0, 0, '1.000000'),
+      new PageBuilder(at(0.5) - 10n).data(take(9, 4), 0).build(),
+    ]),
+  );
+  assert.deepEqual(log, [], 'CPU 0 is not drained yet');
+  s.push(roundEnd());
+  assert.deepEqual(log, ['hit 4', '1.1 tick 1', '1.2 ok 1 0']);
 });
 
 test('a thread’s hits wait for its process id, in order, while other threads’ pass; the end settles the rest', async () => {

@@ -1,34 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Pacer, type PacerClock } from '../../../../src/vscode/model/pacer';
-
-/** A clock the test moves by hand. */
-function fakeClock(): PacerClock & { advance(ms: number): void } {
-  let now = 0;
-  let timers: Array<{ at: number; f: () => void }> = [];
-  return {
-    now: () => now,
-    setTimer(f, ms) {
-      const t = { at: now + ms, f };
-      timers.push(t);
-      return t;
-    },
-    clearTimer(h) {
-      timers = timers.filter((t) => t !== h);
-    },
-    advance(ms) {
-      const end = now + ms;
-      for (;;) {
-        const due = timers.filter((t) => t.at <= end).sort((a, b) => a.at - b.at)[0];
-        if (!due) break;
-        timers = timers.filter((t) => t !== due);
-        now = due.at;
-        due.f();
-      }
-      now = end;
-    },
-  };
-}
+import { Pacer } from '../../../../src/vscode/model/pacer';
+import { fakeClock } from '../../../helpers/fakeClock';
 
 test('a change after a quiet spell is drawn at once; a stream of changes at most once per gap, none waiting longer', () => {
   const clock = fakeClock();

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import type { Hit } from '../../../../src/shared/hit';
 import { decodeHits, type ToWebview } from '../../../../src/shared/protocol';
 import { Aggregates, type LatencyPair } from '../../../../src/core/session/aggregates';
+import { fakeClock } from '../../../helpers/fakeClock';
 import { PanelFeed } from '../../../../src/vscode/panel/panelFeed';
 
 function hits(from: number, count: number): Hit[] {
@@ -87,6 +88,36 @@ test('by default a hit waits at most 25 ms for its batch: the panel row follows 
   // Timers fire in the order they expire, however busy the machine: the feed's (25 ms) before this one (26 ms).
   await new Promise((r) => setTimeout(r, 26));
   assert.deepEqual(hitsIn(msgs), hits(0, 1));
+  feed.dispose();
+});
+
+test('batching by time: a hit after a quiet spell goes at once, a stream of hits in one batch per interval, none waiting longer', () => {
+  const clock = fakeClock();
+  const feed = new PanelFeed({ version: 'x', clock });
+  const sent: Array<[number, number]> = [];
+  feed.attach((m) => {
+    if (m.type === 'hits') sent.push([clock.now(), m.batch.n]);
+  });
+  clock.advance(1000);
+  feed.post(hits(0, 1));
+  feed.post(hits(1, 1));
+  clock.advance(0);
+  assert.deepEqual(sent, [[1000, 2]], 'the hits of one turn go together, without waiting for the interval');
+  // A hit every millisecond for 100 ms: a batch every 25 ms, each hit sent within 25 ms of its post.
+  for (let t = 1; t <= 100; t++) {
+    clock.advance(1);
+    feed.post(hits(1 + t, 1));
+  }
+  clock.advance(100);
+  // (A hit posted at the instant a batch goes waits for the next: the one of t=25 goes at 1050.)
+  assert.deepEqual(sent, [
+    [1000, 2],
+    [1025, 24],
+    [1050, 25],
+    [1075, 25],
+    [1100, 25],
+    [1125, 1],
+  ]);
   feed.dispose();
 });
 
