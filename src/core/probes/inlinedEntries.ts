@@ -33,13 +33,17 @@
 // reload, a register copy, a frame address: see onlyMoves in x86decoder.ts), only jumps, or only loads the address of
 // the function's own out-of-line code (the argument -finstrument-functions passes its hooks, which GCC hoists out of
 // loops and ahead of the caller's tests), which is no work of a call wherever GCC attributed it. Any other constant is
-// not such a move: it may be all a call computes.
+// not such a move: it may be all a call computes. Nor is work whose values nothing on those paths uses until an entry
+// (deadSetup.ts): no register or frame slot it writes is read there, passed to a call (by the callee's prototype in
+// DWARF), reachable through a frame address the holder takes, or left to the holder's caller; a call GCC merged away
+// leaves a result its path uses, work hoisted onto a path that makes no call does not.
 // Where all this leaves a holder's entries unproved, findInlinedEntriesProving asks again with callees proved never
 // to return from their own code (provedNoReturn.ts) ending paths too, and takes that answer only when it proves the
 // holder arming no place the first did not.
 // An entry pc reached while its own call is open (a loop head, code shared with paths that make no call) is not
 // armed, and its copy's calls go uncounted; copy code that runs both with and without a call open, computed jumps
 // and undecodable code make the holder's entries unproved. Each of these is said with its reason.
+import { deadSetUp } from './deadSetup';
 import { build, refusedByKernel, SINK, Unavailable, type Graph, type HostRange, type InlinedExitQuery } from './inlinedExits';
 import { loopBackEdges, loopClosingEdges } from './loops';
 
@@ -67,6 +71,11 @@ export interface InlinedEntryQuery {
    * copy's code (out of a loop, ahead of the caller's test).
    */
   ownAddresses?: ReadonlySet<bigint>;
+  /**
+   * How many integer argument registers the callee of the call returning to `returnAddress` (calling `target`;
+   * `external`: through a PLT stub) may read, from its prototype; undefined when not known (any of them).
+   */
+  argumentsOf?: (returnAddress: bigint, target: bigint, external: boolean) => number | undefined;
 }
 
 export interface InlinedEntry {
@@ -208,6 +217,7 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     return k;
   };
   const notArmed: NotArmed[] = [];
+  let dead: ReturnType<typeof deadSetUp> | undefined;
 
   for (let round = 0; round < MAX_ROUNDS; round++) {
     // Set-up: code of a copy that runs ahead of its candidate on some path: it reaches the candidate of its own
@@ -360,13 +370,15 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
       // code ran and no entry did. It may be a call whose own DIE GCC dropped (two calls merged into one
       // computation ahead of the caller's test) or work hoisted onto a path that makes no call; the two cannot be
       // told apart, so the copy's count is only a lower bound.
-      const flagged = new Set<number>();
+      // Per copy, in address order: its set-up code that runs where no call is open and from which control can
+      // leave the holder without passing an entry.
+      const leaking = new Map<number, number[]>();
       for (let n = 0; n < N; n++) {
         // Moves and jumps do no work of their own (see the top).
         // Only code some path reaches with no call open: after an entry it is that call's (its loop's next round).
         const reached = state.get(n);
         if (!reached || !(reached.has(NONE) || reached.has(FOREIGN))) continue;
-        if (!setup[n] || noWork(n) || flagged.has(rep(copyOf[n]))) continue;
+        if (!setup[n] || noWork(n)) continue;
         const seen = new Uint8Array(N);
         const wl = [n];
         seen[n] = 1;
@@ -381,7 +393,14 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
           }
         }
         if (!leaves) continue;
-        flagged.add(rep(copyOf[n]));
+        const k = rep(copyOf[n]);
+        leaking.set(k, [...(leaking.get(k) ?? []), n]);
+      }
+      for (const [k, starts] of leaking) {
+        // Nothing the set-up computes is used on those paths: it is work hoisted onto them, no call (deadSetup.ts).
+        dead ??= deadSetUp(q, g, hostEntry);
+        if (dead((n) => setup[n] === 1 && inR(n) && rep(copyOf[n]) === k && !noWork(n), probe, starts)) continue;
+        const n = starts[0];
         notArmed.push({
           copy: copyOf[n],
           address: insns[n].address,
