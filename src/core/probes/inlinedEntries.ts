@@ -9,10 +9,12 @@
 //   whose code is disjoint are calls computed one after the other: each is armed there); an entry pc that runs by
 //   jumps alone into another candidate is that call: it is not armed;
 // - copy code that reaches its own copy's candidate within one iteration (argument set-up scheduled ahead) belongs
-//   to no call yet. An iteration ends at a loop's back edge and, in a loop GCC enters at two places (irreducible:
-//   no back edge to a dominator), at an edge back to the first of them (loops.ts), except for copy code that can run
-//   again with no candidate between (a loop around the call that its entry pc is outside of), which stays set-up
-//   as back edges alone say; the caller's code between a copy's code (below) is bounded by the same iteration;
+//   to no call yet. An iteration ends at a loop's back edge. Where that leaves a count a lower bound, the holder is
+//   read again with iterations also ending, in a loop GCC enters at two places (irreducible: no back edge to a
+//   dominator), at the edges back to the first of them (loops.ts), for set-up and for the caller's code between a
+//   copy's code (below) alike, except copy code that can run again with no candidate between (a loop around the
+//   call that its entry pc is outside of), which stays set-up as back edges alone say; that answer is taken only
+//   when it proves the holder arming exactly the places the first one armed;
 // - other copy code (a body) reached while no call is open begins a call there: a new entry (a duplicated path);
 //   reached while a call of another copy is open, it is code GCC merged between copies and continues that call;
 // - outside code reached from a copy's body that leads back into the same copy's body within one iteration is the
@@ -126,8 +128,19 @@ const MAX_ROUNDS = 64;
 export function findInlinedEntries(q: InlinedEntryQuery): InlinedEntries {
   if (q.arch !== 'x86_64')
     return { ok: false, category: 'arch', reason: 'entries of inlined copies are proved by decoding x86-64 code only' };
+  const first = attempt(q, false);
+  if (!first.ok || first.notArmed.length === 0) return first;
+  // Where a loop GCC enters at two places leaves a copy's count a lower bound (its back edges are missing), ask
+  // again with iterations ending at such a loop's edges back to its head (loops.ts), and take that answer only when
+  // it proves the holder arming exactly the places the first answer armed.
+  const second = attempt(q, true);
+  const places = (r: typeof first) => (r.ok ? [...new Set(r.entries.map((e) => e.address))].sort().join() : '');
+  return second.ok && second.notArmed.length === 0 && places(second) === places(first) ? second : first;
+}
+
+function attempt(q: InlinedEntryQuery, irreducible: boolean): InlinedEntries {
   try {
-    return { ok: true, ...place(q) };
+    return { ok: true, ...place(q, irreducible) };
   } catch (e) {
     if (e instanceof Unavailable) {
       const category = e.category as EntriesUnavailable;
@@ -137,7 +150,7 @@ export function findInlinedEntries(q: InlinedEntryQuery): InlinedEntries {
   }
 }
 
-function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedCopy[]; notArmed: NotArmed[] } {
+function place(q: InlinedEntryQuery, irreducible: boolean): { entries: InlinedEntry[]; merged: MergedCopy[]; notArmed: NotArmed[] } {
   const g = build(q);
   const { insns, succ, pred } = g;
   const N = insns.length;
@@ -211,7 +224,7 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
   }
 
   const backEdge = loopBackEdges(g, hostEntry);
-  const closing = loopClosingEdges(g, hostEntry);
+  const closing = irreducible ? loopClosingEdges(g, hostEntry) : backEdge;
   const rep = (k: number): number => {
     for (let m = merged.find((x) => x.copy === k); m; m = merged.find((x) => x.copy === k)) k = m.into;
     return k;
@@ -245,8 +258,8 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
       }
       return setup;
     };
-    // An iteration ends at a loop's back edge, and in a loop GCC enters at more than one place at an edge back to
-    // the first of those places (loops.ts). Except for copy code that can run again without any entry running in between
+    // An iteration ends at a loop's back edge, and (asked again: see findInlinedEntries) in a loop GCC enters at more
+    // than one place at an edge back to the first of those places (loops.ts). Except for copy code that can run again without any entry running in between
     // (a loop around the call that its entry pc is outside of): whether each round of it is the call or set-up of
     // the next cannot be told there, and it stays set-up as far as back edges alone say.
     const setup = setUpWithin(closing);
