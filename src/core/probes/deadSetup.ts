@@ -121,6 +121,8 @@ export function setUpUsed(q: DeadSetupQuery, starts: readonly number[], depth: F
     const isCall = kind === 'call' || kind === 'call-indirect';
     if (q.isSetUp(n)) {
       if (isCall || e.memWrite) return used(n, 'the set-up stores to memory or calls');
+      // A branch on what the set-up computed: which way the path goes is the computation's use.
+      if (succ[n].length > 1 && e.reads.some((x) => x !== 4 && regs.has(x))) return used(n, 'the set-up branches on it');
       if (e.writes.includes(LOC_OTHER) || e.partial.includes(LOC_OTHER) || e.rsp !== 0)
         return used(n, 'the set-up writes a register not followed');
       if (!frameKnown && e.frame.some((f) => f.write)) return used(n, 'the set-up writes the frame at an unknown depth');

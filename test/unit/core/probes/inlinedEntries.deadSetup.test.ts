@@ -106,3 +106,21 @@ test('set-up spilled to the frame: dead unless the slot is read or a frame addre
   // `mov 0x8(%rsp),%rdi`: the caller reloads the spilled value and passes it.
   assert.ok(flagged(run(code([0x48, 0x8b, 0x7c, 0x24, 0x08]), 17, rs, 2)), 'mov 0x8(%rsp),%rdi');
 });
+
+test('set-up that the path without an entry branches on is used there: still a lower bound', () => {
+  // The set-up's own test decides that the path makes no call: which way it goes is the computation's use, even
+  // though no register it wrote is read after.
+  const code = bytes(
+    ...[0x83, 0xc1, 0x01], //             0  add $1,%ecx      copy (set-up: work)
+    ...[0x74, 0x03], //                   3  je 8             copy (set-up): branches on the add's flags
+    ...[0x89, 0xc8], //                   5  mov %ecx,%eax    copy entry pc
+    0xc3, //                              7  ret
+    ...[0xb9, 0x00, 0x00, 0x00, 0x00], // 8  mov $0,%ecx      caller: the set-up's register overwritten
+    0xc3, //                              13 ret
+  );
+  const r = run(code, 5, [
+    [0, 5],
+    [5, 7],
+  ]);
+  assert.ok(flagged(r), `${r.ok ? r.notArmed.map((n) => n.reason) : r.reason}`);
+});
