@@ -142,6 +142,8 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
     t.diagnostic(`site kinds that ran: ${[...kindsRan].sort().join(', ')}; clone sites that ran: ${[...clonesRan].sort().join(', ')}`);
     assert.equal(a.overflow + b.overflow, 0, 'the counting runtime had room for every function');
     assert.deepEqual(mismatches.length, 0, `${mismatches.length} function(s) differ:\n  ${mismatches.slice(0, 60).join('\n  ')}`);
+    // Issue 15: every traced function's entries proved before the workload ran (a lower bound counts as a miss).
+    assert.deepEqual([...lowerBound].sort(), [], 'functions define calls a lower bound before tracing');
     // Entry, clone and inlined sites must have run: the recipe builds with -fipa-cp-clone so that redis's own
     // functions have `.constprop` clones the workload calls. A `.part` cannot run here: it is armed only for a
     // function with no other site (the README's rule), and every instrumented function with a part has its entry.

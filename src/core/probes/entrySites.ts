@@ -2,6 +2,7 @@
 // on the decoded code of each function holding copies, instead of one DWARF entry pc per DIE. Copies whose
 // entries cannot be proved are named with the reason, and the function's count is then a lower bound.
 // Tests: test/unit/core/probes/inlinedEntries.fixture.test.ts, test/corpus/one-call-one-site.test.ts
+import { callSitesIn, integerArguments } from '../dwarf/callSites';
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { FunctionSite, IndexedFunction } from '../index/model';
 import { findInlinedEntriesProving, type findInlinedEntries, type InlinedEntryQuery } from './inlinedEntries';
@@ -37,6 +38,28 @@ function pairs(flat: readonly number[]): Array<[bigint, bigint]> {
 /** The copy's own code ranges: the site's (fragments of the same call included), else its DIE's. */
 function copyRanges(s: FunctionSite, codeRangesOf: (die: number) => number[]): Array<[bigint, bigint]> {
   return pairs(s.ranges ?? codeRangesOf(s.dieOffset));
+}
+
+/**
+ * The prototype's integer argument registers of a call in the holder (see InlinedEntryQuery.argumentsOf): for a call
+ * through a PLT stub (a function of another object), its DWARF call site's callee; for a call of a function's own
+ * entry, that function's own DIE (a clone GCC changed the arguments of has another entry); else unknown.
+ */
+function argumentsIn(index: BinaryIndex, dw: Awaited<ReturnType<typeof siteContext>>['access']['dwarf'], holder: number) {
+  let sites: Map<number, number> | undefined;
+  return (returnAddress: bigint, target: bigint, external: boolean): number | undefined => {
+    try {
+      if (!external) {
+        const fn = index.functionContaining(target);
+        return fn?.address === target && fn.dieOffset >= 0 ? integerArguments(dw, fn.dieOffset) : undefined;
+      }
+      sites ??= callSitesIn(dw, holder);
+      const origin = sites.get(Number(returnAddress));
+      return origin === undefined ? undefined : integerArguments(dw, origin);
+    } catch {
+      return undefined;
+    }
+  };
 }
 
 /** Where the calls of `f`'s inlined copies begin, holder by holder (see inlinedEntries.ts). */
@@ -99,6 +122,7 @@ export async function provedEntrySites(
         lineOf,
         others,
         ownAddresses,
+        argumentsOf: argumentsIn(index, dw, holder),
       };
     }
     // Where the entries are unproved, callees proved never to return from their own code end paths too.

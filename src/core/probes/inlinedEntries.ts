@@ -9,7 +9,12 @@
 //   whose code is disjoint are calls computed one after the other: each is armed there); an entry pc that runs by
 //   jumps alone into another candidate is that call: it is not armed;
 // - copy code that reaches its own copy's candidate within one iteration (argument set-up scheduled ahead) belongs
-//   to no call yet;
+//   to no call yet. An iteration ends at a loop's back edge. Where that leaves a count a lower bound, the holder is
+//   read again with iterations also ending, in a loop GCC enters at two places (irreducible: no back edge to a
+//   dominator), at the edges back to the first of them (loops.ts), for set-up and for the caller's code between a
+//   copy's code (below) alike, except copy code that can run again with no candidate between (a loop around the
+//   call that its entry pc is outside of), which stays set-up as back edges alone say; that answer is taken only
+//   when it proves the holder arming exactly the places the first one armed;
 // - other copy code (a body) reached while no call is open begins a call there: a new entry (a duplicated path);
 //   reached while a call of another copy is open, it is code GCC merged between copies and continues that call;
 // - outside code reached from a copy's body that leads back into the same copy's body within one iteration is the
@@ -30,14 +35,19 @@
 // reload, a register copy, a frame address: see onlyMoves in x86decoder.ts), only jumps, or only loads the address of
 // the function's own out-of-line code (the argument -finstrument-functions passes its hooks, which GCC hoists out of
 // loops and ahead of the caller's tests), which is no work of a call wherever GCC attributed it. Any other constant is
-// not such a move: it may be all a call computes.
+// not such a move: it may be all a call computes. Nor is work whose values nothing on those paths uses until an entry
+// (deadSetup.ts): no register or frame slot it writes is read there, passed to a call (by the callee's prototype in
+// DWARF), reachable through a frame address the holder takes, or left to the holder's caller; a call GCC merged away
+// leaves a result its path uses, work hoisted onto a path that makes no call does not.
 // Where all this leaves a holder's entries unproved, findInlinedEntriesProving asks again with callees proved never
 // to return from their own code (provedNoReturn.ts) ending paths too, and takes that answer only when it proves the
 // holder arming no place the first did not.
 // An entry pc reached while its own call is open (a loop head, code shared with paths that make no call) is not
 // armed, and its copy's calls go uncounted; copy code that runs both with and without a call open, computed jumps
 // and undecodable code make the holder's entries unproved. Each of these is said with its reason.
+import { deadSetUp } from './deadSetup';
 import { build, refusedByKernel, SINK, Unavailable, type Graph, type HostRange, type InlinedExitQuery } from './inlinedExits';
+import { loopBackEdges, loopClosingEdges } from './loops';
 
 export interface InlinedEntryQuery {
   arch: 'x86_64' | 'aarch64';
@@ -63,6 +73,11 @@ export interface InlinedEntryQuery {
    * copy's code (out of a loop, ahead of the caller's test).
    */
   ownAddresses?: ReadonlySet<bigint>;
+  /**
+   * How many integer argument registers the callee of the call returning to `returnAddress` (calling `target`;
+   * `external`: through a PLT stub) may read, from its prototype; undefined when not known (any of them).
+   */
+  argumentsOf?: (returnAddress: bigint, target: bigint, external: boolean) => number | undefined;
 }
 
 export interface InlinedEntry {
@@ -113,8 +128,19 @@ const MAX_ROUNDS = 64;
 export function findInlinedEntries(q: InlinedEntryQuery): InlinedEntries {
   if (q.arch !== 'x86_64')
     return { ok: false, category: 'arch', reason: 'entries of inlined copies are proved by decoding x86-64 code only' };
+  const first = attempt(q, false);
+  if (!first.ok || first.notArmed.length === 0) return first;
+  // Where a loop GCC enters at two places leaves a copy's count a lower bound (its back edges are missing), ask
+  // again with iterations ending at such a loop's edges back to its head (loops.ts), and take that answer only when
+  // it proves the holder arming exactly the places the first answer armed.
+  const second = attempt(q, true);
+  const places = (r: typeof first) => (r.ok ? [...new Set(r.entries.map((e) => e.address))].sort().join() : '');
+  return second.ok && second.notArmed.length === 0 && places(second) === places(first) ? second : first;
+}
+
+function attempt(q: InlinedEntryQuery, irreducible: boolean): InlinedEntries {
   try {
-    return { ok: true, ...place(q) };
+    return { ok: true, ...place(q, irreducible) };
   } catch (e) {
     if (e instanceof Unavailable) {
       const category = e.category as EntriesUnavailable;
@@ -124,7 +150,7 @@ export function findInlinedEntries(q: InlinedEntryQuery): InlinedEntries {
   }
 }
 
-function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedCopy[]; notArmed: NotArmed[] } {
+function place(q: InlinedEntryQuery, irreducible: boolean): { entries: InlinedEntry[]; merged: MergedCopy[]; notArmed: NotArmed[] } {
   const g = build(q);
   const { insns, succ, pred } = g;
   const N = insns.length;
@@ -198,38 +224,51 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
   }
 
   const backEdge = loopBackEdges(g, hostEntry);
+  const closing = irreducible ? loopClosingEdges(g, hostEntry) : backEdge;
   const rep = (k: number): number => {
     for (let m = merged.find((x) => x.copy === k); m; m = merged.find((x) => x.copy === k)) k = m.into;
     return k;
   };
   const notArmed: NotArmed[] = [];
+  let dead: ReturnType<typeof deadSetUp> | undefined;
 
   for (let round = 0; round < MAX_ROUNDS; round++) {
     // Set-up: code of a copy that runs ahead of its candidate on some path: it reaches the candidate of its own
-    // copy within one iteration (no loop's back edge between: code that reaches it only around a loop comes after a
-    // call, not before one), through any code but that candidate.
+    // copy within one iteration (no edge that closes a loop between, however GCC enters the loop: code that reaches
+    // it only around a loop comes after a call, not before one), through any code but that candidate.
     // Copy code that begins the copy again after the caller's code (an unrolled loop): a call begins there, so
     // the code before it is the previous call's, not set-up of this one.
     const restart = beginsAgain(g, q, copyOf, inR, probe, backEdge);
-    const setup = new Uint8Array(N);
-    for (const [e, info] of probe) {
-      const own = new Set([info.copy, ...(info.also ?? [])].map(rep));
-      const seen = new Set<number>([e]);
-      const w = [e];
-      while (w.length) {
-        const n = w.pop()!;
-        for (const p of pred[n]) {
-          // Through another copy's entry (copies computed one after the other), never back through this one.
-          if (seen.has(p) || p === e || backEdge(p, n) || (restart.has(n) && !inR(p))) continue;
-          seen.add(p);
-          if (inR(p) && own.has(rep(copyOf[p]))) setup[p] = 1;
-          w.push(p);
+    const setUpWithin = (ends: (p: number, n: number) => boolean) => {
+      const setup = new Uint8Array(N);
+      for (const [e, info] of probe) {
+        const own = new Set([info.copy, ...(info.also ?? [])].map(rep));
+        const seen = new Set<number>([e]);
+        const w = [e];
+        while (w.length) {
+          const n = w.pop()!;
+          for (const p of pred[n]) {
+            // Through another copy's entry (copies computed one after the other), never back through this one.
+            if (seen.has(p) || p === e || ends(p, n) || (restart.has(n) && !inR(p))) continue;
+            seen.add(p);
+            if (inR(p) && own.has(rep(copyOf[p]))) setup[p] = 1;
+            w.push(p);
+          }
         }
       }
-    }
+      return setup;
+    };
+    // An iteration ends at a loop's back edge, and (asked again: see findInlinedEntries) in a loop GCC enters at more
+    // than one place at an edge back to the first of those places (loops.ts). Except for copy code that can run again without any entry running in between
+    // (a loop around the call that its entry pc is outside of): whether each round of it is the call or set-up of
+    // the next cannot be told there, and it stays set-up as far as back edges alone say.
+    const setup = setUpWithin(closing);
+    const byBackEdges = setUpWithin(backEdge);
+    for (let n = 0; n < N; n++) if (byBackEdges[n] && !setup[n] && runsAgainWithoutEntry(g, n, probe)) setup[n] = 1;
     const body = (n: number) => probe.has(n) || (inR(n) && !setup[n]);
     // Hops: outside code reached from a copy's body and leading back into the body of the same copy (not through
-    // a candidate), within one iteration: code reached around a loop runs after the call, not in the middle of it.
+    // a candidate), within one iteration (as for set-up, however GCC enters the loop): code reached around a loop
+    // runs after the call, not in the middle of it.
     // Code between two different copies ends the first one's call.
     const outsideCode = (n: number) => !inR(n) && !probe.has(n);
     const label = (n: number) => (probe.has(n) ? rep(probe.get(n)!.copy) : rep(copyOf[n]));
@@ -244,13 +283,13 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     };
     const w1: Array<[number, number]> = [];
     const fwd = (n: number, l: number) => {
-      for (const t of succ[n]) if (t !== SINK && outsideCode(t) && !backEdge(n, t) && mark(fromBody, t, l)) w1.push([t, l]);
+      for (const t of succ[n]) if (t !== SINK && outsideCode(t) && !closing(n, t) && mark(fromBody, t, l)) w1.push([t, l]);
     };
     for (let n = 0; n < N; n++) if (body(n)) fwd(n, label(n));
     while (w1.length) fwd(...w1.pop()!);
     const w2: Array<[number, number]> = [];
     const bwd = (n: number, l: number) => {
-      for (const p of pred[n]) if (outsideCode(p) && !backEdge(p, n) && fromBody.get(p)?.has(l) && mark(toBody, p, l)) w2.push([p, l]);
+      for (const p of pred[n]) if (outsideCode(p) && !closing(p, n) && fromBody.get(p)?.has(l) && mark(toBody, p, l)) w2.push([p, l]);
     };
     for (let n = 0; n < N; n++) if (body(n) && !probe.has(n) && !restart.has(n)) bwd(n, label(n));
     while (w2.length) bwd(...w2.pop()!);
@@ -344,13 +383,15 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
       // code ran and no entry did. It may be a call whose own DIE GCC dropped (two calls merged into one
       // computation ahead of the caller's test) or work hoisted onto a path that makes no call; the two cannot be
       // told apart, so the copy's count is only a lower bound.
-      const flagged = new Set<number>();
+      // Per copy, in address order: its set-up code that runs where no call is open and from which control can
+      // leave the holder without passing an entry.
+      const leaking = new Map<number, number[]>();
       for (let n = 0; n < N; n++) {
         // Moves and jumps do no work of their own (see the top).
         // Only code some path reaches with no call open: after an entry it is that call's (its loop's next round).
         const reached = state.get(n);
         if (!reached || !(reached.has(NONE) || reached.has(FOREIGN))) continue;
-        if (!setup[n] || noWork(n) || flagged.has(rep(copyOf[n]))) continue;
+        if (!setup[n] || noWork(n)) continue;
         const seen = new Uint8Array(N);
         const wl = [n];
         seen[n] = 1;
@@ -365,7 +406,14 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
           }
         }
         if (!leaves) continue;
-        flagged.add(rep(copyOf[n]));
+        const k = rep(copyOf[n]);
+        leaking.set(k, [...(leaking.get(k) ?? []), n]);
+      }
+      for (const [k, starts] of leaking) {
+        // Nothing the set-up computes is used on those paths: it is work hoisted onto them, no call (deadSetup.ts).
+        dead ??= deadSetUp(q, g, hostEntry);
+        if (dead((n) => setup[n] === 1 && inR(n) && rep(copyOf[n]) === k && !noWork(n), probe, starts)) continue;
+        const n = starts[0];
         notArmed.push({
           copy: copyOf[n],
           address: insns[n].address,
@@ -379,6 +427,20 @@ function place(q: InlinedEntryQuery): { entries: InlinedEntry[]; merged: MergedC
     for (const n of fresh) probe.set(n, { copy: copyOf[n], how: 'path' });
   }
   throw new Unavailable('ambiguous', `the copies' entries did not settle after ${MAX_ROUNDS} rounds`);
+}
+
+/** Whether `n` can run again without a candidate running in between (a cycle through it that avoids them all). */
+function runsAgainWithoutEntry(g: Graph, n: number, probe: ReadonlyMap<number, unknown>): boolean {
+  const seen = new Uint8Array(g.insns.length);
+  const w = [n];
+  while (w.length)
+    for (const t of g.succ[w.pop()!]) {
+      if (t === n) return true;
+      if (t === SINK || seen[t] || probe.has(t)) continue;
+      seen[t] = 1;
+      w.push(t);
+    }
+  return false;
 }
 
 /**
@@ -503,65 +565,6 @@ function runsInto(
     }
   }
   return settled(e);
-}
-
-/**
- * The loops' back edges (p → n where n dominates p), by the iterative dominator algorithm of Cooper, Harvey and
- * Kennedy over a reverse postorder from the holder's entry. Code no path from the entry reaches has no edges here.
- */
-function loopBackEdges(g: Graph, entry: number): (p: number, n: number) => boolean {
-  const { succ, pred } = g;
-  const N = succ.length;
-  const order = new Int32Array(N).fill(-1); // reverse-postorder number
-  const rpo: number[] = [];
-  const visited = new Uint8Array(N);
-  const stack: Array<[number, number]> = [[entry, 0]];
-  visited[entry] = 1;
-  while (stack.length) {
-    const top = stack[stack.length - 1];
-    const [n, i] = top;
-    if (i < succ[n].length) {
-      top[1]++;
-      const t = succ[n][i];
-      if (t !== SINK && !visited[t]) {
-        visited[t] = 1;
-        stack.push([t, 0]);
-      }
-    } else {
-      stack.pop();
-      rpo.push(n);
-    }
-  }
-  rpo.reverse();
-  rpo.forEach((n, k) => (order[n] = k));
-  const idom = new Int32Array(N).fill(-1);
-  idom[entry] = entry;
-  const intersect = (a: number, b: number): number => {
-    while (a !== b) {
-      while (order[a] > order[b]) a = idom[a];
-      while (order[b] > order[a]) b = idom[b];
-    }
-    return a;
-  };
-  for (let changed = true; changed;) {
-    changed = false;
-    for (const n of rpo) {
-      if (n === entry) continue;
-      let d = -1;
-      for (const p of pred[n]) if (order[p] >= 0 && idom[p] >= 0) d = d < 0 ? p : intersect(p, d);
-      if (d >= 0 && idom[n] !== d) {
-        idom[n] = d;
-        changed = true;
-      }
-    }
-  }
-  return (p, n) => {
-    if (order[p] < 0 || order[n] < 0) return false;
-    for (let d = p; ; d = idom[d]) {
-      if (d === n) return true;
-      if (d === entry || idom[d] < 0) return false;
-    }
-  };
 }
 
 /**

@@ -335,3 +335,139 @@ export function decodeX86Values(
   }
   return out;
 }
+
+/** Location numbers of decodeX86Effects: 0–15 the general registers (GPR_NAMES), then these. */
+export const LOC_FLAGS = 16;
+/** The vector registers xmm/ymm/zmm 0–31 are LOC_VEC + n. */
+export const LOC_VEC = 17;
+/** Any other register (x87, MMX, mask, segment …): never followed. */
+export const LOC_OTHER = 49;
+
+/** A register (a location number) or a slot of the frame at `disp(%rsp)`. */
+export type X86Loc = { reg: number } | { disp: number; size: number };
+
+/** What following one value through registers and the frame needs of an instruction (see decodeX86Effects). */
+export interface X86Effects {
+  address: bigint;
+  /** Locations read: registers (addresses' base and index included) and the flags. */
+  reads: number[];
+  /** Registers written whole: a 64- or 32-bit general register (the upper half is zeroed), every status flag. */
+  writes: number[];
+  /** Registers written in part or only on some condition: some of the old value may survive. */
+  partial: number[];
+  /** Accesses of the frame at `disp(%rsp)` (no index): size in bytes, and whether the write is certain. */
+  frame: Array<{ disp: number; size: number; read: boolean; write: boolean; whole: boolean }>;
+  /** Memory read or written through any other address. */
+  memRead: boolean;
+  memWrite: boolean;
+  /** What it adds to %rsp: 0 when it leaves it alone (a call: once it returns), undefined when not known. */
+  rsp: number | undefined;
+  /** `lea N(%rsp),%r`: the address of the frame slot N, which code (a callee) may then read through. */
+  frameAddress?: number;
+  /** %rsp read as a value some other way (copied, indexed): any of the frame may be read through it. */
+  framePointer?: true;
+  /** It only copies one location into another (see onlyMoves). */
+  move?: { from: X86Loc; to: X86Loc };
+}
+
+/**
+ * Decodes 64-bit code linearly (as decodeX86Flow, stopping at the first undecodable instruction) and gives, per
+ * instruction, the registers and frame slots it reads and writes, from iced's own instruction info.
+ */
+export function decodeX86Effects(code: Uint8Array, address: bigint): X86Effects[] {
+  const x = load();
+  const R = x.Register;
+  const gpr = new Map<number, number>(GPR_NAMES.map((n, k) => [R[n.toUpperCase() as keyof typeof R] as number, k]));
+  const locOf = (r: number): number => {
+    const full = x.RegisterExt.fullRegister(r);
+    const g = gpr.get(full);
+    if (g !== undefined) return g;
+    if (full >= R.ZMM0 && full <= R.ZMM31) return LOC_VEC + (full - R.ZMM0);
+    return LOC_OTHER;
+  };
+  const wholeGpr = (r: number) => x.RegisterExt.isGPR64(r) || x.RegisterExt.isGPR32(r);
+  const STATUS = 0x3f; // OF SF ZF AF CF PF
+  const decoder = new x.Decoder(64, code, x.DecoderOptions.None);
+  const insn = new x.Instruction();
+  const factory = new x.InstructionInfoFactory();
+  const A = x.OpAccess;
+  const out: X86Effects[] = [];
+  try {
+    decoder.ip = address;
+    while (decoder.canDecode) {
+      decoder.decodeOut(insn);
+      if (insn.code === x.Code.INVALID) break;
+      const e: X86Effects = { address: insn.ip, reads: [], writes: [], partial: [], frame: [], memRead: false, memWrite: false, rsp: 0 };
+      const info = factory.info(insn);
+      let writesRsp = false;
+      for (const u of info.usedRegisters()) {
+        const loc = locOf(u.register);
+        const a = u.access;
+        if (a === A.Read || a === A.CondRead || a === A.ReadWrite || a === A.ReadCondWrite) e.reads.push(loc);
+        if (a === A.Write || a === A.ReadWrite) (wholeGpr(u.register) ? e.writes : e.partial).push(loc);
+        else if (a === A.CondWrite || a === A.ReadCondWrite) e.partial.push(loc);
+        if (loc === 4 && a !== A.Read && a !== A.CondRead && a !== A.None) writesRsp = true;
+        u.free();
+      }
+      for (const m of info.usedMemory()) {
+        const a = m.access;
+        if (a !== A.NoMemAccess && a !== A.None) {
+          const read = a === A.Read || a === A.CondRead || a === A.ReadWrite || a === A.ReadCondWrite;
+          const write = a === A.Write || a === A.CondWrite || a === A.ReadWrite || a === A.ReadCondWrite;
+          if (m.base === R.RSP && m.index === R.None && m.segment !== R.FS && m.segment !== R.GS) {
+            const size = x.MemorySizeExt.size(m.memorySize) || 64;
+            e.frame.push({ disp: Number(BigInt.asIntN(64, m.displacement)), size, read, write, whole: a === A.Write });
+          } else {
+            e.memRead ||= read;
+            e.memWrite ||= write;
+          }
+        }
+        m.free();
+      }
+      info.free();
+      if (insn.rflagsRead !== 0) e.reads.push(LOC_FLAGS);
+      const flagsSet = insn.rflagsWritten | insn.rflagsCleared | insn.rflagsSet | insn.rflagsUndefined;
+      if ((flagsSet & STATUS) === STATUS) e.writes.push(LOC_FLAGS);
+      else if (flagsSet !== 0) e.partial.push(LOC_FLAGS);
+      const m = insn.mnemonic;
+      const reg = x.OpKind.Register;
+      const isRsp = (k: number) => insn.opKind(k) === reg && x.RegisterExt.fullRegister(insn.opRegister(k)) === R.RSP;
+      const frameMem = (k: number) => insn.opKind(k) === x.OpKind.Memory && insn.memoryBase === R.RSP && insn.memoryIndex === R.None;
+      if (m === x.Mnemonic.Lea && insn.memoryBase === R.RSP && insn.memoryIndex === R.None && !isRsp(0))
+        e.frameAddress = Number(BigInt.asIntN(64, insn.memoryDisplacement));
+      else if (m === x.Mnemonic.Lea && (insn.memoryBase === R.RSP || insn.memoryIndex === R.RSP)) e.framePointer = true;
+      for (let k = 1; k < insn.opCount; k++) if (isRsp(k)) e.framePointer = true;
+      if (insn.opCount === 1 && isRsp(0) && m === x.Mnemonic.Push) e.framePointer = true;
+      if (writesRsp) {
+        const flow = insn.flowControl;
+        if (flow === x.FlowControl.Call || flow === x.FlowControl.IndirectCall) e.rsp = 0;
+        else if (m === x.Mnemonic.Push || m === x.Mnemonic.Pop) e.rsp = insn.stackPointerIncrement;
+        else if (
+          (m === x.Mnemonic.Add || m === x.Mnemonic.Sub) &&
+          isRsp(0) &&
+          insn.opCount === 2 &&
+          insn.op1Kind !== reg &&
+          insn.op1Kind !== x.OpKind.Memory
+        ) {
+          const imm = Number(BigInt.asIntN(64, insn.immediate(1)));
+          e.rsp = m === x.Mnemonic.Add ? imm : -imm;
+        } else if (m === x.Mnemonic.Lea && isRsp(0) && insn.memoryBase === R.RSP && insn.memoryIndex === R.None)
+          e.rsp = Number(BigInt.asIntN(64, insn.memoryDisplacement));
+        else e.rsp = undefined;
+      }
+      if (m !== x.Mnemonic.Lea && movesOf(x).has(m) && onlyMoves(x, insn)) {
+        const loc = (k: number): X86Loc =>
+          insn.opKind(k) === reg
+            ? { reg: locOf(insn.opRegister(k)) }
+            : { disp: Number(BigInt.asIntN(64, insn.memoryDisplacement)), size: x.MemorySizeExt.size(insn.memorySize) || 64 };
+        if ((insn.opKind(0) === reg || frameMem(0)) && (insn.opKind(1) === reg || frameMem(1))) e.move = { from: loc(1), to: loc(0) };
+      }
+      out.push(e);
+    }
+  } finally {
+    factory.free();
+    insn.free();
+    decoder.free();
+  }
+  return out;
+}

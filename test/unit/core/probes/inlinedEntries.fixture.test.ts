@@ -2,6 +2,8 @@
 // checked on its decoded control flow first, so a compiler that stops producing it fails here, not silently.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { AT } from '../../../../src/core/dwarf/constants';
+import { callSitesIn, integerArguments } from '../../../../src/core/dwarf/callSites';
 import { loadIndex } from '../../../../src/core/index/load';
 import { provedEntrySites } from '../../../../src/core/probes/entrySites';
 import { siteContext } from '../../../../src/core/probes/variables';
@@ -103,4 +105,33 @@ test("a copy whose entry pc is a jmp to another copy's entry is one call with it
   );
   assert.match(proved.notes.join('\n'), /armed once with .*runs into the other with no call between/);
   assert.equal(proved.lowerBound, false);
+});
+
+test("a call's argument registers come from its DWARF call site's prototype: none known for a varargs callee", async (t) => {
+  const f = await fixtureOrSkip(t, 'entries');
+  if (!f) return;
+  const { index } = await loadIndex(f.path, { noCache: true });
+  const dw = (await siteContext(index)).access.dwarf;
+  const fn = (name: string) => index.functions().find((x) => x.name === name)!;
+  const named = (holder: string) =>
+    [...callSitesIn(dw, fn(holder).dieOffset)].map(([ret, origin]) => {
+      const d = dw.dieAt(origin);
+      return { ret, name: d.unit.str(d, AT.name), args: integerArguments(dw, origin) };
+    });
+  // drive_chain calls note_odd(int) and note_even(int) (noipa: real calls), each returning to its own address.
+  const chain = named('drive_chain');
+  assert.deepEqual(
+    chain
+      .filter((c) => c.name?.startsWith('note_'))
+      .map((c) => `${c.name}:${c.args}`)
+      .sort(),
+    ['note_even:1', 'note_odd:1'],
+  );
+  const code = index.functions().find((x) => x.name === 'drive_chain')!;
+  for (const c of chain)
+    assert.ok(BigInt(c.ret) > code.address! && BigInt(c.ret) <= code.address! + BigInt(code.size), 'a return address inside the holder');
+  // main's printf calls (GCC may call __printf_chk): `...`, so any argument register may be read.
+  const prints = named('main').filter((c) => /printf/.test(c.name ?? ''));
+  assert.ok(prints.length >= 4, `main's printf calls: ${JSON.stringify(named('main').map((c) => c.name))}`);
+  for (const p of prints) assert.equal(p.args, undefined, `${p.name}`);
 });

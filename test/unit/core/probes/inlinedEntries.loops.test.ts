@@ -1,0 +1,115 @@
+// Entries of inlined copies in loops GCC enters at more than one place (irreducible loops): one iteration ends at
+// the depth-first search's retreating edges there, as it does at a dominator's back edge in an ordinary loop.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { findInlinedEntries, type InlinedEntryQuery } from '../../../../src/core/probes/inlinedEntries';
+
+const B = 0x401000n;
+const bytes = (...b: number[]) => new Uint8Array(b);
+
+function query(code: Uint8Array, entry: number, ranges: Array<[number, number]>): InlinedEntryQuery {
+  return {
+    arch: 'x86_64',
+    host: [{ start: B, bytes: code }],
+    hostEntry: B,
+    copies: [{ entry: B + BigInt(entry), ranges: ranges.map(([lo, hi]) => [B + BigInt(lo), B + BigInt(hi)]) }],
+  };
+}
+const addrs = (r: ReturnType<typeof findInlinedEntries>) => (r.ok ? r.entries.map((e) => Number(e.address - B)) : r);
+
+test('a loop entered at two places: the copy code after its entry pc is that call, not set-up of the next one', () => {
+  // raxIteratorPrevStep's shape: the caller enters the loop at its head or past it; each round passes the copy's
+  // entry pc, the copy's code after it (its exit hook) runs after some caller code, and the loop goes round again.
+  // No node dominates the loop, so it has no dominator back edge; the copy code at 18 then reaches the entry pc
+  // "within one iteration" and leaves through the loop's exit test: it was read as set-up that also runs where no
+  // call begins, and the count called a lower bound.
+  const code = bytes(
+    ...[0x85, 0xff], //       0  test %edi,%edi   caller
+    ...[0x74, 0x03], //       2  je 7             caller: into the loop past its head
+    0x90, //                  4  nop              caller: the loop's head
+    0x90, //                  5  nop
+    0x90, //                  6  nop
+    ...[0x85, 0xf6], //       7  test %esi,%esi   caller: the loop's exit test
+    ...[0x74, 0x0c], //       9  je 23
+    ...[0x83, 0xc0, 0x01], // 11 add $1,%eax      copy entry pc
+    ...[0x48, 0x01, 0xf8], // 14 add %rdi,%rax    copy
+    0x90, //                  17 nop              caller, between
+    ...[0x48, 0x01, 0xf0], // 18 add %rsi,%rax    copy: work after the entry pc
+    ...[0xeb, 0xed], //       21 jmp 4            caller: round again
+    0xc3, //                  23 ret
+  );
+  const r = findInlinedEntries(
+    query(code, 11, [
+      [11, 17],
+      [18, 21],
+    ]),
+  );
+  assert.deepEqual(addrs(r), [11]);
+  assert.deepEqual(r.ok && r.notArmed, []);
+});
+
+test('a loop entered at two places: copy code that one of the ways in reaches before any entry is not proved', () => {
+  // The same loop, but the caller's second way in lands on the copy's code at 14 itself: on the path 0 → 14 → 4 →
+  // 6 → ret that code runs and no entry does, and after the entry pc it runs too. Whichever edge ends an iteration,
+  // the count stays a lower bound.
+  const code = bytes(
+    ...[0x85, 0xff], //       0  test %edi,%edi   caller
+    ...[0x74, 0x0a], //       2  je 14            caller: into the loop at the copy's code
+    ...[0x85, 0xf6], //       4  test %esi,%esi   caller: the loop's head and exit test
+    ...[0x74, 0x0b], //       6  je 19
+    ...[0x83, 0xc0, 0x01], // 8  add $1,%eax      copy entry pc
+    0x90, //                  11 nop              caller
+    0x90, //                  12 nop              caller
+    0x90, //                  13 nop              caller
+    ...[0x48, 0x01, 0xf0], // 14 add %rsi,%rax    copy: work
+    ...[0xeb, 0xf1], //       17 jmp 4            caller: round again
+    0xc3, //                  19 ret
+  );
+  const r = findInlinedEntries(
+    query(code, 8, [
+      [8, 11],
+      [14, 17],
+    ]),
+  );
+  // Not proved: either no entry is (the holder's copy code runs both inside a call and outside any) or the copy
+  // is named as one that may miss calls; both say where.
+  const why = r.ok ? r.notArmed.map((n) => n.reason).join('; ') : r.reason;
+  assert.ok(!r.ok || r.notArmed.length > 0, `proved: ${addrs(r)}`);
+  assert.match(why, /0x40100e/);
+});
+
+test('copy code in a loop around the call that its entry pc is outside of stays as back edges alone read it', () => {
+  // memtest_preserving_test's shape: a loop entered at two places (4, 6) holds the entry pc; inside it, a loop
+  // (13–24) runs the copy's code again each round without the entry pc (GCC rotated the loop around the call:
+  // the copy code at 21 begins the next round's call). Ending an iteration at the outer loop's edges alone would
+  // read the copy code at 13 as the first call's, which runs again in every round with no entry between; it stays
+  // set-up as back edges read it: the round's copy code at 21 is armed, and the count a lower bound.
+  const code = bytes(
+    ...[0x85, 0xff], //       0  test %edi,%edi   caller
+    ...[0x74, 0x02], //       2  je 6             caller: into the loop past its head
+    0x90, //                  4  nop              caller: the loop's head
+    0x90, //                  5  nop
+    ...[0x85, 0xd2], //       6  test %edx,%edx   caller
+    ...[0x74, 0x15], //       8  je 31
+    ...[0x83, 0xc0, 0x01], // 10 add $1,%eax      copy entry pc
+    ...[0x48, 0x01, 0xf8], // 13 add %rdi,%rax    copy: the inner loop's head
+    0x90, //                  16 nop              caller
+    ...[0x85, 0xf6], //       17 test %esi,%esi   caller
+    ...[0x74, 0x05], //       19 je 26
+    ...[0x83, 0xc0, 0x02], // 21 add $2,%eax      copy
+    ...[0xeb, 0xf3], //       24 jmp 13           caller: the inner loop's back edge
+    0x90, //                  26 nop              caller
+    0x90, //                  27 nop
+    0x90, //                  28 nop
+    ...[0xeb, 0xe5], //       29 jmp 4            caller: round again
+    0xc3, //                  31 ret
+  );
+  const r = findInlinedEntries(
+    query(code, 10, [
+      [10, 16],
+      [21, 24],
+    ]),
+  );
+  assert.deepEqual(addrs(r), [10, 21]);
+  assert.ok(r.ok && r.notArmed.length === 1 && r.notArmed[0].armed, `${r.ok ? r.notArmed.map((n) => n.reason) : r.reason}`);
+});
