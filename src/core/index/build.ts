@@ -11,6 +11,7 @@ import { dwarfFileSlice, mergeDwarfSlices } from './fromDwarf';
 import { dwarfSlices, indexWorkerCount } from './worker/pool';
 import { symbolKind } from './sites';
 import { INDEX_FORMAT, type IndexData, type IndexedFunction, type IndexedUsdt, type LineRows } from './model';
+import { addressNumber } from '../dwarf/format';
 
 export interface BuildOptions extends OpenBinaryOptions {
   onProgress?: (message: string) => void;
@@ -246,7 +247,7 @@ function groupAt(groups: readonly SymbolGroup[], address: bigint): SymbolGroup |
 
 /** Whether `address` lies in a DWARF function's code (its ranges as [lo, hi) pairs sorted by start). */
 function insideCode(code: readonly number[], address: bigint): boolean {
-  const a = Number(address);
+  const a = addressNumber(address);
   // Ranges may nest or overlap (a copy's ranges inside another's are rare but legal): look back a little.
   let lo = 0,
     hi = code.length / 2 - 1,
