@@ -99,7 +99,7 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: nu
   const known = new Set<bigint>();
   const entries = new Map<bigint, IndexedFunction>();
   if (image.goInfo()) fromDwarf = withoutAbiWrappers(image, fromDwarf, known);
-  fromDwarf = mergeSameEntry(fromDwarf);
+  fromDwarf = mergeSameDeclaration(mergeSameEntry(fromDwarf));
   for (const f of fromDwarf) {
     f.sites = f.sites.filter((s) => (s.fileOffset = offsetOf(s.address)) !== undefined);
     for (const s of f.sites) {
@@ -230,6 +230,40 @@ export function mergeSameEntry(fns: IndexedFunction[]): IndexedFunction[] {
     into.probeable ||= f.probeable;
   }
   return out;
+}
+
+/**
+ * One function per declaration: a `static inline` function of a header (the kernel's `get_current`, `fdget_pos`)
+ * has an abstract DIE in every unit that includes and uses it, each with that unit's inlined copies, and no
+ * out-of-line code or one copy of it. DIEs of one name declared at one file:line are that one source function:
+ * their sites merge. Where two or more units emitted it out of line (two entries), they stay separate functions,
+ * as statics of one name in different files are.
+ */
+export function mergeSameDeclaration(fns: IndexedFunction[]): IndexedFunction[] {
+  const groups = new Map<string, IndexedFunction[]>();
+  for (const f of fns) {
+    if (f.external || !f.file || f.line === undefined || f.dieOffset < 0) continue;
+    const key = `${f.name}\0${f.file}\0${f.line}`;
+    const g = groups.get(key);
+    if (g) g.push(f);
+    else groups.set(key, [f]);
+  }
+  const gone = new Set<IndexedFunction>();
+  for (const g of groups.values()) {
+    if (g.length < 2 || g.filter((f) => f.address !== undefined).length > 1) continue;
+    const into = g.find((f) => f.address !== undefined) ?? g.find((f) => f.probeable) ?? g[0];
+    for (const f of g) {
+      if (f === into) continue;
+      into.sites = [...into.sites, ...f.sites];
+      into.inlinedInstances += f.inlinedInstances;
+      if (f.probeable && !into.probeable) {
+        into.probeable = true;
+        into.reason = undefined;
+      }
+      gone.add(f);
+    }
+  }
+  return gone.size ? fns.filter((f) => !gone.has(f)) : fns;
 }
 
 function groupAt(groups: readonly SymbolGroup[], address: bigint): SymbolGroup | undefined {

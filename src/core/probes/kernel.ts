@@ -172,3 +172,9 @@ function callsFentry(k: KernelImage, code: Uint8Array, insns: ReturnType<typeof 
   const first = insns[endbr64 ? 1 : 0];
   return first !== undefined && !('invalid' in first) && first.kind === 'call' && first.target === k.fentry;
 }
+
+/** The warning for sites of a function left out because the kernel must not be probed there (the rest are armed). */
+export function refusedSitesNote(fn: string, refused: ReadonlyArray<{ where: string; why: string }>): string {
+  const shown = refused.slice(0, 3).map((r) => `${r.where} (${r.why})`);
+  return `${fn}: not armed at ${refused.length} of its sites, where the kernel does not let kprobes in, so its count is a lower bound: ${shown.join('; ')}${refused.length > 3 ? '; …' : ''}`;
+}
