@@ -3,7 +3,8 @@
 // .noinstr.text the kernel's way, with a notrace function and one on the kprobe blacklist (NOKPROBE_SYMBOL's
 // `_kbl_addr_NAME` object). Two units include a header's `static inline` function (get_fd, as the kernel's
 // fdget_pos), inlined into a function of each and into one in .noinstr.text; the second unit has a static function
-// GCC clones (scale.constprop.0). Its file is named vmlinux; its build-id is no real kernel's.
+// GCC clones (scale.constprop.0). Linked as the kernel is with --emit-relocs, it keeps `.rela.debug_*` sections,
+// which a reader must not apply to an ET_EXEC. Its file is named vmlinux; its build-id is no real kernel's.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,7 +85,18 @@ export function miniKernel(t: TestContext): string | undefined {
     const out = join(workDir, 'vmlinux');
     run('gcc', [
       ...['-O2', '-g', '-pg', '-mfentry', '-mcmodel=kernel', '-fno-pic', '-fno-asynchronous-unwind-tables', '-ffreestanding'],
-      ...['-nostdlib', '-static', '-no-pie', '-Wl,-T,minikernel.lds', '-Wl,--build-id', 'minikernel.c', 'minikernel2.c', '-o', out],
+      ...[
+        '-nostdlib',
+        '-static',
+        '-no-pie',
+        '-Wl,-T,minikernel.lds',
+        '-Wl,--build-id',
+        '-Wl,--emit-relocs',
+        'minikernel.c',
+        'minikernel2.c',
+        '-o',
+        out,
+      ],
     ]);
     built = out;
   }

@@ -67,6 +67,7 @@ test('define on a kernel image: kprobes at SYMBOL+OFFSET with DWARF-typed argume
 test('a kernel function is all of its code: its DWARF entry, its clone and every inlined copy, each at HOLDER+OFFSET', async (t) => {
   const bin = miniKernel(t);
   if (!bin) return;
+  assert.match(run('readelf', ['-SW', bin]), /\.rela\.debug_info/, 'linked with --emit-relocs, as the kernel is');
   const { index } = await loadIndex(bin, { noCache: true });
   // The entry comes from the function's own DWARF, exact above 2^53.
   const one = index.findFunctions('ksys_one');
