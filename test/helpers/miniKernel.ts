@@ -2,7 +2,7 @@
 // -mcmodel=kernel) and linked at the kernel's addresses (above 2^53) by a linker script that names its
 // .noinstr.text the kernel's way, with a notrace function and one on the kprobe blacklist (NOKPROBE_SYMBOL's
 // `_kbl_addr_NAME` object). Two units include a header's `static inline` function (get_fd, as the kernel's
-// fdget_pos), inlined into a function of each and into one in .noinstr.text; the second unit has a static function
+// fdget_pos), inlined into a function of each, into one in .noinstr.text and into the notrace one; the second unit has a static function
 // GCC clones (scale.constprop.0). Linked as the kernel is with --emit-relocs, it keeps `.rela.debug_*` sections,
 // which a reader must not apply to an ET_EXEC. Its file is named vmlinux; its build-id is no real kernel's.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -47,7 +47,7 @@ struct how { unsigned long flags; unsigned long mode; };
 __attribute__((no_instrument_function)) void __fentry__(void) {}
 const char linux_banner[] = "Linux version 0.0-probelens-test";
 __attribute__((noinline)) long traced(int dfd, const char *name, struct how *how) { return dfd + name[0] + (long)how->flags * 3; }
-__attribute__((noinline, no_instrument_function)) int untraced(int a) { return a * 7 + 1; }
+__attribute__((noinline, no_instrument_function)) int untraced(int a) { return get_fd(a) * 7 + 1; }
 __attribute__((noinline)) int listed(int a) { return a * 5 - 2; }
 int (*const _kbl_addr_listed)(int) __attribute__((used, section(".init.data"))) = listed;
 __attribute__((noinline, section(".noinstr.text"))) int instr_free(int a) { return get_fd(a) ^ 0x55; }
