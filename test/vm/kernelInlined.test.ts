@@ -3,7 +3,8 @@
 // read(2) and write(2) calls it once, before anything can fail) and a dozen other system calls (lseek, readv,
 // writev, getdents…). `probelens trace VMLINUX fdget_pos --pid PID` arms every inlined copy at `HOLDER+OFFSET`, and a
 // program in the VM that makes READS read(2) and WRITES write(2) calls is seen exactly READS + WRITES times, each
-// at the copy inside the system call it made.
+// at the copy inside the system call it made. And the kernel's own rule for notrace functions, which kernel.ts
+// applies before writing: no offset of one is taken, an offset inside a traceable holder is.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -13,6 +14,9 @@ import { scratch, sleep } from '../integration/engine-harness';
 import { missing } from '../helpers/require';
 import { requireVm, requireVmlinux, vmShell, vmSshArgs, waitVmClean, type VmConnection } from '../helpers/vm';
 import { armOnVm, hits } from './kernelCli';
+import { openBinary } from '../../src/core/binary';
+import { kernelImage, kernelRefusal } from '../../src/core/probes/kernel';
+import { decodeX86Flow } from '../../src/core/probes/x86decoder';
 
 const TIMEOUT = { timeout: 900_000 };
 const PROGRAM = '/tmp/probelens-readwrite';
@@ -105,5 +109,42 @@ test(
     assert.equal(at('ksys_write'), WRITES, 'each write(2) at the copy inlined into ksys_write');
     const { left, ms } = await waitVmClean(vm, 60_000);
     assert.deepEqual(left, [], `left on the VM ${ms} ms after the CLI exited`);
+  },
+);
+
+test(
+  'the kernel refuses a kprobe at any offset of a notrace function and takes one inside a traceable holder, as kernel.ts says before writing',
+  TIMEOUT,
+  async (t) => {
+    const vm = await requireVm(t);
+    if (!vm) return;
+    const vmlinux = await requireVmlinux(t, vm);
+    if (!vmlinux) return;
+    const k = kernelImage(await openBinary(vmlinux.path))!;
+    // The second instruction of a function: an instruction boundary, not its entry.
+    const second = (name: string): bigint => {
+      const sym = k.funcs.find((f) => f.name === name)!;
+      const insns = decodeX86Flow(k.image.elf.bytesAt(sym.address, 32), sym.address);
+      return insns[1].address - sym.address;
+    };
+    const notrace = second('trace_clock_local');
+    // Where fdget_pos's copy inlined into ksys_read begins (perf probe places it there too).
+    const traced = 37n;
+    const at = (name: string, off: bigint) => k.funcs.find((f) => f.name === name)!.address + off;
+    assert.match(
+      kernelRefusal(k, at('trace_clock_local', notrace), false) ?? '',
+      /is inside trace_clock_local, which does not call __fentry__/,
+    );
+    assert.equal(kernelRefusal(k, at('ksys_read', traced), false), undefined);
+    const write = (line: string) => vmShell(vm, `echo '${line}' >> /sys/kernel/tracing/kprobe_events`);
+    try {
+      const refused = await write(`p:probelens_notrace/inside trace_clock_local+${notrace}`);
+      assert.notEqual(refused.code, 0, 'the kernel refuses an offset inside a notrace function');
+      const taken = await write(`p:probelens_notrace/traced ksys_read+${traced}`);
+      assert.equal(taken.code, 0, `the kernel takes an offset inside a traceable function: ${taken.err}`);
+    } finally {
+      await vmShell(vm, "echo '-:probelens_notrace/traced' >> /sys/kernel/tracing/kprobe_events; true");
+    }
+    assert.doesNotMatch((await vmShell(vm, 'cat /sys/kernel/tracing/kprobe_events')).out, /probelens_notrace/);
   },
 );
