@@ -233,16 +233,17 @@ export function mergeSameEntry(fns: IndexedFunction[]): IndexedFunction[] {
 }
 
 /**
- * One function per declaration: a `static inline` function of a header (the kernel's `get_current`, `fdget_pos`)
- * has an abstract DIE in every unit that includes and uses it, each with that unit's inlined copies, and no
- * out-of-line code or one copy of it. DIEs of one name declared at one file:line are that one source function:
- * their sites merge. Where two or more units emitted it out of line (two entries), they stay separate functions,
- * as statics of one name in different files are.
+ * One function per declaration: a header's inline function (the kernel's `get_current`, `fdget_pos`, its
+ * `extern inline` fortify helpers) has an abstract DIE in every unit that uses it, each with that unit's inlined
+ * copies. DIEs of one name declared at one file:line are that one source function: those without code of their own
+ * merge into the one out-of-line copy when there is one, else into one function. Where two or more units emitted it
+ * out of line (two entries) those copies stay separate functions, as statics of one name in different files are, and
+ * the units that only inlined it are one more.
  */
 export function mergeSameDeclaration(fns: IndexedFunction[]): IndexedFunction[] {
   const groups = new Map<string, IndexedFunction[]>();
   for (const f of fns) {
-    if (f.external || !f.file || f.line === undefined || f.dieOffset < 0) continue;
+    if (!f.file || f.line === undefined || f.dieOffset < 0) continue;
     const key = `${f.name}\0${f.file}\0${f.line}`;
     const g = groups.get(key);
     if (g) g.push(f);
@@ -250,9 +251,11 @@ export function mergeSameDeclaration(fns: IndexedFunction[]): IndexedFunction[] 
   }
   const gone = new Set<IndexedFunction>();
   for (const g of groups.values()) {
-    if (g.length < 2 || g.filter((f) => f.address !== undefined).length > 1) continue;
-    const into = g.find((f) => f.address !== undefined) ?? g.find((f) => f.probeable) ?? g[0];
-    for (const f of g) {
+    const withCode = g.filter((f) => f.address !== undefined);
+    const rest = g.filter((f) => f.address === undefined);
+    if (rest.length === 0 || (rest.length === 1 && withCode.length !== 1)) continue;
+    const into = withCode.length === 1 ? withCode[0] : (rest.find((f) => f.probeable) ?? rest[0]);
+    for (const f of rest) {
       if (f === into) continue;
       into.sites = [...into.sites, ...f.sites];
       into.inlinedInstances += f.inlinedInstances;
