@@ -1,6 +1,9 @@
 // What every DWARF decoder here shares: its error, its byte reader (the binary layer's ByteReader, throwing
 // DwarfFormatError), the addresses that mark discarded code, and string-section lookups.
+import { readFoldedAddress } from '../binary/addressFold';
 import { ByteReader, decodeString, type FormatErrorOf } from '../binary/byteReader';
+
+export { addressBig, addressNumber, foldAddress, KERNEL_FOLD } from '../binary/addressFold';
 
 export class DwarfFormatError extends Error {
   constructor(
@@ -25,44 +28,13 @@ export function dwarfReader(buf: Uint8Array, section: string, le: boolean, start
 
 /** Addresses at or above 2^53 (the -1/-2 tombstones of discarded sections) are not real code addresses. */
 export const MAX_ADDRESS = 2 ** 53;
-
-/**
- * A Linux kernel's code lies in the top 4 GiB of the 64-bit space (0xffffffff80000000 up: the image, its modules),
- * far above 2^53, where a double is exact only to 2048 bytes. The DWARF decoders keep addresses as numbers, so an
- * 8-byte address whose high word is all ones is folded into [2^53 - 2^32, 2^53): exact, below every tombstone and
- * above any user-space address (x86-64 and AArch64 user space end below 2^52), its order and distances kept. The
- * index and the compiler work in bigints and cross with addressBig/addressNumber. The top 16 values stay the
- * tombstones they are (-1, -2: discarded code).
- */
-export const KERNEL_FOLD = 2 ** 53 - 2 ** 32;
-const FOLD_DELTA = 0xffffffff00000000n - BigInt(KERNEL_FOLD);
-const TOMBSTONES = 0xfffffff0;
-
-/** An 8-byte address from its two 32-bit words, folded when it is a kernel address (see KERNEL_FOLD). */
-export function foldAddress(hi: number, lo: number): number {
-  if (hi === 0xffffffff && lo < TOMBSTONES) return KERNEL_FOLD + lo;
-  return hi * 2 ** 32 + lo;
-}
-
-/** Reads a DWARF address of `size` bytes (an 8-byte one folded: see KERNEL_FOLD). */
-export function readAddress(r: ByteReader, size: number): number {
-  if (size !== 8) return r.uN(size);
-  const a = r.u32(),
-    b = r.u32();
-  return r.le ? foldAddress(b, a) : foldAddress(a, b);
-}
-
-/** The true address of a DWARF address number (a folded kernel address unfolded). */
-export function addressBig(n: number): bigint {
-  return n >= KERNEL_FOLD && n < MAX_ADDRESS ? BigInt(n) + FOLD_DELTA : BigInt(n);
-}
-
-/** A true address as the DWARF decoders' number (a kernel address folded). */
-export function addressNumber(a: bigint): number {
-  return a >= 0xffffffff00000000n && a < 0xffffffff00000000n + BigInt(TOMBSTONES) ? Number(a - FOLD_DELTA) : Number(a);
-}
 export function isTombstone(addr: number): boolean {
   return addr >= MAX_ADDRESS;
+}
+
+/** Reads a DWARF address of `size` bytes (an 8-byte one folded: see KERNEL_FOLD in binary/addressFold.ts). */
+export function readAddress(r: ByteReader, size: number): number {
+  return size === 8 ? readFoldedAddress(r, 8) : r.uN(size);
 }
 
 /**
