@@ -1,10 +1,12 @@
 // npm run bench:parity -- [redis-server|postgres|…] [--lines N] [--lines-only]
+// npm run bench:parity -- --kernel VMLINUX: kernel functions beside perf probe -k (bench/parityKernel.ts)
 // Every function of every corpus binary placed by ProbeLens (`functions --json` sites) beside `perf probe -D`
 // (perf 6.1, a dry run), every difference listed with its reason category, then the README's table; then line
 // probes: N sampled source lines per C/C++ binary (default 300, half of them lines of inlined functions) beside
 // `perf probe -D FILE:LINE`, with their table.
 // Builds the corpus first if needed (test/helpers/corpus.ts). Not part of .ci/run: a full run takes a while.
 import { loadIndex } from '../src/core/index/load';
+import { kernelParity } from './parityKernel';
 import { corpusProject, type CorpusName } from '../test/helpers/corpus';
 import { compareLine, sampleLines } from '../test/helpers/lineParity';
 import { compareSites, elfFacts, perfCannotParse, perfPlacement, probelensFunctions, type FunctionJson } from '../test/helpers/parity';
@@ -128,6 +130,8 @@ async function lines(project: CorpusName, name: string, count: number): Promise<
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
+  const ki = argv.indexOf('--kernel');
+  if (ki >= 0) return kernelParity(argv[ki + 1]);
   const li = argv.indexOf('--lines');
   const lineCount = li >= 0 ? Number(argv[li + 1]) : 300;
   const linesOnly = argv.includes('--lines-only');

@@ -1,7 +1,10 @@
 // A stand-in for a Linux kernel image, built with the real toolchain: C compiled as the kernel is (-pg -mfentry,
 // -mcmodel=kernel) and linked at the kernel's addresses (above 2^53) by a linker script that names its
 // .noinstr.text the kernel's way, with a notrace function and one on the kprobe blacklist (NOKPROBE_SYMBOL's
-// `_kbl_addr_NAME` object). Its file is named vmlinux; its build-id is no real kernel's.
+// `_kbl_addr_NAME` object). Two units include a header's `static inline` function (get_fd, as the kernel's
+// fdget_pos), inlined into a function of each, into one in .noinstr.text and into the notrace one; the second unit has a static function
+// GCC clones (scale.constprop.0). Linked as the kernel is with --emit-relocs, it keeps `.rela.debug_*` sections,
+// which a reader must not apply to an ET_EXEC. Its file is named vmlinux; its build-id is no real kernel's.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,18 +25,35 @@ function have(cmd: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 }
 
+const HEADER = `
+extern int fd_table[8];
+static inline __attribute__((always_inline)) int get_fd(int fd) { return fd_table[fd & 7] + fd; }
+`;
+
+const SECOND = `
+#include "minifile.h"
+int fd_table[8];
+__attribute__((noinline)) long ksys_two(int fd) { return get_fd(fd) + 1; }
+static __attribute__((noinline)) int scale(int a, int k) { return a * k + fd_table[a & 7]; }
+__attribute__((noinline)) long use_scale(int a) { return scale(a, 3) + scale(a + 1, 3); }
+`;
+
 const SOURCE = `
+#include "minifile.h"
+long ksys_two(int fd);
+long use_scale(int a);
+__attribute__((noinline)) long ksys_one(int fd) { return get_fd(fd) * 2; }
 struct how { unsigned long flags; unsigned long mode; };
 __attribute__((no_instrument_function)) void __fentry__(void) {}
 const char linux_banner[] = "Linux version 0.0-probelens-test";
 __attribute__((noinline)) long traced(int dfd, const char *name, struct how *how) { return dfd + name[0] + (long)how->flags * 3; }
-__attribute__((noinline, no_instrument_function)) int untraced(int a) { return a * 7 + 1; }
+__attribute__((noinline, no_instrument_function)) int untraced(int a) { return get_fd(a) * 7 + 1; }
 __attribute__((noinline)) int listed(int a) { return a * 5 - 2; }
 int (*const _kbl_addr_listed)(int) __attribute__((used, section(".init.data"))) = listed;
-__attribute__((noinline, section(".noinstr.text"))) int instr_free(int a) { return a ^ 0x55; }
+__attribute__((noinline, section(".noinstr.text"))) int instr_free(int a) { return get_fd(a) ^ 0x55; }
 __attribute__((section(".init.text"))) int start_kernel(void) {
   struct how h = { 1, 2 };
-  return (int)traced(3, "x", &h) + untraced(1) + listed(2) + instr_free(3);
+  return (int)traced(3, "x", &h) + untraced(1) + listed(2) + instr_free(3) + ksys_one(4) + ksys_two(5) + use_scale(6);
 }
 `;
 
@@ -58,12 +78,25 @@ export function miniKernel(t: TestContext): string | undefined {
     return undefined;
   }
   if (!built) {
+    writeFileSync(join(workDir, 'minifile.h'), HEADER);
     writeFileSync(join(workDir, 'minikernel.c'), SOURCE);
+    writeFileSync(join(workDir, 'minikernel2.c'), SECOND);
     writeFileSync(join(workDir, 'minikernel.lds'), SCRIPT);
     const out = join(workDir, 'vmlinux');
     run('gcc', [
       ...['-O2', '-g', '-pg', '-mfentry', '-mcmodel=kernel', '-fno-pic', '-fno-asynchronous-unwind-tables', '-ffreestanding'],
-      ...['-nostdlib', '-static', '-no-pie', '-Wl,-T,minikernel.lds', '-Wl,--build-id', 'minikernel.c', '-o', out],
+      ...[
+        '-nostdlib',
+        '-static',
+        '-no-pie',
+        '-Wl,-T,minikernel.lds',
+        '-Wl,--build-id',
+        '-Wl,--emit-relocs',
+        'minikernel.c',
+        'minikernel2.c',
+        '-o',
+        out,
+      ],
     ]);
     built = out;
   }

@@ -6,23 +6,11 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import {
-  closeSync,
-  copyFileSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  readSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, copyFileSync, openSync, readFileSync, readSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { readBinaryIdentity } from '../../src/core/index/identity';
-import { loadIndex } from '../../src/core/index/load';
-import { isolatedEnv, scratch, startCli, sleep, type CliRun } from '../integration/engine-harness';
+import { scratch, startCli, sleep } from '../integration/engine-harness';
+import { armOnVm, hits, kernelEnv, warmIndex, type JsonHit } from './kernelCli';
 import { missing } from '../helpers/require';
 import {
   requireVm,
@@ -37,19 +25,9 @@ import {
 } from '../helpers/vm';
 
 const TIMEOUT = { timeout: 900_000 };
-// The CLI loads the vmlinux's index from the cache warmIndex filled, reads the image and connects: bounded, generous.
-const ARM_MS = 300_000;
 const KNOWN = '/tmp/probelens-kernel-known';
 const OPENER = '/tmp/probelens-opener';
 const OPENS = 3;
-
-// One index cache for every CLI this file starts: the vmlinux is indexed once (warmIndex), not by each CLI.
-const CACHE = mkdtempSync(join(tmpdir(), 'pl-kernel-cache-'));
-process.on('exit', () => rmSync(CACHE, { recursive: true, force: true }));
-let warmed: Promise<unknown> | undefined;
-const warmIndex = (vmlinux: string): Promise<unknown> =>
-  (warmed ??= loadIndex(vmlinux, { inWorker: true, cacheDir: join(CACHE, 'probelens', 'index') }));
-const kernelEnv = (t: TestContext): NodeJS.ProcessEnv => ({ ...isolatedEnv(t), XDG_CACHE_HOME: CACHE });
 
 test("the dbg package's vmlinux is the VM kernel's build: same GNU build-id as its /sys/kernel/notes", TIMEOUT, async (t) => {
   const vm = await requireVm(t);
@@ -116,39 +94,6 @@ function startOpener(vm: VmConnection): { pid: Promise<number>; go(): void; done
   );
   return { pid, go: () => child.stdin.end('g'), done };
 }
-
-async function armOnVm(t: TestContext, vm: VmConnection, vmlinux: string, specs: string[], extra: string[] = []): Promise<CliRun> {
-  await warmIndex(vmlinux);
-  assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
-  const cli = startCli(t, ['trace', vmlinux, ...specs, ...extra, '--json', ...vmCliFlags(vm)], kernelEnv(t));
-  // With --json the CLI says nothing when armed: armed is every event of its instance enabled on the VM.
-  const until = Date.now() + ARM_MS;
-  for (;;) {
-    const r = await vmShell(vm, 'cat /sys/kernel/tracing/instances/probelens_*/events/probelens_*/*/enable 2>/dev/null; true');
-    const enabled = r.out.split('\n').filter((l) => l.trim() === '1').length;
-    if (enabled >= specs.length) return cli;
-    if (cli.child.exitCode !== null || cli.child.signalCode !== null || Date.now() > until)
-      throw new Error(
-        `the CLI did not arm ${specs.length} events on the VM (${enabled} enabled)\nstdout:\n${cli.stdout()}\nstderr:\n${cli.stderr()}`,
-      );
-    await sleep(500);
-  }
-}
-
-interface JsonHit {
-  probe: string;
-  kind: string;
-  pid: number;
-  args: Record<string, unknown>;
-  retval?: unknown;
-}
-
-const hits = (cli: CliRun): JsonHit[] =>
-  cli
-    .stdout()
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as JsonHit);
 
 test(
   'trace VMLINUX do_sys_openat2 dfd filename:ustring how->flags and its %return $retval: the program opens a known path 3 times and each open is seen with its pid, values and fd',

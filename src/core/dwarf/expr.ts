@@ -3,7 +3,7 @@
 // "optimized out" / "unsupported" verdict. No general stack machine: a probe can only read what it can name.
 // Tests: test/unit/core/dwarf/vars.test.ts, test/unit/core/probes/compiler.test.ts, test/integration/args.test.ts
 import * as K from './constants';
-import { dwarfReader } from './format';
+import { dwarfReader, readAddress } from './format';
 import type { Block, Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -66,7 +66,7 @@ function decode(u: Unit, e: Block): Op[] {
     else {
       switch (op) {
         case OP.addr:
-          a = r.uN(u.enc.addrSize);
+          a = readAddress(r, u.enc.addrSize);
           break;
         case OP.const1u:
         case OP.pick:

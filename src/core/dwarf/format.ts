@@ -1,6 +1,9 @@
 // What every DWARF decoder here shares: its error, its byte reader (the binary layer's ByteReader, throwing
 // DwarfFormatError), the addresses that mark discarded code, and string-section lookups.
+import { readFoldedAddress } from '../binary/addressFold';
 import { ByteReader, decodeString, type FormatErrorOf } from '../binary/byteReader';
+
+export { addressBig, addressNumber, foldAddress, KERNEL_FOLD } from '../binary/addressFold';
 
 export class DwarfFormatError extends Error {
   constructor(
@@ -27,6 +30,11 @@ export function dwarfReader(buf: Uint8Array, section: string, le: boolean, start
 export const MAX_ADDRESS = 2 ** 53;
 export function isTombstone(addr: number): boolean {
   return addr >= MAX_ADDRESS;
+}
+
+/** Reads a DWARF address of `size` bytes (an 8-byte one folded: see KERNEL_FOLD in binary/addressFold.ts). */
+export function readAddress(r: ByteReader, size: number): number {
+  return size === 8 ? readFoldedAddress(r, 8) : r.uN(size);
 }
 
 /**

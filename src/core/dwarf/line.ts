@@ -5,7 +5,7 @@
 import { posix } from 'node:path';
 import * as K from './constants';
 import type { ByteReader } from '../binary/byteReader';
-import { isDeadAddress, stringAt } from './format';
+import { isDeadAddress, readAddress, stringAt } from './format';
 import type { Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -384,7 +384,7 @@ export function parseLineTable(u: Unit, offset: number, headerOnly = false): Lin
           reset();
           break;
         case LNE.set_address:
-          address = r.uN(len - 1);
+          address = readAddress(r, len - 1);
           opIndex = 0;
           break;
         case LNE.define_file: {

@@ -3,13 +3,11 @@
 // function's ranges cost one allocation.
 import * as K from './constants';
 import type { ByteReader } from '../binary/byteReader';
-import { isDeadAddress } from './format';
+import { foldAddress, isDeadAddress, readAddress } from './format';
 import { isAddrx, type Block, type Die, type Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
 const { AT, FORM, LLE, RLE } = K;
-
-const TWO32 = 2 ** 32;
 
 // Reads an address and reports whether all its bits are set (a base-address selection entry in the DWARF 2–4
 // lists); the check must be exact because the -2 tombstone rounds to the same double as -1.
@@ -17,7 +15,7 @@ function addrAllOnes(r: ByteReader, size: number): [number, boolean] {
   if (size === 8) {
     const a = r.u32(),
       b = r.u32();
-    const v = r.le ? b * TWO32 + a : a * TWO32 + b;
+    const v = r.le ? foldAddress(b, a) : foldAddress(a, b);
     return [v, a === 0xffffffff && b === 0xffffffff];
   }
   const v = r.uN(size);
@@ -69,7 +67,7 @@ function readRanges(u: Unit, offset: number, out: number[]): void {
   for (let n = 0; ; n++) {
     if (n > 1e6) r.fail('range list too long');
     const [a, allOnes] = addrAllOnes(r, sz);
-    const b = r.uN(sz);
+    const b = readAddress(r, sz);
     if (a === 0 && b === 0) return;
     if (allOnes) base = b;
     else push(u, out, base + a, base + b);
@@ -106,15 +104,15 @@ function readRnglist(u: Unit, offset: number, out: number[]): void {
         break;
       }
       case RLE.base_address:
-        base = r.uN(sz);
+        base = readAddress(r, sz);
         break;
       case RLE.start_end: {
-        const a = r.uN(sz);
-        push(u, out, a, r.uN(sz));
+        const a = readAddress(r, sz);
+        push(u, out, a, readAddress(r, sz));
         break;
       }
       case RLE.start_length: {
-        const a = r.uN(sz);
+        const a = readAddress(r, sz);
         push(u, out, a, a + r.uleb());
         break;
       }
@@ -191,7 +189,7 @@ function readLoc(u: Unit, offset: number, views = false): Array<LocEntry & { seq
   for (let n = 0; ; n++) {
     if (n > 1e6) r.fail('location list too long');
     const [a, allOnes] = addrAllOnes(r, sz);
-    const b = r.uN(sz);
+    const b = readAddress(r, sz);
     if (a === 0 && b === 0) return out;
     if (allOnes) {
       base = b;
@@ -249,15 +247,15 @@ function readLoclist(u: Unit, offset: number, views = false): Array<LocEntry & {
         out.push({ lo: 0, hi: Infinity, expr: exprAt(r, r.uleb()) });
         break;
       case LLE.base_address:
-        base = r.uN(sz);
+        base = readAddress(r, sz);
         break;
       case LLE.start_end: {
-        const a = r.uN(sz);
-        add(a, r.uN(sz));
+        const a = readAddress(r, sz);
+        add(a, readAddress(r, sz));
         break;
       }
       case LLE.start_length: {
-        const a = r.uN(sz);
+        const a = readAddress(r, sz);
         add(a, a + r.uleb());
         break;
       }

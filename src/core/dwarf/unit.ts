@@ -6,7 +6,7 @@ import type { SectionSource } from '../binary/sections';
 import { abbrevTable, fixedFormSize, type Abbrev, type AbbrevTable, type Encoding } from './abbrev';
 import * as K from './constants';
 import { type ByteReader, decodeString } from '../binary/byteReader';
-import { DwarfFormatError, dwarfReader, stringAt } from './format';
+import { DwarfFormatError, dwarfReader, readAddress, stringAt } from './format';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
 const { AT, FORM, TAG, UT } = K;
@@ -201,7 +201,7 @@ export class Unit {
   addrx(index: number): number {
     const r = this.dw.reader('.debug_addr', 0);
     r.seek(Math.min(this.addrBase + index * this.enc.addrSize, r.end));
-    return r.uN(this.enc.addrSize);
+    return readAddress(r, this.enc.addrSize);
   }
 
   /** An address-class attribute (addr or addrx*). */
@@ -436,7 +436,7 @@ function readValue(u: Unit, r: ByteReader, f: number, implicit: number): number 
   blockLen = -1;
   switch (f) {
     case FORM.addr:
-      return r.uN(u.enc.addrSize);
+      return readAddress(r, u.enc.addrSize);
     case FORM.data1:
     case FORM.flag:
     case FORM.strx1:

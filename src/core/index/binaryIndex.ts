@@ -6,6 +6,7 @@ import { posix } from 'node:path';
 import { CodeMap, type CopyAt } from './codeMap';
 import { functionTableOf } from './codec';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, type IndexData, type IndexedFunction, type IndexedUsdt } from './model';
+import { addressBig, addressNumber } from '../dwarf/format';
 
 export interface LineLocation {
   file: string;
@@ -151,7 +152,7 @@ export class BinaryIndex {
 
   /** Every function copy (site) whose code holds `address`, innermost first. */
   copiesAt(address: bigint): CopyAt[] {
-    return (this.codeMap ??= new CodeMap(this.data.functions)).at(Number(address));
+    return (this.codeMap ??= new CodeMap(this.data.functions)).at(addressNumber(address));
   }
 
   /** Every distinct `is_stmt` address of `file:line`, ascending. */
@@ -163,7 +164,7 @@ export class BinaryIndex {
     for (let i = 0; i < address.length; i++) {
       if (lines[i] === line && files[i] === id && flags[i] & LINE_IS_STMT && !(flags[i] & LINE_END_SEQUENCE)) out.add(address[i]);
     }
-    return [...out].sort((a, b) => a - b).map((a) => BigInt(a));
+    return [...out].sort((a, b) => a - b).map((a) => addressBig(a));
   }
 
   /** Lines of `file` that have at least one is_stmt address (where a line probe can go). */
@@ -183,8 +184,8 @@ export class BinaryIndex {
    */
   onlyLineBetween(from: bigint, to: bigint, file: string, line: number): boolean {
     const id = this.fileId(file);
-    const lo = Number(from);
-    const hi = Number(to);
+    const lo = addressNumber(from);
+    const hi = addressNumber(to);
     const { address, line: lines, file: files, flags } = this.data.lines;
     let i = this.firstRowAbove(lo);
     for (; i < address.length && address[i] < hi; i++) {
@@ -208,7 +209,7 @@ export class BinaryIndex {
 
   /** The source line of an address (the last row at or below it in its sequence). */
   lineForAddress(addr: bigint): LineLocation | undefined {
-    const a = Number(addr);
+    const a = addressNumber(addr);
     const { address, line, file, flags } = this.data.lines;
     let lo = 0;
     let hi = address.length - 1;

@@ -11,6 +11,7 @@ import { dwarfFileSlice, mergeDwarfSlices } from './fromDwarf';
 import { dwarfSlices, indexWorkerCount } from './worker/pool';
 import { symbolKind } from './sites';
 import { INDEX_FORMAT, type IndexData, type IndexedFunction, type IndexedUsdt, type LineRows } from './model';
+import { addressNumber } from '../dwarf/format';
 
 export interface BuildOptions extends OpenBinaryOptions {
   onProgress?: (message: string) => void;
@@ -98,7 +99,7 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: nu
   const known = new Set<bigint>();
   const entries = new Map<bigint, IndexedFunction>();
   if (image.goInfo()) fromDwarf = withoutAbiWrappers(image, fromDwarf, known);
-  fromDwarf = mergeSameEntry(fromDwarf);
+  fromDwarf = mergeSameDeclaration(mergeSameEntry(fromDwarf));
   for (const f of fromDwarf) {
     f.sites = f.sites.filter((s) => (s.fileOffset = offsetOf(s.address)) !== undefined);
     for (const s of f.sites) {
@@ -231,6 +232,43 @@ export function mergeSameEntry(fns: IndexedFunction[]): IndexedFunction[] {
   return out;
 }
 
+/**
+ * One function per declaration: a header's inline function (the kernel's `get_current`, `fdget_pos`, its
+ * `extern inline` fortify helpers) has an abstract DIE in every unit that uses it, each with that unit's inlined
+ * copies. DIEs of one name declared at one file:line are that one source function: those without code of their own
+ * merge into the one out-of-line copy when there is one, else into one function. Where two or more units emitted it
+ * out of line (two entries) those copies stay separate functions, as statics of one name in different files are, and
+ * the units that only inlined it are one more.
+ */
+export function mergeSameDeclaration(fns: IndexedFunction[]): IndexedFunction[] {
+  const groups = new Map<string, IndexedFunction[]>();
+  for (const f of fns) {
+    if (!f.file || f.line === undefined || f.dieOffset < 0) continue;
+    const key = `${f.name}\0${f.file}\0${f.line}`;
+    const g = groups.get(key);
+    if (g) g.push(f);
+    else groups.set(key, [f]);
+  }
+  const gone = new Set<IndexedFunction>();
+  for (const g of groups.values()) {
+    const withCode = g.filter((f) => f.address !== undefined);
+    const rest = g.filter((f) => f.address === undefined);
+    if (rest.length === 0 || (rest.length === 1 && withCode.length !== 1)) continue;
+    const into = withCode.length === 1 ? withCode[0] : (rest.find((f) => f.probeable) ?? rest[0]);
+    for (const f of rest) {
+      if (f === into) continue;
+      into.sites = [...into.sites, ...f.sites];
+      into.inlinedInstances += f.inlinedInstances;
+      if (f.probeable && !into.probeable) {
+        into.probeable = true;
+        into.reason = undefined;
+      }
+      gone.add(f);
+    }
+  }
+  return gone.size ? fns.filter((f) => !gone.has(f)) : fns;
+}
+
 function groupAt(groups: readonly SymbolGroup[], address: bigint): SymbolGroup | undefined {
   let lo = 0,
     hi = groups.length - 1;
@@ -246,7 +284,7 @@ function groupAt(groups: readonly SymbolGroup[], address: bigint): SymbolGroup |
 
 /** Whether `address` lies in a DWARF function's code (its ranges as [lo, hi) pairs sorted by start). */
 function insideCode(code: readonly number[], address: bigint): boolean {
-  const a = Number(address);
+  const a = addressNumber(address);
   // Ranges may nest or overlap (a copy's ranges inside another's are rare but legal): look back a little.
   let lo = 0,
     hi = code.length / 2 - 1,

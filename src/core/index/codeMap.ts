@@ -2,6 +2,7 @@
 // line probes (the line table says which line an address is; only the sites say which copy of a function runs
 // there). Copies nest (an inlined copy lies inside its caller's code), so a lookup returns all that contain it.
 import type { FunctionSite, IndexedFunction } from './model';
+import { addressNumber } from '../dwarf/format';
 
 export interface CopyAt {
   fn: IndexedFunction;
@@ -23,7 +24,9 @@ export class CodeMap {
       for (const site of fn.sites) {
         const r =
           site.ranges ??
-          (site.kind === 'entry' && fn.address === site.address && fn.size > 0 ? [Number(fn.address), Number(fn.address) + fn.size] : []);
+          (site.kind === 'entry' && fn.address === site.address && fn.size > 0
+            ? [addressNumber(fn.address), addressNumber(fn.address) + fn.size]
+            : []);
         for (let i = 0; i + 1 < r.length; i += 2) if (r[i + 1] > r[i]) all.push([r[i], r[i + 1], fn, site]);
       }
     }

@@ -12,6 +12,7 @@ import { placeArguments, type CallingConvention } from '../fetchargs/abi';
 import { abiTypeOf, entryCfa, fetchForLocation, stripQualifiers, tracefsRegister, type Arch } from '../fetchargs/fetch';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, LINE_PROLOGUE_END, type IndexedFunction, type IndexedParam, type LineRows } from './model';
 import { functionNamesByDie, inlinedSites, placeCopies, type SymbolsByAddress } from './sites';
+import { addressBig, addressNumber } from '../dwarf/format';
 
 export interface DwarfIndexPart {
   functions: IndexedFunction[];
@@ -89,7 +90,7 @@ function sliceOf(
   const symbols = new Map<number, string[]>();
   for (const g of image.functionSymbols().groups)
     symbols.set(
-      Number(g.address),
+      addressNumber(g.address),
       g.symbols.map((s) => s.name),
     );
   const byUnits = units !== undefined;
@@ -163,7 +164,7 @@ export function mergeDwarfSlices(slices: readonly DwarfSlice[]): DwarfIndexPart 
   // first statement for small leaf functions; the editor snaps to the `func` line above it).
   for (const f of functions) {
     if (f.line !== undefined || f.address === undefined) continue;
-    const row = rowAt(lines, Number(f.address));
+    const row = rowAt(lines, addressNumber(f.address));
     if (row >= 0 && lines.line[row] > 0) {
       f.line = lines.line[row];
       f.file ??= files[lines.file[row]] || undefined;
@@ -307,7 +308,7 @@ function indexFunction(ctx: IndexCtx, info: FunctionInfo): IndexedFunction {
         ...info,
         dieOffset: primary.copy.dieOffset,
         unitOffset: primary.copy.unitOffset,
-        entryPc: Number(primary.site.address),
+        entryPc: addressNumber(primary.site.address),
         ranges: primary.copy.ranges,
         params: primary.copy.params,
       }
@@ -327,7 +328,7 @@ function indexFunction(ctx: IndexCtx, info: FunctionInfo): IndexedFunction {
     linkageName: f.linkageName && f.linkageName !== f.name ? f.linkageName : undefined,
     file: f.file || undefined,
     line: f.line || undefined,
-    address: f.entryPc !== undefined ? BigInt(f.entryPc) : undefined,
+    address: f.entryPc !== undefined ? addressBig(f.entryPc) : undefined,
     size: entrySize(f),
     params,
     inlinedInstances: f.inlinedDies.length,

@@ -8,7 +8,7 @@ import type { UsdtOperand } from '../binary/usdt';
 
 export type { SiteKind } from '../../shared/site';
 
-export const INDEX_FORMAT = 9;
+export const INDEX_FORMAT = 10;
 
 export interface IndexedParam {
   name: string;

@@ -5,6 +5,7 @@
 import type { ConcreteCopy, Dwarf, FunctionInfo, InlinedInstance } from '../dwarf';
 import type { FunctionSite, SiteKind } from './model';
 import { siteRank } from '../../shared/site';
+import { addressBig, addressNumber } from '../dwarf/format';
 
 /** Symbol names by address (every alias of each address). */
 export type SymbolsByAddress = ReadonlyMap<number, readonly string[]>;
@@ -54,7 +55,7 @@ export function placeCopies(f: FunctionInfo, symbols: SymbolsByAddress): CopyPla
       copy: c,
       site: {
         kind: named?.kind ?? 'entry',
-        address: BigInt(address),
+        address: addressBig(address),
         dieOffset: c.dieOffset,
         unitOffset: c.unitOffset,
         symbol: named && named.kind !== 'entry' ? named.symbol : undefined,
@@ -65,7 +66,7 @@ export function placeCopies(f: FunctionInfo, symbols: SymbolsByAddress): CopyPla
   // One out-of-line entry: unnamed copies beside a named entry are clones the symbol table does not describe.
   let entries = out.filter((p) => p.site.kind === 'entry');
   if (entries.length > 1) {
-    const named = entries.find((p) => symbols.has(Number(p.site.address))) ?? entries[0];
+    const named = entries.find((p) => symbols.has(addressNumber(p.site.address))) ?? entries[0];
     for (const p of entries) if (p !== named) p.site.kind = 'clone';
     entries = [named];
   }
@@ -122,7 +123,7 @@ export function inlinedSites(dw: Dwarf, f: FunctionInfo, nameOf: (die: number) =
     if (i.hasEntryPc && i.ranges.length > 0) byCall.set(callKey(i), i.dieOffset);
     out.push({
       kind: 'inlined',
-      address: BigInt(i.entryPc),
+      address: addressBig(i.entryPc),
       dieOffset: i.dieOffset,
       unitOffset: i.unitOffset,
       caller: i.callerDie !== undefined ? nameOf(i.callerDie) : undefined,

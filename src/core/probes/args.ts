@@ -14,6 +14,7 @@ import { toSite } from '../../shared/site';
 import type { ProbeArg } from './spec';
 import { siteContext, variablesAtSite, type SiteVariable } from './variables';
 import { unreachable } from '../../shared/unreachable';
+import { addressNumber } from '../dwarf/format';
 
 export interface CompiledArg {
   name: string;
@@ -255,7 +256,7 @@ async function returnTypeOf(fn: IndexedFunction, ctx: ArgCtx): Promise<TypeDesc 
   if (off !== undefined) return dw.typeOf(off);
   if (ctx.go && fn.address !== undefined) {
     // Go declares results as parameters marked DW_AT_variable_parameter (~r0, or the result's name).
-    const result = dw.variablesAt(fn.dieOffset, Number(fn.address)).find((v) => v.kind === 'param' && isGoResult(dw, v.dieOffset));
+    const result = dw.variablesAt(fn.dieOffset, addressNumber(fn.address)).find((v) => v.kind === 'param' && isGoResult(dw, v.dieOffset));
     if (result?.typeOffset !== undefined) return dw.typeOf(result.typeOffset);
   }
   return undefined;

@@ -16,7 +16,7 @@ import type { ProbeKind } from '../../shared/hit';
 import { describeSite } from '../../shared/hitText';
 import { GOROUTINE_ARG, pairKey, siteAddress, toSite, type Site } from '../../shared/site';
 import { CompileError, DEFAULT_MAX_SITES, TooManySitesError } from './sites';
-import { kernelImage, kernelPoint, kernelRefusal, type KernelImage } from './kernel';
+import { kernelImage, kernelPoint, kernelRefusal, refusedSitesNote, type KernelImage } from './kernel';
 
 export { GO_STRING_PREVIEW, STRING_HEAD_BYTES, type CompiledArg } from './args';
 export { CompileError, DEFAULT_MAX_SITES, DISARM_MS_PER_SITE, teardownText, TooManySitesError } from './sites';
@@ -119,14 +119,27 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
   // (sharePoints), so its teardown no longer grows with its sites; without them each site is an event of its own.
   const limit = ctx.opts.immediates === false ? (ctx.opts.maxSites ?? DEFAULT_MAX_SITES) : Number.POSITIVE_INFINITY;
   if (sites.length > limit) throw new TooManySitesError(spec.text, sites.length, limit);
+  const refused: Array<{ site: ResolvedSite; reason: string }> = [];
   for (const site of sites) {
-    if (site.kind === 'usdt') out.push(compileUsdt(spec, site.usdt!, ctx));
-    else if (site.kind === 'return' && site.site?.kind === 'inlined') {
-      const r = await compileInlinedReturns(spec, site, ctx, lenient);
-      if ('reason' in r) noReturns.push({ site, reason: r.reason });
-      else out.push(...r);
-    } else if (site.kind === 'return' && ctx.go) out.push(...(await compileGoReturns(spec, site, ctx)));
-    else out.push(await compileSite(spec, site, ctx, lenient));
+    try {
+      if (site.kind === 'usdt') out.push(compileUsdt(spec, site.usdt!, ctx));
+      else if (site.kind === 'return' && site.site?.kind === 'inlined') {
+        const r = await compileInlinedReturns(spec, site, ctx, lenient);
+        if ('reason' in r) noReturns.push({ site, reason: r.reason });
+        else out.push(...r);
+      } else if (site.kind === 'return' && ctx.go) out.push(...(await compileGoReturns(spec, site, ctx)));
+      else out.push(await compileSite(spec, site, ctx, lenient));
+    } catch (e) {
+      // A site of many that the kernel must not be probed at (a copy in .noinstr.text) is left out, and named.
+      if (!(e instanceof KernelRefusal) || sites.length < 2) throw e;
+      refused.push({ site, reason: e.why });
+    }
+  }
+  if (refused.length > 0 && out.length === 0) throw new ResolveError(`cannot probe the kernel at any site: ${refused[0].reason}`);
+  for (const fn of new Set(refused.map((r) => r.site.fn?.name))) {
+    const mine = refused.filter((r) => r.site.fn?.name === fn).map((r) => ({ where: whereSite(r.site), why: r.reason }));
+    for (const p of out) if (p.function === fn) p.warnings.push(refusedSitesNote(fn ?? spec.text, mine));
+    for (const p of out) if (p.function === fn) p.lowerBound = true;
   }
   if (lenient) {
     for (const a of spec.args) {
@@ -304,6 +317,13 @@ const COMM_ARG: CompiledArg = { name: 'probelens_comm', fetch: '$comm', type: 's
 
 const kernels = new WeakMap<BinaryIndex, KernelImage | undefined>();
 
+/** A site the kernel must not be probed at (kernel.ts says why). */
+class KernelRefusal extends ResolveError {
+  constructor(readonly why: string) {
+    super(`cannot probe the kernel there: ${why}`);
+  }
+}
+
 /**
  * A kernel site as a kprobe: `SYMBOL+OFFSET` (kernel.ts), refused before anything is written when the kernel must
  * not be probed there; memory a `ustring` argument's pointer points at is user memory (`+uN(…)`).
@@ -312,7 +332,7 @@ function kernelProbe(p: Omit<CompiledProbe, 'definition'>, kind: 'p' | 'r', k: K
   const s = p.site;
   const entry = kind === 'r' || (s !== undefined && (s.kind === 'entry' || s.kind === 'clone') && p.kind === 'entry');
   const why = kernelRefusal(k, p.address, entry);
-  if (why) throw new ResolveError(`cannot probe the kernel there: ${why}`);
+  if (why) throw new KernelRefusal(why);
   // A user string goes without its head companion: kprobes take `+u` only for strings (Linux 6.1 refuses
   // `+u0(%si):x64[8]` with "String accepts only memory argument").
   const heads = new Set(p.args.flatMap((a) => (a.type === 'ustring' && a.headArg ? [a.headArg] : [])));

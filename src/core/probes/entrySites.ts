@@ -10,6 +10,7 @@ import { twoSitesOneCall } from './oneCallCheck';
 import type { HostRange } from './inlinedExits';
 import { entryByDie, noReturnTest } from './inlinedReturns';
 import { siteContext } from './variables';
+import { addressBig, addressNumber } from '../dwarf/format';
 
 export interface ProvedEntries {
   /** The sites to arm: out-of-line ones as they are, inlined copies at their proved entries. */
@@ -31,7 +32,7 @@ function describe(s: FunctionSite): string {
 /** Flat [lo, hi, lo, hi…] code ranges as [lo, hi) pairs. */
 function pairs(flat: readonly number[]): Array<[bigint, bigint]> {
   const out: Array<[bigint, bigint]> = [];
-  for (let i = 0; i + 1 < flat.length; i += 2) out.push([BigInt(flat[i]), BigInt(flat[i + 1])]);
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([addressBig(flat[i]), addressBig(flat[i + 1])]);
   return out;
 }
 
@@ -92,7 +93,7 @@ export async function provedEntrySites(
   const noReturn = noReturnTest(index, ctx);
   const noReturnProved = noReturnTest(index, ctx, true);
   const lineOf = (address: bigint): string | undefined => {
-    const r = dw.lineAt(Number(address));
+    const r = dw.lineAt(addressNumber(address));
     return r && `${r.file}:${r.line}`;
   };
   const ownAddresses = new Set(sites.filter((s) => s.kind !== 'inlined').map((s) => s.address));
@@ -104,7 +105,7 @@ export async function provedEntrySites(
       const hostFlat = dw.codeRangesOf(holder);
       const host: HostRange[] = [];
       for (let i = 0; i < hostFlat.length; i += 2) {
-        const address = BigInt(hostFlat[i]);
+        const address = addressBig(hostFlat[i]);
         host.push({ start: address, bytes: image.functionBytes({ address, size: BigInt(hostFlat[i + 1] - hostFlat[i]) }) });
       }
       const mine = new Set(copies.map((c) => c.dieOffset));

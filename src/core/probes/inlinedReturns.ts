@@ -7,6 +7,7 @@ import { findInlinedExits, type HostRange, type InlinedExits } from './inlinedEx
 import { LayoutNoReturn, type CodeRange } from './layoutNoReturn';
 import { ProvedNoReturn } from './provedNoReturn';
 import { siteContext, type SiteContext } from './variables';
+import { addressBig } from '../dwarf/format';
 
 const DW_AT_NORETURN = 0x87;
 
@@ -59,7 +60,7 @@ function functionRanges(index: BinaryIndex, ctx: SiteContext): { list: CodeRange
       if (s.kind === 'inlined') continue;
       const flat = s.ranges ?? (s.dieOffset >= 0 ? dw.codeRangesOf(s.dieOffset) : []);
       const ranges: CodeRange[] = [];
-      for (let i = 0; i + 1 < flat.length; i += 2) ranges.push({ start: BigInt(flat[i]), end: BigInt(flat[i + 1]) });
+      for (let i = 0; i + 1 < flat.length; i += 2) ranges.push({ start: addressBig(flat[i]), end: addressBig(flat[i + 1]) });
       if (ranges.length === 0 && s.kind === 'entry' && f.size > 0) ranges.push({ start: s.address, end: s.address + BigInt(f.size) });
       if (ranges.length === 0) continue;
       got.list.push(ranges);
@@ -129,7 +130,7 @@ export async function inlinedSiteExits(index: BinaryIndex, site: FunctionSite, d
   const { dwarf: dw, image } = ctx.access;
   const flat = dw.codeRangesOf(site.dieOffset);
   const copy: Array<[bigint, bigint]> = [];
-  for (let i = 0; i < flat.length; i += 2) copy.push([BigInt(flat[i]), BigInt(flat[i + 1])]);
+  for (let i = 0; i < flat.length; i += 2) copy.push([addressBig(flat[i]), addressBig(flat[i + 1])]);
   const holder = dw.enclosingSubprogram(site.dieOffset);
   const hostEntry = holder === undefined ? undefined : entryByDie(index).get(holder);
   if (holder === undefined || hostEntry === undefined)
@@ -137,7 +138,7 @@ export async function inlinedSiteExits(index: BinaryIndex, site: FunctionSite, d
   const hostFlat = dw.codeRangesOf(holder);
   const host: HostRange[] = [];
   for (let i = 0; i < hostFlat.length; i += 2) {
-    const address = BigInt(hostFlat[i]);
+    const address = addressBig(hostFlat[i]);
     host.push({ start: address, bytes: image.functionBytes({ address, size: BigInt(hostFlat[i + 1] - hostFlat[i]) }) });
   }
   const readData = (address: bigint, size: number): Uint8Array | undefined => {

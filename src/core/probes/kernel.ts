@@ -4,8 +4,9 @@
 // - a function on the kernel's own kprobe blacklist: NOKPROBE_SYMBOL() leaves a `_kbl_addr_NAME` object in the
 //   image (the list /sys/kernel/debug/kprobes/blacklist shows is built from it at boot), and `.kprobes.text`;
 // - code in `.noinstr.text` or `.entry.text` (between the linker's `__noinstr_text_*` / `__entry_text_*` symbols);
-// - the entry of a `notrace` function: in a kernel built with fentry every traceable function starts with
-//   `call __fentry__` (after an `endbr64` with IBT); one without it is not meant to be traced;
+// - a `notrace` function: in a kernel built with fentry every traceable function starts with `call __fentry__`
+//   (after an `endbr64` with IBT); kprobe_events refuses any offset of one without it (its entry, a copy inlined
+//   into it), unless it is a suffixed clone of a traceable function;
 // - an offset that is not an instruction boundary of its function (decoded from the symbol's start).
 // Tests: test/unit/core/probes/kernel.test.ts, test/vm/kernelDwarf.test.ts
 import { basename } from 'node:path';
@@ -161,9 +162,24 @@ export function kernelRefusal(k: KernelImage, address: bigint, entry: boolean): 
     const bad = insns.find((i) => 'invalid' in i && i.address <= address);
     return `${where} is not an instruction boundary of ${sym.name}${bad && 'reason' in bad ? ` (${bad.reason} at 0x${bad.address.toString(16)})` : ''}`;
   }
-  if (entry && k.fentry !== undefined && !callsFentry(k, code, insns))
-    return `${sym.name} does not call __fentry__ at its start: it is notrace, which the kernel keeps out of tracing`;
+  // kprobe_events refuses any offset of a function ftrace does not know (within_notrace_func, unless the kernel
+  // has CONFIG_KPROBE_EVENTS_ON_NOTRACE, which Debian's has not): one that does not call __fentry__. A suffixed
+  // symbol (`foo.isra.0`) is let in when `foo` is traceable. So an inlined copy in a traceable holder is let in.
+  if (k.fentry !== undefined && !callsFentry(k, code, insns) && !baseTraceable(k, sym.name)) {
+    if (entry) return `${sym.name} does not call __fentry__ at its start: it is notrace, which the kernel keeps out of tracing`;
+    return `${where} is inside ${sym.name}, which does not call __fentry__ at its start: the kernel refuses kprobe events anywhere in a notrace function`;
+  }
   return undefined;
+}
+
+/** Whether `name` is a suffixed symbol (`foo.isra.0`) whose base function `foo` calls __fentry__. */
+function baseTraceable(k: KernelImage, name: string): boolean {
+  const dot = name.indexOf('.');
+  if (dot <= 0) return false;
+  const base = k.funcs.find((f) => f.name === name.slice(0, dot));
+  if (!base) return false;
+  const code = k.image.elf.bytesAt(base.address, 16);
+  return callsFentry(k, code, decodeX86Flow(code, base.address));
 }
 
 /** Whether the function begins with `call __fentry__` (after an `endbr64`). */
@@ -171,4 +187,10 @@ function callsFentry(k: KernelImage, code: Uint8Array, insns: ReturnType<typeof 
   const endbr64 = code[0] === 0xf3 && code[1] === 0x0f && code[2] === 0x1e && code[3] === 0xfa;
   const first = insns[endbr64 ? 1 : 0];
   return first !== undefined && !('invalid' in first) && first.kind === 'call' && first.target === k.fentry;
+}
+
+/** The warning for sites of a function left out because the kernel must not be probed there (the rest are armed). */
+export function refusedSitesNote(fn: string, refused: ReadonlyArray<{ where: string; why: string }>): string {
+  const shown = refused.slice(0, 3).map((r) => `${r.where} (${r.why})`);
+  return `${fn}: not armed at ${refused.length} of its sites, where the kernel does not let kprobes in, so its count is a lower bound: ${shown.join('; ')}${refused.length > 3 ? '; …' : ''}`;
 }

@@ -7,6 +7,7 @@ import { callFrameInfo, type CallFrameInfo } from '../unwind';
 import { registerName } from '../dwarf';
 import { entryCfa, fetchForLocation, tracefsRegister, type FrameContext } from '../fetchargs/fetch';
 import type { ResolvedSite } from './resolve';
+import { addressBig, addressNumber } from '../dwarf/format';
 
 export interface SiteVariable {
   name: string;
@@ -48,7 +49,7 @@ export function frameAt(ctx: SiteContext, index: BinaryIndex, fnDie: number, ent
     if (rule && reg) cfa = { reg, offset: rule.offset };
   }
   const frameBase = dwarf.frameBaseAt(fnDie, pc);
-  return { arch, cfa, frameBase, fetchOffsetOf: (a) => image.fetchOffsetOf(BigInt(a), BigInt(pc)) };
+  return { arch, cfa, frameBase, fetchOffsetOf: (a) => image.fetchOffsetOf(addressBig(a), addressBig(pc)) };
 }
 
 export async function variablesAtSite(index: BinaryIndex, site: ResolvedSite, debugDirs?: string[]): Promise<SiteVariable[]> {
@@ -57,8 +58,8 @@ export async function variablesAtSite(index: BinaryIndex, site: ResolvedSite, de
     return variablesAtCopy(index, site, debugDirs);
   if (!fn || fn.dieOffset < 0) return [];
   const ctx = await siteContext(index, debugDirs);
-  const pc = Number(site.address);
-  const entry = fn.address !== undefined ? Number(fn.address) : undefined;
+  const pc = addressNumber(site.address);
+  const entry = fn.address !== undefined ? addressNumber(fn.address) : undefined;
   const frame = frameAt(ctx, index, fn.dieOffset, entry, pc);
   const vars = ctx.access.dwarf.variablesAt(fn.dieOffset, pc);
   return vars.map((v): SiteVariable => {
@@ -85,14 +86,14 @@ function siteVariable(v: ReturnType<DebugAccess['dwarf']['variablesAt']>[number]
 async function variablesAtCopy(index: BinaryIndex, site: ResolvedSite, debugDirs?: string[]): Promise<SiteVariable[]> {
   const copy = site.site!;
   const ctx = await siteContext(index, debugDirs);
-  const pc = Number(site.address);
+  const pc = addressNumber(site.address);
   // An inlined copy's frame base is its enclosing subprogram's; a clone or part is its own subprogram.
   const holder = copy.kind === 'inlined' ? index.functionContaining(site.address) : undefined;
   const frameDie = copy.kind === 'inlined' ? (holder && holder.dieOffset >= 0 ? holder.dieOffset : copy.dieOffset) : copy.dieOffset;
-  const frame = frameAt(ctx, index, frameDie, copy.kind === 'inlined' ? undefined : Number(copy.address), pc);
+  const frame = frameAt(ctx, index, frameDie, copy.kind === 'inlined' ? undefined : addressNumber(copy.address), pc);
   // GCC's location views: at an inlined copy's entry pc several location entries may start; the call begins at
   // the copy's entry view. Elsewhere in the copy (a line probe) the machine state at the pc is view 0's.
-  const view = copy.kind === 'inlined' && pc === Number(copy.address) ? ctx.access.dwarf.entryViewOf(copy.dieOffset) : 0;
+  const view = copy.kind === 'inlined' && pc === addressNumber(copy.address) ? ctx.access.dwarf.entryViewOf(copy.dieOffset) : 0;
   return ctx.access.dwarf.variablesAt(copy.dieOffset, pc, view).map((v) => siteVariable(v, frame));
 }
 

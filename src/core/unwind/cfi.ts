@@ -4,6 +4,7 @@
 // Only the CFA rule is interpreted (register save rules are skipped); CFA expressions are reported as such.
 // Reference: DWARF 5 §6.4, and the LSB's .eh_frame description (CIE id 0, pc-relative pointer encodings).
 import { ByteReader, type FormatErrorOf } from '../binary/byteReader';
+import { readFoldedAddress } from '../binary/addressFold';
 
 export interface CfaRule {
   /** DWARF register number. */
@@ -93,7 +94,10 @@ export class CallFrameInfo {
           cie = this.cieAt(ciePos, name);
           cies.set(ciePos, cie);
         }
-        const lo = body.encodedPointer(cie.fdeEncoding, this.addressSize, this.sectionAddr);
+        // .debug_frame's addresses are absolute and address-sized: a kernel's are folded as DWARF's are.
+        const lo = this.ehFrame
+          ? body.encodedPointer(cie.fdeEncoding, this.addressSize, this.sectionAddr)
+          : readFoldedAddress(body, this.addressSize);
         const range = body.encodedPointer(cie.fdeEncoding & 0x0f, this.addressSize, this.sectionAddr);
         if (this.ehFrame && cie.z) body.pos += body.uleb();
         this.fdes.push({ lo, hi: lo + range, cie, instructions: this.bytes.subarray(body.pos, end) });
@@ -209,7 +213,7 @@ function run(
       case 0x00:
         break; // nop
       case 0x01:
-        loc = cfi.addressSize === 8 ? c.u64() : c.u32();
+        loc = readFoldedAddress(c, cfi.addressSize);
         if (loc > pc) return;
         break; // set_loc
       case 0x02:

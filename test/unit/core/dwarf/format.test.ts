@@ -2,7 +2,15 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DwarfFormatError, openDwarf } from '../../../../src/core/dwarf/index';
 import { describeLocation } from '../../../../src/core/dwarf/expr';
-import { dwarfReader, isDeadAddress, isTombstone, stringAt } from '../../../../src/core/dwarf/format';
+import {
+  addressBig,
+  addressNumber,
+  dwarfReader,
+  foldAddress,
+  isDeadAddress,
+  isTombstone,
+  stringAt,
+} from '../../../../src/core/dwarf/format';
 import type { FixtureName } from '../../../helpers/fixtures';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
 import { sectionsOf } from './objcopySections';
@@ -150,3 +158,21 @@ function uleb(v: number): number[] {
   } while (v);
   return out;
 }
+
+test('a kernel address (above 2^53) is folded exactly into a number and back; the -1/-2 tombstones stay dead', () => {
+  for (const a of [0xffffffff81000000n, 0xffffffff8123456fn, 0xffffffffa0001234n, 0xffffffffffffffefn]) {
+    const n = foldAddress(Number(a >> 32n), Number(a & 0xffffffffn));
+    assert.ok(Number.isSafeInteger(n), `${a.toString(16)} folds to an exact number`);
+    assert.equal(addressBig(n), a);
+    assert.equal(addressNumber(a), n);
+    assert.equal(isDeadAddress(n, 8, false), false);
+  }
+  // Order and distances are kept: 0xffffffff81000000 + 0x25 is 0x25 above it.
+  assert.equal(addressNumber(0xffffffff81000025n) - addressNumber(0xffffffff81000000n), 0x25);
+  for (const dead of [0xffffffffffffffffn, 0xfffffffffffffffen])
+    assert.equal(isDeadAddress(foldAddress(Number(dead >> 32n), Number(dead & 0xffffffffn)), 8, false), true);
+  // A user-space address is itself.
+  assert.equal(foldAddress(0x5555, 0x1234), 0x555500001234);
+  assert.equal(addressBig(0x555500001234), 0x555500001234n);
+  assert.equal(addressNumber(0x555500001234n), 0x555500001234);
+});

@@ -1,13 +1,14 @@
 // What the real-program corpus found in the function-sites model, reproduced on fixtures: a `.cold` block known
 // only by its symbol is no function, Go's ABI wrappers are not a second definition, and a function with a
-// concrete DIE in several units (C++ templates, COMDAT) is listed once with its sites deduplicated.
+// concrete DIE in several units (C++ templates, COMDAT) is listed once with its sites deduplicated, as is a header's
+// inline function described once per unit.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildIndex, mergeSameEntry } from '../../../../src/core/index/build';
+import { buildIndex, mergeSameDeclaration, mergeSameEntry } from '../../../../src/core/index/build';
 import type { FunctionSite, IndexedFunction } from '../../../../src/core/index/model';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
 import { missing } from '../../../helpers/require';
@@ -148,6 +149,38 @@ test('one function per (name, entry address): DIEs of several units merge, a sit
       ],
       ['std::f<int>', 0x400n, [['entry', 0x400]]],
       ['declared', undefined, []],
+    ],
+  );
+});
+
+test("one function per declaration: a header's inline function described once per unit is one function with every unit's copies", () => {
+  const at = (f: IndexedFunction, file: string, line: number): IndexedFunction => ({ ...f, file, line });
+  const merged = mergeSameDeclaration([
+    // Inlined only, in three units (the kernel's fdget_pos), and a unit where all its copies were discarded.
+    at(fn('fdget_pos', undefined, [site('inlined', 0x100, 1)], 1), '/k/include/linux/file.h', 73),
+    at(fn('fdget_pos', undefined, [site('inlined', 0x200, 2), site('inlined', 0x210, 3)], 2), '/k/include/linux/file.h', 73),
+    at(fn('fdget_pos', undefined, [], 4), '/k/include/linux/file.h', 73),
+    at(fn('fdget_pos', undefined, [site('inlined', 0x300, 5)], 5), '/k/include/linux/file.h', 73),
+    // Out of line in one unit, inlined in another: one function.
+    at(fn('once', undefined, [site('inlined', 0x400, 6)], 6), '/k/include/once.h', 5),
+    at(fn('once', 0x500, [site('entry', 0x500, 7)], 7), '/k/include/once.h', 5),
+    // Out of line in two units: two functions, and the units that only inlined it one more.
+    at(fn('twice', 0x600, [site('entry', 0x600, 8)], 8), '/k/include/twice.h', 9),
+    at(fn('twice', 0x700, [site('entry', 0x700, 9)], 9), '/k/include/twice.h', 9),
+    at(fn('twice', undefined, [site('inlined', 0x800, 10)], 10), '/k/include/twice.h', 9),
+    at(fn('twice', undefined, [site('inlined', 0x900, 11)], 11), '/k/include/twice.h', 9),
+    // Same name, another declaration: another function.
+    at(fn('fdget_pos', undefined, [site('inlined', 0xa00, 12)], 12), '/k/fs/other.c', 3),
+  ]);
+  assert.deepEqual(
+    merged.map((f) => [f.name, f.address, f.sites.map((s) => Number(s.address)), f.inlinedInstances]),
+    [
+      ['fdget_pos', undefined, [0x100, 0x200, 0x210, 0x300], 4],
+      ['once', 0x500n, [0x500, 0x400], 1],
+      ['twice', 0x600n, [0x600], 0],
+      ['twice', 0x700n, [0x700], 0],
+      ['twice', undefined, [0x800, 0x900], 2],
+      ['fdget_pos', undefined, [0xa00], 1],
     ],
   );
 });

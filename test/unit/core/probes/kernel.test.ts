@@ -63,3 +63,52 @@ test('define on a kernel image: kprobes at SYMBOL+OFFSET with DWARF-typed argume
     await assert.rejects(compileProbes([spec], index, {}), (e: Error) => e instanceof CompileError && why.test(e.message), spec);
   }
 });
+
+test('a kernel function is all of its code: its DWARF entry, its clone and every inlined copy, each at HOLDER+OFFSET', async (t) => {
+  const bin = miniKernel(t);
+  if (!bin) return;
+  assert.match(run('readelf', ['-SW', bin]), /\.rela\.debug_info/, 'linked with --emit-relocs, as the kernel is');
+  const { index } = await loadIndex(bin, { noCache: true });
+  // The entry comes from the function's own DWARF, exact above 2^53.
+  const one = index.findFunctions('ksys_one');
+  assert.equal(one.length, 1);
+  assert.deepEqual(
+    one[0].sites.map((s) => [s.kind, s.address]),
+    [['entry', addressOf(bin, 'ksys_one')]],
+  );
+  // The header's static inline function has a DIE in each unit: one function, with the copies of both units.
+  const getFd = index.findFunctions('get_fd');
+  assert.equal(getFd.length, 1, 'get_fd is listed once, not once per unit that includes its header');
+  const holders = getFd[0].sites.map((s) => {
+    assert.equal(s.kind, 'inlined');
+    return s.caller;
+  });
+  assert.deepEqual(holders.sort(), ['instr_free', 'ksys_one', 'ksys_two', 'untraced']);
+  const copies = await compileProbes(['get_fd'], index, {});
+  // The copies in .noinstr.text and in a notrace function are left out, and said; the others are armed inside their holders.
+  assert.deepEqual(copies.map((p) => p.definition.target.type === 'kprobe' && p.definition.target.symbol).sort(), ['ksys_one', 'ksys_two']);
+  for (const p of copies) {
+    const target = p.definition.target;
+    assert.ok(target.type === 'kprobe' && target.offset > 0n, `an inlined copy is inside its holder: ${formatDefinition(p.definition)}`);
+    assert.equal(p.lowerBound, true);
+    const warned = p.warnings.join('\n');
+    assert.match(warned, /get_fd: not armed at 2 of its sites/);
+    assert.match(warned, /instr_free\+\d+ is in \.noinstr\.text/);
+    // The kernel refuses kprobe events anywhere in a notrace function, an inlined copy's offset too.
+    assert.match(warned, /untraced\+\d+ is inside untraced, which does not call __fentry__ at its start/);
+  }
+  const k = kernelImage(await openBinary(bin))!;
+  for (const p of copies) {
+    const target = p.definition.target;
+    if (target.type === 'kprobe') assert.equal(kernelRefusal(k, addressOf(bin, target.symbol) + target.offset, false), undefined);
+  }
+  // GCC's clone of a static function is its site, at the clone's own symbol.
+  const scale = index.findFunctions('scale');
+  assert.equal(scale.length, 1);
+  assert.deepEqual(
+    scale[0].sites.map((s) => [s.kind, s.address]),
+    [['clone', addressOf(bin, 'scale.constprop.0')]],
+  );
+  const [clone] = await compileProbes(['scale a'], index, {});
+  assert.deepEqual(clone.definition.target, { type: 'kprobe', symbol: 'scale.constprop.0', offset: 0n });
+});

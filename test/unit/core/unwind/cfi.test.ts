@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { openBinary } from '../../../../src/core/binary/binaryImage';
 import { callFrameInfo } from '../../../../src/core/unwind';
 import { registerName } from '../../../../src/core/dwarf';
+import { addressNumber } from '../../../../src/core/binary/addressFold';
+import { miniKernel } from '../../../helpers/miniKernel';
 
 const SRC = `
 #include <stdio.h>
@@ -54,3 +56,18 @@ for (const [arch, cc, opt] of [
     }
   });
 }
+
+test("a kernel's .debug_frame (addresses above 2^53): the CFA at every row equals readelf's, at the exact address", async (t) => {
+  const bin = miniKernel(t);
+  if (!bin) return;
+  const cfi = callFrameInfo(await openBinary(bin));
+  assert.ok(cfi, 'has CFI');
+  const out = execFileSync('readelf', ['--debug-dump=frames-interp', bin], { encoding: 'utf8' });
+  const rows = [...out.matchAll(/^(ffffffff[0-9a-f]{8}) (r[a-z0-9]+[+-][0-9]+)\s/gm)].map((m) => ({ loc: BigInt(`0x${m[1]}`), cfa: m[2] }));
+  assert.ok(rows.length >= 4, `readelf gave ${rows.length} rows`);
+  for (const r of rows) {
+    const got = cfi.cfaAt(addressNumber(r.loc));
+    assert.ok(got, `no CFA at 0x${r.loc.toString(16)}`);
+    assert.equal(`${registerName('x86_64', got.reg)}${got.offset >= 0 ? '+' : ''}${got.offset}`, r.cfa, `at 0x${r.loc.toString(16)}`);
+  }
+});
