@@ -20,6 +20,8 @@ export interface Snapshot {
   /** Every function address (ELF addresses) the runtime has seen called. */
   addresses: Set<bigint>;
   overflow: number;
+  /** The main thread was interrupted in the program's own code (a call may straddle the snapshot). */
+  busy: boolean;
 }
 
 async function freePort(): Promise<number> {
@@ -107,7 +109,7 @@ export class CountingRedis {
 
   /** Asks the program for its counts and waits until it has written them. */
   async snapshot(): Promise<Snapshot> {
-    return takeSnapshot(this.proc, this.countsPath, ++this.snapshots, this.names);
+    return quietSnapshot(() => takeSnapshot(this.proc, this.countsPath, ++this.snapshots, this.names));
   }
 
   stop(): void {
@@ -139,7 +141,7 @@ export async function takeSnapshot(proc: ChildProcess, countsPath: string, n: nu
       counts.set(name, (counts.get(name) ?? 0) + Number(c));
     }
   }
-  if (head.length !== 5) throw new Error(`counts snapshot ${file} has no trailer line`);
+  if (head.length !== 6) throw new Error(`counts snapshot ${file} has no trailer line`);
   return {
     n,
     startUs: Math.floor(Number(head[2]) / 1000),
@@ -147,7 +149,24 @@ export async function takeSnapshot(proc: ChildProcess, countsPath: string, n: nu
     counts,
     addresses,
     overflow: Number(head[4]),
+    busy: head[5] === '1',
   };
+}
+
+/**
+ * A snapshot that splits no call: one taken while the main thread was in its own code may have caught a call
+ * between its uprobe (whose trap is where the kernel delivers the signal) and the body's counting hook, which would
+ * put that call's hit before the snapshot and its count after it. So a busy snapshot is followed by another, until
+ * one finds the main thread outside the program (waiting in a system call), as an idle program is nearly always;
+ * counts only grow, so a later snapshot is as good a boundary. Bounded: after 100 tries the last one is returned.
+ */
+export async function quietSnapshot(take: () => Promise<Snapshot>): Promise<Snapshot> {
+  let s = await take();
+  for (let i = 0; s.busy && i < 100; i++) {
+    await sleep(10);
+    s = await take();
+  }
+  return s;
 }
 
 /** The first symbol's name at each function address. */

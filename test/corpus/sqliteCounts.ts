@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type { ElfFacts } from '../helpers/parity';
-import { namesByAddress, takeSnapshot, type Snapshot } from './redisCounts';
+import { namesByAddress, quietSnapshot, takeSnapshot, type Snapshot } from './redisCounts';
 
 export class CountingSqlite {
   private snapshots = 0;
@@ -58,7 +58,7 @@ export class CountingSqlite {
 
   /** Asks the program for its counts and waits until it has written them. */
   snapshot(): Promise<Snapshot> {
-    return takeSnapshot(this.proc, this.countsPath, ++this.snapshots, this.names);
+    return quietSnapshot(() => takeSnapshot(this.proc, this.countsPath, ++this.snapshots, this.names));
   }
 
   stop(): void {

@@ -54,7 +54,7 @@ export const CORPUS_RECIPES: Record<CorpusName, CorpusRecipe> = {
   },
   'redis-instrumented': {
     aptSource: 'redis',
-    revision: 2,
+    revision: 3,
     aptBuildDeps: ['make', 'pkg-config'],
     why: "redis with -finstrument-functions and a counting runtime: the program's own per-function call counts",
     async build(dir, run) {
@@ -120,7 +120,7 @@ export const CORPUS_RECIPES: Record<CorpusName, CorpusRecipe> = {
   },
   'sqlite-instrumented': {
     aptSource: 'sqlite3',
-    revision: 1,
+    revision: 2,
     aptBuildDeps: ['make', 'tcl', 'libreadline-dev', 'zlib1g-dev'],
     why: "SQLite with -finstrument-functions -fipa-cp-clone and the counting runtime: the shell's own per-function call counts",
     async build(dir, run) {

@@ -11,8 +11,14 @@
  * (the handler forwards a signal that landed on another thread), so no main-thread function runs while it is
  * written. Lines:
  *   OFFSET COUNT        (hex offset of the function from the start of the executable's mapping, decimal count)
- *   snapshot N mono_start_ns mono_end_ns overflow      (last line: CLOCK_MONOTONIC, the clock the tracing
+ *   snapshot N mono_start_ns mono_end_ns overflow busy (last line: CLOCK_MONOTONIC, the clock the tracing
  *                                                       session's tracefs instance uses, at start and end)
+ *
+ * busy is 1 when the main thread was interrupted in the program's own code, 0 when it was elsewhere (a system
+ * call in libc, the vDSO). A busy snapshot may split a call: a uprobe at a function's first instruction traps
+ * into the kernel, which delivers a pending signal on the way back, before the body calls the counting hook, so
+ * the probe's hit lands before the snapshot and the call's count after it. A reader that needs an exact boundary
+ * takes another snapshot when this one is busy.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,6 +31,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <fcntl.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define NOINST __attribute__((no_instrument_function))
@@ -38,6 +45,8 @@ static char out_path[4096];
 /* The linker's symbol for the first byte of the executable's first segment: subtracting it turns a run-time
  * address of a PIE into the address the ELF file (and its symbol table) gives. */
 extern char __executable_start;
+/* The linker's symbol for the end of the executable's code (the default linker script provides it). */
+extern char etext;
 
 NOINST void __cyg_profile_func_enter(void *fn, void *site) {
   (void)site;
@@ -90,7 +99,22 @@ NOINST static void write_all(int fd, const char *p, size_t n) {
   }
 }
 
-NOINST static void on_signal(int sig) {
+/* Whether the interrupted context was running the executable's own code (1), or elsewhere (0). */
+NOINST static int interrupted_in_program(const void *context) {
+  const ucontext_t *uc = context;
+#if defined(__x86_64__)
+  uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+  uintptr_t pc = (uintptr_t)uc->uc_mcontext.pc;
+#else
+  (void)uc;
+  return 1; /* unknown: say busy, the cautious answer */
+#endif
+  return pc >= (uintptr_t)&__executable_start && pc < (uintptr_t)&etext;
+}
+
+NOINST static void on_signal(int sig, siginfo_t *info, void *context) {
+  (void)info;
   int saved_errno = errno;
   pid_t pid = getpid();
   if ((pid_t)syscall(SYS_gettid) != pid) {
@@ -138,6 +162,8 @@ NOINST static void on_signal(int sig) {
   hl += put_u64(head + hl, end, 10);
   head[hl++] = ' ';
   hl += put_u64(head + hl, atomic_load_explicit(&overflow, memory_order_relaxed), 10);
+  head[hl++] = ' ';
+  head[hl++] = interrupted_in_program(context) ? '1' : '0';
   head[hl++] = '\n';
   write_all(fd, buf, used);
   write_all(fd, head, hl);
@@ -152,8 +178,8 @@ __attribute__((constructor)) NOINST static void install(void) {
   strcpy(out_path, p);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sa.sa_flags = SA_RESTART;
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_RESTART | SA_SIGINFO;
   sigfillset(&sa.sa_mask);
   sigaction(SIGUSR2, &sa, 0);
 }
