@@ -14,7 +14,8 @@
 //   dominator), at the edges back to the first of them (loops.ts), for set-up and for the caller's code between a
 //   copy's code (below) alike, except copy code that can run again with no candidate between (a loop around the
 //   call that its entry pc is outside of), which stays set-up as back edges alone say; that answer is taken only
-//   when it proves the holder arming exactly the places the first one armed;
+//   when it proves the holder arming exactly the places the first one armed; where the first reading proves a holder
+//   with such a loop, the second must agree, and a copy the two place differently may miss calls;
 // - other copy code (a body) reached while no call is open begins a call there: a new entry (a duplicated path);
 //   reached while a call of another copy is open, it is code GCC merged between copies and continues that call;
 // - outside code reached from a copy's body that leads back into the same copy's body within one iteration is the
@@ -129,16 +130,38 @@ export function findInlinedEntries(q: InlinedEntryQuery): InlinedEntries {
   if (q.arch !== 'x86_64')
     return { ok: false, category: 'arch', reason: 'entries of inlined copies are proved by decoding x86-64 code only' };
   const first = attempt(q, false);
-  if (!first.ok || first.notArmed.length === 0) return first;
-  // Where a loop GCC enters at two places leaves a copy's count a lower bound (its back edges are missing), ask
-  // again with iterations ending at such a loop's edges back to its head (loops.ts), and take that answer only when
-  // it proves the holder arming exactly the places the first answer armed.
+  if (!first.ok || !first.irreducible) return first;
+  // The holder has a loop GCC enters at more than one place (irreducible: no back edge to a dominator closes it),
+  // so a path can go round it with no back edge between. Read again with iterations also ending at such a loop's
+  // edges back to its head (loops.ts).
   const second = attempt(q, true);
-  const places = (r: typeof first) => (r.ok ? [...new Set(r.entries.map((e) => e.address))].sort().join() : '');
-  return second.ok && second.notArmed.length === 0 && places(second) === places(first) ? second : first;
+  const places = (r: Attempt, copy?: number) =>
+    r.ok ? [...new Set(r.entries.filter((e) => copy === undefined || e.copy === copy).map((e) => e.address))].sort().join() : '';
+  if (first.notArmed.length > 0)
+    // Where the first reading leaves a copy's count a lower bound (the back edges it misses), the second answer is
+    // taken when it proves the holder arming exactly the places the first one armed.
+    return second.ok && second.notArmed.length === 0 && places(second) === places(first) ? second : first;
+  // The first reading proved the holder; the proof holds only if the second agrees. Copy code that reaches its
+  // copy's entry only round such a loop (in the next iteration) was taken for set-up of that call, and may be a
+  // call of its own (redis's sdssplitargs: two hex_digit_to_int copies of one expression, both computed on each
+  // path of a test, each DIE's entry pc on one path). Copies the readings place differently are counted from
+  // below, at the places the first reading armed.
+  if (second.ok && second.notArmed.length === 0 && places(second) === places(first)) return first;
+  const why = second.ok
+    ? 'its calls begin elsewhere when a loop GCC enters at two places (irreducible control flow) is read from its other entry'
+    : `read from the other entry of a loop GCC enters at two places (irreducible control flow): ${second.reason}`;
+  const notArmed: NotArmed[] = [];
+  q.copies.forEach((c, k) => {
+    if (second.ok && places(first, k) === places(second, k) && !second.notArmed.some((n) => n.copy === k)) return;
+    notArmed.push({ copy: k, address: c.entry, reason: why, armed: true });
+  });
+  return { ...first, notArmed };
 }
 
-function attempt(q: InlinedEntryQuery, irreducible: boolean): InlinedEntries {
+type Attempt = ReturnType<typeof attempt>;
+
+/** One reading of the holder; `irreducible` says whether it has a loop whose closing edges are not all back edges. */
+function attempt(q: InlinedEntryQuery, irreducible: boolean): InlinedEntries & { irreducible?: boolean } {
   try {
     return { ok: true, ...place(q, irreducible) };
   } catch (e) {
@@ -150,7 +173,10 @@ function attempt(q: InlinedEntryQuery, irreducible: boolean): InlinedEntries {
   }
 }
 
-function place(q: InlinedEntryQuery, irreducible: boolean): { entries: InlinedEntry[]; merged: MergedCopy[]; notArmed: NotArmed[] } {
+function place(
+  q: InlinedEntryQuery,
+  irreducible: boolean,
+): { entries: InlinedEntry[]; merged: MergedCopy[]; notArmed: NotArmed[]; irreducible: boolean } {
   const g = build(q);
   const { insns, succ, pred } = g;
   const N = insns.length;
@@ -224,7 +250,13 @@ function place(q: InlinedEntryQuery, irreducible: boolean): { entries: InlinedEn
   }
 
   const backEdge = loopBackEdges(g, hostEntry);
-  const closing = irreducible ? loopClosingEdges(g, hostEntry) : backEdge;
+  const closingAll = loopClosingEdges(g, hostEntry);
+  const closing = irreducible ? closingAll : backEdge;
+  // Whether some loop is closed by an edge that is no back edge (or the other way round): only then can the two
+  // readings differ.
+  let hasIrreducible = false;
+  for (let n = 0; n < N && !hasIrreducible; n++)
+    for (const t of succ[n]) if (t !== SINK && closingAll(n, t) !== backEdge(n, t)) hasIrreducible = true;
   const rep = (k: number): number => {
     for (let m = merged.find((x) => x.copy === k); m; m = merged.find((x) => x.copy === k)) k = m.into;
     return k;
@@ -422,7 +454,7 @@ function place(q: InlinedEntryQuery, irreducible: boolean): { entries: InlinedEn
         });
       }
       entries.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
-      return { entries, merged, notArmed };
+      return { entries, merged, notArmed, irreducible: hasIrreducible };
     }
     for (const n of fresh) probe.set(n, { copy: copyOf[n], how: 'path' });
   }

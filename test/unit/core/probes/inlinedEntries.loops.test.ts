@@ -113,3 +113,44 @@ test('copy code in a loop around the call that its entry pc is outside of stays 
   assert.deepEqual(addrs(r), [10, 21]);
   assert.ok(r.ok && r.notArmed.length === 1 && r.notArmed[0].armed, `${r.ok ? r.notArmed.map((n) => n.reason) : r.reason}`);
 });
+
+test('a proof that holds only while a loop entered at two places is read from one of them is no proof', () => {
+  // redis's sdssplitargs, hex_digit_to_int(p[2])*16 + hex_digit_to_int(p[3]): GCC computes both calls on each path
+  // of a test, under two DIEs whose entry pcs lie one on each path. On the second path copy X's code (15) runs with
+  // no call open, then copy Y's entry pc (18). The loop around it is entered at 4 and at 6, so no back edge ends an
+  // iteration: read by back edges alone, X's code at 15 reaches X's entry pc (10) round the loop and passes Y's entry
+  // on every way out, so it was taken for set-up of X's next call and the holder "proved" with X's calls on that
+  // path silently uncounted. Read with iterations ending at the loop's edge back to 4, it is a call of X of its own.
+  // The two readings differ: X is named as a copy that may miss calls (its count a lower bound); Y is proved.
+  const code = bytes(
+    ...[0x85, 0xff], //       0  test %edi,%edi   caller
+    ...[0x74, 0x02], //       2  je 6             caller: into the loop past its head
+    0x90, //                  4  nop              caller: the loop's head
+    0x90, //                  5  nop
+    ...[0x85, 0xf6], //       6  test %esi,%esi   caller: which path
+    ...[0x74, 0x05], //       8  je 15
+    ...[0x83, 0xc0, 0x01], // 10 add $1,%eax      X's entry pc
+    ...[0xeb, 0x06], //       13 jmp 21           caller
+    ...[0x83, 0xc2, 0x01], // 15 add $1,%edx      X's code on the other path
+    ...[0x83, 0xc1, 0x01], // 18 add $1,%ecx      Y's entry pc
+    ...[0x85, 0xd2], //       21 test %edx,%edx   caller: round again?
+    ...[0x75, 0xeb], //       23 jne 4
+    0xc3, //                  25 ret
+  );
+  const q: InlinedEntryQuery = {
+    ...query(code, 10, [
+      [10, 13],
+      [15, 18],
+    ]),
+  };
+  q.copies.push({ entry: B + 18n, ranges: [[B + 18n, B + 21n]] });
+  const r = findInlinedEntries(q);
+  assert.ok(r.ok, r.ok ? '' : r.reason);
+  assert.deepEqual(addrs(r), [10, 18]);
+  assert.deepEqual(
+    r.notArmed.map((n) => [n.copy, n.armed]),
+    [[0, true]],
+    `copies that may miss calls: ${r.notArmed.map((n) => n.reason).join('; ')}`,
+  );
+  assert.match(r.notArmed[0].reason, /loop GCC enters at two places/);
+});
