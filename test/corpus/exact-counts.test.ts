@@ -1,5 +1,6 @@
 // Exact counts on a real program: redis built with -finstrument-functions counts every call of every function
 // itself (inlined copies included), and a probe on a function must see exactly those calls, from all its sites.
+// The same functions armed where `perf probe` places them must count fewer of them exactly.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -10,7 +11,7 @@ import { TraceSession } from '../../src/core/session/traceSession';
 import { LocalTarget } from '../../src/core/target/local';
 import type { Hit } from '../../src/core/tracefs/hitParser';
 import { corpusProjectOrSkip } from '../helpers/corpus';
-import { elfFacts, probelensFunctions, SITES_MISSING, type SiteKind } from '../helpers/parity';
+import { elfFacts, perfArm, perfDisarm, perfStat, probelensFunctions, SITES_MISSING, type SiteKind } from '../helpers/parity';
 import { requireTracefs } from '../helpers/tracefs';
 import { CountingRedis, delta } from './redisCounts';
 
@@ -48,6 +49,7 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
   }
 
   const redis = await CountingRedis.start({ server, cli: p.binaries['redis-cli'], benchmark: p.binaries['redis-benchmark'], dir, facts });
+  const perfGroup = `probelens_perf_${process.pid}`;
   let session: TraceSession | undefined;
   try {
     // 1. The program alone: what it calls while idle (timers: serverCron at hz 10, â€¦), then what the workload calls.
@@ -156,8 +158,41 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
     );
     for (const k of ['entry', 'inlined', 'clone'])
       assert.ok(kindsRan.has(k), `a ${k} site ran (kinds that ran: ${[...kindsRan].sort().join(', ')})`);
+
+    // 3. The same functions armed where perf probe places them (its real uprobes, counted by perf stat), the same
+    // workload once more: how many of them perf probe counts exactly. perf stat counts from before the first
+    // snapshot to after the second, and the idle program calls none of these functions.
+    const perf = await perfArm(server, perfGroup, chosen);
+    const stat = await perfStat(perfGroup, redis.proc.pid!);
+    const c = await redis.snapshot();
+    await redis.workload(REQUESTS);
+    const d = await redis.snapshot();
+    const perfCounts = await stat.stop();
+    await perfDisarm(perfGroup);
+    const expected3 = delta(c, d);
+    const perfExact: string[] = [];
+    const perfOff: string[] = [];
+    let perfOver = 0;
+    for (const n of chosen) {
+      const ev = perf.events.get(n);
+      if (!ev) continue;
+      const g = perfCounts.get(ev) ?? 0;
+      const e = expected3.get(n) ?? 0;
+      if (g === e) perfExact.push(n);
+      else perfOff.push(`${n}: perf counted ${g}, the program ${e}`);
+      if (g > e) perfOver++;
+    }
+    const failed = [...perf.failed].map(([n, why]) => `${n}: ${why}`);
+    t.diagnostic(
+      `perf probe: ${perfExact.length} of ${chosen.length} functions counted exactly; ${perfOff.length} counted otherwise ` +
+        `(${perfOver} over):\n  ${perfOff.slice(0, 40).join('\n  ')}\n` +
+        `${failed.length} not armed by perf probe:\n  ${failed.slice(0, 20).join('\n  ')}`,
+    );
+    t.diagnostic(`counted exactly: ProbeLens ${exact} (none a lower bound), perf probe ${perfExact.length}, of ${chosen.length}`);
+    assert.ok(exact > perfExact.length, `ProbeLens counts more functions exactly (${exact}) than perf probe (${perfExact.length})`);
   } finally {
     if (session) await session.stop().catch(() => undefined);
+    await perfDisarm(perfGroup);
     redis.stop();
     rmSync(dir, { recursive: true, force: true });
   }

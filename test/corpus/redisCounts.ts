@@ -86,7 +86,7 @@ export class CountingRedis {
     return (await execFileP(this.cli, ['-h', '127.0.0.1', '-p', String(this.port), ...args])).stdout;
   }
 
-  /** Runs redis-benchmark against the server (a fixed, deterministic request mix). */
+  /** Runs redis-benchmark against the server (a fixed, deterministic request mix) and waits for its connections to close. */
   async workload(requests: number): Promise<void> {
     await execFileP(
       this.benchmark,
@@ -105,6 +105,29 @@ export class CountingRedis {
       ],
       { maxBuffer: 16 << 20 },
     );
+    await this.connectionsClosed();
+  }
+
+  /**
+   * Waits until the server has closed every client connection (none on its port but the listener in /proc/net/tcp):
+   * a client that has exited leaves the server its connection to close, which calls the workload's functions too.
+   */
+  async connectionsClosed(): Promise<void> {
+    const port = this.port.toString(16).toUpperCase().padStart(4, '0');
+    const open = () =>
+      ['/proc/net/tcp', '/proc/net/tcp6'].some((f) =>
+        (existsSync(f) ? readFileSync(f, 'utf8') : '')
+          .split('\n')
+          .slice(1)
+          .map((l) => l.trim().split(/\s+/))
+          // local address, state: the server's own end of a connection (not the listener, 0A; not a client's
+          // TIME_WAIT, 06, which is on the client's port).
+          .some((c) => c.length > 3 && c[1].endsWith(`:${port}`) && c[3] !== '0A' && c[3] !== '06'),
+      );
+    for (let i = 0; open(); i++) {
+      if (i > 1000) throw new Error(`redis-server still has client connections open after 20 s`);
+      await sleep(20);
+    }
   }
 
   /** Asks the program for its counts and waits until it has written them. */
