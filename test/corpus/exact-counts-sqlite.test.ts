@@ -16,7 +16,7 @@ import type { Hit } from '../../src/core/tracefs/hitParser';
 import { corpusProjectOrSkip } from '../helpers/corpus';
 import { elfFacts, perfArm, perfDisarm, perfStat, probelensFunctions, SITES_MISSING, type SiteKind } from '../helpers/parity';
 import { requireTracefs } from '../helpers/tracefs';
-import { delta } from './redisCounts';
+import { delta, perfExactness } from './redisCounts';
 import { CountingSqlite } from './sqliteCounts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -184,25 +184,8 @@ test('instrumented SQLite under a SQL workload: received hits equal the programâ
     const d = await sqlite.snapshot();
     const perfCounts = await stat.stop();
     await perfDisarm(perfGroup);
-    const expected3 = delta(c, d);
-    const perfExact: string[] = [];
-    const perfOff: string[] = [];
-    let perfOver = 0;
-    for (const n of chosen) {
-      const ev = perf.events.get(n);
-      const e = expected3.get(n) ?? 0;
-      if (!ev) continue;
-      const g = perfCounts.get(ev) ?? 0;
-      if (g === e) perfExact.push(n);
-      else perfOff.push(`${n}: perf counted ${g}, the program ${e}`);
-      if (g > e) perfOver++;
-    }
-    const failed = [...perf.failed].map(([n, why]) => `${n}: ${why}`);
-    t.diagnostic(
-      `perf probe: ${perfExact.length} of ${chosen.length} functions counted exactly; ${perfOff.length} counted otherwise ` +
-        `(${perfOver} over):\n  ${perfOff.slice(0, 40).join('\n  ')}\n` +
-        `${failed.length} not armed by perf probe:\n  ${failed.slice(0, 20).join('\n  ')}`,
-    );
+    const { exact: perfExact, off: perfOff, report } = perfExactness(chosen, perf, perfCounts, delta(c, d));
+    t.diagnostic(report);
     // Like for like: a function is counted right when the hits equal the program's count (perf probe has no notion
     // of a lower bound, so it is wrong silently where it is wrong). ProbeLens's lower bounds are also reported
     // apart, as the misses they are when a count is only trusted once proved.

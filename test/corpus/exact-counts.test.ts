@@ -13,7 +13,7 @@ import type { Hit } from '../../src/core/tracefs/hitParser';
 import { corpusProjectOrSkip } from '../helpers/corpus';
 import { elfFacts, perfArm, perfDisarm, perfStat, probelensFunctions, SITES_MISSING, type SiteKind } from '../helpers/parity';
 import { requireTracefs } from '../helpers/tracefs';
-import { CountingRedis, delta } from './redisCounts';
+import { CountingRedis, delta, perfExactness } from './redisCounts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const REQUESTS = 200;
@@ -171,25 +171,8 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
     const d = await redis.snapshot();
     const perfCounts = await stat.stop();
     await perfDisarm(perfGroup);
-    const expected3 = delta(c, d);
-    const perfExact: string[] = [];
-    const perfOff: string[] = [];
-    let perfOver = 0;
-    for (const n of chosen) {
-      const ev = perf.events.get(n);
-      if (!ev) continue;
-      const g = perfCounts.get(ev) ?? 0;
-      const e = expected3.get(n) ?? 0;
-      if (g === e) perfExact.push(n);
-      else perfOff.push(`${n}: perf counted ${g}, the program ${e}`);
-      if (g > e) perfOver++;
-    }
-    const failed = [...perf.failed].map(([n, why]) => `${n}: ${why}`);
-    t.diagnostic(
-      `perf probe: ${perfExact.length} of ${chosen.length} functions counted exactly; ${perfOff.length} counted otherwise ` +
-        `(${perfOver} over):\n  ${perfOff.slice(0, 40).join('\n  ')}\n` +
-        `${failed.length} not armed by perf probe:\n  ${failed.slice(0, 20).join('\n  ')}`,
-    );
+    const { exact: perfExact, report } = perfExactness(chosen, perf, perfCounts, delta(c, d));
+    t.diagnostic(report);
     t.diagnostic(`counted exactly: ProbeLens ${exact} (none a lower bound), perf probe ${perfExact.length}, of ${chosen.length}`);
     assert.ok(exact > perfExact.length, `ProbeLens counts more functions exactly (${exact}) than perf probe (${perfExact.length})`);
   } finally {

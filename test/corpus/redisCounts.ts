@@ -24,7 +24,7 @@ export interface Snapshot {
   busy: boolean;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.on('error', reject);
@@ -207,4 +207,34 @@ export function delta(a: Snapshot, b: Snapshot): Map<string, number> {
     if (d !== 0) out.set(k, d);
   }
   return out;
+}
+
+/**
+ * How `perf probe`'s placement counted `chosen` against the program's own counts: the functions it counted exactly,
+ * those it counted otherwise, and a report of both and of those it could not place.
+ */
+export function perfExactness(
+  chosen: readonly string[],
+  perf: { events: Map<string, string>; failed: Map<string, string> },
+  perfCounts: Map<string, number>,
+  expected: Map<string, number>,
+): { exact: string[]; off: string[]; report: string } {
+  const exact: string[] = [];
+  const off: string[] = [];
+  let over = 0;
+  for (const n of chosen) {
+    const ev = perf.events.get(n);
+    if (!ev) continue;
+    const g = perfCounts.get(ev) ?? 0;
+    const e = expected.get(n) ?? 0;
+    if (g === e) exact.push(n);
+    else off.push(`${n}: perf counted ${g}, the program ${e}`);
+    if (g > e) over++;
+  }
+  const failed = [...perf.failed].map(([n, why]) => `${n}: ${why}`);
+  const report =
+    `perf probe: ${exact.length} of ${chosen.length} functions counted exactly; ${off.length} counted otherwise ` +
+    `(${over} over):\n  ${off.slice(0, 40).join('\n  ')}\n` +
+    `${failed.length} not armed by perf probe:\n  ${failed.slice(0, 20).join('\n  ')}`;
+  return { exact, off, report };
 }
