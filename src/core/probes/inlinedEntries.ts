@@ -48,7 +48,7 @@
 // and undecodable code make the holder's entries unproved. Each of these is said with its reason.
 import { deadSetUp } from './deadSetup';
 import { build, refusedByKernel, SINK, Unavailable, type Graph, type HostRange, type InlinedExitQuery } from './inlinedExits';
-import { loopBackEdges, loopClosingEdges } from './loops';
+import { hasIrreducibleLoop, loopBackEdges, loopClosingEdges } from './loops';
 
 export interface InlinedEntryQuery {
   arch: 'x86_64' | 'aarch64';
@@ -250,13 +250,9 @@ function place(
   }
 
   const backEdge = loopBackEdges(g, hostEntry);
-  const closingAll = loopClosingEdges(g, hostEntry);
-  const closing = irreducible ? closingAll : backEdge;
-  // Whether some loop is closed by an edge that is no back edge (or the other way round): only then can the two
-  // readings differ.
-  let hasIrreducible = false;
-  for (let n = 0; n < N && !hasIrreducible; n++)
-    for (const t of succ[n]) if (t !== SINK && closingAll(n, t) !== backEdge(n, t)) hasIrreducible = true;
+  const closing = irreducible ? loopClosingEdges(g, hostEntry) : backEdge;
+  // Only where a loop is entered at more than one place can the two readings differ.
+  const hasIrreducible = irreducible || hasIrreducibleLoop(g, hostEntry, backEdge);
   const rep = (k: number): number => {
     for (let m = merged.find((x) => x.copy === k); m; m = merged.find((x) => x.copy === k)) k = m.into;
     return k;

@@ -155,3 +155,33 @@ function components(nodes: readonly number[], succ: readonly number[][], edge: (
   }
   return out;
 }
+
+/**
+ * Whether the holder's code has a loop GCC enters at more than one place: a depth-first search from the entry meets
+ * an edge back to a node still on its path (a retreating edge) whose target does not dominate its source. In a
+ * reducible graph every retreating edge is a back edge, and loopClosingEdges gives back edges only.
+ */
+export function hasIrreducibleLoop(g: Graph, entry: number, backEdge: (p: number, n: number) => boolean): boolean {
+  const { succ } = g;
+  const state = new Uint8Array(succ.length); // 0 unseen, 1 on the path, 2 done
+  const frames: Array<[number, number]> = [[entry, 0]];
+  state[entry] = 1;
+  while (frames.length) {
+    const top = frames[frames.length - 1];
+    const [n, i] = top;
+    if (i < succ[n].length) {
+      top[1]++;
+      const t = succ[n][i];
+      if (t === SINK) continue;
+      if (state[t] === 1 && !backEdge(n, t)) return true;
+      if (state[t] === 0) {
+        state[t] = 1;
+        frames.push([t, 0]);
+      }
+      continue;
+    }
+    state[n] = 2;
+    frames.pop();
+  }
+  return false;
+}

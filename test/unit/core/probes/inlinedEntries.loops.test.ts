@@ -3,6 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { findInlinedEntries, type InlinedEntryQuery } from '../../../../src/core/probes/inlinedEntries';
+import type { Graph } from '../../../../src/core/probes/inlinedExits';
+import { hasIrreducibleLoop, loopBackEdges } from '../../../../src/core/probes/loops';
 
 const B = 0x401000n;
 const bytes = (...b: number[]) => new Uint8Array(b);
@@ -153,4 +155,19 @@ test('a proof that holds only while a loop entered at two places is read from on
     `copies that may miss calls: ${r.notArmed.map((n) => n.reason).join('; ')}`,
   );
   assert.match(r.notArmed[0].reason, /loop GCC enters at two places/);
+});
+
+test('hasIrreducibleLoop: a loop entered at two places is found, a loop entered at its head only is not', () => {
+  // Nodes by number; succ lists only (the loop tests read nothing else of the graph).
+  const graph = (succ: number[][]) => {
+    const pred: number[][] = succ.map(() => []);
+    succ.forEach((ts, n) => ts.forEach((t) => pred[t].push(n)));
+    return { succ, pred } as unknown as Graph;
+  };
+  // 0 → 1 → 2 → 1 (back edge: 1 dominates 2), 2 → 3.
+  const reducible = graph([[1], [2], [1, 3], []]);
+  assert.equal(hasIrreducibleLoop(reducible, 0, loopBackEdges(reducible, 0)), false);
+  // 0 → 1 and 0 → 2, 1 ⇄ 2: the loop is entered at 1 and at 2, and neither dominates the other.
+  const irreducible = graph([[1, 2], [2], [1, 3], []]);
+  assert.equal(hasIrreducibleLoop(irreducible, 0, loopBackEdges(irreducible, 0)), true);
 });
