@@ -11,24 +11,7 @@ export function loopBackEdges(g: Graph, entry: number): (p: number, n: number) =
   const N = succ.length;
   const order = new Int32Array(N).fill(-1); // reverse-postorder number
   const rpo: number[] = [];
-  const visited = new Uint8Array(N);
-  const stack: Array<[number, number]> = [[entry, 0]];
-  visited[entry] = 1;
-  while (stack.length) {
-    const top = stack[stack.length - 1];
-    const [n, i] = top;
-    if (i < succ[n].length) {
-      top[1]++;
-      const t = succ[n][i];
-      if (t !== SINK && !visited[t]) {
-        visited[t] = 1;
-        stack.push([t, 0]);
-      }
-    } else {
-      stack.pop();
-      rpo.push(n);
-    }
-  }
+  depthFirst(succ, entry, undefined, (n) => rpo.push(n));
   rpo.reverse();
   rpo.forEach((n, k) => (order[n] = k));
   const idom = new Int32Array(N).fill(-1);
@@ -162,8 +145,21 @@ function components(nodes: readonly number[], succ: readonly number[][], edge: (
  * reducible graph every retreating edge is a back edge, and loopClosingEdges gives back edges only.
  */
 export function hasIrreducibleLoop(g: Graph, entry: number, backEdge: (p: number, n: number) => boolean): boolean {
-  const { succ } = g;
-  const state = new Uint8Array(succ.length); // 0 unseen, 1 on the path, 2 done
+  return !depthFirst(g.succ, entry, (n, t, onPath) => !(onPath && !backEdge(n, t)));
+}
+
+/**
+ * An iterative depth-first search from `entry` over `succ` (the sink left out): `edge(n, t, onPath)` for every edge
+ * (`onPath`: t is on the search's current path, so n → t is a retreating edge), which may return false to stop the
+ * search; `done(n)` as each node is finished (in postorder). Returns false when `edge` stopped it.
+ */
+function depthFirst(
+  succ: readonly number[][],
+  entry: number,
+  edge?: (n: number, t: number, onPath: boolean) => boolean,
+  done?: (n: number) => void,
+): boolean {
+  const state = new Uint8Array(succ.length); // 0 unseen, 1 on the path, 2 finished
   const frames: Array<[number, number]> = [[entry, 0]];
   state[entry] = 1;
   while (frames.length) {
@@ -173,7 +169,7 @@ export function hasIrreducibleLoop(g: Graph, entry: number, backEdge: (p: number
       top[1]++;
       const t = succ[n][i];
       if (t === SINK) continue;
-      if (state[t] === 1 && !backEdge(n, t)) return true;
+      if (edge && !edge(n, t, state[t] === 1)) return false;
       if (state[t] === 0) {
         state[t] = 1;
         frames.push([t, 0]);
@@ -182,6 +178,7 @@ export function hasIrreducibleLoop(g: Graph, entry: number, backEdge: (p: number
     }
     state[n] = 2;
     frames.pop();
+    done?.(n);
   }
-  return false;
+  return true;
 }
