@@ -1,7 +1,7 @@
 // The on-disk index cache shared by the CLI and the extension (docs/contracts.md, caches):
 // $XDG_CACHE_HOME/probelens/index/ (default ~/.cache/probelens/index/). Entries are keyed by GNU build-id, or by
-// path + size + mtime for binaries without one, and written with v8.serialize: typed arrays and bigints
-// round-trip exactly and load far faster than JSON (the line tables dominate the size).
+// path + size + mtime for binaries without one; their bytes are container.ts's (raw typed-array columns a load reads
+// as it needs them).
 //
 // An index decides where probes are placed — by root, on the target — so whoever can write the cache can make a
 // session patch arbitrary code. The directories are therefore 0700 and the entries 0600 whatever the umask, and a
@@ -15,15 +15,16 @@ import {
   lstatSync,
   mkdirSync,
   openSync,
-  readFileSync,
   renameSync,
   statSync,
-  writeFileSync,
   unlinkSync,
+  writeSync,
 } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { deserialize, serialize } from 'node:v8';
+
+/** An entry's file name after its key (container.ts lays out its bytes). */
+const ENTRY = '.idx';
 
 export function indexCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   const base = env.XDG_CACHE_HOME && env.XDG_CACHE_HOME.startsWith('/') ? env.XDG_CACHE_HOME : join(homedir(), '.cache');
@@ -103,45 +104,41 @@ export function ensureCacheDir(dir: string): void {
 }
 
 /**
- * The cached value, or undefined when absent, unreadable or of another format (then it is rebuilt). Throws
- * UnsafeCacheError for a directory or entry someone else could have written.
+ * The entry's file, opened for reading (the caller closes `fd`), or undefined when there is none or it is not a
+ * regular file (then it is rebuilt and renamed over). Throws UnsafeCacheError for a directory or entry someone else
+ * could have written.
  */
-export function readCache<T>(key: string, isValid: (v: unknown) => v is T, dir = indexCacheDir()): T | undefined {
+export function openCacheEntry(key: string, dir = indexCacheDir()): { fd: number; file: string } | undefined {
   if (!checkCacheDir(dir)) return undefined;
-  const file = join(dir, `${key}.v8`);
-  let buf: Buffer;
+  const file = join(dir, `${key}${ENTRY}`);
   let fd: number;
   try {
-    // Never blocks (a FIFO opens at once) and never follows a link: a link or anything but a regular file is
-    // ignored, and the entry is rebuilt and renamed over it.
+    // Never blocks (a FIFO opens at once) and never follows a link.
     fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW);
   } catch {
     return undefined;
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isFile()) return undefined;
+    if (!st.isFile()) {
+      closeSync(fd);
+      return undefined;
+    }
     checkOwned(file, st, 'entry');
-    buf = readFileSync(fd);
   } catch (e) {
+    closeSync(fd);
     if (e instanceof UnsafeCacheError) throw e;
     return undefined;
-  } finally {
-    closeSync(fd);
   }
-  try {
-    const v: unknown = deserialize(buf);
-    return isValid(v) ? v : undefined;
-  } catch {
-    return undefined;
-  }
+  return { fd, file };
 }
 
 /**
- * Writes atomically (temp file + rename) so a concurrent reader never sees half an entry; the entry is 0600.
- * Best effort, except that an unsafe directory throws UnsafeCacheError.
+ * Writes the entry's bytes (`chunks`, one after another) atomically (temp file + rename) so a concurrent reader
+ * never sees half an entry, and one that has the old entry open keeps reading it whole; the entry is 0600. Best
+ * effort, except that an unsafe directory throws UnsafeCacheError.
  */
-export function writeCache(key: string, value: unknown, dir = indexCacheDir()): boolean {
+export function writeCacheEntry(key: string, chunks: readonly Uint8Array[], dir = indexCacheDir()): boolean {
   const tmp = join(dir, `.${key}.${process.pid}.${Date.now()}.tmp`);
   try {
     ensureCacheDir(dir);
@@ -149,13 +146,21 @@ export function writeCache(key: string, value: unknown, dir = indexCacheDir()): 
     if (e instanceof UnsafeCacheError) throw e;
     return false;
   }
+  let fd: number | undefined;
   try {
     // `wx`: never follow or reuse something already at the temp name; chmod because the umask applies to `mode`.
-    writeFileSync(tmp, serialize(value), { mode: 0o600, flag: 'wx' });
+    fd = openSync(tmp, 'wx', 0o600);
+    for (const c of chunks) {
+      let at = 0;
+      while (at < c.byteLength) at += writeSync(fd, c, at, c.byteLength - at);
+    }
+    closeSync(fd);
+    fd = undefined;
     chmodSync(tmp, 0o600);
-    renameSync(tmp, join(dir, `${key}.v8`));
+    renameSync(tmp, join(dir, `${key}${ENTRY}`));
     return true;
   } catch {
+    if (fd !== undefined) closeSync(fd);
     try {
       unlinkSync(tmp);
     } catch {

@@ -120,7 +120,8 @@ const tables = new WeakMap<IndexData, FunctionTable>();
  * queries by name and by file from the columns, building only the functions they return.
  */
 export function decodeIndex(e: EncodedIndex): IndexData {
-  const data = { ...e.meta } as IndexData;
+  // Descriptors, not values: a cache entry's line table is read when first asked for (container.ts).
+  const data = Object.defineProperties({}, Object.getOwnPropertyDescriptors(e.meta)) as IndexData;
   const table = new FunctionTable(e);
   Object.defineProperty(data, 'functions', { enumerable: true, configurable: true, get: () => table.functions() });
   tables.set(data, table);
@@ -252,29 +253,53 @@ function validStarts(bytes: Uint8Array, starts: unknown): starts is Uint32Array 
   return true;
 }
 
-function validColumns(e: EncodedIndex): boolean {
-  if (!(e.strings instanceof Uint8Array) || !validStarts(e.strings, e.stringStarts)) return false;
+// The checks by group, so a cache entry's groups can be checked as they are read (container.ts).
+
+/** The string table and its starts. */
+export function validStringsGroup(e: Pick<EncodedIndex, 'strings' | 'stringStarts'>): boolean {
+  return e.strings instanceof Uint8Array && validStarts(e.strings, e.stringStarts);
+}
+
+/** The function columns, given the string table and how many parameter and site rows there are. */
+export function validFnGroup(e: Pick<EncodedIndex, 'fn' | 'stringStarts'>, paramRows: number, siteRows: number): boolean {
   const strings = e.stringStarts.length - 1;
-  const n = columnsLength(e.fn, FN_COLUMNS);
-  const np = columnsLength(e.param, PARAM_COLUMNS);
-  const ns = columnsLength(e.site, SITE_COLUMNS);
-  if (n < 0 || np < 0 || ns < 0 || !(e.site.ranges instanceof Float64Array)) return false;
-  const { fn, param, site } = e;
+  const { fn } = e;
   return (
+    columnsLength(fn, FN_COLUMNS) >= 0 &&
+    paramRows >= 0 &&
+    siteRows >= 0 &&
     idsBelow(fn.name, strings, false) &&
     idsBelow(fn.linkage, strings, true) &&
     idsBelow(fn.file, strings, true) &&
     idsBelow(fn.reason, strings, true) &&
     idsBelow(fn.aliases, strings, true) &&
-    spansWithin(fn.paramStart, fn.paramCount, np) &&
-    spansWithin(fn.siteStart, fn.siteCount, ns) &&
+    spansWithin(fn.paramStart, fn.paramCount, paramRows) &&
+    spansWithin(fn.siteStart, fn.siteCount, siteRows) &&
     allExact(fn.fileOffset, { flags: fn.flags, bit: F_HAS_OFFSET }) &&
     allFinite(fn.size) &&
     allFinite(fn.unitOffset) &&
-    allFinite(fn.dieOffset) &&
+    allFinite(fn.dieOffset)
+  );
+}
+
+/** The parameter columns, given the string table. */
+export function validParamGroup(e: Pick<EncodedIndex, 'param' | 'stringStarts'>): boolean {
+  const strings = e.stringStarts.length - 1;
+  const { param } = e;
+  return (
+    columnsLength(param, PARAM_COLUMNS) >= 0 &&
     idsBelow(param.name, strings, false) &&
     idsBelow(param.type, strings, false) &&
-    idsBelow(param.location, strings, false) &&
+    idsBelow(param.location, strings, false)
+  );
+}
+
+/** The site columns, given the string table. */
+export function validSiteGroup(site: EncodedIndex['site'], e: Pick<EncodedIndex, 'stringStarts'>): boolean {
+  const strings = e.stringStarts.length - 1;
+  return (
+    columnsLength(site, SITE_COLUMNS) >= 0 &&
+    site.ranges instanceof Float64Array &&
     allBelow(site.kind, SITE_KINDS.length) &&
     allExact(site.fileOffset, undefined, -1) &&
     allFinite(site.dieOffset) &&
@@ -286,6 +311,18 @@ function validColumns(e: EncodedIndex): boolean {
   );
 }
 
+/** The line table's columns, given how many files the index names. */
+export function validLinesGroup(lines: IndexData['lines'], files: number): boolean {
+  return columnsLength(lines, LINE_COLUMNS) >= 0 && allBelow(lines.file, files);
+}
+
+function validColumns(e: EncodedIndex): boolean {
+  if (!validStringsGroup(e)) return false;
+  const np = columnsLength(e.param, PARAM_COLUMNS);
+  const ns = columnsLength(e.site, SITE_COLUMNS);
+  return validFnGroup(e, np, ns) && validParamGroup(e) && validSiteGroup(e.site, e);
+}
+
 const LINE_COLUMNS: Record<keyof IndexData['lines'], Column> = {
   address: Float64Array,
   line: Uint32Array,
@@ -293,15 +330,17 @@ const LINE_COLUMNS: Record<keyof IndexData['lines'], Column> = {
   flags: Uint8Array,
 };
 
-/** The header fields the index reads without checking: their types, and line rows whose files exist. */
-function validMeta(m: EncodedIndex['meta']): boolean {
+/**
+ * The header fields the index reads without checking: their types, and (`withLines`, else checked when read) line
+ * rows whose files exist.
+ */
+export function validMeta(m: EncodedIndex['meta'], withLines = true): boolean {
   if (typeof m !== 'object' || m === null) return false;
   if (typeof m.path !== 'string' || typeof m.size !== 'number' || typeof m.mtimeMs !== 'number') return false;
   if (m.buildId !== undefined && typeof m.buildId !== 'string') return false;
   if (m.arch !== 'x86_64' && m.arch !== 'aarch64') return false;
   if (!Array.isArray(m.files) || !m.files.every((f) => typeof f === 'string')) return false;
-  if (columnsLength(m.lines, LINE_COLUMNS) < 0) return false;
-  if (!allBelow(m.lines.file, m.files.length)) return false;
+  if (withLines && !validLinesGroup(m.lines, m.files.length)) return false;
   if (!Array.isArray(m.usdt)) return false;
   for (const u of m.usdt) {
     if (typeof u !== 'object' || u === null || typeof u.provider !== 'string' || typeof u.name !== 'string') return false;

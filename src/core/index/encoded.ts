@@ -54,6 +54,11 @@ export interface EncodedIndex {
     rangeCount: Uint32Array;
     ranges: Float64Array;
   };
+  /**
+   * A cache entry's sites for rows start … start + count - 1 (their `rangeStart` counted from the first row's
+   * ranges), read from the entry without reading every site; undefined once `site` has been read whole (use it).
+   */
+  siteSlice?(start: number, count: number): EncodedIndex['site'] | undefined;
 }
 
 export const NONE = 0xffffffff;

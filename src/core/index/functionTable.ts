@@ -66,6 +66,8 @@ export class FunctionTable {
   /** Every function, in index order (built on first call; those built before are reused). */
   functions(): IndexedFunction[] {
     if (this.all) return this.all;
+    // Every site is wanted: a cache entry's site columns are read whole once, not function by function.
+    void this.e.site;
     // Decoding the table whole is cheaper than string by string when every string is wanted.
     const split = this.decoder.decode(this.e.strings).split('\0');
     for (let i = 0; i < split.length; i++) this.strs[i] ??= split[i];
@@ -142,7 +144,7 @@ export class FunctionTable {
   }
 
   private build(i: number): IndexedFunction {
-    const { fn: f, param, site } = this.e;
+    const { fn: f, param } = this.e;
     const flags = f.flags[i];
     const start = f.paramStart[i];
     const params: IndexedParam[] = new Array(f.paramCount[i]);
@@ -155,8 +157,12 @@ export class FunctionTable {
       if (param.inferred[start + k]) params[k].inferred = true;
     }
     const sites: FunctionSite[] = new Array(f.siteCount[i]);
+    // A cache entry's sites are read for this function alone until something reads them all.
+    const slice = sites.length ? this.e.siteSlice?.(f.siteStart[i], sites.length) : undefined;
+    const site = slice ?? this.e.site;
+    const base = slice ? 0 : f.siteStart[i];
     for (let k = 0; k < sites.length; k++) {
-      const j = f.siteStart[i] + k;
+      const j = base + k;
       const fo = site.fileOffset[j];
       sites[k] = {
         kind: SITE_KINDS[site.kind[j]],

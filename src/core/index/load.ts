@@ -4,7 +4,8 @@
 import { resolve } from 'node:path';
 import { buildIndex, type BuildOptions } from './build';
 import { BinaryIndex } from './binaryIndex';
-import { cacheKey, readCache, writeCache } from './cache';
+import { cacheKey, openCacheEntry, writeCacheEntry } from './cache';
+import { encodeContainer, openContainer } from './container';
 import { readBinaryIdentity } from './identity';
 import { requireRegularFile } from '../binary/regularFile';
 import { runWorkerJob, WorkerJobError } from './worker/client';
@@ -17,7 +18,7 @@ import {
   type IndexLimits,
   type LimitNames,
 } from './worker/limits';
-import { CODEC_VERSION, decodeIndex, encodeIndex, isEncodedIndex, type EncodedIndex } from './codec';
+import { CODEC_VERSION, decodeIndex, encodeIndex, type EncodedIndex } from './codec';
 import { INDEX_FORMAT, type IndexData } from './model';
 
 export interface LoadOptions {
@@ -63,8 +64,9 @@ export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Pro
   requireRegularFile(path);
   const key = opts.noCache ? undefined : keyFor(path, opts.debugDirs);
   if (key) {
-    const cached = readCache(key, isCurrent(path), opts.cacheDir);
-    if (cached) return { index: new BinaryIndex(decodeIndex(cached)), fromCache: true };
+    const entry = openCacheEntry(key, opts.cacheDir);
+    const cached = entry && openContainer(entry.fd, entry.file);
+    if (cached && isCurrent(path, cached)) return { index: new BinaryIndex(decodeIndex(cached)), fromCache: true };
   }
   let data: IndexData;
   try {
@@ -76,7 +78,7 @@ export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Pro
   }
   // An index of one file's units is never cached: the next load must not take it for the whole.
   const encoded = key && data.onlyFile === undefined ? encodeIndex(data) : undefined;
-  if (key && encoded) writeCache(key, encoded, opts.cacheDir);
+  if (key && encoded) writeCacheEntry(key, encodeContainer(encoded), opts.cacheDir);
   return { index: new BinaryIndex(data), fromCache: false };
 }
 
@@ -86,13 +88,12 @@ function namingFile(e: unknown, path: string): unknown {
   return e;
 }
 
-function isCurrent(path: string) {
-  return (v: unknown): v is EncodedIndex => {
-    if (!isEncodedIndex(v) || v.meta.path !== path) return false;
-    const id = readBinaryIdentity(path);
-    // A binary rebuilt without a build-id keeps its path: size and mtime tell the builds apart.
-    return v.meta.buildId !== undefined ? v.meta.buildId === id.buildId : v.meta.size === id.size && v.meta.mtimeMs === id.mtimeMs;
-  };
+/** Whether a sound entry (openContainer checked it) is of this binary as it is now. */
+function isCurrent(path: string, v: EncodedIndex): boolean {
+  if (v.meta.path !== path) return false;
+  const id = readBinaryIdentity(path);
+  // A binary rebuilt without a build-id keeps its path: size and mtime tell the builds apart.
+  return v.meta.buildId !== undefined ? v.meta.buildId === id.buildId : v.meta.size === id.size && v.meta.mtimeMs === id.mtimeMs;
 }
 
 /** The limits a build of `path` runs under: the fixed ones given, else scaled to its DWARF. */

@@ -160,7 +160,7 @@ test('a cache entry that is a FIFO, a link to one, a socket, a directory or a li
     first.map((r) => [r.ok, r.fromCache]),
     [[true, false]],
   );
-  const [entry] = readdirSync(cacheDir).filter((f) => f.endsWith('.v8'));
+  const [entry] = readdirSync(cacheDir).filter((f) => f.endsWith('.idx'));
   assert.ok(entry, 'an entry was written');
   const path = join(cacheDir, entry);
   const put: Record<string, () => void> = {
