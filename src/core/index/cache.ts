@@ -158,6 +158,12 @@ export function writeCacheEntry(key: string, chunks: readonly Uint8Array[], dir 
     fd = undefined;
     chmodSync(tmp, 0o600);
     renameSync(tmp, join(dir, `${key}${ENTRY}`));
+    // The same index as an earlier release wrote it (one v8-serialised file): never read again, so not kept.
+    try {
+      unlinkSync(join(dir, `${key}.v8`));
+    } catch {
+      /* none */
+    }
     return true;
   } catch {
     if (fd !== undefined) closeSync(fd);

@@ -12,6 +12,7 @@ import {
   readFileSync,
   statSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,11 +46,14 @@ test('keys: build-id wins over file identity; salt separates formats', () => {
   assert.notEqual(f, cacheKey({ path: '/a', size: 1, mtimeMs: 2, salt: 'v1' }));
 });
 
-test('an entry is written atomically from its pieces and read back whole; a missing entry reads as absent', () => {
+test('an entry is written atomically from its pieces and read back whole; a missing entry reads as absent; an earlier release’s entry of the key is removed', () => {
   const dir = mkdtempSync(join(tmpdir(), 'probelens-cache-'));
   const value = { version: 1, rows: [1, 2, 3] };
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeFileSync(join(dir, 'k1.v8'), 'an earlier release wrote this');
   assert.equal(writeCache('k1', value, dir), true);
   assert.deepEqual(readCache('k1', dir), value);
+  assert.ok(!existsSync(join(dir, 'k1.v8')), 'the v8-serialised entry of the same key is gone');
   assert.equal(writeCache('k1', { version: 2 }, dir), true, 'written over');
   assert.deepEqual(readCache('k1', dir), { version: 2 });
   assert.equal(readCache('missing', dir), undefined);
