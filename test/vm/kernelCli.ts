@@ -2,12 +2,14 @@
 // a test file starts (the vmlinux is indexed once), the CLI armed on the VM, and its JSON hits.
 import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadIndex } from '../../src/core/index/load';
-import { isolatedEnv, startCli, sleep, type CliRun } from '../integration/engine-harness';
-import { vmCliFlags, vmShell, waitVmClean, type VmConnection } from '../helpers/vm';
+import { isolatedEnv, scratch, startCli, sleep, type CliRun } from '../integration/engine-harness';
+import { missing } from '../helpers/require';
+import { vmCliFlags, vmShell, vmSshArgs, waitVmClean, type VmConnection } from '../helpers/vm';
 
 // The CLI loads the vmlinux's index from the cache warmIndex filled, reads the image and connects: bounded, generous.
 const ARM_MS = 300_000;
@@ -56,3 +58,22 @@ export const hits = (cli: CliRun): JsonHit[] =>
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as JsonHit);
+
+/**
+ * Builds the C program `source` static here and copies it to `remote` in the VM (then runs the fixed shell text
+ * `then` there, if any). False after marking the test skipped (under CI=true: failed) when no static libc is here.
+ */
+export async function installStatic(t: TestContext, vm: VmConnection, remote: string, source: string, then = 'true'): Promise<boolean> {
+  const dir = scratch(t, 'pl-vm-program-');
+  writeFileSync(join(dir, 'program.c'), source);
+  const cc = spawnSync('gcc', ['-O2', '-static', '-o', join(dir, 'program'), join(dir, 'program.c')], { encoding: 'utf8' });
+  if (cc.error || cc.status !== 0) {
+    missing(t, `gcc with a static libc (builds the program run in the VM): ${cc.error?.message ?? cc.stderr}`);
+    return false;
+  }
+  const copy = spawnSync('ssh', [...vmSshArgs(vm), '--', `cat > ${remote} && chmod +x ${remote} && ${then}`], {
+    input: readFileSync(join(dir, 'program')),
+  });
+  assert.equal(copy.status, 0, String(copy.stderr));
+  return true;
+}

@@ -5,13 +5,12 @@
 // refused before anything is written.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, copyFileSync, openSync, readFileSync, readSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, copyFileSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { readBinaryIdentity } from '../../src/core/index/identity';
 import { scratch, startCli, sleep } from '../integration/engine-harness';
-import { armOnVm, hits, kernelEnv, warmIndex, type JsonHit } from './kernelCli';
-import { missing } from '../helpers/require';
+import { armOnVm, hits, installStatic, kernelEnv, warmIndex, type JsonHit } from './kernelCli';
 import {
   requireVm,
   requireVmlinux,
@@ -41,12 +40,13 @@ test("the dbg package's vmlinux is the VM kernel's build: same GNU build-id as i
 
 /**
  * A program in the VM that prints its pid, waits for a line on stdin, then opens `path` OPENS times with open(2),
- * printing each fd it got. Built static here and copied over SSH.
+ * printing each fd it got.
  */
-async function installOpener(t: TestContext, vm: VmConnection): Promise<boolean> {
-  const dir = scratch(t, 'pl-opener-');
-  writeFileSync(
-    join(dir, 'opener.c'),
+const installOpener = (t: TestContext, vm: VmConnection): Promise<boolean> =>
+  installStatic(
+    t,
+    vm,
+    OPENER,
     `#include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -63,18 +63,8 @@ int main(int argc, char **argv) {
   return 0;
 }
 `,
+    `echo hello > ${KNOWN}`,
   );
-  const cc = spawnSync('gcc', ['-O2', '-static', '-o', join(dir, 'opener'), join(dir, 'opener.c')], { encoding: 'utf8' });
-  if (cc.error || cc.status !== 0) {
-    missing(t, `gcc with a static libc (builds the program run in the VM): ${cc.error?.message ?? cc.stderr}`);
-    return false;
-  }
-  const copy = spawnSync('ssh', [...vmSshArgs(vm), '--', `cat > ${OPENER} && chmod +x ${OPENER} && echo hello > ${KNOWN}`], {
-    input: readFileSync(join(dir, 'opener')),
-  });
-  assert.equal(copy.status, 0, String(copy.stderr));
-  return true;
-}
 
 /** Starts the opener in the VM; `go()` lets it open; `done` resolves with the fds it printed. */
 function startOpener(vm: VmConnection): { pid: Promise<number>; go(): void; done: Promise<number[]> } {

@@ -1,28 +1,53 @@
-// The agent's reading of the kernel's hit counts (see src/core/tracefs/agentScript.ts, into which this block is
+// The agent's reading of the kernel's hit counts (uprobe_profile, kprobe_profile) (see src/core/tracefs/agentScript.ts, into which this block is
 // spliced): read_profile and profile_of. Same rules as the rest of the script: fixed POSIX sh text (dash, busybox
 // ash, bash), no dollar-brace and no backquotes, every value checked before use.
 // Tests: test/unit/core/tracefs/agentScript.test.ts, test/integration/agentLoss.test.ts, test/integration/concurrentAccounting.test.ts
-export const AGENT_KERNEL_COUNTS = String.raw`# PROF := the uprobe_profile lines (one per probe point) of the definitions that name "$1" after their kind
-# ("GROUP/" or "GROUP/EVENT "). The profile names events without their group and lists them in uprobe_events'
-# order, so the two are pasted side by side (one pass of paste, grep and sed: the shell's read takes a byte per
-# system call, seconds for thousands of points). Other tracers add and remove events at any time, which shifts
-# one file against the other between the two reads: every pair must name the same event, else both are read
-# again; and a read cut short by a removal (the kernel's reader resumes by position) misses lines, so the lines
-# of ours are counted too: only this agent adds or removes them, so the most any read finds is all of them.
+export const AGENT_KERNEL_COUNTS = String.raw`# PROF := the profile lines (one per probe point) of the definitions that name "$1" after their kind ("GROUP/"
+# or "GROUP/EVENT "): uprobe_profile's ("PATH EVENT HITS"), then kprobe_profile's, written the same way ("kernel EVENT
+# HITS"; its count of missed hits is not a hit). A profile names events without their group and lists them in its
+# definitions file's order, so the two are pasted side by side (one pass of paste, grep and sed: the shell's read
+# takes a byte per system call, seconds for thousands of points). Other tracers add and remove events at any time,
+# which shifts one file against the other between the two reads: every pair must name the same event, else both
+# are read again; and a read cut short by a removal (the kernel's reader resumes by position) misses lines, so the
+# lines of ours are counted too: only this agent adds or removes them, so the most any read finds is all of them.
 read_profile() {
   PROF=''
-  [ -f "$T/uprobe_profile" ] || return 1
   command -v paste >/dev/null 2>&1 || return 1
+  rp_found=1
+  rp_all_kinds=
+  for rp_kind in uprobe kprobe; do
+    [ -f "$T/$rp_kind"_profile ] || continue
+    if [ $rp_kind = kprobe ]; then
+      # Only a session of kernel probes has any: most never read kprobe_profile at all.
+      grep -q "^[pr][0-9]*:$1" "$T/kprobe_events" 2>/dev/null || continue
+      rp_same='^[pr][0-9]*:[^/]*/\([^ ]*\) .*| *\1 '
+    else
+      rp_same='^[pr]:[^/]*/\([^ ]*\) .*| *[^ ]* *\1 '
+    fi
+    read_profile_of "$1" || return 1
+    [ $rp_kind = kprobe ] && PROF=$(printf '%s\n' "$PROF" | sed -n 's/^ *\([^ ][^ ]*\)  *\([0-9][0-9]*\)  *[0-9][0-9]*$/kernel \1 \2/p')
+    rp_found=0
+    if [ -n "$rp_all_kinds" ] && [ -n "$PROF" ]; then rp_all_kinds="$rp_all_kinds
+$PROF"
+    elif [ -n "$PROF" ]; then rp_all_kinds=$PROF
+    fi
+  done
+  PROF=$rp_all_kinds
+  return $rp_found
+}
+
+# PROF := the lines of "$rp_kind"_profile paired with the definitions naming "$1" (rp_same: a pair names one event).
+read_profile_of() {
   rp_max=0
   rp_try=0
   while [ $rp_try -lt 100 ]; do
     rp_try=$((rp_try + 1))
-    rp_n=$(grep -c "^[pr]:$1" "$T/uprobe_events")
+    rp_n=$(grep -c "^[pr][0-9]*:$1" "$T/$rp_kind"_events)
     [ "$rp_n" -gt "$rp_max" ] && rp_max=$rp_n
     # Events added at the end meanwhile make one file longer: they follow every pair compared.
-    rp_all=$(paste -d '|' "$T/uprobe_events" "$T/uprobe_profile" | grep -v '^|' | grep -v '|$')
-    if ! printf '%s\n' "$rp_all" | grep -v '^$' | grep -vq '^[pr]:[^/]*/\([^ ]*\) .*| *[^ ]* *\1 '; then
-      PROF=$(printf '%s\n' "$rp_all" | grep "^[pr]:$1" | sed 's/^[^|]*|//')
+    rp_all=$(paste -d '|' "$T/$rp_kind"_events "$T/$rp_kind"_profile | grep -v '^|' | grep -v '|$')
+    if ! printf '%s\n' "$rp_all" | grep -v '^$' | grep -vq "$rp_same"; then
+      PROF=$(printf '%s\n' "$rp_all" | grep "^[pr][0-9]*:$1" | sed 's/^[^|]*|//')
       rp_got=$(printf '%s\n' "$PROF" | grep -c .)
       [ "$rp_got" -gt "$rp_max" ] && rp_max=$rp_got
       [ "$rp_got" = "$rp_max" ] && return 0
@@ -32,7 +57,7 @@ read_profile() {
   return 1
 }
 
-# PN := uprobe_profile's hit count of our event $1, summed over its probe points.
+# PN := the profile's hit count of our event $1, summed over its probe points.
 profile_of() {
   PN=0
   read_profile "$G/$1 " || return 0

@@ -1,0 +1,177 @@
+// In-kernel aggregation of kernel functions (`trace VMLINUX … --aggregate`) on the VM: kprobes placed from the dbg
+// vmlinux's DWARF get the same hist triggers and synthetic latency event as uprobes. One workload is traced by two
+// sessions at once, one streaming and one counting in the kernel: a static program in the VM calls uname(2)
+// CALLS times, and `__x64_sys_newuname` (entry and return) is traced. For the program's thread the kernel's count
+// equals the streamed one and the program's own, and so do the counts by task name; each session's hits equal
+// kprobe_profile's count; the kernel's latency buckets agree with the streamed ones within one log2 bucket; and the
+// VM holds nothing afterwards.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { parseJsonOutput, sleep, startCli, type CliRun } from '../integration/engine-harness';
+import { log2Bucket } from '../../src/shared/hit';
+import { installStatic, kernelEnv, warmIndex } from './kernelCli';
+import { requireVm, requireVmlinux, vmCliFlags, vmShell, vmSshArgs, waitVmClean, type VmConnection } from '../helpers/vm';
+
+const TIMEOUT = { timeout: 900_000 };
+const ARM_MS = 300_000;
+const T = '/sys/kernel/tracing';
+const PROGRAM = '/tmp/probelens-unamer';
+const CALLS = 60;
+const SPECS = ['__x64_sys_newuname', '__x64_sys_newuname%return'];
+
+/** Polls the VM until `ready` holds for what `cmd` prints; fails naming the CLI's output when it exits first. */
+async function waitOnVm(vm: VmConnection, cli: CliRun, cmd: string, ready: (out: string) => boolean, what: string): Promise<void> {
+  const until = Date.now() + ARM_MS;
+  for (;;) {
+    const r = await vmShell(vm, `${cmd} 2>/dev/null; true`);
+    if (ready(r.out)) return;
+    if (cli.child.exitCode !== null || cli.child.signalCode !== null || Date.now() > until)
+      throw new Error(`${what} did not happen on the VM\nstdout:\n${cli.stdout()}\nstderr:\n${cli.stderr()}`);
+    await sleep(500);
+  }
+}
+
+/** Runs the program in the VM: it prints its pid, waits for a byte on stdin, then calls uname(2) CALLS times. */
+function runUnamer(vm: VmConnection): { pid: Promise<number>; go(): void; done: Promise<number> } {
+  const child = spawn('ssh', [...vmSshArgs(vm), '--', PROGRAM], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const pid = new Promise<number>((resolve, reject) => {
+    child.stdout.on('data', () => {
+      const m = /^pid (\d+)$/m.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('close', () => reject(new Error(`the program ended before printing its pid: ${out}`)));
+  });
+  const done = new Promise<number>((resolve) => child.once('close', () => resolve(Number(/^calls (\d+)$/m.exec(out)?.[1] ?? -1))));
+  return { pid, go: () => child.stdin.end('g'), done };
+}
+
+type Summary = {
+  hits: Record<string, number>;
+  kernelHits?: Record<string, number>;
+  latency: Record<string, { count: number; log2: number[] }>;
+  aggregated?: string;
+  pids?: Record<string, Array<{ host: string; pid: number; hits: number }>>;
+  keys: Record<string, Record<string, Array<{ value: number | string; hits: number }>>>;
+};
+
+test(
+  'a kernel function traced streamed and aggregated in the kernel at once: equal counts per thread and per name, the program’s own count, latency within one log2 bucket; nothing left',
+  TIMEOUT,
+  async (t) => {
+    const vm = await requireVm(t);
+    if (!vm) return;
+    const k = await requireVmlinux(t, vm);
+    if (!k) return;
+    const source = `#include <stdio.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+int main(void) {
+  char go;
+  struct utsname u;
+  int n = 0;
+  printf("pid %d\\n", getpid());
+  fflush(stdout);
+  if (read(0, &go, 1) != 1) return 2;
+  for (int i = 0; i < ${CALLS}; i++) n += uname(&u) == 0;
+  printf("calls %d\\n", n);
+  return 0;
+}
+`;
+    if (!(await installStatic(t, vm, PROGRAM, source))) return;
+    await warmIndex(k.path);
+    assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
+    const flags = ['--json', '--by', 'comm', ...vmCliFlags(vm)];
+    const agg = startCli(t, ['trace', k.path, ...SPECS, '--aggregate', ...flags], kernelEnv(t));
+    await waitOnVm(
+      vm,
+      agg,
+      `cat ${T}/instances/probelens_*/events/synthetic/*/trigger | grep -c '^hist:keys=lat.log2'`,
+      (out) => Number(out.trim()) >= 1,
+      'the aggregating session arming',
+    );
+    const defined = (await vmShell(vm, `cat ${T}/kprobe_events`)).out;
+    assert.match(defined, /^p:\S+ __x64_sys_newuname\b/m, `the entry is a kprobe: ${defined}`);
+    assert.match(defined, /^r\d*:\S+ __x64_sys_newuname\b/m, `the return is a kretprobe: ${defined}`);
+    const streamed = startCli(t, ['trace', k.path, ...SPECS, ...flags], kernelEnv(t));
+    await waitOnVm(
+      vm,
+      streamed,
+      `cat ${T}/instances/probelens_*/events/probelens_*/*/enable`,
+      (out) => out.split('\n').filter((l) => l.trim() === '1').length >= 2,
+      'the streaming session arming',
+    );
+
+    const program = runUnamer(vm);
+    const pid = await program.pid;
+    program.go();
+    assert.equal(await program.done, CALLS, 'the program made every call');
+    const returns = () => parseJsonOutput(streamed.stdout()).hits.filter((h) => h.kind === 'return' && h.tid === pid);
+    const until = Date.now() + 120_000;
+    while (returns().length < CALLS && Date.now() < until) await sleep(250);
+    agg.child.kill('SIGINT');
+    streamed.child.kill('SIGINT');
+    const [a, s] = await Promise.all([agg.exit, streamed.exit]);
+    assert.equal(a.code, 0, agg.stderr());
+    assert.equal(s.code, 0, streamed.stderr());
+
+    const sOut = parseJsonOutput(streamed.stdout());
+    const aOut = parseJsonOutput(agg.stdout());
+    assert.deepEqual(aOut.hits, [], 'an aggregating session prints no hits');
+    const sSum = sOut.summary as unknown as Summary;
+    const aSum = aOut.summary as unknown as Summary;
+    assert.equal(aSum.aggregated, 'kernel', 'the aggregated figures say they come from the kernel');
+    assert.equal(sSum.aggregated, undefined);
+
+    const P = 'x64_sys_newuname';
+    const R = `${P}_return`;
+    assert.ok(aSum.pids?.[P] && aSum.pids[R], `the kernel's tables per thread: ${agg.stdout()}`);
+    // The program's thread: the kernel's count, the streamed entries, and its own calls. Each shell the test's SSH
+    // commands start calls uname once, and the one that runs the program does so before it execs it as the same
+    // pid (so the pid counts CALLS + 1, its name CALLS); other shells' calls come while only one session was armed,
+    // so they are compared as counts only.
+    const mine = (kind: string) => sOut.hits.filter((h) => h.kind === kind && h.tid === pid);
+    const kernelMine = aSum.pids![P].find((p) => p.pid === pid)?.hits;
+    assert.equal(kernelMine, mine('entry').length, 'the kernel counts the program’s calls as the stream does, exactly');
+    assert.ok(kernelMine! >= CALLS && kernelMine! <= CALLS + 1, `the program made ${CALLS} calls (+1 by its shell): ${kernelMine}`);
+    assert.equal(aSum.pids![R].find((p) => p.pid === pid)?.hits, kernelMine, 'every call returned, in the kernel’s count');
+    assert.equal(mine('return').length, kernelMine);
+    // Each session's own figures agree with the kernel's profile (kprobe_profile): nothing unaccounted.
+    for (const [who, sum] of [
+      ['streamed', sSum],
+      ['kernel', aSum],
+    ] as const) {
+      assert.equal(sum.kernelHits?.[P], sum.hits[P], `${who}: the hits equal kprobe_profile's count (${JSON.stringify(sum.kernelHits)})`);
+      assert.equal((sum as { mismatch?: number }).mismatch, 0, `${who}: no mismatch`);
+    }
+    const name = PROGRAM.split('/').pop()!.slice(0, 15);
+    const rowOf = (sum: Summary) => sum.keys[P].comm.find((r) => r.value === name)?.hits;
+    assert.equal(rowOf(aSum), CALLS, 'the kernel’s count by task name: the program’s own calls');
+    assert.equal(rowOf(sSum), CALLS, 'the stream’s count by task name');
+
+    // Latency: the program's calls as streamed (their returns' latency), against the kernel's histogram of every call
+    // it timed; the calls of other threads it timed are allowed to fall anywhere, and up to 5% of the program's may
+    // be a bucket further apart (timed from each session's own handler, see aggregate.test.ts).
+    const streamedBuckets = new Array<number>(64).fill(0);
+    for (const h of mine('return')) streamedBuckets[log2Bucket(Number((h as { latencyNs?: number }).latencyNs))]++;
+    const al = aSum.latency[P];
+    const others = al.count - kernelMine!;
+    assert.ok(others >= 0, `the kernel timed the program's calls: ${al.count}`);
+    const cum = (b: number[]) => (i: number) => b.slice(0, Math.max(0, i + 1)).reduce((x, y) => x + y, 0);
+    const [cs, ck] = [cum(streamedBuckets), cum(al.log2)];
+    const slack = others + Math.floor(kernelMine! * 0.05);
+    for (let i = 0; i < 64; i++)
+      assert.ok(
+        cs(i - 1) - slack <= ck(i) && ck(i) <= cs(i + 1) + slack,
+        `buckets within one (bucket ${i}, ${others} calls of other threads): ${JSON.stringify(streamedBuckets)} vs ${JSON.stringify(al.log2)}`,
+      );
+    t.diagnostic(
+      `program's calls streamed log2 ${JSON.stringify(streamedBuckets)}; kernel log2 ${JSON.stringify(al.log2)} (${others} of other threads)`,
+    );
+
+    const { left, ms } = await waitVmClean(vm, 60_000);
+    assert.deepEqual(left, [], `left on the VM ${ms} ms after both CLIs exited`);
+  },
+);
