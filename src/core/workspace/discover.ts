@@ -1,13 +1,17 @@
 // Finding a project's ELF binaries: the user's globs (setting `probelens.binaries`, relative to the workspace)
 // or, without them, every ELF executable and shared library anywhere in the tree — in-tree Make/autotools
 // builds (redis, PostgreSQL, nginx put binaries next to their sources), CMake/Meson build folders, Cargo's
-// `target/`, Go module roots. Reads 20 bytes per candidate, never follows symlinks, and stops at a file and a
-// time budget so a huge tree cannot stall the editor; the result says when a budget cut the walk short.
+// `target/`, Go module roots, a kernel tree's `vmlinux`. Reads 20 bytes per candidate, follows a symbolic link only
+// to a file (never into a folder: no loops, no walking the whole disk), and stops at a file and a time budget so a
+// huge tree cannot stall the editor; the result says when a budget cut the walk short. A kernel image is not
+// executable (the dbg package's `vmlinux-RELEASE` is mode 0644, and too big to copy: a workspace links to it), so
+// a file named `vmlinux*` needs no execute bit.
+// Tests: test/unit/core/workspace/discover.test.ts
 import { closeSync, readSync, type Dirent } from 'node:fs';
 import { ET_DYN, ET_EXEC, elfKind } from '../binary/elfHeader';
 import { openRegularFileSync } from '../binary/regularFile';
 import { readdir, stat } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
+import { basename, join, relative, sep } from 'node:path';
 
 // Folders that never hold the project's own build output, or hold only copies and intermediates of it:
 // Cargo's deps/ (hash-suffixed copies of target/*/NAME), incremental/ and .fingerprint/, build-script
@@ -97,7 +101,7 @@ export async function discoverWorkspace(
     if (/\.(o|a|ko|debug|dwo)$/.test(p)) return;
     const st = await stat(p).catch(() => undefined);
     if (!st?.isFile() || st.size < 64) return;
-    if (!explicit && !isSo && (st.mode & 0o111) === 0) return;
+    if (!explicit && !isSo && (st.mode & 0o111) === 0 && !/^vmlinux([-.][^/]*)?$/.test(basename(p))) return;
     const type = elfType(p);
     if (type !== ET_EXEC && type !== ET_DYN) return;
     found.set(p, { path: p, label: rel, kind: isSo ? 'shared-library' : 'executable', size: st.size, mtimeMs: st.mtimeMs });
@@ -121,7 +125,7 @@ export async function discoverWorkspace(
         const childRel = rel ? `${rel}/${e.name}` : e.name;
         if (e.isDirectory()) {
           if (!skipDir(e.name, rel)) next.push({ dir: join(dir, e.name), rel: childRel });
-        } else if (e.isFile()) await consider(join(dir, e.name), childRel);
+        } else if (e.isFile() || e.isSymbolicLink()) await consider(join(dir, e.name), childRel);
       }
     }
     level = next;

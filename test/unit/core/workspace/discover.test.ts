@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { discoverBinaries, discoverWorkspace, globToPathRegExp } from '../../../../src/core/workspace/discover';
@@ -31,6 +31,21 @@ test('default discovery finds executables and shared libraries, not objects, scr
     ['build/sub/libl.so', 'shared-library'],
     ['rootbin', 'executable'],
   ]);
+});
+
+test('a symbolic link to a binary is found, one to a folder is not walked; a kernel image needs no execute bit', async () => {
+  const root = project();
+  const elsewhere = mkdtempSync(join(tmpdir(), 'probelens-ws-'));
+  execFileSync('gcc', ['-g', '-o', join(elsewhere, 'vmlinux-6.1.0-test'), join(root, 'src', 'a.c')]);
+  chmodSync(join(elsewhere, 'vmlinux-6.1.0-test'), 0o644);
+  execFileSync('gcc', ['-g', '-o', join(elsewhere, 'plain'), join(root, 'src', 'a.c')]);
+  chmodSync(join(elsewhere, 'plain'), 0o644);
+  symlinkSync(join(elsewhere, 'vmlinux-6.1.0-test'), join(root, 'vmlinux'));
+  symlinkSync(elsewhere, join(root, 'linked-dir'));
+  symlinkSync(join(root, 'missing'), join(root, 'dangling'));
+  const found = await discoverBinaries(root);
+  assert.deepEqual(found.map((f) => f.label).sort(), ['build/app', 'build/sub/libl.so', 'rootbin', 'vmlinux']);
+  assert.equal(found.find((f) => f.label === 'vmlinux')?.path, join(root, 'vmlinux'));
 });
 
 test('globs from the setting replace the defaults', async () => {
