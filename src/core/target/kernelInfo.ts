@@ -2,7 +2,7 @@
 // segment, /sys/kernel/notes, readable by everyone), so the editor can show it beside a vmlinux and say whether they
 // are one build. One fixed program (no text of ours in it), run through the target like the agent; the comparison
 // is the same one a session makes before it arms kprobes (traceSession.ts), which stays the authority.
-// Tests: test/unit/core/target/kernelInfo.test.ts
+// Tests: test/unit/core/target/kernelInfo.test.ts, test/e2e/kernelLens.test.ts
 import { NT_GNU_BUILD_ID, parseNotes } from '../binary/notes';
 import type { ExecOptions, Target } from './target';
 

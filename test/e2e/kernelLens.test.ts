@@ -1,0 +1,186 @@
+// The editor on a kernel tree: a workspace holding the VM kernel's own fs/open.c (from Debian's linux-source package
+// of exactly that version, test/helpers/kernelSource.ts) and a symbolic link to the dbg package's vmlinux (590 MB,
+// never copied), with `probelens.pathMappings` mapping the DWARF's relative build directory
+// (`debian/build/build_amd64_none_cloud-amd64`) to the workspace. The "Trace" lens above do_sys_openat2 arms on the
+// VM over SSH (its host key checked against known_hosts), the Probes view shows the VM's kernel and that its
+// build-id is the vmlinux's, and the inline count rises by at least the opens the test makes in the VM (other
+// processes there open files too: a lower bound). This machine, another kernel, is refused with both build-ids.
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { test } from 'node:test';
+import type { Page } from 'playwright-core';
+import { readKernelInfo } from '../../src/core/target/kernelInfo';
+import { LocalTarget } from '../../src/core/target/local';
+import { scanBinary } from '../../src/core/workspace/scan';
+import { kernelSourceFiles } from '../helpers/kernelSource';
+import { missing } from '../helpers/require';
+import { requireVm, requireVmlinux, vmShell, waitVmClean } from '../helpers/vm';
+import { VmUnavailable } from '../helpers/vmImage';
+import { e2ePrerequisites, withCodeServer } from './harness/session';
+import { clickCodeLens, codeLens, openFile } from './harness/workbench';
+import { waitForInline } from './inlineResults';
+
+const FUNC = 'do_sys_openat2';
+const FILE = 'fs/open.c';
+const OPENS = 40;
+
+/** The count the inline result after the traced line shows (`● 1,234 hits · last …`). */
+async function inlineCount(page: Page): Promise<number> {
+  const text = await waitForInline(page, /^● [\d,]+ hits?/, 60_000);
+  return Number(/^● ([\d,]+)/.exec(text)![1].replace(/,/g, ''));
+}
+
+/** The Probes view's rows, as `label · description`. */
+async function viewRows(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    [...document.querySelectorAll('.pane-body .monaco-list-row')].map((r) =>
+      [r.querySelector('.label-name'), r.querySelector('.label-description')]
+        .map((e) => (e?.textContent ?? '').replace(/\s+/g, ' ').trim())
+        .join(' · '),
+    ),
+  );
+}
+
+async function waitRow(page: Page, want: RegExp, ms: number): Promise<string> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const rows = await viewRows(page);
+    const hit = rows.find((r) => want.test(r));
+    if (hit) return hit;
+    if (Date.now() > deadline) throw new Error(`no Probes view row matching ${want} within ${ms} ms (rows: ${JSON.stringify(rows)})`);
+    await page.waitForTimeout(300);
+  }
+}
+
+test(
+  "kernel tree: the Trace lens above do_sys_openat2 arms on the VM's kernel, whose build-id the Probes view shows matching, and counts the VM's opens",
+  { timeout: 1_800_000 },
+  async (t) => {
+    if (!e2ePrerequisites(t)) return;
+    const vm = await requireVm(t);
+    if (!vm) return;
+    const vmlinux = await requireVmlinux(t, vm);
+    if (!vmlinux) return;
+    let src: string;
+    try {
+      const got = kernelSourceFiles(vm.kernelPackage.split(' ')[1], [FILE]);
+      if (got.extractMs) t.diagnostic(`fetched ${FILE} of ${vm.kernelPackage} in ${got.extractMs} ms`);
+      src = got.dir;
+    } catch (e) {
+      if (!(e instanceof VmUnavailable)) throw e;
+      missing(t, e.message);
+      return;
+    }
+    // Where the DWARF says fs/open.c was built: a path relative to the build's (relative) compilation directory.
+    const scan = await scanBinary(vmlinux.path);
+    const built = [...(scan?.units ?? [])].find((u) => u === FILE || u.endsWith(`/${FILE}`));
+    assert.ok(built, `${vmlinux.path} has a unit for ${FILE}`);
+    const buildDir = built.slice(0, -FILE.length - 1) || '.';
+    t.diagnostic(`the DWARF names ${built}: mapping ${buildDir} to the workspace`);
+    const line =
+      readFileSync(join(src, FILE), 'utf8')
+        .split('\n')
+        .findIndex((l) => new RegExp(`^static long ${FUNC}\\(`).test(l)) + 1;
+    assert.ok(line > 0, `${FUNC} is defined in ${FILE}`);
+
+    const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-kernel-'));
+    t.after(() => rmSync(scratch, { recursive: true, force: true }));
+    const ws = join(scratch, 'linux');
+    mkdirSync(dirname(join(ws, FILE)), { recursive: true });
+    copyFileSync(join(src, FILE), join(ws, FILE));
+    symlinkSync(vmlinux.path, join(ws, 'vmlinux'));
+    const sshConfig = join(scratch, 'ssh_config');
+    writeFileSync(
+      sshConfig,
+      [
+        'Host e2e-vm',
+        `  HostName ${vm.host}`,
+        `  Port ${vm.port}`,
+        '  User root',
+        `  IdentityFile ${vm.identityFile}`,
+        '  IdentitiesOnly yes',
+        `  UserKnownHostsFile ${vm.knownHostsFile}`,
+        '  StrictHostKeyChecking yes',
+        '',
+      ].join('\n'),
+    );
+    assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
+
+    const settings = { 'probelens.ssh.configFile': sshConfig, 'probelens.pathMappings': { [buildDir]: '${workspaceFolder}' } };
+    await withCodeServer(t, { workspace: ws, settings }, async ({ page }) => {
+      const t0 = Date.now();
+      await openFile(page, FILE);
+      await codeLens(page, /^Trace$/)
+        .first()
+        .waitFor({ state: 'visible', timeout: 300_000 });
+      t.diagnostic(`lenses above ${FILE} after ${Date.now() - t0} ms`);
+
+      // Probes view → "Add SSH Target…": the VM from the ssh config, as root, the binary is local (kernel probes).
+      await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
+      await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
+      const row = (label: RegExp) =>
+        page
+          .locator('.quick-input-widget .quick-input-list .monaco-list-row')
+          .filter({ has: page.locator('.label-name', { hasText: label }) })
+          .first();
+      await row(/^\s*e2e-vm\s*$/).click();
+      await row(/As the login user/).click();
+      const mirror = page.locator('.quick-input-widget').filter({ hasText: 'mirrors this workspace folder' });
+      await mirror.waitFor({ state: 'visible', timeout: 30_000 });
+      await mirror.locator('.quick-input-box input').press('Enter');
+      await mirror.waitFor({ state: 'hidden', timeout: 30_000 });
+      await waitRow(page, /e2e-vm/, 30_000);
+
+      // Both targets are active: the VM's kernel is the vmlinux's build, this machine's is not.
+      await clickCodeLens(page, /^Trace$/, { line, timeout: 60_000 });
+      const release = vm.kernelRelease;
+      const matching = await waitRow(page, new RegExp(`^kernel ${release.replace(/[.+]/g, '\\$&')} · build-id matches vmlinux$`), 300_000);
+      t.diagnostic(`Probes view: ${matching}`);
+      const differs = await waitRow(page, /^kernel \S+ · build-id differs: running [0-9a-f]{40}, vmlinux [0-9a-f]{40}$/, 60_000);
+      const here = await readKernelInfo(new LocalTarget({}));
+      assert.ok(
+        here.buildId &&
+          differs.includes(`kernel ${here.release} `) &&
+          differs.includes(`running ${here.buildId}, vmlinux ${vmlinux.buildId}`),
+        `this machine's row names its kernel ${here.release} and both build-ids (${differs})`,
+      );
+      await waitRow(page, /^vmlinux · failed · the kernel on local .* is not the build of vmlinux/, 30_000);
+      t.diagnostic(`Probes view: ${differs}`);
+
+      // Trace on the VM only, then Start Tracing again.
+      // (Its quick pick stays open after the palette closes: the palette row is clicked by hand.)
+      await page.keyboard.press('F1');
+      await page.locator('.quick-input-widget .quick-input-box input').fill('>ProbeLens: Select Targets');
+      await row(/Select Targets/).click();
+      const picker = page.locator('.quick-input-widget').filter({ hasText: 'trace on these targets' });
+      await picker.waitFor({ state: 'visible', timeout: 30_000 });
+      await row(/^\s*local\s*$/).click();
+      await page.locator('.quick-input-widget .quick-input-box input').press('Enter');
+      await picker.waitFor({ state: 'hidden', timeout: 30_000 });
+      await page.locator('.action-label[aria-label^="Stop Tracing"]').first().click();
+      await page.locator('.action-label[aria-label^="Start Tracing"]').first().click();
+      await codeLens(page, /Trace: [\d,]+ hits? · armed/)
+        .first()
+        .waitFor({ state: 'visible', timeout: 300_000 });
+      t.diagnostic(`armed on the VM after ${Date.now() - t0} ms`);
+      const before = await inlineCount(page);
+
+      // Each `cat` opens the file once (busybox is static: no library opens); the shell and sshd open more.
+      const r = await vmShell(vm, `i=0; while [ $i -lt ${OPENS} ]; do cat /etc/hostname >/dev/null; i=$((i+1)); done; echo done`);
+      assert.equal(r.out.trim(), 'done', r.err);
+      const deadline = Date.now() + 60_000;
+      let after = before;
+      while (after < before + OPENS && Date.now() < deadline) {
+        await page.waitForTimeout(500);
+        after = await inlineCount(page);
+      }
+      t.diagnostic(`inline count ${before} → ${after} for ${OPENS} opens made by the test`);
+      assert.ok(after >= before + OPENS, `the count rose by at least the test's ${OPENS} opens (${before} → ${after})`);
+
+      await page.locator('.action-label[aria-label^="Stop Tracing"]').first().click();
+      assert.deepEqual((await waitVmClean(vm, 30_000)).left, [], 'Stop leaves nothing on the VM');
+    });
+  },
+);
