@@ -4,11 +4,12 @@
 // (`debian/build/build_amd64_none_cloud-amd64`) to the workspace. The "Trace" lens above do_sys_openat2 arms on the
 // VM over SSH (its host key checked against known_hosts), the Probes view shows the VM's kernel and that its
 // build-id is the vmlinux's, and the inline count rises by at least the opens the test makes in the VM (other
-// processes there open files too: a lower bound). This machine, another kernel, is refused with both build-ids.
+// processes there open files too: a lower bound), while the live panel, filtered by the test's opener's comm, shows
+// exactly those opens. This machine, another kernel, is refused with both build-ids.
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { readKernelInfo } from '../../src/core/target/kernelInfo';
@@ -19,12 +20,14 @@ import { missing } from '../helpers/require';
 import { requireVm, requireVmlinux, vmShell, waitVmClean } from '../helpers/vm';
 import { VmUnavailable } from '../helpers/vmImage';
 import { e2ePrerequisites, withCodeServer } from './harness/session';
-import { clickCodeLens, codeLens, openFile } from './harness/workbench';
+import { clickCodeLens, codeLens, openFile, runCommand, webviewFrame } from './harness/workbench';
 import { waitForInline } from './inlineResults';
 
 const FUNC = 'do_sys_openat2';
 const FILE = 'fs/open.c';
 const OPENS = 40;
+/** The opener in the VM: its comm (15 characters at most) names the test's own opens. */
+const OPENER = '/tmp/busybox-plopen';
 
 /** The count the inline result after the traced line shows (`● 1,234 hits · last …`). */
 async function inlineCount(page: Page): Promise<number> {
@@ -167,8 +170,13 @@ test(
       t.diagnostic(`armed on the VM after ${Date.now() - t0} ms`);
       const before = await inlineCount(page);
 
-      // Each `cat` opens the file once (busybox is static: no library opens); the shell and sshd open more.
-      const r = await vmShell(vm, `i=0; while [ $i -lt ${OPENS} ]; do cat /etc/hostname >/dev/null; i=$((i+1)); done; echo done`);
+      // The test's opens: a copy of the VM's static busybox under a name of its own (so its hits can be told apart
+      // by their comm) runs `cat` OPENS times, each one openat(2) of the file and no other open (as strace shows
+      // of the same busybox here). The shell, sshd and the rest of the VM open files too.
+      const r = await vmShell(
+        vm,
+        `cp /bin/busybox ${OPENER} && i=0; while [ $i -lt ${OPENS} ]; do ${OPENER} cat /etc/hostname >/dev/null; i=$((i+1)); done; rm -f ${OPENER}; echo done`,
+      );
       assert.equal(r.out.trim(), 'done', r.err);
       const deadline = Date.now() + 60_000;
       let after = before;
@@ -177,7 +185,16 @@ test(
         after = await inlineCount(page);
       }
       t.diagnostic(`inline count ${before} → ${after} for ${OPENS} opens made by the test`);
+      // A lower bound: other processes' opens are counted too.
       assert.ok(after >= before + OPENS, `the count rose by at least the test's ${OPENS} opens (${before} → ${after})`);
+      // Exactly: the live panel's hits of the opener's comm are the test's opens, one each.
+      await runCommand(page, 'ProbeLens: Open Live Panel');
+      const frame = await webviewFrame(page, '#pl-filter input', { timeout: 60_000 });
+      await frame.locator('#pl-filter input').fill(`comm:${basename(OPENER)}`);
+      await frame.waitForFunction((n) => new RegExp(`· ${n} rows`).test(document.getElementById('pl-status')?.textContent ?? ''), OPENS, {
+        timeout: 30_000,
+      });
+      t.diagnostic(`live panel, comm:${basename(OPENER)}: ${await frame.locator('#pl-status').innerText()}`);
 
       await page.locator('.action-label[aria-label^="Stop Tracing"]').first().click();
       assert.deepEqual((await waitVmClean(vm, 30_000)).left, [], 'Stop leaves nothing on the VM');
