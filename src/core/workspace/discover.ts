@@ -1,16 +1,17 @@
 // Finding a project's ELF binaries: the user's globs (setting `probelens.binaries`, relative to the workspace)
 // or, without them, every ELF executable and shared library anywhere in the tree — in-tree Make/autotools
 // builds (redis, PostgreSQL, nginx put binaries next to their sources), CMake/Meson build folders, Cargo's
-// `target/`, Go module roots, a kernel tree's `vmlinux`. Reads 20 bytes per candidate, follows a symbolic link only
-// to a file (never into a folder: no loops, no walking the whole disk), and stops at a file and a time budget so a
-// huge tree cannot stall the editor; the result says when a budget cut the walk short. A kernel image is not
-// executable (the dbg package's `vmlinux-RELEASE` is mode 0644, and too big to copy: a workspace links to it), so
-// a file named `vmlinux*` needs no execute bit.
+// `target/`, Go module roots, a kernel tree's `vmlinux`. Reads 20 bytes per candidate, follows a symbolic link
+// only to a file outside the tree (never into a folder: no loops, no walking the whole disk; a link inside the tree
+// names a file the walk finds anyway), and stops at a file and a time budget so a huge tree cannot stall the
+// editor; the result says when a budget cut the walk short. A kernel image is not executable (the dbg package's
+// `vmlinux-RELEASE` is mode 0644, and too big to copy: a workspace links to it), so a file named `vmlinux*` needs
+// no execute bit.
 // Tests: test/unit/core/workspace/discover.test.ts
 import { closeSync, readSync, type Dirent } from 'node:fs';
 import { ET_DYN, ET_EXEC, elfKind } from '../binary/elfHeader';
 import { openRegularFileSync } from '../binary/regularFile';
-import { readdir, stat } from 'node:fs/promises';
+import { readdir, realpath, stat } from 'node:fs/promises';
 import { basename, join, relative, sep } from 'node:path';
 
 // Folders that never hold the project's own build output, or hold only copies and intermediates of it:
@@ -106,6 +107,13 @@ export async function discoverWorkspace(
     if (type !== ET_EXEC && type !== ET_DYN) return;
     found.set(p, { path: p, label: rel, kind: isSo ? 'shared-library' : 'executable', size: st.size, mtimeMs: st.mtimeMs });
   };
+  // A link to a file in the tree (libfoo.so → libfoo.so.1.2) names a file the walk finds anyway: only links that
+  // leave the tree (a kernel tree's vmlinux → /usr/lib/debug/boot/vmlinux-RELEASE) are followed.
+  const realRoot = await realpath(root).catch(() => root);
+  const outside = async (link: string): Promise<boolean> => {
+    const to = await realpath(link).catch(() => undefined);
+    return to !== undefined && to !== realRoot && !to.startsWith(`${realRoot}${sep}`);
+  };
   // Breadth-first: a budget that runs out leaves the shallow folders (where builds usually put their
   // programs) looked at rather than one deep corner.
   let level: Array<{ dir: string; rel: string }> = [{ dir: root, rel: '' }];
@@ -125,7 +133,8 @@ export async function discoverWorkspace(
         const childRel = rel ? `${rel}/${e.name}` : e.name;
         if (e.isDirectory()) {
           if (!skipDir(e.name, rel)) next.push({ dir: join(dir, e.name), rel: childRel });
-        } else if (e.isFile() || e.isSymbolicLink()) await consider(join(dir, e.name), childRel);
+        } else if (e.isFile()) await consider(join(dir, e.name), childRel);
+        else if (e.isSymbolicLink() && (await outside(join(dir, e.name)))) await consider(join(dir, e.name), childRel);
       }
     }
     level = next;

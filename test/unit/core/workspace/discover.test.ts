@@ -33,7 +33,7 @@ test('default discovery finds executables and shared libraries, not objects, scr
   ]);
 });
 
-test('a symbolic link to a binary is found, one to a folder is not walked; a kernel image needs no execute bit', async () => {
+test('a symbolic link to a binary outside the tree is found, one inside it or to a folder is not; a kernel image needs no execute bit', async () => {
   const root = project();
   const elsewhere = mkdtempSync(join(tmpdir(), 'probelens-ws-'));
   execFileSync('gcc', ['-g', '-o', join(elsewhere, 'vmlinux-6.1.0-test'), join(root, 'src', 'a.c')]);
@@ -43,6 +43,7 @@ test('a symbolic link to a binary is found, one to a folder is not walked; a ker
   symlinkSync(join(elsewhere, 'vmlinux-6.1.0-test'), join(root, 'vmlinux'));
   symlinkSync(elsewhere, join(root, 'linked-dir'));
   symlinkSync(join(root, 'missing'), join(root, 'dangling'));
+  symlinkSync(join(root, 'build', 'sub', 'libl.so'), join(root, 'build', 'sub', 'libl.so.1'));
   const found = await discoverBinaries(root);
   assert.deepEqual(found.map((f) => f.label).sort(), ['build/app', 'build/sub/libl.so', 'rootbin', 'vmlinux']);
   assert.equal(found.find((f) => f.label === 'vmlinux')?.path, join(root, 'vmlinux'));
