@@ -76,7 +76,8 @@ function skipDir(name: string, parentRel: string): boolean {
 
 /**
  * ELF executables and shared libraries under `root` (relocatable objects, cores and scripts are not), newest
- * first: those matching `globs` (relative, `**` allowed) when given, else all of them.
+ * first: those matching `globs` (relative, `**` allowed) when given, else all of them; an absolute entry of
+ * `globs` is one file, anywhere, listed by its path.
  */
 export async function discoverWorkspace(
   root: string,
@@ -85,7 +86,9 @@ export async function discoverWorkspace(
 ): Promise<Discovery> {
   const t0 = Date.now();
   const found = new Map<string, FoundBinary>();
-  const matchers = globs.map((g) => globToPathRegExp(g));
+  // An absolute entry names one file, wherever it is (a kernel's vmlinux under /usr/lib/debug): taken as it is.
+  const files = globs.filter((g) => g.startsWith('/'));
+  const matchers = globs.filter((g) => !g.startsWith('/')).map((g) => globToPathRegExp(g));
   let entries = 0;
   let truncated: Discovery['truncated'];
   const over = (): boolean => {
@@ -95,9 +98,9 @@ export async function discoverWorkspace(
     else if (Date.now() - t0 > budget.maxMs) truncated = 'time';
     return truncated !== undefined;
   };
-  const consider = async (p: string, rel: string): Promise<void> => {
-    const explicit = matchers.length > 0;
-    if (explicit && !matchers.some((m) => m.test(rel))) return;
+  const consider = async (p: string, rel: string, named = false): Promise<void> => {
+    const explicit = globs.length > 0;
+    if (explicit && !named && !matchers.some((m) => m.test(rel))) return;
     const isSo = /\.so(\.[0-9]+)*$/.test(p);
     if (/\.(o|a|ko|debug|dwo)$/.test(p)) return;
     const st = await stat(p).catch(() => undefined);
@@ -114,9 +117,10 @@ export async function discoverWorkspace(
     const to = await realpath(link).catch(() => undefined);
     return to !== undefined && to !== realRoot && !to.startsWith(`${realRoot}${sep}`);
   };
+  for (const f of files) await consider(f, f, true);
   // Breadth-first: a budget that runs out leaves the shallow folders (where builds usually put their
-  // programs) looked at rather than one deep corner.
-  let level: Array<{ dir: string; rel: string }> = [{ dir: root, rel: '' }];
+  // programs) looked at rather than one deep corner. Only absolute entries in the setting: nothing to walk for.
+  let level: Array<{ dir: string; rel: string }> = files.length && !matchers.length ? [] : [{ dir: root, rel: '' }];
   for (let depth = 0; level.length > 0 && depth <= MAX_DEPTH && !over(); depth++) {
     const next: typeof level = [];
     for (const { dir, rel } of level) {

@@ -47,6 +47,14 @@ test('a symbolic link to a binary outside the tree is found, one inside it or to
   const found = await discoverBinaries(root);
   assert.deepEqual(found.map((f) => f.label).sort(), ['build/app', 'build/sub/libl.so', 'rootbin', 'vmlinux']);
   assert.equal(found.find((f) => f.label === 'vmlinux')?.path, join(root, 'vmlinux'));
+  // The setting may name the file itself, outside the tree: alone it is all there is; with globs, beside their finds.
+  const named = join(elsewhere, 'vmlinux-6.1.0-test');
+  assert.deepEqual(
+    (await discoverBinaries(root, [named])).map((f) => [f.path, f.label]),
+    [[named, named]],
+  );
+  assert.deepEqual((await discoverBinaries(root, [named, 'build/app'])).map((f) => f.label).sort(), [named, 'build/app']);
+  assert.deepEqual(await discoverBinaries(root, [join(elsewhere, 'nothing')]), []);
 });
 
 test('globs from the setting replace the defaults', async () => {
