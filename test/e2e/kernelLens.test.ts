@@ -5,22 +5,23 @@
 // VM over SSH (its host key checked against known_hosts), the Probes view shows the VM's kernel and that its
 // build-id is the vmlinux's, and the inline count rises by at least the opens the test makes in the VM (other
 // processes there open files too: a lower bound), while the live panel, filtered by the test's opener's comm, shows
-// exactly those opens. This machine, another kernel, is refused with both build-ids.
+// exactly those opens. This machine, another kernel, is refused with both build-ids. A second workspace names the
+// vmlinux by its absolute path in `probelens.binaries` instead of linking to it: the same lens is there.
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import type { Page } from 'playwright-core';
 import { readKernelInfo } from '../../src/core/target/kernelInfo';
 import { LocalTarget } from '../../src/core/target/local';
 import { scanBinary } from '../../src/core/workspace/scan';
 import { kernelSourceFiles } from '../helpers/kernelSource';
 import { missing } from '../helpers/require';
-import { requireVm, requireVmlinux, vmShell, waitVmClean } from '../helpers/vm';
+import { requireVm, requireVmlinux, vmShell, waitVmClean, type VmConnection } from '../helpers/vm';
 import { VmUnavailable } from '../helpers/vmImage';
 import { e2ePrerequisites, withCodeServer } from './harness/session';
-import { clickCodeLens, codeLens, openFile, runCommand, webviewFrame } from './harness/workbench';
+import { clickCodeLens, codeLens, openFile, runCommand, waitForNotification, webviewFrame } from './harness/workbench';
 import { waitForInline } from './inlineResults';
 
 const FUNC = 'do_sys_openat2';
@@ -57,43 +58,59 @@ async function waitRow(page: Page, want: RegExp, ms: number): Promise<string> {
   }
 }
 
+/**
+ * The VM, its vmlinux, and a workspace holding the kernel's own fs/open.c (with a link to the vmlinux when `link`);
+ * undefined after missing() when one of them cannot be had (under CI=true: failed).
+ */
+async function kernelTree(
+  t: TestContext,
+  link: boolean,
+): Promise<
+  { vm: VmConnection; vmlinux: { path: string; buildId: string }; ws: string; scratch: string; buildDir: string; line: number } | undefined
+> {
+  if (!e2ePrerequisites(t)) return undefined;
+  const vm = await requireVm(t);
+  if (!vm) return undefined;
+  const vmlinux = await requireVmlinux(t, vm);
+  if (!vmlinux) return undefined;
+  let src: string;
+  try {
+    const got = kernelSourceFiles(vm.kernelPackage.split(' ')[1], [FILE]);
+    if (got.extractMs) t.diagnostic(`fetched ${FILE} of ${vm.kernelPackage} in ${got.extractMs} ms`);
+    src = got.dir;
+  } catch (e) {
+    if (!(e instanceof VmUnavailable)) throw e;
+    missing(t, e.message);
+    return undefined;
+  }
+  // Where the DWARF says fs/open.c was built: a path relative to the build's (relative) compilation directory.
+  const scan = await scanBinary(vmlinux.path);
+  const built = [...(scan?.units ?? [])].find((u) => u === FILE || u.endsWith(`/${FILE}`));
+  assert.ok(built, `${vmlinux.path} has a unit for ${FILE}`);
+  const buildDir = built.slice(0, -FILE.length - 1) || '.';
+  t.diagnostic(`the DWARF names ${built}: mapping ${buildDir} to the workspace`);
+  const line =
+    readFileSync(join(src, FILE), 'utf8')
+      .split('\n')
+      .findIndex((l) => new RegExp(`^static long ${FUNC}\\(`).test(l)) + 1;
+  assert.ok(line > 0, `${FUNC} is defined in ${FILE}`);
+
+  const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-kernel-'));
+  t.after(() => rmSync(scratch, { recursive: true, force: true }));
+  const ws = join(scratch, 'linux');
+  mkdirSync(dirname(join(ws, FILE)), { recursive: true });
+  copyFileSync(join(src, FILE), join(ws, FILE));
+  if (link) symlinkSync(vmlinux.path, join(ws, 'vmlinux'));
+  return { vm, vmlinux, ws, scratch, buildDir, line };
+}
+
 test(
   "kernel tree: the Trace lens above do_sys_openat2 arms on the VM's kernel, whose build-id the Probes view shows matching, and counts the VM's opens",
   { timeout: 1_800_000 },
   async (t) => {
-    if (!e2ePrerequisites(t)) return;
-    const vm = await requireVm(t);
-    if (!vm) return;
-    const vmlinux = await requireVmlinux(t, vm);
-    if (!vmlinux) return;
-    let src: string;
-    try {
-      const got = kernelSourceFiles(vm.kernelPackage.split(' ')[1], [FILE]);
-      if (got.extractMs) t.diagnostic(`fetched ${FILE} of ${vm.kernelPackage} in ${got.extractMs} ms`);
-      src = got.dir;
-    } catch (e) {
-      if (!(e instanceof VmUnavailable)) throw e;
-      missing(t, e.message);
-      return;
-    }
-    // Where the DWARF says fs/open.c was built: a path relative to the build's (relative) compilation directory.
-    const scan = await scanBinary(vmlinux.path);
-    const built = [...(scan?.units ?? [])].find((u) => u === FILE || u.endsWith(`/${FILE}`));
-    assert.ok(built, `${vmlinux.path} has a unit for ${FILE}`);
-    const buildDir = built.slice(0, -FILE.length - 1) || '.';
-    t.diagnostic(`the DWARF names ${built}: mapping ${buildDir} to the workspace`);
-    const line =
-      readFileSync(join(src, FILE), 'utf8')
-        .split('\n')
-        .findIndex((l) => new RegExp(`^static long ${FUNC}\\(`).test(l)) + 1;
-    assert.ok(line > 0, `${FUNC} is defined in ${FILE}`);
-
-    const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-kernel-'));
-    t.after(() => rmSync(scratch, { recursive: true, force: true }));
-    const ws = join(scratch, 'linux');
-    mkdirSync(dirname(join(ws, FILE)), { recursive: true });
-    copyFileSync(join(src, FILE), join(ws, FILE));
-    symlinkSync(vmlinux.path, join(ws, 'vmlinux'));
+    const tree = await kernelTree(t, true);
+    if (!tree) return;
+    const { vm, vmlinux, scratch, ws, buildDir, line } = tree;
     const sshConfig = join(scratch, 'ssh_config');
     writeFileSync(
       sshConfig,
@@ -198,6 +215,27 @@ test(
 
       await page.locator('.action-label[aria-label^="Stop Tracing"]').first().click();
       assert.deepEqual((await waitVmClean(vm, 30_000)).left, [], 'Stop leaves nothing on the VM');
+    });
+  },
+);
+
+test(
+  'kernel tree pointed at its vmlinux by probelens.binaries (an absolute path, no link): the lens above do_sys_openat2 is there, and arming it on this machine, another kernel, is refused',
+  { timeout: 900_000 },
+  async (t) => {
+    const tree = await kernelTree(t, false);
+    if (!tree) return;
+    const { vmlinux, ws, buildDir, line } = tree;
+    const settings = { 'probelens.binaries': [vmlinux.path], 'probelens.pathMappings': { [buildDir]: '${workspaceFolder}' } };
+    await withCodeServer(t, { workspace: ws, settings }, async ({ page }) => {
+      await openFile(page, FILE);
+      await clickCodeLens(page, /^Trace$/, { line, timeout: 300_000 });
+      const here = await readKernelInfo(new LocalTarget({}));
+      const note = await waitForNotification(page, /is not the build of/, { timeout: 300_000 });
+      const text = await note.innerText();
+      t.diagnostic(text);
+      assert.ok(text.includes(`running ${here.buildId}, vmlinux ${vmlinux.buildId}`), text);
+      assert.ok(text.includes(basename(vmlinux.path)), text);
     });
   },
 );
