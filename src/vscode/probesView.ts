@@ -1,6 +1,8 @@
-// The Probes view: targets → sessions (one binary on that target) → probes, with state and hit counts.
+// The Probes view: targets → sessions (one binary on that target) → probes, with state and hit counts. A session
+// of a kernel image (vmlinux) first lists the target's kernel: its release, and whether its build-id is the
+// vmlinux's (both ids when not; arming is then refused).
 // Inline actions: enable/disable/remove on probes, clean up and remove on targets; start/stop in the title.
-// Tests: test/e2e/probeSet.test.ts, test/e2e/sshTarget.test.ts, test/e2e/traceLine.test.ts
+// Tests: test/e2e/probeSet.test.ts, test/e2e/sshTarget.test.ts, test/e2e/traceLine.test.ts, test/e2e/kernelLens.test.ts
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import { command, type ProbeNodeArg, type TargetNodeArg } from './commands';
@@ -13,8 +15,13 @@ interface SessionNode {
   targetId: string;
   binaryKey: string;
 }
+interface KernelNode {
+  kind: 'kernel';
+  targetId: string;
+  binaryKey: string;
+}
 type ProbeNode = ProbeNodeArg & { targetId: string };
-type Node = TargetNodeArg | SessionNode | ProbeNode;
+type Node = TargetNodeArg | SessionNode | KernelNode | ProbeNode;
 
 const STATE_ICON: Record<string, string> = {
   armed: 'pass-filled',
@@ -47,12 +54,17 @@ export class ProbesView implements vscode.TreeDataProvider<Node> {
       return Object.keys(this.tracing.set.binaries).map((binaryKey) => ({ kind: 'session', targetId: node.targetId, binaryKey }));
     }
     if (node.kind === 'session') {
-      return (this.tracing.set.binaries[node.binaryKey] ?? []).map((e) => ({
-        kind: 'probe',
-        binaryKey: node.binaryKey,
-        spec: e.spec,
-        targetId: node.targetId,
-      }));
+      const kernel: Node[] = this.run(node.targetId, node.binaryKey)?.kernel
+        ? [{ kind: 'kernel', targetId: node.targetId, binaryKey: node.binaryKey }]
+        : [];
+      return kernel.concat(
+        (this.tracing.set.binaries[node.binaryKey] ?? []).map((e) => ({
+          kind: 'probe',
+          binaryKey: node.binaryKey,
+          spec: e.spec,
+          targetId: node.targetId,
+        })),
+      );
     }
     return [];
   }
@@ -81,6 +93,23 @@ export class ProbesView implements vscode.TreeDataProvider<Node> {
       item.tooltip = `${this.tracing.pathOf(node.binaryKey)}\n${item.description}`;
       item.iconPath = new vscode.ThemeIcon(STATE_ICON[state] ?? 'circle-large-outline');
       item.contextValue = `session.${state}`;
+      return item;
+    }
+    if (node.kind === 'kernel') {
+      const k = this.run(node.targetId, node.binaryKey)?.kernel;
+      const item = new vscode.TreeItem(`kernel ${k?.release ?? '?'}`, vscode.TreeItemCollapsibleState.None);
+      item.id = `kernel:${node.targetId}:${node.binaryKey}`;
+      item.description = k ? (k.matches ? `build-id matches ${basename(node.binaryKey)}` : k.text) : '';
+      item.tooltip = k
+        ? [
+            `running kernel ${k.release}`,
+            `build-id ${k.buildId ?? 'none'}`,
+            `${basename(node.binaryKey)}: build-id ${k.vmlinuxBuildId ?? 'none'}`,
+            k.text,
+          ].join('\n')
+        : undefined;
+      item.iconPath = new vscode.ThemeIcon(k?.matches ? 'pass' : 'warning');
+      item.contextValue = k?.matches ? 'kernel.matches' : 'kernel.differs';
       return item;
     }
     const state = this.tracing.state(node.binaryKey, node.spec);

@@ -5,8 +5,9 @@
 // is marked in error and nothing else changes. A binary rebuilt under armed probes marks them stale.
 // It needs VS Code, so it is driven in code-server by the e2e tests; what it shows is computed by src/vscode/model,
 // whose tests are in test/unit/vscode/model.
+// A kernel image (vmlinux) is traced the same way, as kprobes; its run also says which kernel the target runs.
 // Tests: test/e2e/liveEdit.test.ts, test/e2e/probeSet.test.ts, test/e2e/traceLens.test.ts, test/e2e/traceLine.test.ts,
-//   test/e2e/sshTarget.test.ts
+//   test/e2e/sshTarget.test.ts, test/e2e/kernelLens.test.ts
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import type { BinaryIndex } from '../core/index/binaryIndex';
@@ -18,6 +19,9 @@ import { parseSpec } from '../core/probes/spec';
 import { TraceSession } from '../core/session/traceSession';
 import { describeDisabled, describeFileChange, type FileChange } from '../core/session/fileWatch';
 import { someTargetArmsPerSite } from '../core/session/targetCaps';
+import { isKernelImage } from '../core/probes/kernel';
+import { siteContext } from '../core/probes/variables';
+import { describeBuildIdMatch, readKernelInfo } from '../core/target/kernelInfo';
 import type { Target } from '../core/target/target';
 import type { Hit } from '../core/tracefs/hitParser';
 import type { Binaries } from './binaries';
@@ -63,6 +67,17 @@ export interface Run {
   generation: number;
   /** Edits of this run's session, one at a time in the order asked. */
   queue: Promise<unknown>;
+  /** The binary is a kernel image: the target's kernel and how it compares with it (read before arming). */
+  kernel?: RunKernel;
+}
+
+export interface RunKernel {
+  release: string;
+  buildId?: string;
+  vmlinuxBuildId?: string;
+  matches: boolean;
+  /** `build-id … matches the vmlinux`, or both ids when they differ */
+  text: string;
 }
 
 export interface SpecLocation {
@@ -281,6 +296,9 @@ export class Tracing implements vscode.Disposable {
       return;
     }
     await this.stop();
+    // Runs on targets no longer traced (a refusal there, the numbers they had) are not this tracing's.
+    const active = new Set(this.targets.active().map((t) => t.id));
+    for (const [id, r] of this.runs) if (!active.has(r.target.id)) this.runs.delete(id);
     this.tracing = true;
     this.ctx.renewSessionScope();
     this.changed.fire();
@@ -439,6 +457,14 @@ export class Tracing implements vscode.Disposable {
     try {
       const index = await this.binaries.index(binary);
       const target = await this.connection(t, scope);
+      if (isKernelImage((await siteContext(index, this.ctx.config.debugDirs)).access.image)) {
+        const k = await this.readKernel(run, index, target);
+        // Kprobes placed by another build's DWARF would land mid-instruction: refused, as the CLI refuses it.
+        if (k?.buildId && k.vmlinuxBuildId && !k.matches)
+          throw new Error(
+            `the kernel on ${t.label} (${k.release}) is not the build of ${basename(binary)}: ${k.text}; use the vmlinux of the kernel it runs`,
+          );
+      }
       await this.startRun(run, index, target, specs);
     } catch (e) {
       run.state = 'failed';
@@ -447,6 +473,24 @@ export class Tracing implements vscode.Disposable {
       void vscode.window.showErrorMessage(`ProbeLens (${t.label}): ${run.error}`);
     }
     this.changed.fire();
+  }
+
+  /**
+   * Kernel probes are about the running kernel: which one it is, and whether the vmlinux is its build, is shown in
+   * the Probes view. The session compares the build-ids itself before arming and refuses a mismatch (as the CLI
+   * does); a target whose kernel cannot be read here still gets that check.
+   */
+  private async readKernel(run: Run, index: BinaryIndex, target: Target): Promise<RunKernel | undefined> {
+    try {
+      const k = await readKernelInfo(target, { sudo: run.target.sudo });
+      const m = describeBuildIdMatch(k.buildId, index.buildId);
+      run.kernel = { release: k.release, buildId: k.buildId, vmlinuxBuildId: index.buildId, matches: m.matches, text: m.text };
+      this.ctx.log(`${run.target.label} runs kernel ${k.release}: ${m.text} (${run.binary})`);
+    } catch (e) {
+      this.ctx.log(`${run.target.label}: reading its kernel release failed: ${(e as Error).message}`);
+    }
+    this.changed.fire();
+    return run.kernel;
   }
 
   /**

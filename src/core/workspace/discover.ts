@@ -1,13 +1,18 @@
 // Finding a project's ELF binaries: the user's globs (setting `probelens.binaries`, relative to the workspace)
 // or, without them, every ELF executable and shared library anywhere in the tree — in-tree Make/autotools
 // builds (redis, PostgreSQL, nginx put binaries next to their sources), CMake/Meson build folders, Cargo's
-// `target/`, Go module roots. Reads 20 bytes per candidate, never follows symlinks, and stops at a file and a
-// time budget so a huge tree cannot stall the editor; the result says when a budget cut the walk short.
+// `target/`, Go module roots, a kernel tree's `vmlinux`. Reads 20 bytes per candidate, follows a symbolic link
+// only to a file outside the tree (never into a folder: no loops, no walking the whole disk; a link inside the tree
+// names a file the walk finds anyway), and stops at a file and a time budget so a huge tree cannot stall the
+// editor; the result says when a budget cut the walk short. A kernel image is not executable (the dbg package's
+// `vmlinux-RELEASE` is mode 0644, and too big to copy: a workspace links to it), so a file named `vmlinux*` needs
+// no execute bit.
+// Tests: test/unit/core/workspace/discover.test.ts
 import { closeSync, readSync, type Dirent } from 'node:fs';
 import { ET_DYN, ET_EXEC, elfKind } from '../binary/elfHeader';
 import { openRegularFileSync } from '../binary/regularFile';
-import { readdir, stat } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
+import { readdir, realpath, stat } from 'node:fs/promises';
+import { basename, join, relative, sep } from 'node:path';
 
 // Folders that never hold the project's own build output, or hold only copies and intermediates of it:
 // Cargo's deps/ (hash-suffixed copies of target/*/NAME), incremental/ and .fingerprint/, build-script
@@ -71,7 +76,8 @@ function skipDir(name: string, parentRel: string): boolean {
 
 /**
  * ELF executables and shared libraries under `root` (relocatable objects, cores and scripts are not), newest
- * first: those matching `globs` (relative, `**` allowed) when given, else all of them.
+ * first: those matching `globs` (relative, `**` allowed) when given, else all of them; an absolute entry of
+ * `globs` is one file, anywhere, listed by its path.
  */
 export async function discoverWorkspace(
   root: string,
@@ -80,7 +86,9 @@ export async function discoverWorkspace(
 ): Promise<Discovery> {
   const t0 = Date.now();
   const found = new Map<string, FoundBinary>();
-  const matchers = globs.map((g) => globToPathRegExp(g));
+  // An absolute entry names one file, wherever it is (a kernel's vmlinux under /usr/lib/debug): taken as it is.
+  const files = globs.filter((g) => g.startsWith('/'));
+  const matchers = globs.filter((g) => !g.startsWith('/')).map((g) => globToPathRegExp(g));
   let entries = 0;
   let truncated: Discovery['truncated'];
   const over = (): boolean => {
@@ -90,21 +98,29 @@ export async function discoverWorkspace(
     else if (Date.now() - t0 > budget.maxMs) truncated = 'time';
     return truncated !== undefined;
   };
-  const consider = async (p: string, rel: string): Promise<void> => {
-    const explicit = matchers.length > 0;
-    if (explicit && !matchers.some((m) => m.test(rel))) return;
+  const consider = async (p: string, rel: string, named = false): Promise<void> => {
+    const explicit = globs.length > 0;
+    if (explicit && !named && !matchers.some((m) => m.test(rel))) return;
     const isSo = /\.so(\.[0-9]+)*$/.test(p);
     if (/\.(o|a|ko|debug|dwo)$/.test(p)) return;
     const st = await stat(p).catch(() => undefined);
     if (!st?.isFile() || st.size < 64) return;
-    if (!explicit && !isSo && (st.mode & 0o111) === 0) return;
+    if (!explicit && !isSo && (st.mode & 0o111) === 0 && !/^vmlinux([-.][^/]*)?$/.test(basename(p))) return;
     const type = elfType(p);
     if (type !== ET_EXEC && type !== ET_DYN) return;
     found.set(p, { path: p, label: rel, kind: isSo ? 'shared-library' : 'executable', size: st.size, mtimeMs: st.mtimeMs });
   };
+  // A link to a file in the tree (libfoo.so → libfoo.so.1.2) names a file the walk finds anyway: only links that
+  // leave the tree (a kernel tree's vmlinux → /usr/lib/debug/boot/vmlinux-RELEASE) are followed.
+  const realRoot = await realpath(root).catch(() => root);
+  const outside = async (link: string): Promise<boolean> => {
+    const to = await realpath(link).catch(() => undefined);
+    return to !== undefined && to !== realRoot && !to.startsWith(`${realRoot}${sep}`);
+  };
+  for (const f of files) await consider(f, f, true);
   // Breadth-first: a budget that runs out leaves the shallow folders (where builds usually put their
-  // programs) looked at rather than one deep corner.
-  let level: Array<{ dir: string; rel: string }> = [{ dir: root, rel: '' }];
+  // programs) looked at rather than one deep corner. Only absolute entries in the setting: nothing to walk for.
+  let level: Array<{ dir: string; rel: string }> = files.length && !matchers.length ? [] : [{ dir: root, rel: '' }];
   for (let depth = 0; level.length > 0 && depth <= MAX_DEPTH && !over(); depth++) {
     const next: typeof level = [];
     for (const { dir, rel } of level) {
@@ -122,6 +138,7 @@ export async function discoverWorkspace(
         if (e.isDirectory()) {
           if (!skipDir(e.name, rel)) next.push({ dir: join(dir, e.name), rel: childRel });
         } else if (e.isFile()) await consider(join(dir, e.name), childRel);
+        else if (e.isSymbolicLink() && (await outside(join(dir, e.name)))) await consider(join(dir, e.name), childRel);
       }
     }
     level = next;

@@ -1,6 +1,8 @@
 // Builds made elsewhere (a CI box, a container) name sources by the build machine's paths. The setting
 // `probelens.pathMappings` maps a build-side prefix to a local one ({"/build/src": "${workspaceFolder}"});
-// these two functions translate in both directions. No `vscode` import: unit-tested in plain node.
+// these two functions translate in both directions. A build-side prefix may be relative: a build made with
+// -fdebug-prefix-map (Debian's kernel) names its sources relative to a relative compilation directory
+// (`debian/build/build_amd64_none_cloud-amd64/fs/open.c`). No `vscode` import: unit-tested in plain node.
 import { posix } from 'node:path';
 
 export type PathMappings = Readonly<Record<string, string>>;
@@ -28,7 +30,9 @@ function pairs(mappings: PathMappings, workspaceFolder: string | undefined): Pai
   const out: Pair[] = [];
   for (const [build, localRaw] of Object.entries(mappings)) {
     const local = expandLocalPrefix(localRaw, workspaceFolder);
-    if (local && build.startsWith('/')) out.push({ build: posix.normalize(build), local: posix.normalize(local) });
+    // A relative build prefix is kept relative (`./x` is `x`); `.` alone or one climbing out (`../x`) maps nothing.
+    const b = posix.normalize(build).replace(/\/+$/, '');
+    if (local && b && b !== '.' && b !== '..' && !b.startsWith('../')) out.push({ build: b, local: posix.normalize(local) });
   }
   // The most specific prefix wins, whichever side is matched.
   return out;

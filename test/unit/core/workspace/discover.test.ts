@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { discoverBinaries, discoverWorkspace, globToPathRegExp } from '../../../../src/core/workspace/discover';
@@ -31,6 +31,30 @@ test('default discovery finds executables and shared libraries, not objects, scr
     ['build/sub/libl.so', 'shared-library'],
     ['rootbin', 'executable'],
   ]);
+});
+
+test('a symbolic link to a binary outside the tree is found, one inside it or to a folder is not; a kernel image needs no execute bit', async () => {
+  const root = project();
+  const elsewhere = mkdtempSync(join(tmpdir(), 'probelens-ws-'));
+  execFileSync('gcc', ['-g', '-o', join(elsewhere, 'vmlinux-6.1.0-test'), join(root, 'src', 'a.c')]);
+  chmodSync(join(elsewhere, 'vmlinux-6.1.0-test'), 0o644);
+  execFileSync('gcc', ['-g', '-o', join(elsewhere, 'plain'), join(root, 'src', 'a.c')]);
+  chmodSync(join(elsewhere, 'plain'), 0o644);
+  symlinkSync(join(elsewhere, 'vmlinux-6.1.0-test'), join(root, 'vmlinux'));
+  symlinkSync(elsewhere, join(root, 'linked-dir'));
+  symlinkSync(join(root, 'missing'), join(root, 'dangling'));
+  symlinkSync(join(root, 'build', 'sub', 'libl.so'), join(root, 'build', 'sub', 'libl.so.1'));
+  const found = await discoverBinaries(root);
+  assert.deepEqual(found.map((f) => f.label).sort(), ['build/app', 'build/sub/libl.so', 'rootbin', 'vmlinux']);
+  assert.equal(found.find((f) => f.label === 'vmlinux')?.path, join(root, 'vmlinux'));
+  // The setting may name the file itself, outside the tree: alone it is all there is; with globs, beside their finds.
+  const named = join(elsewhere, 'vmlinux-6.1.0-test');
+  assert.deepEqual(
+    (await discoverBinaries(root, [named])).map((f) => [f.path, f.label]),
+    [[named, named]],
+  );
+  assert.deepEqual((await discoverBinaries(root, [named, 'build/app'])).map((f) => f.label).sort(), [named, 'build/app']);
+  assert.deepEqual(await discoverBinaries(root, [join(elsewhere, 'nothing')]), []);
 });
 
 test('globs from the setting replace the defaults', async () => {

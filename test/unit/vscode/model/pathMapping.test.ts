@@ -19,6 +19,23 @@ test('prefixes match whole path components only; unmapped paths are unchanged', 
   assert.equal(localToBuild('/elsewhere/a.c', maps, '/w'), '/elsewhere/a.c');
 });
 
+test("a relative build prefix (Debian's kernel: a relative comp_dir) maps the DWARF's relative paths", () => {
+  const k = {
+    'debian/build/build_amd64_none_cloud-amd64/': '${workspaceFolder}',
+    '/build/reproducible-path/linux-6.1.192': '${workspaceFolder}',
+  };
+  assert.equal(buildToLocal('debian/build/build_amd64_none_cloud-amd64/fs/open.c', k, '/src/linux'), '/src/linux/fs/open.c');
+  assert.equal(localToBuild('/src/linux/fs/open.c', k, '/src/linux'), 'debian/build/build_amd64_none_cloud-amd64/fs/open.c');
+  assert.equal(
+    buildToLocal('/build/reproducible-path/linux-6.1.192/arch/x86/entry/entry_64.S', k, '/src/linux'),
+    '/src/linux/arch/x86/entry/entry_64.S',
+  );
+  // `./x` is `x`; `.` and a prefix climbing out of the compilation directory map nothing.
+  assert.equal(buildToLocal('debian/x.c', { './debian': '/w' }), '/w/x.c');
+  assert.equal(buildToLocal('x.c', { '.': '/w' }), 'x.c');
+  assert.equal(buildToLocal('../x.c', { '..': '/w' }), '../x.c');
+});
+
 test('${workspaceFolder} mappings are ignored without a workspace folder', () => {
   assert.equal(buildToLocal('/build/src/a.c', { '/build/src': '${workspaceFolder}' }), '/build/src/a.c');
 });

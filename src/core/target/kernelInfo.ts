@@ -1,0 +1,68 @@
+// Which kernel a target runs: its release (`uname -r`) and GNU build-id (the kernel's own copy of its image's note
+// segment, /sys/kernel/notes, readable by everyone), so the editor can show it beside a vmlinux and say whether they
+// are one build. One fixed program (no text of ours in it), run through the target like the agent; the comparison
+// is the same one a session makes before it arms kprobes (traceSession.ts), which stays the authority.
+// Tests: test/unit/core/target/kernelInfo.test.ts, test/e2e/kernelLens.test.ts
+import { NT_GNU_BUILD_ID, parseNotes } from '../binary/notes';
+import type { ExecOptions, Target } from './target';
+
+/** The program: the release on the first line, then the notes as hex bytes (od exits 1 without the file). */
+export const KERNEL_INFO_ARGV: readonly string[] = ['sh', '-c', 'uname -r; od -An -v -tx1 /sys/kernel/notes', 'probelens-kernel-info'];
+
+export interface KernelInfo {
+  /** `uname -r`, e.g. `6.1.0-56-cloud-amd64`. */
+  release: string;
+  /** Lowercase hex; undefined when the kernel exports no notes or no GNU build-id among them. */
+  buildId?: string;
+}
+
+/** What KERNEL_INFO_ARGV printed. Throws when it names no release. */
+export function parseKernelInfo(out: string): KernelInfo {
+  const [first = '', ...rest] = out.split('\n');
+  const release = first.trim();
+  if (!/^[\w.+~-]+$/.test(release)) throw new Error(`the target named no kernel release (it printed ${JSON.stringify(out.slice(0, 80))})`);
+  const hex = rest.join('').replace(/\s+/g, '');
+  if (!hex || !/^([0-9a-f]{2})+$/i.test(hex)) return { release };
+  let buildId: string | undefined;
+  try {
+    // The kernel's notes are in its own (x86-64, little-endian) byte order, 4-aligned.
+    const note = parseNotes(Buffer.from(hex, 'hex'), true, 4, '/sys/kernel/notes', 0).find(
+      (n) => n.owner === 'GNU' && n.type === NT_GNU_BUILD_ID,
+    );
+    if (note && note.desc.length > 0) buildId = Buffer.from(note.desc).toString('hex');
+  } catch {
+    // damaged notes: no build-id to compare
+  }
+  return buildId ? { release, buildId } : { release };
+}
+
+/** Runs KERNEL_INFO_ARGV on `target` (bounded by `ms`). */
+export async function readKernelInfo(target: Target, opts: ExecOptions = {}, ms = 30_000): Promise<KernelInfo> {
+  const ch = await target.exec(KERNEL_INFO_ARGV, opts);
+  ch.stdin.end();
+  let out = '';
+  let err = '';
+  ch.stdout.setEncoding('utf8').on('data', (d: string) => (out += d.slice(0, 1 << 16)));
+  ch.stderr.setEncoding('utf8').on('data', (d: string) => (err += d.slice(0, 4096)));
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), ms)));
+  const exit = await Promise.race([ch.exit, late]);
+  clearTimeout(timer);
+  if (exit === 'late') {
+    ch.kill('KILL');
+    throw new Error(`reading the kernel release on ${target.host} took over ${ms} ms`);
+  }
+  try {
+    return parseKernelInfo(out);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}${err.trim() ? `: ${err.trim()}` : ''}`);
+  }
+}
+
+/** How a target's kernel relates to the vmlinux in use, in words: `matches`, or both ids. */
+export function describeBuildIdMatch(running: string | undefined, vmlinux: string | undefined): { matches: boolean; text: string } {
+  if (!running) return { matches: false, text: 'the running kernel exports no build-id (/sys/kernel/notes): cannot compare' };
+  if (!vmlinux) return { matches: false, text: `running build-id ${running}; the vmlinux has none: cannot compare` };
+  if (running === vmlinux) return { matches: true, text: `build-id ${running} matches the vmlinux` };
+  return { matches: false, text: `build-id differs: running ${running}, vmlinux ${vmlinux}` };
+}

@@ -1,0 +1,241 @@
+// The editor on a kernel tree: a workspace holding the VM kernel's own fs/open.c (from Debian's linux-source package
+// of exactly that version, test/helpers/kernelSource.ts) and a symbolic link to the dbg package's vmlinux (590 MB,
+// never copied), with `probelens.pathMappings` mapping the DWARF's relative build directory
+// (`debian/build/build_amd64_none_cloud-amd64`) to the workspace. The "Trace" lens above do_sys_openat2 arms on the
+// VM over SSH (its host key checked against known_hosts), the Probes view shows the VM's kernel and that its
+// build-id is the vmlinux's, and the inline count rises by at least the opens the test makes in the VM (other
+// processes there open files too: a lower bound), while the live panel, filtered by the test's opener's comm, shows
+// exactly those opens. This machine, another kernel, is refused with both build-ids. A second workspace names the
+// vmlinux by its absolute path in `probelens.binaries` instead of linking to it: the same lens is there.
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import type { Page } from 'playwright-core';
+import { readKernelInfo } from '../../src/core/target/kernelInfo';
+import { LocalTarget } from '../../src/core/target/local';
+import { scanBinary } from '../../src/core/workspace/scan';
+import { kernelSourceFiles } from '../helpers/kernelSource';
+import { missing } from '../helpers/require';
+import { requireVm, requireVmlinux, vmShell, waitVmClean, type VmConnection } from '../helpers/vm';
+import { VmUnavailable } from '../helpers/vmImage';
+import { e2ePrerequisites, withCodeServer } from './harness/session';
+import { clickCodeLens, codeLens, openFile, runCommand, waitForNotification, webviewFrame } from './harness/workbench';
+import { waitForInline } from './inlineResults';
+
+const FUNC = 'do_sys_openat2';
+const FILE = 'fs/open.c';
+const OPENS = 40;
+/** The opener in the VM: its comm (15 characters at most) names the test's own opens. */
+const OPENER = '/tmp/busybox-plopen';
+
+/** The count the inline result after the traced line shows (`● 1,234 hits · last …`). */
+async function inlineCount(page: Page): Promise<number> {
+  const text = await waitForInline(page, /^● [\d,]+ hits?/, 60_000);
+  return Number(/^● ([\d,]+)/.exec(text)![1].replace(/,/g, ''));
+}
+
+/** The Probes view's rows, as `label · description`. */
+async function viewRows(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    [...document.querySelectorAll('.pane-body .monaco-list-row')].map((r) =>
+      [r.querySelector('.label-name'), r.querySelector('.label-description')]
+        .map((e) => (e?.textContent ?? '').replace(/\s+/g, ' ').trim())
+        .join(' · '),
+    ),
+  );
+}
+
+async function waitRow(page: Page, want: RegExp, ms: number): Promise<string> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const rows = await viewRows(page);
+    const hit = rows.find((r) => want.test(r));
+    if (hit) return hit;
+    if (Date.now() > deadline) throw new Error(`no Probes view row matching ${want} within ${ms} ms (rows: ${JSON.stringify(rows)})`);
+    await page.waitForTimeout(300);
+  }
+}
+
+/**
+ * The VM, its vmlinux, and a workspace holding the kernel's own fs/open.c (with a link to the vmlinux when `link`);
+ * undefined after missing() when one of them cannot be had (under CI=true: failed).
+ */
+async function kernelTree(
+  t: TestContext,
+  link: boolean,
+): Promise<
+  { vm: VmConnection; vmlinux: { path: string; buildId: string }; ws: string; scratch: string; buildDir: string; line: number } | undefined
+> {
+  if (!e2ePrerequisites(t)) return undefined;
+  const vm = await requireVm(t);
+  if (!vm) return undefined;
+  const vmlinux = await requireVmlinux(t, vm);
+  if (!vmlinux) return undefined;
+  let src: string;
+  try {
+    const got = kernelSourceFiles(vm.kernelPackage.split(' ')[1], [FILE]);
+    if (got.extractMs) t.diagnostic(`fetched ${FILE} of ${vm.kernelPackage} in ${got.extractMs} ms`);
+    src = got.dir;
+  } catch (e) {
+    if (!(e instanceof VmUnavailable)) throw e;
+    missing(t, e.message);
+    return undefined;
+  }
+  // Where the DWARF says fs/open.c was built: a path relative to the build's (relative) compilation directory.
+  const scan = await scanBinary(vmlinux.path);
+  const built = [...(scan?.units ?? [])].find((u) => u === FILE || u.endsWith(`/${FILE}`));
+  assert.ok(built, `${vmlinux.path} has a unit for ${FILE}`);
+  const buildDir = built.slice(0, -FILE.length - 1) || '.';
+  t.diagnostic(`the DWARF names ${built}: mapping ${buildDir} to the workspace`);
+  const line =
+    readFileSync(join(src, FILE), 'utf8')
+      .split('\n')
+      .findIndex((l) => new RegExp(`^static long ${FUNC}\\(`).test(l)) + 1;
+  assert.ok(line > 0, `${FUNC} is defined in ${FILE}`);
+
+  const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-kernel-'));
+  t.after(() => rmSync(scratch, { recursive: true, force: true }));
+  const ws = join(scratch, 'linux');
+  mkdirSync(dirname(join(ws, FILE)), { recursive: true });
+  copyFileSync(join(src, FILE), join(ws, FILE));
+  if (link) symlinkSync(vmlinux.path, join(ws, 'vmlinux'));
+  return { vm, vmlinux, ws, scratch, buildDir, line };
+}
+
+test(
+  "kernel tree: the Trace lens above do_sys_openat2 arms on the VM's kernel, whose build-id the Probes view shows matching, and counts the VM's opens",
+  { timeout: 1_800_000 },
+  async (t) => {
+    const tree = await kernelTree(t, true);
+    if (!tree) return;
+    const { vm, vmlinux, scratch, ws, buildDir, line } = tree;
+    const sshConfig = join(scratch, 'ssh_config');
+    writeFileSync(
+      sshConfig,
+      [
+        'Host e2e-vm',
+        `  HostName ${vm.host}`,
+        `  Port ${vm.port}`,
+        '  User root',
+        `  IdentityFile ${vm.identityFile}`,
+        '  IdentitiesOnly yes',
+        `  UserKnownHostsFile ${vm.knownHostsFile}`,
+        '  StrictHostKeyChecking yes',
+        '',
+      ].join('\n'),
+    );
+    assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
+
+    const settings = { 'probelens.ssh.configFile': sshConfig, 'probelens.pathMappings': { [buildDir]: '${workspaceFolder}' } };
+    await withCodeServer(t, { workspace: ws, settings }, async ({ page }) => {
+      const t0 = Date.now();
+      await openFile(page, FILE);
+      await codeLens(page, /^Trace$/)
+        .first()
+        .waitFor({ state: 'visible', timeout: 300_000 });
+      t.diagnostic(`lenses above ${FILE} after ${Date.now() - t0} ms`);
+
+      // Probes view → "Add SSH Target…": the VM from the ssh config, as root, the binary is local (kernel probes).
+      await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
+      await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
+      const row = (label: RegExp) =>
+        page
+          .locator('.quick-input-widget .quick-input-list .monaco-list-row')
+          .filter({ has: page.locator('.label-name', { hasText: label }) })
+          .first();
+      await row(/^\s*e2e-vm\s*$/).click();
+      await row(/As the login user/).click();
+      const mirror = page.locator('.quick-input-widget').filter({ hasText: 'mirrors this workspace folder' });
+      await mirror.waitFor({ state: 'visible', timeout: 30_000 });
+      await mirror.locator('.quick-input-box input').press('Enter');
+      await mirror.waitFor({ state: 'hidden', timeout: 30_000 });
+      await waitRow(page, /e2e-vm/, 30_000);
+
+      // Both targets are active: the VM's kernel is the vmlinux's build, this machine's is not.
+      await clickCodeLens(page, /^Trace$/, { line, timeout: 60_000 });
+      const release = vm.kernelRelease;
+      const matching = await waitRow(page, new RegExp(`^kernel ${release.replace(/[.+]/g, '\\$&')} · build-id matches vmlinux$`), 300_000);
+      t.diagnostic(`Probes view: ${matching}`);
+      const differs = await waitRow(page, /^kernel \S+ · build-id differs: running [0-9a-f]{40}, vmlinux [0-9a-f]{40}$/, 60_000);
+      const here = await readKernelInfo(new LocalTarget({}));
+      assert.ok(
+        here.buildId &&
+          differs.includes(`kernel ${here.release} `) &&
+          differs.includes(`running ${here.buildId}, vmlinux ${vmlinux.buildId}`),
+        `this machine's row names its kernel ${here.release} and both build-ids (${differs})`,
+      );
+      await waitRow(page, /^vmlinux · failed · the kernel on local .* is not the build of vmlinux/, 30_000);
+      t.diagnostic(`Probes view: ${differs}`);
+
+      // Trace on the VM only, then Start Tracing again.
+      // (Its quick pick stays open after the palette closes: the palette row is clicked by hand.)
+      await page.keyboard.press('F1');
+      await page.locator('.quick-input-widget .quick-input-box input').fill('>ProbeLens: Select Targets');
+      await row(/Select Targets/).click();
+      const picker = page.locator('.quick-input-widget').filter({ hasText: 'trace on these targets' });
+      await picker.waitFor({ state: 'visible', timeout: 30_000 });
+      await row(/^\s*local\s*$/).click();
+      await page.locator('.quick-input-widget .quick-input-box input').press('Enter');
+      await picker.waitFor({ state: 'hidden', timeout: 30_000 });
+      await page.locator('.action-label[aria-label^="Stop Tracing"]').first().click();
+      await page.locator('.action-label[aria-label^="Start Tracing"]').first().click();
+      await codeLens(page, /Trace: [\d,]+ hits? · armed/)
+        .first()
+        .waitFor({ state: 'visible', timeout: 300_000 });
+      t.diagnostic(`armed on the VM after ${Date.now() - t0} ms`);
+      const before = await inlineCount(page);
+
+      // The test's opens: a copy of the VM's static busybox under a name of its own (so its hits can be told apart
+      // by their comm) runs `cat` OPENS times, each one openat(2) of the file and no other open (as strace shows
+      // of the same busybox here). The shell, sshd and the rest of the VM open files too.
+      const r = await vmShell(
+        vm,
+        `cp /bin/busybox ${OPENER} && i=0; while [ $i -lt ${OPENS} ]; do ${OPENER} cat /etc/hostname >/dev/null; i=$((i+1)); done; rm -f ${OPENER}; echo done`,
+      );
+      assert.equal(r.out.trim(), 'done', r.err);
+      const deadline = Date.now() + 60_000;
+      let after = before;
+      while (after < before + OPENS && Date.now() < deadline) {
+        await page.waitForTimeout(500);
+        after = await inlineCount(page);
+      }
+      t.diagnostic(`inline count ${before} → ${after} for ${OPENS} opens made by the test`);
+      // A lower bound: other processes' opens are counted too.
+      assert.ok(after >= before + OPENS, `the count rose by at least the test's ${OPENS} opens (${before} → ${after})`);
+      // Exactly: the live panel's hits of the opener's comm are the test's opens, one each.
+      await runCommand(page, 'ProbeLens: Open Live Panel');
+      const frame = await webviewFrame(page, '#pl-filter input', { timeout: 60_000 });
+      await frame.locator('#pl-filter input').fill(`comm:${basename(OPENER)}`);
+      await frame.waitForFunction((n) => new RegExp(`· ${n} rows`).test(document.getElementById('pl-status')?.textContent ?? ''), OPENS, {
+        timeout: 30_000,
+      });
+      t.diagnostic(`live panel, comm:${basename(OPENER)}: ${await frame.locator('#pl-status').innerText()}`);
+
+      await page.locator('.action-label[aria-label^="Stop Tracing"]').first().click();
+      assert.deepEqual((await waitVmClean(vm, 30_000)).left, [], 'Stop leaves nothing on the VM');
+    });
+  },
+);
+
+test(
+  'kernel tree pointed at its vmlinux by probelens.binaries (an absolute path, no link): the lens above do_sys_openat2 is there, and arming it on this machine, another kernel, is refused',
+  { timeout: 900_000 },
+  async (t) => {
+    const tree = await kernelTree(t, false);
+    if (!tree) return;
+    const { vmlinux, ws, buildDir, line } = tree;
+    const settings = { 'probelens.binaries': [vmlinux.path], 'probelens.pathMappings': { [buildDir]: '${workspaceFolder}' } };
+    await withCodeServer(t, { workspace: ws, settings }, async ({ page }) => {
+      await openFile(page, FILE);
+      await clickCodeLens(page, /^Trace$/, { line, timeout: 300_000 });
+      const here = await readKernelInfo(new LocalTarget({}));
+      const note = await waitForNotification(page, /is not the build of/, { timeout: 300_000 });
+      const text = await note.innerText();
+      t.diagnostic(text);
+      assert.ok(text.includes(`running ${here.buildId}, vmlinux ${vmlinux.buildId}`), text);
+      assert.ok(text.includes(basename(vmlinux.path)), text);
+    });
+  },
+);
