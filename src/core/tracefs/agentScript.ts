@@ -236,11 +236,15 @@ drain_reader() {
   stop_reader
 }
 
-# Raw lines, no per-line processes (fork is slow on loaded hosts); the client parses them.
+# Raw lines, no per-line processes (fork is slow on loaded hosts); the client parses them. Each file is read whole
+# by one cat (see unread) and its lines then taken from the copy.
 cpu_stats() {
   for d in "$I"/per_cpu/cpu*; do
     [ -f "$d/stats" ] || continue
-    while IFS= read -r l; do say INFO "$1" stat "$d" "$l"; done < "$d/stats"
+    cs=$(cat "$d/stats" 2>/dev/null) || continue
+    while IFS= read -r l; do say INFO "$1" stat "$d" "$l"; done <<CPU_STATS
+$cs
+CPU_STATS
   done
 }
 
@@ -465,8 +469,14 @@ our_event() {
 # UNREAD := entries the reader has not consumed yet, over every CPU.
 unread() {
   UNREAD=0
-  for f in "$I"/per_cpu/cpu*/stats; do
-    while IFS= read -r l; do case "$l" in entries:*) set -f; set -- $l; set +f; UNREAD=$((UNREAD + $2)) ;; esac; done < "$f"
+  # One cat reads every stats file whole (one read(2) each): the shell's read takes a byte per call, and the kernel
+  # builds the text anew at every read, which tears a value that changes meanwhile.
+  ur=$(cat "$I"/per_cpu/cpu*/stats 2>/dev/null)
+  set -f; set -- $ur; set +f
+  ur_p=
+  for w do
+    if [ "$ur_p" = entries: ]; then case "$w" in '' | *[!0-9]*) ;; *) UNREAD=$((UNREAD + w)) ;; esac; fi
+    ur_p=$w
   done
 }
 
