@@ -34,6 +34,8 @@ export interface Hit {
   latencyNs?: number;
   /** the copy of the function's code the hit ran in */
   site?: Site;
+  /** The function that called the kernel function this entry is of (counts by caller, `--by caller`). */
+  caller?: string;
   /** Arguments of the spec this site cannot fetch, each with why (this copy has no such parameter, it is optimized out here, …). */
   unavailable?: Record<string, string>;
   /**

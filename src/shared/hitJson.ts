@@ -49,7 +49,7 @@ export function toJson(value: unknown, indent?: number): string {
 
 /**
  * The contract's hit object:
- * `{host, probe, kind, pid, tid, comm, cpu, ts, args, retval?, latencyNs?, site?, unavailable?, inferred?, cut?}`.
+ * `{host, probe, kind, pid, tid, comm, cpu, ts, args, retval?, latencyNs?, site?, caller?, unavailable?, inferred?, cut?}`.
  */
 export type HitJson = Omit<Hit, 'event'>;
 
@@ -66,6 +66,7 @@ export function hitToJson(h: Hit): HitJson {
     if (s.file !== undefined) o.site.file = s.file;
     if (s.line !== undefined) o.site.line = s.line;
   }
+  if (h.caller !== undefined) o.caller = h.caller;
   if (h.unavailable && Object.keys(h.unavailable).length) o.unavailable = { ...h.unavailable };
   if (h.inferred?.length) o.inferred = [...h.inferred];
   if (h.cut?.length) o.cut = [...h.cut];
@@ -108,6 +109,7 @@ export function hitToJsonLine(h: Hit): string {
     if (s.line !== undefined) line += `,"line":${num(s.line)}`;
     line += '}';
   }
+  if (h.caller !== undefined) line += `,"caller":${q(h.caller)}`;
   if (h.unavailable && Object.keys(h.unavailable).length) line += `,"unavailable":${q(h.unavailable)}`;
   if (h.inferred?.length) line += `,"inferred":${q(h.inferred)}`;
   if (h.cut?.length) line += `,"cut":${q(h.cut)}`;

@@ -3,8 +3,9 @@
 // sessions at once, one streaming and one counting in the kernel: a static program in the VM calls uname(2)
 // CALLS times, and `__x64_sys_newuname` (entry and return) is traced. For the program's thread the kernel's count
 // equals the streamed one and the program's own, and so do the counts by task name; each session's hits equal
-// kprobe_profile's count; the kernel's latency buckets agree with the streamed ones within one log2 bucket; and the
-// VM holds nothing afterwards.
+// kprobe_profile's count; both name the same caller for every call (`--by caller`: the stream from the return
+// address and the VM's KASLR offset, the kernel with `.sym`); the kernel's latency buckets agree with the streamed
+// ones within one log2 bucket; and the VM holds nothing afterwards.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -83,7 +84,7 @@ int main(void) {
     if (!(await installStatic(t, vm, PROGRAM, source))) return;
     await warmIndex(k.path);
     assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
-    const flags = ['--json', '--by', 'comm', ...vmCliFlags(vm)];
+    const flags = ['--json', '--by', 'comm', '--by', 'caller', ...vmCliFlags(vm)];
     const agg = startCli(t, ['trace', k.path, ...SPECS, '--aggregate', ...flags], kernelEnv(t));
     await waitOnVm(
       vm,
@@ -150,6 +151,21 @@ int main(void) {
     const rowOf = (sum: Summary) => sum.keys[P].comm.find((r) => r.value === name)?.hits;
     assert.equal(rowOf(aSum), CALLS, 'the kernel’s count by task name: the program’s own calls');
     assert.equal(rowOf(sSum), CALLS, 'the stream’s count by task name');
+
+    // By caller: every uname(2) enters through the system call table, so both name one caller for all their hits, the
+    // same function, by its name (the stream from the return address less the KASLR offset, the kernel by .sym).
+    type Rows = Array<{ value: number | string; hits: number }>;
+    const callers = (sum: Summary) => sum.keys[P].caller as Rows;
+    assert.equal(callers(sSum).length, 1, `one caller streamed: ${JSON.stringify(callers(sSum))}`);
+    const via = callers(sSum)[0].value;
+    assert.match(String(via), /^[a-z_][a-z0-9_.]*$/, 'named, not an address');
+    assert.deepEqual(callers(sSum), [{ value: via, hits: sSum.hits[P] }]);
+    assert.deepEqual(callers(aSum), [{ value: via, hits: aSum.hits[P] }], 'the kernel names the same caller');
+    assert.ok(
+      mine('entry').every((h) => (h as { caller?: string }).caller === via),
+      'each of the program’s hits says its caller',
+    );
+    t.diagnostic(`caller of ${P}: ${via}`);
 
     // Latency: the program's calls as streamed (their returns' latency), against the kernel's histogram of every call
     // it timed; the calls of other threads it timed are allowed to fall anywhere, and up to 5% of the program's may

@@ -79,6 +79,8 @@ export interface CompileOptions {
    * its own, for a caller that shares them across specs itself (sharePoints).
    */
   shareEvents?: boolean;
+  /** Kernel function entries also fetch their return address (CALLER_ARG), for counts by caller (`--by caller`). */
+  callers?: boolean;
 }
 
 interface Ctx {
@@ -315,7 +317,16 @@ const GOROUTINE: CompiledArg = { name: GOROUTINE_ARG, fetch: '%r14', type: 'x64'
 
 const COMM_ARG: CompiledArg = { name: 'probelens_comm', fetch: '$comm', type: 'string', display: 'string', hidden: true };
 
+/**
+ * At a kernel function's entry the top of the stack is its return address, in the calling function (at an inlined
+ * copy it is not: there the caller is the function the copy is in, which the site says).
+ */
+export const CALLER_ARG: CompiledArg = { name: 'probelens_caller', fetch: '$stack0', type: 'x64', display: 'hex', hidden: true };
+
 const kernels = new WeakMap<BinaryIndex, KernelImage | undefined>();
+
+/** The kernel image behind `index`'s kernel probes, once a compile has read it (undefined: not a kernel). */
+export const kernelOf = (index: BinaryIndex): KernelImage | undefined => kernels.get(index);
 
 /** A site the kernel must not be probed at (kernel.ts says why). */
 class KernelRefusal extends ResolveError {
@@ -352,7 +363,11 @@ function finish(
   p = { ...p, args: withStringHeads(p.args) };
   const k = kernels.get(index);
   const kprobe = k ? kernelProbe(p, kind, k) : undefined;
-  if (kprobe) p = { ...p, args: kprobe.args };
+  if (kprobe) {
+    p = { ...p, args: kprobe.args };
+    if (opts.callers && kind === 'p' && p.kind === 'entry' && !p.args.some((a) => a.name === CALLER_ARG.name))
+      p = { ...p, args: [...p.args, CALLER_ARG] };
+  }
   // A process's own memory is all user memory: uprobes read any string with `string`.
   else if (p.args.some((a) => a.type === 'ustring'))
     p = { ...p, args: p.args.map((a) => (a.type === 'ustring' ? { ...a, type: 'string' } : a)) };

@@ -31,6 +31,8 @@ export interface KernelImage {
   /** Address ranges the kernel never lets kprobes into, with their section's name. */
   forbidden: Array<{ lo: bigint; hi: bigint; what: string }>;
   fentry?: bigint;
+  /** `_stext`'s link-time address: the running kernel's, from /proc/kallsyms, less this is its KASLR offset. */
+  textStart?: bigint;
   image: BinaryImage;
 }
 
@@ -91,7 +93,7 @@ function readKernel(image: BinaryImage): KernelImage {
     const b = byName.get(hi);
     if (a !== undefined && b !== undefined && b > a) forbidden.push({ lo: a, hi: b, what });
   }
-  return { funcs, nameCount, blacklist, forbidden, fentry: byName.get('__fentry__'), image };
+  return { funcs, nameCount, blacklist, forbidden, fentry: byName.get('__fentry__'), textStart: byName.get('_stext'), image };
 }
 
 /** The function symbol whose code holds `address` (the last one starting at or below it), or undefined. */
@@ -113,6 +115,15 @@ function symbolAt(k: KernelImage, address: bigint): KSym | undefined {
   while (first > 0 && k.funcs[first - 1].address === at) first--;
   const group = k.funcs.slice(first, found + 1);
   return group.find((s) => s.global && k.nameCount.get(s.name) === 1) ?? group.find((s) => k.nameCount.get(s.name) === 1) ?? group[0];
+}
+
+/**
+ * The function a link-time code address lies in, by name, as the kernel names a return address (`.sym`: the symbol
+ * at or below it); undefined when no function holds it (the kernel then prints the address).
+ */
+export function functionNameAt(k: KernelImage, address: bigint): string | undefined {
+  const s = symbolAt(k, address);
+  return s && (s.size === 0n || address < s.address + s.size) ? s.name : undefined;
 }
 
 export class KernelProbeError extends Error {

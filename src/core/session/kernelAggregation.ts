@@ -11,6 +11,7 @@ import {
   latencyTrigger,
   parseHist,
   synthName,
+  symKeyName,
   tableOf,
 } from '../tracefs/hist';
 import type { TracefsAgent } from '../tracefs/agentClient';
@@ -54,7 +55,7 @@ export function planHist(
     const first = list.find((p) => p);
     for (const key of keys) {
       if (!first?.args.some((a) => a.name === keyField(key))) continue;
-      const trigger = keyTrigger(keyField(key), key.log2);
+      const trigger = keyTrigger(keyField(key), key.log2, key.name === 'caller', perSite && key.name === 'caller');
       plan.keyEvents.push({ event, key, trigger });
       plan.triggers.push({ event, trigger });
     }
@@ -135,7 +136,8 @@ export function kernelFigures(
   for (const { event, key, trigger } of plan.keyEvents) {
     const table = tableOf(parseHist(hist.get(event) ?? []), trigger);
     out.dropped += table.dropped;
-    const point = (points.get(event) ?? []).find((p) => p);
+    const list = points.get(event) ?? [];
+    const point = list.find((p) => p);
     if (!point) continue;
     const field = keyField(key);
     const rows = (((out.keys ??= {})[probeName(point)] ??= {})[key.text] ??= []);
@@ -148,7 +150,11 @@ export function kernelFigures(
       // value is the kernel's u64, which a signed field's negative values wrap to.
       let value: number | string | undefined;
       if (key.name === 'comm') value = e.text?.[field] ?? raw;
-      else if (key.log2) value = n === undefined ? undefined : n > 64 ? 0 : bucketOfKernelLog2(n);
+      else if (key.name === 'caller') {
+        // At an inlined copy the top of the stack is no return address: its caller is the function it is in.
+        const site = list[e.keys[SITE_ARG] ?? 0]?.site;
+        value = site && site.kind !== 'entry' && site.kind !== 'clone' ? site.caller : e.text?.[field] && symKeyName(e.text[field]);
+      } else if (key.log2) value = n === undefined ? undefined : n > 64 ? 0 : bucketOfKernelLog2(n);
       else value = raw === undefined ? undefined : kernelValue(raw, signed);
       if (value !== undefined) found.push({ value, hits: e.hits });
     }

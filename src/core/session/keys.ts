@@ -1,6 +1,9 @@
 // Counts per key (`trace --by KEY`): a probe's hits counted by the value of one of its integer arguments (`--by len`,
 // by the argument's name as hits show it), by log2 buckets of that value (`--by len.log2`), by its return value
-// (`--by retval`) or by the task's name (`--by comm`). Streamed, the session counts each hit it receives; aggregated
+// (`--by retval`), by the task's name (`--by comm`) or, for kernel functions, by the function that called them
+// (`--by caller`: the return address at the entry, named by the vmlinux's symbols and the running kernel's KASLR
+// offset, as the kernel's `.sym` names it; an inlined copy's caller is the function it is in). Streamed, the session
+// counts each hit it receives; aggregated
 // in the kernel, a hist trigger per key counts them there (`hist:keys=FIELD[.log2]:vals=hitcount`) and the session
 // reads its table. Both give the same rows: a value and its hits (for `.log2`, bucket i holds [2^i, 2^(i+1)), bucket
 // 0 also 0, as latency buckets do; the kernel rounds a power of two one bucket lower, so those agree within one).
@@ -18,21 +21,23 @@ export interface KeySpec {
 
 /** The field a hist trigger keys on for `comm`: the task name every ProbeLens probe fetches. */
 export const COMM_FIELD = 'probelens_comm';
+/** The field a hist trigger keys on (`.sym`) for `caller`: a kernel entry's return address (compiler CALLER_ARG). */
+export const CALLER_FIELD = 'probelens_caller';
 
 const KEY = /^([A-Za-z_][A-Za-z0-9_]{0,63})(\.log2)?$/;
 
 /** A `--by` value, or an Error saying what a key is. */
 export function parseKey(text: string): KeySpec {
   const m = KEY.exec(text);
-  if (!m || (m[1] === 'comm' && m[2]))
+  if (!m || ((m[1] === 'comm' || m[1] === 'caller') && m[2]))
     throw new Error(
-      `--by ${JSON.stringify(text)}: a key is an integer argument's name as hits show it (len), its log2 buckets (len.log2), retval, or comm`,
+      `--by ${JSON.stringify(text)}: a key is an integer argument's name as hits show it (len), its log2 buckets (len.log2), retval, comm, or caller (kernel functions)`,
     );
   return { text, name: m[1], log2: !!m[2] };
 }
 
 /** The tracefs event field the kernel keys `k` on. */
-export const keyField = (k: KeySpec): string => (k.name === 'comm' ? COMM_FIELD : k.name);
+export const keyField = (k: KeySpec): string => (k.name === 'comm' ? COMM_FIELD : k.name === 'caller' ? CALLER_FIELD : k.name);
 
 function integer(v: HitValue | bigint | undefined): number | string | undefined {
   if (typeof v === 'number') return Number.isInteger(v) ? v : undefined;
@@ -45,6 +50,7 @@ function integer(v: HitValue | bigint | undefined): number | string | undefined 
 /** The value a hit counts under for `k` (undefined: the hit has no such value, and is not counted under it). */
 export function keyValue(k: KeySpec, hit: Hit): number | string | undefined {
   if (k.name === 'comm') return hit.comm;
+  if (k.name === 'caller') return hit.caller;
   const raw = k.name === 'retval' && hit.retval !== undefined ? hit.retval : hit.args[k.name];
   const v = integer(raw);
   if (v === undefined || !k.log2) return v;
@@ -60,6 +66,14 @@ export function keyValue(k: KeySpec, hit: Hit): number | string | undefined {
 export function checkKeys(keys: readonly KeySpec[], probes: readonly CompiledProbe[]): void {
   for (const k of keys) {
     if (k.name === 'comm') continue;
+    if (k.name === 'caller') {
+      const user = probes.filter((p) => p.kind === 'entry' && p.definition.target.type !== 'kprobe');
+      if (user.length || !probes.some((p) => p.args.some((a) => a.name === CALLER_FIELD)))
+        throw new Error(
+          `--by caller counts kernel functions' calls by their caller${user.length ? ` (${user[0].function ?? user[0].event} is a user function: its caller would need the process's memory map)` : ': this trace has no kernel function entry'}`,
+        );
+      continue;
+    }
     const args = probes.flatMap((p) => p.args.filter((a) => a.name === k.name && !a.hidden));
     if (args.length === 0) {
       const names = [...new Set(probes.flatMap((p) => p.args.filter((a) => !a.hidden).map((a) => a.name)))];

@@ -10,7 +10,9 @@
 //   test/unit/core/session/sessionEnd.test.ts
 import type { BinaryIndex } from '../index/binaryIndex';
 import { readBinaryIdentity } from '../index/identity';
-import { compileProbes, lineBaseName, sharePoints, SITE_ARG, type CompiledProbe } from '../probes/compiler';
+import { CALLER_ARG, compileProbes, kernelOf, lineBaseName, sharePoints, SITE_ARG, type CompiledProbe } from '../probes/compiler';
+import { functionNameAt } from '../probes/kernel';
+import { readKernelTextStart } from '../target/kernelInfo';
 import { bindGroup, checkProbePath, eventName } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
 import { checkWriters, probedPath, WatchGate, type FileChange } from './fileWatch';
@@ -305,6 +307,31 @@ export class TraceSession {
   }
 
   /** Compiles spec by spec (so one refusal does not hide the others) for this target's kernel. */
+  /**
+   * Names a kernel entry's caller as the kernel's `.sym` does: the return address it fetched (CALLER_ARG), less the
+   * running kernel's KASLR offset, in the vmlinux's symbols; at an inlined copy, the function the copy is in.
+   */
+  private async callerNamer(): Promise<(raw: Hit, point: CompiledProbe) => string | undefined> {
+    const k = kernelOf(this.opts.index);
+    if (!k?.textStart) throw new Error(`${this.opts.index.path} has no _stext symbol: callers cannot be named`);
+    const slide = (await readKernelTextStart(this.opts.target, { sudo: this.opts.sudo })) - k.textStart;
+    return (raw, point) => {
+      const s = point.site;
+      if (s && s.kind !== 'entry' && s.kind !== 'clone') return s.caller;
+      const v = raw.args[CALLER_ARG.name];
+      const at =
+        typeof v === 'bigint'
+          ? v
+          : typeof v === 'number'
+            ? BigInt(v)
+            : typeof v === 'string' && /^(0x)?[0-9a-f]+$/i.test(v)
+              ? BigInt(v.startsWith('0x') ? v : `0x${v}`)
+              : undefined;
+      if (at === undefined) return undefined;
+      return functionNameAt(k, (at - slide) & 0xffffffffffffffffn) ?? `0x${at.toString(16)}`;
+    };
+  }
+
   private async compile(
     specs: Array<string | ProbeSpec>,
     caps: ReadonlySet<string> | undefined,
@@ -326,6 +353,7 @@ export class TraceSession {
             maxSites,
             disabledSites: opts.disabledSites,
             shareEvents: !across,
+            callers: opts.keys?.some((k) => k.name === 'caller'),
             ...capOpts,
           })),
         );
@@ -517,6 +545,7 @@ export class TraceSession {
     }
     checkKeys(opts.keys ?? [], compiled.probes);
     this.aggregates = new Aggregates(undefined, undefined, { keys: opts.keys });
+    const callerOf = kernel && !opts.aggregate && opts.keys?.some((k) => k.name === 'caller') ? await this.callerNamer() : undefined;
     const show = (raw: Hit) => {
       if (this.closed) return;
       // Hits come in bursts released at once (after a pause a buffer's worth, merged across CPUs and let through by
@@ -525,6 +554,7 @@ export class TraceSession {
       agent.keepAlive();
       const point = this.pointOf(raw);
       const hit = presentHit(raw, point, point && this.probeName(point));
+      if (callerOf && point?.kind === 'entry') hit.caller = callerOf(raw, point);
       // Aggregates see what users see; the hidden goroutine pointer only pairs entries with returns.
       const latencyNs = this.aggregates.add(hit, raw.args);
       if (latencyNs !== undefined) hit.latencyNs = latencyNs;

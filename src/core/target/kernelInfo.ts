@@ -2,7 +2,8 @@
 // segment, /sys/kernel/notes, readable by everyone), so the editor can show it beside a vmlinux and say whether they
 // are one build. One fixed program (no text of ours in it), run through the target like the agent; the comparison
 // is the same one a session makes before it arms kprobes (traceSession.ts), which stays the authority.
-// Tests: test/unit/core/target/kernelInfo.test.ts, test/e2e/kernelLens.test.ts
+// Also the running kernel's `_stext` address, for naming kernel return addresses (counts by caller).
+// Tests: test/unit/core/target/kernelInfo.test.ts, test/e2e/kernelLens.test.ts, test/vm/kernelAggregate.test.ts
 import { NT_GNU_BUILD_ID, parseNotes } from '../binary/notes';
 import type { ExecOptions, Target } from './target';
 
@@ -57,6 +58,42 @@ export async function readKernelInfo(target: Target, opts: ExecOptions = {}, ms 
   } catch (e) {
     throw new Error(`${(e as Error).message}${err.trim() ? `: ${err.trim()}` : ''}`);
   }
+}
+
+/** The program that prints the running kernel's `_stext` line of /proc/kallsyms (its address, or zeros when hidden). */
+export const KERNEL_TEXT_ARGV: readonly string[] = ['sh', '-c', 'grep -m1 " _stext$" /proc/kallsyms', 'probelens-kallsyms'];
+
+/**
+ * The running kernel's `_stext` address (the vmlinux's less it is the KASLR offset), from KERNEL_TEXT_ARGV's output.
+ * Throws, saying why, when the kernel hides its addresses (kptr_restrict) or printed no such line.
+ */
+export function parseKernelTextStart(out: string, host: string): bigint {
+  const m = /^([0-9a-f]{8,16}) [tT] _stext$/m.exec(out);
+  if (!m) throw new Error(`${host}: /proc/kallsyms names no _stext: the kernel's code addresses cannot be named there`);
+  const a = BigInt(`0x${m[1]}`);
+  if (a === 0n)
+    throw new Error(
+      `${host}: /proc/kallsyms hides the kernel's addresses from this user (kernel.kptr_restrict): callers cannot be named; run as root or with sudo`,
+    );
+  return a;
+}
+
+/** Runs KERNEL_TEXT_ARGV on `target` (bounded by `ms`). */
+export async function readKernelTextStart(target: Target, opts: ExecOptions = {}, ms = 30_000): Promise<bigint> {
+  const ch = await target.exec(KERNEL_TEXT_ARGV, opts);
+  ch.stdin.end();
+  let out = '';
+  ch.stdout.setEncoding('utf8').on('data', (d: string) => (out += d.slice(0, 4096)));
+  ch.stderr.resume();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), ms)));
+  const exit = await Promise.race([ch.exit, late]);
+  clearTimeout(timer);
+  if (exit === 'late') {
+    ch.kill('KILL');
+    throw new Error(`reading /proc/kallsyms on ${target.host} took over ${ms} ms`);
+  }
+  return parseKernelTextStart(out, target.host);
 }
 
 /** How a target's kernel relates to the vmlinux in use, in words: `matches`, or both ids. */

@@ -67,12 +67,13 @@ $TRIGS"
 }
 
 # The tables of $2's hist file (one per trigger, each headed by its trigger's text) as INFO lines of verb $1:
-# "hist <event> <line>". Keys are numbers (pids, site numbers, values, log2 buckets) or a task's name made of
-# plain characters (no comma, no brace, no control): a line of any other shape is not passed on.
+# "hist <event> <line>". Keys are numbers (pids, site numbers, values, log2 buckets), a task's name made of plain
+# characters (no comma, no brace, no control), or a kernel function a return address names ("[ADDR] NAME", a
+# module's "[MODULE]" after it): a line of any other shape is not passed on.
 hist_lines() {
   trig_file "$2" || return 0
   hf=$(printf '%s\n' "$TF" | sed 's,/trigger$,/hist,')
-  grep -E '^# trigger info: hist:[A-Za-z0-9_.,:=$()+-]+ \[[a-z]+\] *$|^\{ [a-z0-9_.:, ~^-]+ \} hitcount: *[0-9]+ *$|^\{ probelens_comm: [][A-Za-z0-9_.:/@+=#%()<>-][][A-Za-z0-9_.:/@+=#%()<> -]* \} hitcount: *[0-9]+ *$|^ *(Hits|Entries|Dropped): *[0-9]+ *$' "$hf" 2>/dev/null \
+  grep -E '^# trigger info: hist:[A-Za-z0-9_.,:=$()+-]+ \[[a-z]+\] *$|^\{ [a-z0-9_.:, ~^-]+ \} hitcount: *[0-9]+ *$|^\{ probelens_comm: [][A-Za-z0-9_.:/@+=#%()<>-][][A-Za-z0-9_.:/@+=#%()<> -]* \} hitcount: *[0-9]+ *$|^\{ (probelens_site: *[0-9]+, )?probelens_caller: \[[0-9a-f]+\] [A-Za-z0-9_.]+( \[[A-Za-z0-9_]+\])? *\} hitcount: *[0-9]+ *$|^ *(Hits|Entries|Dropped): *[0-9]+ *$' "$hf" 2>/dev/null \
     | sed "s/^/$N INFO $1 hist $2 /" >&2
 }
 

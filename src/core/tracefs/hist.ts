@@ -7,7 +7,9 @@
 // thread's last entry in a variable (`ts0`), each return event computes `lat` and generates the session's
 // synthetic event with it (`onmatch(GROUP.ENTRY).trace(SYNTH,$lat)`), and a trigger on that synthetic event counts
 // `lat.log2` buckets. Every timestamp is on the `mono` clock, as the streamed ones are. Keys (`--by`, see
-// src/core/session/keys.ts): one more trigger per event and key, `hist:keys=FIELD[.log2]:vals=hitcount`.
+// src/core/session/keys.ts): one more trigger per event and key, `hist:keys=FIELD[.log2]:vals=hitcount`; by caller,
+// `hist:keys=[probelens_site,]probelens_caller.sym:vals=hitcount` (the kernel names the return address; per point, so
+// the points at inlined copies, whose callers the site says, can be told apart).
 import { SITE_ARG } from '../probes/compiler';
 
 /** The count trigger of an event; `perSite` when its records carry SITE_ARG. */
@@ -15,9 +17,17 @@ export function countTrigger(perSite: boolean): string {
   return `hist:keys=common_pid${perSite ? `,${SITE_ARG}` : ''}:vals=hitcount`;
 }
 
-/** Hits per value of one field (`--by`): its values, or with `log2` their log2 buckets. */
-export function keyTrigger(field: string, log2: boolean): string {
-  return `hist:keys=${field}${log2 ? '.log2' : ''}:vals=hitcount`;
+/**
+ * Hits per value of one field (`--by`): its values, with `log2` their log2 buckets, with `sym` the kernel function
+ * each names (per point too, with `perSite`).
+ */
+export function keyTrigger(field: string, log2: boolean, sym = false, perSite = false): string {
+  return `hist:keys=${perSite ? `${SITE_ARG},` : ''}${field}${log2 ? '.log2' : sym ? '.sym' : ''}:vals=hitcount`;
+}
+
+/** The function a `.sym` key names (`[ffffffff8103e0b5] do_syscall_64`, a module's with ` [MODULE]` after it). */
+export function symKeyName(text: string): string {
+  return text.replace(/^\[[0-9a-f]+\]\s*/, '').trim();
 }
 
 /** On an entry event: the thread's last entry time. */

@@ -64,6 +64,14 @@ test("a hit's JSON object: fixed key order, values by the number rule, latency a
   );
 });
 
+test("a kernel entry's caller (counts by caller) follows its site", () => {
+  const h = { host: 'h', probe: 'p', kind: 'entry' as const, pid: 1, tid: 1, comm: 'c', cpu: 0, ts: 1, args: {}, event: 'p' };
+  assert.equal(
+    toJson(hitToJson({ ...h, site: { kind: 'entry', address: '0xffffffff81000000' }, caller: 'do_syscall_64' })),
+    '{"host":"h","probe":"p","kind":"entry","pid":1,"tid":1,"comm":"c","cpu":0,"ts":1,"args":{},"site":{"kind":"entry","address":"0xffffffff81000000"},"caller":"do_syscall_64"}',
+  );
+});
+
 test("a hit's JSON names the arguments unavailable at its site (with why) and those inferred, after the site", () => {
   const h = hitToJson({
     host: 'h',
@@ -108,6 +116,7 @@ test('an NDJSON hit line is byte for byte the contract object through toJson, wh
     { ...base, retval: (2n ** 60n) as unknown as number },
     { ...base, site: { kind: 'inlined', address: '0x40', caller: 'main', file: '/src/a.c', line: 3 } },
     { ...base, site: { kind: 'entry', address: '0x10' } },
+    { ...base, site: { kind: 'entry', address: '0xffffffff81000000' }, caller: 'do_syscall_64' },
     { ...base, unavailable: { x: 'optimized out' }, inferred: ['y'], cut: ['s'] },
     { ...base, unavailable: {}, inferred: [], cut: [] },
     { ...base, ts: 1e21, pid: Number.NaN, args: { f: 0.5, neg0: -0, unsafe: 2 ** 60 } },

@@ -53,6 +53,14 @@ test('define on a kernel image: kprobes at SYMBOL+OFFSET with DWARF-typed argume
   );
   const [ret] = await compileProbes(['traced%return $retval'], index, {});
   assert.equal(formatDefinition(ret.definition), 'r:probelens_unbound/traced_return traced retval=$retval:s64 probelens_comm=$comm:string');
+  // Counts by caller: an entry also fetches its return address, the top of the stack there; a return does not.
+  const [withCaller] = await compileProbes(['traced dfd'], index, { callers: true });
+  assert.equal(
+    formatDefinition(withCaller.definition),
+    'p:probelens_unbound/traced traced dfd=%di:s32 probelens_caller=$stack0:x64 probelens_comm=$comm:string',
+  );
+  const [retNoCaller] = await compileProbes(['traced%return'], index, { callers: true });
+  assert.doesNotMatch(formatDefinition(retNoCaller.definition), /stack/);
 
   for (const [spec, why] of [
     ['untraced a', /untraced does not call __fentry__ at its start: it is notrace/],

@@ -219,3 +219,50 @@ test("the kernel's u64 key values: a signed field's negatives wrap back, values 
   for (const v of [-2, 3, -2]) streamed.add(hit('f', {}, 'a', v));
   assert.deepEqual(kernelFigures(hist, plan, points, () => 'f').keys, streamed.tables());
 });
+
+test('by caller: kernel entries only; the kernel names the return address (.sym) per point, and a point at an inlined copy counts under the function it is in, as the stream does', () => {
+  assert.deepEqual(parseKey('caller'), { text: 'caller', name: 'caller', log2: false });
+  assert.throws(() => parseKey('caller.log2'), /a key is an integer argument's name/);
+  const CALLER = { name: 'probelens_caller', type: 'x64', display: 'hex', hidden: true };
+  const kprobe = (event: string, site: object, args = [COMM, CALLER, { name: 'probelens_site', type: 'u32', hidden: true }]) =>
+    ({ ...point(event, args), site, definition: { event, target: { type: 'kprobe' } } }) as unknown as CompiledProbe;
+  const entry = kprobe('f', { kind: 'entry', address: 0xffffffff81000000n });
+  const copy = kprobe('f', { kind: 'inlined', address: 0xffffffff81200010n, caller: 'ksys_read' });
+  checkKeys([parseKey('caller')], [entry, copy]);
+  const user = { ...point('u', [COMM]), definition: { event: 'u', target: { type: 'uprobe' } } } as unknown as CompiledProbe;
+  assert.throws(() => checkKeys([parseKey('caller')], [entry, user]), /kernel functions' calls by their caller \(u is a user function/);
+  assert.throws(() => checkKeys([parseKey('caller')], [kprobe('g', {}, [COMM])]), /this trace has no kernel function entry/);
+
+  const keys = [parseKey('caller')];
+  const points = new Map([['f', [entry, copy]]]);
+  const plan = planHist(G, points, (p) => p.event, keys);
+  assert.deepEqual(
+    plan.keyEvents.map((t) => t.trigger),
+    ['hist:keys=probelens_site,probelens_caller.sym:vals=hitcount'],
+  );
+  // 6.1's format: the address in brackets, then the name padded; a garbage stack top at the inlined copy.
+  const hist = new Map([
+    [
+      'f',
+      [
+        '# trigger info: hist:keys=probelens_site,probelens_caller.sym:vals=hitcount:sort=hitcount:size=2048 [active]',
+        '{ probelens_site:          0, probelens_caller: [ffffffff8103e0b5] do_syscall_64                                 } hitcount:          7',
+        '{ probelens_site:          1, probelens_caller: [ffff88800412bd60] 0xffff88800412bd60                            } hitcount:          2',
+        '{ probelens_site:          1, probelens_caller: [ffff88800412bd68] 0xffff88800412bd68                            } hitcount:          1',
+        '{ probelens_site:          0, probelens_caller: [ffffffff812f00a1] vfs_read                                      } hitcount:          1',
+      ],
+    ],
+  ]);
+  const k = kernelFigures(hist, plan, points, () => 'f');
+  const streamed = new KeyCounter(keys);
+  for (const c of ['do_syscall_64', 'ksys_read', 'do_syscall_64', 'vfs_read', 'ksys_read', 'ksys_read', ...Array(5).fill('do_syscall_64')])
+    streamed.add({ ...hit('f', {}), caller: c });
+  assert.deepEqual(k.keys, streamed.tables());
+  assert.deepEqual(k.keys?.f.caller, [
+    { value: 'do_syscall_64', hits: 7 },
+    { value: 'ksys_read', hits: 3 },
+    { value: 'vfs_read', hits: 1 },
+  ]);
+  assert.equal(keyValue(parseKey('caller'), { ...hit('f', {}), caller: 'vfs_read' }), 'vfs_read');
+  assert.equal(keyValue(parseKey('caller'), hit('f', {})), undefined, 'a hit with no caller is not counted under one');
+});

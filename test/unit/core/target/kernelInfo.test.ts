@@ -2,7 +2,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { describeBuildIdMatch, parseKernelInfo, readKernelInfo } from '../../../../src/core/target/kernelInfo';
+import {
+  describeBuildIdMatch,
+  parseKernelInfo,
+  parseKernelTextStart,
+  readKernelInfo,
+  readKernelTextStart,
+} from '../../../../src/core/target/kernelInfo';
 import { LocalTarget } from '../../../../src/core/target/local';
 
 /** One ELF note as the kernel lays it out (4-aligned name and descriptor). */
@@ -58,4 +64,22 @@ test("this machine's kernel, read through a LocalTarget, is what uname and /sys/
   assert.equal(k.release, execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim());
   if (existsSync('/sys/kernel/notes')) assert.match(k.buildId ?? '', /^[0-9a-f]{40}$/);
   await target.close();
+});
+
+test("the running kernel's _stext from /proc/kallsyms; hidden addresses and a missing line are refused saying why", () => {
+  assert.equal(parseKernelTextStart('ffffffff9a000000 T _stext\n', 'vm'), 0xffffffff9a000000n);
+  assert.equal(parseKernelTextStart('ffffffff81000000 t _stext\n', 'vm'), 0xffffffff81000000n);
+  assert.throws(
+    () => parseKernelTextStart('0000000000000000 T _stext\n', 'vm'),
+    /vm: \/proc\/kallsyms hides the kernel's addresses .*kptr_restrict/,
+  );
+  assert.throws(() => parseKernelTextStart('', 'vm'), /vm: \/proc\/kallsyms names no _stext/);
+  assert.throws(() => parseKernelTextStart('ffffffff81000000 T _stext_x\n', 'vm'), /names no _stext/);
+});
+
+test("this machine's _stext, read through a target as a session reads it, is the one /proc/kallsyms lists", async (t) => {
+  const line = execFileSync('sh', ['-c', 'grep -m1 " _stext$" /proc/kallsyms || true'], { encoding: 'utf8' });
+  if (!/^[0-9a-f]+ [tT] _stext$/m.test(line) || /^0+ /.test(line))
+    return t.skip(`this user sees no _stext address: ${JSON.stringify(line)}`);
+  assert.equal(await readKernelTextStart(new LocalTarget()), BigInt(`0x${line.split(' ')[0]}`));
 });
