@@ -332,6 +332,39 @@ export class Btf {
     }
   }
 
+  /** A C spelling of type `id` for listings: `const char *`, `struct open_how *`, `u64`, `int[4]`. */
+  typeName(id: number, depth = 0): string {
+    if (depth > 16) return '…';
+    const t = this.type(id);
+    switch (t.kind) {
+      case 'void':
+        return 'void';
+      case 'ptr': {
+        const to = this.type(t.type);
+        return to.kind === 'func_proto' ? 'void (*)()' : `${this.typeName(t.type, depth + 1)} *`;
+      }
+      case 'const':
+      case 'volatile':
+      case 'restrict':
+        return `${t.kind} ${this.typeName(t.type, depth + 1)}`;
+      case 'type_tag':
+        return this.typeName(t.type, depth + 1);
+      case 'array':
+        return `${this.typeName(t.type, depth + 1)}[${t.nelems}]`;
+      case 'struct':
+      case 'union':
+        return `${t.kind} ${t.name || '(anonymous)'}`;
+      case 'enum':
+        return `enum ${t.name || '(anonymous)'}`;
+      case 'fwd':
+        return `${t.union ? 'union' : 'struct'} ${t.name}`;
+      case 'func_proto':
+        return 'function';
+      default:
+        return t.name;
+    }
+  }
+
   /** The ids of the FUNC types named `name` (static functions of different files may share one). */
   funcs(name: string): number[] {
     if (!this.funcsByName) {

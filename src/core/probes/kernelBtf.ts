@@ -7,7 +7,7 @@
 //
 // Without DWARF there are no inlined copies, lines or offsets: a function is probed at its one entry (and its
 // return); its calls at copies the compiler inlined elsewhere are unknown and said to be.
-// Tests: test/unit/core/probes/kernelBtf.test.ts, test/vm/kernelBtf.test.ts
+// Tests: test/unit/core/probes/kernelBtf.test.ts, test/unit/cli/kernelBtf.test.ts
 import { BtfError, type Btf } from '../binary/btf';
 import type { CompiledArg, CompiledProbe, CompileOptions } from './compiler';
 import { UNBOUND_GROUP, uniqueEventName, type FetchArg, type ProbeDefinition } from './definition';
@@ -221,8 +221,24 @@ const COMM_ARG: CompiledArg = { name: 'probelens_comm', fetch: '$comm', type: 's
 const displayOf = (type: string): CompiledArg['display'] =>
   type === 'string' || type === 'ustring' ? 'string' : type.startsWith('s') ? 'signed' : type.startsWith('x') ? 'hex' : 'unsigned';
 
-/** The note every probe compiled from BTF carries: there is one entry, and inlined copies are unknown. */
-export const NO_INLINED_NOTE = `one entry site: without the kernel's DWARF, calls at copies inlined into other functions are unknown`;
+/** What a function probed from BTF is armed at: its one entry, and inlined copies are unknown. */
+export const NO_INLINED_NOTE = `one entry site (calls at copies inlined into other functions are unknown without the kernel's DWARF)`;
+
+/**
+ * One line per kernel function probed, saying where its probes came from (`do_sys_openat2: from the target's BTF
+ * and kallsyms (no vmlinux); one entry site (…)` or `…: from vmlinux DWARF`), in the order first probed.
+ */
+export function kernelSourceLines(probes: ReadonlyArray<Pick<CompiledProbe, 'function' | 'kernelSource'>>): string[] {
+  const seen = new Map<string, string>();
+  for (const p of probes) {
+    if (!p.kernelSource || !p.function || seen.has(p.function)) continue;
+    seen.set(
+      p.function,
+      p.kernelSource === 'btf' ? `${p.function}: from ${BTF_SOURCE}; ${NO_INLINED_NOTE}` : `${p.function}: from ${DWARF_SOURCE}`,
+    );
+  }
+  return [...seen.values()];
+}
 
 /**
  * Kernel probes for `specs` from the running kernel's BTF and kallsyms: `FUNC ARGS…` and `FUNC%return [$retval]`.
@@ -265,7 +281,7 @@ function compileOne(spec: ProbeSpec, k: RunningKernel, group: string, used: Set<
   const proto = btfFunction(k.btf, fn);
   const kind = p.ret ? 'return' : 'entry';
   const args: CompiledArg[] = [];
-  const warnings = [NO_INLINED_NOTE];
+  const warnings: string[] = [];
   if (!(k.blacklist instanceof Set))
     warnings.push(`the kprobe blacklist could not be read (${k.blacklist.unreadable}): the kernel's own refusal is the check`);
   for (const a of spec.args) args.push(...compileArg(a, proto, kind, fn));

@@ -25,6 +25,8 @@ import { checkKeys, type KeySpec } from './keys';
 import { kernelFigures, planHist, pointHits, readPeriodically, totalHits, type HistPlan } from './kernelAggregation';
 import { eventsOf, pairsOf, presentHit, probeKey, schemaOf } from './points';
 import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
+import { compileKernelBtf, type RunningKernel } from '../probes/kernelBtf';
+import { fetchRunningKernel } from './runningKernel';
 
 export type SessionState = 'starting' | 'armed' | 'stopping' | 'stopped' | 'failed';
 
@@ -32,7 +34,13 @@ export interface SessionOptions {
   target: Target;
   /** Run the agent through `sudo -n`. */
   sudo?: boolean;
-  index: BinaryIndex;
+  /** The binary (or vmlinux) indexed; absent with `runningKernel`. */
+  index?: BinaryIndex;
+  /**
+   * Probe the target's running kernel by its own BTF and kallsyms, no vmlinux (`probelens trace kernel …`; see
+   * probes/kernelBtf.ts): they are read from the target before compiling.
+   */
+  runningKernel?: boolean;
   specs: Array<string | ProbeSpec>;
   /** The binary's path on the target, when it differs from the local one. */
   remotePath?: string;
@@ -206,6 +214,8 @@ export class TraceSession {
   /** The hist triggers of an aggregating session, and the timer that reads them. */
   private hist?: HistPlan;
   private stopReading = (): void => undefined;
+  /** The target's kernel as its BTF and kallsyms describe it (SessionOptions.runningKernel), read before compiling. */
+  private kernel?: RunningKernel;
   /** Edits run one at a time, in the order they were asked for. */
   private edits: Promise<unknown> = Promise.resolve();
 
@@ -318,6 +328,11 @@ export class TraceSession {
     const refused: RefusedSpec[] = [];
     for (const spec of specs) {
       try {
+        if (this.kernel) {
+          probes.push(...compileKernelBtf([spec], this.kernel, { usedEvents: this.usedEvents }));
+          continue;
+        }
+        if (!opts.index) throw new Error('a session needs an index or runningKernel');
         probes.push(
           ...(await compileProbes([spec], opts.index, {
             targetPath: opts.remotePath ?? opts.index.path,
@@ -447,8 +462,10 @@ export class TraceSession {
 
   private async arm(): Promise<void> {
     const { opts } = this;
-    const remotePath = opts.remotePath ?? opts.index.path;
-    checkProbePath(remotePath);
+    // Without a vmlinux the kernel describes itself: its BTF, kallsyms and kprobe blacklist, read before compiling.
+    if (opts.runningKernel) this.kernel = await fetchRunningKernel(opts.target, opts.sudo);
+    const remotePath = opts.remotePath ?? opts.index?.path ?? '/';
+    if (opts.index) checkProbePath(remotePath);
     // Compiling needs no agent: it is done first, so the agent's heartbeat watchdog never waits on it. Only
     // semaphore-guarded USDT probes depend on the kernel (reference counters): when this target's capabilities
     // are not known yet they are assumed and checked once the agent has said what the kernel offers.
@@ -471,7 +488,8 @@ export class TraceSession {
     // Kernel probes (the index is of a vmlinux) are about the running kernel: its build-id is in /sys/kernel/notes,
     // the kernel's own copy of the image's note segment.
     const kernel = compiled.probes.some((p) => p.definition.target.type === 'kprobe');
-    if (!opts.noBuildIdCheck && kernel) {
+    // Without an index the BTF was read from the running kernel itself: there is no other build to differ from.
+    if (opts.index && !opts.noBuildIdCheck && kernel) {
       const id = readBinaryIdentity(opts.index.path);
       if (id.buildId && id.buildIdNoteOffset !== undefined && id.buildIdLength !== undefined) {
         try {
@@ -487,7 +505,7 @@ export class TraceSession {
           throw e;
         }
       }
-    } else if (!opts.noBuildIdCheck) {
+    } else if (opts.index && !opts.noBuildIdCheck) {
       const id = readBinaryIdentity(opts.index.path);
       if (id.buildId && id.buildIdOffset !== undefined && id.buildIdLength !== undefined) {
         if (id.buildId !== opts.index.buildId)
@@ -505,7 +523,7 @@ export class TraceSession {
         }
       }
     }
-    if (!kernel) await checkWriters(agent, this.host, remotePath);
+    if (!kernel && opts.index) await checkWriters(agent, this.host, remotePath);
     const watchKey = (await agent.watchFiles()) ? agent.watchKey : null;
     const needsRecompile =
       (!agent.hello.caps.has('ref_ctr') &&

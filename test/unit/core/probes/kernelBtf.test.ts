@@ -10,6 +10,7 @@ import { CompileError } from '../../../../src/core/probes/sites';
 import {
   btfFunction,
   compileKernelBtf,
+  kernelSourceLines,
   NO_INLINED_NOTE,
   parseKallsyms,
   parseKprobeBlacklist,
@@ -59,10 +60,14 @@ test('do_sys_openat2 dfd filename:ustring how->flags and its %return $retval, fr
   assert.match(ret, /^r:probelens_1_t\/do_sys_openat2_return do_sys_openat2 retval=\$retval:s(32|64) probelens_comm=\$comm:string$/);
   for (const p of probes) {
     assert.equal(p.kernelSource, 'btf');
-    assert.ok(p.warnings.includes(NO_INLINED_NOTE), p.warnings.join('; '));
     assert.equal(p.address, 0xffffffff81234560n, 'the address kallsyms gave, exact beyond 2^53');
   }
   assert.equal(probes[0].pairKey, probes[1].pairKey, 'entry and return pair for latency');
+  // Said once per function: where it came from, and that inlined copies are not armed.
+  assert.deepEqual(kernelSourceLines([...probes, { function: 'vfs_read', kernelSource: 'dwarf' }, { function: 'main' }]), [
+    `do_sys_openat2: from the target's BTF and kallsyms (no vmlinux); ${NO_INLINED_NOTE}`,
+    'vfs_read: from vmlinux DWARF',
+  ]);
   assert.deepEqual(
     probes[0].args.filter((a) => !a.hidden).map((a) => [a.name, a.display]),
     [
