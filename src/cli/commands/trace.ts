@@ -1,7 +1,8 @@
 // probelens define | trace | cleanup — compile specs, trace local or SSH targets, sweep leftovers. BIN `kernel` is
 // each target's running kernel, probed by its own BTF and kallsyms with no vmlinux (core/probes/kernelBtf.ts).
 // Tests: test/unit/cli/sites.test.ts, test/unit/cli/lowerBound.test.ts, test/unit/core/session/fanout.test.ts,
-//   test/integration/engine-fanout.test.ts, test/integration/engine-cleanup.test.ts, test/unit/cli/kernelBtf.test.ts
+//   test/integration/engine-fanout.test.ts, test/integration/engine-cleanup.test.ts, test/unit/cli/kernelBtf.test.ts,
+//   test/vm/kernelBtf.test.ts
 import { loadIndex } from '../../core/index/load';
 import { compileProbes, type CompiledProbe } from '../../core/probes/compiler';
 import { mergeSummaries, startAll, type HostOutcome } from '../../core/session/fanout';

@@ -2,7 +2,7 @@
 // (/sys/kernel/btf/vmlinux), its symbols (/proc/kallsyms) and its kprobe blacklist
 // (/sys/kernel/debug/kprobes/blacklist), each read by a fixed `cat FILE` on the target (Target.exec: no command is
 // ever built from user text), through `sudo -n` when the session's agent is.
-// Tests: test/unit/core/session/runningKernel.test.ts
+// Tests: test/unit/core/session/runningKernel.test.ts, test/vm/kernelBtf.test.ts
 import { BtfError, parseBtf } from '../binary/btf';
 import { parseKallsyms, parseKprobeBlacklist, type RunningKernel } from '../probes/kernelBtf';
 import type { Target } from '../target/target';

@@ -7,7 +7,7 @@
 // aggregates' (test/unit/core/session/aggregates.test.ts), and how it tells an early end is unit-tested.
 // Tests: test/integration/sessionLiveEdit.test.ts, test/integration/capture.test.ts, test/integration/sites.test.ts,
 //   test/integration/returns.test.ts, test/integration/hitShape.test.ts, test/integration/engine-fanout.test.ts,
-//   test/unit/core/session/sessionEnd.test.ts
+//   test/unit/core/session/sessionEnd.test.ts, test/vm/kernelBtf.test.ts
 import type { BinaryIndex } from '../index/binaryIndex';
 import { readBinaryIdentity } from '../index/identity';
 import { compileProbes, lineBaseName, sharePoints, SITE_ARG, type CompiledProbe } from '../probes/compiler';
