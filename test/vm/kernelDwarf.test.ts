@@ -74,6 +74,7 @@ test(
       fds,
       'each return value is the fd the program got',
     );
+    assert.match(cli.stderr(), /^probelens: do_sys_openat2: from vmlinux DWARF$/m, cli.stderr());
     const { left, ms } = await waitVmClean(vm, 60_000);
     assert.deepEqual(left, [], `left on the VM ${ms} ms after the CLI exited`);
   },
