@@ -154,14 +154,34 @@ function structMembers(
         for (const x of structMembers(btf, inner.members, cache, depth + 1)) out.push({ ...x, offset: x.offset + m.bitOffset / 8 });
       continue;
     }
-    const bitfield = m.bitSize > 0 || m.bitOffset % 8 !== 0;
-    out.push({
-      name: m.name,
-      offset: Math.floor(m.bitOffset / 8),
-      type: bitfield ? { kind: 'other', what: `the bitfield ${m.name}` } : kernelType(btf, m.type, cache),
-    });
+    const type = kernelType(btf, m.type, cache);
+    if (m.bitSize > 0 || m.bitOffset % 8 !== 0) {
+      out.push(bitfieldMember(m.name, m.bitOffset, m.bitSize || btf.sizeOf(m.type) * 8, type));
+      continue;
+    }
+    out.push({ name: m.name, offset: m.bitOffset / 8, type });
   }
   return out;
+}
+
+/**
+ * A bitfield `bits` wide at bit `bitOffset` of its struct, read as the integer of its type's size that holds it
+ * (`b3@5/32` at that integer's offset), or a wider one when it straddles that size's alignment.
+ */
+function bitfieldMember(name: string, bitOffset: number, bits: number, type: KernelType): KernelMember {
+  if (type.kind !== 'int') return { name, offset: Math.floor(bitOffset / 8), type: { kind: 'other', what: `the bitfield ${name}` } };
+  for (const size of [type.size, 8].filter((x) => x >= type.size)) {
+    const offset = Math.floor(bitOffset / (size * 8)) * size;
+    const within = bitOffset - offset * 8;
+    if (within + bits <= size * 8 && bits <= 64)
+      return {
+        name,
+        offset,
+        type: { kind: 'int', size: size as 1 | 2 | 4 | 8, signed: type.signed },
+        bitfield: { bits, bitOffset: within },
+      };
+  }
+  return { name, offset: Math.floor(bitOffset / 8), type: { kind: 'other', what: `the bitfield ${name} (it straddles 8-byte words)` } };
 }
 
 /** A kernel function's parameters and return type from its BTF FUNC, or why they cannot be had. */
@@ -348,5 +368,5 @@ function compileArg(a: ProbeArg, proto: ReturnType<typeof btfFunction>, kind: 'e
   const type = a.type === 'string' ? 'str' : a.type;
   const word = `${a.base}${a.path.map((s) => ('field' in s ? `${s.op}${s.field}` : '')).join('')}${type ? `:${type}` : ''}`;
   const [x] = kprobeArgs(proto.params, [word], kind);
-  return [typed(a.name, x.fetch, x.type)];
+  return [{ ...typed(a.name, x.fetch, x.type), ...(x.type.startsWith('b') ? { display: x.signed ? 'signed' : 'unsigned' } : {}) }];
 }

@@ -26,8 +26,11 @@ export type KernelType =
 
 export interface KernelMember {
   name: string;
+  /** Bytes from the struct's start (for a bitfield, of the integer that holds it). */
   offset: number;
   type: KernelType;
+  /** A bitfield: its width, and its first bit within the integer at `offset` (of `type`'s size; little-endian). */
+  bitfield?: { bits: number; bitOffset: number };
 }
 
 export interface KprobeArg {
@@ -35,8 +38,10 @@ export interface KprobeArg {
   name: string;
   /** The fetcharg: `$arg2`, `+8($arg3)`, `+0($arg2)`… */
   fetch: string;
-  /** The kernel type: s32, u64, x64, string, ustring… */
+  /** The kernel type: s32, u64, x64, string, ustring, b3@5/32 (a bitfield)… */
   type: string;
+  /** A signed bitfield (its `bN@…` type reads unsigned: shown sign-extended). */
+  signed?: true;
 }
 
 export interface KprobePoint {
@@ -111,6 +116,7 @@ export function kprobeArgs(params: readonly KernelParam[], words: readonly strin
     let inMemory: number | undefined;
     let type: KernelType = param.type;
     let user = false;
+    let bitfield: KernelMember['bitfield'];
     const value = () => (inMemory === undefined ? fetch : `+${user ? 'u' : ''}${inMemory}(${fetch})`);
     for (const { op, name: member } of path.slice(1)) {
       let struct: KernelType;
@@ -132,9 +138,21 @@ export function kprobeArgs(params: readonly KernelParam[], words: readonly strin
       if (!m) throw new KprobeSpecError(`${expr}: struct ${struct.name} has no member ${member}`);
       inMemory += m.offset;
       type = m.type;
+      bitfield = m.bitfield;
     }
     fetch = value();
     let ktype: string;
+    if (bitfield && typeOverride)
+      throw new KprobeSpecError(`${expr} is a bitfield: it is read as its ${bitfield.bits} bits, give it no type`);
+    if (bitfield && type.kind === 'int') {
+      out.push({
+        name: path.map((p) => p.name).join('_'),
+        fetch,
+        type: `b${bitfield.bits}@${bitfield.bitOffset}/${type.size * 8}`,
+        ...(type.signed ? { signed: true as const } : {}),
+      });
+      continue;
+    }
     if (typeOverride === 'ustring' || typeOverride === 'string' || typeOverride === 'str') {
       if (type.kind !== 'pointer') throw new KprobeSpecError(`${expr} is not a pointer: it cannot be read as a string`);
       ktype = typeOverride === 'str' ? (type.user ? 'ustring' : 'string') : typeOverride;

@@ -172,6 +172,31 @@ test('a `user` type tag makes a pointer a user pointer: `:str` reads a user stri
   assert.throws(() => compileKernelBtf(['handle after'], k), /its slot is unknown/);
 });
 
+test('bitfields are read as their bits of the integer holding them (b3@5/32), signed ones shown sign-extended', () => {
+  const b = new BtfBuilder();
+  const uint = b.int('unsigned int', 4, false);
+  const sint = b.int('int', 4, true);
+  const s = b.struct('flags', 16, [
+    { name: 'a', type: uint, bitOffset: 0, bitSize: 3 },
+    { name: 'b', type: sint, bitOffset: 3, bitSize: 5 },
+    { name: 'c', type: uint, bitOffset: 30, bitSize: 4 },
+    { name: 'd', type: uint, bitOffset: 72, bitSize: 3 },
+    { name: 'whole', type: uint, bitOffset: 96, bitSize: 0 },
+  ]);
+  b.func('f', b.proto(sint, [['p', b.ptr(s)]]));
+  const k: RunningKernel = { btf: Btf.parse(b.bytes()), kallsyms: parseKallsyms('ffffffff81000000 T f'), blacklist: new Set() };
+  const [p] = compileKernelBtf(['f p->a p->b p->c p->d p->whole'], k, { group: 'probelens_1_t' });
+  assert.equal(
+    formatDefinition(p.definition),
+    'p:probelens_1_t/f f p_a=+0($arg1):b3@0/32 p_b=+0($arg1):b5@3/32 p_c=+0($arg1):b4@30/64 p_d=+8($arg1):b3@8/32 p_whole=+12($arg1):u32 probelens_comm=$comm:string',
+  );
+  assert.deepEqual(
+    p.args.filter((a) => !a.hidden).map((a) => a.display),
+    ['unsigned', 'signed', 'unsigned', 'unsigned', 'unsigned'],
+  );
+  assert.throws(() => compileKernelBtf(['f p->a:u32'], k), /p->a is a bitfield: it is read as its 3 bits, give it no type/);
+});
+
 test('kallsyms and the blacklist parse as the kernel prints them', () => {
   const ks = parseKallsyms(KALLSYMS);
   assert.deepEqual(ks.get('ext4_fn'), [{ address: 0xffffffffc0001000n, type: 't', module: 'ext4' }]);
