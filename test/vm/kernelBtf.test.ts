@@ -76,7 +76,7 @@ test(
 );
 
 test(
-  'trace kernel: a blacklisted function and a name not in kallsyms are refused with the reason before anything is written',
+  'trace kernel: a blacklisted function, a notrace one and a name not in kallsyms are refused with the reason before anything is written',
   TIMEOUT,
   async (t) => {
     const vm = await requireVm(t);
@@ -85,6 +85,7 @@ test(
     assert.match((await vmShell(vm, 'cat /sys/kernel/debug/kprobes/blacklist')).out, /\tdo_int3$/m);
     for (const [spec, why] of [
       ['do_int3', /do_int3 is on the kernel's kprobe blacklist/],
+      ['trace_clock_local', /trace_clock_local is not in the kernel's available_filter_functions: it is notrace/],
       ['no_such_function_pl dfd', /no_such_function_pl is not in the target's \/proc\/kallsyms/],
       ['do_sys_openat2 nope', /no parameter nope \(the function has dfd, filename, how\)/],
     ] as const) {

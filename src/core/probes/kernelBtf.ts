@@ -30,6 +30,12 @@ export interface RunningKernel {
   kallsyms?: Kallsyms;
   /** The kprobe blacklist's names, or why it could not be read (then the kernel's own refusal is the check). */
   blacklist: Set<string> | { unreadable: string };
+  /**
+   * The functions ftrace can trace (tracefs `available_filter_functions`): kprobe_events refuses a function not
+   * among them (notrace; unless the kernel has CONFIG_KPROBE_EVENTS_ON_NOTRACE). Absent when unreadable (no
+   * function tracer): the kernel's refusal at writing is then the check.
+   */
+  traceable?: Set<string>;
 }
 
 export interface KallsymEntry {
@@ -65,6 +71,16 @@ export function parseKprobeBlacklist(text: string): Set<string> {
     const words = line.trim().split(/\s+/);
     if (words.length < 2 || !/^0x[0-9a-f]+(-0x[0-9a-f]+)?$/i.test(words[0])) continue;
     const name = words.slice(1).find((w) => /^[A-Za-z_][A-Za-z0-9_.]*$/.test(w));
+    if (name) out.add(name);
+  }
+  return out;
+}
+
+/** tracefs `available_filter_functions`: a name per line, a module's followed by `[MODULE]`. */
+export function parseFilterFunctions(text: string): Set<string> {
+  const out = new Set<string>();
+  for (const line of text.split('\n')) {
+    const name = /^([A-Za-z_][A-Za-z0-9_.]*)/.exec(line)?.[1];
     if (name) out.add(name);
   }
   return out;
@@ -298,6 +314,10 @@ function compileOne(spec: ProbeSpec, k: RunningKernel, group: string, used: Set<
     throw new KprobeSpecError(`the BTF has no function ${fn} (and no kallsyms was read to find it by)`);
   if (k.blacklist instanceof Set && (k.blacklist.has(fn) || k.blacklist.has(fn.replace(/\..*$/, ''))))
     throw new KprobeSpecError(`${fn} is on the kernel's kprobe blacklist (NOKPROBE_SYMBOL; /sys/kernel/debug/kprobes/blacklist)`);
+  if (k.traceable && !k.traceable.has(fn))
+    throw new KprobeSpecError(
+      `${fn} is not in the kernel's available_filter_functions: it is notrace (it does not call __fentry__), and the kernel keeps kprobe events out of it`,
+    );
   const proto = btfFunction(k.btf, fn);
   const kind = p.ret ? 'return' : 'entry';
   const args: CompiledArg[] = [];

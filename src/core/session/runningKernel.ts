@@ -1,15 +1,18 @@
 // What a target's running kernel says of itself when no vmlinux is given (`probelens trace kernel …`): its BTF
-// (/sys/kernel/btf/vmlinux), its symbols (/proc/kallsyms) and its kprobe blacklist
-// (/sys/kernel/debug/kprobes/blacklist), each read by a fixed `cat FILE` on the target (Target.exec: no command is
+// (/sys/kernel/btf/vmlinux), its symbols (/proc/kallsyms), its kprobe blacklist
+// (/sys/kernel/debug/kprobes/blacklist) and the functions ftrace can trace (tracefs available_filter_functions),
+// each read by a fixed `cat FILE` on the target (Target.exec: no command is
 // ever built from user text), through `sudo -n` when the session's agent is.
 // Tests: test/unit/core/session/runningKernel.test.ts, test/vm/kernelBtf.test.ts
 import { BtfError, parseBtf } from '../binary/btf';
-import { parseKallsyms, parseKprobeBlacklist, type RunningKernel } from '../probes/kernelBtf';
+import { parseFilterFunctions, parseKallsyms, parseKprobeBlacklist, type RunningKernel } from '../probes/kernelBtf';
 import type { Target } from '../target/target';
 
 export const KERNEL_BTF = '/sys/kernel/btf/vmlinux';
 export const KALLSYMS = '/proc/kallsyms';
 export const KPROBE_BLACKLIST = '/sys/kernel/debug/kprobes/blacklist';
+/** Where tracefs lists the functions ftrace can trace, at either of its mount points. */
+export const FILTER_FUNCTIONS = ['/sys/kernel/tracing/available_filter_functions', '/sys/kernel/debug/tracing/available_filter_functions'];
 
 /** A file on the target is larger than this: not what the kernel exports (BTF is ~5 MB, kallsyms ~15 MB). */
 const MAX_BYTES = 256 << 20;
@@ -51,11 +54,13 @@ export async function readTargetFile(target: Target, path: string, sudo = false)
  * kprobe blacklist (when unreadable, e.g. without debugfs, the kernel's own refusal at writing is the check).
  */
 export async function fetchRunningKernel(target: Target, sudo = false): Promise<RunningKernel> {
-  const [btf, syms, black] = await Promise.all([
+  const [btf, syms, black, ...filters] = await Promise.all([
     readTargetFile(target, KERNEL_BTF, sudo),
     readTargetFile(target, KALLSYMS, sudo),
     readTargetFile(target, KPROBE_BLACKLIST, sudo),
+    ...FILTER_FUNCTIONS.map((f) => readTargetFile(target, f, sudo)),
   ]);
+  const filter = filters.find((f) => 'bytes' in f && f.bytes.length > 0);
   const host = target.describe();
   if ('error' in btf)
     throw new RunningKernelError(
@@ -74,5 +79,6 @@ export async function fetchRunningKernel(target: Target, sudo = false): Promise<
     kallsyms: parseKallsyms(syms.bytes.toString('latin1')),
     blacklist:
       'error' in black ? { unreadable: `${KPROBE_BLACKLIST}: ${black.error}` } : parseKprobeBlacklist(black.bytes.toString('latin1')),
+    ...(filter && 'bytes' in filter ? { traceable: parseFilterFunctions(filter.bytes.toString('latin1')) } : {}),
   };
 }

@@ -12,6 +12,7 @@ import {
   compileKernelBtf,
   kernelSourceLines,
   NO_INLINED_NOTE,
+  parseFilterFunctions,
   parseKallsyms,
   parseKprobeBlacklist,
   type RunningKernel,
@@ -119,6 +120,18 @@ test('refused before anything is written: not in kallsyms, a data symbol, a dupl
   refused('do_sys_openat2 nope', /no parameter nope \(the function has dfd, filename, how\)/);
   // A module's function: its parameters are in the module's own BTF (/sys/kernel/btf/MODULE), not read yet.
   refused('ext4_fn', /ext4_fn is in the module ext4/);
+});
+
+test("a function not in the kernel's available_filter_functions (notrace) is refused before anything is written", (t) => {
+  const k = machineKernel(t);
+  if (!k) return;
+  const traceable = parseFilterFunctions('vfs_open\ndo_sys_openat2\next4_fn [ext4]\n');
+  assert.deepEqual([...traceable], ['vfs_open', 'do_sys_openat2', 'ext4_fn']);
+  assert.equal(compileKernelBtf(['do_sys_openat2'], { ...k, traceable }).length, 1);
+  assert.throws(
+    () => compileKernelBtf(['dup_static'], { ...k, traceable, kallsyms: parseKallsyms('ffffffff81200000 t dup_static') }),
+    /dup_static is not in the kernel's available_filter_functions: it is notrace/,
+  );
 });
 
 test('an unreadable blacklist and an offline compile (no kallsyms) are said in the warnings', (t) => {

@@ -18,6 +18,8 @@ test("this machine's running kernel: its BTF types do_sys_openat2 and kallsyms l
   assert.equal(syms.filter((s) => s.type === 't' || s.type === 'T').length, 1);
   // The blacklist is read where debugfs is mounted and readable; elsewhere why not is kept.
   assert.ok(k.blacklist instanceof Set || /blacklist/.test(k.blacklist.unreadable));
+  // So are the functions ftrace can trace, where tracefs is mounted.
+  if (k.traceable) assert.ok(k.traceable.has('do_sys_openat2'));
 });
 
 /** A target whose every exec prints `stderr` and exits 1 (the argv is recorded). */
@@ -58,6 +60,8 @@ test('a kernel without BTF is refused naming the file and what to do; only fixed
     ['cat', '/proc/kallsyms'],
     ['cat', '/sys/kernel/btf/vmlinux'],
     ['cat', '/sys/kernel/debug/kprobes/blacklist'],
+    ['cat', '/sys/kernel/debug/tracing/available_filter_functions'],
+    ['cat', '/sys/kernel/tracing/available_filter_functions'],
   ]);
   assert.deepEqual(await readTargetFile(failingTarget('', []), '/x'), { error: 'cat /x exited with 1' });
 });
