@@ -99,3 +99,20 @@ test(
     }
   },
 );
+
+test(
+  'define kernel --host: the definitions compiled from the VM kernel BTF and kallsyms, with nothing written there',
+  TIMEOUT,
+  async (t) => {
+    const vm = await requireVm(t);
+    if (!vm) return;
+    const cli = startCli(t, ['define', 'kernel', 'do_sys_openat2 dfd how->flags', '--json', ...vmCliFlags(vm)], kernelEnv(t));
+    const { code } = await cli.exit;
+    assert.equal(code, 0, cli.stderr());
+    const [p] = JSON.parse(cli.stdout()) as Array<{ definition: string; source: string }>;
+    assert.equal(p.source, 'btf');
+    assert.match(p.definition, /^p:\S+\/do_sys_openat2 do_sys_openat2 dfd=\$arg1:s32 how_flags=\+0\(\$arg3\):u64 /);
+    assert.match(cli.stderr(), /do_sys_openat2: from the target's BTF and kallsyms \(no vmlinux\)/);
+    assert.equal((await vmShell(vm, 'cat /sys/kernel/tracing/kprobe_events')).out, '', 'define writes nothing');
+  },
+);
