@@ -75,9 +75,15 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
   const [bin, ...specs] = args.positionals;
   if (!bin || specs.length === 0) throw new UsageError('usage: probelens define BIN SPEC…');
   const group = oneValue(args, 'group') ?? `probelens_${process.pid}_define`;
-  if (bin !== RUNNING_KERNEL)
-    for (const o of ['btf', 'kallsyms', 'host'] as const)
+  if (bin !== RUNNING_KERNEL) {
+    for (const o of ['btf', 'kallsyms', 'host', 'identity', 'known-hosts'] as const)
       if (args.values.has(o)) throw new UsageError(`--${o} is for 'define ${RUNNING_KERNEL}' (the running kernel without a vmlinux)`);
+    for (const f of ['accept-new', 'sudo'] as const)
+      if (args.flags.has(f))
+        throw new UsageError(`--${f} is for 'define ${RUNNING_KERNEL} --host …' (the running kernel without a vmlinux)`);
+  } else
+    for (const o of ['remote-path', 'debug-dir', 'max-sites', 'disable-site'] as const)
+      if (args.values.has(o)) throw new UsageError(`--${o} needs a binary or vmlinux: 'define ${RUNNING_KERNEL}' takes no ${o}`);
   const probes =
     bin === RUNNING_KERNEL
       ? compileKernelBtf(specs, await kernelForDefine(args), { group })
@@ -215,6 +221,9 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   const hosts = args.values.get('host') ?? ['local'];
   // `kernel`: each target's running kernel, by its own BTF and kallsyms (no vmlinux, no index).
   const running = bin === RUNNING_KERNEL;
+  if (running)
+    for (const o of ['remote-path', 'debug-dir'] as const)
+      if (args.values.has(o)) throw new UsageError(`--${o} needs a binary or vmlinux: 'trace ${RUNNING_KERNEL}' takes no ${o}`);
   const index = running ? undefined : (await loadIndex(bin, { debugDirs: args.values.get('debug-dir'), ...indexOptions() })).index;
 
   let total = 0;

@@ -88,4 +88,10 @@ test('a truncated BTF file is refused in one sentence; --btf without `kernel` is
   assert.equal(r.err.trim().split('\n').length, 1, r.err);
   assert.equal(cli('functions', '/bin/true', '--btf', bad).code, 2);
   assert.equal(cli('define', '/bin/true', '--btf', bad, 'main').code, 2);
+  // Options of one kind of BIN given to the other are usage errors, not silently ignored.
+  assert.equal(cli('define', '/bin/true', '--sudo', 'main').code, 2);
+  const remote = cli('define', 'kernel', '--btf', bad, '--remote-path', '/x', 'f');
+  assert.equal(remote.code, 2);
+  assert.match(remote.err, /--remote-path needs a binary or vmlinux/);
+  assert.equal(cli('trace', 'kernel', 'f', '--debug-dir', '/x').code, 2);
 });
