@@ -11,10 +11,12 @@ const USAGE = `probelens ${PROBELENS_VERSION} — dynamic tracing with uprobes
 
 usage:
   probelens functions BIN [--match GLOB] [--json] [--no-cache]
+  probelens functions kernel --btf FILE [--match GLOB] [--json]
   probelens lines     BIN SRC[:LINE]     [--json] [--no-cache]
   probelens vars      BIN POINT          [--json] [--no-cache]
   probelens usdt      BIN                [--json] [--no-cache]
   probelens define    BIN SPEC…          [--json] [--remote-path PATH] [--max-sites N] [--disable-site 0xADDR]…
+  probelens define    kernel SPEC…       [--btf FILE [--kallsyms FILE] | --host …] [--json]
   probelens trace     BIN SPEC… [--host [USER@]HOST[:PORT]]… [--identity FILE] [--known-hosts FILE] [--accept-new]
                       [--remote-path PATH] [--pid N] [--filter EXPR] [--duration SECONDS] [--count N] [--json]
                       [--no-build-id-check] [--buffer-kb N] [--sudo] [--max-sites N] [--disable-site 0xADDR]…
@@ -23,6 +25,9 @@ usage:
 
 SPEC is a point and its arguments in one word (quote it): 'add_ints a b', 'deposit%return $retval',
 'calls.c:42 acct->balance', 'sdt:app:request arg1'.
+
+BIN 'kernel' (in trace and define) is the target's running kernel without a vmlinux: functions by name from its
+/proc/kallsyms, parameters from its BTF (/sys/kernel/btf/vmlinux), entry and %return only.
 
 POINT is FUNC[@SRC][:RLN|+OFFS] or SRC:LINE (perf probe's syntax). --debug-dir DIR (repeatable) adds a
 directory searched for separate debug files. Exit status is 0 on success, 1 on an error, 2 on bad usage.

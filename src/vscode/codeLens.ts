@@ -78,7 +78,16 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
       const lat = specs.length > 1 ? latencyForSpecs(specs, views) : undefined;
       // The lens sums its specs' counts: a lower bound if any of them is one.
       const lowerBound = specs.some((s) => this.tracing.stats(key, s, views).lowerBound);
-      return { state, hits: st.hits, p50Ns: lat?.p50, calls: lat?.count, ...(lowerBound ? { lowerBound } : {}) };
+      // A kernel function's lens says where its probes came from (vmlinux DWARF, or BTF and kallsyms).
+      const kernelSource = st.kernelSource;
+      return {
+        state,
+        hits: st.hits,
+        p50Ns: lat?.p50,
+        calls: lat?.count,
+        ...(lowerBound ? { lowerBound } : {}),
+        ...(kernelSource ? { kernelSource } : {}),
+      };
     };
     const lensOpts = this.ctx.config.codeLens;
     const models = lensesForFunctions(

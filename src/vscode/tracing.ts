@@ -577,6 +577,7 @@ export class Tracing implements vscode.Disposable {
         spec: p.spec,
         site: p.site,
         ...(p.lowerBound ? { lowerBound: true } : {}),
+        ...(p.kernelSource ? { kernelSource: p.kernelSource } : {}),
       })),
       snapshot: s.aggregates.snapshot(),
     };

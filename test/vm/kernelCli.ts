@@ -1,8 +1,9 @@
-// Shared by the VM tests that run `probelens trace VMLINUX …` against the VM's kernel: one index cache for every CLI
-// a test file starts (the vmlinux is indexed once), the CLI armed on the VM, and its JSON hits.
+// Shared by the VM tests that run `probelens trace VMLINUX …` (or `trace kernel …`, no vmlinux) against the VM's kernel:
+// one index cache for every CLI a test file starts (the vmlinux is indexed once), the CLI armed on the VM, its JSON
+// hits, and a program in the VM whose open() calls the tests capture.
 import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +11,11 @@ import { loadIndex } from '../../src/core/index/load';
 import { isolatedEnv, scratch, startCli, sleep, type CliRun } from '../integration/engine-harness';
 import { missing } from '../helpers/require';
 import { vmCliFlags, vmShell, vmSshArgs, waitVmClean, type VmConnection } from '../helpers/vm';
+
+/** The file the opener opens, and how many times. */
+export const KNOWN = '/tmp/probelens-kernel-known';
+const OPENER = '/tmp/probelens-opener';
+export const OPENS = 3;
 
 // The CLI loads the vmlinux's index from the cache warmIndex filled, reads the image and connects: bounded, generous.
 const ARM_MS = 300_000;
@@ -24,9 +30,12 @@ export const warmIndex = (vmlinux: string): Promise<unknown> =>
 
 export const kernelEnv = (t: TestContext): NodeJS.ProcessEnv => ({ ...isolatedEnv(t), XDG_CACHE_HOME: CACHE });
 
-/** Starts `probelens trace VMLINUX SPECS… --json` on the VM and returns once every spec's event is enabled there. */
+/**
+ * Starts `probelens trace VMLINUX SPECS… --json` on the VM and returns once every spec's event is enabled there
+ * (`kernel` for VMLINUX: the VM kernel's own BTF and kallsyms, nothing to index).
+ */
 export async function armOnVm(t: TestContext, vm: VmConnection, vmlinux: string, specs: string[], extra: string[] = []): Promise<CliRun> {
-  await warmIndex(vmlinux);
+  if (vmlinux !== 'kernel') await warmIndex(vmlinux);
   assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
   const cli = startCli(t, ['trace', vmlinux, ...specs, ...extra, '--json', ...vmCliFlags(vm)], kernelEnv(t));
   // With --json the CLI says nothing when armed: armed is every event of its instance enabled on the VM.
@@ -60,6 +69,34 @@ export const hits = (cli: CliRun): JsonHit[] =>
     .map((l) => JSON.parse(l) as JsonHit);
 
 /**
+ * A program in the VM that prints its pid, waits for a line on stdin, then opens `path` OPENS times with open(2),
+ * printing each fd it got. Built static here and copied over SSH.
+ */
+export const installOpener = (t: TestContext, vm: VmConnection): Promise<boolean> =>
+  installStatic(
+    t,
+    vm,
+    OPENER,
+    `#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  char go;
+  printf("pid %d\\n", getpid());
+  fflush(stdout);
+  if (argc < 2 || read(0, &go, 1) != 1) return 2;
+  for (int i = 0; i < ${OPENS}; i++) {
+    int fd = open(argv[1], O_RDONLY);
+    printf("fd %d\\n", fd);
+    fflush(stdout);
+  }
+  return 0;
+}
+`,
+    `echo hello > ${KNOWN}`,
+  );
+
+/**
  * Builds the C program `source` static here and copies it to `remote` in the VM (then runs the fixed shell text
  * `then` there, if any). False after marking the test skipped (under CI=true: failed) when no static libc is here.
  */
@@ -76,4 +113,23 @@ export async function installStatic(t: TestContext, vm: VmConnection, remote: st
   });
   assert.equal(copy.status, 0, String(copy.stderr));
   return true;
+}
+
+/** Starts the opener in the VM; `go()` lets it open; `done` resolves with the fds it printed; `kill()` ends it. */
+export function startOpener(vm: VmConnection): { pid: Promise<number>; go(): void; done: Promise<number[]>; kill(): void } {
+  const child = spawn('ssh', [...vmSshArgs(vm), '--', `${OPENER} ${KNOWN}`], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const pid = new Promise<number>((resolve, reject) => {
+    const check = (): void => {
+      const m = /^pid (\d+)$/m.exec(out);
+      if (m) resolve(Number(m[1]));
+    };
+    child.stdout.on('data', check);
+    child.once('close', () => reject(new Error(`the opener ended before printing its pid: ${out}`)));
+  });
+  const done = new Promise<number[]>((resolve) =>
+    child.once('close', () => resolve([...out.matchAll(/^fd (-?\d+)$/gm)].map((m) => Number(m[1])))),
+  );
+  return { pid, go: () => child.stdin.end('g'), done, kill: () => child.kill() };
 }

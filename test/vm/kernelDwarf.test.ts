@@ -3,30 +3,16 @@
 // compiles kprobes from it (SYMBOL+OFFSET, arguments typed by DWARF, a user string read from user memory) that
 // capture a program's own open() calls in the VM; what the kernel must not probe, and a vmlinux of another build, are
 // refused before anything is written.
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { closeSync, copyFileSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { readBinaryIdentity } from '../../src/core/index/identity';
 import { scratch, startCli, sleep } from '../integration/engine-harness';
-import { armOnVm, hits, installStatic, kernelEnv, warmIndex, type JsonHit } from './kernelCli';
-import {
-  requireVm,
-  requireVmlinux,
-  vmCliFlags,
-  vmKernelBuildId,
-  vmLeftovers,
-  vmShell,
-  vmSshArgs,
-  waitVmClean,
-  type VmConnection,
-} from '../helpers/vm';
+import { armOnVm, hits, installOpener, kernelEnv, KNOWN, OPENS, startOpener, warmIndex, type JsonHit } from './kernelCli';
+import { requireVm, requireVmlinux, vmCliFlags, vmKernelBuildId, vmLeftovers, vmShell, waitVmClean } from '../helpers/vm';
 
 const TIMEOUT = { timeout: 900_000 };
-const KNOWN = '/tmp/probelens-kernel-known';
-const OPENER = '/tmp/probelens-opener';
-const OPENS = 3;
 
 test("the dbg package's vmlinux is the VM kernel's build: same GNU build-id as its /sys/kernel/notes", TIMEOUT, async (t) => {
   const vm = await requireVm(t);
@@ -38,53 +24,6 @@ test("the dbg package's vmlinux is the VM kernel's build: same GNU build-id as i
   assert.ok(statSync(k.path).size > 300 << 20, `${k.path} is the full image with DWARF`);
 });
 
-/**
- * A program in the VM that prints its pid, waits for a line on stdin, then opens `path` OPENS times with open(2),
- * printing each fd it got.
- */
-const installOpener = (t: TestContext, vm: VmConnection): Promise<boolean> =>
-  installStatic(
-    t,
-    vm,
-    OPENER,
-    `#include <fcntl.h>
-#include <stdio.h>
-#include <unistd.h>
-int main(int argc, char **argv) {
-  char go;
-  printf("pid %d\\n", getpid());
-  fflush(stdout);
-  if (argc < 2 || read(0, &go, 1) != 1) return 2;
-  for (int i = 0; i < ${OPENS}; i++) {
-    int fd = open(argv[1], O_RDONLY);
-    printf("fd %d\\n", fd);
-    fflush(stdout);
-  }
-  return 0;
-}
-`,
-    `echo hello > ${KNOWN}`,
-  );
-
-/** Starts the opener in the VM; `go()` lets it open; `done` resolves with the fds it printed. */
-function startOpener(vm: VmConnection): { pid: Promise<number>; go(): void; done: Promise<number[]> } {
-  const child = spawn('ssh', [...vmSshArgs(vm), '--', `${OPENER} ${KNOWN}`], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-  const pid = new Promise<number>((resolve, reject) => {
-    const check = (): void => {
-      const m = /^pid (\d+)$/m.exec(out);
-      if (m) resolve(Number(m[1]));
-    };
-    child.stdout.on('data', check);
-    child.once('close', () => reject(new Error(`the opener ended before printing its pid: ${out}`)));
-  });
-  const done = new Promise<number[]>((resolve) =>
-    child.once('close', () => resolve([...out.matchAll(/^fd (-?\d+)$/gm)].map((m) => Number(m[1])))),
-  );
-  return { pid, go: () => child.stdin.end('g'), done };
-}
-
 test(
   'trace VMLINUX do_sys_openat2 dfd filename:ustring how->flags and its %return $retval: the program opens a known path 3 times and each open is seen with its pid, values and fd',
   TIMEOUT,
@@ -94,6 +33,7 @@ test(
     const k = await requireVmlinux(t, vm);
     if (!k || !(await installOpener(t, vm))) return;
     const opener = startOpener(vm);
+    t.after(() => opener.kill());
     const pid = await opener.pid;
     t.diagnostic(`the opener runs as pid ${pid} in the VM`);
     const cli = await armOnVm(
@@ -134,6 +74,7 @@ test(
       fds,
       'each return value is the fd the program got',
     );
+    assert.match(cli.stderr(), /^probelens: do_sys_openat2: from vmlinux DWARF$/m, cli.stderr());
     const { left, ms } = await waitVmClean(vm, 60_000);
     assert.deepEqual(left, [], `left on the VM ${ms} ms after the CLI exited`);
   },

@@ -1,5 +1,5 @@
 // probelens functions | lines | vars | usdt — what a binary offers to probe (docs/contracts.md, JSON).
-// Tests: test/unit/cli/inspect.test.ts, test/unit/cli/hostile.test.ts, test/unit/cli/epipe.test.ts
+// Tests: test/unit/cli/inspect.test.ts, test/unit/cli/hostile.test.ts, test/unit/cli/epipe.test.ts, test/unit/cli/kernelBtf.test.ts
 import type { BinaryIndex } from '../../core/index/binaryIndex';
 import { loadIndex } from '../../core/index/load';
 import type { IndexedFunction } from '../../core/index/model';
@@ -10,6 +10,8 @@ import { variablesAtSite } from '../../core/probes/variables';
 import { globToRegExp } from '../../core/index/binaryIndex';
 import { oneValue, parseArgs, UsageError, type ParsedArgs } from '../args';
 import { indexOptions } from '../limits';
+import { parseBtf, type Btf } from '../../core/binary/btf';
+import { readFileSync } from 'node:fs';
 
 const COMMON = { json: { kind: 'flag' }, 'no-cache': { kind: 'flag' }, 'debug-dir': { kind: 'value', repeat: true } } as const;
 
@@ -74,11 +76,20 @@ function writeJsonArray<T>(io: Io, items: readonly T[], row: (item: T) => unknow
 }
 
 export async function functionsCommand(argv: string[], io: Io): Promise<void> {
-  const args = parseArgs(argv, { ...COMMON, match: { kind: 'value' } });
+  const args = parseArgs(argv, { ...COMMON, match: { kind: 'value' }, btf: { kind: 'value' } });
   if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
-  const index = await indexFor(args);
   const glob = oneValue(args, 'match');
   const re = glob ? globToRegExp(glob) : undefined;
+  const btfFile = oneValue(args, 'btf');
+  if ((btfFile !== undefined) !== (args.positionals[0] === 'kernel'))
+    throw new UsageError(
+      "'functions kernel --btf FILE' lists a kernel's functions from a saved BTF (/sys/kernel/btf/vmlinux); --btf goes with 'kernel' only",
+    );
+  if (btfFile !== undefined) {
+    btfFunctions(parseBtf(new Uint8Array(readFileSync(btfFile))), re, args.flags.has('json'), io);
+    return;
+  }
+  const index = await indexFor(args);
   const fns = index
     .functions()
     .filter((f) => !re || re.test(f.name) || (f.linkageName !== undefined && re.test(f.linkageName)))
@@ -95,6 +106,24 @@ export async function functionsCommand(argv: string[], io: Io): Promise<void> {
     const note = f.probeable ? siteNote(f) : `  [not probe-able: ${f.reason ?? 'no code'}]`;
     io.out(`${addr.padEnd(12)} ${f.name}(${params})  ${where}${note}\n`);
   }
+}
+
+/** `functions kernel --btf FILE`: each FUNC of the BTF and its parameters (no addresses, files or sites: no DWARF). */
+function btfFunctions(btf: Btf, re: RegExp | undefined, json: boolean, io: Io): void {
+  const rows = btf
+    .funcNames()
+    .filter((n) => !re || re.test(n))
+    .map((name) => {
+      const fn = btf.type(btf.funcs(name)[0]);
+      const proto = fn.kind === 'func' ? btf.type(fn.type) : undefined;
+      const params = proto?.kind === 'func_proto' ? proto.params.map((p) => ({ name: p.name, type: btf.typeName(p.type) })) : [];
+      return { name, params, returns: proto?.kind === 'func_proto' ? btf.typeName(proto.returnType) : 'void', source: 'btf' };
+    });
+  if (json) {
+    writeJsonArray(io, rows, (r) => r);
+    return;
+  }
+  for (const r of rows) io.out(`${r.returns} ${r.name}(${r.params.map((p) => `${p.type} ${p.name}`).join(', ')})\n`);
 }
 
 export async function linesCommand(argv: string[], io: Io): Promise<void> {

@@ -1,6 +1,8 @@
-// probelens define | trace | cleanup — compile specs, trace local or SSH targets, sweep leftovers.
+// probelens define | trace | cleanup — compile specs, trace local or SSH targets, sweep leftovers. BIN `kernel` is
+// each target's running kernel, probed by its own BTF and kallsyms with no vmlinux (core/probes/kernelBtf.ts).
 // Tests: test/unit/cli/sites.test.ts, test/unit/cli/lowerBound.test.ts, test/unit/core/session/fanout.test.ts,
-//   test/integration/engine-fanout.test.ts, test/integration/engine-cleanup.test.ts
+//   test/integration/engine-fanout.test.ts, test/integration/engine-cleanup.test.ts, test/unit/cli/kernelBtf.test.ts,
+//   test/vm/kernelBtf.test.ts
 import { loadIndex } from '../../core/index/load';
 import { compileProbes, type CompiledProbe } from '../../core/probes/compiler';
 import { mergeSummaries, startAll, type HostOutcome } from '../../core/session/fanout';
@@ -21,6 +23,16 @@ import { streamChoiceFrom, type StreamChoice } from '../../core/session/streamCh
 import { indexOptions } from '../limits';
 import { lostLine, probeSummaryLines } from '../summaryText';
 import type { Io } from './inspect';
+import { compileKernelBtf, kernelSourceLines, parseKallsyms, type RunningKernel } from '../../core/probes/kernelBtf';
+import { parseBtf } from '../../core/binary/btf';
+import { fetchRunningKernel } from '../../core/session/runningKernel';
+import { readFileSync } from 'node:fs';
+
+/**
+ * The BIN that names the running kernel of the target, probed by its own BTF and kallsyms with no vmlinux (a file
+ * named `kernel` is given as `./kernel`).
+ */
+export const RUNNING_KERNEL = 'kernel';
 
 const SSH_OPTS = {
   host: { kind: 'value', repeat: true },
@@ -55,18 +67,32 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
     'remote-path': { kind: 'value' },
     'debug-dir': { kind: 'value', repeat: true },
     group: { kind: 'value' },
+    btf: { kind: 'value' },
+    kallsyms: { kind: 'value' },
+    ...SSH_OPTS,
     ...SITE_OPTS,
   });
   const [bin, ...specs] = args.positionals;
   if (!bin || specs.length === 0) throw new UsageError('usage: probelens define BIN SPEC…');
-  const { index } = await loadIndex(bin, { debugDirs: args.values.get('debug-dir'), ...indexOptions() });
   const group = oneValue(args, 'group') ?? `probelens_${process.pid}_define`;
-  const probes = await compileProbes(specs, index, {
-    group,
-    targetPath: oneValue(args, 'remote-path'),
-    debugDirs: args.values.get('debug-dir'),
-    ...siteOptions(args),
-  });
+  if (bin !== RUNNING_KERNEL) {
+    for (const o of ['btf', 'kallsyms', 'host', 'identity', 'known-hosts'] as const)
+      if (args.values.has(o)) throw new UsageError(`--${o} is for 'define ${RUNNING_KERNEL}' (the running kernel without a vmlinux)`);
+    for (const f of ['accept-new', 'sudo'] as const)
+      if (args.flags.has(f))
+        throw new UsageError(`--${f} is for 'define ${RUNNING_KERNEL} --host …' (the running kernel without a vmlinux)`);
+  } else
+    for (const o of ['remote-path', 'debug-dir', 'max-sites', 'disable-site'] as const)
+      if (args.values.has(o)) throw new UsageError(`--${o} needs a binary or vmlinux: 'define ${RUNNING_KERNEL}' takes no ${o}`);
+  const probes =
+    bin === RUNNING_KERNEL
+      ? compileKernelBtf(specs, await kernelForDefine(args), { group })
+      : await compileProbes(specs, (await loadIndex(bin, { debugDirs: args.values.get('debug-dir'), ...indexOptions() })).index, {
+          group,
+          targetPath: oneValue(args, 'remote-path'),
+          debugDirs: args.values.get('debug-dir'),
+          ...siteOptions(args),
+        });
   if (args.flags.has('json'))
     io.out(
       `${toJson(
@@ -78,13 +104,40 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
             ...(inferred.length ? { inferred } : {}),
             ...(p.unavailable?.length ? { unavailable: Object.fromEntries(p.unavailable.map((u) => [u.name, u.reason])) } : {}),
             ...(p.lowerBound ? { lowerBound: true } : {}),
+            ...(p.kernelSource ? { source: p.kernelSource } : {}),
           };
         }),
         2,
       )}\n`,
     );
   else for (const p of probes) io.out(`${formatDefinition(p.definition)}\n`);
-  for (const line of warningLines(probes)) process.stderr.write(`probelens: ${line}\n`);
+  for (const line of [...kernelSourceLines(probes), ...warningLines(probes)]) process.stderr.write(`probelens: ${line}\n`);
+}
+
+/**
+ * The kernel `define kernel` compiles for: a saved BTF blob (`--btf FILE`, with `--kallsyms FILE` to check names
+ * as the target would), else the running kernel of `--host` (or this machine), read as `trace kernel` reads it.
+ */
+async function kernelForDefine(args: ParsedArgs): Promise<RunningKernel> {
+  const btfFile = oneValue(args, 'btf');
+  if (btfFile !== undefined) {
+    if (args.values.has('host')) throw new UsageError('--btf and --host are two sources of the kernel: give one');
+    const kallsyms = oneValue(args, 'kallsyms');
+    return {
+      btf: parseBtf(new Uint8Array(readFileSync(btfFile))),
+      kallsyms: kallsyms !== undefined ? parseKallsyms(readFileSync(kallsyms, 'latin1')) : undefined,
+      blacklist: { unreadable: `compiled offline from ${btfFile}` },
+    };
+  }
+  if (args.values.has('kallsyms')) throw new UsageError('--kallsyms goes with --btf FILE');
+  const hosts = args.values.get('host') ?? ['local'];
+  if (hosts.length > 1) throw new UsageError(`define ${RUNNING_KERNEL} reads one kernel: give one --host`);
+  const target = await connector(args, (m) => process.stderr.write(`probelens: ${m}\n`))(hosts[0]);
+  try {
+    return await fetchRunningKernel(target, useSudo(args, hosts[0]));
+  } finally {
+    await target.close().catch(() => undefined);
+  }
 }
 
 /**
@@ -166,7 +219,12 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   const heartbeat = positiveNumber(args, 'heartbeat', true);
   const json = args.flags.has('json');
   const hosts = args.values.get('host') ?? ['local'];
-  const { index } = await loadIndex(bin, { debugDirs: args.values.get('debug-dir'), ...indexOptions() });
+  // `kernel`: each target's running kernel, by its own BTF and kallsyms (no vmlinux, no index).
+  const running = bin === RUNNING_KERNEL;
+  if (running)
+    for (const o of ['remote-path', 'debug-dir'] as const)
+      if (args.values.has(o)) throw new UsageError(`--${o} needs a binary or vmlinux: 'trace ${RUNNING_KERNEL}' takes no ${o}`);
+  const index = running ? undefined : (await loadIndex(bin, { debugDirs: args.values.get('debug-dir'), ...indexOptions() })).index;
 
   let total = 0;
   let stopRequested: () => void = () => undefined;
@@ -207,6 +265,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   for (const sig of signals) process.on(sig, onSignal);
   const outcomes: HostOutcome[] = await startAll(hosts, async (host) => connect(host), {
     index,
+    runningKernel: running,
     specs,
     remotePath: oneValue(args, 'remote-path'),
     pid,
@@ -262,6 +321,8 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     void Promise.race([announced, bound]).then(() => process.kill(process.pid, 'SIGSTOP'));
   };
   process.on('SIGTSTP', onTstp);
+  // Where each kernel function's probes came from (vmlinux DWARF, or the target's BTF and kallsyms).
+  if (live.length > 0) for (const line of kernelSourceLines(live[0].session!.probes)) log(line);
   if (live.length > 0) {
     // A closed stdout (`| head`) stops the trace as Ctrl-C does.
     void io.closed?.then(() => stopRequested());

@@ -56,6 +56,8 @@ export interface CompiledProbe {
    * be proved; see warnings).
    */
   lowerBound?: true;
+  /** A kernel probe's source of truth: the vmlinux's DWARF, or the running kernel's BTF and kallsyms (kernelBtf.ts). */
+  kernelSource?: 'dwarf' | 'btf';
 }
 
 export interface CompileOptions {
@@ -385,7 +387,7 @@ function finish(
     },
     args: fetchArgs,
   };
-  return { ...p, definition };
+  return { ...p, definition, ...(kprobe ? { kernelSource: 'dwarf' as const } : {}) };
 }
 
 async function fileOffsetOf(index: BinaryIndex, address: bigint, debugDirs?: string[]): Promise<bigint> {

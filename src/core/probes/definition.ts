@@ -51,9 +51,9 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const MAX_EVENT = 63;
 // Fetchargs: registers, stack, memory and dereference chains; no spaces, quotes or shell/tracefs separators.
 // `\N` is an immediate (a constant the compiler folded the value to), decimal only; `+uN(…)` reads user memory
-// (kernel probes).
+// and `$argN` is the kernel's calling-convention accessor for the Nth argument (kernel probes).
 const FETCH =
-  /^(%[a-z][a-z0-9]{1,5}|\\[0-9]{1,20}|\$retval|\$comm|\$stack[0-9]{0,3}|@\+?(0x[0-9a-f]+|[0-9]+)|([+-]u?(0x[0-9a-f]+|[0-9]+)\()+(%[a-z][a-z0-9]{1,5}|\$stack[0-9]{0,3}|@\+?(0x[0-9a-f]+|[0-9]+))\)+)$/;
+  /^(%[a-z][a-z0-9]{1,5}|\\[0-9]{1,20}|\$retval|\$comm|\$stack[0-9]{0,3}|\$arg[1-9][0-9]?|@\+?(0x[0-9a-f]+|[0-9]+)|([+-]u?(0x[0-9a-f]+|[0-9]+)\()+(%[a-z][a-z0-9]{1,5}|\$stack[0-9]{0,3}|\$arg[1-9][0-9]?|@\+?(0x[0-9a-f]+|[0-9]+))\)+)$/;
 const TYPE = /^([sux](8|16|32|64)|string|ustring|b[0-9]{1,2}@[0-9]{1,2}\/(8|16|32|64))(\[[0-9]{1,4}\])?$/;
 
 /** Throws unless `path` can appear in a uprobe definition (tracefs splits definitions on spaces and colons). */

@@ -20,12 +20,17 @@ export interface KernelParam {
 export type KernelType =
   | { kind: 'int'; size: 1 | 2 | 4 | 8; signed: boolean }
   | { kind: 'pointer'; size: 8; user: boolean; to?: KernelType }
-  | { kind: 'struct'; name: string; members: KernelMember[] };
+  | { kind: 'struct'; name: string; members: KernelMember[] }
+  /** A type no kprobe fetch reads as one value (a float, an array, a bitfield…): `what` says which, for messages. */
+  | { kind: 'other'; what: string };
 
 export interface KernelMember {
   name: string;
+  /** Bytes from the struct's start (for a bitfield, of the integer that holds it). */
   offset: number;
   type: KernelType;
+  /** A bitfield: its width, and its first bit within the integer at `offset` (of `type`'s size; little-endian). */
+  bitfield?: { bits: number; bitOffset: number };
 }
 
 export interface KprobeArg {
@@ -33,8 +38,10 @@ export interface KprobeArg {
   name: string;
   /** The fetcharg: `$arg2`, `+8($arg3)`, `+0($arg2)`… */
   fetch: string;
-  /** The kernel type: s32, u64, x64, string, ustring… */
+  /** The kernel type: s32, u64, x64, string, ustring, b3@5/32 (a bitfield)… */
   type: string;
+  /** A signed bitfield (its `bN@…` type reads unsigned: shown sign-extended). */
+  signed?: true;
 }
 
 export interface KprobePoint {
@@ -79,6 +86,7 @@ export function kprobeDefinition(p: KprobePoint): string {
 function scalarType(t: KernelType): string {
   if (t.kind === 'int') return `${t.signed ? 's' : 'u'}${t.size * 8}`;
   if (t.kind === 'pointer') return 'x64';
+  if (t.kind === 'other') throw new KprobeSpecError(`${t.what} cannot be fetched as one value`);
   throw new KprobeSpecError(`a struct (${t.name}) is not one value: name one of its members`);
 }
 
@@ -99,23 +107,52 @@ export function kprobeArgs(params: readonly KernelParam[], words: readonly strin
     }
     // At a return the registers that held the arguments hold something else: only $retval is meaningful.
     if (kind === 'return') throw new KprobeSpecError(`${expr}: arguments are read at the entry, not at a return`);
-    const path = expr.split('->');
-    const param = params.find((p) => p.name === path[0]);
-    if (!param) throw new KprobeSpecError(`no parameter ${path[0]} (the function has ${params.map((p) => p.name).join(', ') || 'none'})`);
+    const path = accessPath(expr);
+    const param = params.find((p) => p.name === path[0].name);
+    if (!param)
+      throw new KprobeSpecError(`no parameter ${path[0].name} (the function has ${params.map((p) => p.name).join(', ') || 'none'})`);
+    // The value is in the register `$argN` (`inMemory` undefined) or at `+inMemory(fetch)` once read through a pointer.
     let fetch = `$arg${param.index + 1}`;
+    let inMemory: number | undefined;
     let type: KernelType = param.type;
     let user = false;
-    for (const member of path.slice(1)) {
-      if (type.kind !== 'pointer' || !type.to || type.to.kind !== 'struct') {
-        throw new KprobeSpecError(`${expr}: ${path[0]} is not a pointer to a struct`);
+    let bitfield: KernelMember['bitfield'];
+    const value = () => (inMemory === undefined ? fetch : `+${user ? 'u' : ''}${inMemory}(${fetch})`);
+    for (const { op, name: member } of path.slice(1)) {
+      let struct: KernelType;
+      if (op === '->') {
+        if (type.kind !== 'pointer' || !type.to || type.to.kind !== 'struct')
+          throw new KprobeSpecError(`${expr}: ${path[0].name}${accessText(path, member)} is not a pointer to a struct`);
+        fetch = value();
+        user = type.user;
+        inMemory = 0;
+        struct = type.to;
+      } else {
+        // A member of a struct held in memory (`p->a.b`); a struct passed in registers has no address to read from.
+        if (type.kind !== 'struct' || inMemory === undefined)
+          throw new KprobeSpecError(`${expr}: ${path[0].name}${accessText(path, member)} is not a struct read through a pointer`);
+        struct = type;
       }
-      const m = type.to.members.find((x) => x.name === member);
-      if (!m) throw new KprobeSpecError(`${expr}: struct ${type.to.name} has no member ${member}`);
-      user = type.user;
-      fetch = `+${user ? 'u' : ''}${m.offset}(${fetch})`;
+      if (struct.kind !== 'struct') throw new KprobeSpecError(`${expr}: not a struct`);
+      const m = struct.members.find((x) => x.name === member);
+      if (!m) throw new KprobeSpecError(`${expr}: struct ${struct.name} has no member ${member}`);
+      inMemory += m.offset;
       type = m.type;
+      bitfield = m.bitfield;
     }
+    fetch = value();
     let ktype: string;
+    if (bitfield && typeOverride)
+      throw new KprobeSpecError(`${expr} is a bitfield: it is read as its ${bitfield.bits} bits, give it no type`);
+    if (bitfield && type.kind === 'int') {
+      out.push({
+        name: path.map((p) => p.name).join('_'),
+        fetch,
+        type: `b${bitfield.bits}@${bitfield.bitOffset}/${type.size * 8}`,
+        ...(type.signed ? { signed: true as const } : {}),
+      });
+      continue;
+    }
     if (typeOverride === 'ustring' || typeOverride === 'string' || typeOverride === 'str') {
       if (type.kind !== 'pointer') throw new KprobeSpecError(`${expr} is not a pointer: it cannot be read as a string`);
       ktype = typeOverride === 'str' ? (type.user ? 'ustring' : 'string') : typeOverride;
@@ -123,9 +160,29 @@ export function kprobeArgs(params: readonly KernelParam[], words: readonly strin
     } else {
       ktype = typeOverride ?? scalarType(type);
     }
-    out.push({ name: path.join('_'), fetch, type: ktype });
+    out.push({ name: path.map((p) => p.name).join('_'), fetch, type: ktype });
   }
   return out;
+}
+
+/** `a->b.c` as its base and each step after it. */
+function accessPath(expr: string): Array<{ op: '->' | '.' | ''; name: string }> {
+  const out: Array<{ op: '->' | '.' | ''; name: string }> = [];
+  const re = /(^|->|\.)([A-Za-z_][A-Za-z0-9_]*)/y;
+  let m: RegExpExecArray | null;
+  while (re.lastIndex < expr.length && (m = re.exec(expr))) out.push({ op: m[1] as '->' | '.' | '', name: m[2] });
+  if (out.length === 0 || re.lastIndex !== expr.length || out[0].op !== '' || out.slice(1).some((s) => s.op === ''))
+    throw new KprobeSpecError(`${expr}: not NAME, NAME->MEMBER or NAME->MEMBER.MEMBER`);
+  return out;
+}
+
+/** The path up to (not including) `member`, for messages. */
+function accessText(path: ReadonlyArray<{ op: string; name: string }>, member: string): string {
+  const i = path.findIndex((p, j) => j > 0 && p.name === member);
+  return path
+    .slice(1, i < 0 ? undefined : i)
+    .map((p) => `${p.op}${p.name}`)
+    .join('');
 }
 
 function splitType(word: string): [string, string | undefined] {

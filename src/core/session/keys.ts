@@ -70,7 +70,7 @@ export function checkKeys(keys: readonly KeySpec[], probes: readonly CompiledPro
       const user = probes.filter((p) => p.kind === 'entry' && p.definition.target.type !== 'kprobe');
       if (user.length || !probes.some((p) => p.args.some((a) => a.name === CALLER_FIELD)))
         throw new Error(
-          `--by caller counts kernel functions' calls by their caller${user.length ? ` (${user[0].function ?? user[0].event} is a user function: its caller would need the process's memory map)` : ': this trace has no kernel function entry'}`,
+          `--by caller counts kernel functions' calls by their caller${user.length ? ` (${user[0].function ?? user[0].event} is a user function: its caller would need the process's memory map)` : ': this trace has no kernel function entry placed from a vmlinux, whose symbols name the callers'}`,
         );
       continue;
     }

@@ -7,7 +7,7 @@
 // aggregates' (test/unit/core/session/aggregates.test.ts), and how it tells an early end is unit-tested.
 // Tests: test/integration/sessionLiveEdit.test.ts, test/integration/capture.test.ts, test/integration/sites.test.ts,
 //   test/integration/returns.test.ts, test/integration/hitShape.test.ts, test/integration/engine-fanout.test.ts,
-//   test/unit/core/session/sessionEnd.test.ts
+//   test/unit/core/session/sessionEnd.test.ts, test/vm/kernelBtf.test.ts
 import type { BinaryIndex } from '../index/binaryIndex';
 import { readBinaryIdentity } from '../index/identity';
 import { CALLER_ARG, compileProbes, kernelOf, lineBaseName, sharePoints, SITE_ARG, type CompiledProbe } from '../probes/compiler';
@@ -27,6 +27,8 @@ import { checkKeys, type KeySpec } from './keys';
 import { kernelFigures, planHist, pointHits, readPeriodically, totalHits, type HistPlan } from './kernelAggregation';
 import { eventsOf, pairsOf, presentHit, probeKey, schemaOf } from './points';
 import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
+import { compileKernelBtf, type RunningKernel } from '../probes/kernelBtf';
+import { fetchRunningKernel } from './runningKernel';
 
 export type SessionState = 'starting' | 'armed' | 'stopping' | 'stopped' | 'failed';
 
@@ -34,7 +36,13 @@ export interface SessionOptions {
   target: Target;
   /** Run the agent through `sudo -n`. */
   sudo?: boolean;
-  index: BinaryIndex;
+  /** The binary (or vmlinux) indexed; absent with `runningKernel`. */
+  index?: BinaryIndex;
+  /**
+   * Probe the target's running kernel by its own BTF and kallsyms, no vmlinux (`probelens trace kernel …`; see
+   * probes/kernelBtf.ts): they are read from the target before compiling.
+   */
+  runningKernel?: boolean;
   specs: Array<string | ProbeSpec>;
   /** The binary's path on the target, when it differs from the local one. */
   remotePath?: string;
@@ -208,6 +216,8 @@ export class TraceSession {
   /** The hist triggers of an aggregating session, and the timer that reads them. */
   private hist?: HistPlan;
   private stopReading = (): void => undefined;
+  /** The target's kernel as its BTF and kallsyms describe it (SessionOptions.runningKernel), read before compiling. */
+  private kernel?: RunningKernel;
   /** Edits run one at a time, in the order they were asked for. */
   private edits: Promise<unknown> = Promise.resolve();
 
@@ -306,14 +316,16 @@ export class TraceSession {
     return run;
   }
 
-  /** Compiles spec by spec (so one refusal does not hide the others) for this target's kernel. */
   /**
    * Names a kernel entry's caller as the kernel's `.sym` does: the return address it fetched (CALLER_ARG), less the
    * running kernel's KASLR offset, in the vmlinux's symbols; at an inlined copy, the function the copy is in.
    */
   private async callerNamer(): Promise<(raw: Hit, point: CompiledProbe) => string | undefined> {
-    const k = kernelOf(this.opts.index);
-    if (!k?.textStart) throw new Error(`${this.opts.index.path} has no _stext symbol: callers cannot be named`);
+    const index = this.opts.index;
+    // Without a vmlinux (BTF and kallsyms) there are no symbols here to name a return address with.
+    if (!index) throw new Error("--by caller needs the kernel's vmlinux: its symbols name the callers");
+    const k = kernelOf(index);
+    if (!k?.textStart) throw new Error(`${index.path} has no _stext symbol: callers cannot be named`);
     const slide = (await readKernelTextStart(this.opts.target, { sudo: this.opts.sudo })) - k.textStart;
     return (raw, point) => {
       const s = point.site;
@@ -332,6 +344,7 @@ export class TraceSession {
     };
   }
 
+  /** Compiles spec by spec (so one refusal does not hide the others) for this target's kernel. */
   private async compile(
     specs: Array<string | ProbeSpec>,
     caps: ReadonlySet<string> | undefined,
@@ -345,6 +358,11 @@ export class TraceSession {
     const refused: RefusedSpec[] = [];
     for (const spec of specs) {
       try {
+        if (this.kernel) {
+          probes.push(...compileKernelBtf([spec], this.kernel, { usedEvents: this.usedEvents }));
+          continue;
+        }
+        if (!opts.index) throw new Error('a session needs an index or runningKernel');
         probes.push(
           ...(await compileProbes([spec], opts.index, {
             targetPath: opts.remotePath ?? opts.index.path,
@@ -475,8 +493,10 @@ export class TraceSession {
 
   private async arm(): Promise<void> {
     const { opts } = this;
-    const remotePath = opts.remotePath ?? opts.index.path;
-    checkProbePath(remotePath);
+    // Without a vmlinux the kernel describes itself: its BTF, kallsyms and kprobe blacklist, read before compiling.
+    if (opts.runningKernel) this.kernel = await fetchRunningKernel(opts.target, opts.sudo);
+    const remotePath = opts.remotePath ?? opts.index?.path ?? '/';
+    if (opts.index) checkProbePath(remotePath);
     // Compiling needs no agent: it is done first, so the agent's heartbeat watchdog never waits on it. Only
     // semaphore-guarded USDT probes depend on the kernel (reference counters): when this target's capabilities
     // are not known yet they are assumed and checked once the agent has said what the kernel offers.
@@ -499,7 +519,8 @@ export class TraceSession {
     // Kernel probes (the index is of a vmlinux) are about the running kernel: its build-id is in /sys/kernel/notes,
     // the kernel's own copy of the image's note segment.
     const kernel = compiled.probes.some((p) => p.definition.target.type === 'kprobe');
-    if (!opts.noBuildIdCheck && kernel) {
+    // Without an index the BTF was read from the running kernel itself: there is no other build to differ from.
+    if (opts.index && !opts.noBuildIdCheck && kernel) {
       const id = readBinaryIdentity(opts.index.path);
       if (id.buildId && id.buildIdNoteOffset !== undefined && id.buildIdLength !== undefined) {
         try {
@@ -515,7 +536,7 @@ export class TraceSession {
           throw e;
         }
       }
-    } else if (!opts.noBuildIdCheck) {
+    } else if (opts.index && !opts.noBuildIdCheck) {
       const id = readBinaryIdentity(opts.index.path);
       if (id.buildId && id.buildIdOffset !== undefined && id.buildIdLength !== undefined) {
         if (id.buildId !== opts.index.buildId)
@@ -533,7 +554,7 @@ export class TraceSession {
         }
       }
     }
-    if (!kernel) await checkWriters(agent, this.host, remotePath);
+    if (!kernel && opts.index) await checkWriters(agent, this.host, remotePath);
     const watchKey = (await agent.watchFiles()) ? agent.watchKey : null;
     const needsRecompile =
       (!agent.hello.caps.has('ref_ctr') &&

@@ -38,7 +38,12 @@ export interface LiveSpec {
   calls?: number;
   /** The counts are lower bounds (see SpecStats.lowerBound): shown as "≥ N". */
   lowerBound?: boolean;
+  /** A kernel probe's source (SpecStats.kernelSource), said after the state. */
+  kernelSource?: 'dwarf' | 'btf';
 }
+
+/** How a lens names a kernel probe's source: as the CLI does, shorter. */
+const SOURCE_WORDS = { dwarf: 'vmlinux DWARF', btf: 'BTF + kallsyms, no vmlinux' } as const;
 
 /** Go's DW_AT_decl_line is where the body starts; the lens belongs on the `func` line at or above it. */
 export function snapGoLine(line: number, lineText: (line: number) => string | undefined): number {
@@ -72,12 +77,16 @@ function liveTitle(kind: Exclude<LensKind, 'unprobeable'>, live: LiveSpec): stri
       live.p50Ns !== undefined && (live.calls ?? 0) > 0
         ? `p50 ${formatDuration(live.p50Ns)} · ${atLeast}${formatCount(live.calls ?? 0)} calls`
         : `${atLeast}${formatCount(live.hits)} hits`;
-    return `$(watch) Latency: ${p} · ${stateWord(live.state)}`;
+    return `$(watch) Latency: ${p} · ${stateWord(live.state)}${sourceWords(live)}`;
   }
   const icon = kind === 'trace' ? '$(pulse)' : '$(reply)';
   const what = kind === 'trace' ? 'Trace' : 'Returns';
   const n = `${atLeast}${formatCount(live.hits)} ${live.hits === 1 && !live.lowerBound ? 'hit' : 'hits'}`;
-  return `${icon} ${what}: ${n} · ${stateWord(live.state)}`;
+  return `${icon} ${what}: ${n} · ${stateWord(live.state)}${sourceWords(live)}`;
+}
+
+function sourceWords(live: LiveSpec): string {
+  return live.kernelSource ? ` · ${SOURCE_WORDS[live.kernelSource]}` : '';
 }
 
 const IDLE_TITLE: Record<Exclude<LensKind, 'unprobeable'>, string> = { trace: 'Trace', returns: 'Trace returns', latency: 'Latency' };

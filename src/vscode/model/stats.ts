@@ -15,7 +15,7 @@ export interface SessionView {
    * event name → the probe its hits count under (the aggregates' key), the spec text it was compiled from, and the
    * copy of the function's code it is armed on
    */
-  events: ReadonlyArray<{ event: string; probe: string; spec: string; site?: Site; lowerBound?: boolean }>;
+  events: ReadonlyArray<{ event: string; probe: string; spec: string; site?: Site; lowerBound?: boolean; kernelSource?: 'dwarf' | 'btf' }>;
   snapshot: AggregateSnapshot;
 }
 
@@ -41,6 +41,8 @@ export interface SpecStats {
    * proved. The hits are then at least the calls made, not exactly them.
    */
   lowerBound?: true;
+  /** A kernel probe's source: the vmlinux's DWARF, or the running kernel's BTF and kallsyms. */
+  kernelSource?: 'dwarf' | 'btf';
 }
 
 function lastHitOf(host: string, h: Hit): LastHit {
@@ -57,10 +59,11 @@ export function statsForSpec(spec: string, sessions: readonly SessionView[], kee
   const sites = new Map<string, Site & { hits: number }>();
   for (const s of sessions) {
     const probes = new Set<string>();
-    for (const { probe, spec: sp, site, lowerBound } of s.events) {
+    for (const { probe, spec: sp, site, lowerBound, kernelSource } of s.events) {
       if (sp !== spec) continue;
       probes.add(probe);
       if (lowerBound) st.lowerBound = true;
+      if (kernelSource) st.kernelSource = kernelSource;
       if (site && !sites.has(siteKey(site))) sites.set(siteKey(site), { ...site, hits: 0 });
     }
     for (const probe of probes) {

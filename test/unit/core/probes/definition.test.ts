@@ -58,6 +58,20 @@ test('a kernel probe target renders as SYMBOL+OFFS (never an absolute address: K
     'p:probelens_1234_ab12/k do_sys_open fd=%di:s32',
   );
   assert.throws(() => formatDefinition({ ...d, target: { type: 'kprobe', symbol: 'a b', offset: 0n } }), DefinitionError);
+  // The kernel's calling-convention accessors (a kernel probe compiled from BTF), alone and under dereferences.
+  const byArg = { ...d, target: { type: 'kprobe' as const, symbol: 'do_sys_openat2', offset: 0n } };
+  assert.equal(
+    formatDefinition({
+      ...byArg,
+      args: [
+        { name: 'dfd', fetch: '$arg1', type: 's32' },
+        { name: 'f', fetch: '+u8(+0($arg3))', type: 'u64' },
+      ],
+    }),
+    'p:probelens_1234_ab12/k do_sys_openat2 dfd=$arg1:s32 f=+u8(+0($arg3)):u64',
+  );
+  for (const fetch of ['$arg0', '$arg', '$args', '$arg1x', '+0($arg)'])
+    assert.throws(() => formatDefinition({ ...byArg, args: [{ name: 'x', fetch, type: 'u64' }] }), DefinitionError, fetch);
 });
 
 test('anything that could smuggle text into tracefs or a shell is refused', () => {

@@ -77,3 +77,37 @@ test('records: entry and return lines of a 6.1 kernel parse, strings stay whole'
   assert.deepEqual(ret?.fields, { retval: '3' });
   assert.equal(parseKprobeRecord('CPU:0 [LOST 3 EVENTS]', []), null);
 });
+
+test('members of a struct embedded in one read through a pointer add up (`p->a.b`); a type no fetch reads is named', () => {
+  const params = [
+    {
+      name: 'f',
+      index: 1,
+      type: {
+        kind: 'pointer' as const,
+        size: 8 as const,
+        user: false,
+        to: {
+          kind: 'struct' as const,
+          name: 'file',
+          members: [
+            {
+              name: 'f_path',
+              offset: 64,
+              type: {
+                kind: 'struct' as const,
+                name: 'path',
+                members: [{ name: 'dentry', offset: 8, type: { kind: 'pointer' as const, size: 8 as const, user: false } }],
+              },
+            },
+            { name: 'f_x', offset: 8, type: { kind: 'other' as const, what: 'the bitfield f_x' } },
+          ],
+        },
+      },
+    },
+  ];
+  assert.deepEqual(kprobeArgs(params, ['f->f_path.dentry'], 'entry'), [{ name: 'f_f_path_dentry', fetch: '+72($arg2)', type: 'x64' }]);
+  assert.throws(() => kprobeArgs(params, ['f.f_path'], 'entry'), /not a struct read through a pointer/);
+  assert.throws(() => kprobeArgs(params, ['f->f_x'], 'entry'), /the bitfield f_x cannot be fetched as one value/);
+  assert.throws(() => kprobeArgs(params, ['f->'], 'entry'), /not NAME, NAME->MEMBER/);
+});

@@ -105,3 +105,40 @@ test('a function whose entries are not all proved: the lens, the decoration and 
   assert.equal(decorationText(other, 'armed'), '● 5 hits');
   assert.doesNotMatch(hoverMarkdown('other', other, 'armed'), /lower bound|≥/);
 });
+
+test("a kernel function's lens says where its probes came from: vmlinux DWARF, or BTF and kallsyms", () => {
+  const withSource = (v: SessionView, kernelSource: 'dwarf' | 'btf'): SessionView => ({
+    ...v,
+    events: v.events.map((e) => ({ ...e, kernelSource })),
+  });
+  for (const [source, words] of [
+    ['dwarf', 'vmlinux DWARF'],
+    ['btf', 'BTF + kallsyms, no vmlinux'],
+  ] as const) {
+    const st = statsForSpec('both_fn $params', [withSource(view('vm', 3, 0), source)]);
+    assert.equal(st.kernelSource, source);
+    const [trace, returns] = lensesForFunctions(
+      [
+        {
+          name: 'both_fn',
+          file: '/w/sites.c',
+          line: 20,
+          size: 10,
+          params: [],
+          inlinedInstances: 0,
+          sites: [{ kind: 'entry', address: 0x15c0n, dieOffset: 0, unitOffset: 0 }],
+          probeable: true,
+          external: true,
+          unitOffset: 0,
+          dieOffset: 0,
+        },
+      ],
+      { trace: true, returns: true, latency: false, isGo: false },
+      (specs) => (specs[0] === 'both_fn $params' ? { state: 'armed', hits: st.hits, kernelSource: st.kernelSource } : undefined),
+    );
+    assert.equal(trace.title, `$(pulse) Trace: 3 hits · armed · ${words}`);
+    assert.equal(returns.title, 'Trace returns');
+  }
+  // A program's probes say nothing of the kind.
+  assert.equal(statsForSpec('both_fn $params', [view('local', 1, 0)]).kernelSource, undefined);
+});

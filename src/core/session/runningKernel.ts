@@ -1,0 +1,84 @@
+// What a target's running kernel says of itself when no vmlinux is given (`probelens trace kernel …`): its BTF
+// (/sys/kernel/btf/vmlinux), its symbols (/proc/kallsyms), its kprobe blacklist
+// (/sys/kernel/debug/kprobes/blacklist) and the functions ftrace can trace (tracefs available_filter_functions),
+// each read by a fixed `cat FILE` on the target (Target.exec: no command is
+// ever built from user text), through `sudo -n` when the session's agent is.
+// Tests: test/unit/core/session/runningKernel.test.ts, test/vm/kernelBtf.test.ts
+import { BtfError, parseBtf } from '../binary/btf';
+import { parseFilterFunctions, parseKallsyms, parseKprobeBlacklist, type RunningKernel } from '../probes/kernelBtf';
+import type { Target } from '../target/target';
+
+export const KERNEL_BTF = '/sys/kernel/btf/vmlinux';
+export const KALLSYMS = '/proc/kallsyms';
+export const KPROBE_BLACKLIST = '/sys/kernel/debug/kprobes/blacklist';
+/** Where tracefs lists the functions ftrace can trace, at either of its mount points. */
+export const FILTER_FUNCTIONS = ['/sys/kernel/tracing/available_filter_functions', '/sys/kernel/debug/tracing/available_filter_functions'];
+
+/** A file on the target is larger than this: not what the kernel exports (BTF is ~5 MB, kallsyms ~15 MB). */
+const MAX_BYTES = 256 << 20;
+
+export class RunningKernelError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RunningKernelError';
+  }
+}
+
+/** The bytes of `path` on the target (`cat PATH`), or why it could not be read. */
+export async function readTargetFile(target: Target, path: string, sudo = false): Promise<{ bytes: Buffer } | { error: string }> {
+  const ch = await target.exec(['cat', path], { sudo });
+  ch.stdin.end();
+  const out: Buffer[] = [];
+  let size = 0;
+  let err = '';
+  let tooBig = false;
+  ch.stdout.on('data', (d: Buffer) => {
+    size += d.length;
+    if (size > MAX_BYTES) {
+      if (!tooBig) ch.kill('TERM');
+      tooBig = true;
+      return;
+    }
+    out.push(d);
+  });
+  ch.stderr.on('data', (d: Buffer) => (err += d.toString('utf8')));
+  const exit = await ch.exit;
+  if (tooBig) return { error: `${path} is larger than ${MAX_BYTES >> 20} MiB` };
+  if (exit.code !== 0)
+    return { error: err.trim().split('\n').slice(-1)[0] || `cat ${path} exited with ${exit.code ?? `SIG${exit.signal}`}` };
+  return { bytes: Buffer.concat(out) };
+}
+
+/**
+ * The running kernel of `target`: its BTF (required: without it parameters have no names), kallsyms (required) and
+ * kprobe blacklist (when unreadable, e.g. without debugfs, the kernel's own refusal at writing is the check).
+ */
+export async function fetchRunningKernel(target: Target, sudo = false): Promise<RunningKernel> {
+  const [btf, syms, black, ...filters] = await Promise.all([
+    readTargetFile(target, KERNEL_BTF, sudo),
+    readTargetFile(target, KALLSYMS, sudo),
+    readTargetFile(target, KPROBE_BLACKLIST, sudo),
+    ...FILTER_FUNCTIONS.map((f) => readTargetFile(target, f, sudo)),
+  ]);
+  const filter = filters.find((f) => 'bytes' in f && f.bytes.length > 0);
+  const host = target.describe();
+  if ('error' in btf)
+    throw new RunningKernelError(
+      `cannot read the kernel's BTF on ${host} (${KERNEL_BTF}: ${btf.error}): its kernel may lack CONFIG_DEBUG_INFO_BTF; give the vmlinux of the kernel it runs instead of 'kernel'`,
+    );
+  if ('error' in syms) throw new RunningKernelError(`cannot read ${KALLSYMS} on ${host}: ${syms.error}`);
+  let parsed;
+  try {
+    parsed = parseBtf(new Uint8Array(btf.bytes.buffer, btf.bytes.byteOffset, btf.bytes.byteLength));
+  } catch (e) {
+    if (e instanceof BtfError) throw new RunningKernelError(`the kernel's BTF on ${host} (${KERNEL_BTF}) cannot be read: ${e.message}`);
+    throw e;
+  }
+  return {
+    btf: parsed,
+    kallsyms: parseKallsyms(syms.bytes.toString('latin1')),
+    blacklist:
+      'error' in black ? { unreadable: `${KPROBE_BLACKLIST}: ${black.error}` } : parseKprobeBlacklist(black.bytes.toString('latin1')),
+    ...(filter && 'bytes' in filter ? { traceable: parseFilterFunctions(filter.bytes.toString('latin1')) } : {}),
+  };
+}
