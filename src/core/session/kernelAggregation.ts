@@ -16,7 +16,7 @@ import {
 } from '../tracefs/hist';
 import type { TracefsAgent } from '../tracefs/agentClient';
 import type { KernelFigures } from './aggregates';
-import { addRows, keyField, sortRows, type KeyRow, type KeySpec } from './keys';
+import { addRows, callerLabel, keyField, sortRows, type KeyRow, type KeySpec } from './keys';
 
 export interface HistPlan {
   /** Synthetic latency events, defined before the triggers that name them. */
@@ -153,7 +153,8 @@ export function kernelFigures(
       else if (key.name === 'caller') {
         // At an inlined copy the top of the stack is no return address: its caller is the function it is in.
         const site = list[e.keys[SITE_ARG] ?? 0]?.site;
-        value = site && site.kind !== 'entry' && site.kind !== 'clone' ? site.caller : e.text?.[field] && symKeyName(e.text[field]);
+        value =
+          site && site.kind !== 'entry' && site.kind !== 'clone' ? site.caller : e.text?.[field] && callerLabel(symKeyName(e.text[field]));
       } else if (key.log2) value = n === undefined ? undefined : n > 64 ? 0 : bucketOfKernelLog2(n);
       else value = raw === undefined ? undefined : kernelValue(raw, signed);
       if (value !== undefined) found.push({ value, hits: e.hits });

@@ -21,6 +21,17 @@ export interface KeySpec {
 
 /** The field a hist trigger keys on for `comm`: the task name every ProbeLens probe fetches. */
 export const COMM_FIELD = 'probelens_comm';
+/** What `--by caller` counts under when a return probe's trampoline stands in for the return address. */
+export const HIDDEN_CALLER = '(hidden by a return probe)';
+
+/**
+ * A caller as counted: a return probe on the function (this session's, defined first, never: see traceSession's
+ * define; another tracer's or session's, armed later, may) leaves its trampoline where the return address was.
+ */
+export function callerLabel(name: string): string {
+  return /^(arch_rethook_trampoline|__kretprobe_trampoline|kretprobe_trampoline|rethook_trampoline)$/.test(name) ? HIDDEN_CALLER : name;
+}
+
 /** The field a hist trigger keys on (`.sym`) for `caller`: a kernel entry's return address (compiler CALLER_ARG). */
 export const CALLER_FIELD = 'probelens_caller';
 

@@ -23,7 +23,7 @@ import { RawStream } from '../tracefs/rawStream';
 import { chooseStream, type StreamChoice, type StreamKind } from './streamChoice';
 import { countsAtCut, lossReport, type LossReport } from '../tracefs/loss';
 import { Aggregates, type AggregateSummary, type LatencySummary, type SiteCount, type SourceLine } from './aggregates';
-import { checkKeys, type KeySpec } from './keys';
+import { callerLabel, checkKeys, type KeySpec } from './keys';
 import { kernelFigures, planHist, pointHits, readPeriodically, totalHits, type HistPlan } from './kernelAggregation';
 import { eventsOf, pairsOf, presentHit, probeKey, schemaOf } from './points';
 import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
@@ -340,7 +340,7 @@ export class TraceSession {
               ? BigInt(v.startsWith('0x') ? v : `0x${v}`)
               : undefined;
       if (at === undefined) return undefined;
-      return functionNameAt(k, (at - slide) & 0xffffffffffffffffn) ?? `0x${at.toString(16)}`;
+      return callerLabel(functionNameAt(k, (at - slide) & 0xffffffffffffffffn) ?? `0x${at.toString(16)}`);
     };
   }
 
@@ -386,6 +386,10 @@ export class TraceSession {
   /** Binds `probes` to this session's group and defines them in one round trip; the parser learns them first. */
   private async define(probes: CompiledProbe[]): Promise<{ accepted: CompiledProbe[]; refused: RefusedSpec[] }> {
     const agent = this.agent!;
+    // Kernel return probes first: of the probes at one address the kernel runs the newest first, and a return
+    // probe's swaps the return address for its trampoline, which an entry's caller (`$stack0`) would then read.
+    const order = (p: CompiledProbe): number => (p.definition.target.type === 'kprobe' && p.definition.kind === 'r' ? 0 : 1);
+    probes = [...probes].sort((a, b) => order(a) - order(b));
     const bound = probes.map((p) => ({ ...p, group: agent.group, definition: bindGroup(p.definition, agent.group) }));
     this.track(bound);
     const verdicts = await agent.defineAll(bound.map((p) => p.definition));
