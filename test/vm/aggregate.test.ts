@@ -9,34 +9,18 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { isolatedEnv, parseJsonOutput, sleep, startCli, type CliRun } from '../integration/engine-harness';
 import { requireVm, vmCliFlags, vmShell, waitVmClean, type VmConnection } from '../helpers/vm';
+import { waitAggregating, waitOnVm } from './kernelCli';
 
 const TIMEOUT = { timeout: 900_000 };
-// The CLI starts from source and talks to an emulated machine on a loaded two-core host: generous, bounded.
-const ARM_MS = 240_000;
 const T = '/sys/kernel/tracing';
-
-/** Polls the VM until `ready` holds for what `cmd` prints; fails naming the CLI's output when it exits first. */
-async function waitOnVm(vm: VmConnection, cli: CliRun, cmd: string, ready: (out: string) => boolean, what: string): Promise<void> {
-  const until = Date.now() + ARM_MS;
-  for (;;) {
-    const r = await vmShell(vm, `${cmd} 2>/dev/null; true`);
-    if (ready(r.out)) return;
-    if (cli.child.exitCode !== null || cli.child.signalCode !== null || Date.now() > until)
-      throw new Error(`${what} did not happen on the VM\nstdout:\n${cli.stdout()}\nstderr:\n${cli.stderr()}`);
-    await sleep(500);
-  }
-}
 
 /** Keys both sessions count by (`--by`): the first test compares their tables. */
 const KEYS = ['--by', 'seq', '--by', 'seq.log2', '--by', 'comm'];
 
-/** Hist triggers of an aggregating session on the VM (its synthetic event's is added last, before ARM). */
-const LATENCY_TRIGGERS = `cat ${T}/instances/probelens_*/events/synthetic/*/trigger | grep -c '^hist:keys=lat.log2'`;
-
 /** Starts an aggregating `trace --json` of tick and its return, and waits until its triggers are in place. */
 async function armAggregating(t: TestContext, vm: VmConnection, bin: string): Promise<CliRun> {
   const cli = startCli(t, ['trace', bin, 'tick seq', 'tick%return', '--aggregate', '--json', ...KEYS, ...vmCliFlags(vm)], isolatedEnv(t));
-  await waitOnVm(vm, cli, LATENCY_TRIGGERS, (out) => Number(out.trim()) >= 1, 'the aggregating session arming');
+  await waitAggregating(vm, cli);
   return cli;
 }
 

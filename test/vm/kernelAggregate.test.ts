@@ -6,17 +6,16 @@
 // kprobe_profile's count; both name the same caller for every call (`--by caller`: the stream from the return
 // address and the VM's KASLR offset, the kernel with `.sym`); the kernel's latency buckets agree with the streamed
 // ones within one log2 bucket; and the VM holds nothing afterwards.
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { parseJsonOutput, sleep, startCli, type CliRun } from '../integration/engine-harness';
+import { parseJsonOutput, sleep, startCli } from '../integration/engine-harness';
 import { log2Bucket } from '../../src/shared/hit';
 import { HIDDEN_CALLER } from '../../src/core/session/keys';
-import { installStatic, kernelEnv, warmIndex } from './kernelCli';
+import { installStatic, kernelEnv, waitAggregating, waitOnVm, warmIndex } from './kernelCli';
 import { requireVm, requireVmlinux, vmCliFlags, vmShell, vmSshArgs, waitVmClean, type VmConnection } from '../helpers/vm';
 
 const TIMEOUT = { timeout: 900_000 };
-const ARM_MS = 300_000;
 const T = '/sys/kernel/tracing';
 const PROGRAM = '/tmp/probelens-unamer';
 const CALLS = 60;
@@ -40,18 +39,6 @@ int main(void) {
   return 0;
 }
 `;
-/** Polls the VM until `ready` holds for what `cmd` prints; fails naming the CLI's output when it exits first. */
-async function waitOnVm(vm: VmConnection, cli: CliRun, cmd: string, ready: (out: string) => boolean, what: string): Promise<void> {
-  const until = Date.now() + ARM_MS;
-  for (;;) {
-    const r = await vmShell(vm, `${cmd} 2>/dev/null; true`);
-    if (ready(r.out)) return;
-    if (cli.child.exitCode !== null || cli.child.signalCode !== null || Date.now() > until)
-      throw new Error(`${what} did not happen on the VM\nstdout:\n${cli.stdout()}\nstderr:\n${cli.stderr()}`);
-    await sleep(500);
-  }
-}
-
 /** Runs the program in the VM: it prints its pid, waits for a byte on stdin, then calls uname(2) CALLS times. */
 function runUnamer(vm: VmConnection): { pid: Promise<number>; go(): void; done: Promise<number> } {
   const child = spawn('ssh', [...vmSshArgs(vm), '--', PROGRAM], { stdio: ['pipe', 'pipe', 'pipe'] });
@@ -68,6 +55,17 @@ function runUnamer(vm: VmConnection): { pid: Promise<number>; go(): void; done: 
   return { pid, go: () => child.stdin.end('g'), done };
 }
 
+/** The VM, its vmlinux (indexed) and the program installed, the VM clean; undefined when skipped (CI: failed). */
+async function prepare(t: TestContext): Promise<{ vm: VmConnection; k: { path: string } } | undefined> {
+  const vm = await requireVm(t);
+  if (!vm) return undefined;
+  const k = await requireVmlinux(t, vm);
+  if (!k || !(await installStatic(t, vm, PROGRAM, UNAMER))) return undefined;
+  await warmIndex(k.path);
+  assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
+  return { vm, k };
+}
+
 type Summary = {
   hits: Record<string, number>;
   kernelHits?: Record<string, number>;
@@ -81,22 +79,12 @@ test(
   'a kernel function traced streamed and aggregated in the kernel at once: equal counts per thread and per name, the program’s own count, latency within one log2 bucket; nothing left',
   TIMEOUT,
   async (t) => {
-    const vm = await requireVm(t);
-    if (!vm) return;
-    const k = await requireVmlinux(t, vm);
-    if (!k) return;
-    if (!(await installStatic(t, vm, PROGRAM, UNAMER))) return;
-    await warmIndex(k.path);
-    assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
+    const ready = await prepare(t);
+    if (!ready) return;
+    const { vm, k } = ready;
     const flags = ['--json', '--by', 'comm', '--by', 'caller', ...vmCliFlags(vm)];
     const agg = startCli(t, ['trace', k.path, ...SPECS, '--aggregate', ...flags], kernelEnv(t));
-    await waitOnVm(
-      vm,
-      agg,
-      `cat ${T}/instances/probelens_*/events/synthetic/*/trigger | grep -c '^hist:keys=lat.log2'`,
-      (out) => Number(out.trim()) >= 1,
-      'the aggregating session arming',
-    );
+    await waitAggregating(vm, agg);
     const defined = (await vmShell(vm, `cat ${T}/kprobe_events`)).out;
     assert.match(defined, /^p:\S+ __x64_sys_newuname\b/m, `the entry is a kprobe: ${defined}`);
     assert.match(defined, /^r\d*:\S+ __x64_sys_newuname\b/m, `the return is a kretprobe: ${defined}`);
@@ -204,21 +192,11 @@ test(
   'by caller in the kernel alone: the kernel names the system call table’s caller of every uname(2), as the stream does',
   TIMEOUT,
   async (t) => {
-    const vm = await requireVm(t);
-    if (!vm) return;
-    const k = await requireVmlinux(t, vm);
-    if (!k) return;
-    if (!(await installStatic(t, vm, PROGRAM, UNAMER))) return;
-    await warmIndex(k.path);
-    assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
+    const ready = await prepare(t);
+    if (!ready) return;
+    const { vm, k } = ready;
     const agg = startCli(t, ['trace', k.path, ...SPECS, '--aggregate', '--json', '--by', 'caller', ...vmCliFlags(vm)], kernelEnv(t));
-    await waitOnVm(
-      vm,
-      agg,
-      `cat ${T}/instances/probelens_*/events/synthetic/*/trigger | grep -c '^hist:keys=lat.log2'`,
-      (out) => Number(out.trim()) >= 1,
-      'the aggregating session arming',
-    );
+    await waitAggregating(vm, agg);
     const program = runUnamer(vm);
     await program.pid;
     program.go();

@@ -5,8 +5,8 @@
 // are refused before anything is written.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startCli, sleep } from '../integration/engine-harness';
-import { armOnVm, hits, installOpener, kernelEnv, KNOWN, OPENS, startOpener, type JsonHit } from './kernelCli';
+import { startCli } from '../integration/engine-harness';
+import { armOnVm, expectOpensCaptured, installOpener, kernelEnv, startOpener } from './kernelCli';
 import { requireVm, vmCliFlags, vmLeftovers, vmShell, waitVmClean } from '../helpers/vm';
 
 const TIMEOUT = { timeout: 900_000 };
@@ -37,34 +37,7 @@ test(
     for (const arg of [' dfd=$arg1:s32 ', ' filename=+0($arg2):ustring ', ' how_flags=+0($arg3):u64 '])
       assert.ok(entryLine.includes(arg), `${arg} in ${defined}`);
     assert.match(defined, /^r\d*:\S+ do_sys_openat2 .*retval=\$retval:s64/m, defined);
-    opener.go();
-    const fds = await opener.done;
-    assert.equal(fds.length, OPENS);
-    assert.ok(
-      fds.every((fd) => fd >= 0),
-      `the opens succeeded: ${fds.join(' ')}`,
-    );
-    const until = Date.now() + 120_000;
-    const mine = (): JsonHit[] => hits(cli).filter((h) => h.pid === pid);
-    while (mine().filter((h) => h.kind === 'return').length < OPENS && Date.now() < until) await sleep(250);
-    cli.child.kill('SIGINT');
-    await cli.exit;
-    const entries = mine().filter((h) => h.kind === 'entry');
-    const returns = mine().filter((h) => h.kind === 'return');
-    assert.equal(entries.length, OPENS, cli.stdout());
-    assert.equal(returns.length, OPENS, cli.stdout());
-    for (const e of entries) {
-      assert.equal(e.args.filename, KNOWN);
-      assert.equal(e.args.dfd, -100, 'AT_FDCWD');
-      // O_RDONLY, with the O_LARGEFILE the kernel adds on 64-bit.
-      assert.equal(Number(e.args.how_flags) & 0o3, 0);
-      assert.equal(Number(e.args.how_flags) & 0x8000, 0x8000);
-    }
-    assert.deepEqual(
-      returns.map((r) => r.retval),
-      fds,
-      'each return value is the fd the program got',
-    );
+    await expectOpensCaptured(cli, opener, pid);
     assert.match(
       cli.stderr(),
       /^probelens: do_sys_openat2: from the target's BTF and kallsyms \(no vmlinux\); one entry site/m,

@@ -1,6 +1,7 @@
 // Shared by the VM tests that run `probelens trace VMLINUX …` (or `trace kernel …`, no vmlinux) against the VM's kernel:
 // one index cache for every CLI a test file starts (the vmlinux is indexed once), the CLI armed on the VM, its JSON
-// hits, and a program in the VM whose open() calls the tests capture.
+// hits, and a program in the VM whose open() calls the tests capture; and, for every VM test, waiting on the VM for
+// what a CLI does there, and building a static program for it.
 import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -11,6 +12,28 @@ import { loadIndex } from '../../src/core/index/load';
 import { isolatedEnv, scratch, startCli, sleep, type CliRun } from '../integration/engine-harness';
 import { missing } from '../helpers/require';
 import { vmCliFlags, vmShell, vmSshArgs, waitVmClean, type VmConnection } from '../helpers/vm';
+
+/** Polls the VM until `ready` holds for what `cmd` prints; fails naming the CLI's output when it exits first. */
+export async function waitOnVm(vm: VmConnection, cli: CliRun, cmd: string, ready: (out: string) => boolean, what: string): Promise<void> {
+  const until = Date.now() + ARM_MS;
+  for (;;) {
+    const r = await vmShell(vm, `${cmd} 2>/dev/null; true`);
+    if (ready(r.out)) return;
+    if (cli.child.exitCode !== null || cli.child.signalCode !== null || Date.now() > until)
+      throw new Error(`${what} did not happen on the VM\nstdout:\n${cli.stdout()}\nstderr:\n${cli.stderr()}`);
+    await sleep(500);
+  }
+}
+
+/** Waits until an aggregating session's triggers are in place on the VM: its synthetic latency event's goes last. */
+export const waitAggregating = (vm: VmConnection, cli: CliRun): Promise<void> =>
+  waitOnVm(
+    vm,
+    cli,
+    "cat /sys/kernel/tracing/instances/probelens_*/events/synthetic/*/trigger | grep -c '^hist:keys=lat.log2'",
+    (out) => Number(out.trim()) >= 1,
+    'the aggregating session arming',
+  );
 
 /** The file the opener opens, and how many times. */
 export const KNOWN = '/tmp/probelens-kernel-known';
@@ -132,4 +155,40 @@ export function startOpener(vm: VmConnection): { pid: Promise<number>; go(): voi
     child.once('close', () => resolve([...out.matchAll(/^fd (-?\d+)$/gm)].map((m) => Number(m[1])))),
   );
   return { pid, go: () => child.stdin.end('g'), done, kill: () => child.kill() };
+}
+
+/**
+ * Lets the opener open, stops the CLI once it has seen every return, and checks what it captured of the opener's
+ * pid: OPENS entries with the known path, AT_FDCWD and O_RDONLY (with the kernel's O_LARGEFILE), and returns whose
+ * values are the fds the opener got.
+ */
+export async function expectOpensCaptured(cli: CliRun, opener: ReturnType<typeof startOpener>, pid: number): Promise<void> {
+  opener.go();
+  const fds = await opener.done;
+  assert.equal(fds.length, OPENS);
+  assert.ok(
+    fds.every((fd) => fd >= 0),
+    `the opens succeeded: ${fds.join(' ')}`,
+  );
+  const until = Date.now() + 120_000;
+  const mine = (): JsonHit[] => hits(cli).filter((h) => h.pid === pid);
+  while (mine().filter((h) => h.kind === 'return').length < OPENS && Date.now() < until) await sleep(250);
+  cli.child.kill('SIGINT');
+  await cli.exit;
+  const entries = mine().filter((h) => h.kind === 'entry');
+  const returns = mine().filter((h) => h.kind === 'return');
+  assert.equal(entries.length, OPENS, cli.stdout());
+  assert.equal(returns.length, OPENS, cli.stdout());
+  for (const e of entries) {
+    assert.equal(e.args.filename, KNOWN);
+    assert.equal(e.args.dfd, -100, 'AT_FDCWD');
+    // O_RDONLY, with the O_LARGEFILE the kernel adds on 64-bit.
+    assert.equal(Number(e.args.how_flags) & 0o3, 0);
+    assert.equal(Number(e.args.how_flags) & 0x8000, 0x8000);
+  }
+  assert.deepEqual(
+    returns.map((r) => r.retval),
+    fds,
+    'each return value is the fd the program got',
+  );
 }

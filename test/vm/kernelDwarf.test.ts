@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { closeSync, copyFileSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { readBinaryIdentity } from '../../src/core/index/identity';
-import { scratch, startCli, sleep } from '../integration/engine-harness';
-import { armOnVm, hits, installOpener, kernelEnv, KNOWN, OPENS, startOpener, warmIndex, type JsonHit } from './kernelCli';
+import { scratch, startCli } from '../integration/engine-harness';
+import { armOnVm, expectOpensCaptured, installOpener, kernelEnv, startOpener, warmIndex } from './kernelCli';
 import { requireVm, requireVmlinux, vmCliFlags, vmKernelBuildId, vmLeftovers, vmShell, waitVmClean } from '../helpers/vm';
 
 const TIMEOUT = { timeout: 900_000 };
@@ -46,34 +46,7 @@ test(
     const defined = (await vmShell(vm, 'cat /sys/kernel/tracing/kprobe_events')).out;
     assert.match(defined, /^p:\S+ do_sys_openat2 .*dfd=%di:s32 filename=\+u0\(%si\):ustring .*how_flags=\+0\(%dx\):u64/m, defined);
     assert.match(defined, /^r\d*:\S+ do_sys_openat2 .*retval=\$retval:s64/m, defined);
-    opener.go();
-    const fds = await opener.done;
-    assert.equal(fds.length, OPENS);
-    assert.ok(
-      fds.every((fd) => fd >= 0),
-      `the opens succeeded: ${fds.join(' ')}`,
-    );
-    const until = Date.now() + 120_000;
-    const mine = (): JsonHit[] => hits(cli).filter((h) => h.pid === pid);
-    while (mine().filter((h) => h.kind === 'return').length < OPENS && Date.now() < until) await sleep(250);
-    cli.child.kill('SIGINT');
-    await cli.exit;
-    const entries = mine().filter((h) => h.kind === 'entry');
-    const returns = mine().filter((h) => h.kind === 'return');
-    assert.equal(entries.length, OPENS, cli.stdout());
-    assert.equal(returns.length, OPENS, cli.stdout());
-    for (const e of entries) {
-      assert.equal(e.args.filename, KNOWN);
-      assert.equal(e.args.dfd, -100, 'AT_FDCWD');
-      // O_RDONLY, with the O_LARGEFILE the kernel adds on 64-bit.
-      assert.equal(Number(e.args.how_flags) & 0o3, 0);
-      assert.equal(Number(e.args.how_flags) & 0x8000, 0x8000);
-    }
-    assert.deepEqual(
-      returns.map((r) => r.retval),
-      fds,
-      'each return value is the fd the program got',
-    );
+    await expectOpensCaptured(cli, opener, pid);
     assert.match(cli.stderr(), /^probelens: do_sys_openat2: from vmlinux DWARF$/m, cli.stderr());
     const { left, ms } = await waitVmClean(vm, 60_000);
     assert.deepEqual(left, [], `left on the VM ${ms} ms after the CLI exited`);

@@ -159,6 +159,12 @@ function viewsOf(entry: GroupEntry, buf: Buffer, base: number): Record<string, C
 const closer = new FinalizationRegistry<{ fd: number; open: boolean }>((h) => {
   if (h.open) closeSync(h.fd);
 });
+const closers = new WeakMap<EncodedIndex, () => void>();
+
+/** Closes the entry's descriptor now, for an entry that will not be used (its lazy groups can no longer be read). */
+export function releaseContainer(e: EncodedIndex): void {
+  closers.get(e)?.();
+}
 
 /**
  * The encoded index of the entry open on `fd` (taken over: closed here, now or once its lazy groups are read), or
@@ -276,6 +282,7 @@ export function openContainer(fd: number, file: string): EncodedIndex | undefine
   lazy(e, 'site', () => load('site'));
   lazy(e.meta, 'lines', () => load('lines'));
   closer.register(e, handle);
+  closers.set(e, close);
   return e;
 }
 

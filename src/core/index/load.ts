@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { buildIndex, type BuildOptions } from './build';
 import { BinaryIndex } from './binaryIndex';
 import { cacheKey, openCacheEntry, writeCacheEntry } from './cache';
-import { encodeContainer, openContainer } from './container';
+import { encodeContainer, openContainer, releaseContainer } from './container';
 import { readBinaryIdentity } from './identity';
 import { requireRegularFile } from '../binary/regularFile';
 import { runWorkerJob, WorkerJobError } from './worker/client';
@@ -67,6 +67,7 @@ export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Pro
     const entry = openCacheEntry(key, opts.cacheDir);
     const cached = entry && openContainer(entry.fd, entry.file);
     if (cached && isCurrent(path, cached)) return { index: new BinaryIndex(decodeIndex(cached)), fromCache: true };
+    if (cached) releaseContainer(cached);
   }
   let data: IndexData;
   try {

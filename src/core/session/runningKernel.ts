@@ -7,6 +7,7 @@
 import { BtfError, parseBtf } from '../binary/btf';
 import { parseFilterFunctions, parseKallsyms, parseKprobeBlacklist, type RunningKernel } from '../probes/kernelBtf';
 import type { Target } from '../target/target';
+import { runFixedProgram } from '../target/fixedProgram';
 
 export const KERNEL_BTF = '/sys/kernel/btf/vmlinux';
 export const KALLSYMS = '/proc/kallsyms';
@@ -26,27 +27,16 @@ export class RunningKernelError extends Error {
 
 /** The bytes of `path` on the target (`cat PATH`), or why it could not be read. */
 export async function readTargetFile(target: Target, path: string, sudo = false): Promise<{ bytes: Buffer } | { error: string }> {
-  const ch = await target.exec(['cat', path], { sudo });
-  ch.stdin.end();
-  const out: Buffer[] = [];
-  let size = 0;
-  let err = '';
-  let tooBig = false;
-  ch.stdout.on('data', (d: Buffer) => {
-    size += d.length;
-    if (size > MAX_BYTES) {
-      if (!tooBig) ch.kill('TERM');
-      tooBig = true;
-      return;
-    }
-    out.push(d);
-  });
-  ch.stderr.on('data', (d: Buffer) => (err += d.toString('utf8')));
-  const exit = await ch.exit;
-  if (tooBig) return { error: `${path} is larger than ${MAX_BYTES >> 20} MiB` };
-  if (exit.code !== 0)
-    return { error: err.trim().split('\n').slice(-1)[0] || `cat ${path} exited with ${exit.code ?? `SIG${exit.signal}`}` };
-  return { bytes: Buffer.concat(out) };
+  let r;
+  try {
+    r = await runFixedProgram(target, ['cat', path], { sudo, maxBytes: MAX_BYTES, timeoutMs: 60_000, what: `cat ${path}` });
+  } catch (e) {
+    return { error: (e as Error).message };
+  }
+  if (r.tooBig) return { error: `${path} is larger than ${MAX_BYTES >> 20} MiB` };
+  if (r.exit.code !== 0)
+    return { error: r.err.trim().split('\n').slice(-1)[0] || `cat ${path} exited with ${r.exit.code ?? `SIG${r.exit.signal}`}` };
+  return { bytes: r.out };
 }
 
 /**

@@ -5,6 +5,7 @@
 // Also the running kernel's `_stext` address, for naming kernel return addresses (counts by caller).
 // Tests: test/unit/core/target/kernelInfo.test.ts, test/e2e/kernelLens.test.ts, test/vm/kernelAggregate.test.ts
 import { NT_GNU_BUILD_ID, parseNotes } from '../binary/notes';
+import { runFixedProgram } from './fixedProgram';
 import type { ExecOptions, Target } from './target';
 
 /** The program: the release on the first line, then the notes as hex bytes (od exits 1 without the file). */
@@ -39,24 +40,11 @@ export function parseKernelInfo(out: string): KernelInfo {
 
 /** Runs KERNEL_INFO_ARGV on `target` (bounded by `ms`). */
 export async function readKernelInfo(target: Target, opts: ExecOptions = {}, ms = 30_000): Promise<KernelInfo> {
-  const ch = await target.exec(KERNEL_INFO_ARGV, opts);
-  ch.stdin.end();
-  let out = '';
-  let err = '';
-  ch.stdout.setEncoding('utf8').on('data', (d: string) => (out += d.slice(0, 1 << 16)));
-  ch.stderr.setEncoding('utf8').on('data', (d: string) => (err += d.slice(0, 4096)));
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), ms)));
-  const exit = await Promise.race([ch.exit, late]);
-  clearTimeout(timer);
-  if (exit === 'late') {
-    ch.kill('KILL');
-    throw new Error(`reading the kernel release on ${target.host} took over ${ms} ms`);
-  }
+  const r = await runFixedProgram(target, KERNEL_INFO_ARGV, { ...opts, timeoutMs: ms, what: 'reading the kernel release' });
   try {
-    return parseKernelInfo(out);
+    return parseKernelInfo(r.out.toString('utf8'));
   } catch (e) {
-    throw new Error(`${(e as Error).message}${err.trim() ? `: ${err.trim()}` : ''}`);
+    throw new Error(`${(e as Error).message}${r.err.trim() ? `: ${r.err.trim()}` : ''}`);
   }
 }
 
@@ -80,20 +68,8 @@ export function parseKernelTextStart(out: string, host: string): bigint {
 
 /** Runs KERNEL_TEXT_ARGV on `target` (bounded by `ms`). */
 export async function readKernelTextStart(target: Target, opts: ExecOptions = {}, ms = 30_000): Promise<bigint> {
-  const ch = await target.exec(KERNEL_TEXT_ARGV, opts);
-  ch.stdin.end();
-  let out = '';
-  ch.stdout.setEncoding('utf8').on('data', (d: string) => (out += d.slice(0, 4096)));
-  ch.stderr.resume();
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), ms)));
-  const exit = await Promise.race([ch.exit, late]);
-  clearTimeout(timer);
-  if (exit === 'late') {
-    ch.kill('KILL');
-    throw new Error(`reading /proc/kallsyms on ${target.host} took over ${ms} ms`);
-  }
-  return parseKernelTextStart(out, target.host);
+  const r = await runFixedProgram(target, KERNEL_TEXT_ARGV, { ...opts, timeoutMs: ms, what: 'reading /proc/kallsyms' });
+  return parseKernelTextStart(r.out.toString('utf8'), target.host);
 }
 
 /** How a target's kernel relates to the vmlinux in use, in words: `matches`, or both ids. */

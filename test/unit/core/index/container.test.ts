@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { encodeIndex, type EncodedIndex } from '../../../../src/core/index/codec';
-import { CacheDamagedError, encodeContainer, openContainer } from '../../../../src/core/index/container';
+import { CacheDamagedError, encodeContainer, openContainer, releaseContainer } from '../../../../src/core/index/container';
 import { INDEX_FORMAT, type IndexData } from '../../../../src/core/index/model';
 
 function sample(): IndexData {
@@ -147,4 +147,15 @@ test('an entry cut short, of another magic or codec, or whose header places a gr
     assert.equal(openContainer(fd, file), undefined, what);
     assert.ok(!isOpen(fd, file), `${what}: its descriptor is closed`);
   }
+});
+
+test('an entry that will not be used is released: its descriptor closes at once, and its lazy groups say so if read', () => {
+  const e = encodeIndex(sample())!;
+  const file = write(e);
+  const fd = openSync(file, 'r');
+  const back = openContainer(fd, file)!;
+  assert.ok(isOpen(fd, file));
+  releaseContainer(back);
+  assert.ok(!isOpen(fd, file), 'closed');
+  assert.throws(() => back.site, /the entry was closed/);
 });
