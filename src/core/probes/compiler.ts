@@ -3,7 +3,7 @@
 // target. A spec's sites share one tracefs event as its probe points (see sharePoints).
 import type { BinaryIndex } from '../index/binaryIndex';
 import type { IndexedUsdt } from '../index/model';
-import { eventName, UNBOUND_GROUP, uniqueEventName, type FetchArg, type ProbeDefinition, type ProbeTarget } from './definition';
+import { eventName, UNBOUND_GROUP, uniqueEventName, type FetchArg, type ProbeDefinition } from './definition';
 import { compileArg, entryVars, retvalArg, withStringHeads, type CompiledArg } from './args';
 import { ArgError } from './places';
 import { resolvePoint, ResolveError, type ResolvedSite } from './resolve';
@@ -16,7 +16,10 @@ import type { ProbeKind } from '../../shared/hit';
 import { describeSite } from '../../shared/hitText';
 import { GOROUTINE_ARG, pairKey, siteAddress, toSite, type Site } from '../../shared/site';
 import { CompileError, DEFAULT_MAX_SITES, TooManySitesError } from './sites';
-import { kernelImage, kernelPoint, kernelRefusal, refusedSitesNote, type KernelImage } from './kernel';
+import { refusedSitesNote } from './kernel';
+import { CALLER_ARG, kernelOf, kernelProbe, KernelRefusal, readKernelOf } from './kernelProbes';
+
+export { CALLER_ARG, kernelOf } from './kernelProbes';
 
 export { GO_STRING_PREVIEW, STRING_HEAD_BYTES, type CompiledArg } from './args';
 export { CompileError, DEFAULT_MAX_SITES, DISARM_MS_PER_SITE, teardownText, TooManySitesError } from './sites';
@@ -95,8 +98,7 @@ interface Ctx {
 export async function compileProbes(specs: Array<string | ProbeSpec>, index: BinaryIndex, opts: CompileOptions): Promise<CompiledProbe[]> {
   const ctx: Ctx = { index, opts, used: opts.usedEvents ?? new Set(), go: index.isGo };
   // A kernel image's sites become kprobes (kernel.ts); only an ET_EXEC can be one.
-  if (index.data.elfType === 'EXEC' && !kernels.has(index))
-    kernels.set(index, kernelImage((await siteContext(index, opts.debugDirs)).access.image));
+  if (index.data.elfType === 'EXEC') await readKernelOf(index, opts.debugDirs);
   const out: CompiledProbe[] = [];
   for (const s of specs) {
     const spec = typeof s === 'string' ? parseSpec(s) : s;
@@ -319,42 +321,6 @@ const GOROUTINE: CompiledArg = { name: GOROUTINE_ARG, fetch: '%r14', type: 'x64'
 
 const COMM_ARG: CompiledArg = { name: 'probelens_comm', fetch: '$comm', type: 'string', display: 'string', hidden: true };
 
-/**
- * At a kernel function's entry the top of the stack is its return address, in the calling function (at an inlined
- * copy it is not: there the caller is the function the copy is in, which the site says).
- */
-export const CALLER_ARG: CompiledArg = { name: 'probelens_caller', fetch: '$stack0', type: 'x64', display: 'hex', hidden: true };
-
-const kernels = new WeakMap<BinaryIndex, KernelImage | undefined>();
-
-/** The kernel image behind `index`'s kernel probes, once a compile has read it (undefined: not a kernel). */
-export const kernelOf = (index: BinaryIndex): KernelImage | undefined => kernels.get(index);
-
-/** A site the kernel must not be probed at (kernel.ts says why). */
-class KernelRefusal extends ResolveError {
-  constructor(readonly why: string) {
-    super(`cannot probe the kernel there: ${why}`);
-  }
-}
-
-/**
- * A kernel site as a kprobe: `SYMBOL+OFFSET` (kernel.ts), refused before anything is written when the kernel must
- * not be probed there; memory a `ustring` argument's pointer points at is user memory (`+uN(…)`).
- */
-function kernelProbe(p: Omit<CompiledProbe, 'definition'>, kind: 'p' | 'r', k: KernelImage): { target: ProbeTarget; args: CompiledArg[] } {
-  const s = p.site;
-  const entry = kind === 'r' || (s !== undefined && (s.kind === 'entry' || s.kind === 'clone') && p.kind === 'entry');
-  const why = kernelRefusal(k, p.address, entry);
-  if (why) throw new KernelRefusal(why);
-  // A user string goes without its head companion: kprobes take `+u` only for strings (Linux 6.1 refuses
-  // `+u0(%si):x64[8]` with "String accepts only memory argument").
-  const heads = new Set(p.args.flatMap((a) => (a.type === 'ustring' && a.headArg ? [a.headArg] : [])));
-  const args = p.args
-    .filter((a) => !heads.has(a.name))
-    .map((a) => (a.type === 'ustring' ? { ...a, headArg: undefined, fetch: a.fetch.replace(/^\+(\d)/, '+u$1') } : a));
-  return { target: { type: 'kprobe', ...kernelPoint(k, p.address) }, args };
-}
-
 function finish(
   p: Omit<CompiledProbe, 'definition'>,
   kind: 'p' | 'r',
@@ -363,7 +329,7 @@ function finish(
   refCtr?: bigint,
 ): CompiledProbe {
   p = { ...p, args: withStringHeads(p.args) };
-  const k = kernels.get(index);
+  const k = kernelOf(index);
   const kprobe = k ? kernelProbe(p, kind, k) : undefined;
   if (kprobe) {
     p = { ...p, args: kprobe.args };

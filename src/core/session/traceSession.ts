@@ -10,9 +10,8 @@
 //   test/unit/core/session/sessionEnd.test.ts, test/vm/kernelBtf.test.ts
 import type { BinaryIndex } from '../index/binaryIndex';
 import { readBinaryIdentity } from '../index/identity';
-import { CALLER_ARG, compileProbes, kernelOf, lineBaseName, sharePoints, SITE_ARG, type CompiledProbe } from '../probes/compiler';
-import { functionNameAt } from '../probes/kernel';
-import { readKernelTextStart } from '../target/kernelInfo';
+import { compileProbes, lineBaseName, sharePoints, SITE_ARG, type CompiledProbe } from '../probes/compiler';
+import { callerNamer } from './callers';
 import { bindGroup, checkProbePath, eventName } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
 import { checkWriters, probedPath, WatchGate, type FileChange } from './fileWatch';
@@ -23,7 +22,7 @@ import { RawStream } from '../tracefs/rawStream';
 import { chooseStream, type StreamChoice, type StreamKind } from './streamChoice';
 import { countsAtCut, lossReport, type LossReport } from '../tracefs/loss';
 import { Aggregates, type AggregateSummary, type LatencySummary, type SiteCount, type SourceLine } from './aggregates';
-import { callerLabel, checkKeys, type KeySpec } from './keys';
+import { checkKeys, type KeySpec } from './keys';
 import { kernelFigures, planHist, pointHits, readPeriodically, totalHits, type HistPlan } from './kernelAggregation';
 import { eventsOf, pairsOf, presentHit, probeKey, schemaOf } from './points';
 import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
@@ -316,34 +315,6 @@ export class TraceSession {
     return run;
   }
 
-  /**
-   * Names a kernel entry's caller as the kernel's `.sym` does: the return address it fetched (CALLER_ARG), less the
-   * running kernel's KASLR offset, in the vmlinux's symbols; at an inlined copy, the function the copy is in.
-   */
-  private async callerNamer(): Promise<(raw: Hit, point: CompiledProbe) => string | undefined> {
-    const index = this.opts.index;
-    // Without a vmlinux (BTF and kallsyms) there are no symbols here to name a return address with.
-    if (!index) throw new Error("--by caller needs the kernel's vmlinux: its symbols name the callers");
-    const k = kernelOf(index);
-    if (!k?.textStart) throw new Error(`${index.path} has no _stext symbol: callers cannot be named`);
-    const slide = (await readKernelTextStart(this.opts.target, { sudo: this.opts.sudo })) - k.textStart;
-    return (raw, point) => {
-      const s = point.site;
-      if (s && s.kind !== 'entry' && s.kind !== 'clone') return s.caller;
-      const v = raw.args[CALLER_ARG.name];
-      const at =
-        typeof v === 'bigint'
-          ? v
-          : typeof v === 'number'
-            ? BigInt(v)
-            : typeof v === 'string' && /^(0x)?[0-9a-f]+$/i.test(v)
-              ? BigInt(v.startsWith('0x') ? v : `0x${v}`)
-              : undefined;
-      if (at === undefined) return undefined;
-      return callerLabel(functionNameAt(k, (at - slide) & 0xffffffffffffffffn) ?? `0x${at.toString(16)}`);
-    };
-  }
-
   /** Compiles spec by spec (so one refusal does not hide the others) for this target's kernel. */
   private async compile(
     specs: Array<string | ProbeSpec>,
@@ -570,7 +541,10 @@ export class TraceSession {
     }
     checkKeys(opts.keys ?? [], compiled.probes);
     this.aggregates = new Aggregates(undefined, undefined, { keys: opts.keys });
-    const callerOf = kernel && !opts.aggregate && opts.keys?.some((k) => k.name === 'caller') ? await this.callerNamer() : undefined;
+    const callerOf =
+      kernel && !opts.aggregate && opts.keys?.some((k) => k.name === 'caller')
+        ? await callerNamer(opts.index, opts.target, opts.sudo)
+        : undefined;
     const show = (raw: Hit) => {
       if (this.closed) return;
       // Hits come in bursts released at once (after a pause a buffer's worth, merged across CPUs and let through by

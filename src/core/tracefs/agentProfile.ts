@@ -1,6 +1,7 @@
-// The agent's reading of the kernel's hit counts (uprobe_profile, kprobe_profile) (see src/core/tracefs/agentScript.ts, into which this block is
-// spliced): read_profile and profile_of. Same rules as the rest of the script: fixed POSIX sh text (dash, busybox
-// ash, bash), no dollar-brace and no backquotes, every value checked before use.
+// The agent's reading of the kernel's counts (see src/core/tracefs/agentScript.ts, into which this block is
+// spliced): hits per probe point (read_profile, profile_of: uprobe_profile, kprobe_profile) and the per-CPU
+// ring-buffer stats (cpu_stats, report_stats, unread). Same rules as the rest of the script: fixed POSIX sh text
+// (dash, busybox ash, bash), no dollar-brace and no backquotes, every value checked before use.
 // Tests: test/unit/core/tracefs/agentScript.test.ts, test/integration/agentLoss.test.ts, test/integration/concurrentAccounting.test.ts
 export const AGENT_KERNEL_COUNTS = String.raw`# PROF := the profile lines (one per probe point) of the definitions that name "$1" after their kind ("GROUP/"
 # or "GROUP/EVENT "): uprobe_profile's ("PATH EVENT HITS"), then kprobe_profile's, written the same way ("kernel EVENT
@@ -67,5 +68,41 @@ profile_of() {
   while [ $# -ge 3 ]; do
     PN=$((PN + $3))
     shift 3
+  done
+}
+
+# Raw lines, no per-line processes (fork is slow on loaded hosts); the client parses them. Each file is read whole
+# by one cat (see unread) and its lines then taken from the copy.
+cpu_stats() {
+  for d in "$I"/per_cpu/cpu*; do
+    [ -f "$d/stats" ] || continue
+    cs=$(cat "$d/stats" 2>/dev/null) || continue
+    while IFS= read -r l; do say INFO "$1" stat "$d" "$l"; done <<CPU_STATS
+$cs
+CPU_STATS
+  done
+}
+
+# One line of uprobe_profile per probe point of ours, as the client reads them: "profile" as read after the cut,
+# "profile-before" as read just before it (PROF0).
+report_stats() {
+  cpu_stats STOP
+  [ -n "$PROF0" ] && printf '%s\n' "$PROF0" | sed "s/^/$N INFO STOP profile-before /" >&2
+  read_profile "$G/" && [ -n "$PROF" ] && printf '%s\n' "$PROF" | sed "s/^/$N INFO STOP profile /" >&2
+  raw_stop_tgids
+  return 0
+}
+
+# UNREAD := entries the reader has not consumed yet, over every CPU.
+unread() {
+  UNREAD=0
+  # One cat reads every stats file whole (one read(2) each): the shell's read takes a byte per call, and the kernel
+  # builds the text anew at every read, which tears a value that changes meanwhile.
+  ur=$(cat "$I"/per_cpu/cpu*/stats 2>/dev/null)
+  set -f; set -- $ur; set +f
+  ur_p=
+  for w do
+    if [ "$ur_p" = entries: ]; then case "$w" in '' | *[!0-9]*) ;; *) UNREAD=$((UNREAD + w)) ;; esac; fi
+    ur_p=$w
   done
 }`;

@@ -236,28 +236,6 @@ drain_reader() {
   stop_reader
 }
 
-# Raw lines, no per-line processes (fork is slow on loaded hosts); the client parses them. Each file is read whole
-# by one cat (see unread) and its lines then taken from the copy.
-cpu_stats() {
-  for d in "$I"/per_cpu/cpu*; do
-    [ -f "$d/stats" ] || continue
-    cs=$(cat "$d/stats" 2>/dev/null) || continue
-    while IFS= read -r l; do say INFO "$1" stat "$d" "$l"; done <<CPU_STATS
-$cs
-CPU_STATS
-  done
-}
-
-# One line of uprobe_profile per probe point of ours, as the client reads them: "profile" as read after the cut,
-# "profile-before" as read just before it (PROF0).
-report_stats() {
-  cpu_stats STOP
-  [ -n "$PROF0" ] && printf '%s\n' "$PROF0" | sed "s/^/$N INFO STOP profile-before /" >&2
-  read_profile "$G/" && [ -n "$PROF" ] && printf '%s\n' "$PROF" | sed "s/^/$N INFO STOP profile /" >&2
-  raw_stop_tgids
-  return 0
-}
-
 ${AGENT_KERNEL_COUNTS}
 
 cleanup() {
@@ -464,20 +442,6 @@ arm() {
 our_event() {
   case "$1" in '' | [0-9]* | *[!A-Za-z0-9_]*) return 1 ;; esac
   [ -d "$I/events/$G/$1" ]
-}
-
-# UNREAD := entries the reader has not consumed yet, over every CPU.
-unread() {
-  UNREAD=0
-  # One cat reads every stats file whole (one read(2) each): the shell's read takes a byte per call, and the kernel
-  # builds the text anew at every read, which tears a value that changes meanwhile.
-  ur=$(cat "$I"/per_cpu/cpu*/stats 2>/dev/null)
-  set -f; set -- $ur; set +f
-  ur_p=
-  for w do
-    if [ "$ur_p" = entries: ]; then case "$w" in '' | *[!0-9]*) ;; *) UNREAD=$((UNREAD + w)) ;; esac; fi
-    ur_p=$w
-  done
 }
 
 # EV ON|OFF <event>: enable or disable one event in our instance; OFF replies with its kernel hit count.
