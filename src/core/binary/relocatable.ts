@@ -8,7 +8,7 @@
 //
 // A linked file (ET_EXEC, ET_DYN) is never relocated here: a vmlinux keeps `.rela.debug_*` sections whose
 // relocations the linker has already applied.
-// Tests: test/unit/core/binary/relocatable.test.ts
+// Tests: test/unit/core/binary/relocatable.test.ts, test/unit/core/probes/kernel.test.ts, test/vm/kernelModule.test.ts
 import { elfReader } from './byteReader';
 import { ElfFormatError } from './errors';
 import { EM_AARCH64, EM_X86_64, SHF_ALLOC, SHT_NOBITS, type RawSection, type RawSegment } from './elfHeader';

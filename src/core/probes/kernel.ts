@@ -12,7 +12,7 @@
 // out and relocated (binary/relocatable.ts), its sites are written `MODULE:SYMBOL+OFFSET` (the kernel resolves the
 // symbol inside that module), its `.kprobes.text`/`.noinstr.text` are refused as the kernel refuses them at load,
 // and its `.init.text`/`.init.*` code is refused because the kernel frees it once the module has loaded.
-// Tests: test/unit/core/probes/kernel.test.ts, test/vm/kernelDwarf.test.ts
+// Tests: test/unit/core/probes/kernel.test.ts, test/vm/kernelDwarf.test.ts, test/vm/kernelModule.test.ts
 import { basename } from 'node:path';
 import type { BinaryImage } from '../binary/binaryImage';
 import { decodeX86Flow } from './x86decoder';

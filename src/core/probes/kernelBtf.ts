@@ -7,7 +7,7 @@
 //
 // Without DWARF there are no inlined copies, lines or offsets: a function is probed at its one entry (and its
 // return); its calls at copies the compiler inlined elsewhere are unknown and said to be.
-// Tests: test/unit/core/probes/kernelBtf.test.ts, test/unit/cli/kernelBtf.test.ts, test/vm/kernelBtf.test.ts
+// Tests: test/unit/core/probes/kernelBtf.test.ts, test/unit/cli/kernelBtf.test.ts, test/vm/kernelBtf.test.ts, test/vm/kernelModule.test.ts
 import { BtfError, type Btf } from '../binary/btf';
 import type { CompiledArg, CompiledProbe, CompileOptions } from './compiler';
 import { UNBOUND_GROUP, uniqueEventName, type FetchArg, type ProbeDefinition } from './definition';

@@ -5,7 +5,7 @@
 // ever built from user text), through `sudo -n` when the session's agent is. A loadable module's function
 // (`MODULE:FUNC`, or a name kallsyms lists only in a module) is typed by that module's split BTF,
 // /sys/kernel/btf/MODULE, read the same way once kallsyms has said which modules the specs need.
-// Tests: test/unit/core/session/runningKernel.test.ts, test/vm/kernelBtf.test.ts
+// Tests: test/unit/core/session/runningKernel.test.ts, test/vm/kernelBtf.test.ts, test/vm/kernelModule.test.ts
 import { BtfError, parseBtf } from '../binary/btf';
 import { kallsymsSymbol, parseFilterFunctions, parseKallsyms, parseKprobeBlacklist, type RunningKernel } from '../probes/kernelBtf';
 import { MODULE_NAME } from '../probes/definition';
