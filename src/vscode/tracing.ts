@@ -19,7 +19,7 @@ import { parseSpec } from '../core/probes/spec';
 import { TraceSession } from '../core/session/traceSession';
 import { describeDisabled, describeFileChange, type FileChange } from '../core/session/fileWatch';
 import { someTargetArmsPerSite } from '../core/session/targetCaps';
-import { isKernelImage } from '../core/probes/kernel';
+import { isKernelImage, isKernelModule } from '../core/probes/kernel';
 import { siteContext } from '../core/probes/variables';
 import { describeBuildIdMatch, readKernelInfo } from '../core/target/kernelInfo';
 import type { Target } from '../core/target/target';
@@ -457,7 +457,9 @@ export class Tracing implements vscode.Disposable {
     try {
       const index = await this.binaries.index(binary);
       const target = await this.connection(t, scope);
-      if (isKernelImage((await siteContext(index, this.ctx.config.debugDirs)).access.image)) {
+      const image = (await siteContext(index, this.ctx.config.debugDirs)).access.image;
+      // A module's .ko is compared with its loaded module by the session itself, not with the kernel's notes.
+      if (isKernelImage(image) && !isKernelModule(image)) {
         const k = await this.readKernel(run, index, target);
         // Kprobes placed by another build's DWARF would land mid-instruction: refused, as the CLI refuses it.
         if (k?.buildId && k.vmlinuxBuildId && !k.matches)
