@@ -7,11 +7,15 @@
 // another build, are refused with the reason before anything is written.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, copyFileSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { readBinaryIdentity } from '../../src/core/index/identity';
+import { loadIndex } from '../../src/core/index/load';
+import { compileProbes } from '../../src/core/probes/compiler';
+import { formatDefinition } from '../../src/core/probes/definition';
+import { missing } from '../helpers/require';
 import { scratch, sleep, startCli, type CliRun } from '../integration/engine-harness';
 import { armOnVm, hits, installStatic, kernelEnv } from './kernelCli';
 import { requireModuleKo, requireVm, vmCliFlags, vmLeftovers, vmShell, vmSshArgs, waitVmClean, type VmConnection } from '../helpers/vm';
@@ -198,5 +202,68 @@ test(
     assert.equal(p.source, 'btf');
     assert.match(p.definition, /^p:\S+\/pfkey_create af_key:pfkey_create protocol=\$arg3:s32 /);
     assert.equal((await vmShell(vm, 'cat /sys/kernel/tracing/kprobe_events')).out, '', 'define writes nothing');
+  },
+);
+
+test(
+  'every function of af_key.ko placed beside `perf probe -m KO -D FUNC`: the same MODULE:SYMBOL+OFFSET sets, differences by reason',
+  TIMEOUT,
+  async (t) => {
+    const vm = await requireVm(t);
+    if (!vm) return;
+    const ko = await requireModuleKo(t, vm, 'af_key');
+    if (!ko) return;
+    if (spawnSync('perf', ['version']).status !== 0) return missing(t, 'perf (linux-perf: the placement oracle)');
+    const { index } = await loadIndex(ko.path, { noCache: true });
+    const names = [
+      ...new Set(
+        index
+          .functions()
+          .filter((f) => f.probeable)
+          .map((f) => f.name),
+      ),
+    ];
+    const points = (defs: string[]) => [...new Set(defs.map((d) => d.split(' ')[1].replace(/\+0$/, '')))].sort();
+    const rows = { same: 0, refused: [] as string[], notraceHolder: [] as string[], oursOnly: [] as string[], other: [] as string[] };
+    const notrace = new Set<string>();
+    const perfOf = new Map<string, string[]>();
+    const oursOf = new Map<string, string[] | string>();
+    for (const name of names) {
+      const perf = spawnSync('perf', ['probe', '-m', ko.path, '-D', name], { encoding: 'utf8' });
+      perfOf.set(name, perf.status === 0 ? points(perf.stdout.trim().split('\n').filter(Boolean)) : []);
+      try {
+        oursOf.set(name, points((await compileProbes([name], index, {})).map((p) => formatDefinition(p.definition))));
+      } catch (e) {
+        oursOf.set(name, (e as Error).message);
+        if (/does not call __fentry__ at its start/.test((e as Error).message)) notrace.add(name);
+      }
+    }
+    for (const name of names) {
+      const perf = perfOf.get(name)!;
+      const ours = oursOf.get(name)!;
+      if (typeof ours === 'string') {
+        // perf probe checks nothing the kernel refuses: code freed after loading, notrace, or a copy we cannot prove.
+        (/\.init\.text|does not call __fentry__|entries can be proved/.test(ours) ? rows.refused : rows.other).push(`${name}: ${ours}`);
+        continue;
+      }
+      if (ours.join(' ') === perf.join(' ')) {
+        rows.same++;
+        continue;
+      }
+      const perfOnly = perf.filter((p) => !ours.includes(p));
+      const oursOnly = ours.filter((p) => !perf.includes(p));
+      if (oursOnly.length === 0 && perfOnly.every((p) => notrace.has(p.replace(/^af_key:/, '').replace(/\+\d+$/, ''))))
+        rows.notraceHolder.push(`${name}: ${perfOnly.join(' ')}`);
+      else if (perfOnly.length === 0) rows.oursOnly.push(`${name}: ${oursOnly.join(' ')}`);
+      else rows.other.push(`${name}: ours only ${oursOnly.join(' ')}; perf only ${perfOnly.join(' ')}`);
+    }
+    t.diagnostic(
+      `${rows.same} of ${names.length} the same; refused by us ${rows.refused.length}, perf's copies in a notrace holder ${rows.notraceHolder.length}, inlined copies we arm and perf does not ${rows.oursOnly.length}, other ${rows.other.length}`,
+    );
+    for (const r of [...rows.refused, ...rows.notraceHolder, ...rows.oursOnly, ...rows.other]) t.diagnostic(r);
+    assert.deepEqual(rows.other, [], 'every difference has a named reason');
+    assert.ok(rows.same >= names.length - 15, `${rows.same} of ${names.length} placed as perf places them`);
+    // An inlined function's copies, each at its holder: the same three points perf prints.
+    assert.deepEqual(oursOf.get('pfkey_can_dump'), ['af_key:dump_sa+5', 'af_key:dump_sp+22', 'af_key:pfkey_do_dump+66']);
   },
 );

@@ -125,7 +125,12 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
   }
   const { resolved, notes, lowerBound } = await provedEntries(spec, resolvePoint(spec.point, ctx.index), ctx);
   const sites = disabled?.size ? resolved.filter((s) => !s.site || !disabled.has(siteAddress(s.address))) : resolved;
-  if (sites.length === 0) throw new ResolveError(`every site of this spec is disabled`);
+  if (sites.length === 0)
+    throw new ResolveError(
+      resolved.length > 0
+        ? `every site of this spec is disabled`
+        : `none of its copies' entries can be proved, so none is armed: ${[...notes.values()].flat().join('; ') || 'no reason was given'}`,
+    );
   // With several sites an argument a copy does not have is left out there, not a reason to refuse the spec.
   const lenient = sites.filter((s) => s.site).length > 1;
   const out: CompiledProbe[] = [];
