@@ -314,38 +314,35 @@ export async function vmKernelBuildId(vm: VmConnection, notes = '/sys/kernel/not
  * see vmDebugModule), after checking that its GNU build-id is the loaded module's
  * (/sys/module/NAME/notes/.note.gnu.build-id). Skips when it cannot be had (under CI=true: fails).
  */
-export async function requireModuleKo(
-  t: TestContext,
-  vm: VmConnection,
-  name: string,
-): Promise<{ path: string; buildId: string } | undefined> {
-  const [pkg, version] = vm.kernelPackage.split(' ');
-  let path: string;
-  try {
-    const got = vmDebugModule(pkg.replace(/^linux-image-/, ''), version, name);
-    path = got.path;
-    if (got.extractMs) t.diagnostic(`downloaded and extracted ${path} in ${got.extractMs} ms`);
-  } catch (e) {
-    if (!(e instanceof VmUnavailable)) throw e;
-    missing(t, e.message);
-    return undefined;
-  }
-  const buildId = (await openBinary(path)).buildId;
-  const loaded = await vmKernelBuildId(vm, `/sys/module/${name}/notes/.note.gnu.build-id`);
-  if (buildId !== loaded) throw new Error(`${path} has build-id ${buildId ?? 'none'}, the VM's loaded ${name} ${loaded}`);
-  return { path, buildId };
-}
+export const requireModuleKo = (t: TestContext, vm: VmConnection, name: string): Promise<{ path: string; buildId: string } | undefined> =>
+  requireDebugFile(
+    t,
+    vm,
+    (release, version) => vmDebugModule(release, version, name),
+    `/sys/module/${name}/notes/.note.gnu.build-id`,
+    `loaded ${name}`,
+  );
 
 /**
  * The path of the VM kernel's vmlinux with DWARF (its `-dbg` package's, extracted into the test cache once, see
  * vmDebugKernel), after checking that its GNU build-id is the booted kernel's. Skips when it cannot be had (under
  * CI=true: fails).
  */
-export async function requireVmlinux(t: TestContext, vm: VmConnection): Promise<{ path: string; buildId: string } | undefined> {
+export const requireVmlinux = (t: TestContext, vm: VmConnection): Promise<{ path: string; buildId: string } | undefined> =>
+  requireDebugFile(t, vm, vmDebugKernel, '/sys/kernel/notes', 'kernel');
+
+/** A file of the VM kernel's `-dbg` package, fetched by `fetch`, whose build-id must be the one `notes` holds. */
+async function requireDebugFile(
+  t: TestContext,
+  vm: VmConnection,
+  fetch: (release: string, version: string) => { path: string; extractMs: number },
+  notes: string,
+  what: string,
+): Promise<{ path: string; buildId: string } | undefined> {
   const [pkg, version] = vm.kernelPackage.split(' ');
   let path: string;
   try {
-    const got = vmDebugKernel(pkg.replace(/^linux-image-/, ''), version);
+    const got = fetch(pkg.replace(/^linux-image-/, ''), version);
     path = got.path;
     if (got.extractMs) t.diagnostic(`downloaded and extracted ${path} in ${got.extractMs} ms`);
   } catch (e) {
@@ -354,8 +351,8 @@ export async function requireVmlinux(t: TestContext, vm: VmConnection): Promise<
     return undefined;
   }
   const buildId = (await openBinary(path)).buildId;
-  const running = await vmKernelBuildId(vm);
-  if (buildId !== running) throw new Error(`${path} has build-id ${buildId ?? 'none'}, the VM's kernel ${running}`);
+  const running = await vmKernelBuildId(vm, notes);
+  if (buildId !== running) throw new Error(`${path} has build-id ${buildId ?? 'none'}, the VM's ${what} ${running}`);
   return { path, buildId };
 }
 

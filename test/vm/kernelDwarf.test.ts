@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { closeSync, copyFileSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { readBinaryIdentity } from '../../src/core/index/identity';
-import { scratch, startCli } from '../integration/engine-harness';
-import { armOnVm, expectOpensCaptured, installOpener, kernelEnv, startOpener, warmIndex } from './kernelCli';
+import { parseJsonOutput, scratch, sleep, startCli } from '../integration/engine-harness';
+import { armOnVm, expectOpensCaptured, installOpener, kernelEnv, OPENS, startOpener, warmIndex } from './kernelCli';
 import { requireVm, requireVmlinux, vmCliFlags, vmKernelBuildId, vmLeftovers, vmShell, waitVmClean } from '../helpers/vm';
 
 const TIMEOUT = { timeout: 900_000 };
@@ -48,6 +48,45 @@ test(
     assert.match(defined, /^r\d*:\S+ do_sys_openat2 .*retval=\$retval:s64/m, defined);
     await expectOpensCaptured(cli, opener, pid);
     assert.match(cli.stderr(), /^probelens: do_sys_openat2: from vmlinux DWARF$/m, cli.stderr());
+    const { left, ms } = await waitVmClean(vm, 60_000);
+    assert.deepEqual(left, [], `left on the VM ${ms} ms after the CLI exited`);
+  },
+);
+
+test(
+  'a kernel source line (fs/open.c:1326, fd_install in do_sys_openat2) with its variables: each of the program’s opens is seen once there, with the fd it got',
+  TIMEOUT,
+  async (t) => {
+    const vm = await requireVm(t);
+    if (!vm) return;
+    const k = await requireVmlinux(t, vm);
+    if (!k || !(await installOpener(t, vm))) return;
+    const opener = startOpener(vm);
+    t.after(() => opener.kill());
+    const pid = await opener.pid;
+    // The VM kernel's 6.1 fs/open.c: line 1326 is `fd_install(fd, f);`, reached once per open that succeeded.
+    const cli = await armOnVm(t, vm, k.path, ['fs/open.c:1326 fd f'], ['--pid', String(pid)]);
+    const defined = (await vmShell(vm, 'cat /sys/kernel/tracing/kprobe_events')).out;
+    // perf probe -k VMLINUX -D 'fs/open.c:1326 fd f' on this vmlinux: do_sys_openat2+290 fd=%bx:s32 f=%bp:x64.
+    assert.match(defined, /^p:\S+ do_sys_openat2\+290 .*\bfd=%bx:s32 f=%bp:x64\b/m, defined);
+    opener.go();
+    const fds = await opener.done;
+    assert.equal(fds.length, OPENS);
+    const mine = () => parseJsonOutput(cli.stdout()).hits.filter((h) => h.pid === pid) as Array<{ args: Record<string, unknown> }>;
+    const until = Date.now() + 120_000;
+    while (mine().length < OPENS && Date.now() < until) await sleep(250);
+    cli.child.kill('SIGINT');
+    assert.equal((await cli.exit).code, 0, cli.stderr());
+    const hits = mine();
+    assert.deepEqual(
+      hits.map((h) => h.args.fd),
+      fds,
+      `the line ran once per open, with the fd each open returned: ${JSON.stringify(hits.map((h) => h.args))}`,
+    );
+    assert.ok(
+      hits.every((h) => /^0xffff[0-9a-f]{12}$/.test(String(h.args.f))),
+      'f is a kernel pointer to the open file',
+    );
     const { left, ms } = await waitVmClean(vm, 60_000);
     assert.deepEqual(left, [], `left on the VM ${ms} ms after the CLI exited`);
   },
