@@ -2,7 +2,7 @@
 // a user reads and what tests assert are the same everywhere: `● 1,204 hits · last a=3 b=-7 · p50 2.1µs`.
 import type { LatencyStats } from '../../core/session/aggregates';
 import { formatCount, formatDuration, describeSite, formatTs, formatValues } from '../../shared/hitText';
-import type { ProbeState, SpecStats } from './stats';
+import type { CountPath, ProbeState, SpecStats } from './stats';
 
 export { formatCount, formatDuration, formatValue, formatValues } from '../../shared/hitText';
 
@@ -27,7 +27,30 @@ export function decorationText(st: SpecStats | undefined, state: ProbeState, pro
   const last = st?.lastHits[st.lastHits.length - 1];
   if (last && Object.keys(last.values).length) parts.push(`last ${formatValues(last.values, 24, last.cut)}`);
   if (st?.latency && st.latency.count > 0) parts.push(`p50 ${formatDuration(st.latency.p50)}`);
+  const path = pathOf(st);
+  if (path === 'kernel') parts.push('aggregated in the kernel');
+  else if (path === 'both') parts.push('aggregated in the kernel (streamed on some targets)');
   return parts.join(' · ');
+}
+
+/** Which path the figures came from over every host: the kernel's, the stream's, or both. */
+export function pathOf(st: SpecStats | undefined): CountPath | 'both' | undefined {
+  const paths = new Set(Object.values(st?.paths ?? {}));
+  if (!paths.size) return undefined;
+  return paths.size > 1 ? 'both' : [...paths][0];
+}
+
+/** What the hover says of the path: aggregated figures have no hits to list. */
+export function pathLine(st: SpecStats | undefined): string | undefined {
+  const p = st?.paths;
+  if (!p || !Object.keys(p).length) return undefined;
+  const say = (path: CountPath) =>
+    path === 'kernel' ? 'aggregated in the kernel (hist triggers: counts and latency, no per-hit values)' : 'streamed (every hit)';
+  const paths = new Set(Object.values(p));
+  if (paths.size === 1) return `Counted: ${say([...paths][0])}`;
+  return `Counted: ${Object.entries(p)
+    .map(([h, path]) => `${escapeMarkdown(h)} ${say(path)}`)
+    .join(' · ')}`;
 }
 
 function plural(n: number): string {
@@ -75,6 +98,8 @@ export function hoverMarkdown(spec: string, st: SpecStats | undefined, state: Pr
   if (st) {
     const hosts = Object.entries(st.byHost);
     if (hosts.length) lines.push('', hosts.map(([h, n]) => `${escapeMarkdown(h)}: ${counted(n, st)}`).join(' · '));
+    const path = pathLine(st);
+    if (path) lines.push('', path);
     if (st.lowerBound) lines.push('', `**≥** ${LOWER_BOUND_NOTE}`);
     lines.push(...siteLines(st));
     if (st.lastHits.length) {

@@ -139,3 +139,21 @@ test("the hover says which copy of the function's code a last hit came from, whe
   const entry = statsForSpec('add_ints $params', [view('local', 2, { kind: 'entry', address: '0x401000' })]);
   assert.match(hoverMarkdown('add_ints $params', entry, 'armed'), /^- local 2\.000000 — a=3 b=-7$/m);
 });
+
+test('the inline text and hover say which path counted: aggregated in the kernel, streamed, or each per host', () => {
+  const spec = 'add_ints $params';
+  const kernel: SessionView = { ...view('vm', 7), path: 'kernel' };
+  kernel.snapshot.last = {};
+  const st = statsForSpec(spec, [kernel]);
+  assert.equal(decorationText(st, 'armed'), '● 7 hits · p50 2.1µs · aggregated in the kernel');
+  assert.match(
+    hoverMarkdown(spec, st, 'armed'),
+    /Counted: aggregated in the kernel \(hist triggers: counts and latency, no per-hit values\)/,
+  );
+  const streamed = statsForSpec(spec, [view('h', 3)]);
+  assert.doesNotMatch(decorationText(streamed, 'armed'), /aggregated/);
+  assert.match(hoverMarkdown(spec, streamed, 'armed'), /Counted: streamed \(every hit\)/);
+  const both = statsForSpec(spec, [kernel, view('h', 3)]);
+  assert.match(decorationText(both, 'armed'), /^● 10 hits · .*aggregated in the kernel \(streamed on some targets\)$/);
+  assert.match(hoverMarkdown(spec, both, 'armed'), /Counted: vm aggregated in the kernel .* · h streamed \(every hit\)/);
+});
