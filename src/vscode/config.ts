@@ -58,6 +58,11 @@ export class Config {
     return f ? f.replace(/^~(?=\/|$)/, process.env.HOME ?? '~') : undefined;
   }
 
+  /** Each session's ring buffer per CPU, in KiB (0: the kernel's default). */
+  get bufferKb(): number {
+    return Math.max(0, Math.floor(Number(this.cfg.get<number>('bufferKb', 0)) || 0));
+  }
+
   get localSudo(): boolean {
     return this.cfg.get<boolean>('local.sudo', false);
   }

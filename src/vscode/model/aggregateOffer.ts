@@ -64,6 +64,11 @@ export function offerText(
   };
 }
 
+/** Said of an aggregated probe on a target that cannot count in the kernel: it streams there instead. */
+export function noHistNote(host: string): string {
+  return `the kernel on ${host} has no hist triggers (its tracefs README offers no 'hist:'; CONFIG_HIST_TRIGGERS is off): probes set to aggregate are streamed there instead, every hit recorded`;
+}
+
 /** Remembers which probes were offered, so each is offered once (per probe set key and spec). */
 export class OfferedOnce {
   private readonly seen = new Set<string>();
