@@ -39,8 +39,9 @@ export function registerAggregation(ctx: Ctx, tracing: Tracing): void {
       const prev = samples.get(s);
       samples.set(s, now);
       for (const p of pressure(prev, now)) {
-        if (!offered.first(r.binaryKey, p.spec)) continue;
-        const { message, offer } = offerText(p, r.target.label, s.canAggregate);
+        const said = offerText(p, r.target.label, s.canAggregate);
+        if (!said || !offered.first(r.binaryKey, p.spec)) continue;
+        const { message, offer } = said;
         ctx.log(message);
         if (!offer) void vscode.window.showWarningMessage(`ProbeLens: ${message}`);
         else

@@ -46,13 +46,17 @@ export function pressure(prev: StreamSample | undefined, now: StreamSample, limi
   return out;
 }
 
-/** What the notification says, and whether it offers the kernel path (only where the target has hist triggers). */
+/**
+ * What the notification says, and whether it offers the kernel path (only where the target has hist triggers).
+ * Where it has none, a fast probe that loses nothing is not worth a word: undefined.
+ */
 export function offerText(
   p: Pressure,
   host: string,
   canAggregate: boolean,
   limit = STREAM_RATE_LIMIT,
-): { message: string; offer: boolean } {
+): { message: string; offer: boolean } | undefined {
+  if (!canAggregate && !p.losing) return undefined;
   const rate = `${formatCount(Math.round(p.rate))}/s`;
   const what = p.losing
     ? `${p.spec} loses hits at ${rate}`

@@ -21,17 +21,19 @@ test('no earlier look, or one less than half a second ago, says nothing', () => 
   assert.deepEqual(pressure({ t: 700, lost: 0, hits: { a: 0 } }, now), []);
 });
 
-test('the offer names the probe and its rate; a target without hist triggers gets loss and narrowing, no offer', () => {
+test('the offer names the probe and its rate; a target without hist triggers is told of loss and narrowing, no offer', () => {
   const p = { spec: 'add_ints $params', rate: 123456.4, losing: true };
   assert.deepEqual(offerText(p, 'vm', true), {
     message: 'add_ints $params loses hits at 123,456/s on vm: aggregate it in the kernel?',
     offer: true,
   });
-  const no = offerText(p, 'local', false);
+  const no = offerText(p, 'local', false)!;
   assert.equal(no.offer, false);
   assert.match(no.message, /^add_ints \$params loses hits at 123,456\/s on local, whose kernel has no hist triggers .*narrow the probe/);
+  // Fast but losing nothing, where the kernel cannot count: nothing to say.
+  assert.equal(offerText({ spec: 's', rate: 30000, losing: false }, 'local', false), undefined);
   assert.match(
-    offerText({ spec: 's', rate: 30000, losing: false }, 'vm', true).message,
+    offerText({ spec: 's', rate: 30000, losing: false }, 'vm', true)!.message,
     /^s fires at 30,000\/s, more than the stream carries \(20,000\/s\) on vm: aggregate/,
   );
 });
