@@ -49,6 +49,9 @@ function probeRow(page: Page, label: RegExp) {
 
 /** Right-clicks the probe's row in the Probes view and picks `item` from its context menu. */
 async function probeMenu(page: Page, label: RegExp, item: string): Promise<void> {
+  // The view's icon toggles the side bar: clicked only when the view is not showing.
+  if (!(await probeRow(page, label).isVisible()))
+    await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
   await probeRow(page, label).click({ button: 'right' });
   await clickContextMenuItem(page, item, { timeout: 30_000 });
 }
@@ -177,7 +180,6 @@ test(
       );
 
       // Back to streaming, then a hot workload through a one-page buffer: hits are lost, and the kernel path offered.
-      await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
       await probeMenu(page, /^tick/, 'Stream Hits');
       await untilOnVm(
         vm,
