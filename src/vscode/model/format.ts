@@ -116,6 +116,20 @@ export function hoverMarkdown(spec: string, st: SpecStats | undefined, state: Pr
   return lines.join('\n');
 }
 
+/** The commands a hover's toggle link may run (the hover trusts these alone). */
+export const TOGGLE_COMMANDS = ['probelens.aggregateProbe', 'probelens.streamProbe'];
+
+/**
+ * The hover's link that flips a probe between the kernel and the stream: `aggregated` is what it is now. Its
+ * argument is the Probes view's node for the probe (the command's own), URI-encoded JSON.
+ */
+export function toggleLink(binaryKey: string, spec: string, aggregated: boolean): string {
+  const arg = encodeURIComponent(JSON.stringify([{ kind: 'probe', binaryKey, spec }]));
+  return aggregated
+    ? `[Stream hits](command:probelens.streamProbe?${arg} "Stream every hit of this probe again")`
+    : `[Aggregate in the kernel](command:probelens.aggregateProbe?${arg} "Count this probe with hist triggers where the target has them")`;
+}
+
 /** The per-site breakdown of a function probe armed at more than one site. */
 export function siteLines(st: SpecStats): string[] {
   if (!st.bySite || st.bySite.length < 2) return [];

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { decorationText, formatCount, formatDuration, hitRate, hoverMarkdown, sparkline } from '../../../../src/vscode/model/format';
+import {
+  decorationText,
+  formatCount,
+  formatDuration,
+  hitRate,
+  hoverMarkdown,
+  sparkline,
+  toggleLink,
+  TOGGLE_COMMANDS,
+} from '../../../../src/vscode/model/format';
 import { statsForSpec, type SessionView } from '../../../../src/vscode/model/stats';
 import type { Hit } from '../../../../src/shared/hit';
 import type { Site } from '../../../../src/shared/site';
@@ -156,4 +165,13 @@ test('the inline text and hover say which path counted: aggregated in the kernel
   const both = statsForSpec(spec, [kernel, view('h', 3)]);
   assert.match(decorationText(both, 'armed'), /^● 10 hits · .*aggregated in the kernel \(streamed on some targets\)$/);
   assert.match(hoverMarkdown(spec, both, 'armed'), /Counted: vm aggregated in the kernel .* · h streamed \(every hit\)/);
+});
+
+test("the hover's toggle link runs the toggle command on the probe's own node", () => {
+  const link = toggleLink('build/calls', 'add_ints $params', false);
+  const m = /^\[Aggregate in the kernel\]\(command:probelens\.aggregateProbe\?(\S+) "[^"]+"\)$/.exec(link);
+  assert.ok(m, link);
+  assert.deepEqual(JSON.parse(decodeURIComponent(m[1])), [{ kind: 'probe', binaryKey: 'build/calls', spec: 'add_ints $params' }]);
+  assert.match(toggleLink('b', 's', true), /^\[Stream hits\]\(command:probelens\.streamProbe\?/);
+  assert.ok(TOGGLE_COMMANDS.includes('probelens.aggregateProbe') && TOGGLE_COMMANDS.includes('probelens.streamProbe'));
 });
