@@ -69,7 +69,7 @@ export class PanelHost implements vscode.Disposable {
     const runs = this.tracing.allRuns();
     this.watchSessions();
     this.feed.setProbes(this.probes());
-    // Figures counted in the kernel change without a hit: read again at every tick while a probe aggregates.
+    // Figures counted in the kernel change without a hit (sync runs when they moved): read them again.
     if (runs.some((r) => r.aggSpec !== undefined && r.session)) this.feed.statsChanged();
     const failed = runs.filter((r) => r.state === 'failed');
     const state = !this.tracing.isTracing

@@ -68,6 +68,8 @@ export class Tracing implements vscode.Disposable {
   /** Per run, the probed files whose change was already said (a restarted watcher may report one again). */
   private readonly fileNotices = new WeakMap<Run, Set<string>>();
   private readonly file: ProbeSetFile;
+  /** The kernel-counting runs' figures at the last takeDirty(), in short. */
+  private kernelFigures = '';
   /** Target id → whether its kernel has hist triggers, once a session there has said. */
   private readonly hist = new Map<string, boolean>();
 
@@ -108,11 +110,20 @@ export class Tracing implements vscode.Disposable {
     return { dispose: () => this.hitListeners.delete(f) };
   }
 
-  /** Counts moved since the last call; always while a probe is counted in the kernel (its figures come without hits). */
+  /** Counts moved since the last call: hits or loss arrived, or the kernel's figures (which come without hits) moved. */
   takeDirty(): boolean {
     const d = this.dirty;
     this.dirty = false;
-    return d || [...this.runs.values()].some((r) => r.aggSpec !== undefined && r.session?.state === 'armed');
+    const kernel = [...this.runs.values()]
+      .filter((r) => r.aggSpec !== undefined && r.session?.state === 'armed')
+      .map((r) => {
+        const s = r.session!.aggregates.snapshot();
+        return `${Object.values(s.hits).join(',')}/${Object.values(s.latency).map((l) => l.count)}/${s.lost}`;
+      })
+      .join(';');
+    const moved = kernel !== this.kernelFigures;
+    this.kernelFigures = kernel;
+    return d || moved;
   }
 
   allRuns(): Run[] {

@@ -47,14 +47,25 @@ function probeRow(page: Page, label: RegExp) {
     .last();
 }
 
-/** Right-clicks the probe's row in the Probes view and picks `item` from its context menu. */
-async function probeMenu(page: Page, label: RegExp, item: string): Promise<void> {
-  // The view's icon toggles the side bar: clicked only when the view is not showing.
-  if (!(await probeRow(page, label).isVisible()))
-    await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
-  await probeRow(page, label).click({ button: 'right' });
-  await clickContextMenuItem(page, item, { timeout: 30_000 });
+/**
+ * Right-clicks the probe's row in the Probes view and picks `item` from its context menu, until the row's text says
+ * `done` (a menu closed by a redraw of the view before its click was taken is opened again, as a user would).
+ */
+async function probeMenu(page: Page, label: RegExp, item: string, done: (text: string) => boolean): Promise<void> {
+  for (let i = 1; ; i++) {
+    // The view's icon toggles the side bar: clicked only when the view is not showing.
+    if (!(await probeRow(page, label).isVisible()))
+      await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
+    await probeRow(page, label).click({ button: 'right' });
+    await clickContextMenuItem(page, item, { timeout: 30_000 });
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline && !done(await probeRow(page, label).innerText())) await page.waitForTimeout(250);
+    if (done(await probeRow(page, label).innerText())) return;
+    if (i === 3) throw new Error(`"${item}" did not take: the row says ${await probeRow(page, label).innerText()}`);
+  }
 }
+
+const inKernel = (text: string): boolean => text.includes('in the kernel');
 
 /** Polls the VM until `check` holds of `cmd`'s output. */
 async function untilOnVm(vm: VmConnection, cmd: string, check: (out: string) => boolean, what: string, ms = 60_000): Promise<string> {
@@ -141,7 +152,7 @@ test(
       await waitForInline(page, /^● [\d,]+ hits?/, 60_000);
 
       // The toggle: the probe's context menu in the Probes view.
-      await probeMenu(page, /^tick/, 'Aggregate in the Kernel');
+      await probeMenu(page, /^tick/, 'Aggregate in the Kernel', inKernel);
       await untilOnVm(vm, histTriggers, (out) => Number(out.trim()) >= 1, 'a hist trigger on the VM', 120_000);
       const before = await inlineCount(page, /^● [\d,]+ hits? · .*aggregated in the kernel$/);
       const saved = JSON.parse(readFileSync(join(ws, '.vscode', 'probelens.json'), 'utf8')) as { binaries: Record<string, unknown[]> };
@@ -180,7 +191,7 @@ test(
       );
 
       // Back to streaming, then a hot workload through a one-page buffer: hits are lost, and the kernel path offered.
-      await probeMenu(page, /^tick/, 'Stream Hits');
+      await probeMenu(page, /^tick/, 'Stream Hits', (text) => !inKernel(text));
       await untilOnVm(
         vm,
         `cat ${T}/instances/probelens_*/events/probelens_*/*/enable 2>/dev/null | grep -c '^1' || true; ${histTriggers}`,
@@ -226,7 +237,7 @@ test(
         .first()
         .waitFor({ state: 'visible', timeout: 120_000 });
       await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
-      await probeMenu(page, /^tick/, 'Aggregate in the Kernel');
+      await probeMenu(page, /^tick/, 'Aggregate in the Kernel', (text) => text.includes('streamed (no hist triggers)'));
       await waitForNotification(page, /the kernel on local has no hist triggers .*: probes set to aggregate are streamed there instead/, {
         timeout: 120_000,
       });
@@ -261,6 +272,16 @@ test(
         0,
         'no offer where the kernel cannot',
       );
+
+      // The hover's link turns the probe back to streaming: the file says so (a plain spec string again).
+      await hoverInline(page, /^● [\d,]+ hits/, /Stream hits/, 60_000);
+      await page.locator('.monaco-hover a', { hasText: 'Stream hits' }).first().click();
+      const file = join(dir, '.vscode', 'probelens.json');
+      const entries = () => (JSON.parse(readFileSync(file, 'utf8')) as { binaries: Record<string, unknown[]> }).binaries['build/calls'];
+      const until0 = Date.now() + 30_000;
+      while (typeof entries()[0] !== 'string' && Date.now() < until0) await page.waitForTimeout(250);
+      assert.equal(typeof entries()[0], 'string', `the probe streams again (${JSON.stringify(entries())})`);
+      await probeRow(page, /^tick/).filter({ hasNotText: 'no hist triggers' }).waitFor({ state: 'visible', timeout: 30_000 });
 
       await page.locator('.action-label[aria-label^="Stop Tracing"]').first().click();
       const until = Date.now() + 10_000;
