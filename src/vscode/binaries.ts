@@ -177,6 +177,17 @@ export class Binaries implements vscode.Disposable {
     return out;
   }
 
+  /** The kernel images (`vmlinux*`) among the workspace's binaries, with their build-ids (no index is built). */
+  async kernelImages(): Promise<Array<{ path: string; buildId?: string }>> {
+    const out: Array<{ path: string; buildId?: string }> = [];
+    for (const c of await this.candidates()) {
+      if (!/^vmlinux/.test(basename(c.path))) continue;
+      const s = await this.scanCache.get(c.path).catch(() => undefined);
+      out.push({ path: c.path, ...(s?.buildId ? { buildId: s.buildId } : {}) });
+    }
+    return out;
+  }
+
   /** The index of `path` if it is built already (never starts a build). */
   cached(path: string): BinaryIndex | undefined {
     return this.ready.get(path);

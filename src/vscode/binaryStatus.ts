@@ -5,6 +5,7 @@
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import type { Binaries, Resolution } from './binaries';
+import { BTF_WORDS } from './model/kernelTree';
 import { SOURCE_LANGUAGES } from './codeLens';
 import { unreachable } from '../shared/unreachable';
 
@@ -13,7 +14,11 @@ export class BinaryStatus implements vscode.Disposable {
   private readonly subs: vscode.Disposable[] = [];
   private notified = false;
 
-  constructor(private readonly binaries: Binaries) {
+  /** `btf`: the workspace is a kernel tree traced by the target's BTF (no binary is expected then). */
+  constructor(
+    private readonly binaries: Binaries,
+    private readonly btf: () => boolean = () => false,
+  ) {
     this.item.name = 'ProbeLens binary';
     this.item.command = 'probelens.selectBinary';
     this.subs.push(
@@ -72,6 +77,12 @@ export class BinaryStatus implements vscode.Disposable {
         break;
       }
       case 'none':
+        if (this.btf()) {
+          this.item.text = `$(server) ProbeLens: kernel by the target's BTF`;
+          this.item.tooltip = `No vmlinux in this kernel tree: ${name}'s functions are probed by name, ${BTF_WORDS}.`;
+          this.item.backgroundColor = undefined;
+          break;
+        }
         this.item.text = `$(warning) ProbeLens: no binary built from ${name}`;
         this.item.tooltip = `${noneDetail(r)} Click to select a binary.`;
         this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
@@ -86,7 +97,7 @@ export class BinaryStatus implements vscode.Disposable {
 
   private notify(r: Extract<Resolution, { state: 'none' }>): void {
     // Files outside the workspace (a system header opened by "Go to Definition") are not the user's build.
-    if (this.notified || !vscode.workspace.getWorkspaceFolder(vscode.Uri.file(r.file))) return;
+    if (this.notified || this.btf() || !vscode.workspace.getWorkspaceFolder(vscode.Uri.file(r.file))) return;
     this.notified = true;
     void vscode.window
       .showWarningMessage(`ProbeLens: no binary built from ${basename(r.file)}. ${noneDetail(r)}`, 'Select Binary…')

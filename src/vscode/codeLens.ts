@@ -1,13 +1,16 @@
 // Code lenses above the functions of C, C++, Rust and Go files: "Trace", "Trace returns", "Latency", live
-// counts while tracing, and why a function cannot be probed. The computation is model/lenses.ts.
-// Tests: test/e2e/traceLens.test.ts, test/e2e/lensesLanguages.test.ts, test/e2e/redisLens.test.ts
+// counts while tracing, and why a function cannot be probed. The computation is model/lenses.ts. A C file of a
+// kernel tree without a vmlinux gets its lenses from the target's running kernel (targetKernels.ts).
+// Tests: test/e2e/traceLens.test.ts, test/e2e/lensesLanguages.test.ts, test/e2e/redisLens.test.ts, test/e2e/kernelLens.test.ts
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import type { Binaries } from './binaries';
 import { command } from './commands';
 import type { Ctx } from './ctx';
-import { lensesForFunctions, type LiveSpec } from './model/lenses';
+import { BTF_KEY, BTF_WORDS } from './model/kernelTree';
+import { lensesForFunctions, type LensModel, type LiveSpec } from './model/lenses';
 import { latencyForSpecs } from './model/stats';
+import type { TargetKernels } from './targetKernels';
 import type { Tracing } from './tracing';
 
 export const SOURCE_LANGUAGES = ['c', 'cpp', 'rust', 'go'];
@@ -26,8 +29,10 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
     private readonly ctx: Ctx,
     private readonly binaries: Binaries,
     private readonly tracing: Tracing,
+    private readonly kernels: TargetKernels,
   ) {
     ctx.push(binaries.onDidChangeIndex(() => this.changed.fire()));
+    ctx.push(kernels.onDidChange(() => this.changed.fire()));
     ctx.push(tracing.onDidChange(() => this.changed.fire()));
     ctx.push(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('probelens.codeLens') && this.changed.fire()));
     ctx.push(this.changed);
@@ -66,29 +71,9 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
     } catch {
       return [];
     }
-    if (!src) return [];
+    if (!src) return this.kernelLenses(doc);
     const { index, binary, buildFile } = src;
-    const key = this.tracing.keyOf(binary);
-    const views = this.tracing.views(key);
-    const inSet = new Set((this.tracing.set.binaries[key] ?? []).map((e) => e.spec));
-    const live = (specs: string[]): LiveSpec | undefined => {
-      if (!specs.every((s) => inSet.has(s))) return undefined;
-      const state = this.tracing.state(key, specs[0]);
-      const st = this.tracing.stats(key, specs[0], views);
-      const lat = specs.length > 1 ? latencyForSpecs(specs, views) : undefined;
-      // The lens sums its specs' counts: a lower bound if any of them is one.
-      const lowerBound = specs.some((s) => this.tracing.stats(key, s, views).lowerBound);
-      // A kernel function's lens says where its probes came from (vmlinux DWARF, or BTF and kallsyms).
-      const kernelSource = st.kernelSource;
-      return {
-        state,
-        hits: st.hits,
-        p50Ns: lat?.p50,
-        calls: lat?.count,
-        ...(lowerBound ? { lowerBound } : {}),
-        ...(kernelSource ? { kernelSource } : {}),
-      };
-    };
+    const live = this.liveFor(this.tracing.keyOf(binary));
     const lensOpts = this.ctx.config.codeLens;
     const models = lensesForFunctions(
       index.functionsInFile(buildFile),
@@ -106,6 +91,41 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
       this.ctx.log(`${models.length} lenses of ${basename(buildFile)} from its own units of ${binary} (the whole index follows)`);
       this.binaries.lensesComputed(binary);
     }
+    return this.toLenses(models, binary, doc);
+  }
+
+  /** A kernel tree's C file without a vmlinux: lenses from the target's BTF and kallsyms. */
+  private async kernelLenses(doc: vscode.TextDocument): Promise<vscode.CodeLens[]> {
+    if (doc.languageId !== 'c') return [];
+    const models = await this.kernels.lenses(doc.uri.fsPath, doc.getText(), this.ctx.config.codeLens, this.liveFor(BTF_KEY));
+    return this.toLenses(models, this.tracing.pathOf(BTF_KEY), doc, BTF_WORDS);
+  }
+
+  /** What a lens shows while its specs are traced (undefined for specs not all in the probe set). */
+  private liveFor(key: string): (specs: string[]) => LiveSpec | undefined {
+    const views = this.tracing.views(key);
+    const inSet = new Set((this.tracing.set.binaries[key] ?? []).map((e) => e.spec));
+    return (specs: string[]): LiveSpec | undefined => {
+      if (!specs.every((s) => inSet.has(s))) return undefined;
+      const state = this.tracing.state(key, specs[0]);
+      const st = this.tracing.stats(key, specs[0], views);
+      const lat = specs.length > 1 ? latencyForSpecs(specs, views) : undefined;
+      // The lens sums its specs' counts: a lower bound if any of them is one.
+      const lowerBound = specs.some((s) => this.tracing.stats(key, s, views).lowerBound);
+      // A kernel function's lens says where its probes came from (vmlinux DWARF, or BTF and kallsyms).
+      const kernelSource = st.kernelSource;
+      return {
+        state,
+        hits: st.hits,
+        p50Ns: lat?.p50,
+        calls: lat?.count,
+        ...(lowerBound ? { lowerBound } : {}),
+        ...(kernelSource ? { kernelSource } : {}),
+      };
+    };
+  }
+
+  private toLenses(models: LensModel[], binary: string, doc: vscode.TextDocument, tooltip?: string): vscode.CodeLens[] {
     return models
       .filter((m) => m.line <= doc.lineCount)
       .map((m) => {
@@ -116,10 +136,8 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
             command('probelens.explainUnprobeable', m.title.replace(/^\$\([^)]*\)\s*/, ''), m.function, m.reason ?? ''),
           );
         }
-        return new vscode.CodeLens(
-          range,
-          command('probelens.addProbes', m.title, { binary, specs: m.specs, file: doc.uri.fsPath, line: m.line }),
-        );
+        const c = command('probelens.addProbes', m.title, { binary, specs: m.specs, file: doc.uri.fsPath, line: m.line });
+        return new vscode.CodeLens(range, tooltip ? { ...c, tooltip: `${m.specs.join(' + ')}: ${tooltip}` } : c);
       });
   }
 }

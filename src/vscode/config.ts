@@ -63,6 +63,12 @@ export class Config {
     return Math.max(0, Math.floor(Number(this.cfg.get<number>('bufferKb', 0)) || 0));
   }
 
+  /** Whether the workspace is a kernel tree: 'auto' looks at its root (model/cDefinitions.ts isKernelTreeRoot). */
+  get kernelTree(): 'auto' | 'yes' | 'no' {
+    const v = this.cfg.get<string>('kernelTree', 'auto');
+    return v === 'yes' || v === 'no' ? v : 'auto';
+  }
+
   get localSudo(): boolean {
     return this.cfg.get<boolean>('local.sudo', false);
   }

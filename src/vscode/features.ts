@@ -15,6 +15,7 @@ import { EditorCommands } from './editorCommands';
 import { PanelHost } from './panelHost';
 import { ProbesView } from './probesView';
 import { StatusBar } from './statusBar';
+import { TargetKernels } from './targetKernels';
 import { LOCAL_ID, Targets } from './targets';
 import { Tracing } from './tracing';
 import { INLINE_GAP_MS, Pacer } from './model/pacer';
@@ -26,9 +27,11 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
   const binaries = ctx.push(new Binaries(ctx));
   const targets = ctx.push(new Targets(ctx));
   const tracing = ctx.push(new Tracing(ctx, binaries, targets));
-  const lenses = new ProbeCodeLenses(ctx, binaries, tracing);
+  const kernels = ctx.push(new TargetKernels(ctx, binaries, targets));
+  tracing.kernelLocation = (spec) => kernels.location(spec);
+  const lenses = new ProbeCodeLenses(ctx, binaries, tracing, kernels);
   const inline = ctx.push(new InlineResults(ctx, tracing));
-  const view = new ProbesView(tracing, targets);
+  const view = new ProbesView(tracing, targets, kernels);
   const status = ctx.push(new StatusBar(tracing, targets));
   const panel = ctx.push(new PanelHost(ctx, tracing));
   const editor = new EditorCommands(ctx, binaries, tracing);
@@ -47,6 +50,7 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
       void vscode.commands.executeCommand('setContext', 'probelens.tracing', tracing.isTracing);
     }),
   );
+  ctx.push(kernels.onDidChange(() => view.refresh()));
   ctx.push(
     targets.onDidChange(() => {
       view.refresh();
@@ -60,8 +64,10 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
     if (awake || !vscode.window.visibleTextEditors.some((e) => SOURCE_LANGUAGES.includes(e.document.languageId))) return;
     awake = true;
     status.show();
-    ctx.push(new BinaryStatus(binaries));
+    ctx.push(new BinaryStatus(binaries, () => !!kernels.currentChoice && 'btf' in kernels.currentChoice));
     void tracing.load();
+    // The Probes view shows each target's kernel before anything is traced (when the workspace has one).
+    void kernels.refresh();
   };
   ctx.push(vscode.window.onDidChangeVisibleTextEditors(wake));
   wake();

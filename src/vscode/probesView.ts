@@ -1,6 +1,7 @@
-// The Probes view: targets → sessions (one binary on that target) → probes, with state and hit counts. A session
-// of a kernel image (vmlinux) first lists the target's kernel: its release, and whether its build-id is the
-// vmlinux's (both ids when not; arming is then refused).
+// The Probes view: targets → sessions (one binary on that target) → probes, with state and hit counts. In a
+// workspace with a kernel (a vmlinux, or a kernel tree traced by the target's BTF) each target first lists its
+// kernel, read before anything is traced (targetKernels.ts): its release, and whether its build-id is the
+// vmlinux's (both ids when not; arming is then refused), or that there is no vmlinux and BTF is used.
 // Inline actions: enable/disable/remove on probes, clean up and remove on targets; start/stop in the title. A probe's
 // context menu counts it in the kernel ("Aggregate in the Kernel") or streams it again ("Stream Hits").
 // Tests: test/e2e/probeSet.test.ts, test/e2e/sshTarget.test.ts, test/e2e/traceLine.test.ts, test/e2e/kernelLens.test.ts
@@ -8,6 +9,8 @@ import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import { command, type ProbeNodeArg, type TargetNodeArg } from './commands';
 import { formatCount } from './model/format';
+import { BTF_KEY, BTF_WORDS, kernelRow } from './model/kernelTree';
+import type { TargetKernels } from './targetKernels';
 import type { TargetEntry, Targets } from './targets';
 import type { Tracing } from './tracing';
 
@@ -19,7 +22,6 @@ interface SessionNode {
 interface KernelNode {
   kind: 'kernel';
   targetId: string;
-  binaryKey: string;
 }
 type ProbeNode = ProbeNodeArg & { targetId: string };
 type Node = TargetNodeArg | SessionNode | KernelNode | ProbeNode;
@@ -43,6 +45,7 @@ export class ProbesView implements vscode.TreeDataProvider<Node> {
   constructor(
     private readonly tracing: Tracing,
     private readonly targets: Targets,
+    private readonly kernels: TargetKernels,
   ) {}
 
   refresh(): void {
@@ -52,20 +55,18 @@ export class ProbesView implements vscode.TreeDataProvider<Node> {
   getChildren(node?: Node): Node[] {
     if (!node) return this.targets.all().map((t) => ({ kind: 'target', targetId: t.id }));
     if (node.kind === 'target') {
-      return Object.keys(this.tracing.set.binaries).map((binaryKey) => ({ kind: 'session', targetId: node.targetId, binaryKey }));
+      const kernel: Node[] = this.kernels.row(node.targetId) ? [{ kind: 'kernel', targetId: node.targetId }] : [];
+      return kernel.concat(
+        Object.keys(this.tracing.set.binaries).map((binaryKey) => ({ kind: 'session', targetId: node.targetId, binaryKey })),
+      );
     }
     if (node.kind === 'session') {
-      const kernel: Node[] = this.run(node.targetId, node.binaryKey)?.kernel
-        ? [{ kind: 'kernel', targetId: node.targetId, binaryKey: node.binaryKey }]
-        : [];
-      return kernel.concat(
-        (this.tracing.set.binaries[node.binaryKey] ?? []).map((e) => ({
-          kind: 'probe',
-          binaryKey: node.binaryKey,
-          spec: e.spec,
-          targetId: node.targetId,
-        })),
-      );
+      return (this.tracing.set.binaries[node.binaryKey] ?? []).map((e) => ({
+        kind: 'probe',
+        binaryKey: node.binaryKey,
+        spec: e.spec,
+        targetId: node.targetId,
+      }));
     }
     return [];
   }
@@ -92,27 +93,32 @@ export class ProbesView implements vscode.TreeDataProvider<Node> {
       const state = r ? (r.stale && r.state === 'armed' ? 'stale' : r.state) : 'idle';
       const item = new vscode.TreeItem(basename(node.binaryKey), vscode.TreeItemCollapsibleState.Expanded);
       item.id = `session:${node.targetId}:${node.binaryKey}`;
-      item.description = state + (r?.error ? ` · ${r.error}` : '');
+      item.description = state + (r?.error ? ` · ${r.error}` : '') + (node.binaryKey === BTF_KEY ? ` · ${BTF_WORDS}` : '');
       item.tooltip = `${this.tracing.pathOf(node.binaryKey)}\n${item.description}`;
       item.iconPath = new vscode.ThemeIcon(STATE_ICON[state] ?? 'circle-large-outline');
       item.contextValue = `session.${state}`;
       return item;
     }
     if (node.kind === 'kernel') {
-      const k = this.run(node.targetId, node.binaryKey)?.kernel;
-      const item = new vscode.TreeItem(`kernel ${k?.release ?? '?'}`, vscode.TreeItemCollapsibleState.None);
-      item.id = `kernel:${node.targetId}:${node.binaryKey}`;
-      item.description = k ? (k.matches ? `build-id matches ${basename(node.binaryKey)}` : k.text) : '';
-      item.tooltip = k
-        ? [
-            `running kernel ${k.release}`,
-            `build-id ${k.buildId ?? 'none'}`,
-            `${basename(node.binaryKey)}: build-id ${k.vmlinuxBuildId ?? 'none'}`,
-            k.text,
-          ].join('\n')
-        : undefined;
-      item.iconPath = new vscode.ThemeIcon(k?.matches ? 'pass' : 'warning');
-      item.contextValue = k?.matches ? 'kernel.matches' : 'kernel.differs';
+      const k = this.kernels.row(node.targetId) ?? { state: 'reading' };
+      const choice = this.kernels.currentChoice ?? { btf: true };
+      const row = kernelRow(k, choice);
+      const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
+      item.id = `kernel:${node.targetId}`;
+      item.description = row.description;
+      item.tooltip =
+        k.state === 'read'
+          ? [
+              `running kernel ${k.release}`,
+              `build-id ${k.buildId ?? 'none'}`,
+              'vmlinux' in choice
+                ? `${choice.vmlinux.name}: build-id ${choice.vmlinux.buildId ?? 'none'}`
+                : `no vmlinux: probes come ${BTF_WORDS}`,
+              row.description,
+            ].join('\n')
+          : row.description;
+      item.iconPath = new vscode.ThemeIcon(k.state === 'reading' ? 'loading~spin' : row.ok ? 'pass' : 'warning');
+      item.contextValue = row.ok ? 'kernel.matches' : 'kernel.differs';
       return item;
     }
     const state = this.tracing.state(node.binaryKey, node.spec);

@@ -6,6 +6,7 @@ import { formatDefinition } from '../core/probes/definition';
 import type { CompiledProbe } from '../core/probes/compiler';
 import type { TraceSession } from '../core/session/traceSession';
 import type { SessionView } from './model/stats';
+import type { RunKernel } from './targetKernels';
 import type { TargetEntry } from './targets';
 
 export type RunState = 'starting' | 'armed' | 'failed' | 'stopped';
@@ -34,15 +35,6 @@ export interface Run {
   kernel?: RunKernel;
   /** The one spec this run counts in the kernel (hist triggers); absent: the binary's streaming session. */
   aggSpec?: string;
-}
-
-export interface RunKernel {
-  release: string;
-  buildId?: string;
-  vmlinuxBuildId?: string;
-  matches: boolean;
-  /** `build-id … matches the vmlinux`, or both ids when they differ */
-  text: string;
 }
 
 /** A run's key in `runs`: the binary's streaming session on a target, or one spec's kernel-counting session. */

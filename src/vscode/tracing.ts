@@ -9,6 +9,7 @@
 // A probe toggled to aggregate is counted in the kernel (hist triggers) by a session of its own per target, so
 // toggling, adding or removing it touches nothing else; on a target whose kernel has no hist triggers it streams
 // with the rest, and says so.
+// The running kernel without a vmlinux (key `kernel`, model/kernelTree.ts) is a session compiled from its BTF.
 // Tests: test/e2e/liveEdit.test.ts, test/e2e/probeSet.test.ts, test/e2e/traceLens.test.ts, test/e2e/traceLine.test.ts,
 //   test/e2e/sshTarget.test.ts, test/e2e/kernelLens.test.ts, test/e2e/aggregateToggle.test.ts
 import { basename } from 'node:path';
@@ -22,11 +23,11 @@ import { describeDisabled, describeFileChange, type FileChange } from '../core/s
 import { knownCaps, someTargetArmsPerSite } from '../core/session/targetCaps';
 import { isKernelImage } from '../core/probes/kernel';
 import { siteContext } from '../core/probes/variables';
-import { describeBuildIdMatch, readKernelInfo } from '../core/target/kernelInfo';
 import type { Target } from '../core/target/target';
 import type { Hit } from '../core/tracefs/hitParser';
 import type { Binaries } from './binaries';
 import type { Ctx, Scope } from './ctx';
+import { BTF_KEY } from './model/kernelTree';
 import { buildToLocal, remoteBinaryPath } from './model/pathMapping';
 import {
   addProbe,
@@ -47,8 +48,9 @@ import { ProbeSetFile } from './probeSetFile';
 import { noHistNote } from './model/aggregateOffer';
 import { allowedSites, siteQuestion } from './model/siteLimit';
 import { statsForSpec, type ProbeState, type SessionView, type SpecStats } from './model/stats';
+import { readRunKernel } from './targetKernels';
 import type { TargetEntry, Targets } from './targets';
-import { noteArmed, noteRefused, runId, viewOf, type Run, type RunKernel, type SpecLocation } from './run';
+import { noteArmed, noteRefused, runId, viewOf, type Run, type SpecLocation } from './run';
 
 export class Tracing implements vscode.Disposable {
   set: ProbeSet = emptyProbeSet();
@@ -57,6 +59,8 @@ export class Tracing implements vscode.Disposable {
   private readonly agreedSites = new Map<string, number>();
   private connections = new Map<string, Promise<Target>>();
   private tracing = false;
+  /** Where the workspace defines a running-kernel spec's function (TargetKernels.location). */
+  kernelLocation: (spec: string) => SpecLocation | undefined = () => undefined;
   private generation = 0;
   private readonly changed = new vscode.EventEmitter<void>();
   /** Probe set, run state or counts changed (hit-driven changes are coalesced by the listeners' timers). */
@@ -177,6 +181,7 @@ export class Tracing implements vscode.Disposable {
    * (the CLI needs --max-sites for it there).
    */
   private async agreeToSites(binary: string, specs: string[]): Promise<boolean> {
+    if (this.keyOf(binary) === BTF_KEY) return true; // one site per spec
     let index: BinaryIndex;
     try {
       index = await this.binaries.index(binary);
@@ -403,10 +408,11 @@ export class Tracing implements vscode.Disposable {
     this.changed.fire();
     let target: Target | undefined;
     try {
-      const index = await this.binaries.index(binary);
+      const index = key === BTF_KEY ? undefined : await this.binaries.index(binary);
       target = await this.connection(t, scope);
-      if (isKernelImage((await siteContext(index, this.ctx.config.debugDirs)).access.image)) {
-        const k = await this.readKernel(run, index, target);
+      if (index && isKernelImage((await siteContext(index, this.ctx.config.debugDirs)).access.image)) {
+        // The session compares the build-ids itself before arming; one that cannot be read here still gets that check.
+        const k = (run.kernel = await readRunKernel(target, run.target, index.buildId, (l) => this.ctx.log(`${l} (${binary})`)));
         // Kprobes placed by another build's DWARF would land mid-instruction: refused, as the CLI refuses it.
         if (k?.buildId && k.vmlinuxBuildId && !k.matches)
           throw new Error(
@@ -441,24 +447,6 @@ export class Tracing implements vscode.Disposable {
   }
 
   /**
-   * Kernel probes are about the running kernel: which one it is, and whether the vmlinux is its build, is shown in
-   * the Probes view. The session compares the build-ids itself before arming and refuses a mismatch (as the CLI
-   * does); a target whose kernel cannot be read here still gets that check.
-   */
-  private async readKernel(run: Run, index: BinaryIndex, target: Target): Promise<RunKernel | undefined> {
-    try {
-      const k = await readKernelInfo(target, { sudo: run.target.sudo });
-      const m = describeBuildIdMatch(k.buildId, index.buildId);
-      run.kernel = { release: k.release, buildId: k.buildId, vmlinuxBuildId: index.buildId, matches: m.matches, text: m.text };
-      this.ctx.log(`${run.target.label} runs kernel ${k.release}: ${m.text} (${run.binary})`);
-    } catch (e) {
-      this.ctx.log(`${run.target.label}: reading its kernel release failed: ${(e as Error).message}`);
-    }
-    this.changed.fire();
-    return run.kernel;
-  }
-
-  /**
    * A probed file changed on the target (see core/session/fileWatch.ts): said once per file, with a Re-arm action;
    * the run's probes are stale until re-armed.
    */
@@ -477,9 +465,10 @@ export class Tracing implements vscode.Disposable {
     });
   }
 
-  private async startRun(run: Run, index: BinaryIndex, target: Target, specs: string[]): Promise<void> {
+  /** `index` undefined: the target's running kernel, compiled from its BTF and kallsyms. */
+  private async startRun(run: Run, index: BinaryIndex | undefined, target: Target, specs: string[]): Promise<void> {
     const remotePath =
-      run.target.remotePrefix && this.ctx.workspaceFolder
+      index && run.target.remotePrefix && this.ctx.workspaceFolder
         ? remoteBinaryPath(run.binary, { localPrefix: this.ctx.workspaceFolder, remotePrefix: run.target.remotePrefix })
         : undefined;
     this.ctx.log(`arming on ${target.describe()}: ${run.binary}${remotePath ? ` (as ${remotePath})` : ''}: ${specs.join(' | ')}`);
@@ -489,7 +478,7 @@ export class Tracing implements vscode.Disposable {
       sudo: run.target.sudo,
       aggregate: run.aggSpec !== undefined,
       ...(this.ctx.config.bufferKb ? { bufferKb: this.ctx.config.bufferKb } : {}),
-      index,
+      ...(index ? { index } : { runningKernel: true }),
       specs,
       remotePath,
       keepGoing: true,
@@ -582,6 +571,7 @@ export class Tracing implements vscode.Disposable {
   location(key: string, spec: string): SpecLocation | undefined {
     const k = `${key}\0${spec}`;
     if (this.locations.has(k)) return this.locations.get(k) ?? undefined;
+    if (key === BTF_KEY) return this.kernelLocation(spec);
     const index = this.binaries.cached(this.pathOf(key));
     if (!index) return undefined;
     let loc: SpecLocation | null = null;

@@ -5,8 +5,11 @@
 // VM over SSH (its host key checked against known_hosts), the Probes view shows the VM's kernel and that its
 // build-id is the vmlinux's, and the inline count rises by at least the opens the test makes in the VM (other
 // processes there open files too: a lower bound), while the live panel, filtered by the test's opener's comm, shows
-// exactly those opens. This machine, another kernel, is refused with both build-ids. A second workspace names the
-// vmlinux by its absolute path in `probelens.binaries` instead of linking to it: the same lens is there.
+// exactly those opens. This machine, another kernel, is refused with both build-ids. The Probes view shows both
+// targets' kernels as soon as the VM is added, before any probe is armed. A second workspace names the
+// vmlinux by its absolute path in `probelens.binaries` instead of linking to it: the same lens is there. A third is
+// a kernel tree (Kbuild, Kconfig and MAINTAINERS at its root) with no vmlinux at all: its lenses come from the VM's
+// own BTF and kallsyms, say so, and count the VM's opens the same way.
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -56,6 +59,82 @@ async function waitRow(page: Page, want: RegExp, ms: number): Promise<string> {
     if (Date.now() > deadline) throw new Error(`no Probes view row matching ${want} within ${ms} ms (rows: ${JSON.stringify(rows)})`);
     await page.waitForTimeout(300);
   }
+}
+
+/** An ssh config naming the VM `e2e-vm` (root, its key, its known host key checked). */
+function vmSshConfig(vm: VmConnection, scratch: string): string {
+  const sshConfig = join(scratch, 'ssh_config');
+  writeFileSync(
+    sshConfig,
+    [
+      'Host e2e-vm',
+      `  HostName ${vm.host}`,
+      `  Port ${vm.port}`,
+      '  User root',
+      `  IdentityFile ${vm.identityFile}`,
+      '  IdentitiesOnly yes',
+      `  UserKnownHostsFile ${vm.knownHostsFile}`,
+      '  StrictHostKeyChecking yes',
+      '',
+    ].join('\n'),
+  );
+  return sshConfig;
+}
+
+function quickPickRow(page: Page, label: RegExp) {
+  return page
+    .locator('.quick-input-widget .quick-input-list .monaco-list-row')
+    .filter({ has: page.locator('.label-name', { hasText: label }) })
+    .first();
+}
+
+/** Probes view → "Add SSH Target…": the VM from the ssh config, as root; the workspace is not mirrored there. */
+async function addVmTarget(page: Page): Promise<void> {
+  await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
+  await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
+  await quickPickRow(page, /^\s*e2e-vm\s*$/).click();
+  await quickPickRow(page, /As the login user/).click();
+  const mirror = page.locator('.quick-input-widget').filter({ hasText: 'mirrors this workspace folder' });
+  await mirror.waitFor({ state: 'visible', timeout: 30_000 });
+  await mirror.locator('.quick-input-box input').press('Enter');
+  await mirror.waitFor({ state: 'hidden', timeout: 30_000 });
+  await waitRow(page, /e2e-vm/, 30_000);
+}
+
+/** "ProbeLens: Select Targets": the VM only (this machine unticked). */
+async function traceOnVmOnly(page: Page): Promise<void> {
+  // (Its quick pick stays open after the palette closes: the palette row is clicked by hand.)
+  await page.keyboard.press('F1');
+  await page.locator('.quick-input-widget .quick-input-box input').fill('>ProbeLens: Select Targets');
+  await quickPickRow(page, /Select Targets/).click();
+  const picker = page.locator('.quick-input-widget').filter({ hasText: 'trace on these targets' });
+  await picker.waitFor({ state: 'visible', timeout: 30_000 });
+  await quickPickRow(page, /^\s*local\s*$/).click();
+  await page.locator('.quick-input-widget .quick-input-box input').press('Enter');
+  await picker.waitFor({ state: 'hidden', timeout: 30_000 });
+}
+
+/**
+ * Opens files OPENS times in the VM (a copy of its static busybox under a name of its own, so its hits can be told
+ * apart by their comm, runs `cat` each time: one openat(2) of the file and no other open, as strace shows of the
+ * same busybox here) and waits until the inline count has risen by at least that much (the shell, sshd and the rest
+ * of the VM open files too: a lower bound).
+ */
+async function opensCounted(t: TestContext, page: Page, vm: VmConnection): Promise<void> {
+  const before = await inlineCount(page);
+  const r = await vmShell(
+    vm,
+    `cp /bin/busybox ${OPENER} && i=0; while [ $i -lt ${OPENS} ]; do ${OPENER} cat /etc/hostname >/dev/null; i=$((i+1)); done; rm -f ${OPENER}; echo done`,
+  );
+  assert.equal(r.out.trim(), 'done', r.err);
+  const deadline = Date.now() + 60_000;
+  let after = before;
+  while (after < before + OPENS && Date.now() < deadline) {
+    await page.waitForTimeout(500);
+    after = await inlineCount(page);
+  }
+  t.diagnostic(`inline count ${before} → ${after} for ${OPENS} opens made by the test`);
+  assert.ok(after >= before + OPENS, `the count rose by at least the test's ${OPENS} opens (${before} → ${after})`);
 }
 
 /**
@@ -111,21 +190,7 @@ test(
     const tree = await kernelTree(t, true);
     if (!tree) return;
     const { vm, vmlinux, scratch, ws, buildDir, line } = tree;
-    const sshConfig = join(scratch, 'ssh_config');
-    writeFileSync(
-      sshConfig,
-      [
-        'Host e2e-vm',
-        `  HostName ${vm.host}`,
-        `  Port ${vm.port}`,
-        '  User root',
-        `  IdentityFile ${vm.identityFile}`,
-        '  IdentitiesOnly yes',
-        `  UserKnownHostsFile ${vm.knownHostsFile}`,
-        '  StrictHostKeyChecking yes',
-        '',
-      ].join('\n'),
-    );
+    const sshConfig = vmSshConfig(vm, scratch);
     assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
 
     const settings = { 'probelens.ssh.configFile': sshConfig, 'probelens.pathMappings': { [buildDir]: '${workspaceFolder}' } };
@@ -137,27 +202,12 @@ test(
         .waitFor({ state: 'visible', timeout: 300_000 });
       t.diagnostic(`lenses above ${FILE} after ${Date.now() - t0} ms`);
 
-      // Probes view → "Add SSH Target…": the VM from the ssh config, as root, the binary is local (kernel probes).
-      await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
-      await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
-      const row = (label: RegExp) =>
-        page
-          .locator('.quick-input-widget .quick-input-list .monaco-list-row')
-          .filter({ has: page.locator('.label-name', { hasText: label }) })
-          .first();
-      await row(/^\s*e2e-vm\s*$/).click();
-      await row(/As the login user/).click();
-      const mirror = page.locator('.quick-input-widget').filter({ hasText: 'mirrors this workspace folder' });
-      await mirror.waitFor({ state: 'visible', timeout: 30_000 });
-      await mirror.locator('.quick-input-box input').press('Enter');
-      await mirror.waitFor({ state: 'hidden', timeout: 30_000 });
-      await waitRow(page, /e2e-vm/, 30_000);
+      await addVmTarget(page);
 
-      // Both targets are active: the VM's kernel is the vmlinux's build, this machine's is not.
-      await clickCodeLens(page, /^Trace$/, { line, timeout: 60_000 });
+      // Both targets are active: the VM's kernel is the vmlinux's build, this machine's is not; the Probes view says
+      // so before anything is armed (no session row yet).
       const release = vm.kernelRelease;
       const matching = await waitRow(page, new RegExp(`^kernel ${release.replace(/[.+]/g, '\\$&')} · build-id matches vmlinux$`), 300_000);
-      t.diagnostic(`Probes view: ${matching}`);
       const differs = await waitRow(page, /^kernel \S+ · build-id differs: running [0-9a-f]{40}, vmlinux [0-9a-f]{40}$/, 60_000);
       const here = await readKernelInfo(new LocalTarget({}));
       assert.ok(
@@ -166,44 +216,20 @@ test(
           differs.includes(`running ${here.buildId}, vmlinux ${vmlinux.buildId}`),
         `this machine's row names its kernel ${here.release} and both build-ids (${differs})`,
       );
+      t.diagnostic(`Probes view before any probe is armed: ${matching} | ${differs}`);
+      assert.ok(!(await viewRows(page)).some((r) => /^vmlinux · /.test(r)), 'no session before a lens is clicked');
+      await clickCodeLens(page, /^Trace$/, { line, timeout: 60_000 });
       await waitRow(page, /^vmlinux · failed · the kernel on local .* is not the build of vmlinux/, 30_000);
-      t.diagnostic(`Probes view: ${differs}`);
 
       // Trace on the VM only, then Start Tracing again.
-      // (Its quick pick stays open after the palette closes: the palette row is clicked by hand.)
-      await page.keyboard.press('F1');
-      await page.locator('.quick-input-widget .quick-input-box input').fill('>ProbeLens: Select Targets');
-      await row(/Select Targets/).click();
-      const picker = page.locator('.quick-input-widget').filter({ hasText: 'trace on these targets' });
-      await picker.waitFor({ state: 'visible', timeout: 30_000 });
-      await row(/^\s*local\s*$/).click();
-      await page.locator('.quick-input-widget .quick-input-box input').press('Enter');
-      await picker.waitFor({ state: 'hidden', timeout: 30_000 });
+      await traceOnVmOnly(page);
       await page.locator('.action-label[aria-label^="Stop Tracing"]').first().click();
       await page.locator('.action-label[aria-label^="Start Tracing"]').first().click();
       await codeLens(page, /Trace: [\d,]+ hits? · armed/)
         .first()
         .waitFor({ state: 'visible', timeout: 300_000 });
       t.diagnostic(`armed on the VM after ${Date.now() - t0} ms`);
-      const before = await inlineCount(page);
-
-      // The test's opens: a copy of the VM's static busybox under a name of its own (so its hits can be told apart
-      // by their comm) runs `cat` OPENS times, each one openat(2) of the file and no other open (as strace shows
-      // of the same busybox here). The shell, sshd and the rest of the VM open files too.
-      const r = await vmShell(
-        vm,
-        `cp /bin/busybox ${OPENER} && i=0; while [ $i -lt ${OPENS} ]; do ${OPENER} cat /etc/hostname >/dev/null; i=$((i+1)); done; rm -f ${OPENER}; echo done`,
-      );
-      assert.equal(r.out.trim(), 'done', r.err);
-      const deadline = Date.now() + 60_000;
-      let after = before;
-      while (after < before + OPENS && Date.now() < deadline) {
-        await page.waitForTimeout(500);
-        after = await inlineCount(page);
-      }
-      t.diagnostic(`inline count ${before} → ${after} for ${OPENS} opens made by the test`);
-      // A lower bound: other processes' opens are counted too.
-      assert.ok(after >= before + OPENS, `the count rose by at least the test's ${OPENS} opens (${before} → ${after})`);
+      await opensCounted(t, page, vm);
       // Exactly: the live panel's hits of the opener's comm are the test's opens, one each.
       await runCommand(page, 'ProbeLens: Open Live Panel');
       const frame = await webviewFrame(page, '#pl-filter input', { timeout: 60_000 });
@@ -236,6 +262,66 @@ test(
       t.diagnostic(text);
       assert.ok(text.includes(`running ${here.buildId}, vmlinux ${vmlinux.buildId}`), text);
       assert.ok(text.includes(basename(vmlinux.path)), text);
+    });
+  },
+);
+
+test(
+  "kernel tree without a vmlinux: the Probes view shows the VM's kernel before tracing, the lens above do_sys_openat2 says BTF and kallsyms, and counts the VM's opens",
+  { timeout: 1_800_000 },
+  async (t) => {
+    if (!e2ePrerequisites(t)) return;
+    const vm = await requireVm(t);
+    if (!vm) return;
+    const files = [FILE, 'Kbuild', 'Kconfig', 'MAINTAINERS'];
+    let src: string;
+    try {
+      const got = kernelSourceFiles(vm.kernelPackage.split(' ')[1], files);
+      if (got.extractMs) t.diagnostic(`fetched ${files.join(', ')} of ${vm.kernelPackage} in ${got.extractMs} ms`);
+      src = got.dir;
+    } catch (e) {
+      if (!(e instanceof VmUnavailable)) throw e;
+      missing(t, e.message);
+      return;
+    }
+    const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-kernel-btf-'));
+    t.after(() => rmSync(scratch, { recursive: true, force: true }));
+    const ws = join(scratch, 'linux');
+    for (const f of files) {
+      mkdirSync(dirname(join(ws, f)), { recursive: true });
+      copyFileSync(join(src, f), join(ws, f));
+    }
+    const line =
+      readFileSync(join(ws, FILE), 'utf8')
+        .split('\n')
+        .findIndex((l) => new RegExp(`^static long ${FUNC}\\(`).test(l)) + 1;
+    assert.ok(line > 0, `${FUNC} is defined in ${FILE}`);
+    const sshConfig = vmSshConfig(vm, scratch);
+    assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
+
+    await withCodeServer(t, { workspace: ws, settings: { 'probelens.ssh.configFile': sshConfig } }, async ({ page }) => {
+      const t0 = Date.now();
+      await openFile(page, FILE);
+      await addVmTarget(page);
+      await traceOnVmOnly(page);
+      // Before anything is armed: the VM's kernel, and that there is no vmlinux (its BTF is used).
+      const release = vm.kernelRelease.replace(/[.+]/g, '\\$&');
+      const row = await waitRow(page, new RegExp(`^kernel ${release} · no vmlinux: BTF and kallsyms$`), 300_000);
+      t.diagnostic(`Probes view before tracing: ${row} (${Date.now() - t0} ms)`);
+      assert.ok(!(await viewRows(page)).some((r) => /^kernel · /.test(r)), 'no session before a lens is clicked');
+
+      // The lens says where the function comes from; clicking it arms on the VM's running kernel by name.
+      await clickCodeLens(page, /^Trace · BTF \+ kallsyms, no vmlinux$/, { line, timeout: 300_000 });
+      t.diagnostic(`BTF lens above ${FUNC} clicked after ${Date.now() - t0} ms`);
+      await codeLens(page, /Trace: [\d,]+ hits? · armed · BTF \+ kallsyms, no vmlinux/)
+        .first()
+        .waitFor({ state: 'visible', timeout: 300_000 });
+      const session = await waitRow(page, /^kernel · armed · from the target's BTF and kallsyms \(no vmlinux\)$/, 60_000);
+      t.diagnostic(`Probes view: ${session}`);
+      await opensCounted(t, page, vm);
+
+      await page.locator('.action-label[aria-label^="Stop Tracing"]').first().click();
+      assert.deepEqual((await waitVmClean(vm, 30_000)).left, [], 'Stop leaves nothing on the VM');
     });
   },
 );

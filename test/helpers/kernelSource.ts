@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { VmUnavailable, vmCacheRoot } from './vmImage';
+import { candidateVersion, newestCloudKernelPackage, VmUnavailable, vmCacheRoot } from './vmImage';
 
 function run(cmd: string, args: string[], cwd?: string): string {
   const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', maxBuffer: 64 << 20 });
@@ -65,6 +65,12 @@ export function kernelSourceFiles(version: string, files: readonly string[]): { 
     rmSync(tmp, { recursive: true, force: true });
   }
   return { dir, extractMs: Date.now() - started };
+}
+
+/** kernelSourceFiles() of the kernel the VM tests boot (the newest 6.1 cloud kernel the apt lists know), without the VM. */
+export function vmKernelSourceFiles(files: readonly string[]): { dir: string; extractMs: number; version: string } {
+  const version = candidateVersion(newestCloudKernelPackage());
+  return { ...kernelSourceFiles(version, files), version };
 }
 
 if (require.main === module) {

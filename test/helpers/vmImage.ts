@@ -62,7 +62,8 @@ export function newestCloudKernelPackage(): string {
   return names[names.length - 1];
 }
 
-function candidateVersion(pkg: string): string {
+/** `pkg`'s candidate version in the apt lists. */
+export function candidateVersion(pkg: string): string {
   const m = /^Version: (\S+)$/m.exec(run('apt-cache', ['show', '--no-all-versions', pkg]));
   if (!m) throw new VmUnavailable(`apt-cache show ${pkg} names no version`);
   return m[1];

@@ -218,3 +218,109 @@ test(
     assert.deepEqual(left, [], `left on the VM ${ms} ms after the CLI exited`);
   },
 );
+
+const THREADED = '/tmp/probelens-unamer-threads';
+const THREADS = 3;
+const PER_THREAD = 20;
+/**
+ * The program's threaded twin: prints its pid, waits for a byte on stdin, starts THREADS threads that each call
+ * uname(2) PER_THREAD times and print their thread id, joins them, and prints how many calls worked.
+ */
+const THREADED_SOURCE = `#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+static int ok[${THREADS}];
+static void *work(void *arg) {
+  int *n = arg;
+  struct utsname u;
+  for (int i = 0; i < ${PER_THREAD}; i++) *n += uname(&u) == 0;
+  flockfile(stdout);
+  printf("tid %ld\\n", (long)syscall(SYS_gettid));
+  funlockfile(stdout);
+  return 0;
+}
+int main(void) {
+  char go;
+  pthread_t t[${THREADS}];
+  int n = 0;
+  printf("pid %d\\n", getpid());
+  fflush(stdout);
+  if (read(0, &go, 1) != 1) return 2;
+  for (int i = 0; i < ${THREADS}; i++) pthread_create(&t[i], 0, work, &ok[i]);
+  for (int i = 0; i < ${THREADS}; i++) pthread_join(t[i], 0), n += ok[i];
+  printf("calls %d\\n", n);
+  return 0;
+}
+`;
+
+test(
+  'by process and by thread: a threaded program’s calls counted per pid and per tid, the kernel’s rows equal to the stream’s (its exited threads’ process from saved_tgids)',
+  TIMEOUT,
+  async (t) => {
+    const ready = await prepare(t);
+    if (!ready) return;
+    const { vm, k } = ready;
+    assert.ok(await installStatic(t, vm, THREADED, THREADED_SOURCE), 'the threaded program is installed');
+    const flags = ['--json', '--by', 'pid', '--by', 'tid', ...vmCliFlags(vm)];
+    const agg = startCli(t, ['trace', k.path, ...SPECS, '--aggregate', ...flags], kernelEnv(t));
+    await waitAggregating(vm, agg);
+    const streamed = startCli(t, ['trace', k.path, ...SPECS, ...flags], kernelEnv(t));
+    await waitOnVm(
+      vm,
+      streamed,
+      `cat ${T}/instances/probelens_*/events/probelens_*/*/enable`,
+      (out) => out.split('\n').filter((l) => l.trim() === '1').length >= 2,
+      'the streaming session arming',
+    );
+    const child = spawn('ssh', [...vmSshArgs(vm), '--', THREADED], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+    const until = Date.now() + 60_000;
+    while (!/^pid \d+$/m.test(out) && Date.now() < until) await sleep(50);
+    const pid = Number(/^pid (\d+)$/m.exec(out)?.[1]);
+    assert.ok(pid > 0, `the program printed its pid: ${out}`);
+    child.stdin.end('g');
+    await closed;
+    assert.match(out, new RegExp(`^calls ${THREADS * PER_THREAD}$`, 'm'), 'the program made every call');
+    const tids = [...out.matchAll(/^tid (\d+)$/gm)].map((m) => Number(m[1]));
+    assert.equal(tids.length, THREADS);
+    const P = 'x64_sys_newuname';
+    const mine = () => parseJsonOutput(streamed.stdout()).hits.filter((h) => h.kind === 'entry' && h.pid === pid).length;
+    const deadline = Date.now() + 120_000;
+    while (mine() < THREADS * PER_THREAD && Date.now() < deadline) await sleep(250);
+    // Let the aggregating session's periodic reading see the threads after they exited: their process then comes
+    // from the kernel's saved_tgids alone (/proc no longer has them).
+    await sleep(2_500);
+    agg.child.kill('SIGINT');
+    streamed.child.kill('SIGINT');
+    const [a, s] = await Promise.all([agg.exit, streamed.exit]);
+    assert.equal(a.code, 0, agg.stderr());
+    assert.equal(s.code, 0, streamed.stderr());
+    const aSum = parseJsonOutput(agg.stdout()).summary as unknown as Summary;
+    const sSum = parseJsonOutput(streamed.stdout()).summary as unknown as Summary;
+    assert.equal(aSum.aggregated, 'kernel');
+    const row = (sum: Summary, key: string, id: number) => sum.keys[P][key].find((r) => r.value === id)?.hits;
+    for (const tid of tids) {
+      assert.equal(row(sSum, 'tid', tid), PER_THREAD, `streamed: thread ${tid}'s calls`);
+      assert.equal(row(aSum, 'tid', tid), PER_THREAD, `kernel: thread ${tid}'s calls`);
+    }
+    // The process: its threads' calls, and the shell's one call before it exec'd the program as the same pid.
+    const sPid = row(sSum, 'pid', pid)!;
+    assert.ok(sPid >= THREADS * PER_THREAD && sPid <= THREADS * PER_THREAD + 1, `streamed: the process's calls: ${sPid}`);
+    assert.equal(
+      row(aSum, 'pid', pid),
+      sPid,
+      `the kernel counts the process's calls as the stream does: ${JSON.stringify(aSum.keys[P].pid)}`,
+    );
+    assert.ok(
+      tids.every((tid) => row(aSum, 'pid', tid) === undefined),
+      'no thread of the program is counted as a process of its own',
+    );
+    const { left, ms } = await waitVmClean(vm, 60_000);
+    assert.deepEqual(left, [], `left on the VM ${ms} ms after both CLIs exited`);
+  },
+);

@@ -57,6 +57,7 @@ export interface MergedSummary extends Pick<
 
 export function mergeSummaries(outcomes: Array<{ host: string; summary?: SessionSummary; error?: Error }>): MergedSummary {
   const m: MergedSummary = { hits: {}, lost: 0, mismatch: 0, kernelHits: {}, latency: {}, sites: {}, hosts: {} };
+  const severalHosts = outcomes.filter((o) => o.summary).length > 1;
   for (const o of outcomes) {
     m.hosts[o.host] = o.error ? { ok: false, error: o.error.message } : { ok: true };
     if (o.summary?.stream) m.hosts[o.host].stream = o.summary.stream;
@@ -70,7 +71,8 @@ export function mergeSummaries(outcomes: Array<{ host: string; summary?: Session
     for (const [probe, byKey] of Object.entries(s.keys ?? {}))
       for (const [key, rows] of Object.entries(byKey)) {
         const into = (((m.keys ??= {})[probe] ??= {})[key] ??= []);
-        addRows(into, rows);
+        // Process and thread ids are the host's own: over several hosts a row says whose (`HOST:ID`).
+        addRows(into, severalHosts && (key === 'pid' || key === 'tid') ? rows.map((r) => ({ ...r, value: `${o.host}:${r.value}` })) : rows);
         sortRows({ log2: key.endsWith('.log2') }, into);
       }
     for (const [k, v] of Object.entries(s.kernelHits)) m.kernelHits[k] = (m.kernelHits[k] ?? 0) + v;

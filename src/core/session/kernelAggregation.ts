@@ -16,7 +16,7 @@ import {
 } from '../tracefs/hist';
 import type { TracefsAgent } from '../tracefs/agentClient';
 import type { KernelFigures } from './aggregates';
-import { addRows, callerLabel, keyField, sortRows, type KeyRow, type KeySpec } from './keys';
+import { addRows, callerLabel, isThreadKey, keyField, sortRows, type KeyRow, type KeySpec } from './keys';
 
 export interface HistPlan {
   /** Synthetic latency events, defined before the triggers that name them. */
@@ -54,6 +54,8 @@ export function planHist(
     // Every point of an event fetches the same arguments: a key is counted where its field is fetched.
     const first = list.find((p) => p);
     for (const key of keys) {
+      // By process or thread: the count trigger's own per-thread table (kernelFigures).
+      if (isThreadKey(key)) continue;
       if (!first?.args.some((a) => a.name === keyField(key))) continue;
       const trigger = keyTrigger(keyField(key), key.log2, key.name === 'caller', perSite && key.name === 'caller');
       plan.keyEvents.push({ event, key, trigger });
@@ -107,12 +109,17 @@ export function kernelValue(digits: string, signed: boolean): number | string {
 /** The events whose hist files the session reads: the counted ones and the synthetic ones. */
 export const histEvents = (plan: HistPlan): string[] => [...plan.countEvents.map((c) => c.event), ...plan.synths];
 
-/** What the kernel's hist files (event → lines) say, in the aggregates' terms. */
+/**
+ * What the kernel's hist files (event → lines) say, in the aggregates' terms. `tgids`: thread → process, for
+ * `--by pid` (a thread it does not hold counts under its own id, as trace_pipe prints one the kernel forgot).
+ */
 export function kernelFigures(
   hist: ReadonlyMap<string, readonly string[]>,
   plan: HistPlan,
   points: ReadonlyMap<string, readonly CompiledProbe[]>,
   probeName: (p: CompiledProbe) => string,
+  keys: readonly KeySpec[] = [],
+  tgids: ReadonlyMap<number, number> = new Map(),
 ): KernelFigures {
   const out: KernelFigures = { counts: [], latency: {}, dropped: 0 };
   for (const { event, trigger } of plan.countEvents) {
@@ -162,6 +169,19 @@ export function kernelFigures(
     addRows(rows, found);
     sortRows(key, rows);
   }
+  for (const key of keys.filter(isThreadKey)) {
+    const byProbe = new Map<string, Map<number, number>>();
+    for (const c of out.counts) {
+      const id = key.name === 'pid' ? (tgids.get(c.tid) ?? c.tid) : c.tid;
+      const rows = byProbe.get(c.probe) ?? byProbe.set(c.probe, new Map()).get(c.probe)!;
+      rows.set(id, (rows.get(id) ?? 0) + c.hits);
+    }
+    for (const [probe, rows] of byProbe)
+      ((out.keys ??= {})[probe] ??= {})[key.text] = sortRows(
+        key,
+        [...rows].map(([value, hits]) => ({ value, hits })),
+      );
+  }
   for (const synth of plan.synths) {
     const probe = plan.latencyOf.get(synth)!;
     const table = tableOf(parseHist(hist.get(synth) ?? []), latencyTrigger());
@@ -182,6 +202,30 @@ export function kernelFigures(
 export const pointHits = (k: KernelFigures, event: string, point: number): number =>
   k.counts.reduce((n, c) => n + (c.event === event && c.point === point ? c.hits : 0), 0);
 
+/**
+ * The process of each thread the kernel counted, for `--by pid`: asked of the target's agent once per new thread
+ * while aggregating (saved_tgids, else /proc), and settled at STOP by every saved_tgids entry.
+ */
+export class ThreadProcesses {
+  readonly known = new Map<number, number>();
+  private readonly asked = new Set<number>();
+
+  /** Asks the agent about the threads of `k` not asked about before; true when it learnt any. */
+  async learn(agent: Pick<TracefsAgent, 'tgids'>, k: KernelFigures): Promise<boolean> {
+    const fresh = [...new Set(k.counts.map((c) => c.tid))].filter((t) => !this.known.has(t) && !this.asked.has(t));
+    if (!fresh.length) return false;
+    for (const t of fresh) this.asked.add(t);
+    const found = await agent.tgids(fresh);
+    for (const [t, p] of found) this.known.set(t, p);
+    return found.size > 0;
+  }
+
+  /** STOP's saved_tgids: the kernel's own word, over anything learnt earlier. */
+  settle(tgids: ReadonlyMap<number, number> | undefined): void {
+    for (const [t, p] of tgids ?? []) this.known.set(t, p);
+  }
+}
+
 /** Every hit the kernel counted. */
 export const totalHits = (k: KernelFigures): number => k.counts.reduce((n, c) => n + c.hits, 0);
 
@@ -195,7 +239,7 @@ export function readPeriodically(
   plan: HistPlan,
   everyMs: number,
   armed: () => boolean,
-  onHist: (hist: Map<string, string[]>) => void,
+  onHist: (hist: Map<string, string[]>) => void | Promise<void>,
 ): () => void {
   let reading = false;
   const timer = setInterval(() => {
@@ -203,7 +247,7 @@ export function readPeriodically(
     reading = true;
     agent
       .readHist(histEvents(plan))
-      .then((h) => armed() && onHist(h))
+      .then((h) => (armed() ? onHist(h) : undefined))
       .catch(() => undefined)
       .finally(() => (reading = false));
   }, everyMs);

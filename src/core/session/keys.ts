@@ -1,11 +1,14 @@
 // Counts per key (`trace --by KEY`): a probe's hits counted by the value of one of its integer arguments (`--by len`,
 // by the argument's name as hits show it), by log2 buckets of that value (`--by len.log2`), by its return value
-// (`--by retval`), by the task's name (`--by comm`) or, for kernel functions, by the function that called them
+// (`--by retval`), by the task's name (`--by comm`), by the process (`--by pid`, its thread-group id) or the thread
+// (`--by tid`) that made the call, or, for kernel functions, by the function that called them
 // (`--by caller`: the return address at the entry, named by the vmlinux's symbols and the running kernel's KASLR
 // offset, as the kernel's `.sym` names it; an inlined copy's caller is the function it is in). Streamed, the session
 // counts each hit it receives; aggregated
 // in the kernel, a hist trigger per key counts them there (`hist:keys=FIELD[.log2]:vals=hitcount`) and the session
-// reads its table. Both give the same rows: a value and its hits (for `.log2`, bucket i holds [2^i, 2^(i+1)), bucket
+// reads its table; `pid` and `tid` need none: the count trigger keys every hit by its thread (`common_pid`), and a
+// thread's process is the kernel's (saved_tgids, which record-tgid fills as threads run; /proc for one still alive),
+// as the stream's hits get theirs. Both give the same rows: a value and its hits (for `.log2`, bucket i holds [2^i, 2^(i+1)), bucket
 // 0 also 0, as latency buckets do; the kernel rounds a power of two one bucket lower, so those agree within one).
 // Tests: test/unit/core/session/keys.test.ts, test/vm/aggregate.test.ts
 import { log2Bucket, type Hit, type HitValue } from '../../shared/hit';
@@ -14,7 +17,7 @@ import type { CompiledProbe } from '../probes/compiler';
 export interface KeySpec {
   /** As the user wrote it: `comm`, `len`, `len.log2`, `retval`. */
   text: string;
-  /** The hit's argument (or `comm`, `retval`). */
+  /** The hit's argument (or `comm`, `retval`, `pid`, `tid`, `caller`). */
   name: string;
   log2: boolean;
 }
@@ -35,14 +38,20 @@ export function callerLabel(name: string): string {
 /** The field a hist trigger keys on (`.sym`) for `caller`: a kernel entry's return address (compiler CALLER_ARG). */
 export const CALLER_FIELD = 'probelens_caller';
 
+/** Keys that are the calling task's (or call's), not an argument's: no `.log2`. */
+const TASK_KEYS = new Set(['comm', 'caller', 'pid', 'tid']);
+
+/** Keys the kernel counts with the count trigger itself (per thread), needing no trigger of their own. */
+export const isThreadKey = (k: Pick<KeySpec, 'name'>): boolean => k.name === 'pid' || k.name === 'tid';
+
 const KEY = /^([A-Za-z_][A-Za-z0-9_]{0,63})(\.log2)?$/;
 
 /** A `--by` value, or an Error saying what a key is. */
 export function parseKey(text: string): KeySpec {
   const m = KEY.exec(text);
-  if (!m || ((m[1] === 'comm' || m[1] === 'caller') && m[2]))
+  if (!m || (TASK_KEYS.has(m[1]) && m[2]))
     throw new Error(
-      `--by ${JSON.stringify(text)}: a key is an integer argument's name as hits show it (len), its log2 buckets (len.log2), retval, comm, or caller (kernel functions)`,
+      `--by ${JSON.stringify(text)}: a key is an integer argument's name as hits show it (len), its log2 buckets (len.log2), retval, comm, pid (the process), tid (the thread), or caller (kernel functions)`,
     );
   return { text, name: m[1], log2: !!m[2] };
 }
@@ -62,6 +71,8 @@ function integer(v: HitValue | bigint | undefined): number | string | undefined 
 export function keyValue(k: KeySpec, hit: Hit): number | string | undefined {
   if (k.name === 'comm') return hit.comm;
   if (k.name === 'caller') return hit.caller;
+  if (k.name === 'pid') return hit.pid;
+  if (k.name === 'tid') return hit.tid;
   const raw = k.name === 'retval' && hit.retval !== undefined ? hit.retval : hit.args[k.name];
   const v = integer(raw);
   if (v === undefined || !k.log2) return v;
@@ -77,6 +88,15 @@ export function keyValue(k: KeySpec, hit: Hit): number | string | undefined {
 export function checkKeys(keys: readonly KeySpec[], probes: readonly CompiledProbe[]): void {
   for (const k of keys) {
     if (k.name === 'comm') continue;
+    if (isThreadKey(k)) {
+      // An argument of that name would be counted silently as the task's id instead: say so, and how to have both.
+      const arg = probes.find((p) => p.args.some((a) => a.name === k.name && !a.hidden));
+      if (arg)
+        throw new Error(
+          `--by ${k.text} counts by the ${k.name === 'pid' ? 'process' : 'thread'} that made the call, but ${arg.function ?? arg.event} also fetches an argument '${k.name}': name that argument otherwise in the spec (${k.name[0]}=${k.name}) and count by it with --by ${k.name[0]}`,
+        );
+      continue;
+    }
     if (k.name === 'caller') {
       const user = probes.filter((p) => p.kind === 'entry' && p.definition.target.type !== 'kprobe');
       if (user.length || !probes.some((p) => p.args.some((a) => a.name === CALLER_FIELD)))
@@ -89,11 +109,13 @@ export function checkKeys(keys: readonly KeySpec[], probes: readonly CompiledPro
     if (args.length === 0) {
       const names = [...new Set(probes.flatMap((p) => p.args.filter((a) => !a.hidden).map((a) => a.name)))];
       throw new Error(
-        `--by ${k.text}: no probe of this trace fetches '${k.name}' (${names.length ? `its arguments: ${names.join(', ')}` : 'it fetches no argument'}; or comm)`,
+        `--by ${k.text}: no probe of this trace fetches '${k.name}' (${names.length ? `its arguments: ${names.join(', ')}` : 'it fetches no argument'}; or comm, pid, tid)`,
       );
     }
     if (args.some((a) => a.display === 'string' || /string|\[/.test(a.type)))
-      throw new Error(`--by ${k.text}: '${k.name}' is text or an array, not an integer; keys are integer arguments, retval, or comm`);
+      throw new Error(
+        `--by ${k.text}: '${k.name}' is text or an array, not an integer; keys are integer arguments, retval, comm, pid or tid`,
+      );
   }
 }
 

@@ -23,7 +23,7 @@ import { chooseStream, type StreamChoice, type StreamKind } from './streamChoice
 import { countsAtCut, lossReport, type LossReport } from '../tracefs/loss';
 import { Aggregates, type AggregateSummary, type LatencySummary, type SiteCount, type SourceLine } from './aggregates';
 import { checkKeys, type KeySpec } from './keys';
-import { kernelFigures, planHist, pointHits, readPeriodically, totalHits, type HistPlan } from './kernelAggregation';
+import { kernelFigures, planHist, pointHits, readPeriodically, ThreadProcesses, totalHits, type HistPlan } from './kernelAggregation';
 import { eventsOf, pairsOf, presentHit, probeKey, schemaOf } from './points';
 import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
 import { compileKernelBtf, type RunningKernel } from '../probes/kernelBtf';
@@ -214,6 +214,8 @@ export class TraceSession {
   private lostAtRemovals = 0;
   /** The hist triggers of an aggregating session, and the timer that reads them. */
   private hist?: HistPlan;
+  /** Aggregating: each counted thread's process (`--by pid`). */
+  private readonly threadProcesses = new ThreadProcesses();
   private stopReading = (): void => undefined;
   /** The target's kernel as its BTF and kallsyms describe it (SessionOptions.runningKernel), read before compiling. */
   private kernel?: RunningKernel;
@@ -612,9 +614,14 @@ export class TraceSession {
     await agent.arm(!!opts.aggregate);
     if (this.hist) {
       const plan = this.hist;
-      const figures = (h: Map<string, string[]>) => kernelFigures(h, plan, this.pointsOf, (p) => this.probeName(p));
+      const figures = (h: Map<string, string[]>) =>
+        kernelFigures(h, plan, this.pointsOf, (p) => this.probeName(p), opts.keys, this.threadProcesses.known);
       const armed = () => this.state === 'armed';
-      this.stopReading = readPeriodically(agent, plan, opts.aggregateEveryMs ?? 1000, armed, (h) => this.aggregates.setKernel(figures(h)));
+      const byPid = opts.keys?.some((k) => k.name === 'pid');
+      this.stopReading = readPeriodically(agent, plan, opts.aggregateEveryMs ?? 1000, armed, async (h) => {
+        const k = figures(h);
+        this.aggregates.setKernel(byPid && (await this.threadProcesses.learn(agent, k)) ? figures(h) : k);
+      });
     }
     if (gate && !agent.watching) {
       // Nothing is watched after all (no file to watch): hits go straight through.
@@ -696,9 +703,13 @@ export class TraceSession {
       const marks = this.gate?.markersLost ?? 0;
       // Aggregating, the kernel's hist counts (read between the profile's two reads) stand for the records.
       // (A STOP that reported no hist file leaves the last periodic reading in place.)
+      // STOP's saved_tgids name the processes of the threads the last readings had not (`--by pid`).
+      this.threadProcesses.settle(report.tgids);
       const kernel =
         this.hist &&
-        (report.hist ? kernelFigures(report.hist, this.hist, this.pointsOf, (p) => this.probeName(p)) : this.aggregates.kernelFigures);
+        (report.hist
+          ? kernelFigures(report.hist, this.hist, this.pointsOf, (p) => this.probeName(p), this.opts.keys, this.threadProcesses.known)
+          : this.aggregates.kernelFigures);
       if (kernel) this.aggregates.setKernel(kernel);
       const counted = (ev: string, i: number) => (kernel ? pointHits(kernel, ev, i) : (this.records.get(ev)?.[i] ?? 0));
       report = countsAtCut(report, counted, kernel ? kernel.dropped : Math.max(0, streamLost - marks) + this.lostAtRemovals);

@@ -150,9 +150,10 @@ $t "*) continue ;; esac
   say OK TGID
 }
 
-# At STOP (raw): every saved thread-group id, for the threads of the last pages (asked of no one after the reply).
+# At STOP (raw, or counting with hist triggers): every saved thread-group id, for the threads of the last pages or
+# of the hist tables' last rows (asked of no one after the reply).
 raw_stop_tgids() {
-  [ "$RAW" = 1 ] && [ -f "$T/saved_tgids" ] && sed "s/^/$N INFO STOP tgid /" "$T/saved_tgids" >&2
+  { [ "$RAW" = 1 ] || [ -n "$HISTEV" ]; } && [ -f "$T/saved_tgids" ] && sed "s/^/$N INFO STOP tgid /" "$T/saved_tgids" >&2
   return 0
 }
 `;

@@ -1,5 +1,6 @@
 // Text for the inline decoration, the hover and the status bar. Fixed formatting (not the UI locale) so what
 // a user reads and what tests assert are the same everywhere: `● 1,204 hits · last a=3 b=-7 · p50 2.1µs`.
+import { BTF_SOURCE, DWARF_SOURCE, NO_INLINED_NOTE } from '../../core/probes/kernelBtf';
 import type { LatencyStats } from '../../core/session/aggregates';
 import { formatCount, formatDuration, describeSite, formatTs, formatValues } from '../../shared/hitText';
 import type { CountPath, ProbeState, SpecStats } from './stats';
@@ -95,6 +96,9 @@ function latencyLines(l: LatencyStats): string[] {
 export function hoverMarkdown(spec: string, st: SpecStats | undefined, state: ProbeState, problems: readonly string[] = []): string {
   const lines = [`**ProbeLens** \`${spec.replace(/`/g, "'")}\` — ${state}`];
   for (const p of problems) lines.push('', `⚠ ${escapeMarkdown(p)}`);
+  // A kernel probe says where it came from, as the CLI does.
+  if (st?.kernelSource)
+    lines.push('', escapeMarkdown(st.kernelSource === 'btf' ? `from ${BTF_SOURCE}; ${NO_INLINED_NOTE}` : `from ${DWARF_SOURCE}`));
   if (st) {
     const hosts = Object.entries(st.byHost);
     if (hosts.length) lines.push('', hosts.map(([h, n]) => `${escapeMarkdown(h)}: ${counted(n, st)}`).join(' · '));

@@ -43,7 +43,7 @@ export interface LiveSpec {
 }
 
 /** How a lens names a kernel probe's source: as the CLI does, shorter. */
-const SOURCE_WORDS = { dwarf: 'vmlinux DWARF', btf: 'BTF + kallsyms, no vmlinux' } as const;
+export const SOURCE_WORDS = { dwarf: 'vmlinux DWARF', btf: 'BTF + kallsyms, no vmlinux' } as const;
 
 /** Go's DW_AT_decl_line is where the body starts; the lens belongs on the `func` line at or above it. */
 export function snapGoLine(line: number, lineText: (line: number) => string | undefined): number {
@@ -70,7 +70,7 @@ function stateWord(s: ProbeState): string {
   return s === 'armed' ? 'armed' : s;
 }
 
-function liveTitle(kind: Exclude<LensKind, 'unprobeable'>, live: LiveSpec): string {
+export function liveTitle(kind: Exclude<LensKind, 'unprobeable'>, live: LiveSpec): string {
   const atLeast = live.lowerBound ? '≥ ' : '';
   if (kind === 'latency') {
     const p =
@@ -89,7 +89,11 @@ function sourceWords(live: LiveSpec): string {
   return live.kernelSource ? ` · ${SOURCE_WORDS[live.kernelSource]}` : '';
 }
 
-const IDLE_TITLE: Record<Exclude<LensKind, 'unprobeable'>, string> = { trace: 'Trace', returns: 'Trace returns', latency: 'Latency' };
+export const IDLE_TITLE: Record<Exclude<LensKind, 'unprobeable'>, string> = {
+  trace: 'Trace',
+  returns: 'Trace returns',
+  latency: 'Latency',
+};
 
 /**
  * Lenses for `functions` (those the index declares in this file, sorted by line). One set per line and name:

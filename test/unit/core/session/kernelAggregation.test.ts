@@ -154,7 +154,7 @@ test('the hist files are read periodically while armed, one reading at a time, u
     plan,
     2,
     () => armed,
-    (h) => got.push(h.size),
+    (h) => void got.push(h.size),
   );
   const waitFor = async (ok: () => boolean) => {
     for (let i = 0; i < 5000 && !ok(); i++) await new Promise((r) => setTimeout(r, 2));

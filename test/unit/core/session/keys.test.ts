@@ -90,7 +90,7 @@ test('a key no probe fetches, or one that is text, is refused before arming, nam
   assert.doesNotThrow(() => checkKeys([parseKey('len'), parseKey('len.log2'), parseKey('comm')], probes));
   assert.throws(
     () => checkKeys([parseKey('lenn')], probes),
-    /--by lenn: no probe of this trace fetches 'lenn' \(its arguments: len, path; or comm\)/,
+    /--by lenn: no probe of this trace fetches 'lenn' \(its arguments: len, path; or comm, pid, tid\)/,
   );
   assert.throws(() => checkKeys([parseKey('path')], probes), /'path' is text or an array, not an integer/);
   assert.throws(
@@ -268,4 +268,86 @@ test('by caller: kernel entries only; the kernel names the return address (.sym)
   ]);
   assert.equal(keyValue(parseKey('caller'), { ...hit('f', {}), caller: 'vfs_read' }), 'vfs_read');
   assert.equal(keyValue(parseKey('caller'), hit('f', {})), undefined, 'a hit with no caller is not counted under one');
+});
+
+test('by process and by thread: streamed from each hit, aggregated from the count trigger’s threads and the kernel’s thread → process map, the same rows', () => {
+  const keys = [parseKey('pid'), parseKey('tid')];
+  assert.throws(() => parseKey('pid.log2'), /a key is/);
+  const f = point('f', [{ name: 'len' }, COMM]);
+  const points = new Map([['f', [f]]]);
+  const plan = planHist(G, points, (p) => p.event, keys);
+  assert.deepEqual(
+    plan.triggers.map((t) => `${t.event} ${t.trigger}`),
+    ['f hist:keys=common_pid:vals=hitcount'],
+    'no trigger of their own: the count trigger keys every hit by its thread already',
+  );
+  // Process 70 has threads 70 and 71 (71 has exited: the kernel's saved_tgids still knows it); 90 is alone.
+  const hist = new Map([
+    [
+      'f',
+      [
+        '# trigger info: hist:keys=common_pid:vals=hitcount:sort=hitcount:size=2048 [active]',
+        '{ common_pid:        70 } hitcount:          2',
+        '{ common_pid:        71 } hitcount:          3',
+        '{ common_pid:        90 } hitcount:          4',
+      ],
+    ],
+  ]);
+  const tgids = new Map([
+    [70, 70],
+    [71, 70],
+    [90, 90],
+  ]);
+  const k = kernelFigures(hist, plan, points, (p) => p.event, keys, tgids);
+  const streamed = new KeyCounter(keys);
+  const add = (pid: number, tid: number, n: number) => {
+    for (let i = 0; i < n; i++) streamed.add({ ...hit('f', { len: 1 }), pid, tid });
+  };
+  add(70, 70, 2);
+  add(70, 71, 3);
+  add(90, 90, 4);
+  assert.deepEqual(k.keys, streamed.tables(), 'the same rows either way');
+  assert.deepEqual(k.keys?.f.pid, [
+    { value: 70, hits: 5 },
+    { value: 90, hits: 4 },
+  ]);
+  assert.deepEqual(k.keys?.f.tid, [
+    { value: 90, hits: 4 },
+    { value: 71, hits: 3 },
+    { value: 70, hits: 2 },
+  ]);
+  // A thread whose process the kernel no longer holds counts under its own id, as trace_pipe prints it.
+  const forgot = kernelFigures(hist, plan, points, (p) => p.event, keys, new Map([[70, 70]]));
+  assert.deepEqual(forgot.keys?.f.pid, [
+    { value: 90, hits: 4 },
+    { value: 71, hits: 3 },
+    { value: 70, hits: 2 },
+  ]);
+  // Over several hosts a row says whose process it is; comm and argument values add up as before.
+  const summary = (agg: Aggregates) => ({ host: 'h', lost: 0, mismatch: 0, kernelHits: {}, ...agg.summary() });
+  const a = new Aggregates(undefined, undefined, { keys });
+  a.setKernel(k);
+  const b = new Aggregates(undefined, undefined, { keys });
+  b.add({ ...hit('f', { len: 1 }), pid: 70, tid: 70 });
+  const m = mergeSummaries([
+    { host: 'a', summary: summary(a) },
+    { host: 'b', summary: summary(b) },
+  ]);
+  assert.deepEqual(m.keys?.f.pid, [
+    { value: 'a:70', hits: 5 },
+    { value: 'a:90', hits: 4 },
+    { value: 'b:70', hits: 1 },
+  ]);
+  assert.deepEqual(mergeSummaries([{ host: 'a', summary: summary(a) }]).keys?.f.pid, k.keys?.f.pid, 'one host: its own ids');
+});
+
+test('by pid or tid when a probe fetches an argument of that name: refused, saying how to count by either', () => {
+  const probes = [point('kill_pid_info', [{ name: 'sig' }, { name: 'pid' }, COMM])];
+  assert.throws(
+    () => checkKeys([parseKey('pid')], probes),
+    /--by pid counts by the process that made the call, but kill_pid_info also fetches an argument 'pid': name that argument otherwise in the spec \(p=pid\)/,
+  );
+  assert.doesNotThrow(() => checkKeys([parseKey('tid'), parseKey('sig')], probes));
+  assert.equal(keyValue(parseKey('pid'), { ...hit('f', {}), pid: 7, tid: 8 }), 7);
+  assert.equal(keyValue(parseKey('tid'), { ...hit('f', {}), pid: 7, tid: 8 }), 8);
 });

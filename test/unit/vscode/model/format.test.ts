@@ -111,6 +111,16 @@ test('the hover lists hosts, last hits (newest first) and a latency sparkline', 
   assert.equal(sp.to, 16384);
 });
 
+test("a kernel probe's hover says where it came from: the target's BTF and kallsyms, or the vmlinux's DWARF", () => {
+  const st = { hits: 2, byHost: { vm: 2 }, lastHits: [], kernelSource: 'btf' as const };
+  assert.match(
+    hoverMarkdown('do_sys_openat2 $params', st, 'armed'),
+    /\n\nfrom the target's BTF and kallsyms \(no vmlinux\); one entry site \(calls at copies inlined into other functions are unknown without the kernel's DWARF\)\n/,
+  );
+  assert.match(hoverMarkdown('do_sys_openat2 $params', { ...st, kernelSource: 'dwarf' }, 'armed'), /\n\nfrom vmlinux DWARF\n/);
+  assert.doesNotMatch(hoverMarkdown('f', { hits: 0, byHost: {}, lastHits: [] }, 'armed'), /from /);
+});
+
 test('hit rate from two samples', () => {
   assert.equal(hitRate(undefined, { t: 1000, total: 5 }), 0);
   assert.equal(hitRate({ t: 0, total: 0 }, { t: 500, total: 50 }), 100);
