@@ -11,7 +11,7 @@ const USAGE = `probelens ${PROBELENS_VERSION} — dynamic tracing with uprobes
 
 usage:
   probelens functions BIN [--match GLOB] [--json] [--no-cache]
-  probelens functions kernel --btf FILE [--match GLOB] [--json]
+  probelens functions kernel --btf FILE [--base-btf FILE] [--match GLOB] [--json]
   probelens lines     BIN SRC[:LINE]     [--json] [--no-cache]
   probelens vars      BIN POINT          [--json] [--no-cache]
   probelens usdt      BIN                [--json] [--no-cache]

@@ -21,7 +21,7 @@ import { parseSpec } from '../core/probes/spec';
 import { TraceSession } from '../core/session/traceSession';
 import { describeDisabled, describeFileChange, type FileChange } from '../core/session/fileWatch';
 import { knownCaps, someTargetArmsPerSite } from '../core/session/targetCaps';
-import { isKernelImage } from '../core/probes/kernel';
+import { isKernelImage, isKernelModule } from '../core/probes/kernel';
 import { siteContext } from '../core/probes/variables';
 import type { Target } from '../core/target/target';
 import type { Hit } from '../core/tracefs/hitParser';
@@ -410,7 +410,9 @@ export class Tracing implements vscode.Disposable {
     try {
       const index = key === BTF_KEY ? undefined : await this.binaries.index(binary);
       target = await this.connection(t, scope);
-      if (index && isKernelImage((await siteContext(index, this.ctx.config.debugDirs)).access.image)) {
+      const image = index && (await siteContext(index, this.ctx.config.debugDirs)).access.image;
+      // A module's .ko is compared with its loaded module by the session itself, not with the kernel's notes.
+      if (index && image && isKernelImage(image) && !isKernelModule(image)) {
         // The session compares the build-ids itself before arming; one that cannot be read here still gets that check.
         const k = (run.kernel = await readRunKernel(target, run.target, index.buildId, (l) => this.ctx.log(`${l} (${binary})`)));
         // Kprobes placed by another build's DWARF would land mid-instruction: refused, as the CLI refuses it.

@@ -2,27 +2,49 @@
 // include/uapi/linux/btf.h, then a header, the type section and the string section.
 import { BtfKind } from '../../src/core/binary/btf';
 
+// With `base`, the builder writes split BTF on top of it (a module's /sys/kernel/btf/MODULE): ids continue after
+// the base's last, string offsets after the base's string section, and a name the base holds is the base's offset.
 export class BtfBuilder {
   private readonly types: number[][] = [];
   private readonly strs: string[] = [''];
-  private readonly strOff = new Map<string, number>([['', 0]]);
+  private readonly strOff = new Map<string, number>();
   private strLen = 1;
 
+  constructor(private readonly base?: BtfBuilder) {
+    this.strOff.set('', base ? base.stringEnd : 0);
+  }
+
+  /** The first string offset past this builder's strings (where a split BTF on top of it starts its own). */
+  get stringEnd(): number {
+    return (this.base ? this.base.stringEnd : 0) + this.strLen;
+  }
+
+  /** The last type id (a base's included). */
+  get lastId(): number {
+    return (this.base ? this.base.lastId : 0) + this.types.length;
+  }
+
   str(s: string): number {
+    const inBase = this.base?.lookup(s);
+    if (inBase !== undefined) return inBase;
     const had = this.strOff.get(s);
     if (had !== undefined) return had;
-    const off = this.strLen;
+    const off = (this.base ? this.base.stringEnd : 0) + this.strLen;
     this.strOff.set(s, off);
     this.strs.push(s);
     this.strLen += Buffer.byteLength(s) + 1;
     return off;
   }
 
+  private lookup(s: string): number | undefined {
+    return this.base?.lookup(s) ?? (s === '' && this.base ? undefined : this.strOff.get(s));
+  }
+
   /** Appends a type (its u32 words) and returns its id. */
   private add(name: string, kind: number, vlen: number, kflag: boolean, sizeOrType: number, extra: number[] = []): number {
     const info = ((kflag ? 1 : 0) << 31) | (kind << 24) | vlen;
     this.types.push([this.str(name), info >>> 0, sizeOrType >>> 0, ...extra.map((x) => x >>> 0)]);
-    return this.types.length;
+    return this.lastId;
   }
 
   int(
@@ -82,7 +104,7 @@ export class BtfBuilder {
   }
   /** Reserves an id whose target is set later (for cycles). */
   patchRef(id: number, to: number): void {
-    this.types[id - 1][2] = to;
+    this.types[id - 1 - (this.base ? this.base.lastId : 0)][2] = to;
   }
   func(name: string, proto: number, linkage = 1): number {
     return this.add(name, BtfKind.FUNC, linkage, false, proto);

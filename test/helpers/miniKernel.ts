@@ -102,3 +102,40 @@ export function miniKernel(t: TestContext): string | undefined {
   }
   return built;
 }
+
+// A stand-in for a loadable module (a .ko): one unit compiled as the kernel compiles modules (-pg -mfentry, so each
+// traceable function starts with a call of the undefined `__fentry__`, a relocation), left unlinked (ET_REL), with
+// the `.modinfo` name the kernel knows it by, a notrace function, an inlined static, a function in `.init.text`
+// (freed after loading) and one in `.kprobes.text`, and a build-id note section as modpost's link leaves it.
+const MODULE_SOURCE = `
+int mod_table[8];
+static const char modinfo_name[] __attribute__((used, section(".modinfo"), aligned(1))) = "name=minimod";
+static const char modinfo_license[] __attribute__((used, section(".modinfo"), aligned(1))) = "license=GPL";
+static inline __attribute__((always_inline)) int mod_get(int fd) { return mod_table[fd & 7] + fd; }
+__attribute__((noinline)) int mod_create(void *net, void *sock, int protocol, int kern) { return mod_get(protocol) + kern + (net != sock); }
+__attribute__((noinline)) long mod_other(int a) { return mod_get(a) * 3; }
+__attribute__((noinline, no_instrument_function)) int mod_untraced(int a) { return a * 7 + 1; }
+__attribute__((noinline, section(".kprobes.text"))) int mod_kprobes(int a) { return a ^ 0x55; }
+__attribute__((section(".init.text"))) int mod_init(void) { return mod_create(0, 0, 2, 0) + (int)mod_other(1) + mod_untraced(2) + mod_kprobes(3); }
+`;
+
+let builtModule: string | undefined;
+
+/** The module stand-in's path (`minimod.ko`, built once per process), or undefined after marking the test skipped. */
+export function miniModule(t: TestContext): string | undefined {
+  if (!have('gcc') || !have('ld')) {
+    missing(t, 'gcc and ld (build the stand-in module)');
+    return undefined;
+  }
+  if (!builtModule) {
+    writeFileSync(join(workDir, 'minimod.c'), MODULE_SOURCE);
+    run('gcc', [
+      ...['-c', '-O2', '-g', '-pg', '-mfentry', '-mcmodel=kernel', '-fno-pic', '-fno-asynchronous-unwind-tables', '-ffreestanding'],
+      ...['minimod.c', '-o', 'minimod.o'],
+    ]);
+    // `ld -r --build-id` as the kernel's modpost link does: still ET_REL, now with .note.gnu.build-id.
+    run('ld', ['-r', '--build-id', 'minimod.o', '-o', 'minimod.ko']);
+    builtModule = join(workDir, 'minimod.ko');
+  }
+  return builtModule;
+}

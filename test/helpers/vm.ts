@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fixture, type FixtureName } from './fixtures';
 import { missing } from './require';
 import { atProcessEnd, freePort } from './sshd';
-import { READY_MARK, VmUnavailable, vmDebugKernel, vmImage, type VmImage } from './vmImage';
+import { READY_MARK, VmUnavailable, vmDebugKernel, vmDebugModule, vmImage, type VmImage } from './vmImage';
 import { openBinary } from '../../src/core/binary';
 import { NT_GNU_BUILD_ID, parseNotes } from '../../src/core/binary/notes';
 
@@ -300,13 +300,40 @@ export async function requireVm(t: TestContext): Promise<VmConnection | undefine
 }
 
 /** The GNU build-id of the VM's running kernel, from its /sys/kernel/notes. */
-export async function vmKernelBuildId(vm: VmConnection): Promise<string> {
-  const r = await vmShell(vm, 'od -An -v -tx1 /sys/kernel/notes');
-  if (r.code !== 0) throw new Error(`reading the VM's /sys/kernel/notes failed: ${r.err}`);
+export async function vmKernelBuildId(vm: VmConnection, notes = '/sys/kernel/notes'): Promise<string> {
+  const r = await vmShell(vm, `od -An -v -tx1 ${notes}`);
+  if (r.code !== 0) throw new Error(`reading the VM's ${notes} failed: ${r.err}`);
   const bytes = Buffer.from(r.out.replace(/\s+/g, ''), 'hex');
-  const note = parseNotes(bytes, true, 4, '/sys/kernel/notes', 0).find((n) => n.owner === 'GNU' && n.type === NT_GNU_BUILD_ID);
-  if (!note) throw new Error("the VM's /sys/kernel/notes holds no GNU build-id");
+  const note = parseNotes(bytes, true, 4, notes, 0).find((n) => n.owner === 'GNU' && n.type === NT_GNU_BUILD_ID);
+  if (!note) throw new Error(`the VM's ${notes} holds no GNU build-id`);
   return Buffer.from(note.desc).toString('hex');
+}
+
+/**
+ * The path of a module's `.ko` with DWARF from the VM kernel's `-dbg` package (extracted into the test cache once,
+ * see vmDebugModule), after checking that its GNU build-id is the loaded module's
+ * (/sys/module/NAME/notes/.note.gnu.build-id). Skips when it cannot be had (under CI=true: fails).
+ */
+export async function requireModuleKo(
+  t: TestContext,
+  vm: VmConnection,
+  name: string,
+): Promise<{ path: string; buildId: string } | undefined> {
+  const [pkg, version] = vm.kernelPackage.split(' ');
+  let path: string;
+  try {
+    const got = vmDebugModule(pkg.replace(/^linux-image-/, ''), version, name);
+    path = got.path;
+    if (got.extractMs) t.diagnostic(`downloaded and extracted ${path} in ${got.extractMs} ms`);
+  } catch (e) {
+    if (!(e instanceof VmUnavailable)) throw e;
+    missing(t, e.message);
+    return undefined;
+  }
+  const buildId = (await openBinary(path)).buildId;
+  const loaded = await vmKernelBuildId(vm, `/sys/module/${name}/notes/.note.gnu.build-id`);
+  if (buildId !== loaded) throw new Error(`${path} has build-id ${buildId ?? 'none'}, the VM's loaded ${name} ${loaded}`);
+  return { path, buildId };
 }
 
 /**

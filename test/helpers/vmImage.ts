@@ -1,6 +1,6 @@
 // The VM test host's image: Debian 12's cloud kernel and an initramfs assembled here from this machine's own
 // programs — a static busybox (Debian's busybox-static, unpacked, not installed: it conflicts with `busybox`),
-// OpenSSH's sshd and the libraries ldd names, generated host and client keys, the virtio modules the kernel package
+// OpenSSH's sshd and the libraries ldd names, generated host and client keys, the modules (virtio, af_key) the kernel package
 // ships (insmod'ed by /init in dependency order) and the fixture binaries at the paths they have here. The kernel
 // and busybox packages come from `apt-get download` + `dpkg-deb -x` and are kept in the test cache; an image is
 // built once per input hash under ${XDG_CACHE_HOME:-~/.cache}/probelens-test/vm/image-HASH and lands by rename, so
@@ -40,8 +40,11 @@ export function vmCacheRoot(): string {
 }
 
 export const SSHD = '/usr/sbin/sshd';
-/** Modules /init loads; their dependencies are found from each module's `depends=` and loaded first. */
-const MODULES = ['virtio_pci', 'virtio_net'];
+/**
+ * Modules /init loads; their dependencies are found from each module's `depends=` and loaded first. af_key (PF_KEY
+ * sockets, with xfrm_algo) is there for the module tests (test/vm/kernelModule.test.ts).
+ */
+const MODULES = ['virtio_pci', 'virtio_net', 'af_key'];
 
 function run(cmd: string, args: string[], cwd?: string): string {
   const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', maxBuffer: 64 << 20 });
@@ -369,39 +372,92 @@ export function initrdSize(image: VmImage): number {
   return statSync(image.initrd).size;
 }
 
+/** The modules whose `.ko` with DWARF the VM tests want from the `-dbg` package (af_key loaded in the VM, vsock not). */
+export const DEBUG_MODULES = ['af_key', 'vsock'];
+
+const debDir = (release: string, version: string) => join(vmCacheRoot(), `kdebug-${release}_${version.replace(/[^\w.+~-]/g, '_')}`);
+const oldVmlinux = (release: string, version: string) =>
+  join(vmCacheRoot(), `vmlinux-${release}_${version.replace(/[^\w.+~-]/g, '_')}`, `vmlinux-${release}`);
+
 /**
  * The VM kernel's `vmlinux` with its DWARF: `apt-get download` of exactly `release`/`version`'s `-dbg` package
- * (≈ 283 MB), of which only `usr/lib/debug/boot/vmlinux-RELEASE` is extracted (`dpkg-deb --fsys-tarfile | tar -x`)
- * into the cache, keyed by release and version; the .deb is removed afterwards. Done once: later calls return the
- * cached file. Throws VmUnavailable when it cannot be had (no apt lists naming it, no network).
+ * (≈ 283 MB), of which `usr/lib/debug/boot/vmlinux-RELEASE` and the DEBUG_MODULES' `.ko`s are extracted in one pass
+ * (`dpkg-deb --fsys-tarfile | tar -x`) into the cache, `kdebug-RELEASE_VERSION/` (`vmlinux-RELEASE`,
+ * `modules/NAME.ko`); the .deb is removed afterwards. An older cache's `vmlinux-RELEASE_VERSION/` is used as it is.
+ * Done once: later calls return the cached file. Throws VmUnavailable when it cannot be had (no apt lists naming
+ * it, no network).
  */
 export function vmDebugKernel(release: string, version: string): { path: string; extractMs: number } {
-  const dir = join(vmCacheRoot(), `vmlinux-${release}_${version.replace(/[^\w.+~-]/g, '_')}`);
-  const path = join(dir, `vmlinux-${release}`);
+  const path = join(debDir(release, version), `vmlinux-${release}`);
   if (existsSync(path)) return { path, extractMs: 0 };
+  if (existsSync(oldVmlinux(release, version))) return { path: oldVmlinux(release, version), extractMs: 0 };
+  const extractMs = extractDebugFiles(release, version, true, DEBUG_MODULES);
+  return { path, extractMs };
+}
+
+/**
+ * A module's `.ko` with its DWARF from the same `-dbg` package, cached as `kdebug-RELEASE_VERSION/modules/NAME.ko`
+ * (keyed by release, version and module); fetched with the vmlinux when that is not cached either, so a fresh
+ * machine downloads the package once.
+ */
+export function vmDebugModule(release: string, version: string, name: string): { path: string; extractMs: number } {
+  const path = join(debDir(release, version), 'modules', `${name}.ko`);
+  if (existsSync(path)) return { path, extractMs: 0 };
+  const haveVmlinux = existsSync(join(debDir(release, version), `vmlinux-${release}`)) || existsSync(oldVmlinux(release, version));
+  const wanted = [...new Set([...DEBUG_MODULES, name])].filter((m) => !existsSync(join(debDir(release, version), 'modules', `${m}.ko`)));
+  const extractMs = extractDebugFiles(release, version, !haveVmlinux, wanted);
+  return { path, extractMs };
+}
+
+/** Downloads the `-dbg` package once and extracts the vmlinux (when asked) and `modules`' `.ko`s into the cache. */
+function extractDebugFiles(release: string, version: string, vmlinux: boolean, modules: string[]): number {
   const started = Date.now();
-  mkdirSync(vmCacheRoot(), { recursive: true });
-  const tmp = mkdtempSync(join(vmCacheRoot(), '.vmlinux-'));
+  const dir = debDir(release, version);
+  mkdirSync(join(dir, 'modules'), { recursive: true });
+  const tmp = mkdtempSync(join(vmCacheRoot(), '.kdebug-'));
   try {
     const pkg = `linux-image-${release}-dbg`;
     run('apt-get', ['download', '-q', `${pkg}=${version}`], tmp);
     const deb = readdirSync(tmp).find((f) => f.endsWith('.deb'));
     if (!deb) throw new VmUnavailable(`apt-get download ${pkg}=${version} left no .deb`);
-    const member = `./usr/lib/debug/boot/vmlinux-${release}`;
-    const r = spawnSync('sh', ['-c', 'dpkg-deb --fsys-tarfile "$1" | tar -x -C "$2" "$3"', 'sh', join(tmp, deb), tmp, member], {
-      encoding: 'utf8',
-    });
-    if (r.status !== 0) throw new VmUnavailable(`extracting ${member} from ${deb} failed: ${r.stderr.trim()}`);
+    const kernelMember = `./usr/lib/debug/boot/vmlinux-${release}`;
+    const koMember = (m: string) => `./usr/lib/debug/lib/modules/${release}/kernel/*/${m}.ko`;
+    const members = [...(vmlinux ? [kernelMember] : []), ...modules.map(koMember)];
+    const r = spawnSync(
+      'sh',
+      [
+        '-c',
+        'deb=$1; dir=$2; shift 2; dpkg-deb --fsys-tarfile "$deb" | tar -x --wildcards -C "$dir" "$@"',
+        'sh',
+        join(tmp, deb),
+        tmp,
+        ...members,
+      ],
+      { encoding: 'utf8' },
+    );
+    if (r.status !== 0) throw new VmUnavailable(`extracting ${members.join(' ')} from ${deb} failed: ${r.stderr.trim()}`);
     rmSync(join(tmp, deb));
-    mkdirSync(join(tmp, 'out'));
-    renameSync(join(tmp, member), join(tmp, 'out', `vmlinux-${release}`));
-    try {
-      renameSync(join(tmp, 'out'), dir);
-    } catch (e) {
-      if (!existsSync(path)) throw e; // another process extracted it first
+    // Each file lands by rename, so a process reading the cache never sees half of one.
+    for (const m of modules) {
+      const found = findFile(join(tmp, 'usr', 'lib', 'debug', 'lib', 'modules', release, 'kernel'), `${m}.ko`);
+      if (!found) throw new VmUnavailable(`${deb} holds no ${m}.ko`);
+      renameSync(found, join(dir, 'modules', `${m}.ko`));
     }
+    if (vmlinux) renameSync(join(tmp, kernelMember), join(dir, `vmlinux-${release}`));
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
-  return { path, extractMs: Date.now() - started };
+  return Date.now() - started;
+}
+
+function findFile(dir: string, name: string): string | undefined {
+  if (!existsSync(dir)) return undefined;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) {
+      const got = findFile(p, name);
+      if (got) return got;
+    } else if (e.name === name) return p;
+  }
+  return undefined;
 }

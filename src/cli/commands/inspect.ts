@@ -76,7 +76,7 @@ function writeJsonArray<T>(io: Io, items: readonly T[], row: (item: T) => unknow
 }
 
 export async function functionsCommand(argv: string[], io: Io): Promise<void> {
-  const args = parseArgs(argv, { ...COMMON, match: { kind: 'value' }, btf: { kind: 'value' } });
+  const args = parseArgs(argv, { ...COMMON, match: { kind: 'value' }, btf: { kind: 'value' }, 'base-btf': { kind: 'value' } });
   if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
   const glob = oneValue(args, 'match');
   const re = glob ? globToRegExp(glob) : undefined;
@@ -85,8 +85,13 @@ export async function functionsCommand(argv: string[], io: Io): Promise<void> {
     throw new UsageError(
       "'functions kernel --btf FILE' lists a kernel's functions from a saved BTF (/sys/kernel/btf/vmlinux); --btf goes with 'kernel' only",
     );
+  const baseFile = oneValue(args, 'base-btf');
+  if (baseFile !== undefined && btfFile === undefined)
+    throw new UsageError("--base-btf FILE (the kernel's BTF) goes with 'functions kernel --btf MODULE_BTF' (a module's split BTF)");
   if (btfFile !== undefined) {
-    btfFunctions(parseBtf(new Uint8Array(readFileSync(btfFile))), re, args.flags.has('json'), io);
+    // A module's BTF (/sys/kernel/btf/MODULE) is split: it is read on top of the kernel's, and lists the module's own.
+    const base = baseFile !== undefined ? parseBtf(new Uint8Array(readFileSync(baseFile))) : undefined;
+    btfFunctions(parseBtf(new Uint8Array(readFileSync(btfFile)), base), re, args.flags.has('json'), io);
     return;
   }
   const index = await indexFor(args);

@@ -86,7 +86,7 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
       if (args.values.has(o)) throw new UsageError(`--${o} needs a binary or vmlinux: 'define ${RUNNING_KERNEL}' takes no ${o}`);
   const probes =
     bin === RUNNING_KERNEL
-      ? compileKernelBtf(specs, await kernelForDefine(args), { group })
+      ? compileKernelBtf(specs, await kernelForDefine(args, specs), { group })
       : await compileProbes(specs, (await loadIndex(bin, { debugDirs: args.values.get('debug-dir'), ...indexOptions() })).index, {
           group,
           targetPath: oneValue(args, 'remote-path'),
@@ -118,7 +118,7 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
  * The kernel `define kernel` compiles for: a saved BTF blob (`--btf FILE`, with `--kallsyms FILE` to check names
  * as the target would), else the running kernel of `--host` (or this machine), read as `trace kernel` reads it.
  */
-async function kernelForDefine(args: ParsedArgs): Promise<RunningKernel> {
+async function kernelForDefine(args: ParsedArgs, specs: string[]): Promise<RunningKernel> {
   const btfFile = oneValue(args, 'btf');
   if (btfFile !== undefined) {
     if (args.values.has('host')) throw new UsageError('--btf and --host are two sources of the kernel: give one');
@@ -134,7 +134,7 @@ async function kernelForDefine(args: ParsedArgs): Promise<RunningKernel> {
   if (hosts.length > 1) throw new UsageError(`define ${RUNNING_KERNEL} reads one kernel: give one --host`);
   const target = await connector(args, (m) => process.stderr.write(`probelens: ${m}\n`))(hosts[0]);
   try {
-    return await fetchRunningKernel(target, useSudo(args, hosts[0]));
+    return await fetchRunningKernel(target, useSudo(args, hosts[0]), specs);
   } finally {
     await target.close().catch(() => undefined);
   }

@@ -1,6 +1,11 @@
 // Raw BTF (the BPF Type Format: Documentation/bpf/btf.rst, include/uapi/linux/btf.h), as the kernel exports it in
 // /sys/kernel/btf/vmlinux: a header, a type section (type ids from 1, 0 is void) and a string section.
 //
+// A module's BTF (/sys/kernel/btf/MODULE) is *split* BTF: it describes only what the module adds, on top of the
+// kernel's (the base, /sys/kernel/btf/vmlinux). Its type ids continue after the base's last id and its string
+// offsets after the base's string section (libbpf's btf__parse_split, the kernel's btf_parse_module): an id or
+// offset below those starts is the base's. `parseBtf(bytes, base)` reads it so.
+//
 // Parsing is lazy and bounds-checked: `parseBtf` checks the header and walks the type section once, recording each
 // type's offset and kind (a few milliseconds for the ~5 MB vmlinux BTF); a type is decoded only when asked for, and
 // names are read from the string section on demand. Every read is checked against its section: corrupt or truncated
@@ -107,14 +112,35 @@ export class Btf {
     private readonly strEnd: number,
     offsets: Uint32Array,
     kinds: Uint8Array,
+    /** The last type id (the base's types included). */
     readonly count: number,
+    /** The kernel's BTF this one is split from (a module's), else undefined. */
+    readonly base?: Btf,
   ) {
     this.offsets = offsets;
     this.kinds = kinds;
   }
 
-  /** Checks the header and indexes the type section; throws BtfError when the bytes are not well-formed BTF. */
-  static parse(bytes: Uint8Array): Btf {
+  /** The first type id this BTF's own type section holds (1, or the one after its base's last). */
+  get firstId(): number {
+    return this.base ? this.base.count + 1 : 1;
+  }
+
+  /** Where this BTF's own strings start in the offset space (after its base's string section). */
+  get stringStart(): number {
+    return this.base ? this.base.stringEnd : 0;
+  }
+
+  /** The end of the string offset space (this BTF's strings after its base's). */
+  get stringEnd(): number {
+    return this.stringStart + (this.strEnd - this.strStart);
+  }
+
+  /**
+   * Checks the header and indexes the type section; throws BtfError when the bytes are not well-formed BTF.
+   * With `base`, the bytes are split BTF on top of it (a module's).
+   */
+  static parse(bytes: Uint8Array, base?: Btf): Btf {
     if (bytes.length < HEADER_MIN) throw new BtfError(`${bytes.length} bytes is shorter than the ${HEADER_MIN}-byte header`);
     const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const magicLe = dv.getUint16(0, true);
@@ -160,12 +186,14 @@ export class Btf {
       kinds[id] = kind;
       off = next;
     }
-    return new Btf(dv, le, typeStart, typeEnd, hdrLen + strOff, hdrLen + strOff + strLen, offsets, kinds, id - 1);
+    const first = base ? base.count + 1 : 1;
+    return new Btf(dv, le, typeStart, typeEnd, hdrLen + strOff, hdrLen + strOff + strLen, offsets, kinds, first + id - 2, base);
   }
 
-  /** The NUL-terminated string at `off` of the string section. */
+  /** The NUL-terminated string at `off` of the string section (of the base's, below this one's start). */
   str(off: number): string {
-    const at = this.strStart + off;
+    if (this.base && off >= 0 && off < this.stringStart) return this.base.str(off);
+    const at = this.strStart + off - this.stringStart;
     if (off < 0 || at >= this.strEnd) throw new BtfError(`string offset ${off} is outside the string section`);
     const bytes = new Uint8Array(this.dv.buffer, this.dv.byteOffset + at, this.strEnd - at);
     const end = bytes.indexOf(0);
@@ -184,6 +212,7 @@ export class Btf {
   /** The type with id `id` (0: void). */
   type(id: number): BtfType {
     if (id === 0) return { kind: 'void', id: 0 };
+    if (this.base && id > 0 && id < this.firstId) return this.base.type(id);
     if (!Number.isInteger(id) || id < 0 || id > this.count) throw new BtfError(`type id ${id} is not among the ${this.count} types`);
     const hit = this.decoded.get(id);
     if (hit) return hit;
@@ -193,10 +222,11 @@ export class Btf {
   }
 
   private decode(id: number): BtfType {
-    const off = this.offsets[id];
+    const local = id - this.firstId + 1;
+    const off = this.offsets[local];
     const nameOff = this.u32(off);
     const info = this.u32(off + 4);
-    const kind = this.kinds[id];
+    const kind = this.kinds[local];
     const vlen = info & 0xffff;
     const kflag = info >>> 31 === 1;
     const sizeOrType = this.u32(off + 8);
@@ -365,13 +395,16 @@ export class Btf {
     }
   }
 
-  /** The ids of the FUNC types named `name` (static functions of different files may share one). */
+  /**
+   * The ids of the FUNC types named `name` (static functions of different files may share one): this BTF's own
+   * (a module's split BTF: the module's functions, not its base's).
+   */
   funcs(name: string): number[] {
     if (!this.funcsByName) {
       const m = new Map<string, number[]>();
-      for (let id = 1; id <= this.count; id++) {
-        if (this.kinds[id] !== BtfKind.FUNC) continue;
-        const n = this.str(this.u32(this.offsets[id]));
+      for (let local = 1, id = this.firstId; id <= this.count; local++, id++) {
+        if (this.kinds[local] !== BtfKind.FUNC) continue;
+        const n = this.str(this.u32(this.offsets[local]));
         const list = m.get(n);
         if (list) list.push(id);
         else m.set(n, [id]);
@@ -390,8 +423,9 @@ export class Btf {
   /** The kind number of type `id` without decoding it. */
   kindOf(id: number): number {
     if (id === 0) return 0;
+    if (this.base && id > 0 && id < this.firstId) return this.base.kindOf(id);
     if (!Number.isInteger(id) || id < 0 || id > this.count) throw new BtfError(`type id ${id} is not among the ${this.count} types`);
-    return this.kinds[id];
+    return this.kinds[id - this.firstId + 1];
   }
 
   /** The byte range the sections occupy (for messages and tests). */
@@ -400,5 +434,5 @@ export class Btf {
   }
 }
 
-/** `parseBtf(bytes)`: Btf.parse. */
-export const parseBtf = (bytes: Uint8Array): Btf => Btf.parse(bytes);
+/** `parseBtf(bytes[, base])`: Btf.parse (split BTF on top of `base`: a module's). */
+export const parseBtf = (bytes: Uint8Array, base?: Btf): Btf => Btf.parse(bytes, base);

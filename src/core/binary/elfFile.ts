@@ -22,6 +22,7 @@ import { parseElfContainer, type RawElf } from './elfyAdapter';
 import { NT_GNU_BUILD_ID, parseNotes, type ElfNote } from './notes';
 import { checkStrtab, groupSymbols, readFunctionSymbols, type FunctionSymbol, type SymbolGroup } from './symbols';
 import type { SectionSource } from './sections';
+import { applyRelocations, layoutRelocatable, type RelocatableLayout } from './relocatable';
 
 export type Arch = 'x86_64' | 'aarch64';
 export type ElfType = 'REL' | 'EXEC' | 'DYN' | 'CORE' | 'UNKNOWN';
@@ -77,6 +78,8 @@ export class ElfFile {
   private readonly contents = new Map<number, Uint8Array | undefined>();
   private readonly decompression: DecompressionBudget;
   private symbolCache?: { symbols: FunctionSymbol[]; groups: SymbolGroup[] };
+  /** A relocatable object's sections laid out as if linked (relocatable.ts); undefined for a linked file. */
+  readonly layout: RelocatableLayout | undefined;
 
   private constructor(
     readonly path: string,
@@ -99,8 +102,18 @@ export class ElfFile {
     this.entry = h.entry;
     this.sections = raw.sections;
     this.segments = raw.segments;
-    this.loadSegments = raw.segments.filter((s) => s.type === PT_LOAD);
     for (const s of raw.sections) if (!this.byName.has(s.name)) this.byName.set(s.name, s);
+    // A relocatable object has no segments: its allocated sections, laid out, stand in for them.
+    this.layout =
+      this.type === 'REL'
+        ? layoutRelocatable({
+            sections: raw.sections,
+            littleEndian: this.littleEndian,
+            elfClass: this.elfClass,
+            bytes: (s) => this.rawSectionBytes(s),
+          })
+        : undefined;
+    this.loadSegments = this.layout ? this.layout.segments : raw.segments.filter((s) => s.type === PT_LOAD);
   }
 
   /** Parses an ELF image. Throws NotElfError for non-ELF data, ElfFormatError for a damaged one. */
@@ -144,14 +157,35 @@ export class ElfFile {
     let sec = this.byName.get(name);
     if (!sec && name.startsWith('.debug_')) sec = this.byName.get(`.zdebug_${name.slice(7)}`);
     if (!sec) return undefined;
+    return this.contentsOf(sec);
+  }
+
+  /**
+   * A section's decompressed contents, cached; a relocatable object's with its relocations applied against its
+   * layout (relocatable.ts), never a linked file's (a vmlinux's `.rela.debug_*` are already applied).
+   */
+  contentsOf(sec: ElfSection): Uint8Array | undefined {
     if (this.contents.has(sec.index)) return this.contents.get(sec.index);
     const raw = this.rawSectionBytes(sec);
     let out = raw;
     if (raw && (sec.flags & SHF_COMPRESSED) !== 0n)
       out = decompressGabi(raw, this.elfClass, this.littleEndian, sec.name, sec.offset, this.decompression);
     else if (raw && sec.name.startsWith('.zdebug_')) out = decompressZdebug(raw, sec.name, sec.offset, this.decompression);
+    if (out && this.layout?.relocations.has(sec.index))
+      out = applyRelocations(sec, out === raw ? Uint8Array.from(out) : out, this.layout, {
+        sections: this.sections,
+        littleEndian: this.littleEndian,
+        elfClass: this.elfClass,
+        machine: this.machine,
+        bytes: (s) => this.rawSectionBytes(s),
+      });
     this.contents.set(sec.index, out);
     return out;
+  }
+
+  /** A symbol's address: its value, in a relocatable object plus its section's place in the layout. */
+  symbolAddress(sectionIndex: number, value: bigint): bigint {
+    return this.layout ? value + (this.layout.base.get(sectionIndex) ?? 0n) : value;
   }
 
   /** True when the file carries DWARF data (not just SHT_NOBITS placeholders). */
@@ -175,7 +209,9 @@ export class ElfFile {
         const strSec = checkStrtab(this.sections as RawSection[], t);
         const strtab = this.rawSectionBytes(strSec) ?? new Uint8Array(0);
         const bytes = this.rawSectionBytes(t) ?? new Uint8Array(0);
-        tables.push(readFunctionSymbols(t, bytes, strtab, strSec.name, this.elfClass, this.littleEndian));
+        const syms = readFunctionSymbols(t, bytes, strtab, strSec.name, this.elfClass, this.littleEndian);
+        if (this.layout) for (const f of syms) f.address = this.symbolAddress(f.sectionIndex, f.address);
+        tables.push(syms);
       }
     }
     this.symbolCache = groupSymbols(tables);
@@ -222,6 +258,7 @@ export class ElfFile {
 
   /** `size` bytes of the loaded image at vaddr (e.g. a function's code), from the file. */
   bytesAt(vaddr: bigint, size: number): Uint8Array {
+    if (this.layout) return this.relocatedBytesAt(vaddr, size);
     const seg = this.loadSegmentOf(vaddr);
     const off = this.fileOffsetOf(vaddr);
     if (!seg || size < 0 || vaddr + BigInt(size) > seg.vaddr + BigInt(seg.filesz) || off + size > this.data.length) {
@@ -232,6 +269,19 @@ export class ElfFile {
       );
     }
     return this.data.subarray(off, off + size);
+  }
+
+  /** A relocatable object's bytes at a layout address, from its section with the relocations applied. */
+  private relocatedBytesAt(vaddr: bigint, size: number): Uint8Array {
+    for (const [index, base] of this.layout!.base) {
+      const sec = this.sections[index];
+      if (sec.type === SHT_NOBITS || vaddr < base || vaddr >= base + BigInt(sec.size)) continue;
+      const at = Number(vaddr - base);
+      if (size < 0 || at + size > sec.size)
+        throw new ElfFormatError(sec.name, sec.offset + at, `${size} bytes at ${hex(vaddr)} run past the end of the section`);
+      return this.contentsOf(sec)!.subarray(at, at + size);
+    }
+    throw new ElfFormatError('section headers', undefined, `address ${hex(vaddr)} is in no allocated section`);
   }
 
   /** Code bytes of a function symbol (st_size bytes from its entry). */

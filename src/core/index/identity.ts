@@ -2,7 +2,19 @@
 // PT_NOTE segments are a few KiB at the start of the file, and the GNU build-id note lives there. A cache hit
 // must stay far under 50 ms even for a 100 MB binary, so this never reads section contents.
 import { closeSync, fstatSync, readSync } from 'node:fs';
-import { PHDR_SIZE, PT_NOTE, hasElfMagic, readElfHeader, readProgramHeader, type ElfHeader, type RawSegment } from '../binary/elfHeader';
+import {
+  PHDR_SIZE,
+  PT_NOTE,
+  SHDR_SIZE,
+  SHT_NOTE,
+  hasElfMagic,
+  readElfHeader,
+  readProgramHeader,
+  readSectionHeader,
+  type ElfHeader,
+  type RawSection,
+  type RawSegment,
+} from '../binary/elfHeader';
 import { isBinaryFormatError } from '../binary/errors';
 import { openRegularFileSync } from '../binary/regularFile';
 
@@ -16,7 +28,10 @@ export interface BinaryIdentity {
   /** File offset and length of the build-id bytes, so a target can compare its copy without parsing ELF. */
   buildIdOffset?: number;
   buildIdLength?: number;
-  /** Offset of the build-id bytes inside their PT_NOTE segment (a kernel exports that segment as /sys/kernel/notes). */
+  /**
+   * Offset of the build-id bytes inside their PT_NOTE segment (a kernel exports that segment as /sys/kernel/notes),
+   * or, in a relocatable object (a module's .ko), inside their note section (/sys/module/NAME/notes/SECTION).
+   */
   buildIdNoteOffset?: number;
 }
 
@@ -40,15 +55,26 @@ export function readBinaryIdentity(path: string): BinaryIdentity {
     const h = lenient((): ElfHeader => readElfHeader(head));
     if (!h) return id;
     const u32 = (b: Buffer, o: number) => (h.littleEndian ? b.readUInt32LE(o) : b.readUInt32BE(o));
+    // The note regions to search: PT_NOTE segments, or in a relocatable object (no segments) its note sections.
+    const regions: Array<{ offset: number; size: number; align: number }> = [];
     const { phoff, phentsize, phnum } = h;
-    if (phnum === 0 || phentsize < PHDR_SIZE[h.elfClass] || phnum > 4096) return id;
-    const ph = read(phoff, phentsize * phnum);
-    for (let i = 0; i < phnum && (i + 1) * phentsize <= ph.length; i++) {
-      const seg = lenient((): RawSegment => readProgramHeader(ph, i * phentsize, h, i, phoff));
-      if (seg?.type !== PT_NOTE) continue;
-      const off = seg.offset;
-      const align = Math.max(4, Number(seg.align));
-      const notes = read(off, Math.min(seg.filesz, MAX_NOTE_BYTES));
+    if (phnum > 0 && phentsize >= PHDR_SIZE[h.elfClass] && phnum <= 4096) {
+      const ph = read(phoff, phentsize * phnum);
+      for (let i = 0; i < phnum && (i + 1) * phentsize <= ph.length; i++) {
+        const seg = lenient((): RawSegment => readProgramHeader(ph, i * phentsize, h, i, phoff));
+        if (seg?.type === PT_NOTE) regions.push({ offset: seg.offset, size: seg.filesz, align: Number(seg.align) });
+      }
+    } else if (h.type === 1 && h.shnum > 0 && h.shnum <= 65535 && h.shentsize >= SHDR_SIZE[h.elfClass]) {
+      const sh = read(h.shoff, h.shentsize * h.shnum);
+      for (let i = 0; i < h.shnum && (i + 1) * h.shentsize <= sh.length; i++) {
+        const sec = lenient((): RawSection => readSectionHeader(sh, i * h.shentsize, h, i, h.shoff));
+        if (sec?.type === SHT_NOTE) regions.push({ offset: sec.offset, size: sec.size, align: Number(sec.addralign) });
+      }
+    }
+    for (const r of regions) {
+      const off = r.offset;
+      const align = Math.max(4, r.align);
+      const notes = read(off, Math.min(r.size, MAX_NOTE_BYTES));
       let q = 0;
       while (q + 12 <= notes.length) {
         const namesz = u32(notes, q);

@@ -8,7 +8,8 @@ import type { UsdtOperand } from '../binary/usdt';
 
 export type { SiteKind } from '../../shared/site';
 
-export const INDEX_FORMAT = 10;
+// 11: a relocatable object (a .o, a module's .ko) is indexed with its sections laid out and relocated (binary/relocatable.ts).
+export const INDEX_FORMAT = 11;
 
 export interface IndexedParam {
   name: string;

@@ -97,8 +97,8 @@ interface Ctx {
 
 export async function compileProbes(specs: Array<string | ProbeSpec>, index: BinaryIndex, opts: CompileOptions): Promise<CompiledProbe[]> {
   const ctx: Ctx = { index, opts, used: opts.usedEvents ?? new Set(), go: index.isGo };
-  // A kernel image's sites become kprobes (kernel.ts); only an ET_EXEC can be one.
-  if (index.data.elfType === 'EXEC') await readKernelOf(index, opts.debugDirs);
+  // A kernel image's sites become kprobes (kernel.ts); only an ET_EXEC, or an ET_REL module (a .ko), can be one.
+  if (index.data.elfType === 'EXEC' || index.data.elfType === 'REL') await readKernelOf(index, opts.debugDirs);
   const out: CompiledProbe[] = [];
   for (const s of specs) {
     const spec = typeof s === 'string' ? parseSpec(s) : s;
@@ -114,9 +114,23 @@ export async function compileProbes(specs: Array<string | ProbeSpec>, index: Bin
 
 async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> {
   const disabled = ctx.opts.disabledSites;
+  if (spec.point.kind === 'function' && spec.point.module !== undefined) {
+    // `MODULE:FUNC` on a module's .ko names that module; anywhere else it names nothing this binary holds.
+    const own = kernelOf(ctx.index)?.module;
+    if (own === undefined)
+      throw new ResolveError(
+        `${spec.point.module}:${spec.point.func} names a kernel module's function: give that module's .ko (with its debug information) or 'kernel', not ${ctx.index.path}`,
+      );
+    if (own !== spec.point.module) throw new ResolveError(`${ctx.index.path} is the module ${own}, not ${spec.point.module}`);
+  }
   const { resolved, notes, lowerBound } = await provedEntries(spec, resolvePoint(spec.point, ctx.index), ctx);
   const sites = disabled?.size ? resolved.filter((s) => !s.site || !disabled.has(siteAddress(s.address))) : resolved;
-  if (sites.length === 0) throw new ResolveError(`every site of this spec is disabled`);
+  if (sites.length === 0)
+    throw new ResolveError(
+      resolved.length > 0
+        ? `every site of this spec is disabled`
+        : `none of its copies' entries can be proved, so none is armed: ${[...notes.values()].flat().join('; ') || 'no reason was given'}`,
+    );
   // With several sites an argument a copy does not have is left out there, not a reason to refuse the spec.
   const lenient = sites.filter((s) => s.site).length > 1;
   const out: CompiledProbe[] = [];

@@ -2,7 +2,7 @@
 // text, written only here at the edge (Documentation/trace/uprobetracer.rst, kprobetrace.rst):
 //   p[:[GRP/]EVENT] PATH:OFFSET[(REF_CTR_OFFSET)] [NAME=FETCHARG[:TYPE] …]
 //   r[:[GRP/]EVENT] PATH:OFFSET [NAME=FETCHARG[:TYPE] …]
-//   p[:[GRP/]EVENT] SYMBOL[+OFFS] [NAME=FETCHARG[:TYPE] …]          (a kernel probe)
+//   p[:[GRP/]EVENT] [MODULE:]SYMBOL[+OFFS] [NAME=FETCHARG[:TYPE] …]  (a kernel probe; MODULE: a loadable module's)
 // Several definitions with one GRP/EVENT are one event with several probe points: the kernel appends a point
 // when its arguments have the same names and types (in the same order) as the event's; the fetches may differ.
 // Everything written here is later checked again by the target-side agent against the same strict shape.
@@ -19,7 +19,7 @@ export interface FetchArg {
 /** Where a probe point sits: a file offset in a binary (uprobe), or a kernel symbol and offset (kprobe). */
 export type ProbeTarget =
   | { type: 'uprobe'; path: string; offset: bigint; /** semaphore (USDT) */ refCtrOffset?: bigint }
-  | { type: 'kprobe'; symbol: string; offset: bigint };
+  | { type: 'kprobe'; symbol: string; offset: bigint; /** a loadable module's symbol: `MODULE:SYMBOL` */ module?: string };
 
 export interface ProbeDefinition {
   kind: 'p' | 'r';
@@ -48,6 +48,8 @@ export const GROUP_PATTERN = /^(?=.{1,63}$)probelens_[0-9]+_(?:[0-9a-f]+_[0-9a-f
  */
 export const UNBOUND_GROUP = 'probelens_unbound';
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** A loadable module's name as kallsyms and /sys/module spell it (the agent's pattern allows 56 characters). */
+export const MODULE_NAME = /^[A-Za-z0-9_]{1,56}$/;
 const MAX_EVENT = 63;
 // Fetchargs: registers, stack, memory and dereference chains; no spaces, quotes or shell/tracefs separators.
 // `\N` is an immediate (a constant the compiler folded the value to), decimal only; `+uN(…)` reads user memory
@@ -113,7 +115,9 @@ function targetText(d: ProbeDefinition): string {
   const t = d.target;
   if (t.type === 'kprobe') {
     if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(t.symbol)) throw new DefinitionError(`invalid kernel symbol '${t.symbol}'`);
-    return t.offset === 0n ? t.symbol : `${t.symbol}+${t.offset.toString(10)}`;
+    if (t.module !== undefined && !MODULE_NAME.test(t.module)) throw new DefinitionError(`invalid kernel module name '${t.module}'`);
+    const symbol = t.module !== undefined ? `${t.module}:${t.symbol}` : t.symbol;
+    return t.offset === 0n ? symbol : `${symbol}+${t.offset.toString(10)}`;
   }
   checkProbePath(t.path);
   if (d.kind === 'r' && t.refCtrOffset !== undefined) throw new DefinitionError('return probes take no semaphore');

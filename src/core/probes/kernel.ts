@@ -8,7 +8,11 @@
 //   (after an `endbr64` with IBT); kprobe_events refuses any offset of one without it (its entry, a copy inlined
 //   into it), unless it is a suffixed clone of a traceable function;
 // - an offset that is not an instruction boundary of its function (decoded from the symbol's start).
-// Tests: test/unit/core/probes/kernel.test.ts, test/vm/kernelDwarf.test.ts
+// A loadable module's `.ko` (an ET_REL with `.modinfo`) is a kernel image of its own: read with its sections laid
+// out and relocated (binary/relocatable.ts), its sites are written `MODULE:SYMBOL+OFFSET` (the kernel resolves the
+// symbol inside that module), its `.kprobes.text`/`.noinstr.text` are refused as the kernel refuses them at load,
+// and its `.init.text`/`.init.*` code is refused because the kernel frees it once the module has loaded.
+// Tests: test/unit/core/probes/kernel.test.ts, test/vm/kernelDwarf.test.ts, test/vm/kernelModule.test.ts
 import { basename } from 'node:path';
 import type { BinaryImage } from '../binary/binaryImage';
 import { decodeX86Flow } from './x86decoder';
@@ -33,14 +37,20 @@ export interface KernelImage {
   fentry?: bigint;
   /** `_stext`'s link-time address: the running kernel's, from /proc/kallsyms, less this is its KASLR offset. */
   textStart?: bigint;
+  /** A loadable module's name (`.modinfo` name=): its kprobes are written `MODULE:SYMBOL+OFFSET`. */
+  module?: string;
   image: BinaryImage;
 }
 
 const STT_FUNC = 2;
 const cache = new WeakMap<BinaryImage, KernelImage | null>();
 
-/** Whether `image` is a Linux kernel: an ET_EXEC with the kernel's `Linux` note and `.init.text`, or named vmlinux. */
+/**
+ * Whether `image` is a Linux kernel: an ET_EXEC with the kernel's `Linux` note and `.init.text`, or named vmlinux;
+ * or a loadable module (an ET_REL with `.modinfo` or `.gnu.linkonce.this_module`).
+ */
 export function isKernelImage(image: BinaryImage): boolean {
+  if (image.type === 'REL') return isKernelModule(image);
   if (image.type !== 'EXEC') return false;
   if (/^vmlinux/.test(basename(image.path))) return true;
   return image.elf.section('.init.text') !== undefined && image.elf.notes().some((n) => n.owner === 'Linux');
@@ -53,6 +63,36 @@ export function kernelImage(image: BinaryImage): KernelImage | undefined {
   const k = isKernelImage(image) ? readKernel(image) : null;
   cache.set(image, k);
   return k ?? undefined;
+}
+
+/** Whether `image` is a loadable kernel module (a `.ko`). */
+export function isKernelModule(image: BinaryImage): boolean {
+  return (
+    image.type === 'REL' && (image.elf.section('.modinfo') !== undefined || image.elf.section('.gnu.linkonce.this_module') !== undefined)
+  );
+}
+
+/**
+ * A module's name as the kernel knows it (/sys/module/NAME, `[NAME]` in kallsyms): `.modinfo`'s `name=`, else the
+ * name in `.gnu.linkonce.this_module` (struct module's name field), else the file's name without `.ko`, `-` as `_`.
+ */
+export function moduleName(image: BinaryImage): string {
+  const info = image.elf.section('.modinfo');
+  const bytes = info && image.elf.rawSectionBytes(info);
+  if (bytes) {
+    for (const kv of Buffer.from(bytes).toString('latin1').split('\0')) if (kv.startsWith('name=') && kv.length > 5) return kv.slice(5);
+  }
+  const mod = image.elf.section('.gnu.linkonce.this_module');
+  const m = mod && image.elf.rawSectionBytes(mod);
+  if (m && m.length > 24 + 1) {
+    const raw = Buffer.from(m.subarray(24, Math.min(m.length, 24 + 56)));
+    const end = raw.indexOf(0);
+    const name = raw.toString('latin1', 0, end < 0 ? raw.length : end);
+    if (/^[A-Za-z0-9_]+$/.test(name)) return name;
+  }
+  return basename(image.path)
+    .replace(/\.ko(\..*)?$/, '')
+    .replace(/-/g, '_');
 }
 
 function readKernel(image: BinaryImage): KernelImage {
@@ -74,7 +114,8 @@ function readKernel(image: BinaryImage): KernelImage {
       const end = str.indexOf(0, nameOff);
       const name = str.toString('latin1', nameOff, end < 0 ? str.length : end);
       if (!name) continue;
-      const address = dv.getBigUint64(off + 8, true);
+      // A module's symbols are section-relative (its undefined ones, `__fentry__`, get slots of their own).
+      const address = elf.layout ? elf.layout.symbolValue(off / 24) : dv.getBigUint64(off + 8, true);
       const size = dv.getBigUint64(off + 16, true);
       nameCount.set(name, (nameCount.get(name) ?? 0) + 1);
       if (!byName.has(name)) byName.set(name, address);
@@ -93,7 +134,31 @@ function readKernel(image: BinaryImage): KernelImage {
     const b = byName.get(hi);
     if (a !== undefined && b !== undefined && b > a) forbidden.push({ lo: a, hi: b, what });
   }
-  return { funcs, nameCount, blacklist, forbidden, fentry: byName.get('__fentry__'), textStart: byName.get('_stext'), image };
+  const module = isKernelModule(image) ? moduleName(image) : undefined;
+  if (module && elf.layout) {
+    // The module loader adds `.kprobes.text` and `.noinstr.text` to the blacklist, and frees `.init.*` code after init.
+    for (const sec of elf.sections) {
+      const base = elf.layout.base.get(sec.index);
+      if (base === undefined || sec.size === 0) continue;
+      const what =
+        sec.name === '.kprobes.text' || sec.name === '.noinstr.text'
+          ? sec.name
+          : sec.name.startsWith('.init.')
+            ? `${sec.name} (code the kernel frees once the module has loaded)`
+            : undefined;
+      if (what) forbidden.push({ lo: base, hi: base + BigInt(sec.size), what });
+    }
+  }
+  return {
+    funcs,
+    nameCount,
+    blacklist,
+    forbidden,
+    fentry: byName.get('__fentry__'),
+    textStart: byName.get('_stext'),
+    ...(module ? { module } : {}),
+    image,
+  };
 }
 
 /** The function symbol whose code holds `address` (the last one starting at or below it), or undefined. */
@@ -138,13 +203,15 @@ export class KernelProbeError extends Error {
  * (its entry is `SYMBOL+0`, a clone `foo.isra.0+0`, an inlined copy `caller+OFF`), else the nearest global
  * function symbol below it.
  */
-export function kernelPoint(k: KernelImage, address: bigint): { symbol: string; offset: bigint } {
+export function kernelPoint(k: KernelImage, address: bigint): { symbol: string; offset: bigint; module?: string } {
+  const mod = k.module ? { module: k.module } : {};
   const own = symbolAt(k, address);
-  if (own && k.nameCount.get(own.name) === 1) return { symbol: own.name, offset: address - own.address };
+  if (own && k.nameCount.get(own.name) === 1) return { symbol: own.name, offset: address - own.address, ...mod };
   let i = own ? k.funcs.indexOf(own) : -1;
   for (; i >= 0; i--) {
     const s = k.funcs[i];
-    if (s.global && k.nameCount.get(s.name) === 1) return { symbol: s.name, offset: address - s.address };
+    // In a module a static symbol is found by name too (`MODULE:SYMBOL` looks in the module's own symbols).
+    if ((s.global || k.module) && k.nameCount.get(s.name) === 1) return { symbol: s.name, offset: address - s.address, ...mod };
   }
   throw new KernelProbeError(`no kernel symbol names the code at 0x${address.toString(16)}`);
 }

@@ -7,7 +7,7 @@
 //
 // Without DWARF there are no inlined copies, lines or offsets: a function is probed at its one entry (and its
 // return); its calls at copies the compiler inlined elsewhere are unknown and said to be.
-// Tests: test/unit/core/probes/kernelBtf.test.ts, test/unit/cli/kernelBtf.test.ts, test/vm/kernelBtf.test.ts
+// Tests: test/unit/core/probes/kernelBtf.test.ts, test/unit/cli/kernelBtf.test.ts, test/vm/kernelBtf.test.ts, test/vm/kernelModule.test.ts
 import { BtfError, type Btf } from '../binary/btf';
 import type { CompiledArg, CompiledProbe, CompileOptions } from './compiler';
 import { UNBOUND_GROUP, uniqueEventName, type FetchArg, type ProbeDefinition } from './definition';
@@ -36,6 +36,11 @@ export interface RunningKernel {
    * function tracer): the kernel's refusal at writing is then the check.
    */
   traceable?: Set<string>;
+  /**
+   * The split BTF of each loadable module a spec names (/sys/kernel/btf/MODULE, read against `btf`), or why it
+   * could not be read; a module not here was not read (compiling offline from a saved BTF).
+   */
+  modules?: Map<string, Btf | { unreadable: string }>;
 }
 
 export interface KallsymEntry {
@@ -76,14 +81,32 @@ export function parseKprobeBlacklist(text: string): Set<string> {
   return out;
 }
 
-/** tracefs `available_filter_functions`: a name per line, a module's followed by `[MODULE]`. */
+/**
+ * tracefs `available_filter_functions`: a name per line, a module's followed by `[MODULE]`. Each name is in the set,
+ * a module's also as `MODULE:NAME`.
+ */
 export function parseFilterFunctions(text: string): Set<string> {
   const out = new Set<string>();
   for (const line of text.split('\n')) {
-    const name = /^([A-Za-z_][A-Za-z0-9_.]*)/.exec(line)?.[1];
-    if (name) out.add(name);
+    const m = /^([A-Za-z_][A-Za-z0-9_.]*)(?:\s+\[([A-Za-z0-9_]+)\])?/.exec(line);
+    if (!m) continue;
+    out.add(m[1]);
+    if (m[2]) out.add(`${m[2]}:${m[1]}`);
   }
   return out;
+}
+
+const loadedModules = new WeakMap<Kallsyms, Set<string>>();
+
+/** The modules kallsyms lists symbols of: those loaded on the target. */
+export function kallsymsModules(k: Kallsyms): Set<string> {
+  let set = loadedModules.get(k);
+  if (!set) {
+    set = new Set();
+    for (const list of k.values()) for (const e of list) if (e.module) set.add(e.module);
+    loadedModules.set(k, set);
+  }
+  return set;
 }
 
 /** The kernel-side type of a BTF type, read lazily (a pointer's target and a struct's members on first use). */
@@ -228,27 +251,49 @@ export function btfFunction(btf: Btf, name: string): { params: KernelParam[]; re
   return { params, returns: kernelType(btf, proto.returnType, cache) };
 }
 
-/** The one text symbol `name` names in kallsyms, or why a kprobe by name cannot be written there. */
-export function kallsymsSymbol(k: Kallsyms, name: string): { refused?: string } {
+/**
+ * The one text symbol `name` names in kallsyms (in `module` when given), or why a kprobe by name cannot be written
+ * there. A name listed once, in a module, is that module's function (`module` says which: its BTF types it).
+ */
+export function kallsymsSymbol(k: Kallsyms, name: string, module?: string): { refused?: string; module?: string; address?: bigint } {
   const all = k.get(name) ?? [];
-  const text = all.filter((e) => e.type === 't' || e.type === 'T');
+  const isText = (e: KallsymEntry) => e.type === 't' || e.type === 'T';
+  const shown = (list: KallsymEntry[]) =>
+    list
+      .slice(0, 6)
+      .map((e) => `${e.address ? `0x${e.address.toString(16)}` : '(address hidden)'}${e.module ? ` [${e.module}]` : ''}`)
+      .join(', ') + (list.length > 6 ? ', …' : '');
+  if (module !== undefined) {
+    const mine = all.filter((e) => e.module === module);
+    const text = mine.filter(isText);
+    if (text.length === 1) return { module, address: text[0].address };
+    if (!kallsymsModules(k).has(module))
+      return {
+        refused: `the module ${module} is not loaded on the target (/proc/kallsyms lists no symbol of [${module}]): load it (modprobe ${module}) and trace again`,
+      };
+    if (text.length > 1)
+      return {
+        refused: `${module}:${name} names ${text.length} functions of the module in the target's /proc/kallsyms (${shown(text)}): a kprobe by name would take one the kernel picks; with the module's .ko each can be told apart`,
+      };
+    if (mine.length)
+      return { refused: `${module}:${name} is not a function in the target's /proc/kallsyms (its type there is '${mine[0].type}')` };
+    const elsewhere = all.filter(isText);
+    return {
+      refused: `the module ${module} has no function ${name} in the target's /proc/kallsyms${elsewhere.length ? ` (${name} is at ${shown(elsewhere)}${elsewhere.every((e) => e.module) ? `: write ${elsewhere[0].module}:${name}` : ''})` : ''}`,
+    };
+  }
+  const text = all.filter(isText);
   if (text.length === 0) {
     if (all.length) return { refused: `${name} is not a function in the target's /proc/kallsyms (its type there is '${all[0].type}')` };
     return { refused: `${name} is not in the target's /proc/kallsyms (no such kernel function, or it was inlined everywhere)` };
   }
   if (text.length > 1) {
-    const shown = text
-      .slice(0, 6)
-      .map((e) => `${e.address ? `0x${e.address.toString(16)}` : '(address hidden)'}${e.module ? ` [${e.module}]` : ''}`);
+    const inModules = [...new Set(text.flatMap((e) => (e.module ? [e.module] : [])))];
     return {
-      refused: `${name} names ${text.length} functions in the target's /proc/kallsyms (${shown.join(', ')}${text.length > 6 ? ', …' : ''}): a kprobe by name would take one the kernel picks; with a vmlinux of that kernel each can be told apart`,
+      refused: `${name} names ${text.length} functions in the target's /proc/kallsyms (${shown(text)}): a kprobe by name would take one the kernel picks; with a vmlinux of that kernel each can be told apart${inModules.length ? `; a module's is named MODULE:${name} (${inModules.map((m) => `${m}:${name}`).join(', ')})` : ''}`,
     };
   }
-  if (text[0].module)
-    return {
-      refused: `${name} is in the module ${text[0].module}: module functions are not probed without a vmlinux yet (their BTF is /sys/kernel/btf/${text[0].module})`,
-    };
-  return {};
+  return { ...(text[0].module ? { module: text[0].module } : {}), address: text[0].address };
 }
 
 /** The hidden task name every point fetches (as the DWARF path's). */
@@ -264,13 +309,19 @@ export const NO_INLINED_NOTE = `one entry site (calls at copies inlined into oth
  * One line per kernel function probed, saying where its probes came from (`do_sys_openat2: from the target's BTF
  * and kallsyms (no vmlinux); one entry site (…)` or `…: from vmlinux DWARF`), in the order first probed.
  */
-export function kernelSourceLines(probes: ReadonlyArray<Pick<CompiledProbe, 'function' | 'kernelSource'>>): string[] {
+export function kernelSourceLines(
+  probes: ReadonlyArray<Pick<CompiledProbe, 'function' | 'kernelSource'> & { definition?: ProbeDefinition }>,
+): string[] {
   const seen = new Map<string, string>();
   for (const p of probes) {
     if (!p.kernelSource || !p.function || seen.has(p.function)) continue;
+    const module = p.definition?.target.type === 'kprobe' ? p.definition.target.module : undefined;
+    const name = module ? `${module}:${p.function}` : p.function;
     seen.set(
       p.function,
-      p.kernelSource === 'btf' ? `${p.function}: from ${BTF_SOURCE}; ${NO_INLINED_NOTE}` : `${p.function}: from ${DWARF_SOURCE}`,
+      p.kernelSource === 'btf'
+        ? `${name}: from ${module ? `the target's BTF (/sys/kernel/btf/${module} on /sys/kernel/btf/vmlinux) and kallsyms (no .ko)` : BTF_SOURCE}; ${NO_INLINED_NOTE}`
+        : `${name}: from ${module ? `the module's DWARF (${module}.ko)` : DWARF_SOURCE}`,
     );
   }
   return [...seen.values()];
@@ -308,17 +359,20 @@ function compileOne(spec: ProbeSpec, k: RunningKernel, group: string, used: Set<
       `${spec.text}: a source file, line or offset needs the kernel's DWARF (give the vmlinux); without it only the function's entry and %return`,
     );
   const fn = p.func;
-  const refused = k.kallsyms ? kallsymsSymbol(k.kallsyms, fn).refused : undefined;
-  if (refused) throw new KprobeSpecError(refused);
-  if (!k.kallsyms && k.btf.funcs(fn).length === 0)
-    throw new KprobeSpecError(`the BTF has no function ${fn} (and no kallsyms was read to find it by)`);
+  const found = k.kallsyms ? kallsymsSymbol(k.kallsyms, fn, p.module) : p.module ? { module: p.module } : {};
+  if (found.refused) throw new KprobeSpecError(found.refused);
+  const module = found.module;
+  const qualified = module ? `${module}:${fn}` : fn;
+  const btf = module ? moduleBtf(k, module) : k.btf;
+  if (!k.kallsyms && btf.funcs(fn).length === 0)
+    throw new KprobeSpecError(`the BTF has no function ${qualified} (and no kallsyms was read to find it by)`);
   if (k.blacklist instanceof Set && (k.blacklist.has(fn) || k.blacklist.has(fn.replace(/\..*$/, ''))))
-    throw new KprobeSpecError(`${fn} is on the kernel's kprobe blacklist (NOKPROBE_SYMBOL; /sys/kernel/debug/kprobes/blacklist)`);
-  if (k.traceable && !k.traceable.has(fn))
+    throw new KprobeSpecError(`${qualified} is on the kernel's kprobe blacklist (NOKPROBE_SYMBOL; /sys/kernel/debug/kprobes/blacklist)`);
+  if (k.traceable && !k.traceable.has(qualified))
     throw new KprobeSpecError(
-      `${fn} is not in the kernel's available_filter_functions: it is notrace (it does not call __fentry__), and the kernel keeps kprobe events out of it`,
+      `${qualified} is not in the kernel's available_filter_functions: it is notrace (it does not call __fentry__), and the kernel keeps kprobe events out of it`,
     );
-  const proto = btfFunction(k.btf, fn);
+  const proto = btfFunction(btf, fn);
   const kind = p.ret ? 'return' : 'entry';
   const args: CompiledArg[] = [];
   const warnings: string[] = [];
@@ -332,12 +386,12 @@ function compileOne(spec: ProbeSpec, k: RunningKernel, group: string, used: Set<
     kind: p.ret ? 'r' : 'p',
     group,
     event,
-    target: { type: 'kprobe', symbol: fn, offset: 0n },
+    target: { type: 'kprobe', symbol: fn, offset: 0n, ...(module ? { module } : {}) },
     args: fetchArgs,
   };
   if (!k.kallsyms)
     warnings.push(`compiled without the target's kallsyms: the kernel checks that ${fn} names one function when the definition is written`);
-  const address = k.kallsyms?.get(fn)?.find((e) => e.type === 't' || e.type === 'T')?.address ?? 0n;
+  const address = found.address ?? 0n;
   return {
     event,
     group,
@@ -353,6 +407,20 @@ function compileOne(spec: ProbeSpec, k: RunningKernel, group: string, used: Set<
     warnings,
     kernelSource: 'btf',
   };
+}
+
+/** The split BTF of `module` (RunningKernel.modules), or why its functions cannot be typed. */
+function moduleBtf(k: RunningKernel, module: string): Btf {
+  const got = k.modules?.get(module);
+  if (got === undefined)
+    throw new KprobeSpecError(
+      `the BTF of the module ${module} was not read (/sys/kernel/btf/${module}): a module's function is compiled from the target itself (--host, or this machine)`,
+    );
+  if ('unreadable' in got)
+    throw new KprobeSpecError(
+      `cannot read the module ${module}'s BTF on the target (${got.unreadable}): its kernel may lack CONFIG_DEBUG_INFO_BTF_MODULES`,
+    );
+  return got;
 }
 
 function compileArg(a: ProbeArg, proto: ReturnType<typeof btfFunction>, kind: 'entry' | 'return', fn: string): CompiledArg[] {

@@ -22,7 +22,7 @@ const kernels = new WeakMap<BinaryIndex, KernelImage | undefined>();
 /** The kernel image behind `index`'s kernel probes, once a compile has read it (undefined: not a kernel). */
 export const kernelOf = (index: BinaryIndex): KernelImage | undefined => kernels.get(index);
 
-/** Reads `index`'s image once, as a kernel or not (only an ET_EXEC can be one). */
+/** Reads `index`'s image once, as a kernel or not (only an ET_EXEC, or an ET_REL module, can be one). */
 export async function readKernelOf(index: BinaryIndex, debugDirs?: string[]): Promise<void> {
   if (!kernels.has(index)) kernels.set(index, kernelImage((await siteContext(index, debugDirs)).access.image));
 }

@@ -1,5 +1,5 @@
 // Probe specs in perf probe's grammar (docs/contracts.md): a point followed by arguments, one string.
-//   point: FUNC[@SRC][:RLN|+OFFS|%return] | SRC:ALN | sdt:PROVIDER:NAME
+//   point: [MODULE:]FUNC[@SRC][:RLN|+OFFS|%return] | SRC:ALN | sdt:PROVIDER:NAME   (MODULE: a kernel module's)
 //   arg:   name | name->field | name.field | name[idx] | name:TYPE | $params | $vars | $retval | $comm
 //          | NEWNAME=ARG | raw tracefs fetcharg (%di, +8(%sp):s32, +0(%di):string, @0x1234, $stack2)
 // Parsing is purely syntactic: whether a name exists is the compiler's business (it has the BinaryIndex).
@@ -25,7 +25,17 @@ const FETCH_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 export type ProbePoint =
-  | { kind: 'function'; func: string; src?: string; relLine?: number; offset?: number; ret: boolean; glob: boolean }
+  | {
+      kind: 'function';
+      func: string;
+      src?: string;
+      relLine?: number;
+      offset?: number;
+      ret: boolean;
+      glob: boolean;
+      /** A loadable kernel module the function is in (`af_key:pfkey_create`), as kallsyms names it. */
+      module?: string;
+    }
   | { kind: 'line'; src: string; line: number }
   | { kind: 'usdt'; provider: string; name: string };
 
@@ -144,6 +154,14 @@ export function parsePoint(token: string, spec = token, col = 0): ProbePoint {
   }
   let relLine: number | undefined;
   let offset: number | undefined;
+  // `MODULE:FUNC…`: a module name (kallsyms writes `-` as `_`) before a name, where `FUNC:RLN` has a number.
+  let module: string | undefined;
+  const first = findTop(head, ':');
+  if (first > 0 && /^[A-Za-z0-9_-]+$/.test(head.slice(0, first)) && /^[A-Za-z_]/.test(head.slice(first + 1))) {
+    module = head.slice(0, first).replace(/-/g, '_');
+    head = head.slice(first + 1);
+    col += first + 1;
+  }
   const colon = findTop(head, ':');
   if (colon >= 0) {
     const left = head.slice(0, colon);
@@ -171,7 +189,7 @@ export function parsePoint(token: string, spec = token, col = 0): ProbePoint {
   }
   if (!head) throw new SpecSyntaxError(spec, col, 'missing function name');
   const glob = /(^|[^\\])[*?]/.test(head);
-  return { kind: 'function', func: unescape(head), src, relLine, offset, ret, glob };
+  return { kind: 'function', func: unescape(head), src, relLine, offset, ret, glob, ...(module ? { module } : {}) };
 }
 
 export function parseArg(token: string, spec = token, col = 0): ProbeArg {

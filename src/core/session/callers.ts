@@ -20,6 +20,10 @@ export async function callerNamer(
   // Without a vmlinux (BTF and kallsyms) there are no symbols here to name a return address with.
   if (!index) throw new Error("--by caller needs the kernel's vmlinux: its symbols name the callers");
   const k = kernelOf(index);
+  if (k?.module)
+    throw new Error(
+      `--by caller needs the kernel's vmlinux: ${index.path} is the module ${k.module}, whose symbols do not name its callers`,
+    );
   if (!k?.textStart) throw new Error(`${index.path} has no _stext symbol: callers cannot be named`);
   const slide = (await readKernelTextStart(target, { sudo })) - k.textStart;
   return (raw, point) => {

@@ -122,17 +122,34 @@ export interface SessionSummary {
 /** The running kernel's notes (its build-id among them), as the image's PT_NOTE segment holds them. */
 const KERNEL_NOTES = '/sys/kernel/notes';
 
+/** Where a loaded module's build-id note is: /sys/module/NAME/notes/.note.gnu.build-id (the section's bytes). */
+export const moduleNotes = (module: string): string => `/sys/module/${module}/notes/.note.gnu.build-id`;
+
+/** The module a .ko's probes are for is not loaded on the target (a kprobe on it would wait, silently, for its load). */
+export class ModuleNotLoadedError extends Error {
+  constructor(
+    readonly host: string,
+    readonly module: string,
+    path: string,
+  ) {
+    super(`module ${module} is not loaded on ${host} (no ${path}): load it (modprobe ${module}) and trace again; nothing was armed`);
+    this.name = 'ModuleNotLoadedError';
+  }
+}
+
 export class BuildIdMismatchError extends Error {
   constructor(
     readonly host: string,
     readonly path: string,
     detail: string,
-    what: 'binary' | 'kernel' = 'binary',
+    what: 'binary' | 'kernel' | { module: string } = 'binary',
   ) {
     super(
       what === 'kernel'
         ? `kernel on ${host} differs from the local vmlinux (${path}: ${detail}): use the vmlinux of the kernel it runs, or pass --no-build-id-check`
-        : `binary on ${host} differs from the local build (${path}: ${detail}): rebuild or deploy it, or pass --no-build-id-check`,
+        : typeof what === 'object'
+          ? `module ${what.module} on ${host} differs from the local .ko (${path}: ${detail}): use the .ko (with its debug information) of the module it runs, or pass --no-build-id-check`
+          : `binary on ${host} differs from the local build (${path}: ${detail}): rebuild or deploy it, or pass --no-build-id-check`,
     );
     this.name = 'BuildIdMismatchError';
   }
@@ -471,7 +488,7 @@ export class TraceSession {
   private async arm(): Promise<void> {
     const { opts } = this;
     // Without a vmlinux the kernel describes itself: its BTF, kallsyms and kprobe blacklist, read before compiling.
-    if (opts.runningKernel) this.kernel = await fetchRunningKernel(opts.target, opts.sudo);
+    if (opts.runningKernel) this.kernel = await fetchRunningKernel(opts.target, opts.sudo, opts.specs);
     const remotePath = opts.remotePath ?? opts.index?.path ?? '/';
     if (opts.index) checkProbePath(remotePath);
     // Compiling needs no agent: it is done first, so the agent's heartbeat watchdog never waits on it. Only
@@ -499,17 +516,25 @@ export class TraceSession {
     // Without an index the BTF was read from the running kernel itself: there is no other build to differ from.
     if (opts.index && !opts.noBuildIdCheck && kernel) {
       const id = readBinaryIdentity(opts.index.path);
+      // A module's .ko is compared with the loaded module's own copy of its build-id note section.
+      const module = compiled.probes
+        .map((p) => (p.definition.target.type === 'kprobe' ? p.definition.target.module : undefined))
+        .find((m) => m);
+      const notes = module ? moduleNotes(module) : KERNEL_NOTES;
       if (id.buildId && id.buildIdNoteOffset !== undefined && id.buildIdLength !== undefined) {
         try {
-          await agent.checkBuildId(KERNEL_NOTES, id.buildIdNoteOffset, id.buildIdLength, id.buildId);
+          await agent.checkBuildId(notes, id.buildIdNoteOffset, id.buildIdLength, id.buildId);
         } catch (e) {
           if (e instanceof AgentError && e.code === 'EMISMATCH')
             throw new BuildIdMismatchError(
               this.host,
-              KERNEL_NOTES,
-              `the running kernel's build-id is ${e.details.join(' ') || e.message}, ${opts.index.path} is build ${id.buildId}`,
-              'kernel',
+              notes,
+              module
+                ? `the loaded module's build-id is ${e.details.join(' ') || e.message}, ${opts.index.path} is build ${id.buildId}`
+                : `the running kernel's build-id is ${e.details.join(' ') || e.message}, ${opts.index.path} is build ${id.buildId}`,
+              module ? { module } : 'kernel',
             );
+          if (module && e instanceof AgentError && e.code === 'ENOENT') throw new ModuleNotLoadedError(this.host, module, notes);
           throw e;
         }
       }

@@ -305,7 +305,7 @@ def_pattern() {
 # A kernel probe: SYMBOL[+OFFS] (MODULE:SYMBOL for a module's), never an absolute address (KASLR); r takes no offset
 # but +0. Written to kprobe_events; fetchargs as for uprobes plus $argN and user-memory reads (+u0(..), ustring).
 kdef_pattern() {
-  re='^([pr]):'"$G"'/[A-Za-z_][A-Za-z0-9_]{0,62} ([A-Za-z_][A-Za-z0-9_]{0,55}:)?[A-Za-z_][A-Za-z0-9_.]{0,127}(\+[0-9]{1,6})?( [A-Za-z_][A-Za-z0-9_]{0,62}=[]\A-Za-z0-9_%@$+().:[/-]+)*$'
+  re='^([pr]):'"$G"'/[A-Za-z_][A-Za-z0-9_]{0,62} ([A-Za-z0-9_]{1,56}:)?[A-Za-z_][A-Za-z0-9_.]{0,127}(\+[0-9]{1,6})?( [A-Za-z_][A-Za-z0-9_]{0,62}=[]\A-Za-z0-9_%@$+().:[/-]+)*$'
 }
 
 # One definition per write(): a write carrying several lines stops at the first line the kernel rejects.

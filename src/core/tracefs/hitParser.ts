@@ -2,7 +2,7 @@
 //   this kernel, record-tgid on:  `  comm-123   (    120) [001] DBZff  2488.667250: ev: (0x5646a543f16a) a=-1 s="x"`
 //   older kernels, no tgid:       `  comm-123   [001] d...   88.000001: ev: (0x400546) a=-1`
 //   irq-info off drops the flags column; return probes print `(0xRET <- 0xFUNC)`; kprobes print `(SYMBOL+0xOFF/0xLEN)`
-//   and `(SYMBOL+0xOFF/0xLEN <- FUNCTION)`.
+//   and `(SYMBOL+0xOFF/0xLEN <- FUNCTION)`; a module's symbol with its module, `(SYMBOL+0xOFF/0xLEN [MODULE])`.
 // The comm (printed `%16s`, so padded with spaces) and strings are the traced program's text, printed raw: any
 // byte but NUL, including newlines, `\r`, U+2028/U+2029 and text shaped like records, arguments or LOST lines.
 // With a sentinel (the kernel has immediate fetchargs; see framing.ts) a record is every line up to the one that
@@ -47,11 +47,11 @@ export interface ParserStats {
 // Line mode (no sentinel): the header is the start of a line. The `s` flag: a comm may hold `\r`, U+2028 or
 // U+2029, which `.` alone does not match (lines never hold `\n`).
 const HEADER =
-  /^ *(.*?)-(\d+)\s+(?:\(\s*(\d+|-+)\)\s+)?\[(\d+)\]\s+(?:(\S{1,6})\s+)?(\d+(?:\.\d+)?):\s+([A-Za-z_][A-Za-z0-9_]*):\s+\((0x[0-9a-f]+|[A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+\/0x[0-9a-f]+)(?:\s+<-\s+(0x[0-9a-f]+|[A-Za-z_][A-Za-z0-9_.]*))?\)(.*)$/s;
+  /^ *(.*?)-(\d+)\s+(?:\(\s*(\d+|-+)\)\s+)?\[(\d+)\]\s+(?:(\S{1,6})\s+)?(\d+(?:\.\d+)?):\s+([A-Za-z_][A-Za-z0-9_]*):\s+\((0x[0-9a-f]+|[A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+\/0x[0-9a-f]+(?: \[[A-Za-z0-9_]+\])?)(?:\s+<-\s+(0x[0-9a-f]+|[A-Za-z_][A-Za-z0-9_.]*))?\)(.*)$/s;
 // Framed mode: the header's fields after the CPU column (the comm before it is the program's text), matched
-// from the last ` [` before the first secret: nothing after the CPU column holds a `[`.
+// from the CPU column's ` [`, the last before the first secret but a module kprobe's ` [MODULE]`.
 const FRAMED_TAIL =
-  /\[(\d+)\] +(?:\S{1,6} +)?(\d+(?:\.\d+)?): ([A-Za-z_][A-Za-z0-9_]*): \((?:0x[0-9a-f]+|[A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+\/0x[0-9a-f]+)(?: <- (?:0x[0-9a-f]+|[A-Za-z_][A-Za-z0-9_.]*))?\)/y;
+  /\[(\d+)\] +(?:\S{1,6} +)?(\d+(?:\.\d+)?): ([A-Za-z_][A-Za-z0-9_]*): \((?:0x[0-9a-f]+|[A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+\/0x[0-9a-f]+(?: \[[A-Za-z0-9_]+\])?)(?: <- (?:0x[0-9a-f]+|[A-Za-z_][A-Za-z0-9_.]*))?\)/y;
 // `CPU:N [LOST EVENTS]` (no count) when the ring buffer could not say how many.
 const LOST = /^CPU:(\d+) \[LOST (?:(\d+) )?EVENTS\]$/;
 // Printed instead of a record that does not fit the kernel's print buffer (trace_seq, 4 or 8 KiB).
@@ -322,7 +322,10 @@ function parseFramedHeader(
   rec: string,
   at: number,
 ): { comm: string; tid: number; tgid: number | null; cpu: number; ts: number; event: string } | null {
-  const br = rec.lastIndexOf(' [', at);
+  // The last ` [` is the CPU column's, or a kprobe's module (`(fn+0x0/0x1d0 [af_key])`), which is the one after it.
+  let br = rec.lastIndexOf(' [', at);
+  if (br < 0) return null;
+  if (!/^ \[\d+\]/.test(rec.slice(br, br + 24))) br = rec.lastIndexOf(' [', br - 1);
   if (br < 0) return null;
   FRAMED_TAIL.lastIndex = br + 1;
   const m = FRAMED_TAIL.exec(rec);

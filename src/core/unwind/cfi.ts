@@ -155,7 +155,7 @@ export class CallFrameInfo {
     return { codeAlign, dataAlign, fdeEncoding, z, initial: this.bytes.subarray(c.pos, c.end) };
   }
 
-  /** The CFA rule in force at `pc`, undefined when no FDE covers it; throws for CFA expressions. */
+  /** The CFA rule in force at `pc`, undefined when no FDE covers it or a DWARF expression computes it. */
   cfaAt(pc: number): CfaRule | undefined {
     let lo = 0,
       hi = this.fdes.length - 1,
@@ -174,8 +174,10 @@ export class CallFrameInfo {
     const name = this.ehFrame ? '.eh_frame' : '.debug_frame';
     run(fde.cie.initial, fde.cie, state, Infinity, fde.lo, this, name);
     run(fde.instructions, fde.cie, state, pc, fde.lo, this, name);
-    if (state.rule === 'expr')
-      throw new CfiError(name, 0, `the CFA at 0x${pc.toString(16)} is a DWARF expression, which ProbeLens does not evaluate`);
+    // A CFA computed by a DWARF expression (GCC's stack realignment through a DRAP register, as in the kernel's
+    // functions that align their stack) is not evaluated: the CFA is unknown there, like a pc no FDE covers, so
+    // what is located relative to it is unavailable at that pc and nothing else fails.
+    if (state.rule === 'expr') return undefined;
     return state.rule.reg >= 0 ? state.rule : undefined;
   }
 }

@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { missing } from '../../helpers/require';
+import { BtfBuilder } from '../../helpers/btfBuilder';
 
 const MAIN = resolve(__dirname, '../../../src/cli/main.ts');
 const SYS_BTF = '/sys/kernel/btf/vmlinux';
@@ -94,4 +95,32 @@ test('a truncated BTF file is refused in one sentence; --btf without `kernel` is
   assert.equal(remote.code, 2);
   assert.match(remote.err, /--remote-path needs a binary or vmlinux/);
   assert.equal(cli('trace', 'kernel', 'f', '--debug-dir', '/x').code, 2);
+});
+
+test("functions kernel --btf MODULE_BTF --base-btf VMLINUX_BTF lists a module's own functions, typed through the kernel's", () => {
+  const base = new BtfBuilder();
+  const int = base.int('int', 4, true);
+  const socket = base.struct('socket', 16, []);
+  base.func('sock_create', base.proto(int, [['family', int]]));
+  const mod = new BtfBuilder(base);
+  mod.func(
+    'pfkey_create',
+    mod.proto(int, [
+      ['sock', mod.ptr(socket)],
+      ['protocol', int],
+    ]),
+  );
+  const baseFile = join(dir, 'base.btf');
+  const modFile = join(dir, 'af_key.btf');
+  writeFileSync(baseFile, base.bytes());
+  writeFileSync(modFile, mod.bytes());
+  const r = cli('functions', 'kernel', '--btf', modFile, '--base-btf', baseFile);
+  assert.equal(r.code, 0, r.err);
+  assert.equal(r.out, 'int pfkey_create(struct socket * sock, int protocol)\n');
+  // Without its base, a split BTF's references to the kernel's types cannot be read: one sentence, not a crash.
+  const alone = cli('functions', 'kernel', '--btf', modFile);
+  assert.notEqual(alone.code, 0);
+  assert.match(alone.err, /malformed BTF: /);
+  assert.equal(alone.err.trim().split('\n').length, 1, alone.err);
+  assert.equal(cli('functions', 'kernel', '--base-btf', baseFile).code, 2, '--base-btf without --btf is bad usage');
 });

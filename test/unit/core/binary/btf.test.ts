@@ -241,3 +241,63 @@ test('a typedef cycle and a type id out of range end in BtfError, not a hang', (
   assert.throws(() => btf.sizeOf(c), /cycle/);
   assert.throws(() => btf.resolve(btf.type(p).kind === 'ptr' ? 99 : 0), /not among the 3 types/);
 });
+
+test("a module's split BTF is read against its base: its ids follow the base's, its strings follow the base's, and both are reachable", () => {
+  const base = new BtfBuilder();
+  const int = base.int('int', 4, true);
+  const sock = base.struct('socket', 16, [{ name: 'type', type: int, bitOffset: 0 }]);
+  const sockPtr = base.ptr(sock);
+  base.func('sock_create', base.proto(int, [['family', int]]));
+  const baseBytes = base.bytes();
+  const mod = new BtfBuilder(base);
+  // The module's own struct, a pointer to the base's struct, and a function mixing both.
+  const priv = mod.struct('pfkey_sock', 24, [
+    { name: 'sk', type: sockPtr, bitOffset: 0 },
+    { name: 'registered', type: int, bitOffset: 64 },
+  ]);
+  const privPtr = mod.ptr(priv);
+  const fn = mod.func(
+    'pfkey_create',
+    mod.proto(int, [
+      ['sock', sockPtr],
+      ['protocol', int],
+      ['kern', int],
+      ['pk', privPtr],
+    ]),
+  );
+  const modBytes = mod.bytes();
+
+  const b = parseBtf(baseBytes);
+  const m = parseBtf(modBytes, b);
+  assert.equal(m.firstId, b.count + 1);
+  assert.equal(priv, b.count + 1, 'the builder numbers split ids after the base');
+  assert.equal(m.count, b.count + 4);
+  // The module's header-relative string offsets start where the base's string section ends.
+  assert.equal(m.stringStart, b.stringEnd);
+  assert.deepEqual(m.funcs('pfkey_create'), [fn]);
+  assert.deepEqual(m.funcs('sock_create'), [], "a split BTF lists its own functions, not its base's");
+  const f = m.type(fn);
+  assert.equal(f.kind, 'func');
+  const proto = m.type((f as { type: number }).type);
+  assert.ok(proto.kind === 'func_proto');
+  assert.deepEqual(
+    proto.params.map((p) => `${m.typeName(p.type)} ${p.name}`),
+    ['struct socket * sock', 'int protocol', 'int kern', 'struct pfkey_sock * pk'],
+  );
+  const s = m.type(priv);
+  assert.ok(s.kind === 'struct');
+  assert.deepEqual(
+    s.members.map((x) => `${m.typeName(x.type)} ${x.name}@${x.bitOffset}`),
+    ['struct socket * sk@0', 'int registered@64'],
+  );
+  assert.equal(m.sizeOf(priv), 24);
+  assert.equal(m.kindOf(int), b.kindOf(int));
+  // Read alone, the same bytes cannot name the base's types or strings: refused, not misread.
+  assert.throws(() => {
+    const alone = parseBtf(modBytes);
+    alone.typeName(alone.funcs('pfkey_create')[0] ?? 1);
+    alone.str(b.stringEnd + 100000);
+  }, BtfError);
+  assert.throws(() => m.type(m.count + 1), BtfError);
+  assert.throws(() => m.str(m.stringEnd + 1), BtfError);
+});

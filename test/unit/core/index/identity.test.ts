@@ -1,10 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readBinaryIdentity } from '../../../../src/core/index/identity';
+import { miniModule } from '../../../helpers/miniKernel';
 
 test('build-id read from the program headers equals readelf -n', () => {
   for (const bin of ['/bin/true', '/bin/sh']) {
@@ -25,4 +26,17 @@ test('files without a build-id, and non-ELF files, still get size and mtime', ()
   assert.equal(id.buildId, undefined);
   assert.ok(id.size > 0 && id.mtimeMs > 0);
   assert.equal(readBinaryIdentity(src).buildId, undefined);
+});
+
+test("a relocatable object's build-id (a module's .ko: no program headers) is read from its note section, at its offset there", (t) => {
+  const ko = miniModule(t);
+  if (!ko) return;
+  const expected = /Build ID: ([0-9a-f]+)/.exec(execFileSync('readelf', ['-n', ko], { encoding: 'utf8' }))?.[1];
+  assert.ok(expected);
+  const id = readBinaryIdentity(ko);
+  assert.equal(id.buildId, expected);
+  // /sys/module/NAME/notes/.note.gnu.build-id holds the section: the id follows the 12-byte header and "GNU\0".
+  assert.equal(id.buildIdNoteOffset, 16);
+  const bytes = readFileSync(ko);
+  assert.equal(bytes.toString('hex', id.buildIdOffset!, id.buildIdOffset! + id.buildIdLength!), expected);
 });

@@ -136,3 +136,17 @@ test('group names: the agent’s probelens_<pid>_<nsdev>_<nsino>_<nonce> and the
   for (const g of [`${longest}b`, 'probelens_1_4_f0000152_ab_cd', 'probelens_1_4_XYZ_ab', 'probelens__ab', 'probelens_1_4_f0000152_ab;rm'])
     assert.ok(!GROUP_PATTERN.test(g), g);
 });
+
+test("a module's kprobe is written MODULE:SYMBOL[+OFFSET]; a module name that could break the line is refused", () => {
+  const d = { kind: 'p' as const, group, event: 'pfkey_create', args: [] };
+  assert.equal(
+    formatDefinition({ ...d, target: { type: 'kprobe', symbol: 'pfkey_create', offset: 0n, module: 'af_key' } }),
+    `p:${group}/pfkey_create af_key:pfkey_create`,
+  );
+  assert.equal(
+    formatDefinition({ ...d, target: { type: 'kprobe', symbol: 'pfkey_sendmsg', offset: 346n, module: 'af_key' } }),
+    `p:${group}/pfkey_create af_key:pfkey_sendmsg+346`,
+  );
+  for (const module of ['', 'a b', 'x:y', 'a/b', 'm'.repeat(57)])
+    assert.throws(() => formatDefinition({ ...d, target: { type: 'kprobe', symbol: 'f', offset: 0n, module } }), DefinitionError, module);
+});

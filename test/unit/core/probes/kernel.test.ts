@@ -7,7 +7,7 @@ import { loadIndex } from '../../../../src/core/index/load';
 import { CompileError, compileProbes } from '../../../../src/core/probes/compiler';
 import { formatDefinition } from '../../../../src/core/probes/definition';
 import { isKernelImage, kernelImage, kernelPoint, kernelRefusal } from '../../../../src/core/probes/kernel';
-import { miniKernel } from '../../../helpers/miniKernel';
+import { miniKernel, miniModule } from '../../../helpers/miniKernel';
 import { run } from '../binary/build';
 
 /** `nm`'s address of `name`. */
@@ -119,4 +119,44 @@ test('a kernel function is all of its code: its DWARF entry, its clone and every
   );
   const [clone] = await compileProbes(['scale a'], index, {});
   assert.deepEqual(clone.definition.target, { type: 'kprobe', symbol: 'scale.constprop.0', offset: 0n });
+});
+
+test("a module's .ko (ET_REL) is a kernel image: its sites are MODULE:SYMBOL+OFFSET, and .init.text, .kprobes.text and notrace are refused", async (t) => {
+  const ko = miniModule(t);
+  if (!ko) return;
+  const image = await openBinary(ko);
+  assert.equal(image.type, 'REL');
+  assert.ok(isKernelImage(image));
+  const k = kernelImage(image)!;
+  assert.equal(k.module, 'minimod');
+  assert.ok(k.fentry !== undefined, 'the undefined __fentry__ has a slot of its own that the relocated calls reach');
+  const { index } = await loadIndex(ko, { noCache: true });
+  const [entry] = await compileProbes(['mod_create protocol kern'], index, {});
+  assert.equal(
+    formatDefinition(entry.definition),
+    'p:probelens_unbound/mod_create minimod:mod_create protocol=%dx:s32 kern=%cx:s32 probelens_comm=$comm:string',
+  );
+  // `MODULE:FUNC` on the module's own .ko is the same function; another module's name is refused.
+  const [named] = await compileProbes(['minimod:mod_create%return $retval'], index, {});
+  assert.equal(
+    formatDefinition(named.definition),
+    'r:probelens_unbound/mod_create_return minimod:mod_create retval=$retval:s32 probelens_comm=$comm:string',
+  );
+  await assert.rejects(compileProbes(['af_key:mod_create'], index, {}), /is the module minimod, not af_key/);
+  // The inlined copies of mod_get, each at its holder: MODULE:HOLDER+OFFSET, the offset as objdump shows the call.
+  const got = (await compileProbes(['mod_get'], index, {})).map((p) => formatDefinition(p.definition).split(' ')[1]);
+  assert.ok(got.length >= 2 && got.every((w) => /^minimod:(mod_create|mod_other)\+\d+$/.test(w)), got.join(' '));
+  for (const [spec, why] of [
+    ['mod_untraced a', /mod_untraced does not call __fentry__ at its start: it is notrace/],
+    ['mod_kprobes', /mod_kprobes\+0 is in \.kprobes\.text/],
+    ['mod_init', /mod_init\+0 is in \.init\.text \(code the kernel frees once the module has loaded\)/],
+  ] as const) {
+    await assert.rejects(compileProbes([spec], index, {}), (e: Error) => e instanceof CompileError && why.test(e.message), spec);
+  }
+  // A vmlinux's MODULE:FUNC names nothing there.
+  const vm = miniKernel(t)!;
+  await assert.rejects(
+    compileProbes(['minimod:traced'], (await loadIndex(vm, { noCache: true })).index, {}),
+    /names a kernel module's function: give that module's \.ko/,
+  );
 });

@@ -118,15 +118,15 @@ test('refused before anything is written: not in kallsyms, a data symbol, a dupl
   assert.throws(() => compileKernelBtf(['do_sys_openat2 $retval'], k), /only available on FUNC%return/);
   refused('do_sys_openat2%return dfd', /read at the entry/);
   refused('do_sys_openat2 nope', /no parameter nope \(the function has dfd, filename, how\)/);
-  // A module's function: its parameters are in the module's own BTF (/sys/kernel/btf/MODULE), not read yet.
-  refused('ext4_fn', /ext4_fn is in the module ext4/);
+  // A module's function: its parameters are in the module's own BTF (/sys/kernel/btf/MODULE), which was not read.
+  refused('ext4_fn', /the BTF of the module ext4 was not read \(\/sys\/kernel\/btf\/ext4\)/);
 });
 
 test("a function not in the kernel's available_filter_functions (notrace) is refused before anything is written", (t) => {
   const k = machineKernel(t);
   if (!k) return;
   const traceable = parseFilterFunctions('vfs_open\ndo_sys_openat2\next4_fn [ext4]\n');
-  assert.deepEqual([...traceable], ['vfs_open', 'do_sys_openat2', 'ext4_fn']);
+  assert.deepEqual([...traceable], ['vfs_open', 'do_sys_openat2', 'ext4_fn', 'ext4:ext4_fn']);
   assert.equal(compileKernelBtf(['do_sys_openat2'], { ...k, traceable }).length, 1);
   assert.throws(
     () => compileKernelBtf(['dup_static'], { ...k, traceable, kallsyms: parseKallsyms('ffffffff81200000 t dup_static') }),
@@ -216,4 +216,106 @@ test('kallsyms and the blacklist parse as the kernel prints them', () => {
   assert.equal(ks.get('dup_static')?.length, 2);
   assert.deepEqual([...parseKprobeBlacklist(BLACKLIST)], ['do_int3']);
   assert.deepEqual([...parseKprobeBlacklist('0xffffffffc0000000-0xffffffffc0000010\t[kvm]\tkvm_fn\nnonsense\n')], ['kvm_fn']);
+});
+
+/** A kernel and a module (af_key) in crafted BTF: the module's split BTF on the kernel's, kallsyms tagging its symbols. */
+function moduleKernel(): RunningKernel {
+  const base = new BtfBuilder();
+  const int = base.int('int', 4, true);
+  const socket = base.struct('socket', 16, [{ name: 'type', type: base.int('short int', 2, true), bitOffset: 32 }]);
+  const net = base.struct('net', 8, []);
+  base.func('sock_create', base.proto(int, [['family', int]]));
+  const mod = new BtfBuilder(base);
+  const create = mod.proto(int, [
+    ['net', base.ptr(net)],
+    ['sock', mod.ptr(socket)],
+    ['protocol', int],
+    ['kern', int],
+  ]);
+  mod.func('pfkey_create', create);
+  mod.func('both_create', create);
+  const kernel = Btf.parse(base.bytes());
+  return {
+    btf: kernel,
+    modules: new Map([['af_key', Btf.parse(mod.bytes(), kernel)]]),
+    kallsyms: parseKallsyms(
+      [
+        'ffffffff81234560 T sock_create',
+        'ffffffff81234600 t both_create',
+        'ffffffffc0a02070 t pfkey_create\t[af_key]',
+        'ffffffffc0a03000 t both_create\t[af_key]',
+        'ffffffffc0a04000 d pfkey_mutex\t[af_key]',
+        'ffffffffc0b00000 t vsock_create\t[vsock]',
+      ].join('\n'),
+    ),
+    blacklist: new Set(),
+    traceable: parseFilterFunctions(
+      ['sock_create', 'both_create', 'pfkey_create [af_key]', 'both_create [af_key]', 'vsock_create [vsock]'].join('\n'),
+    ),
+  };
+}
+
+test('MODULE:FUNC: a module function is found among kallsyms lines tagged [MODULE], typed by its split BTF, written MODULE:FUNC', () => {
+  const k = moduleKernel();
+  const [entry, ret] = compileKernelBtf(['af_key:pfkey_create protocol kern sock->type', 'af_key:pfkey_create%return $retval'], k, {
+    group: 'probelens_1_t',
+  });
+  assert.equal(
+    formatDefinition(entry.definition),
+    'p:probelens_1_t/pfkey_create af_key:pfkey_create protocol=$arg3:s32 kern=$arg4:s32 sock_type=+4($arg2):s16 probelens_comm=$comm:string',
+  );
+  assert.equal(
+    formatDefinition(ret.definition),
+    'r:probelens_1_t/pfkey_create_return af_key:pfkey_create retval=$retval:s32 probelens_comm=$comm:string',
+  );
+  assert.equal(entry.address, 0xffffffffc0a02070n);
+  assert.deepEqual(kernelSourceLines([entry]), [
+    `af_key:pfkey_create: from the target's BTF (/sys/kernel/btf/af_key on /sys/kernel/btf/vmlinux) and kallsyms (no .ko); ${NO_INLINED_NOTE}`,
+  ]);
+  // A plain name kallsyms lists once, in a module, is that module's function, written as such (bpftrace's rule).
+  const [plain] = compileKernelBtf(['pfkey_create kern'], k, { group: 'probelens_1_t' });
+  assert.equal(
+    formatDefinition(plain.definition),
+    'p:probelens_1_t/pfkey_create af_key:pfkey_create kern=$arg4:s32 probelens_comm=$comm:string',
+  );
+  // The module's prefix tells a name the kernel and a module share apart.
+  const [mine] = compileKernelBtf(['af_key:both_create protocol'], k, { group: 'probelens_1_t' });
+  assert.equal(
+    formatDefinition(mine.definition),
+    'p:probelens_1_t/both_create af_key:both_create protocol=$arg3:s32 probelens_comm=$comm:string',
+  );
+});
+
+test('MODULE:FUNC refused before anything is written: a module not loaded, a function it lacks, a data symbol, notrace, no BTF read', () => {
+  const k = moduleKernel();
+  const refused = (spec: string, why: RegExp, kernel = k) =>
+    assert.throws(
+      () => compileKernelBtf([spec], kernel),
+      (e: Error) => e instanceof CompileError && why.test(e.message),
+      spec,
+    );
+  refused(
+    'af_packet:packet_create',
+    /the module af_packet is not loaded on the target \(\/proc\/kallsyms lists no symbol of \[af_packet\]\): load it \(modprobe af_packet\)/,
+  );
+  refused(
+    'af_key:vsock_create',
+    /the module af_key has no function vsock_create in the target's \/proc\/kallsyms \(vsock_create is at 0xffffffffc0b00000 \[vsock\]: write vsock:vsock_create\)/,
+  );
+  refused('af_key:pfkey_mutex', /af_key:pfkey_mutex is not a function in the target's \/proc\/kallsyms \(its type there is 'd'\)/);
+  refused(
+    'both_create',
+    /both_create names 2 functions in the target's \/proc\/kallsyms .*a module's is named MODULE:both_create \(af_key:both_create\)/,
+  );
+  // vsock is loaded, but its BTF was not read (no spec named it when the kernel was read).
+  refused('vsock:vsock_create', /the BTF of the module vsock was not read/);
+  refused('af_key:pfkey_create', /cannot read the module af_key's BTF on the target \(\/sys\/kernel\/btf\/af_key: No such file\)/, {
+    ...k,
+    modules: new Map([['af_key', { unreadable: '/sys/kernel/btf/af_key: No such file' }]]),
+  });
+  refused('af_key:pfkey_create', /af_key:pfkey_create is not in the kernel's available_filter_functions/, {
+    ...k,
+    traceable: parseFilterFunctions('pfkey_create\n'),
+  });
+  refused('af_key:pfkey_create:3', /a source file, line or offset needs the kernel's DWARF/);
 });

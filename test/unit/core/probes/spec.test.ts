@@ -107,3 +107,44 @@ test('errors say where and what to do', () => {
     );
   }
 });
+
+test('MODULE:FUNC names a kernel module function; FUNC:LINE, SRC:LINE, Go and C++ names are not taken for one', () => {
+  const p = (text: string) => parseSpec(text).point;
+  assert.deepEqual(p('af_key:pfkey_create'), {
+    kind: 'function',
+    func: 'pfkey_create',
+    module: 'af_key',
+    src: undefined,
+    relLine: undefined,
+    offset: undefined,
+    ret: false,
+    glob: false,
+  });
+  assert.deepEqual(p('af_key:pfkey_create%return'), {
+    kind: 'function',
+    func: 'pfkey_create',
+    module: 'af_key',
+    src: undefined,
+    relLine: undefined,
+    offset: undefined,
+    ret: true,
+    glob: false,
+  });
+  // kallsyms writes a module's `-` as `_`; a line after the function still works.
+  assert.deepEqual(p('nf-conntrack:nf_ct_delete:3'), {
+    kind: 'function',
+    func: 'nf_ct_delete',
+    module: 'nf_conntrack',
+    src: undefined,
+    relLine: 3,
+    offset: undefined,
+    ret: false,
+    glob: false,
+  });
+  assert.equal((p('8021q:vlan_dev_init') as { module?: string }).module, '8021q');
+  assert.equal((p('pfkey_create:3') as { module?: string }).module, undefined);
+  assert.deepEqual(p('af_key.c:150'), { kind: 'line', src: 'af_key.c', line: 150 });
+  assert.equal((p('main.add:3') as { module?: string }).module, undefined);
+  assert.equal((p('ns::f') as { func: string }).func, 'ns::f');
+  assert.throws(() => parseSpec('af_key:pfkey_create:x'), SpecSyntaxError);
+});

@@ -173,3 +173,41 @@ test('kprobe records name their place by symbol (`(SYMBOL+0xOFF/0xLEN)`, a retur
   );
   assert.equal(p.stats.unparsed, 0);
 });
+
+test("a module's kprobe records carry its module after the symbol (`(pfkey_create+0x0/0x1d0 [af_key])`), framed or not", () => {
+  const events: EventSchema[] = [
+    { event: 'pfkey_create', probe: 'pfkey_create', kind: 'entry', args: [{ name: 'protocol', type: 's32' }] },
+    {
+      event: 'pfkey_create_return',
+      probe: 'pfkey_create_return',
+      kind: 'return',
+      args: [{ name: 'retval', type: 's32' }],
+      retvalArg: 'retval',
+    },
+  ];
+  for (const sentinel of [null, { name: '__pl', printed: '0x5e171e1' }]) {
+    const hits: Hit[] = [];
+    const p = new HitParser({ host: 'h', events, sentinel, onHit: (h) => hits.push(h) });
+    const head = sentinel ? ' __plh=0x5e171e1' : '';
+    const tail = sentinel ? ' __pl=0x5e171e1' : '';
+    // A comm may itself hold ` [7]` or ` [x]`: the CPU column is still the one before the module.
+    p.push(`  pf [7] [x]-122 (  122) [000] ..... 16.4: pfkey_create: (pfkey_create+0x0/0x1d0 [af_key])${head} protocol=2${tail}`);
+    p.push(
+      `  pf [7] [x]-122 (  122) [000] ..... 16.5: pfkey_create_return: (__sock_create+0x13a/0x2a0 <- pfkey_create)${head} retval=0${tail}`,
+    );
+    p.push(
+      `  pf-122 (  122) [001] ..... 16.6: pfkey_create_return: (mod_caller+0x1a/0x40 [other_mod] <- pfkey_create)${head} retval=-1${tail}`,
+    );
+    assert.deepEqual(
+      hits.map((h) => [h.comm, h.pid, h.cpu, h.kind, h.args.protocol ?? h.retval]),
+      [
+        ['pf [7] [x]', 122, 0, 'entry', 2],
+        ['pf [7] [x]', 122, 0, 'return', 0],
+        ['pf', 122, 1, 'return', -1],
+      ],
+      `sentinel ${sentinel ? 'on' : 'off'}`,
+    );
+    assert.equal(p.stats.unparsed, 0);
+    assert.equal(p.stats.malformed, 0);
+  }
+});
