@@ -76,6 +76,9 @@ const lostBanner = el('div', 'pl-banner pl-lost');
 lostBanner.id = 'pl-lost';
 lostBanner.setAttribute('role', 'alert');
 lostBanner.hidden = true;
+const aggregatedNotice = el('div', 'pl-notice');
+aggregatedNotice.id = 'pl-aggregated';
+aggregatedNotice.hidden = true;
 const droppedNotice = el('div', 'pl-notice');
 droppedNotice.id = 'pl-dropped';
 droppedNotice.hidden = true;
@@ -139,7 +142,7 @@ const side = el('aside', 'pl-side');
 side.append(counts.element, sites.element, histogram.element);
 const main = el('div', 'pl-main');
 main.append(table.element, side);
-document.body.append(toolbar, lostBanner, droppedNotice, main);
+document.body.append(toolbar, lostBanner, aggregatedNotice, droppedNotice, main);
 
 if (saved?.filter) {
   filter.value = saved.filter;
@@ -192,6 +195,14 @@ function renderFrame(): void {
   if (mismatch > 0) notes.push(`${formatCount(mismatch)} events the kernel counted were neither received nor reported lost`);
   if (mismatch < 0) notes.push(`${formatCount(-mismatch)} more records received than the kernel counted`);
   if (notes.length) setText(lostBanner, notes.join(' · '));
+  // Probes counted in the kernel have no rows: the table says so rather than stay silently empty of them.
+  const kernel = [...probes.values()].filter((p) => p.aggregated).map((p) => p.name);
+  aggregatedNotice.hidden = kernel.length === 0;
+  if (kernel.length)
+    setText(
+      aggregatedNotice,
+      `${kernel.length === 1 ? `${kernel[0]} is` : `${kernel.join(', ')} are`} aggregated in the kernel: counts and latency are in Probes, no per-hit rows`,
+    );
   const dropped = view.dropped + stats.historyDropped;
   droppedNotice.hidden = dropped <= 0;
   if (dropped > 0) setText(droppedNotice, `${formatCount(dropped)} older hits dropped from view`);
@@ -203,7 +214,7 @@ function renderFrame(): void {
 
   if (statsDirty) {
     statsDirty = false;
-    counts.render(stats.counts);
+    counts.render(stats.counts, new Set([...probes.values()].filter((p) => p.aggregated).map((p) => p.name)));
     if (histogramProbe && !(histogramProbe in stats.counts)) histogramProbe = null;
     const h = histogramProbe
       ? (stats.latency[histogramProbe] ?? null)
@@ -241,6 +252,7 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       break;
     case 'probes':
       setProbes(msg.probes);
+      statsDirty = true;
       break;
     case 'stats':
       stats = msg.stats;

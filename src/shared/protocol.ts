@@ -21,6 +21,8 @@ export interface ProbeInfo {
   name: string;
   file?: string;
   line?: number;
+  /** Counted in the kernel (hist triggers): its counts and latency are in the stats, and it has no hit rows. */
+  aggregated?: true;
 }
 
 /** log2 latency histogram: `buckets[i]` counts latencies in [2^i, 2^(i+1)) ns (bucket 0 also holds 0 ns). */

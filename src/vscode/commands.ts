@@ -41,6 +41,9 @@ export interface CommandArgs {
   'probelens.enableProbe': [ProbeNodeArg];
   'probelens.disableProbe': [ProbeNodeArg];
   'probelens.removeProbe': [ProbeNodeArg];
+  /** From the Probes view (its node), or the palette (no argument: a probe is picked). */
+  'probelens.aggregateProbe': [ProbeNodeArg?];
+  'probelens.streamProbe': [ProbeNodeArg?];
   'probelens.revealProbe': [ProbeNodeArg];
   'probelens.openLivePanel': [];
   'probelens.showOutput': [];

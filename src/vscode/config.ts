@@ -58,6 +58,11 @@ export class Config {
     return f ? f.replace(/^~(?=\/|$)/, process.env.HOME ?? '~') : undefined;
   }
 
+  /** Each session's ring buffer per CPU, in KiB (0: the kernel's default). */
+  get bufferKb(): number {
+    return Math.max(0, Math.floor(Number(this.cfg.get<number>('bufferKb', 0)) || 0));
+  }
+
   /** Whether the workspace is a kernel tree: 'auto' looks at its root (model/cDefinitions.ts isKernelTreeRoot). */
   get kernelTree(): 'auto' | 'yes' | 'no' {
     const v = this.cfg.get<string>('kernelTree', 'auto');

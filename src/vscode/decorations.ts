@@ -1,9 +1,10 @@
 // Inline results: after each armed probe's line `● 1,204 hits · last a=3 b=-7 · p50 2.1µs`, a gutter icon, a
-// hover with the last hits, per-host counts and the latency histogram, and problems as diagnostics on the line.
+// hover with the last hits, per-host counts and the latency histogram (and a link that moves the probe into the kernel
+// or back to the stream), and problems as diagnostics on the line.
 // Tests: test/e2e/traceLens.test.ts, test/e2e/probeSet.test.ts, test/e2e/sshTarget.test.ts
 import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
-import { decorationText, hoverMarkdown } from './model/format';
+import { decorationText, hoverMarkdown, toggleLink, TOGGLE_COMMANDS } from './model/format';
 import type { Tracing } from './tracing';
 
 export class InlineResults implements vscode.Disposable {
@@ -52,7 +53,7 @@ export class InlineResults implements vscode.Disposable {
         const lk = `${loc.file}\0${loc.line}`;
         const pl = perLine.get(lk) ?? { file: loc.file, line: loc.line, texts: [], hovers: [], armed: false };
         pl.texts.push(decorationText(st, state, problems[0]));
-        pl.hovers.push(hoverMarkdown(entry.spec, st, state, problems));
+        pl.hovers.push(`${hoverMarkdown(entry.spec, st, state, problems)}\n\n${toggleLink(key, entry.spec, !!entry.aggregate)}`);
         pl.armed ||= state === 'armed';
         perLine.set(lk, pl);
         for (const p of problems) {
@@ -68,6 +69,8 @@ export class InlineResults implements vscode.Disposable {
         const list = byFile.get(pl.file) ?? [];
         const hover = new vscode.MarkdownString(pl.hovers.join('\n\n---\n\n'));
         hover.supportThemeIcons = true;
+        // Only the toggle links run: the hover's other text is escaped (escapeMarkdown), so it holds no link of its own.
+        hover.isTrusted = { enabledCommands: TOGGLE_COMMANDS };
         list.push({
           armed: pl.armed,
           opts: {

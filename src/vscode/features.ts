@@ -4,6 +4,7 @@
 // Tests: test/e2e/showVersion.test.ts, test/e2e/traceLens.test.ts
 import * as vscode from 'vscode';
 import { TracefsAgent } from '../core/tracefs/agentClient';
+import { registerAggregation } from './aggregation';
 import { Binaries } from './binaries';
 import { BinaryStatus } from './binaryStatus';
 import { ProbeCodeLenses, SOURCE_LANGUAGES } from './codeLens';
@@ -164,6 +165,7 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
   ctx.push(registerCommand('probelens.enableProbe', (n) => tracing.setEnabled(n.binaryKey, n.spec, true)));
   ctx.push(registerCommand('probelens.disableProbe', (n) => tracing.setEnabled(n.binaryKey, n.spec, false)));
   ctx.push(registerCommand('probelens.removeProbe', (n) => tracing.remove(n.binaryKey, n.spec)));
+  registerAggregation(ctx, tracing);
   ctx.push(
     registerCommand('probelens.revealProbe', async (n) => {
       const loc = tracing.location(n.binaryKey, n.spec);

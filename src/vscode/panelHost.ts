@@ -1,5 +1,6 @@
 // Feeds the live panel (src/vscode/panel, another module's webview) from the tracing sessions: hits in the
-// protocol's shape, the probes with their local source lines, the session state and the kernel's loss counts.
+// protocol's shape, the probes with their local source lines (and whether each is counted in the kernel), the session
+// state and the kernel's loss counts.
 // Tests: test/e2e/narrowPanel.test.ts, test/e2e/traceLine.test.ts
 import * as vscode from 'vscode';
 import { PROBELENS_VERSION } from '../core/version';
@@ -51,7 +52,8 @@ export class PanelHost implements vscode.Disposable {
       for (const p of s?.probes ?? []) {
         const file = p.file ? buildToLocal(p.file, this.ctx.config.pathMappings, this.ctx.workspaceFolder) : undefined;
         const name = s!.probeName(p);
-        if (!out.some((o) => o.name === name)) out.push({ name, file, line: p.line });
+        if (!out.some((o) => o.name === name))
+          out.push({ name, file, line: p.line, ...(r.aggSpec !== undefined ? { aggregated: true as const } : {}) });
       }
     }
     return out;
@@ -67,6 +69,8 @@ export class PanelHost implements vscode.Disposable {
     const runs = this.tracing.allRuns();
     this.watchSessions();
     this.feed.setProbes(this.probes());
+    // Figures counted in the kernel change without a hit (sync runs when they moved): read them again.
+    if (runs.some((r) => r.aggSpec !== undefined && r.session)) this.feed.statsChanged();
     const failed = runs.filter((r) => r.state === 'failed');
     const state = !this.tracing.isTracing
       ? runs.length

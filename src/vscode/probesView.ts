@@ -2,7 +2,8 @@
 // workspace with a kernel (a vmlinux, or a kernel tree traced by the target's BTF) each target first lists its
 // kernel, read before anything is traced (targetKernels.ts): its release, and whether its build-id is the
 // vmlinux's (both ids when not; arming is then refused), or that there is no vmlinux and BTF is used.
-// Inline actions: enable/disable/remove on probes, clean up and remove on targets; start/stop in the title.
+// Inline actions: enable/disable/remove on probes, clean up and remove on targets; start/stop in the title. A probe's
+// context menu counts it in the kernel ("Aggregate in the Kernel") or streams it again ("Stream Hits").
 // Tests: test/e2e/probeSet.test.ts, test/e2e/sshTarget.test.ts, test/e2e/traceLine.test.ts, test/e2e/kernelLens.test.ts
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
@@ -70,8 +71,10 @@ export class ProbesView implements vscode.TreeDataProvider<Node> {
     return [];
   }
 
+  /** The binary's streaming run on the target, else one of its kernel-counting runs there. */
   private run(targetId: string, key: string) {
-    return this.tracing.runsOf(key).find((r) => r.target.id === targetId);
+    const runs = this.tracing.runsOf(key).filter((r) => r.target.id === targetId);
+    return runs.find((r) => r.aggSpec === undefined) ?? runs[0];
   }
 
   getTreeItem(node: Node): vscode.TreeItem {
@@ -119,16 +122,20 @@ export class ProbesView implements vscode.TreeDataProvider<Node> {
       return item;
     }
     const state = this.tracing.state(node.binaryKey, node.spec);
-    const r = this.run(node.targetId, node.binaryKey);
-    const views = r?.session ? this.tracing.views(node.binaryKey).filter((v) => v.host === r.target.label) : [];
+    const live = this.tracing.runsOf(node.binaryKey).some((r) => r.target.id === node.targetId && r.session);
+    const host = this.targets.get(node.targetId)?.label;
+    const views = live ? this.tracing.views(node.binaryKey).filter((v) => v.host === host) : [];
     const hits = this.tracing.stats(node.binaryKey, node.spec, views).hits;
+    const aggregate = !!this.tracing.set.binaries[node.binaryKey]?.find((e) => e.spec === node.spec)?.aggregate;
     const item = new vscode.TreeItem(node.spec, vscode.TreeItemCollapsibleState.None);
     item.id = `probe:${node.targetId}:${node.binaryKey}:${node.spec}`;
-    item.description = `${state}${views.length ? ` · ${formatCount(hits)} ${hits === 1 ? 'hit' : 'hits'}` : ''}`;
+    item.description = `${state}${views.length ? ` · ${formatCount(hits)} ${hits === 1 ? 'hit' : 'hits'}` : ''}${
+      aggregate ? (this.tracing.canAggregate(node.targetId) === false ? ' · streamed (no hist triggers)' : ' · in the kernel') : ''
+    }`;
     const problems = this.tracing.problems(node.binaryKey, node.spec);
     item.tooltip = [node.spec, item.description, ...problems].join('\n');
     item.iconPath = new vscode.ThemeIcon(STATE_ICON[state] ?? 'circle-large-outline');
-    item.contextValue = state === 'disabled' ? 'probe.disabled' : 'probe.enabled';
+    item.contextValue = `${state === 'disabled' ? 'probe.disabled' : 'probe.enabled'}.${aggregate ? 'aggregated' : 'streamed'}`;
     item.command = command('probelens.revealProbe', 'Show in Source', { kind: 'probe', binaryKey: node.binaryKey, spec: node.spec });
     return item;
   }

@@ -6,20 +6,21 @@
 // It needs VS Code, so it is driven in code-server by the e2e tests; what it shows is computed by src/vscode/model,
 // whose tests are in test/unit/vscode/model.
 // A kernel image (vmlinux) is traced the same way, as kprobes; its run also says which kernel the target runs.
+// A probe toggled to aggregate is counted in the kernel (hist triggers) by a session of its own per target, so
+// toggling, adding or removing it touches nothing else; on a target whose kernel has no hist triggers it streams
+// with the rest, and says so.
 // The running kernel without a vmlinux (key `kernel`, model/kernelTree.ts) is a session compiled from its BTF.
 // Tests: test/e2e/liveEdit.test.ts, test/e2e/probeSet.test.ts, test/e2e/traceLens.test.ts, test/e2e/traceLine.test.ts,
-//   test/e2e/sshTarget.test.ts, test/e2e/kernelLens.test.ts
+//   test/e2e/sshTarget.test.ts, test/e2e/kernelLens.test.ts, test/e2e/aggregateToggle.test.ts
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import type { BinaryIndex } from '../core/index/binaryIndex';
-import type { CompiledProbe } from '../core/probes/compiler';
 import { resolvePoint } from '../core/probes/resolve';
-import { formatDefinition } from '../core/probes/definition';
 import { siteCounts } from '../core/probes/sites';
 import { parseSpec } from '../core/probes/spec';
 import { TraceSession } from '../core/session/traceSession';
 import { describeDisabled, describeFileChange, type FileChange } from '../core/session/fileWatch';
-import { someTargetArmsPerSite } from '../core/session/targetCaps';
+import { knownCaps, someTargetArmsPerSite } from '../core/session/targetCaps';
 import { isKernelImage, isKernelModule } from '../core/probes/kernel';
 import { siteContext } from '../core/probes/variables';
 import type { Target } from '../core/target/target';
@@ -30,53 +31,26 @@ import { BTF_KEY } from './model/kernelTree';
 import { buildToLocal, remoteBinaryPath } from './model/pathMapping';
 import {
   addProbe,
+  aggregatedSpecs,
   binaryFromKey,
   binaryKey,
   changedBinaries,
   emptyProbeSet,
   enabledSpecs,
-  parseProbeSet,
   planEdits,
   removeProbe,
-  serializeProbeSet,
+  setProbeAggregate,
   setProbeEnabled,
+  streamedEntries,
   type ProbeSet,
 } from './model/probeSet';
+import { ProbeSetFile } from './probeSetFile';
+import { noHistNote } from './model/aggregateOffer';
 import { allowedSites, siteQuestion } from './model/siteLimit';
 import { statsForSpec, type ProbeState, type SessionView, type SpecStats } from './model/stats';
-import { readRunKernel, type RunKernel } from './targetKernels';
+import { readRunKernel } from './targetKernels';
 import type { TargetEntry, Targets } from './targets';
-
-export type RunState = 'starting' | 'armed' | 'failed' | 'stopped';
-
-/** One TraceSession of one binary on one target. */
-export interface Run {
-  target: TargetEntry;
-  binaryKey: string;
-  binary: string;
-  state: RunState;
-  error?: string;
-  stale: boolean;
-  session?: TraceSession;
-  /** the numbers of the session as it stopped, shown until the next start */
-  final?: SessionView;
-  /** the stopped session's summary mismatch (received + lost against the kernel's count) */
-  mismatch?: number;
-  /** spec → why it is not armed */
-  specErrors: Map<string, string>;
-  /** spec → compiler warnings (arguments left out) */
-  specWarnings: Map<string, string[]>;
-  generation: number;
-  /** Edits of this run's session, one at a time in the order asked. */
-  queue: Promise<unknown>;
-  /** The binary is a kernel image: the target's kernel and how it compares with it (read before arming). */
-  kernel?: RunKernel;
-}
-
-export interface SpecLocation {
-  file: string;
-  line: number;
-}
+import { noteArmed, noteRefused, runId, viewOf, type Run, type SpecLocation } from './run';
 
 export class Tracing implements vscode.Disposable {
   set: ProbeSet = emptyProbeSet();
@@ -97,10 +71,11 @@ export class Tracing implements vscode.Disposable {
   private dirty = false;
   /** Per run, the probed files whose change was already said (a restarted watcher may report one again). */
   private readonly fileNotices = new WeakMap<Run, Set<string>>();
-  /** The file's text as we last wrote it: the watcher's echo of our own save is not a hand edit. */
-  private lastWritten: string | undefined;
-  /** Saves and reloads of the file, one at a time (a reload then sees the file as our last save left it). */
-  private fileQueue: Promise<unknown> = Promise.resolve();
+  private readonly file: ProbeSetFile;
+  /** The kernel-counting runs' figures at the last takeDirty(), in short. */
+  private kernelFigures = '';
+  /** Target id → whether its kernel has hist triggers, once a session there has said. */
+  private readonly hist = new Map<string, boolean>();
 
   constructor(
     private readonly ctx: Ctx,
@@ -127,14 +102,7 @@ export class Tracing implements vscode.Disposable {
         this.changed.fire();
       }),
     );
-    const folder = vscode.workspace.workspaceFolders?.[0];
-    if (folder) {
-      const w = ctx.push(vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(folder, '.vscode/probelens.json')));
-      const reload = () => void this.onFile(() => this.reloadFromDisk());
-      ctx.push(w.onDidChange(reload));
-      ctx.push(w.onDidCreate(reload));
-      ctx.push(w.onDidDelete(reload));
-    }
+    this.file = new ProbeSetFile(ctx, (next, file) => this.onFileEdit(next, file));
   }
 
   get isTracing(): boolean {
@@ -146,10 +114,20 @@ export class Tracing implements vscode.Disposable {
     return { dispose: () => this.hitListeners.delete(f) };
   }
 
+  /** Counts moved since the last call: hits or loss arrived, or the kernel's figures (which come without hits) moved. */
   takeDirty(): boolean {
     const d = this.dirty;
     this.dirty = false;
-    return d;
+    const kernel = [...this.runs.values()]
+      .filter((r) => r.aggSpec !== undefined && r.session?.state === 'armed')
+      .map((r) => {
+        const s = r.session!.aggregates.snapshot();
+        return `${Object.values(s.hits).join(',')}/${Object.values(s.latency).map((l) => l.count)}/${s.lost}`;
+      })
+      .join(';');
+    const moved = kernel !== this.kernelFigures;
+    this.kernelFigures = kernel;
+    return d || moved;
   }
 
   allRuns(): Run[] {
@@ -158,67 +136,20 @@ export class Tracing implements vscode.Disposable {
 
   // ---- the probe set file ----
 
-  private get setUri(): vscode.Uri | undefined {
-    const f = vscode.workspace.workspaceFolders?.[0];
-    return f && vscode.Uri.joinPath(f.uri, '.vscode', 'probelens.json');
-  }
-
   async load(): Promise<void> {
-    const uri = this.setUri;
-    if (!uri) return;
-    try {
-      const bytes = await vscode.workspace.fs.readFile(uri);
-      this.set = parseProbeSet(Buffer.from(bytes).toString('utf8'), uri.fsPath);
-    } catch (e) {
-      if (!(e instanceof vscode.FileSystemError)) void vscode.window.showErrorMessage(`ProbeLens: ${(e as Error).message}`);
-    }
+    this.set = (await this.file.load()) ?? this.set;
     this.changed.fire();
   }
 
   private save(): Promise<void> {
-    const text = serializeProbeSet(this.set);
-    return this.onFile(async () => {
-      const uri = this.setUri;
-      if (!uri) return;
-      this.lastWritten = text;
-      await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(uri, '..'));
-      await vscode.workspace.fs.writeFile(uri, Buffer.from(text, 'utf8'));
-    });
+    return this.file.save(this.set);
   }
 
-  private onFile<T>(f: () => Promise<T>): Promise<T> {
-    const r = this.fileQueue.then(f);
-    this.fileQueue = r.catch(() => undefined);
-    return r;
-  }
-
-  /**
-   * The file changed on disk (a hand edit, a `git checkout`, or our own save): the new set replaces the old
-   * and the difference is applied in place. A file that does not parse changes nothing (its error is shown).
-   */
-  private async reloadFromDisk(): Promise<void> {
-    const uri = this.setUri;
-    if (!uri) return;
-    let text = '';
-    try {
-      text = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8');
-    } catch (e) {
-      if (!(e instanceof vscode.FileSystemError)) throw e;
-      // Deleted: no probes (an empty text parses to the empty set below).
-    }
-    if (text === this.lastWritten) return;
-    let next: ProbeSet;
-    try {
-      next = text.trim() ? parseProbeSet(text, uri.fsPath) : emptyProbeSet();
-    } catch (e) {
-      this.ctx.log(`${(e as Error).message}; the probes stay as they were`);
-      void vscode.window.showErrorMessage(`ProbeLens: ${(e as Error).message}; the probes stay as they were.`);
-      return;
-    }
-    this.lastWritten = text;
+  /** The file changed on disk (a hand edit, a `git checkout`): the new set replaces the old, applied in place. */
+  private async onFileEdit(next: ProbeSet, file: string): Promise<void> {
     const keys = changedBinaries(this.set, next);
     this.set = next;
-    this.ctx.log(`${uri.fsPath} changed on disk: applying it to ${keys.length ? keys.join(', ') : 'nothing (no probe changed)'}`);
+    this.ctx.log(`${file} changed on disk: applying it to ${keys.length ? keys.join(', ') : 'nothing (no probe changed)'}`);
     this.changed.fire();
     if (this.tracing) await Promise.all(keys.map((k) => this.apply(k)));
   }
@@ -280,6 +211,21 @@ export class Tracing implements vscode.Disposable {
     if (this.tracing) await this.apply(key);
   }
 
+  /** Counts `spec` in the kernel (`on`) or streams it again, in place on every target. */
+  async setAggregate(key: string, spec: string, on: boolean): Promise<void> {
+    if (!setProbeAggregate(this.set, key, spec, on)) return;
+    await this.save();
+    this.changed.fire();
+    for (const t of this.targets.active())
+      if (on && this.hist.get(t.id) === false) void vscode.window.showWarningMessage(`ProbeLens: ${noHistNote(t.label)}.`);
+    if (this.tracing) await this.apply(key);
+  }
+
+  /** Whether the target can count in the kernel, as far as known (unknown: try, and fall back if it cannot). */
+  canAggregate(targetId: string): boolean | undefined {
+    return this.hist.get(targetId);
+  }
+
   // ---- sessions ----
 
   /** "Start Tracing": arm the whole set on every active target. */
@@ -315,7 +261,7 @@ export class Tracing implements vscode.Disposable {
   private async stopRun(r: Run): Promise<void> {
     const s = r.session;
     r.session = undefined;
-    if (s?.aggregates) r.final = this.viewOf(r, s);
+    if (s?.aggregates) r.final = viewOf(r, s);
     if (s) {
       try {
         const sum = await s.stop();
@@ -353,21 +299,42 @@ export class Tracing implements vscode.Disposable {
   private async apply(key: string): Promise<void> {
     await Promise.all(
       this.targets.active().map(async (t) => {
-        const run = this.runs.get(`${t.id}\0${key}`);
-        // A rebuilt binary's session watches the old build: new definitions would land at its offsets.
-        if (run?.session?.state === 'armed' && !run.stale) return this.applyTo(run);
-        // Starting: it applies the set as it is once armed (see startRun).
-        if (run?.state === 'starting') return;
-        await this.rearmOn(t, key);
+        const run = this.runs.get(runId(t.id, key));
+        const streaming = async () => {
+          // A rebuilt binary's session watches the old build: new definitions would land at its offsets.
+          if (run?.session?.state === 'armed' && !run.stale) return this.applyTo(run);
+          // Starting: it applies the set as it is once armed (see startRun).
+          if (run?.state === 'starting') return;
+          await this.rearmOn(t, key);
+        };
+        await Promise.all([streaming(), this.applyAggregated(t, key)]);
       }),
     );
+  }
+
+  /**
+   * The binary's kernel-counting runs on `t` in line with the set: one session per aggregated spec (`restart`: all
+   * anew; else only those missing or failed), and the runs of specs no longer aggregated, or disabled, stopped.
+   */
+  private async applyAggregated(t: TargetEntry, key: string, restart = false): Promise<void> {
+    const want = new Set(aggregatedSpecs(this.set, key, this.hist.get(t.id) !== false));
+    const jobs: Array<Promise<void>> = [];
+    for (const [id, r] of this.runs) {
+      if (r.aggSpec === undefined || r.target.id !== t.id || r.binaryKey !== key) continue;
+      if (!restart && r.state !== 'failed' && want.delete(r.aggSpec)) continue; // running as wanted
+      this.runs.delete(id);
+      jobs.push(this.stopRun(r));
+    }
+    for (const spec of want) jobs.push(this.rearmOn(t, key, spec));
+    await Promise.all(jobs);
+    this.changed.fire();
   }
 
   private applyTo(run: Run): Promise<void> {
     const step = run.queue.then(async () => {
       const session = run.session;
       if (!session || session.state !== 'armed') return;
-      const wanted = this.set.binaries[run.binaryKey] ?? [];
+      const wanted = streamedEntries(this.set, run.binaryKey, this.hist.get(run.target.id) !== false);
       if (!wanted.length) return this.dropRun(run);
       const live = [...new Set(session.probes.map((p) => p.spec))].map((spec) => ({ spec, enabled: session.isEnabled(spec) }));
       const plan = planEdits(live, wanted, new Set(run.specErrors.keys()));
@@ -382,8 +349,8 @@ export class Tracing implements vscode.Disposable {
       if (plan.add.length) {
         this.ctx.log(`${where}: adding ${plan.add.join(' | ')}`);
         const r = await session.add(plan.add, allowedSites(plan.add, this.agreedSites));
-        this.noteArmed(run, r.added);
-        for (const x of r.refused) this.noteRefused(run, x.spec, x.error);
+        noteArmed(this.ctx, run, r.added);
+        for (const x of r.refused) noteRefused(this.ctx, run, x.spec, x.error);
       }
       // Specs no longer in the set keep no diagnostics.
       for (const spec of [...run.specErrors.keys()]) if (!wanted.some((w) => w.spec === spec)) run.specErrors.delete(spec);
@@ -399,37 +366,25 @@ export class Tracing implements vscode.Disposable {
 
   /** The binary has no probes left on this target: its session ends (the agent removes everything). */
   private async dropRun(run: Run): Promise<void> {
-    const id = `${run.target.id}\0${run.binaryKey}`;
+    const id = runId(run.target.id, run.binaryKey, run.aggSpec);
     if (this.runs.get(id) === run) this.runs.delete(id);
     await this.stopRun(run);
     this.changed.fire();
   }
 
-  private noteArmed(run: Run, probes: CompiledProbe[]): void {
-    for (const p of probes) {
-      this.ctx.log(`  → ${run.target.label}: ${formatDefinition(p.definition)}`);
-      run.specErrors.delete(p.spec);
-      if (p.warnings.length) run.specWarnings.set(p.spec, [...(run.specWarnings.get(p.spec) ?? []), ...p.warnings]);
-    }
-  }
-
-  private noteRefused(run: Run, spec: string, e: Error): void {
-    // CompileError repeats the spec in its message; the spec is shown beside it anyway.
-    const msg = e.message;
-    run.specErrors.set(spec, msg.startsWith(`${spec}: `) ? msg.slice(spec.length + 2) : msg);
-    this.ctx.log(`  ✗ ${spec}: ${msg}`);
-  }
-
   /** (Re)starts the sessions of one binary on every active target with its enabled specs. */
   private async rearm(key: string): Promise<void> {
-    await Promise.all(this.targets.active().map((t) => this.rearmOn(t, key)));
+    await Promise.all(this.targets.active().map((t) => Promise.all([this.rearmOn(t, key), this.applyAggregated(t, key, true)])));
   }
 
-  private async rearmOn(t: TargetEntry, key: string): Promise<void> {
+  /** (Re)starts the binary's streaming session on `t`, or with `aggSpec` that spec's kernel-counting one. */
+  private async rearmOn(t: TargetEntry, key: string, aggSpec?: string): Promise<void> {
     const binary = this.pathOf(key);
-    const specs = enabledSpecs(this.set, key);
+    const kernelCounts = this.hist.get(t.id) !== false;
+    const specs =
+      aggSpec !== undefined ? [aggSpec] : streamedEntries(this.set, key, kernelCounts).flatMap((e) => (e.enabled ? [e.spec] : []));
     const scope = this.ctx.sessionScope;
-    const id = `${t.id}\0${key}`;
+    const id = runId(t.id, key, aggSpec);
     const old = this.runs.get(id);
     if (old) await this.stopRun(old);
     if (specs.length === 0) {
@@ -447,12 +402,14 @@ export class Tracing implements vscode.Disposable {
       specWarnings: new Map(),
       generation: this.generation,
       queue: Promise.resolve(),
+      ...(aggSpec !== undefined ? { aggSpec } : {}),
     };
     this.runs.set(id, run);
     this.changed.fire();
+    let target: Target | undefined;
     try {
       const index = key === BTF_KEY ? undefined : await this.binaries.index(binary);
-      const target = await this.connection(t, scope);
+      target = await this.connection(t, scope);
       const image = index && (await siteContext(index, this.ctx.config.debugDirs)).access.image;
       // A module's .ko is compared with its loaded module by the session itself, not with the kernel's notes.
       if (index && image && isKernelImage(image) && !isKernelModule(image)) {
@@ -469,9 +426,26 @@ export class Tracing implements vscode.Disposable {
       run.state = 'failed';
       run.error = (e as Error).message;
       this.ctx.log(`${t.label}: ${run.error}`);
+      if (aggSpec !== undefined && target && knownCaps(target)?.has('hist') === false) return this.noHist(t, run);
       void vscode.window.showErrorMessage(`ProbeLens (${t.label}): ${run.error}`);
     }
     this.changed.fire();
+  }
+
+  /** The target cannot count in the kernel: its aggregated probes stream with the rest there (said on each). */
+  private async noHist(t: TargetEntry, run: Run): Promise<void> {
+    this.learnHist(t, false);
+    if (this.runs.get(runId(t.id, run.binaryKey, run.aggSpec)) === run) this.runs.delete(runId(t.id, run.binaryKey, run.aggSpec));
+    this.changed.fire();
+    if (this.tracing) await this.apply(run.binaryKey);
+  }
+
+  /** What a session said of its target's hist triggers; a target found without them is named once, if it matters. */
+  private learnHist(t: TargetEntry, can: boolean): void {
+    const was = this.hist.get(t.id);
+    this.hist.set(t.id, can);
+    if (!can && was !== false && Object.values(this.set.binaries).some((l) => l.some((e) => e.aggregate && e.enabled)))
+      void vscode.window.showWarningMessage(`ProbeLens: ${noHistNote(t.label)}.`);
   }
 
   /**
@@ -504,6 +478,8 @@ export class Tracing implements vscode.Disposable {
     const session = await TraceSession.start({
       target,
       sudo: run.target.sudo,
+      aggregate: run.aggSpec !== undefined,
+      ...(this.ctx.config.bufferKb ? { bufferKb: this.ctx.config.bufferKb } : {}),
       ...(index ? { index } : { runningKernel: true }),
       specs,
       remotePath,
@@ -519,11 +495,12 @@ export class Tracing implements vscode.Disposable {
       },
       onFileChange: (c) => this.onFileChange(run, c),
     });
-    if (run.generation !== this.generation || this.runs.get(`${run.target.id}\0${run.binaryKey}`) !== run) {
+    this.learnHist(run.target, session.canAggregate);
+    if (run.generation !== this.generation || this.runs.get(runId(run.target.id, run.binaryKey, run.aggSpec)) !== run) {
       await session.stop();
       return;
     }
-    for (const x of session.refused) this.noteRefused(run, x.spec, x.error);
+    for (const x of session.refused) noteRefused(this.ctx, run, x.spec, x.error);
     if (session.probes.length === 0) {
       await session.stop();
       run.state = 'failed';
@@ -532,7 +509,7 @@ export class Tracing implements vscode.Disposable {
     }
     run.session = session;
     run.state = 'armed';
-    this.noteArmed(run, session.probes);
+    noteArmed(this.ctx, run, session.probes);
     void session.exited.then(() => {
       if (run.session === session && session.state === 'failed') {
         run.state = 'failed';
@@ -541,7 +518,7 @@ export class Tracing implements vscode.Disposable {
       }
     });
     // Edits made while it was starting.
-    void this.applyTo(run);
+    void (run.aggSpec === undefined ? this.applyTo(run) : this.applyAggregated(run.target, run.binaryKey));
   }
 
   // ---- what the editor shows ----
@@ -550,26 +527,11 @@ export class Tracing implements vscode.Disposable {
     return [...this.runs.values()].filter((r) => r.binaryKey === key);
   }
 
-  private viewOf(r: Run, s: TraceSession): SessionView {
-    return {
-      host: r.target.label,
-      events: s.probes.map((p) => ({
-        event: p.event,
-        probe: s.probeName(p),
-        spec: p.spec,
-        site: p.site,
-        ...(p.lowerBound ? { lowerBound: true } : {}),
-        ...(p.kernelSource ? { kernelSource: p.kernelSource } : {}),
-      })),
-      snapshot: s.aggregates.snapshot(),
-    };
-  }
-
   /** Live sessions' numbers, or while stopped the numbers each run had when it stopped. */
   views(key: string): SessionView[] {
     const out: SessionView[] = [];
     for (const r of this.runsOf(key)) {
-      if (r.session?.aggregates) out.push(this.viewOf(r, r.session));
+      if (r.session?.aggregates) out.push(viewOf(r, r.session));
       else if (!this.tracing && r.final) out.push(r.final);
     }
     return out;
@@ -584,23 +546,26 @@ export class Tracing implements vscode.Disposable {
     if (!entry) return 'pending';
     if (!entry.enabled) return 'disabled';
     const runs = this.runsOf(key);
-    if (runs.some((r) => r.specErrors.has(spec) || (r.state === 'failed' && !r.session))) return 'error';
+    const mine = (r: Run) => (r.aggSpec ?? spec) === spec;
+    if (runs.some((r) => r.specErrors.has(spec) || (r.state === 'failed' && !r.session && mine(r)))) return 'error';
     const armed = runs.filter((r) => r.state === 'armed' && r.session?.probes.some((p) => p.spec === spec));
     if (armed.some((r) => r.stale)) return 'stale';
     // "armed" promises every active target counts: while one is still connecting or arming, calls made now would
     // be missed there, so the probe stays pending until no target is starting.
-    if (armed.length && !runs.some((r) => r.state === 'starting')) return 'armed';
+    if (armed.length && !runs.some((r) => r.state === 'starting' && mine(r))) return 'armed';
     return !this.tracing && runs.some((r) => r.final?.events.some((e) => e.spec === spec)) ? 'stopped' : 'pending';
   }
 
   problems(key: string, spec: string): string[] {
     const out: string[] = [];
     for (const r of this.runsOf(key)) {
-      const err = r.specErrors.get(spec) ?? (r.state === 'failed' && !r.session ? r.error : undefined);
+      const err = r.specErrors.get(spec) ?? (r.state === 'failed' && !r.session && (r.aggSpec ?? spec) === spec ? r.error : undefined);
       if (err) out.push(`${r.target.label}: ${err}`);
       for (const w of r.specWarnings.get(spec) ?? []) out.push(`${r.target.label}: ${w}`);
       if (r.stale) out.push(`${basename(r.binary)} was rebuilt after these probes were armed: Start Tracing re-arms them`);
     }
+    if (this.set.binaries[key]?.find((e) => e.spec === spec)?.aggregate)
+      for (const t of this.targets.active()) if (this.hist.get(t.id) === false) out.push(noHistNote(t.label));
     return [...new Set(out)];
   }
 

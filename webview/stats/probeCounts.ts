@@ -1,5 +1,6 @@
 // Per-probe hit counts (the host's authoritative totals, not just what the history still holds).
-// Clicking a probe shows its latency histogram; clicking it again goes back to all probes.
+// Clicking a probe shows its latency histogram; clicking it again goes back to all probes. A probe counted in the
+// kernel is marked so (its figures are the kernel's; it has no hit rows).
 // Tests: test/unit/webview/panel.dom.test.ts
 import { badge, type ToolkitBadge } from '../toolkit';
 import { formatCount } from '../format';
@@ -21,7 +22,7 @@ export class ProbeCountsView {
     this.element.append(h, this.list);
   }
 
-  render(counts: Record<string, number>): void {
+  render(counts: Record<string, number>, aggregated: ReadonlySet<string> = new Set()): void {
     const names = Object.keys(counts).sort();
     for (const name of names) {
       let item = this.items.get(name);
@@ -52,6 +53,7 @@ export class ProbeCountsView {
         this.list.appendChild(li);
       }
       item.badge.set(formatCount(counts[name]));
+      this.markPath(item.li, aggregated.has(name));
     }
     for (const [name, item] of this.items) {
       if (!(name in counts)) {
@@ -60,6 +62,19 @@ export class ProbeCountsView {
       }
     }
     this.markSelection();
+  }
+
+  /** "in the kernel" beside a probe whose figures the kernel's hist triggers produced. */
+  private markPath(li: HTMLElement, kernel: boolean): void {
+    let tag = li.querySelector<HTMLElement>('.pl-probe-path');
+    if (kernel && !tag) {
+      tag = document.createElement('span');
+      tag.className = 'pl-probe-path';
+      tag.textContent = 'in the kernel';
+      tag.title = 'aggregated in the kernel (hist triggers): counts and latency, no per-hit rows';
+      li.insertBefore(tag, li.lastChild);
+    } else if (!kernel) tag?.remove();
+    li.dataset.path = kernel ? 'kernel' : 'stream';
   }
 
   private markSelection(): void {

@@ -53,11 +53,14 @@ export interface LatencyStats {
   log2: number[];
 }
 
-/** One site of a probe: its hits, its latest hit, and the latency of the calls that entered through it. */
+/**
+ * One site of a probe: its hits, its latest hit (none when the kernel counted them), and the latency of the calls
+ * that entered through it.
+ */
 export interface SiteAggregate {
   site: Site;
   hits: number;
-  last: Hit;
+  last?: Hit;
   latency?: LatencyStats;
 }
 
@@ -289,7 +292,9 @@ export class Aggregates {
     return this.kernel ? 'kernel' : 'stream';
   }
 
+  /** The figures as the editor and the panel read them; the kernel's once it has handed them in (setKernel). */
   snapshot(): AggregateSnapshot {
+    if (this.kernel) return kernelSnapshot(this.kernel);
     const sites: AggregateSnapshot['sites'] = {};
     for (const [probe, byKey] of this.sites) {
       sites[probe] = [...byKey.values()].map((st) => {
@@ -390,6 +395,24 @@ export class Aggregates {
     }
     return ns;
   }
+}
+
+/**
+ * The kernel's figures as a snapshot: counts per probe and site, latency from its log2 buckets (percentiles and the
+ * maximum the upper ends of their buckets, the minimum the lower end of the first, the sum that of each call's
+ * bucket's lower end: a lower bound within a factor of two), no hits to show and no per-line or per-site latency.
+ */
+function kernelSnapshot(k: KernelFigures): AggregateSnapshot {
+  const sum = kernelSummary(k);
+  const latency: AggregateSnapshot['latency'] = {};
+  for (const [probe, l] of Object.entries(sum.latency)) {
+    const lo = l.log2.findIndex((n) => n > 0);
+    const total = l.log2.reduce((s, n, i) => s + n * 2 ** i, 0);
+    latency[probe] = { ...l, log2: [...l.log2], min: lo < 0 ? 0 : 2 ** lo, sum: total };
+  }
+  const sites: AggregateSnapshot['sites'] = {};
+  for (const [probe, list] of Object.entries(sum.sites)) sites[probe] = list.map((s) => ({ site: s.site, hits: s.hits }));
+  return { hits: sum.hits, sites, lines: {}, last: {}, latency, unpairedReturns: 0, lost: k.dropped };
 }
 
 /**

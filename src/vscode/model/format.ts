@@ -3,7 +3,7 @@
 import { BTF_SOURCE, DWARF_SOURCE, NO_INLINED_NOTE } from '../../core/probes/kernelBtf';
 import type { LatencyStats } from '../../core/session/aggregates';
 import { formatCount, formatDuration, describeSite, formatTs, formatValues } from '../../shared/hitText';
-import type { ProbeState, SpecStats } from './stats';
+import type { CountPath, ProbeState, SpecStats } from './stats';
 
 export { formatCount, formatDuration, formatValue, formatValues } from '../../shared/hitText';
 
@@ -28,7 +28,30 @@ export function decorationText(st: SpecStats | undefined, state: ProbeState, pro
   const last = st?.lastHits[st.lastHits.length - 1];
   if (last && Object.keys(last.values).length) parts.push(`last ${formatValues(last.values, 24, last.cut)}`);
   if (st?.latency && st.latency.count > 0) parts.push(`p50 ${formatDuration(st.latency.p50)}`);
+  const path = pathOf(st);
+  if (path === 'kernel') parts.push('aggregated in the kernel');
+  else if (path === 'both') parts.push('aggregated in the kernel (streamed on some targets)');
   return parts.join(' · ');
+}
+
+/** Which path the figures came from over every host: the kernel's, the stream's, or both. */
+export function pathOf(st: SpecStats | undefined): CountPath | 'both' | undefined {
+  const paths = new Set(Object.values(st?.paths ?? {}));
+  if (!paths.size) return undefined;
+  return paths.size > 1 ? 'both' : [...paths][0];
+}
+
+/** What the hover says of the path: aggregated figures have no hits to list. */
+export function pathLine(st: SpecStats | undefined): string | undefined {
+  const p = st?.paths;
+  if (!p || !Object.keys(p).length) return undefined;
+  const say = (path: CountPath) =>
+    path === 'kernel' ? 'aggregated in the kernel (hist triggers: counts and latency, no per-hit values)' : 'streamed (every hit)';
+  const paths = new Set(Object.values(p));
+  if (paths.size === 1) return `Counted: ${say([...paths][0])}`;
+  return `Counted: ${Object.entries(p)
+    .map(([h, path]) => `${escapeMarkdown(h)} ${say(path)}`)
+    .join(' · ')}`;
 }
 
 function plural(n: number): string {
@@ -79,6 +102,8 @@ export function hoverMarkdown(spec: string, st: SpecStats | undefined, state: Pr
   if (st) {
     const hosts = Object.entries(st.byHost);
     if (hosts.length) lines.push('', hosts.map(([h, n]) => `${escapeMarkdown(h)}: ${counted(n, st)}`).join(' · '));
+    const path = pathLine(st);
+    if (path) lines.push('', path);
     if (st.lowerBound) lines.push('', `**≥** ${LOWER_BOUND_NOTE}`);
     lines.push(...siteLines(st));
     if (st.lastHits.length) {
@@ -93,6 +118,20 @@ export function hoverMarkdown(spec: string, st: SpecStats | undefined, state: Pr
     if (st.latency && st.latency.count > 0) lines.push('', ...latencyLines(st.latency));
   }
   return lines.join('\n');
+}
+
+/** The commands a hover's toggle link may run (the hover trusts these alone). */
+export const TOGGLE_COMMANDS = ['probelens.aggregateProbe', 'probelens.streamProbe'];
+
+/**
+ * The hover's link that flips a probe between the kernel and the stream: `aggregated` is what it is now. Its
+ * argument is the Probes view's node for the probe (the command's own), URI-encoded JSON.
+ */
+export function toggleLink(binaryKey: string, spec: string, aggregated: boolean): string {
+  const arg = encodeURIComponent(JSON.stringify([{ kind: 'probe', binaryKey, spec }]));
+  return aggregated
+    ? `[Stream hits](command:probelens.streamProbe?${arg} "Stream every hit of this probe again")`
+    : `[Aggregate in the kernel](command:probelens.aggregateProbe?${arg} "Count this probe with hist triggers where the target has them")`;
 }
 
 /** The per-site breakdown of a function probe armed at more than one site. */

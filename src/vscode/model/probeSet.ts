@@ -1,11 +1,15 @@
 // The workspace's probes as a reviewable file, `.vscode/probelens.json`: per binary (relative to the workspace
 // when inside it), the probe specs in perf-probe syntax, each possibly disabled. Round-trips exactly what it
-// understands and tells the user, line by line, what it could not read.
+// understands and tells the user, line by line, what it could not read. A probe may be counted in the kernel
+// (`"aggregate": true`: hist triggers, where the target has them) instead of streamed hit by hit.
+// Tests: test/unit/vscode/model/probeSet.test.ts, test/unit/vscode/model/probeEdits.test.ts
 import { isAbsolute, posix, relative } from 'node:path';
 
 export interface ProbeSetEntry {
   spec: string;
   enabled: boolean;
+  /** Counted in the kernel (hist triggers) rather than streamed; absent: streamed. */
+  aggregate?: true;
 }
 
 export interface ProbeSet {
@@ -48,22 +52,30 @@ export function parseProbeSet(text: string, file = 'probelens.json'): ProbeSet {
     set.binaries[bin] = list.map((e, i) => {
       if (typeof e === 'string') return { spec: e, enabled: true };
       if (typeof e === 'object' && e !== null && typeof (e as { spec?: unknown }).spec === 'string') {
-        const en = (e as { enabled?: unknown }).enabled;
-        return { spec: (e as { spec: string }).spec, enabled: en === undefined ? true : en === true };
+        const { spec, enabled, aggregate } = e as { spec: string; enabled?: unknown; aggregate?: unknown };
+        if (aggregate !== undefined && typeof aggregate !== 'boolean')
+          throw new ProbeSetFormatError(file, `"binaries"."${bin}"[${i}]."aggregate" must be true or false`);
+        const entry: ProbeSetEntry = { spec, enabled: enabled === undefined ? true : enabled === true };
+        if (aggregate) entry.aggregate = true;
+        return entry;
       }
-      throw new ProbeSetFormatError(file, `"binaries"."${bin}"[${i}] must be a spec string or {"spec", "enabled"}`);
+      throw new ProbeSetFormatError(file, `"binaries"."${bin}"[${i}] must be a spec string or {"spec", "enabled", "aggregate"}`);
     });
   }
   return set;
 }
 
-/** Stable text: enabled probes as plain strings (easy to review), disabled ones as objects. */
+/** Stable text: enabled streamed probes as plain strings (easy to review), the others as objects. */
 export function serializeProbeSet(set: ProbeSet): string {
-  const binaries: Record<string, Array<string | ProbeSetEntry>> = {};
+  const binaries: Record<string, Array<string | object>> = {};
   for (const bin of Object.keys(set.binaries).sort()) {
     const list = set.binaries[bin];
     if (list.length === 0) continue;
-    binaries[bin] = list.map((e) => (e.enabled ? e.spec : { spec: e.spec, enabled: false }));
+    binaries[bin] = list.map((e) =>
+      e.enabled && !e.aggregate
+        ? e.spec
+        : { spec: e.spec, ...(e.enabled ? {} : { enabled: false }), ...(e.aggregate ? { aggregate: true } : {}) },
+    );
   }
   return `${JSON.stringify({ version: PROBE_SET_VERSION, binaries }, null, 2)}\n`;
 }
@@ -106,6 +118,28 @@ export function setProbeEnabled(set: ProbeSet, bin: string, spec: string, enable
   if (!e || e.enabled === enabled) return false;
   e.enabled = enabled;
   return true;
+}
+
+/** Counts a probe in the kernel (`on`) or streams it; returns whether the set changed. */
+export function setProbeAggregate(set: ProbeSet, bin: string, spec: string, on: boolean): boolean {
+  const e = set.binaries[bin]?.find((x) => x.spec === spec);
+  if (!e || !!e.aggregate === on) return false;
+  if (on) e.aggregate = true;
+  else delete e.aggregate;
+  return true;
+}
+
+/**
+ * The entries a binary's streaming session carries: all but those counted in the kernel, except where the target
+ * cannot count them (`kernelCounts` false: no hist triggers), which stream instead.
+ */
+export function streamedEntries(set: ProbeSet, bin: string, kernelCounts: boolean): ProbeSetEntry[] {
+  return (set.binaries[bin] ?? []).filter((e) => !e.aggregate || !kernelCounts);
+}
+
+/** The enabled specs counted in the kernel, each by a session of its own (none where the target cannot). */
+export function aggregatedSpecs(set: ProbeSet, bin: string, kernelCounts: boolean): string[] {
+  return kernelCounts ? (set.binaries[bin] ?? []).filter((e) => e.enabled && e.aggregate).map((e) => e.spec) : [];
 }
 
 export function enabledSpecs(set: ProbeSet, bin: string): string[] {
@@ -155,6 +189,6 @@ export function planEdits(
 export function changedBinaries(before: ProbeSet, after: ProbeSet): string[] {
   const keys = new Set([...Object.keys(before.binaries), ...Object.keys(after.binaries)]);
   const same = (a: ProbeSetEntry[] = [], b: ProbeSetEntry[] = []) =>
-    a.length === b.length && a.every((e, i) => e.spec === b[i].spec && e.enabled === b[i].enabled);
+    a.length === b.length && a.every((e, i) => e.spec === b[i].spec && e.enabled === b[i].enabled && !e.aggregate === !b[i].aggregate);
   return [...keys].filter((k) => !same(before.binaries[k], after.binaries[k])).sort();
 }

@@ -17,7 +17,11 @@ export interface SessionView {
    */
   events: ReadonlyArray<{ event: string; probe: string; spec: string; site?: Site; lowerBound?: boolean; kernelSource?: 'dwarf' | 'btf' }>;
   snapshot: AggregateSnapshot;
+  /** Which path produced the figures: the kernel's hist triggers, or the records streamed (absent: streamed). */
+  path?: CountPath;
 }
+
+export type CountPath = 'kernel' | 'stream';
 
 export interface LastHit {
   host: string;
@@ -43,6 +47,8 @@ export interface SpecStats {
   lowerBound?: true;
   /** A kernel probe's source: the vmlinux's DWARF, or the running kernel's BTF and kallsyms. */
   kernelSource?: 'dwarf' | 'btf';
+  /** Which paths produced the figures, per host (a probe aggregated where the target can, streamed elsewhere). */
+  paths?: Record<string, CountPath>;
 }
 
 function lastHitOf(host: string, h: Hit): LastHit {
@@ -62,6 +68,7 @@ export function statsForSpec(spec: string, sessions: readonly SessionView[], kee
     for (const { probe, spec: sp, site, lowerBound, kernelSource } of s.events) {
       if (sp !== spec) continue;
       probes.add(probe);
+      (st.paths ??= {})[s.host] = s.path ?? 'stream';
       if (lowerBound) st.lowerBound = true;
       if (kernelSource) st.kernelSource = kernelSource;
       if (site && !sites.has(siteKey(site))) sites.set(siteKey(site), { ...site, hits: 0 });

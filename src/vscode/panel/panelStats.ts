@@ -17,7 +17,8 @@ interface Latency {
 interface SiteTally {
   site: Site;
   hits: number;
-  last: Hit;
+  /** none when the kernel counted the site's hits */
+  last?: Hit;
   latency?: Latency;
 }
 
@@ -54,7 +55,7 @@ export function tally(snapshots: readonly AggregateSnapshot[]): Tally {
         if (!row) byKey.set(k, { site: a.site, hits: a.hits, last: a.last, latency: a.latency && latencyOf(a.latency) });
         else {
           row.hits += a.hits;
-          if (a.last.ts >= row.last.ts) row.last = a.last;
+          if (a.last && (!row.last || a.last.ts >= row.last.ts)) row.last = a.last;
           if (a.latency) row.latency = addLatency(row.latency, a.latency);
         }
       }
@@ -104,8 +105,8 @@ export function panelStats(now: Tally, base: Tally | undefined, extra: Pick<Pane
       rows.push({
         site: st.site,
         count: hits,
-        lastArgs: hits > 0 ? formatHitArgs(st.last) : '',
-        lastRet: hits > 0 && st.last.retval !== undefined ? formatValue(st.last.retval) : '',
+        lastArgs: hits > 0 && st.last ? formatHitArgs(st.last) : '',
+        lastRet: hits > 0 && st.last?.retval !== undefined ? formatValue(st.last.retval) : '',
         latencyCount: lat?.count ?? 0,
         latencySumNs: lat?.sum ?? 0,
         latencyMaxNs: lat?.max ?? 0,

@@ -136,6 +136,36 @@ describe('live panel webview in Chromium', () => {
     assert.deepEqual(p.errors, []);
   });
 
+  test('a probe counted in the kernel is marked "in the kernel" in Probes, and the table says it has no hit rows', async (t) => {
+    const p = await open(t);
+    if (!p) return;
+    const probes = [
+      { name: 'add', file: '/src/calc.c', line: 12 },
+      { name: 'hot', file: '/src/calc.c', line: 30, aggregated: true as const },
+    ];
+    await p.send(init({ probes }), stats({ counts: { add: 3, hot: 250_000 } }), { type: 'hits', batch: encodeHits(hits(0, 3)) });
+    await frames(p);
+    const rows = await p.page.evaluate(() =>
+      [...document.querySelectorAll<HTMLElement>('.pl-counts li')].map((li) => [
+        li.dataset.probe,
+        li.querySelector('.pl-probe-path')?.textContent ?? '',
+        li.textContent,
+      ]),
+    );
+    assert.deepEqual(rows, [
+      ['add', '', 'add3'],
+      ['hot', 'in the kernel', 'hotin the kernel250,000'],
+    ]);
+    assert.equal(await hidden(p, '#pl-aggregated'), false);
+    assert.equal(await text(p, '#pl-aggregated'), 'hot is aggregated in the kernel: counts and latency are in Probes, no per-hit rows');
+    // Streamed again: the mark and the note go.
+    await p.send({ type: 'probes', probes: [probes[0], { name: 'hot', file: '/src/calc.c', line: 30 }] });
+    await frames(p);
+    assert.equal(await hidden(p, '#pl-aggregated'), true);
+    assert.equal(await p.page.evaluate(() => document.querySelectorAll('.pl-probe-path').length), 0);
+    assert.deepEqual(p.errors, []);
+  });
+
   test('following the tail, a new row is drawn within 60 ms of its batch, however fast batches come', async (t) => {
     const p = await panel.open(t, { fakeClock: true });
     if (!p) return;

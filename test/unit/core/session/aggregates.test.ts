@@ -150,7 +150,7 @@ test('a probe counts over all its events; each site of it counts its own hits, k
   assert.deepEqual(s.hits, { f: 3, f__return: 2 });
   assert.deepEqual(s.lines, { '/src/a.c:3': 2 }, 'source lines count by event');
   assert.deepEqual(
-    s.sites.f.map((x) => [x.site.address, x.hits, x.last.args.n, x.latency?.count, x.latency?.sum]),
+    s.sites.f.map((x) => [x.site.address, x.hits, x.last?.args.n, x.latency?.count, x.latency?.sum]),
     [
       ['0x1000', 1, 1, 1, 2000],
       ['0x2000', 2, 3, 1, 5000],
@@ -161,11 +161,45 @@ test('a probe counts over all its events; each site of it counts its own hits, k
   assert.equal(s.latency.f.sum, 7000);
   assert.equal(s.latency.f__return, undefined);
   assert.deepEqual(
-    s.sites.f__return.map((x) => [x.site.address, x.hits, x.last.retval, x.latency]),
+    s.sites.f__return.map((x) => [x.site.address, x.hits, x.last?.retval, x.latency]),
     [
       ['0x1000', 1, 7, undefined],
       ['0x2000', 1, undefined, undefined],
     ],
   );
   assert.deepEqual(agg.summary().hits, { f: 3, f__return: 2 });
+});
+
+test("the kernel's figures are what the snapshot shows once handed in: the summary's counts, sites and latency, no hits to list", () => {
+  const agg = new Aggregates();
+  const entry = { kind: 'entry' as const, address: '0x10' };
+  const inl = { kind: 'inlined' as const, address: '0x40', caller: 'main' };
+  const log2 = new Array<number>(16).fill(0);
+  log2[11] = 50;
+  log2[14] = 150;
+  agg.setKernel({
+    counts: [
+      { event: 'f', point: 0, probe: 'f', site: entry, tid: 7, hits: 200 },
+      { event: 'f', point: 1, probe: 'f', site: inl, tid: 7, hits: 5 },
+      { event: 'f', point: 0, probe: 'f', site: entry, tid: 8, hits: 7 },
+    ],
+    latency: { f: log2 },
+    dropped: 3,
+  });
+  const s = agg.snapshot();
+  const sum = agg.summary();
+  assert.deepEqual(s.hits, { f: 212 });
+  assert.deepEqual(s.hits, sum.hits);
+  assert.deepEqual(s.sites.f, [
+    { site: entry, hits: 207 },
+    { site: inl, hits: 5 },
+  ]);
+  assert.deepEqual(s.last, {});
+  assert.equal(s.lost, 3);
+  const l = s.latency.f;
+  assert.deepEqual(
+    [l.count, l.p50, l.p99, l.max, l.min],
+    [sum.latency.f.count, sum.latency.f.p50, sum.latency.f.p99, sum.latency.f.max, 2 ** 11],
+  );
+  assert.equal(l.sum, 50 * 2 ** 11 + 150 * 2 ** 14, "each call at its bucket's lower end");
 });

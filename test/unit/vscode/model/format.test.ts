@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { decorationText, formatCount, formatDuration, hitRate, hoverMarkdown, sparkline } from '../../../../src/vscode/model/format';
+import {
+  decorationText,
+  formatCount,
+  formatDuration,
+  hitRate,
+  hoverMarkdown,
+  sparkline,
+  toggleLink,
+  TOGGLE_COMMANDS,
+} from '../../../../src/vscode/model/format';
 import { statsForSpec, type SessionView } from '../../../../src/vscode/model/stats';
 import type { Hit } from '../../../../src/shared/hit';
 import type { Site } from '../../../../src/shared/site';
@@ -148,4 +157,31 @@ test("the hover says which copy of the function's code a last hit came from, whe
   assert.match(md, /^- local 2\.000000 — a=3 b=-7 · inlined into main at calls\.c:130 \(0x401136\)$/m);
   const entry = statsForSpec('add_ints $params', [view('local', 2, { kind: 'entry', address: '0x401000' })]);
   assert.match(hoverMarkdown('add_ints $params', entry, 'armed'), /^- local 2\.000000 — a=3 b=-7$/m);
+});
+
+test('the inline text and hover say which path counted: aggregated in the kernel, streamed, or each per host', () => {
+  const spec = 'add_ints $params';
+  const kernel: SessionView = { ...view('vm', 7), path: 'kernel' };
+  kernel.snapshot.last = {};
+  const st = statsForSpec(spec, [kernel]);
+  assert.equal(decorationText(st, 'armed'), '● 7 hits · p50 2.1µs · aggregated in the kernel');
+  assert.match(
+    hoverMarkdown(spec, st, 'armed'),
+    /Counted: aggregated in the kernel \(hist triggers: counts and latency, no per-hit values\)/,
+  );
+  const streamed = statsForSpec(spec, [view('h', 3)]);
+  assert.doesNotMatch(decorationText(streamed, 'armed'), /aggregated/);
+  assert.match(hoverMarkdown(spec, streamed, 'armed'), /Counted: streamed \(every hit\)/);
+  const both = statsForSpec(spec, [kernel, view('h', 3)]);
+  assert.match(decorationText(both, 'armed'), /^● 10 hits · .*aggregated in the kernel \(streamed on some targets\)$/);
+  assert.match(hoverMarkdown(spec, both, 'armed'), /Counted: vm aggregated in the kernel .* · h streamed \(every hit\)/);
+});
+
+test("the hover's toggle link runs the toggle command on the probe's own node", () => {
+  const link = toggleLink('build/calls', 'add_ints $params', false);
+  const m = /^\[Aggregate in the kernel\]\(command:probelens\.aggregateProbe\?(\S+) "[^"]+"\)$/.exec(link);
+  assert.ok(m, link);
+  assert.deepEqual(JSON.parse(decodeURIComponent(m[1])), [{ kind: 'probe', binaryKey: 'build/calls', spec: 'add_ints $params' }]);
+  assert.match(toggleLink('b', 's', true), /^\[Stream hits\]\(command:probelens\.streamProbe\?/);
+  assert.ok(TOGGLE_COMMANDS.includes('probelens.aggregateProbe') && TOGGLE_COMMANDS.includes('probelens.streamProbe'));
 });

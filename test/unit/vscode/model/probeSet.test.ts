@@ -2,15 +2,19 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   addProbe,
+  aggregatedSpecs,
   binaryFromKey,
   binaryKey,
+  changedBinaries,
   emptyProbeSet,
   enabledSpecs,
   parseProbeSet,
   ProbeSetFormatError,
   removeProbe,
   serializeProbeSet,
+  setProbeAggregate,
   setProbeEnabled,
+  streamedEntries,
 } from '../../../../src/vscode/model/probeSet';
 
 test('a probe set survives serialise → parse unchanged, disabled probes included', () => {
@@ -55,4 +59,47 @@ test('binaries inside the workspace are stored relative, others absolute', () =>
   assert.equal(binaryKey('/x/app', '/w'), '/x/app');
   assert.equal(binaryFromKey('build/app', '/w'), '/w/build/app');
   assert.equal(binaryFromKey('/x/app', '/w'), '/x/app');
+});
+
+test('a probe counted in the kernel is written {"spec", "aggregate": true} and read back; streamed ones stay strings', () => {
+  const set = emptyProbeSet();
+  addProbe(set, 'build/calls', 'add_ints $params');
+  addProbe(set, 'build/calls', 'hot');
+  addProbe(set, 'build/calls', 'off');
+  assert.equal(setProbeAggregate(set, 'build/calls', 'hot', true), true);
+  assert.equal(setProbeAggregate(set, 'build/calls', 'hot', true), false);
+  setProbeAggregate(set, 'build/calls', 'off', true);
+  setProbeEnabled(set, 'build/calls', 'off', false);
+  const text = serializeProbeSet(set);
+  assert.deepEqual(JSON.parse(text).binaries['build/calls'], [
+    'add_ints $params',
+    { spec: 'hot', aggregate: true },
+    { spec: 'off', enabled: false, aggregate: true },
+  ]);
+  assert.deepEqual(parseProbeSet(text), set);
+  // A target with hist triggers: the streaming session carries the others, each enabled aggregated spec its own.
+  assert.deepEqual(
+    streamedEntries(set, 'build/calls', true).map((e) => e.spec),
+    ['add_ints $params'],
+  );
+  assert.deepEqual(aggregatedSpecs(set, 'build/calls', true), ['hot']);
+  // One without: everything streams.
+  assert.deepEqual(
+    streamedEntries(set, 'build/calls', false).map((e) => e.spec),
+    ['add_ints $params', 'hot', 'off'],
+  );
+  assert.deepEqual(aggregatedSpecs(set, 'build/calls', false), []);
+  // Flipping back streams it and writes a plain string again.
+  setProbeAggregate(set, 'build/calls', 'hot', false);
+  assert.deepEqual(JSON.parse(serializeProbeSet(set)).binaries['build/calls'][1], 'hot');
+});
+
+test('a hand edit that only flips "aggregate" changes that binary; a non-boolean "aggregate" is named', () => {
+  const a = parseProbeSet('{"binaries":{"b":["f"],"c":["g"]}}');
+  const b = parseProbeSet('{"binaries":{"b":[{"spec":"f","aggregate":true}],"c":["g"]}}');
+  assert.deepEqual(changedBinaries(a, b), ['b']);
+  assert.throws(
+    () => parseProbeSet('{"binaries":{"b":[{"spec":"f","aggregate":"yes"}]}}', 'x.json'),
+    /x\.json: "binaries"\."b"\[0\]\."aggregate" must be true or false/,
+  );
 });
