@@ -64,7 +64,7 @@ test('a --by key no probe fetches is refused before anything is armed, naming wh
   const bin = privateCopy(t, f.path);
   const r = await runCli(t, ['trace', bin, 'tick seq', '--by', 'sq', '--duration', '30'], isolatedEnv(t));
   assert.equal(r.code, 1, r.stderr);
-  assert.match(r.stderr, /--by sq: no probe of this trace fetches 'sq' \(its arguments: seq; or comm\)/);
+  assert.match(r.stderr, /--by sq: no probe of this trace fetches 'sq' \(its arguments: seq; or comm, pid, tid\)/);
   assert.doesNotMatch(r.stderr, /tracing \d+ probe/);
   assert.deepEqual(await waitNoGroups(bin, 10_000), []);
   const bad = await runCli(t, ['trace', bin, 'tick seq', '--by', 'seq.log10'], isolatedEnv(t));
