@@ -9,14 +9,14 @@
 //   test/integration/returns.test.ts, test/integration/hitShape.test.ts, test/integration/engine-fanout.test.ts,
 //   test/unit/core/session/sessionEnd.test.ts, test/vm/kernelBtf.test.ts
 import type { BinaryIndex } from '../index/binaryIndex';
-import { readBinaryIdentity } from '../index/identity';
 import { compileProbes, lineBaseName, sharePoints, SITE_ARG, type CompiledProbe } from '../probes/compiler';
 import { callerNamer } from './callers';
+import { checkTargetBuild } from './buildCheck';
 import { bindGroup, checkProbePath, eventName } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
 import { checkWriters, probedPath, WatchGate, type FileChange } from './fileWatch';
 import type { ExecExit, Target } from '../target/target';
-import { AgentError, AgentExitedError, offendingToken, TracefsAgent, type StopReport } from '../tracefs/agentClient';
+import { AgentExitedError, offendingToken, TracefsAgent, type StopReport } from '../tracefs/agentClient';
 import { HitParser, type Hit } from '../tracefs/hitParser';
 import { RawStream } from '../tracefs/rawStream';
 import { chooseStream, type StreamChoice, type StreamKind } from './streamChoice';
@@ -117,42 +117,6 @@ export interface SessionSummary {
    * `mismatch` 0: the kernel's counts could not be read.
    */
   error?: string;
-}
-
-/** The running kernel's notes (its build-id among them), as the image's PT_NOTE segment holds them. */
-const KERNEL_NOTES = '/sys/kernel/notes';
-
-/** Where a loaded module's build-id note is: /sys/module/NAME/notes/.note.gnu.build-id (the section's bytes). */
-export const moduleNotes = (module: string): string => `/sys/module/${module}/notes/.note.gnu.build-id`;
-
-/** The module a .ko's probes are for is not loaded on the target (a kprobe on it would wait, silently, for its load). */
-export class ModuleNotLoadedError extends Error {
-  constructor(
-    readonly host: string,
-    readonly module: string,
-    path: string,
-  ) {
-    super(`module ${module} is not loaded on ${host} (no ${path}): load it (modprobe ${module}) and trace again; nothing was armed`);
-    this.name = 'ModuleNotLoadedError';
-  }
-}
-
-export class BuildIdMismatchError extends Error {
-  constructor(
-    readonly host: string,
-    readonly path: string,
-    detail: string,
-    what: 'binary' | 'kernel' | { module: string } = 'binary',
-  ) {
-    super(
-      what === 'kernel'
-        ? `kernel on ${host} differs from the local vmlinux (${path}: ${detail}): use the vmlinux of the kernel it runs, or pass --no-build-id-check`
-        : typeof what === 'object'
-          ? `module ${what.module} on ${host} differs from the local .ko (${path}: ${detail}): use the .ko (with its debug information) of the module it runs, or pass --no-build-id-check`
-          : `binary on ${host} differs from the local build (${path}: ${detail}): rebuild or deploy it, or pass --no-build-id-check`,
-    );
-    this.name = 'BuildIdMismatchError';
-  }
 }
 
 export class DefinitionRejectedError extends Error {
@@ -510,52 +474,9 @@ export class TraceSession {
     const stream = await chooseStream(agent, opts.stream);
     this.stream = stream.kind;
     this.streamNote = stream.note;
-    // Kernel probes (the index is of a vmlinux) are about the running kernel: its build-id is in /sys/kernel/notes,
-    // the kernel's own copy of the image's note segment.
+    // Kernel probes (the index is of a vmlinux or a .ko) are about the running kernel or the loaded module.
     const kernel = compiled.probes.some((p) => p.definition.target.type === 'kprobe');
-    // Without an index the BTF was read from the running kernel itself: there is no other build to differ from.
-    if (opts.index && !opts.noBuildIdCheck && kernel) {
-      const id = readBinaryIdentity(opts.index.path);
-      // A module's .ko is compared with the loaded module's own copy of its build-id note section.
-      const module = compiled.probes
-        .map((p) => (p.definition.target.type === 'kprobe' ? p.definition.target.module : undefined))
-        .find((m) => m);
-      const notes = module ? moduleNotes(module) : KERNEL_NOTES;
-      if (id.buildId && id.buildIdNoteOffset !== undefined && id.buildIdLength !== undefined) {
-        try {
-          await agent.checkBuildId(notes, id.buildIdNoteOffset, id.buildIdLength, id.buildId);
-        } catch (e) {
-          if (e instanceof AgentError && e.code === 'EMISMATCH')
-            throw new BuildIdMismatchError(
-              this.host,
-              notes,
-              module
-                ? `the loaded module's build-id is ${e.details.join(' ') || e.message}, ${opts.index.path} is build ${id.buildId}`
-                : `the running kernel's build-id is ${e.details.join(' ') || e.message}, ${opts.index.path} is build ${id.buildId}`,
-              module ? { module } : 'kernel',
-            );
-          if (module && e instanceof AgentError && e.code === 'ENOENT') throw new ModuleNotLoadedError(this.host, module, notes);
-          throw e;
-        }
-      }
-    } else if (opts.index && !opts.noBuildIdCheck) {
-      const id = readBinaryIdentity(opts.index.path);
-      if (id.buildId && id.buildIdOffset !== undefined && id.buildIdLength !== undefined) {
-        if (id.buildId !== opts.index.buildId)
-          throw new BuildIdMismatchError(
-            'this machine',
-            opts.index.path,
-            `the index is of build ${opts.index.buildId}, the file is now ${id.buildId}; re-index`,
-          );
-        try {
-          await agent.checkBuildId(remotePath, id.buildIdOffset, id.buildIdLength, id.buildId);
-        } catch (e) {
-          if (e instanceof AgentError && e.code === 'EMISMATCH')
-            throw new BuildIdMismatchError(this.host, remotePath, `build-id ${id.buildId} expected; ${e.details.join(' ') || e.message}`);
-          throw e;
-        }
-      }
-    }
+    if (opts.index && !opts.noBuildIdCheck) await checkTargetBuild(agent, this.host, opts.index, compiled.probes, remotePath);
     if (!kernel && opts.index) await checkWriters(agent, this.host, remotePath);
     const watchKey = (await agent.watchFiles()) ? agent.watchKey : null;
     const needsRecompile =
