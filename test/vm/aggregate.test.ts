@@ -9,7 +9,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { isolatedEnv, parseJsonOutput, sleep, startCli, type CliRun } from '../integration/engine-harness';
 import { requireVm, vmCliFlags, vmShell, waitVmClean, type VmConnection } from '../helpers/vm';
-import { waitAggregating, waitOnVm } from './kernelCli';
+import { waitAggregating, waitStreaming } from './kernelCli';
 
 const TIMEOUT = { timeout: 900_000 };
 const T = '/sys/kernel/tracing';
@@ -45,13 +45,7 @@ test(
     const agg = await armAggregating(t, vm, bin);
     const streamed = startCli(t, ['trace', bin, 'tick seq', 'tick%return', '--json', ...KEYS, ...vmCliFlags(vm)], isolatedEnv(t));
     // The streaming session's events are enabled in its instance (the aggregating one's never are).
-    await waitOnVm(
-      vm,
-      streamed,
-      `cat ${T}/instances/probelens_*/events/probelens_*/*/enable`,
-      (out) => out.split('\n').filter((l) => l.trim() === '1').length >= 2,
-      'the streaming session arming',
-    );
+    await waitStreaming(vm, streamed);
     const runs = [
       [await runInVm(vm, bin, 200), 200],
       [await runInVm(vm, bin, 50), 50],

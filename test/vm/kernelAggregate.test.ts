@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { parseJsonOutput, sleep, startCli } from '../integration/engine-harness';
 import { log2Bucket } from '../../src/shared/hit';
 import { HIDDEN_CALLER } from '../../src/core/session/keys';
-import { installStatic, kernelEnv, waitAggregating, waitOnVm, warmIndex } from './kernelCli';
+import { installStatic, kernelEnv, waitAggregating, waitStreaming, warmIndex } from './kernelCli';
 import { requireVm, requireVmlinux, vmCliFlags, vmShell, vmSshArgs, waitVmClean, type VmConnection } from '../helpers/vm';
 
 const TIMEOUT = { timeout: 900_000 };
@@ -91,13 +91,7 @@ test(
     assert.match(defined, /^p:\S+ __x64_sys_newuname\b/m, `the entry is a kprobe: ${defined}`);
     assert.match(defined, /^r\d*:\S+ __x64_sys_newuname\b/m, `the return is a kretprobe: ${defined}`);
     const streamed = startCli(t, ['trace', k.path, ...SPECS, ...flags], kernelEnv(t));
-    await waitOnVm(
-      vm,
-      streamed,
-      `cat ${T}/instances/probelens_*/events/probelens_*/*/enable`,
-      (out) => out.split('\n').filter((l) => l.trim() === '1').length >= 2,
-      'the streaming session arming',
-    );
+    await waitStreaming(vm, streamed);
 
     const program = runUnamer(vm);
     const pid = await program.pid;
@@ -250,13 +244,7 @@ test(
     const agg = startCli(t, ['trace', k.path, ...SPECS, '--aggregate', ...flags], kernelEnv(t));
     await waitAggregating(vm, agg);
     const streamed = startCli(t, ['trace', k.path, ...SPECS, ...flags], kernelEnv(t));
-    await waitOnVm(
-      vm,
-      streamed,
-      `cat ${T}/instances/probelens_*/events/probelens_*/*/enable`,
-      (out) => out.split('\n').filter((l) => l.trim() === '1').length >= 2,
-      'the streaming session arming',
-    );
+    await waitStreaming(vm, streamed);
     const child = spawn('ssh', [...vmSshArgs(vm), '--', THREADED], { stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -340,14 +328,7 @@ async function aloneAround(t: TestContext, vm: VmConnection, vmlinux: string, ag
     kernelEnv(t),
   );
   if (aggregate) await waitAggregating(vm, cli);
-  else
-    await waitOnVm(
-      vm,
-      cli,
-      `cat ${T}/instances/probelens_*/events/probelens_*/*/enable`,
-      (out) => out.split('\n').filter((l) => l.trim() === '1').length >= 2,
-      'the streaming session arming',
-    );
+  else await waitStreaming(vm, cli);
   const program = runUnamer(vm, NAPPER);
   const pid = await program.pid;
   program.go();

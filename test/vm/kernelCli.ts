@@ -35,6 +35,16 @@ export const waitAggregating = (vm: VmConnection, cli: CliRun): Promise<void> =>
     'the aggregating session arming',
   );
 
+/** Until a streaming session has enabled (at least) `events` events in its instance (an aggregating one never does). */
+export const waitStreaming = (vm: VmConnection, cli: CliRun, events = 2): Promise<void> =>
+  waitOnVm(
+    vm,
+    cli,
+    'cat /sys/kernel/tracing/instances/probelens_*/events/probelens_*/*/enable',
+    (out) => out.split('\n').filter((l) => l.trim() === '1').length >= events,
+    'the streaming session arming',
+  );
+
 /** The file the opener opens, and how many times. */
 export const KNOWN = '/tmp/probelens-kernel-known';
 const OPENER = '/tmp/probelens-opener';
