@@ -50,6 +50,12 @@ export class BinaryImage {
     return this.debugVia !== undefined;
   }
 
+  /** Closes the files an image opened with `readOnDemand` reads from (what was read stays readable). */
+  close(): void {
+    this.elf.close();
+    this.debugElf?.close();
+  }
+
   /** DWARF sections (decompressed) from the debug file, or from the binary itself. */
   dwarf(): SectionSource {
     return (this.debugElf ?? this.elf).sectionSource();
@@ -110,14 +116,24 @@ function mergeSymbolSets(a: { groups: SymbolGroup[] }, b: { groups: SymbolGroup[
  * (unless anyArch), DebugFileMismatchError (explicit debugFile only), or the fs error when it can't be read.
  */
 export async function openBinary(path: string, opts: OpenBinaryOptions = {}): Promise<BinaryImage> {
-  const data = await readRegularFile(path);
-  checkKind(data, path, opts.anyArch ?? false);
-  const elf = ElfFile.parse(data, path);
-  if (!opts.anyArch) elf.requireProbeableArch();
-  if (elf.hasDebugInfo && !opts.debugFile) return new BinaryImage(elf, undefined, 'self', []);
-  const found = await findDebugFile(elf, opts);
-  if (found.debug) return new BinaryImage(elf, found.debug, found.via, found.tried);
-  return new BinaryImage(elf, undefined, elf.hasDebugInfo ? 'self' : undefined, found.tried);
+  const anyArch = opts.anyArch ?? false;
+  let elf: ElfFile;
+  if (opts.readOnDemand) elf = ElfFile.open(path, {}, (head) => checkKind(head, path, anyArch));
+  else {
+    const data = await readRegularFile(path);
+    checkKind(data, path, anyArch);
+    elf = ElfFile.parse(data, path);
+  }
+  try {
+    if (!opts.anyArch) elf.requireProbeableArch();
+    if (elf.hasDebugInfo && !opts.debugFile) return new BinaryImage(elf, undefined, 'self', []);
+    const found = await findDebugFile(elf, opts);
+    if (found.debug) return new BinaryImage(elf, found.debug, found.via, found.tried);
+    return new BinaryImage(elf, undefined, elf.hasDebugInfo ? 'self' : undefined, found.tried);
+  } catch (e) {
+    elf.close();
+    throw e;
+  }
 }
 
 /**

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { crc32 } from './crc32';
 import { ElfFile } from './elfFile';
 import { DebugFileMismatchError, isBinaryFormatError } from './errors';
-import { readRegularFile } from './regularFile';
+import { NotRegularFileError, readRegularFile } from './regularFile';
 
 export const SYSTEM_DEBUG_DIR = '/usr/lib/debug';
 
@@ -18,6 +18,12 @@ export interface DebugLookupOptions {
   noSystemDebugDir?: boolean;
   /** An explicit debug file; a mismatch is an error instead of being skipped. */
   debugFile?: string;
+  /**
+   * Read the binary and its debug file range by range as they are needed (ElfFile.open) instead of whole: the
+   * index of one source file reads a few of a large binary's megabytes. The caller closes what it opened
+   * (BinaryImage.close); a candidate found wanting is closed here.
+   */
+  readOnDemand?: boolean;
 }
 
 export type DebugVia = 'explicit' | 'build-id' | 'debuglink';
@@ -43,38 +49,58 @@ export async function findDebugFile(binary: ElfFile, opts: DebugLookupOptions = 
   const self = await realpath(binary.path).catch(() => binary.path);
 
   const check = async (path: string, via: DebugVia): Promise<ElfFile | undefined> => {
-    let data: Buffer;
+    const elf = await open(path, via);
+    if (!elf) return undefined;
+    try {
+      const used = verify(elf, path, via);
+      if (!used) elf.close();
+      return used;
+    } catch (e) {
+      elf.close();
+      throw e;
+    }
+  };
+
+  const open = async (path: string, via: DebugVia): Promise<ElfFile | undefined> => {
+    let data: Buffer | undefined;
     try {
       if ((await realpath(path)) === self) return undefined;
-      data = await readRegularFile(path);
+      if (!opts.readOnDemand) data = await readRegularFile(path);
     } catch {
       tried.push({ path, via, verdict: 'missing' });
       return undefined;
     }
-    let elf: ElfFile;
     try {
-      elf = ElfFile.parse(data, path);
+      return data ? ElfFile.parse(data, path) : ElfFile.open(path);
     } catch (e) {
-      if (!isBinaryFormatError(e)) throw e;
+      if (!isBinaryFormatError(e)) {
+        // Read on demand, the file is opened here: an fs error is a missing file as above.
+        if (data || !(e instanceof NotRegularFileError || (e as NodeJS.ErrnoException).code !== undefined)) throw e;
+        tried.push({ path, via, verdict: 'missing' });
+        return undefined;
+      }
       tried.push({ path, via, verdict: 'not an ELF file' });
       return undefined;
     }
+  };
+
+  const verify = (elf: ElfFile, path: string, via: DebugVia): ElfFile | undefined => {
     const theirs = elf.buildId;
     if (buildId && theirs && theirs !== buildId) {
       tried.push({ path, via, verdict: 'build-id mismatch' });
       if (via === 'explicit') throw new DebugFileMismatchError(path, binary.path, `build-id ${theirs} vs ${buildId}`);
       return undefined;
     }
-    if (via === 'debuglink' && link && crc32(data) !== link.crc32) {
+    if (via === 'debuglink' && link && crc32(elf.wholeFile()) !== link.crc32) {
       tried.push({ path, via, verdict: 'crc mismatch' });
       return undefined;
     }
-    if (via === 'explicit' && !(buildId && theirs) && link && crc32(data) !== link.crc32) {
+    if (via === 'explicit' && !(buildId && theirs) && link && crc32(elf.wholeFile()) !== link.crc32) {
       tried.push({ path, via, verdict: 'crc mismatch' });
       throw new DebugFileMismatchError(
         path,
         binary.path,
-        `CRC32 0x${crc32(data).toString(16)} vs .gnu_debuglink's 0x${link.crc32.toString(16)}`,
+        `CRC32 0x${crc32(elf.wholeFile()).toString(16)} vs .gnu_debuglink's 0x${link.crc32.toString(16)}`,
       );
     }
     if (!elf.hasDebugInfo) {

@@ -1,20 +1,25 @@
-// One ELF object (executable, shared library or separate debug file) over its bytes in memory. Addresses are
-// bigint (a 64-bit address may exceed 2^53); file offsets and sizes within the file are numbers, checked
-// against the file size before use.
+// One ELF object (executable, shared library or separate debug file) over its bytes: in memory, or read from the
+// file range by range as they are asked for (ElfFile.open, FileBytes). Addresses are bigint (a 64-bit address may
+// exceed 2^53); file offsets and sizes within the file are numbers, checked against the file size before use.
+// Tests: test/unit/core/binary/elfFile.test.ts, test/unit/core/binary/fileBytes.test.ts
 import { elfReader, hex } from './byteReader';
 import { DecompressionBudget, decompressGabi, decompressZdebug } from './compressed';
 import { ElfFormatError, NotElfError, UnsupportedArchError } from './errors';
+import { FileBytes } from './fileBytes';
 import {
   EM_AARCH64,
   EM_X86_64,
   PT_LOAD,
   PT_NOTE,
+  SHDR_SIZE,
   SHF_COMPRESSED,
   SHT_DYNSYM,
   SHT_NOBITS,
   SHT_NOTE,
   SHT_SYMTAB,
   hasElfMagic,
+  readElfHeader,
+  readSectionHeader,
   type RawSection,
   type RawSegment,
 } from './elfHeader';
@@ -83,9 +88,12 @@ export class ElfFile {
 
   private constructor(
     readonly path: string,
+    /** The file's bytes; of a file opened with open(), only the ranges read so far (see ensure). */
     readonly data: Buffer,
     raw: RawElf,
     opts: ElfParseOptions,
+    /** Where the bytes not read yet come from (open()); undefined when `data` holds the whole file. */
+    private readonly file?: FileBytes,
   ) {
     this.decompression =
       opts.maxDecompressedBytes !== undefined
@@ -117,12 +125,62 @@ export class ElfFile {
   }
 
   /** Parses an ELF image. Throws NotElfError for non-ELF data, ElfFormatError for a damaged one. */
-  static parse(data: Buffer, path = '<memory>', opts: ElfParseOptions = {}): ElfFile {
+  static parse(data: Buffer, path = '<memory>', opts: ElfParseOptions = {}, file?: FileBytes): ElfFile {
     if (!hasElfMagic(data)) {
       const head = data.subarray(0, 2).toString('latin1');
       throw new NotElfError(path, data.length === 0 ? 'the file is empty' : head === '#!' ? 'it is a script' : 'no ELF magic number');
     }
-    return new ElfFile(path, data, parseElfContainer(data), opts);
+    return new ElfFile(path, data, parseElfContainer(data), opts, file);
+  }
+
+  /**
+   * Opens an ELF file to read its bytes as they are needed (positional reads, FileBytes) instead of reading it
+   * whole: the headers now, a section when it is first asked for, and with sectionBytesUnread() a section's
+   * ranges one by one. `checkHeader` sees the file's first 64 bytes before the tables are read. Throws as parse()
+   * does, or the fs error; close() when done (an ElfFile it fails to make closes the file itself).
+   */
+  static open(path: string, opts: ElfParseOptions = {}, checkHeader?: (head: Buffer) => void): ElfFile {
+    const file = FileBytes.open(path);
+    try {
+      const data = file.data;
+      file.ensure(0, 64);
+      checkHeader?.(data);
+      if (hasElfMagic(data)) {
+        // The tables and the section-name table, which elfy reads; damaged ones are refused by parseElfContainer.
+        const h = readElfHeader(data);
+        file.ensure(h.phoff, h.phnum * h.phentsize);
+        file.ensure(h.shoff, h.shnum * h.shentsize);
+        if (h.shstrndx < h.shnum && h.shentsize >= SHDR_SIZE[h.elfClass] && h.shoff + h.shnum * h.shentsize <= data.length) {
+          const names = readSectionHeader(data, h.shoff + h.shstrndx * h.shentsize, h, h.shstrndx);
+          file.ensure(names.offset, names.size);
+        }
+      }
+      return ElfFile.parse(data, path, opts, file);
+    } catch (e) {
+      file.close();
+      throw e;
+    }
+  }
+
+  /** Closes the file of an ElfFile made by open() (the ranges read stay readable); nothing for one in memory. */
+  close(): void {
+    this.file?.close();
+  }
+
+  /** Bytes read from the file so far (the whole file for one in memory). */
+  get bytesRead(): number {
+    return this.file ? this.file.bytesRead : this.data.length;
+  }
+
+  /** Makes [offset, offset + length) of `data` hold the file's bytes (a file opened with open()). */
+  ensure(offset: number, length: number): void {
+    this.file?.ensure(offset, length);
+  }
+
+  /** The whole file's bytes (reading what was not read yet): what a checksum of the file needs. */
+  wholeFile(): Buffer {
+    this.file?.ensureAll();
+    return this.data;
   }
 
   /** Throws UnsupportedArchError unless this is an x86-64 or AArch64 object. */
@@ -146,7 +204,21 @@ export class ElfFile {
         `${sec.size} bytes run past the end of the ${this.data.length}-byte file`,
       );
     }
+    this.file?.ensure(sec.offset, sec.size);
     return this.data.subarray(sec.offset, sec.offset + sec.size);
+  }
+
+  /**
+   * An uncompressed section's bytes as stored, not read yet: of a file opened with open(), the reader asks for
+   * each range before reading it (`ensure`, with file offsets: the section starts at `fileOffset`). Undefined
+   * where the contents are not the stored bytes as they are (compressed, a relocatable object's to relocate,
+   * SHT_NOBITS) or the file is in memory: there sectionContents() is the way.
+   */
+  sectionBytesUnread(name: string): { bytes: Uint8Array; fileOffset: number } | undefined {
+    const sec = this.byName.get(name);
+    if (!this.file || !sec || sec.type === SHT_NOBITS || (sec.flags & SHF_COMPRESSED) !== 0n || this.layout) return undefined;
+    if (this.contents.has(sec.index) || sec.offset + sec.size > this.data.length) return undefined;
+    return { bytes: this.data.subarray(sec.offset, sec.offset + sec.size), fileOffset: sec.offset };
   }
 
   /**
@@ -196,7 +268,16 @@ export class ElfFile {
 
   /** A SectionSource for the DWARF reader over this file's sections. */
   sectionSource(): SectionSource {
-    return { section: (name) => this.sectionContents(name), littleEndian: this.littleEndian, addressSize: this.addressSize };
+    const unread = (name: string) => {
+      const s = this.sectionBytesUnread(name);
+      return s && { bytes: s.bytes, ensure: (start: number, end: number) => this.ensure(s.fileOffset + start, end - start) };
+    };
+    return {
+      section: (name) => this.sectionContents(name),
+      unread: this.file ? unread : undefined,
+      littleEndian: this.littleEndian,
+      addressSize: this.addressSize,
+    };
   }
 
   /** Defined function symbols of .symtab and .dynsym (aliases kept), and the same grouped by address. */
@@ -268,6 +349,7 @@ export class ElfFile {
         `${size} bytes at ${hex(vaddr)} run past the end of the segment`,
       );
     }
+    this.file?.ensure(off, size);
     return this.data.subarray(off, off + size);
   }
 
@@ -304,6 +386,7 @@ export class ElfFile {
         if (p.type !== PT_NOTE || p.filesz === 0) continue;
         if (p.offset + p.filesz > this.data.length)
           throw new ElfFormatError(`program header ${p.index}`, p.offset, 'PT_NOTE runs past the end of the file');
+        this.file?.ensure(p.offset, p.filesz);
         out.push(
           ...parseNotes(
             this.data.subarray(p.offset, p.offset + p.filesz),

@@ -29,7 +29,22 @@ export interface BuildOptions extends OpenBinaryOptions {
 
 export async function buildIndex(path: string, opts: BuildOptions = {}): Promise<IndexData> {
   const identity = readBinaryIdentity(path);
-  const image = await openBinary(path, opts);
+  // One file's index reads the few ranges of the binary its units need; the whole index reads nearly all of the
+  // DWARF, and its helper workers read the file themselves.
+  const image = await openBinary(path, { ...opts, readOnDemand: opts.onlyFile !== undefined });
+  try {
+    return await build(path, image, identity, opts);
+  } finally {
+    image.close();
+  }
+}
+
+async function build(
+  path: string,
+  image: BinaryImage,
+  identity: ReturnType<typeof readBinaryIdentity>,
+  opts: BuildOptions,
+): Promise<IndexData> {
   const arch = image.elf.requireProbeableArch();
   const go = image.goInfo();
   let functions: IndexedFunction[] = [];
