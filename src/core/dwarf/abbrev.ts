@@ -1,8 +1,10 @@
 // Abbreviation tables (.debug_abbrev), parsed once per offset and shared by every unit that points there.
 // Each abbreviation also gets a precomputed byte size when all its forms are fixed-size for the unit's
 // encoding: skipping a DIE nobody asked about is then a single cursor bump, the hot path of the index pass.
-// Tests: test/unit/core/dwarf/unit.test.ts, test/unit/core/dwarf/functions.test.ts, test/unit/core/dwarf/hostileTypes.test.ts
+// Tests: test/unit/core/dwarf/unit.test.ts, test/unit/core/dwarf/functions.test.ts, test/unit/core/dwarf/hostileTypes.test.ts,
+//   test/unit/core/dwarf/unreadInfo.test.ts
 import * as K from './constants';
+import type { ByteReader } from '../binary/byteReader';
 import { DwarfFormatError, dwarfReader } from './format';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -120,27 +122,77 @@ function parseAbbrevs(section: Uint8Array, offset: number, enc: Encoding, le: bo
   for (;;) {
     const code = r.uleb();
     if (code === 0) break;
-    const tag = r.uleb();
-    const hasChildren = r.u8() !== 0;
-    const attrs: number[] = [],
-      forms: number[] = [],
-      implicit: number[] = [];
-    let fixed = 0,
-      sibling = -1;
-    for (;;) {
-      const at = r.uleb(),
-        form = r.uleb();
-      if (at === 0 && form === 0) break;
-      if (attrs.length > 4096) r.fail('abbreviation with too many attributes');
-      if (at === AT.sibling) sibling = attrs.length;
-      attrs.push(at);
-      forms.push(form);
-      implicit.push(form === FORM.implicit_const ? r.sleb() : 0);
-      const sz = fixedFormSize(form, enc);
-      fixed = sz < 0 || fixed < 0 ? -1 : fixed + sz;
-    }
+    const a = parseEntry(r, code, enc);
     if (t.get(code)) throw new DwarfFormatError('.debug_abbrev', r.pos, `duplicate abbreviation code ${code}`);
-    t.add({ code, tag, hasChildren, attrs, forms, implicit, fixedSize: fixed, siblingIndex: sibling });
+    t.add(a);
   }
   return t;
+}
+
+/** One abbreviation, its code just read. */
+function parseEntry(r: ByteReader, code: number, enc: Encoding): Abbrev {
+  const tag = r.uleb();
+  const hasChildren = r.u8() !== 0;
+  const attrs: number[] = [],
+    forms: number[] = [],
+    implicit: number[] = [];
+  let fixed = 0,
+    sibling = -1;
+  for (;;) {
+    const at = r.uleb(),
+      form = r.uleb();
+    if (at === 0 && form === 0) break;
+    if (attrs.length > MAX_ATTRS) r.fail('abbreviation with too many attributes');
+    if (at === AT.sibling) sibling = attrs.length;
+    attrs.push(at);
+    forms.push(form);
+    implicit.push(form === FORM.implicit_const ? r.sleb() : 0);
+    const sz = fixedFormSize(form, enc);
+    fixed = sz < 0 || fixed < 0 ? -1 : fixed + sz;
+  }
+  return { code, tag, hasChildren, attrs, forms, implicit, fixedSize: fixed, siblingIndex: sibling };
+}
+
+const MAX_ATTRS = 4096;
+
+/**
+ * The abbreviation `code` of the table at `offset`, found by reading the table up to it without building the
+ * others (a unit's root DIE needs only its own), or undefined when the table has no such code. The table's first
+ * abbreviation of that code: the whole table (abbrevTable) refuses a table that has two.
+ */
+export function findAbbrev(section: Uint8Array, offset: number, code: number, enc: Encoding, le: boolean): Abbrev | undefined {
+  const r = dwarfReader(section, '.debug_abbrev', le);
+  r.seek(offset);
+  for (;;) {
+    const c = r.uleb();
+    if (c === 0) return undefined;
+    if (c === code) return parseEntry(r, c, enc);
+    skipEntry(r);
+  }
+}
+
+/**
+ * Whether any abbreviation of the table at `offset` has an attribute of one of `forms`, read without building
+ * the table (nothing is allocated): what tells whether a unit's DIEs may refer outside it.
+ */
+export function tableUsesForms(section: Uint8Array, offset: number, forms: ReadonlySet<number>, le: boolean): boolean {
+  const r = dwarfReader(section, '.debug_abbrev', le);
+  r.seek(offset);
+  while (r.uleb() !== 0) if (skipEntry(r, forms)) return true;
+  return false;
+}
+
+/** Moves past one abbreviation (its code read); true when one of its forms is in `forms`. */
+function skipEntry(r: ByteReader, forms?: ReadonlySet<number>): boolean {
+  r.skipLeb(); // tag
+  r.u8(); // children
+  let found = false;
+  for (let n = 0; ; n++) {
+    const at = r.uleb(),
+      form = r.uleb();
+    if (at === 0 && form === 0) return found;
+    if (n > MAX_ATTRS) r.fail('abbreviation with too many attributes');
+    if (form === FORM.implicit_const) r.skipLeb();
+    if (forms?.has(form)) found = true;
+  }
 }

@@ -20,6 +20,7 @@
 import type { SectionSource } from '../binary/sections';
 import * as K from './constants';
 import { describeLocation, type Arch, type LocDesc } from './expr';
+import { tableUsesForms } from './abbrev';
 import { assemble, FunctionPass, inlinedInstances, type FunctionInfo, type InlinedInstance, type Resolver } from './functions';
 import { parseLineFiles, parseLineTable, type LineTable } from './line';
 import { locationAtPc, locationOf, rangesOf } from './lists';
@@ -113,12 +114,14 @@ export class Dwarf implements Resolver {
    * the function pass can then walk units apart.
    */
   referencesStayInUnits(): boolean {
-    const tables = new Set<unknown>();
+    // The tables are read, not built: a unit's table is built only when its DIEs are walked.
+    const tables = new Set<number>();
+    const abbrev = this.dw.get('.debug_abbrev');
     for (const u of this.units()) {
       if (isTypeUnit(u) || u.section !== '.debug_info') return false;
-      if (tables.has(u.abbrevs)) continue;
-      tables.add(u.abbrevs);
-      for (const a of u.abbrevs.all()) for (const f of a.forms) if (CROSS_UNIT_FORMS.has(f)) return false;
+      if (tables.has(u.abbrevOffset)) continue;
+      tables.add(u.abbrevOffset);
+      if (tableUsesForms(abbrev!, u.abbrevOffset, CROSS_UNIT_FORMS, this.dw.le)) return false;
     }
     return true;
   }

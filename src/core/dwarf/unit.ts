@@ -2,8 +2,12 @@
 // (str_offsets_base, addr_base, rnglists_base, loclists_base, low_pc, comp_dir), resolved once. DIEs are
 // decoded only on request: `skipDie` moves past one without allocating, `readDie` materialises the raw
 // attribute values (numbers: constants, addresses, absolute section offsets, or indexes still to resolve).
+// A unit's abbreviation table is parsed when a DIE below the root is first read (the root's one abbreviation is
+// looked up alone), and where the file is read range by range (SectionSource.unread) a unit's bytes are read
+// when a reader over them is first made: listing every unit reads their headers and root DIEs only.
+// Tests: test/unit/core/dwarf/unit.test.ts, test/unit/core/dwarf/unreadInfo.test.ts
 import type { SectionSource } from '../binary/sections';
-import { abbrevTable, fixedFormSize, type Abbrev, type AbbrevTable, type Encoding } from './abbrev';
+import { abbrevTable, findAbbrev, fixedFormSize, type Abbrev, type AbbrevTable, type Encoding } from './abbrev';
 import * as K from './constants';
 import { type ByteReader, decodeString } from '../binary/byteReader';
 import { DwarfFormatError, dwarfReader, readAddress, stringAt } from './format';
@@ -28,9 +32,26 @@ export class Sections {
     this.le = src.littleEndian;
     this.addressSize = src.addressSize;
   }
+  /** Reads [start, end) of a section got unread (see fill); none for the others. */
+  private readonly fills = new Map<string, (start: number, end: number) => void>();
+
+  /**
+   * A section's bytes. `.debug_info` of a file read range by range comes unread: a reader of it calls fill()
+   * for the range it reads first (Unit.reader does for its unit, parseUnits for each header and root DIE).
+   */
   get(name: string): Uint8Array | undefined {
     if (!this.got.has(name)) this.got.set(name, name === INFO ? this.infoAndTypes() : this.src.section(name));
     return this.got.get(name);
+  }
+
+  /** Makes [start, end) of a section hold its bytes (only `.debug_info` of a file read range by range needs it). */
+  fill(name: string, start: number, end: number): void {
+    this.fills.get(name)?.(start, end);
+  }
+
+  /** Whether the section came unread (fill() reads its ranges). */
+  unread(name: string): boolean {
+    return this.fills.has(name);
   }
 
   /** Where DWARF 4 .debug_types begins in the combined .debug_info offset space (Infinity: no such section). */
@@ -40,8 +61,13 @@ export class Sections {
   // .debug_info gives every DIE one unique offset, so references, caches and type-signature lookups need no
   // second offset space. The copy is made only for the (rare) binaries built with -fdebug-types-section.
   private infoAndTypes(): Uint8Array | undefined {
-    const info = this.src.section(INFO);
     const types = this.src.section('.debug_types');
+    const unread = !types?.length ? this.src.unread?.(INFO) : undefined;
+    if (unread) {
+      this.fills.set(INFO, (start, end) => unread.ensure(start, end));
+      return unread.bytes;
+    }
+    const info = this.src.section(INFO);
     if (!types || types.length === 0) return info;
     const all = new Uint8Array((info?.length ?? 0) + types.length);
     if (info) all.set(info);
@@ -89,10 +115,15 @@ export interface Block {
   readonly len: number;
 }
 
+/** The bytes read for a root DIE at first: it is almost always far smaller (its strings live in .debug_str). */
+const ROOT_WINDOW = 2048;
+
 export class Unit {
   /** Where the first DIE starts. */
   readonly dieStart: number;
-  readonly abbrevs: AbbrevTable;
+  private table: AbbrevTable | undefined;
+  /** Whether this unit's bytes were read (fill), where .debug_info came unread. */
+  private filled = false;
   strOffsetsBase = 0;
   addrBase = 0;
   rnglistsBase = 0;
@@ -103,7 +134,6 @@ export class Unit {
   name = '';
   language = 0;
   stmtList = -1;
-  producer = '';
   root!: Die;
 
   constructor(
@@ -113,7 +143,8 @@ export class Unit {
     readonly end: number,
     readonly enc: Encoding,
     readonly unitType: number,
-    abbrevOffset: number,
+    /** Where the unit's abbreviation table starts in .debug_abbrev. */
+    readonly abbrevOffset: number,
     headerEnd: number,
     readonly typeSignature?: bigint,
     readonly typeOffset?: number,
@@ -122,7 +153,11 @@ export class Unit {
     const ab = dw.get('.debug_abbrev');
     if (!ab) throw new DwarfFormatError('.debug_abbrev', 0, 'section is missing');
     if (abbrevOffset >= ab.length) throw new DwarfFormatError(section, offset, 'abbreviation offset out of range');
-    this.abbrevs = abbrevTable(ab, abbrevOffset, enc, dw.le);
+  }
+
+  /** The unit's abbreviation table (parsed when first asked for, shared by the units that point at it). */
+  get abbrevs(): AbbrevTable {
+    return (this.table ??= abbrevTable(this.dw.get('.debug_abbrev')!, this.abbrevOffset, this.enc, this.dw.le));
   }
 
   get version(): number {
@@ -130,6 +165,10 @@ export class Unit {
   }
 
   reader(at: number): ByteReader {
+    if (!this.filled) {
+      this.dw.fill(this.section, this.offset, this.end);
+      this.filled = true;
+    }
     const r = dwarfReader(this.dw.get(this.section)!, this.section, this.dw.le, 0, this.end);
     r.seek(at);
     return r;
@@ -137,10 +176,8 @@ export class Unit {
 
   /** Reads the root DIE and resolves the unit bases, then the names that may depend on them. */
   init(): void {
-    const r = this.reader(this.dieStart);
-    const root = readDie(this, r);
-    if (!root) throw new DwarfFormatError(this.section, this.dieStart, 'unit has no root DIE');
-    this.root = root;
+    this.root = this.readRoot();
+    const root = this.root;
     // Bases first: a DW_FORM_strx name may precede DW_AT_str_offsets_base in the same DIE.
     const hdr = this.enc.is64 ? 16 : 8;
     this.strOffsetsBase = num(root, AT.str_offsets_base) ?? hdr;
@@ -152,7 +189,40 @@ export class Unit {
     this.name = this.str(root, AT.name) ?? '';
     this.language = num(root, AT.language) ?? 0;
     this.stmtList = num(root, AT.stmt_list) ?? -1;
-    this.producer = this.str(root, AT.producer) ?? '';
+  }
+
+  /** DW_AT_producer of the root DIE (decoded when asked for: it is long, and listing the units needs it not). */
+  get producer(): string {
+    return this.str(this.root, AT.producer) ?? '';
+  }
+
+  /**
+   * The root DIE, by its abbreviation alone. Where .debug_info came unread only its first bytes are read for it,
+   * and the whole unit when it does not fit in them (the failed read is made again over the unit: a real
+   * format error is thrown from there).
+   */
+  private readRoot(): Die {
+    const windowEnd = Math.min(this.end, this.dieStart + ROOT_WINDOW);
+    if (!this.filled && windowEnd < this.end && this.dw.unread(this.section)) {
+      this.dw.fill(this.section, this.offset, windowEnd);
+      try {
+        return this.rootIn(windowEnd);
+      } catch (e) {
+        if (!(e instanceof DwarfFormatError)) throw e;
+      }
+    }
+    this.reader(this.dieStart); // reads the unit
+    return this.rootIn(this.end);
+  }
+
+  private rootIn(end: number): Die {
+    const r = dwarfReader(this.dw.get(this.section)!, this.section, this.dw.le, 0, end);
+    r.seek(this.dieStart);
+    const code = r.uleb();
+    if (code === 0) throw new DwarfFormatError(this.section, this.dieStart, 'unit has no root DIE');
+    const a = this.table ? this.table.get(code) : findAbbrev(this.dw.get('.debug_abbrev')!, this.abbrevOffset, code, this.enc, this.dw.le);
+    if (!a) return r.fail(`unknown abbreviation code ${code}`, this.dieStart);
+    return readAttrs(this, r, a, this.dieStart);
   }
 
   /** A DIE of this unit by section offset. */
@@ -549,6 +619,7 @@ export function parseUnits(dw: Sections): Unit[] {
   const r = dwarfReader(buf, INFO, dw.le);
   while (r.pos < r.end) {
     const offset = r.pos;
+    dw.fill(INFO, offset, offset + MAX_HEADER);
     const inTypes = offset >= dw.typesStart;
     const { length, is64 } = r.initialLength();
     const end = r.pos + length;
@@ -586,6 +657,9 @@ export function parseUnits(dw: Sections): Unit[] {
   }
   return out;
 }
+
+/** The longest unit header: a 64-bit DWARF 5 type unit's. */
+const MAX_HEADER = 12 + 2 + 2 + 8 + 8 + 8;
 
 export function isTypeUnit(u: Unit): boolean {
   return u.unitType === UT.type || u.unitType === UT.split_type || u.root?.tag === TAG.type_unit;
