@@ -22,7 +22,7 @@ import * as K from './constants';
 import { describeLocation, type Arch, type LocDesc } from './expr';
 import { tableUsesForms } from './abbrev';
 import { assemble, FunctionPass, inlinedInstances, type FunctionInfo, type InlinedInstance, type Resolver } from './functions';
-import { parseLineFiles, parseLineTable, type LineTable } from './line';
+import { lineTableNames, parseLineFiles, parseLineTable, type FileNameTest, type LineTable } from './line';
 import { locationAtPc, locationOf, rangesOf } from './lists';
 import { DwarfFormatError } from './format';
 import { Types, type TypeDesc } from './types';
@@ -37,7 +37,7 @@ export { DwarfFormatError, isTombstone } from './format';
 export { registerName } from './expr';
 export type { Arch, LocDesc } from './expr';
 export type { ConcreteCopy, FunctionInfo, ParamInfo, InlinedInstance } from './functions';
-export type { LineTable } from './line';
+export type { FileNameTest, LineTable } from './line';
 export type { TypeDesc, Member } from './types';
 export { DwarfTypeLimitError } from './types';
 export type { VariableInfo } from './vars';
@@ -249,6 +249,18 @@ export class Dwarf implements Resolver {
     if (u.stmtList < 0) return [];
     this.fileName(u, 0);
     return this.lineFiles.get(u.offset) ?? [];
+  }
+
+  /**
+   * The units whose line-table file list (unitFiles) names a file `test` accepts, in unit order; the headers are
+   * read without making every file's path (lineTableNames).
+   */
+  unitsNaming(test: FileNameTest): Unit[] {
+    return this.units().filter((u) => {
+      if (u.stmtList < 0) return false;
+      const known = this.lineFiles.get(u.offset);
+      return known ? known.some((f) => test.accept(f)) : lineTableNames(u, u.stmtList, test);
+    });
   }
 
   lineTableFor(pc: number): LineTable | undefined {

@@ -245,13 +245,113 @@ function readEntries(r: ByteReader, u: Unit, is64: boolean): Array<{ path: strin
   return out;
 }
 
+/**
+ * A line table header's file names as stored, and where each one's directory is: the file table parseLineTable
+ * makes is join(dirOf(i), names[i]) from index `first` on (DWARF 2–4 number files from 1: names[0] is '').
+ * Directories are joined when first asked for.
+ */
+interface FileNames {
+  names: string[];
+  first: number;
+  dirOf(file: number): string;
+  /** A DWARF 2–4 directory by number (define_file names one), undefined past the table. */
+  dirs(dir: number): string | undefined;
+}
+
+/** Reads the directory and file tables of a line table header (the reader just past the standard opcode lengths). */
+function readFileNames(r: ByteReader, u: Unit, version: number, is64: boolean): FileNames {
+  const compDir = u.compDir || '/';
+  if (version >= 5) {
+    const rawDirs = readEntries(r, u, is64).map((d) => d.path);
+    const entries = readEntries(r, u, is64);
+    // Directory 0 is the unit's compilation directory: a relative one (built with -fdebug-prefix-map, as
+    // Debian's kernel is) names comp_dir itself, not a directory below it.
+    let base: string | undefined;
+    const baseDir = () => (base ??= rawDirs[0] === undefined || rawDirs[0] === u.compDir ? compDir : join(compDir, rawDirs[0]));
+    const dirPaths: Array<string | undefined> = [];
+    const dirPath = (d: number): string | undefined => {
+      if (d >= rawDirs.length) return undefined;
+      return (dirPaths[d] ??= d === 0 ? baseDir() : join(baseDir(), rawDirs[d]));
+    };
+    return {
+      names: entries.map((f) => f.path),
+      first: 0,
+      dirOf: (i) => dirPath(entries[i].dir) ?? baseDir(),
+      // DWARF 5 has no define_file: one a producer still emits is placed in the compilation directory.
+      dirs: (d) => (d === 0 ? compDir : undefined),
+    };
+  }
+  const rawDirs: string[] = [];
+  for (;;) {
+    const d = r.cstr();
+    if (d === '') break;
+    rawDirs.push(d);
+  }
+  const names = ['']; // DWARF 2–4 file numbers start at 1
+  const dirIndex = [0];
+  for (;;) {
+    const name = r.cstr();
+    if (name === '') break;
+    dirIndex.push(r.uleb());
+    r.uleb();
+    r.uleb();
+    names.push(name);
+  }
+  const dirPaths: Array<string | undefined> = [];
+  const dirs = (d: number): string | undefined =>
+    d === 0 ? compDir : d <= rawDirs.length ? (dirPaths[d] ??= join(compDir, rawDirs[d - 1])) : undefined;
+  return { names, first: 1, dirOf: (i) => dirs(dirIndex[i]) ?? compDir, dirs };
+}
+
+/** Tells the paths a line table names apart cheaply: see lineTableNames. */
+export interface FileNameTest {
+  /**
+   * The last segment of every path `accept` takes (`open.c`), or undefined when there is none to tell by: a file
+   * whose stored name ends in another segment (not `.` or `..`) is then passed over without its path being made.
+   */
+  readonly last?: string;
+  accept(path: string): boolean;
+}
+
+/**
+ * Whether the header of the line table at `offset` names a file `test` accepts: its file table as
+ * parseLineFiles gives it, the path made only for a name whose last segment may be `test.last`.
+ */
+export function lineTableNames(u: Unit, offset: number, test: FileNameTest): boolean {
+  const { r, version, is64 } = readLineHeader(u, offset);
+  const f = readFileNames(r, u, version, is64);
+  for (let i = 0; i < f.names.length; i++) {
+    if (i < f.first) {
+      if (test.accept(f.names[i])) return true;
+      continue;
+    }
+    const name = f.names[i];
+    if (test.last !== undefined && !mayEndIn(name, test.last)) continue;
+    if (test.accept(join(f.dirOf(i), name))) return true;
+  }
+  return false;
+}
+
+/**
+ * Whether a path made from `name` (joined to a directory and normalised) may end in the segment `last`: only
+ * when the name's last segment is `last`, or is `.`, `..` or empty (then the directory's decides).
+ */
+function mayEndIn(name: string, last: string): boolean {
+  let end = name.length;
+  while (end > 0 && name.charCodeAt(end - 1) === 0x2f) end--;
+  const start = name.lastIndexOf('/', end - 1) + 1;
+  const n = end - start;
+  if (n === 0 || (n === 1 && name.charCodeAt(start) === 0x2e) || (n === 2 && name.startsWith('..', start))) return true;
+  return n === last.length && name.startsWith(last, start);
+}
+
 /** Only the file names of the line table at `offset` (what DW_AT_decl_file/call_file index), without the program. */
 export function parseLineFiles(u: Unit, offset: number): string[] {
   return parseLineTable(u, offset, true).files;
 }
 
-/** Decodes the line program at `offset` of .debug_line for unit `u` (which supplies comp_dir and string bases). */
-export function parseLineTable(u: Unit, offset: number, headerOnly = false): LineTable {
+/** A line table's header, read up to its directory and file tables (where `r` stands). */
+function readLineHeader(u: Unit, offset: number) {
   const r = u.dw.reader('.debug_line', offset);
   const { length, is64 } = r.initialLength();
   const end = r.pos + length;
@@ -276,33 +376,17 @@ export function parseLineTable(u: Unit, offset: number, headerOnly = false): Lin
   if (lineRange === 0) r.fail('line_range of 0', offset);
   const stdLens: number[] = [0];
   for (let i = 1; i < opcodeBase; i++) stdLens.push(r.u8());
+  return { r, version, is64, addrSize, end, progStart, minInst, maxOps, defaultStmt, lineBase, lineRange, opcodeBase, stdLens };
+}
 
+/** Decodes the line program at `offset` of .debug_line for unit `u` (which supplies comp_dir and string bases). */
+export function parseLineTable(u: Unit, offset: number, headerOnly = false): LineTable {
+  const { r, version, is64, addrSize, end, progStart, minInst, maxOps, defaultStmt, lineBase, lineRange, opcodeBase, stdLens } =
+    readLineHeader(u, offset);
+  const names = readFileNames(r, u, version, is64);
+  const files = names.names.map((n, i) => (i < names.first ? n : join(names.dirOf(i), n)));
   const compDir = u.compDir || '/';
-  const files: string[] = [];
-  const dirs: string[] = [compDir];
-  if (version >= 5) {
-    const dirs = readEntries(r, u, is64).map((d) => d.path);
-    // Directory 0 is the unit's compilation directory: a relative one (built with -fdebug-prefix-map, as
-    // Debian's kernel is) names comp_dir itself, not a directory below it.
-    const base = dirs[0] === undefined || dirs[0] === u.compDir ? compDir : join(compDir, dirs[0]);
-    const dirPaths = dirs.map((d, i) => (i === 0 ? base : join(base, d)));
-    for (const f of readEntries(r, u, is64)) files.push(join(dirPaths[f.dir] ?? base, f.path));
-  } else {
-    for (;;) {
-      const d = r.cstr();
-      if (d === '') break;
-      dirs.push(join(compDir, d));
-    }
-    files.push(''); // DWARF 2–4 file numbers start at 1
-    for (;;) {
-      const name = r.cstr();
-      if (name === '') break;
-      const dir = r.uleb();
-      r.uleb();
-      r.uleb();
-      files.push(join(dirs[dir] ?? compDir, name));
-    }
-  }
+  const dirs = names.dirs;
 
   if (headerOnly) return new LineTable(offset, version, files, new RowBuilder(0).done(), []);
   r.seek(progStart);
@@ -390,7 +474,7 @@ export function parseLineTable(u: Unit, offset: number, headerOnly = false): Lin
         case LNE.define_file: {
           const name = r.cstr();
           const dir = r.uleb();
-          files.push(join(dirs[dir] ?? compDir, name));
+          files.push(join(dirs(dir) ?? compDir, name));
           break;
         }
         case LNE.set_discriminator:

@@ -3,7 +3,7 @@
 // Tests: test/unit/core/index/worker/pool.test.ts, test/unit/core/index/oracles.test.ts, test/unit/core/index/corpusCases.test.ts
 import { Interner } from '../../shared/interner';
 import type { BinaryImage } from '../binary/binaryImage';
-import { openDwarf, type Dwarf, type FunctionInfo, type LocDesc } from '../dwarf';
+import { openDwarf, type Dwarf, type FileNameTest, type FunctionInfo, type LocDesc } from '../dwarf';
 import type { Unit } from '../dwarf/unit';
 import { LANG_C_ABI } from '../dwarf/constants';
 import type { ParamInfo } from '../dwarf/functions';
@@ -146,10 +146,20 @@ export function dwarfFileSlice(image: BinaryImage, file: string): DwarfSlice | u
   const arch = image.elf.requireProbeableArch();
   const dw = openDwarf(image.dwarf(), arch);
   if (!dw.referencesStayInUnits()) return undefined;
-  // A relative name (`fs/open.c`) is any file ending in it at a directory boundary.
-  const names = (f: string): boolean => f === file || (!file.startsWith('/') && f.endsWith(`/${file.replace(/^\.\//, '')}`));
-  const units = dw.units().filter((u) => dw.unitFiles(u).some(names));
+  const units = dw.unitsNaming(fileNameTest(file));
   return sliceOf(image, dw, units, units);
+}
+
+/**
+ * Which paths a line table names stand for `file`: itself, or for a relative name (`fs/open.c`) any path ending
+ * in it at a directory boundary; `last`, the segment every such path ends in, lets the headers be read without
+ * making every path.
+ */
+export function fileNameTest(file: string): FileNameTest {
+  const rel = file.replace(/^\.\//, '');
+  const accept = (f: string): boolean => f === file || (!file.startsWith('/') && f.endsWith(`/${rel}`));
+  const last = file.slice(file.lastIndexOf('/') + 1);
+  return { accept, last: last === '' || last === '.' || last === '..' ? undefined : last };
 }
 
 /** Joins the shares of every part, in part order, into the DWARF half of the index. */

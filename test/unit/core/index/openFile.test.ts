@@ -6,6 +6,9 @@ import { join } from 'node:path';
 import { BinaryIndex } from '../../../../src/core/index/binaryIndex';
 import { buildIndex } from '../../../../src/core/index/build';
 import { loadIndex } from '../../../../src/core/index/load';
+import { fileNameTest } from '../../../../src/core/index/fromDwarf';
+import { openBinary } from '../../../../src/core/binary/binaryImage';
+import { openDwarf } from '../../../../src/core/dwarf';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
 
 const dump = (v: unknown) => JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x));
@@ -81,5 +84,37 @@ test('loading for one open file: cold, the index worker builds only its units an
     assert.equal(warm.index.functions().length, whole.index.functions().length);
   } finally {
     rmSync(cacheDir, { recursive: true, force: true });
+  }
+});
+
+test('the units naming a file are those whose line-table file list names it: every file, its tails, and odd names', async (t) => {
+  for (const name of ['sites', 'cpp-O2', 'calls-O0-dwarf4', 'calls-O2-dwarf2', 'many-O2'] as const) {
+    const f = await fixtureOrSkip(t, name);
+    if (!f) return;
+    const dw = openDwarf((await openBinary(f.path)).dwarf(), 'x86_64');
+    const files = [...new Set(dw.units().flatMap((u) => dw.unitFiles(u)))];
+    const asked = new Set<string>(['', '.', '..', './', 'nothing.c', '/', '//']);
+    for (const file of files) {
+      const parts = file.split('/');
+      for (let i = 0; i < parts.length; i++) asked.add(parts.slice(i).join('/'));
+      asked.add(`./${parts.at(-1)}`);
+      asked.add(`${file}/`);
+      asked.add(`${parts.slice(-2).join('/')}/.`);
+    }
+    let some = 0;
+    for (const file of asked) {
+      const test = fileNameTest(file);
+      const want = dw.units().filter((u) => dw.unitFiles(u).some(test.accept));
+      // A fresh reader: the file lists are not known yet, so the headers are read the cheap way.
+      const fresh = openDwarf((await openBinary(f.path)).dwarf(), 'x86_64');
+      const got = fresh.unitsNaming(test);
+      assert.deepEqual(
+        got.map((u) => u.offset),
+        want.map((u) => u.offset),
+        `${name}: ${JSON.stringify(file)}`,
+      );
+      if (want.length) some++;
+    }
+    assert.ok(some > files.length / 2, `${name}: ${some} of ${asked.size} names picked units`);
   }
 });
