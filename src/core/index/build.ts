@@ -129,8 +129,12 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: nu
       f.reason = 'its address is in no loadable segment of the binary';
     } else f.probeable = f.sites.length > 0;
   }
+  // The first address of each name a DWARF function without code is known by (only those are looked up).
+  const wanted = new Set<string>();
+  for (const f of fromDwarf) if (f.sites.length === 0) wanted.add(f.linkageName ?? f.name);
   const byName = new Map<string, bigint>();
-  for (const g of groups) for (const s of g.symbols) if (!byName.has(s.name)) byName.set(s.name, g.address);
+  if (wanted.size > 0)
+    for (const g of groups) for (const s of g.symbols) if (wanted.has(s.name) && !byName.has(s.name)) byName.set(s.name, g.address);
   // Other names of an entry (aliases, .localalias) name the same function.
   for (const [address, f] of entries) {
     const g = groupAt(groups, address);

@@ -11,7 +11,7 @@ import { ROW_END_SEQUENCE, ROW_PROLOGUE_END, ROW_STMT } from '../dwarf/line';
 import { placeArguments, type CallingConvention } from '../fetchargs/abi';
 import { abiTypeOf, entryCfa, fetchForLocation, stripQualifiers, tracefsRegister, type Arch } from '../fetchargs/fetch';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, LINE_PROLOGUE_END, type IndexedFunction, type IndexedParam, type LineRows } from './model';
-import { functionNamesByDie, inlinedSites, placeCopies, type SymbolsByAddress } from './sites';
+import { functionNamesByDie, inlinedSites, placeCopies, symbolsByAddress, type SymbolsByAddress } from './sites';
 import { addressBig, addressNumber } from '../dwarf/format';
 
 export interface DwarfIndexPart {
@@ -87,12 +87,7 @@ function sliceOf(
   const arch = dw.arch;
   const goInfo = image.goInfo();
   const conv = callingConvention(arch, goInfo ? { regabi: goInfo.abi === 'register' } : undefined);
-  const symbols = new Map<number, string[]>();
-  for (const g of image.functionSymbols().groups)
-    symbols.set(
-      addressNumber(g.address),
-      g.symbols.map((s) => s.name),
-    );
+  const symbols = symbolsByAddress(image.functionSymbols().groups);
   const byUnits = units !== undefined;
   const infos = dw.functions(units);
   const names = functionNamesByDie(infos);

@@ -6,9 +6,52 @@ import type { ConcreteCopy, Dwarf, FunctionInfo, InlinedInstance } from '../dwar
 import type { FunctionSite, SiteKind } from './model';
 import { siteRank } from '../../shared/site';
 import { addressBig, addressNumber } from '../dwarf/format';
+import type { SymbolGroup } from '../binary/symbols';
 
 /** Symbol names by address (every alias of each address). */
-export type SymbolsByAddress = ReadonlyMap<number, readonly string[]>;
+export interface SymbolsByAddress {
+  get(address: number): readonly string[] | undefined;
+  has(address: number): boolean;
+}
+
+/**
+ * The names at each address of the symbol groups (sorted by address, as ElfFile.functionSymbols gives them),
+ * looked up by binary search: nothing is built per symbol, which matters when a few functions' copies are placed
+ * among a kernel's 100,000 symbols.
+ */
+export function symbolsByAddress(groups: readonly SymbolGroup[]): SymbolsByAddress {
+  const at = Float64Array.from(groups, (g) => addressNumber(g.address));
+  const names = (i: number): readonly string[] => groups[i].symbols.map((s) => s.name);
+  for (let i = 1; i < at.length; i++) {
+    if (at[i] >= at[i - 1]) continue;
+    // Folding kernel addresses (addressNumber) keeps their order, not every other's: a file mixing such addresses
+    // is looked up in a Map (the later of two groups that fold to one number wins, as anywhere it is filled in order).
+    const byNumber = new Map<number, readonly string[]>();
+    groups.forEach((_g, j) => byNumber.set(at[j], names(j)));
+    return byNumber;
+  }
+  const find = (address: number): number => {
+    let lo = 0,
+      hi = at.length - 1,
+      found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (at[mid] <= address) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    // The last group at that number, as a Map filled in order keeps.
+    return found >= 0 && at[found] === address ? found : -1;
+  };
+  return {
+    get: (address) => {
+      const i = find(address);
+      return i < 0 ? undefined : names(i);
+    },
+    has: (address) => find(address) >= 0,
+  };
+}
 
 // GCC's suffixes for code it made from a function: hot/cold split blocks, partial-inlining parts, and IPA clones
 // (SRA, constant propagation; LLVM's `.specialized`). `.lto_priv.N`/`.localalias` rename the function itself.

@@ -6,6 +6,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { buildIndex } from '../../../../src/core/index/build';
 import { BinaryIndex } from '../../../../src/core/index/binaryIndex';
+import { symbolsByAddress } from '../../../../src/core/index/sites';
+import type { FunctionSymbol, SymbolGroup } from '../../../../src/core/binary/symbols';
+import { addressNumber } from '../../../../src/core/dwarf/format';
 import type { IndexedFunction } from '../../../../src/core/index/model';
 import { callSites, resolvePoint } from '../../../../src/core/probes/resolve';
 import { parseSpec } from '../../../../src/core/probes/spec';
@@ -169,5 +172,32 @@ test('placement: on every function of every C/C++/Rust/Go fixture, the out-of-li
       checked++;
     }
     assert.ok(checked > 3, `${name}: ${checked} functions checked`);
+  }
+});
+
+test('symbols by address: the names of a group looked up as a Map of the groups by address number answers', () => {
+  const sym = (name: string, address: bigint): FunctionSymbol => ({
+    name,
+    address,
+    size: 16n,
+    binding: 'global',
+    kind: 'func',
+    sectionIndex: 1,
+    table: '.symtab',
+  });
+  const group = (address: bigint, ...names: string[]): SymbolGroup => ({ address, size: 16n, symbols: names.map((n) => sym(n, address)) });
+  const asMap = (groups: SymbolGroup[]) => new Map(groups.map((g) => [addressNumber(g.address), g.symbols.map((s) => s.name)]));
+  const sorted = [group(0x1000n, 'a', 'a_alias'), group(0x1010n, 'b'), group(0xffffffff81000000n, 'k'), group(0xffffffff81000010n, 'k2')];
+  // A kernel address folds onto 2^53 - 2^32 + 0x1000 (one number, two groups: the later one answers), and 2^53
+  // lies above every folded address as a number though below them as an address.
+  const same = [group(0x1000n, 'a'), group(2n ** 53n - 2n ** 32n + 0x1000n, 'unfolded'), group(0xffffffff00001000n, 'folds')];
+  const unordered = [group(0x1000n, 'a'), group(2n ** 53n, 'above'), group(0xffffffff00001000n, 'folds'), group(0xffffffff00002000n, 'f2')];
+  for (const groups of [sorted, same, unordered, []]) {
+    const want = asMap(groups);
+    const got = symbolsByAddress(groups);
+    for (const a of [...want.keys(), 0, 0x1008, 0x1010 + 1, addressNumber(0xffffffff81000008n)]) {
+      assert.deepEqual(got.get(a), want.get(a), `get ${a}`);
+      assert.equal(got.has(a), want.has(a), `has ${a}`);
+    }
   }
 });
