@@ -6,8 +6,9 @@
 // the test cache has them (bench/build-real-projects.sh, test/helpers/vm.ts),
 // then the open-file table: the index of one source file's units (what the editor draws a cold binary's lenses
 // from first) beside the whole cold index and gdb's `info functions ^NAME$` for a function of that file, for
-// postgres (src/backend/tcop/postgres.c) and redis-server (src/object.c) when the corpus has them.
-// `--open-file`: that table alone. Then (and with `--cached` alone) the cached load: a fresh process loads the index
+// postgres (src/backend/tcop/postgres.c) and redis-server (src/object.c) when the corpus has them, and the VM
+// tier's dbg vmlinux (fs/open.c) when the test cache has it. `--open-file [NAME…]`: that table alone (NAME:
+// postgres, redis-server, vmlinux to run only those). Then (and with `--cached` alone) the cached load: a fresh process loads the index
 // of postgres, redis-server and the VM tier's dbg vmlinux (when the test cache has them) from the cache and answers
 // one query by name, then one by file, beside the time to build every function (the baseline: what a first query
 // cost when it built them all).
@@ -87,7 +88,7 @@ const load = () =>
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  if (args.includes('--open-file')) return openFileTable();
+  if (args.includes('--open-file')) return openFileTable(args.filter((a) => !a.startsWith('--')));
   if (args.includes('--cached')) return cachedTable();
   const bins = args.length ? args.map((b) => resolve(b)) : await defaultBinaries();
   console.log(`load average at the start: ${load()} (${availableParallelism()} cores)`);
@@ -254,19 +255,37 @@ cached load; load average at the start: ${load()}`);
   );
 }
 
-/** A source file of a corpus binary and a function defined in it (the DWARF names the build tree's paths). */
-const OPEN_FILES: Array<{ project: 'postgres' | 'redis'; binary: string; file: (bin: string) => string; fn: string }> = [
-  { project: 'postgres', binary: 'postgres', file: (bin) => join(dirname(bin), 'tcop', 'postgres.c'), fn: 'exec_simple_query' },
-  { project: 'redis', binary: 'redis-server', file: (bin) => join(dirname(bin), 'object.c'), fn: 'createObject' },
+/**
+ * A source file of a binary and a function defined in it (the DWARF names the build tree's paths; the kernel's,
+ * built with -fdebug-prefix-map, relative ones, which the editor asks for by their tail).
+ */
+const OPEN_FILES: Array<{ binary: string; path: () => string | undefined; file: (bin: string) => string; fn: string }> = [
+  {
+    binary: 'postgres',
+    path: () => builtCorpusBinary('postgres', 'postgres'),
+    file: (bin) => join(dirname(bin), 'tcop', 'postgres.c'),
+    fn: 'exec_simple_query',
+  },
+  {
+    binary: 'redis-server',
+    path: () => builtCorpusBinary('redis', 'redis-server'),
+    file: (bin) => join(dirname(bin), 'object.c'),
+    fn: 'createObject',
+  },
+  { binary: 'vmlinux', path: cachedVmlinux, file: () => 'fs/open.c', fn: 'do_sys_openat2' },
 ];
 
 /** One cold build in a fresh process: its own build time (tsx start-up excluded), wall time with it, counts. */
-function coldChild(bin: string, workers: number, onlyFile?: string): { ms: number; wallMs: number; described: number; onlyFile?: string } {
+function coldChild(
+  bin: string,
+  workers: number,
+  onlyFile?: string,
+): { ms: number; wallMs: number; cpuMs: number; maxRssKb: number; described: number; onlyFile?: string } {
   const t = process.hrtime.bigint();
   const r = spawnSync(process.execPath, ['--import', 'tsx', CHILD, bin, String(workers), onlyFile ?? ''], { encoding: 'utf8' });
   const wallMs = Number(process.hrtime.bigint() - t) / 1e6;
   if (r.status !== 0) throw new Error(`${bin}: cold index failed: ${r.stderr.trim().split('\n').pop()}`);
-  const out = JSON.parse(r.stdout) as { ms: number; described: number; onlyFile?: string };
+  const out = JSON.parse(r.stdout) as { ms: number; cpuMs: number; maxRssKb: number; described: number; onlyFile?: string };
   return { ...out, wallMs };
 }
 
@@ -274,7 +293,7 @@ function coldChild(bin: string, workers: number, onlyFile?: string): { ms: numbe
  * The open file's index (BuildOptions.onlyFile, as the editor's index worker builds it) beside the whole cold
  * index (the pool sized to the machine) and gdb's `info functions ^NAME$`: alternated, three rounds, medians.
  */
-async function openFileTable(): Promise<void> {
+async function openFileTable(only: string[] = []): Promise<void> {
   console.log(`\nopen file first; load average at the start: ${load()} (${availableParallelism()} cores)`);
   const rows: string[][] = [
     [
@@ -289,12 +308,15 @@ async function openFileTable(): Promise<void> {
       'whole/open',
       'gdb info functions ^NAME$',
       'open/gdb',
+      'open-file cpu',
+      'peak RSS',
     ],
   ];
   for (const c of OPEN_FILES) {
-    const bin = builtCorpusBinary(c.project, c.binary);
+    if (only.length && !only.includes(c.binary)) continue;
+    const bin = c.path();
     if (!bin) {
-      console.log(`${c.project} ${c.binary}: not built (the corpus tier builds it), skipped`);
+      console.log(`${c.binary}: not in the test cache (the corpus or VM tier puts it there), skipped`);
       continue;
     }
     const file = c.file(bin);
@@ -303,6 +325,7 @@ async function openFileTable(): Promise<void> {
     const gdb: number[] = [];
     for (let i = 0; i < 3; i++) {
       open.push(coldChild(bin, 0, file));
+      console.error(`${c.binary} ${i + 1}/3: open file ${open[i].ms.toFixed(0)} ms (load ${load()})`);
       whole.push(coldChild(bin, 0));
       gdb.push(timeCommand('gdb', ['-nx', '-batch', '-ex', `info functions ^${c.fn}$`, bin]));
     }
@@ -323,13 +346,15 @@ async function openFileTable(): Promise<void> {
       `${(w / o).toFixed(1)}×`,
       `${g.toFixed(0)} ms (${c.fn})`,
       `${(o / g).toFixed(2)}×`,
+      `${m(open.map((x) => x.cpuMs)).toFixed(0)} ms`,
+      `${(m(open.map((x) => x.maxRssKb)) / 1024).toFixed(0)} MiB`,
     ]);
   }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   for (const r of rows) console.log(r.map((x, i) => x.padEnd(widths[i])).join('  '));
   console.log(`load average at the end: ${load()}`);
   console.log(
-    "\nopen-file index: buildIndex(BIN, { onlyFile }) in a fresh process, its own time (wall: with the process's start-up); whole index: buildIndex(BIN) with the pool sized to the machine, the same way; functions: those with a source file (DWARF-described). gdb: gdb -nx -batch -ex 'info functions ^NAME$' BIN, NAME a function of the open file. Alternated, three rounds, medians.",
+    "\nopen-file index: buildIndex(BIN, { onlyFile }) in a fresh process, its own time (wall: with the process's start-up; cpu and peak RSS: the whole process's); whole index: buildIndex(BIN) with the pool sized to the machine, the same way; functions: those with a source file (DWARF-described). gdb: gdb -nx -batch -ex 'info functions ^NAME$' BIN, NAME a function of the open file. Alternated, three rounds, medians.",
   );
 }
 
