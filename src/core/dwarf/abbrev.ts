@@ -156,34 +156,70 @@ function parseEntry(r: ByteReader, code: number, enc: Encoding): Abbrev {
 const MAX_ATTRS = 4096;
 
 /**
- * The abbreviation `code` of the table at `offset`, found by reading the table up to it without building the
- * others (a unit's root DIE needs only its own), or undefined when the table has no such code. The table's first
- * abbreviation of that code: the whole table (abbrevTable) refuses a table that has two.
+ * The forms by which a DIE may refer outside its unit: DW_FORM_ref_addr, ref_sig8, the supplementary file's
+ * and the alternate file's, and DW_FORM_indirect, which could hide one.
+ */
+export const CROSS_UNIT_FORMS: readonly number[] = [
+  FORM.ref_addr,
+  FORM.ref_sig8,
+  FORM.ref_sup4,
+  FORM.ref_sup8,
+  FORM.GNU_ref_alt,
+  FORM.indirect,
+];
+const crossUnit = new Uint8Array(0x2000);
+for (const f of CROSS_UNIT_FORMS) crossUnit[f] = 1;
+
+/** Per .debug_abbrev, whether the table at an offset uses a cross-unit form (each table is read once for it). */
+const outsideCache = new WeakMap<Uint8Array, Map<number, boolean>>();
+
+/**
+ * The abbreviation `code` of the table at `offset`, or undefined when the table has no such code: the table is
+ * read to its end without being built (a unit's root DIE needs only its own abbreviation), and what it says about
+ * cross-unit forms is kept for refersOutside. The table's first abbreviation of that code: the whole table
+ * (abbrevTable) refuses a table that has two.
  */
 export function findAbbrev(section: Uint8Array, offset: number, code: number, enc: Encoding, le: boolean): Abbrev | undefined {
   const r = dwarfReader(section, '.debug_abbrev', le);
   r.seek(offset);
+  let at = -1,
+    outside = false;
   for (;;) {
     const c = r.uleb();
-    if (c === 0) return undefined;
-    if (c === code) return parseEntry(r, c, enc);
-    skipEntry(r);
+    if (c === 0) break;
+    if (c === code && at < 0) at = r.pos;
+    if (skipEntry(r)) outside = true;
   }
+  cacheOf(section).set(offset, outside);
+  if (at < 0) return undefined;
+  r.seek(at);
+  return parseEntry(r, code, enc);
 }
 
 /**
- * Whether any abbreviation of the table at `offset` has an attribute of one of `forms`, read without building
- * the table (nothing is allocated): what tells whether a unit's DIEs may refer outside it.
+ * Whether any abbreviation of the table at `offset` has a form by which a DIE may refer outside its unit
+ * (CROSS_UNIT_FORMS), read without building the table (nothing is allocated) unless findAbbrev read it already.
  */
-export function tableUsesForms(section: Uint8Array, offset: number, forms: ReadonlySet<number>, le: boolean): boolean {
+export function refersOutside(section: Uint8Array, offset: number, le: boolean): boolean {
+  const cache = cacheOf(section);
+  const known = cache.get(offset);
+  if (known !== undefined) return known;
   const r = dwarfReader(section, '.debug_abbrev', le);
   r.seek(offset);
-  while (r.uleb() !== 0) if (skipEntry(r, forms)) return true;
-  return false;
+  let outside = false;
+  while (r.uleb() !== 0) if (skipEntry(r)) outside = true;
+  cache.set(offset, outside);
+  return outside;
 }
 
-/** Moves past one abbreviation (its code read); true when one of its forms is in `forms`. */
-function skipEntry(r: ByteReader, forms?: ReadonlySet<number>): boolean {
+function cacheOf(section: Uint8Array): Map<number, boolean> {
+  let m = outsideCache.get(section);
+  if (!m) outsideCache.set(section, (m = new Map()));
+  return m;
+}
+
+/** Moves past one abbreviation (its code read); true when one of its forms is a cross-unit one. */
+function skipEntry(r: ByteReader): boolean {
   r.skipLeb(); // tag
   r.u8(); // children
   let found = false;
@@ -193,6 +229,6 @@ function skipEntry(r: ByteReader, forms?: ReadonlySet<number>): boolean {
     if (at === 0 && form === 0) return found;
     if (n > MAX_ATTRS) r.fail('abbreviation with too many attributes');
     if (form === FORM.implicit_const) r.skipLeb();
-    if (forms?.has(form)) found = true;
+    if (form < 0x2000 && crossUnit[form]) found = true;
   }
 }

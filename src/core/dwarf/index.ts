@@ -20,7 +20,7 @@
 import type { SectionSource } from '../binary/sections';
 import * as K from './constants';
 import { describeLocation, type Arch, type LocDesc } from './expr';
-import { tableUsesForms } from './abbrev';
+import { refersOutside } from './abbrev';
 import { assemble, FunctionPass, inlinedInstances, type FunctionInfo, type InlinedInstance, type Resolver } from './functions';
 import { lineTableNames, parseLineFiles, parseLineTable, type FileNameTest, type LineTable } from './line';
 import { locationAtPc, locationOf, rangesOf } from './lists';
@@ -30,8 +30,7 @@ import { nextAbbrev, parseUnits, Sections, isTypeUnit, skipAttrs, type Die, type
 import { constValueOf, variablesAt, type VariableInfo } from './vars';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
-const { AT, FORM } = K;
-const CROSS_UNIT_FORMS = new Set<number>([FORM.ref_addr, FORM.ref_sig8, FORM.ref_sup4, FORM.ref_sup8, FORM.GNU_ref_alt, FORM.indirect]);
+const { AT } = K;
 
 export { DwarfFormatError, isTombstone } from './format';
 export { registerName } from './expr';
@@ -121,7 +120,7 @@ export class Dwarf implements Resolver {
       if (isTypeUnit(u) || u.section !== '.debug_info') return false;
       if (tables.has(u.abbrevOffset)) continue;
       tables.add(u.abbrevOffset);
-      if (tableUsesForms(abbrev!, u.abbrevOffset, CROSS_UNIT_FORMS, this.dw.le)) return false;
+      if (refersOutside(abbrev!, u.abbrevOffset, this.dw.le)) return false;
     }
     return true;
   }

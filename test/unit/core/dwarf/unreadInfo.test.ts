@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { SectionSource } from '../../../../src/core/binary/sections';
 import { openDwarf, type Dwarf } from '../../../../src/core/dwarf';
-import { findAbbrev, tableUsesForms } from '../../../../src/core/dwarf/abbrev';
+import { findAbbrev, refersOutside } from '../../../../src/core/dwarf/abbrev';
 import { A, T, assemble, int, subprogram, type DieSpec } from '../../../helpers/dwarfAsm';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
 import { sectionsOf } from './objcopySections';
@@ -171,14 +171,15 @@ function table(entries: Array<[number, number, number, Array<[number, number, nu
 
 test('an abbreviation is found, and a cross-unit form seen, by reading the table without building it', () => {
   const enc = { version: 5, is64: false, addrSize: 8 };
-  const t = table([
+  const plain: Array<[number, number, number, Array<[number, number, number?]>]> = [
+    // An implicit_const whose value is DW_FORM_ref_addr's number: a value, not a form.
     [
       1,
       T.base_type,
       0,
       [
         [A.name, 0x08],
-        [A.byte_size, 0x21, 4],
+        [A.byte_size, 0x21, 0x10],
       ],
     ],
     [
@@ -190,17 +191,26 @@ test('an abbreviation is found, and a cross-unit form seen, by reading the table
         [A.language, 0x0b],
       ],
     ],
-    [3, T.subprogram, 0, [[A.type, 0x10 /* ref_addr */]]],
-  ]);
+  ];
+  const t = table(plain);
   const root = findAbbrev(t, 0, 9, enc, true)!;
   assert.deepEqual(
     [root.code, root.tag, root.hasChildren, root.attrs, root.forms],
     [9, T.compile_unit, true, [A.name, A.language], [0x08, 0x0b]],
   );
   assert.equal(findAbbrev(t, 0, 4, enc, true), undefined);
-  assert.equal(tableUsesForms(t, 0, new Set([0x10]), true), true, 'ref_addr in the last abbreviation');
-  assert.equal(tableUsesForms(t, 0, new Set([0x13]), true), false);
-  // The implicit_const value (4 here, 0x21's own byte) is skipped, not read as an attribute.
-  assert.equal(tableUsesForms(t, 0, new Set([0x04]), true), false);
-  assert.throws(() => tableUsesForms(t.subarray(0, t.length - 4), 0, new Set([0x99]), true), /LEB128 runs past the end|needs 1 byte/);
+  assert.equal(refersOutside(t, 0, true), false);
+  for (const form of [0x10 /* ref_addr */, 0x20 /* ref_sig8 */, 0x1f20 /* GNU_ref_alt */, 0x16 /* indirect */]) {
+    const cross = table([...plain, [3, T.subprogram, 0, [[A.type, form]]]]);
+    assert.equal(refersOutside(cross, 0, true), true, `form 0x${form.toString(16)} in the last abbreviation`);
+    // findAbbrev reads the whole table and says the same.
+    const again = Uint8Array.from(cross);
+    assert.equal(findAbbrev(again, 0, 1, enc, true)?.tag, T.base_type);
+    assert.equal(refersOutside(again, 0, true), true);
+    // A second table after the first is its own.
+    const two = Uint8Array.from([...t, ...cross]);
+    assert.equal(refersOutside(two, 0, true), false);
+    assert.equal(refersOutside(two, t.length, true), true);
+  }
+  assert.throws(() => refersOutside(t.subarray(0, t.length - 4), 0, true), /LEB128 runs past the end|needs 1 byte/);
 });
