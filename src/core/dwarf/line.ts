@@ -4,8 +4,8 @@
 // binaries have millions of rows.
 import { posix } from 'node:path';
 import * as K from './constants';
-import type { ByteReader } from '../binary/byteReader';
-import { isDeadAddress, readAddress, stringAt } from './format';
+import { decodeString, type ByteReader } from '../binary/byteReader';
+import { DwarfFormatError, isDeadAddress, readAddress, stringAt } from './format';
 import type { Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -185,98 +185,168 @@ interface EntryFormat {
   form: number;
 }
 
-function readEntryValue(r: ByteReader, form: number, u: Unit, is64: boolean): number | string | undefined {
+/**
+ * One value of a DWARF 5 directory or file entry, read without decoding a string: a string form's value is where
+ * its bytes are (FORM.string: their offset in .debug_line; strp, line_strp: the offset in their section; strx:
+ * the index), a constant its number; data16 and blocks are skipped (-1).
+ */
+function readEntryValue(r: ByteReader, form: number, is64: boolean): number {
   switch (form) {
-    case FORM.string:
-      return r.cstr();
+    case FORM.string: {
+      const at = r.pos;
+      r.skipCstr();
+      return at;
+    }
     case FORM.line_strp:
-      return stringAt(u.dw.get('.debug_line_str'), '.debug_line_str', r.offset(is64));
     case FORM.strp:
-      return stringAt(u.dw.get('.debug_str'), '.debug_str', r.offset(is64));
+      return r.offset(is64);
     case FORM.strx:
     case FORM.GNU_str_index:
-      return u.strx(r.uleb());
-    case FORM.strx1:
-      return u.strx(r.u8());
-    case FORM.strx2:
-      return u.strx(r.u16());
-    case FORM.strx3:
-      return u.strx(r.u24());
-    case FORM.strx4:
-      return u.strx(r.u32());
     case FORM.udata:
       return r.uleb();
+    case FORM.strx1:
     case FORM.data1:
       return r.u8();
+    case FORM.strx2:
     case FORM.data2:
       return r.u16();
+    case FORM.strx3:
+      return r.u24();
+    case FORM.strx4:
     case FORM.data4:
       return r.u32();
     case FORM.data8:
       return r.u64();
     case FORM.data16:
       r.skip(16);
-      return undefined;
+      return -1;
     case FORM.block:
       r.skip(r.uleb());
-      return undefined;
+      return -1;
     default:
       return r.fail(`unsupported form 0x${form.toString(16)} in a line table entry`);
   }
 }
 
-function readEntries(r: ByteReader, u: Unit, is64: boolean): Array<{ path: string; dir: number }> {
+function isStringForm(form: number): boolean {
+  return form === FORM.string || form === FORM.line_strp || form === FORM.strp || isStrx(form);
+}
+
+function isStrx(form: number): boolean {
+  return (
+    form === FORM.strx ||
+    form === FORM.GNU_str_index ||
+    form === FORM.strx1 ||
+    form === FORM.strx2 ||
+    form === FORM.strx3 ||
+    form === FORM.strx4
+  );
+}
+
+/** A DWARF 5 entry table read raw: each entry's path as (form, value) (form -1: none, the path is ''), its directory. */
+interface RawEntries {
+  form: number[];
+  value: number[];
+  dir: number[];
+}
+
+function readEntries(r: ByteReader, is64: boolean): RawEntries {
   const nfmt = r.u8();
   const fmts: EntryFormat[] = [];
   for (let i = 0; i < nfmt; i++) fmts.push({ content: r.uleb(), form: r.uleb() });
   const count = r.uleb();
   if (count > r.left) r.fail('line table entry count exceeds the section');
-  const out: Array<{ path: string; dir: number }> = [];
+  const out: RawEntries = { form: [], value: [], dir: [] };
   for (let i = 0; i < count; i++) {
-    let path = '',
+    let pathForm = -1,
+      path = 0,
       dir = 0;
     for (const f of fmts) {
-      const v = readEntryValue(r, f.form, u, is64);
-      if (f.content === LNCT.path && typeof v === 'string') path = v;
-      else if (f.content === LNCT.directory_index && typeof v === 'number') dir = v;
+      const v = readEntryValue(r, f.form, is64);
+      if (f.content === LNCT.path && isStringForm(f.form)) {
+        pathForm = f.form;
+        path = v;
+      } else if (f.content === LNCT.directory_index && v >= 0 && !isStringForm(f.form)) dir = v;
     }
-    out.push({ path, dir });
+    out.form.push(pathForm);
+    out.value.push(path);
+    out.dir.push(dir);
   }
   return out;
 }
 
+/** Where a string of a line table header lies: its section's bytes, start and end (the NUL). */
+function stringBytes(u: Unit, line: Uint8Array, form: number, v: number): [Uint8Array, number, number] | undefined {
+  if (form === FORM.string) return [line, v, line.indexOf(0, v)];
+  const name = form === FORM.line_strp ? '.debug_line_str' : form === FORM.strp ? '.debug_str' : undefined;
+  if (!name) return undefined;
+  const buf = u.dw.get(name);
+  if (!buf || v < 0 || v >= buf.length) throw new DwarfFormatError(name, v, 'string offset out of range');
+  const nul = buf.indexOf(0, v);
+  if (nul < 0) throw new DwarfFormatError(name, v, 'unterminated string');
+  return [buf, v, nul];
+}
+
+/** The string a raw entry value names ('' for none). */
+function entryString(u: Unit, line: Uint8Array, form: number, v: number): string {
+  if (form < 0) return '';
+  if (form === FORM.string) return decodeString(line, v, line.indexOf(0, v));
+  if (form === FORM.line_strp) return stringAt(u.dw.get('.debug_line_str'), '.debug_line_str', v);
+  if (form === FORM.strp) return stringAt(u.dw.get('.debug_str'), '.debug_str', v);
+  return u.strx(v);
+}
+
 /**
  * A line table header's file names as stored, and where each one's directory is: the file table parseLineTable
- * makes is join(dirOf(i), names[i]) from index `first` on (DWARF 2–4 number files from 1: names[0] is '').
- * Directories are joined when first asked for.
+ * makes is join(dirOf(i), name(i)) from index `first` on (DWARF 2–4 number files from 1: name(0) is '').
+ * Names are decoded and directories joined when first asked for; mayEndIn(i, last) tells from a name's bytes
+ * whether its path may end in the segment `last`.
  */
 interface FileNames {
-  names: string[];
+  count: number;
   first: number;
+  name(file: number): string;
+  mayEndIn(file: number, last: string): boolean;
   dirOf(file: number): string;
   /** A DWARF 2–4 directory by number (define_file names one), undefined past the table. */
   dirs(dir: number): string | undefined;
+  /** Decodes every directory name (what reading the whole header checks). */
+  decodeDirs(): void;
 }
 
 /** Reads the directory and file tables of a line table header (the reader just past the standard opcode lengths). */
 function readFileNames(r: ByteReader, u: Unit, version: number, is64: boolean): FileNames {
   const compDir = u.compDir || '/';
+  const line = r.buf;
   if (version >= 5) {
-    const rawDirs = readEntries(r, u, is64).map((d) => d.path);
-    const entries = readEntries(r, u, is64);
+    const rawDirs = readEntries(r, is64);
+    const files = readEntries(r, is64);
+    const dirName = (d: number) => entryString(u, line, rawDirs.form[d], rawDirs.value[d]);
     // Directory 0 is the unit's compilation directory: a relative one (built with -fdebug-prefix-map, as
     // Debian's kernel is) names comp_dir itself, not a directory below it.
     let base: string | undefined;
-    const baseDir = () => (base ??= rawDirs[0] === undefined || rawDirs[0] === u.compDir ? compDir : join(compDir, rawDirs[0]));
+    const baseDir = (): string => {
+      if (base !== undefined) return base;
+      const d0 = rawDirs.form.length ? dirName(0) : undefined;
+      return (base = d0 === undefined || d0 === u.compDir ? compDir : join(compDir, d0));
+    };
     const dirPaths: Array<string | undefined> = [];
     const dirPath = (d: number): string | undefined => {
-      if (d >= rawDirs.length) return undefined;
-      return (dirPaths[d] ??= d === 0 ? baseDir() : join(baseDir(), rawDirs[d]));
+      if (d >= rawDirs.form.length) return undefined;
+      return (dirPaths[d] ??= d === 0 ? baseDir() : join(baseDir(), dirName(d)));
     };
     return {
-      names: entries.map((f) => f.path),
+      count: files.form.length,
       first: 0,
-      dirOf: (i) => dirPath(entries[i].dir) ?? baseDir(),
+      decodeDirs: () => rawDirs.form.forEach((_f, d) => dirName(d)),
+      name: (i) => entryString(u, line, files.form[i], files.value[i]),
+      mayEndIn: (i, last) => {
+        const form = files.form[i];
+        if (form < 0) return mayEndIn('', last);
+        const at = isAscii(last) ? stringBytes(u, line, form, files.value[i]) : undefined;
+        return at ? bytesMayEndIn(at[0], at[1], at[2], last) : mayEndIn(entryString(u, line, form, files.value[i]), last);
+      },
+      dirOf: (i) => dirPath(files.dir[i]) ?? baseDir(),
       // DWARF 5 has no define_file: one a producer still emits is placed in the compilation directory.
       dirs: (d) => (d === 0 ? compDir : undefined),
     };
@@ -287,20 +357,35 @@ function readFileNames(r: ByteReader, u: Unit, version: number, is64: boolean): 
     if (d === '') break;
     rawDirs.push(d);
   }
-  const names = ['']; // DWARF 2–4 file numbers start at 1
+  const at = [0]; // DWARF 2–4 file numbers start at 1: file 0 is ''
   const dirIndex = [0];
   for (;;) {
-    const name = r.cstr();
-    if (name === '') break;
+    const start = r.pos;
+    r.skipCstr();
+    if (r.pos === start + 1) break;
+    at.push(start);
     dirIndex.push(r.uleb());
     r.uleb();
     r.uleb();
-    names.push(name);
   }
   const dirPaths: Array<string | undefined> = [];
   const dirs = (d: number): string | undefined =>
     d === 0 ? compDir : d <= rawDirs.length ? (dirPaths[d] ??= join(compDir, rawDirs[d - 1])) : undefined;
-  return { names, first: 1, dirOf: (i) => dirs(dirIndex[i]) ?? compDir, dirs };
+  const name = (i: number) => (i === 0 ? '' : decodeString(line, at[i], line.indexOf(0, at[i])));
+  return {
+    count: at.length,
+    first: 1,
+    name,
+    mayEndIn: (i, last) => (isAscii(last) ? bytesMayEndIn(line, at[i], line.indexOf(0, at[i]), last) : mayEndIn(name(i), last)),
+    dirOf: (i) => dirs(dirIndex[i]) ?? compDir,
+    dirs,
+    decodeDirs: () => undefined,
+  };
+}
+
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return false;
+  return true;
 }
 
 /** Tells the paths a line table names apart cheaply: see lineTableNames. */
@@ -320,14 +405,13 @@ export interface FileNameTest {
 export function lineTableNames(u: Unit, offset: number, test: FileNameTest): boolean {
   const { r, version, is64 } = readLineHeader(u, offset);
   const f = readFileNames(r, u, version, is64);
-  for (let i = 0; i < f.names.length; i++) {
+  for (let i = 0; i < f.count; i++) {
     if (i < f.first) {
-      if (test.accept(f.names[i])) return true;
+      if (test.accept(f.name(i))) return true;
       continue;
     }
-    const name = f.names[i];
-    if (test.last !== undefined && !mayEndIn(name, test.last)) continue;
-    if (test.accept(join(f.dirOf(i), name))) return true;
+    if (test.last !== undefined && !f.mayEndIn(i, test.last)) continue;
+    if (test.accept(join(f.dirOf(i), f.name(i)))) return true;
   }
   return false;
 }
@@ -343,6 +427,18 @@ function mayEndIn(name: string, last: string): boolean {
   const n = end - start;
   if (n === 0 || (n === 1 && name.charCodeAt(start) === 0x2e) || (n === 2 && name.startsWith('..', start))) return true;
   return n === last.length && name.startsWith(last, start);
+}
+
+/** mayEndIn over a name's bytes [start, end) (`last` ASCII: a byte of 0x80 or more is in no such segment). */
+function bytesMayEndIn(b: Uint8Array, start: number, end: number, last: string): boolean {
+  while (end > start && b[end - 1] === 0x2f) end--;
+  let s = end;
+  while (s > start && b[s - 1] !== 0x2f) s--;
+  const n = end - s;
+  if (n === 0 || (n === 1 && b[s] === 0x2e) || (n === 2 && b[s] === 0x2e && b[s + 1] === 0x2e)) return true;
+  if (n !== last.length) return false;
+  for (let i = 0; i < n; i++) if (b[s + i] !== last.charCodeAt(i)) return false;
+  return true;
 }
 
 /** Only the file names of the line table at `offset` (what DW_AT_decl_file/call_file index), without the program. */
@@ -384,7 +480,9 @@ export function parseLineTable(u: Unit, offset: number, headerOnly = false): Lin
   const { r, version, is64, addrSize, end, progStart, minInst, maxOps, defaultStmt, lineBase, lineRange, opcodeBase, stdLens } =
     readLineHeader(u, offset);
   const names = readFileNames(r, u, version, is64);
-  const files = names.names.map((n, i) => (i < names.first ? n : join(names.dirOf(i), n)));
+  names.decodeDirs();
+  const files: string[] = [];
+  for (let i = 0; i < names.count; i++) files.push(i < names.first ? names.name(i) : join(names.dirOf(i), names.name(i)));
   const compDir = u.compDir || '/';
   const dirs = names.dirs;
 
