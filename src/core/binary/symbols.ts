@@ -32,6 +32,7 @@ const STT_FUNC = 2;
 const STT_GNU_IFUNC = 10;
 const SHN_UNDEF = 0;
 const SHN_LORESERVE = 0xff00;
+const isFunction = (type: number): boolean => type === STT_FUNC || type === STT_GNU_IFUNC;
 const BINDINGS: Record<number, SymbolBinding | undefined> = { 0: 'local', 1: 'global', 2: 'weak', 10: 'unique' };
 
 /** Defined STT_FUNC/STT_GNU_IFUNC symbols of one symbol table. */
@@ -49,6 +50,8 @@ export function readFunctionSymbols(
   const c = elfReader(tableBytes, littleEndian, where, table.offset);
   const out: FunctionSymbol[] = [];
   for (let i = 1; i < count; i++) {
+    // The type first: most symbols (objects, sections, files) are not functions and are not read further.
+    if (!isFunction(tableBytes[i * entsize + (elfClass === 64 ? 4 : 12)] & 0xf)) continue;
     c.seek(i * entsize);
     let nameOff: number, info: number, shndx: number, value: bigint, size: bigint;
     if (elfClass === 64) {
