@@ -95,17 +95,17 @@ export function groupSymbols(tables: FunctionSymbol[][]): { symbols: FunctionSym
   // One stable sort and a linear pass: Maps keyed by bigint (or by strings built from them) cost seconds on
   // binaries with ~100k symbols.
   const all = tables.flat();
-  // Number(address) is monotonic (exact below 2^53, rounded above), so it orders by address cheaply; the
-  // bigint compare only settles rounding ties.
-  const keys = Float64Array.from(all, (s) => Number(s.address));
-  const order = Uint32Array.from(all.keys());
-  order.sort((i, j) => {
-    const d = keys[i] - keys[j];
-    if (d !== 0) return d;
+  // An address's high and low words are exact numbers: ordering by them needs no bigint compare (a kernel's
+  // addresses, above 2^53, would otherwise tie as doubles within 2 KiB of each other).
+  const hi = new Float64Array(all.length);
+  const lo = new Float64Array(all.length);
+  for (let i = 0; i < all.length; i++) {
     const a = all[i].address;
-    const b = all[j].address;
-    return a < b ? -1 : a > b ? 1 : i - j;
-  });
+    hi[i] = Number(a >> 32n);
+    lo[i] = Number(a & 0xffffffffn);
+  }
+  const order = Uint32Array.from(all.keys());
+  order.sort((i, j) => hi[i] - hi[j] || lo[i] - lo[j] || i - j);
   const symbols: FunctionSymbol[] = [];
   const groups: SymbolGroup[] = [];
   let g: SymbolGroup | undefined;

@@ -6,7 +6,7 @@
 import { openBinary, type BinaryImage, type OpenBinaryOptions } from '../binary/binaryImage';
 import { demangle, withoutRustHash } from '../demangle';
 import { readBinaryIdentity } from './identity';
-import type { SymbolGroup } from '../binary/symbols';
+import type { FunctionSymbol, SymbolGroup } from '../binary/symbols';
 import { dwarfFileSlice, mergeDwarfSlices } from './fromDwarf';
 import { dwarfSlices, indexWorkerCount } from './worker/pool';
 import { symbolKind } from './sites';
@@ -169,15 +169,23 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: nu
   for (const g of groups) {
     if (known.has(g.address) || g.address === 0n || insideCode(code, g.address)) continue;
     // A `.cold` block is code split off a function (its unlikely paths), never a function or an entry of its own,
-    // even when, as for libraries built without -g, no DWARF says whose it is.
-    const named = g.symbols.filter((s) => symbolKind(s.name) !== 'cold');
-    if (named.length === 0) continue;
-    const sym = named.find((s) => s.binding === 'global') ?? named[0];
+    // even when, as for libraries built without -g, no DWARF says whose it is. The function is named by the first
+    // global symbol of the others, else the first of them.
+    let first: FunctionSymbol | undefined, global: FunctionSymbol | undefined;
+    for (const s of g.symbols) {
+      if (symbolKind(s.name) === 'cold') continue;
+      first ??= s;
+      if (!global && s.binding === 'global') global = s;
+    }
+    if (!first) continue;
+    const sym = global ?? first;
     const fileOffset = offsetOf(g.address);
     if (fileOffset === undefined) continue;
-    const pretty = withoutRustHash(demangle(sym.name)).replace(/\(.*\)( const)?$/, '');
+    // Only a demangled name has parameters or a Rust hash to drop.
+    const demangled = demangle(sym.name);
+    const pretty = /[:(]/.test(demangled) ? withoutRustHash(demangled).replace(/\(.*\)( const)?$/, '') : demangled;
     const probeable = sym.kind === 'func';
-    const aliases = g.symbols.map((s) => s.name).filter((n) => n !== sym.name);
+    const aliases = g.symbols.length > 1 ? g.symbols.map((s) => s.name).filter((n) => n !== sym.name) : [];
     out.push({
       name: pretty,
       linkageName: pretty !== sym.name ? sym.name : undefined,
