@@ -54,14 +54,21 @@ export function rangesOf(u: Unit, d: Die): number[] {
 /** Resolves a rnglistx/loclistx index through the offsets table that starts at the unit's base. */
 function listIndex(u: Unit, section: string, base: number, index: number): number {
   const sz = u.enc.is64 ? 8 : 4;
-  const r = u.dw.reader(section, 0);
-  r.seek(Math.min(base + index * sz, r.end));
-  return base + r.uN(sz);
+  const len = u.dw.get(section)?.length ?? 0;
+  return u.dw.readAt(section, Math.min(base + index * sz, len), (r) => base + r.uN(sz));
 }
 
+// A list is read where it is (Sections.readAt): a run that reads past what was read is made again, so what it
+// pushes to `out` is taken back first.
 function readRanges(u: Unit, offset: number, out: number[]): void {
-  const r = u.dw.reader('.debug_ranges', 0);
-  r.seek(offset);
+  const n = out.length;
+  u.dw.readAt('.debug_ranges', offset, (r) => {
+    out.length = n;
+    rangesFrom(u, r, out);
+  });
+}
+
+function rangesFrom(u: Unit, r: ByteReader, out: number[]): void {
   const sz = u.enc.addrSize;
   let base = u.lowPc;
   for (let n = 0; ; n++) {
@@ -75,8 +82,14 @@ function readRanges(u: Unit, offset: number, out: number[]): void {
 }
 
 function readRnglist(u: Unit, offset: number, out: number[]): void {
-  const r = u.dw.reader('.debug_rnglists', 0);
-  r.seek(offset);
+  const n = out.length;
+  u.dw.readAt('.debug_rnglists', offset, (r) => {
+    out.length = n;
+    rnglistFrom(u, r, out);
+  });
+}
+
+function rnglistFrom(u: Unit, r: ByteReader, out: number[]): void {
   const sz = u.enc.addrSize;
   let base = u.lowPc;
   for (let n = 0; ; n++) {
@@ -163,10 +176,10 @@ export function locationOf(u: Unit, d: Die, at: number = AT.location): Location 
  * it (they are how a value is described between two views at one address).
  */
 function attachViews(u: Unit, offset: number, entries: Array<LocEntry & { seq?: number }>): void {
-  const r = u.dw.reader(u.version >= 5 ? '.debug_loclists' : '.debug_loc', 0);
-  r.seek(offset);
   const bounded = entries.filter((e) => e.seq !== undefined);
   const n = bounded.reduce((m, e) => Math.max(m, e.seq! + 1), 0);
+  // At most n pairs of ULEB128s of 10 bytes each are read.
+  const r = u.dw.readerOver(u.version >= 5 ? '.debug_loclists' : '.debug_loc', offset, offset + 20 * n);
   const views: Array<[number, number]> = [];
   for (let k = 0; k < n && r.pos < r.end; k++) views.push([r.uleb(), r.uleb()]);
   for (const e of bounded) if (views[e.seq!]) e.view = views[e.seq!];
@@ -180,8 +193,10 @@ function exprAt(r: ByteReader, len: number): Block {
 
 // With views, empty ranges are kept and each bounded entry carries its ordinal (`seq`) for attachViews.
 function readLoc(u: Unit, offset: number, views = false): Array<LocEntry & { seq?: number }> {
-  const r = u.dw.reader('.debug_loc', 0);
-  r.seek(offset);
+  return u.dw.readAt('.debug_loc', offset, (r) => locFrom(u, r, views));
+}
+
+function locFrom(u: Unit, r: ByteReader, views: boolean): Array<LocEntry & { seq?: number }> {
   const sz = u.enc.addrSize;
   let base = u.lowPc;
   const out: Array<LocEntry & { seq?: number }> = [];
@@ -203,8 +218,10 @@ function readLoc(u: Unit, offset: number, views = false): Array<LocEntry & { seq
 }
 
 function readLoclist(u: Unit, offset: number, views = false): Array<LocEntry & { seq?: number }> {
-  const r = u.dw.reader('.debug_loclists', 0);
-  r.seek(offset);
+  return u.dw.readAt('.debug_loclists', offset, (r) => loclistFrom(u, r, views));
+}
+
+function loclistFrom(u: Unit, r: ByteReader, views: boolean): Array<LocEntry & { seq?: number }> {
   const sz = u.enc.addrSize;
   let base = u.lowPc;
   const out: Array<LocEntry & { seq?: number }> = [];

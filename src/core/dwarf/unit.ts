@@ -16,6 +16,8 @@ import { DwarfFormatError, dwarfReader, readAddress, stringAt } from './format';
 const { AT, FORM, TAG, UT } = K;
 
 const INFO = '.debug_info';
+/** The sections read range by range where the file is (SectionSource.unread): units and lists, read where asked. */
+const BY_RANGE = new Set([INFO, '.debug_loclists', '.debug_rnglists', '.debug_loc', '.debug_ranges']);
 
 /** The sections of one object file, fetched lazily. */
 export class Sections {
@@ -35,18 +37,70 @@ export class Sections {
   /** Reads [start, end) of a section got unread (see fill); none for the others. */
   private readonly fills = new Map<string, (start: number, end: number) => void>();
 
+  /** The sections got unread whose every byte has been read since (fill is then nothing to do). */
+  private readonly whole = new Set<string>();
+
   /**
-   * A section's bytes. `.debug_info` of a file read range by range comes unread: a reader of it calls fill()
-   * for the range it reads first (Unit.reader does for its unit, parseUnits for each header and root DIE).
+   * A section's bytes. `.debug_info` and the list sections of a file read range by range come unread: a reader
+   * of them reads the range it reads first (fill: Unit.reader does for its unit, parseUnits for each header and
+   * root DIE; readAt and readerOver for a list), and reader() reads the whole section.
    */
   get(name: string): Uint8Array | undefined {
-    if (!this.got.has(name)) this.got.set(name, name === INFO ? this.infoAndTypes() : this.src.section(name));
+    if (!this.got.has(name)) this.got.set(name, name === INFO ? this.infoAndTypes() : this.load(name));
     return this.got.get(name);
   }
 
-  /** Makes [start, end) of a section hold its bytes (only `.debug_info` of a file read range by range needs it). */
+  private load(name: string): Uint8Array | undefined {
+    const unread = BY_RANGE.has(name) ? this.src.unread?.(name) : undefined;
+    if (!unread) return this.src.section(name);
+    this.fills.set(name, (start, end) => unread.ensure(start, end));
+    return unread.bytes;
+  }
+
+  /** Makes [start, end) of a section hold its bytes (only a section got unread needs it). */
   fill(name: string, start: number, end: number): void {
-    this.fills.get(name)?.(start, end);
+    const read = this.whole.has(name) ? undefined : this.fills.get(name);
+    if (!read) return;
+    start = Math.max(0, start);
+    end = Math.min(end, this.got.get(name)?.length ?? 0);
+    if (end > start) read(start, end);
+  }
+
+  /**
+   * `read` over a reader of section `name` standing at `at`. Where the section came unread, the reader ends
+   * `window` bytes on at first (those are read), and a read past that (a DwarfFormatError) runs `read` again
+   * over 16 times as many, up to the section's end, where its reader is reader()'s: `read` keeps nothing from a
+   * failed run, and what it gives or throws is what it would over the whole section.
+   */
+  readAt<T>(name: string, at: number, read: (r: ByteReader) => T, window = 1024): T {
+    const b = this.get(name);
+    if (!b) throw new DwarfFormatError(name, at, 'section is missing');
+    if (!this.fills.has(name) || this.whole.has(name)) return read(this.reader(name, at));
+    for (let w = window; ; w *= 16) {
+      const end = Math.min(b.length, at + w);
+      this.fill(name, at, end);
+      const r = dwarfReader(b, name, this.le, 0, end);
+      r.seek(at);
+      if (end === b.length) return read(r);
+      try {
+        return read(r);
+      } catch (e) {
+        if (!(e instanceof DwarfFormatError)) throw e;
+      }
+    }
+  }
+
+  /**
+   * A reader over the whole of section `name` at `at` with only [at, end) read: for a reader that reads no
+   * further than `end` whatever the bytes say (reader() reads the whole of a section got unread).
+   */
+  readerOver(name: string, at: number, end: number): ByteReader {
+    const b = this.get(name);
+    if (!b) throw new DwarfFormatError(name, at, 'section is missing');
+    this.fill(name, at, end);
+    const r = dwarfReader(b, name, this.le);
+    r.seek(at);
+    return r;
   }
 
   /** Whether the section came unread (fill() reads its ranges). */
@@ -78,6 +132,10 @@ export class Sections {
   reader(name: string, at = 0): ByteReader {
     const b = this.get(name);
     if (!b) throw new DwarfFormatError(name, at, 'section is missing');
+    if (this.fills.has(name) && !this.whole.has(name)) {
+      this.fill(name, 0, b.length);
+      this.whole.add(name);
+    }
     const r = dwarfReader(b, name, this.le);
     r.seek(at);
     return r;

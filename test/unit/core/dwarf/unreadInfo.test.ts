@@ -6,35 +6,43 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { SectionSource } from '../../../../src/core/binary/sections';
 import { openDwarf, type Dwarf } from '../../../../src/core/dwarf';
+import { Sections } from '../../../../src/core/dwarf/unit';
+import type { ByteReader } from '../../../../src/core/binary/byteReader';
 import { findAbbrev, refersOutside } from '../../../../src/core/dwarf/abbrev';
 import { A, T, assemble, int, subprogram, type DieSpec } from '../../../helpers/dwarfAsm';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
 import { sectionsOf } from './objcopySections';
 
-/** `src` with .debug_info unread: a zeroed copy, filled range by range from the real bytes; `filled` counts them. */
-function unreadInfo(src: SectionSource): SectionSource & { filled: () => number; ranges: Array<[number, number]> } {
-  const real = src.section('.debug_info')!;
-  const copy = new Uint8Array(real.length);
-  const have = new Uint8Array(real.length);
-  const ranges: Array<[number, number]> = [];
+const BY_RANGE = ['.debug_info', '.debug_loclists', '.debug_rnglists', '.debug_loc', '.debug_ranges'];
+
+/**
+ * `src` with .debug_info and the list sections unread: zeroed copies, filled range by range from the real bytes;
+ * `filled` counts a section's bytes read.
+ */
+function unreadInfo(src: SectionSource): SectionSource & { filled: (name?: string) => number } {
+  const copies = new Map<string, { copy: Uint8Array; have: Uint8Array; real: Uint8Array }>();
+  for (const n of BY_RANGE) {
+    const real = src.section(n);
+    if (real) copies.set(n, { real, copy: new Uint8Array(real.length), have: new Uint8Array(real.length) });
+  }
   return {
-    section: (n) => (n === '.debug_info' ? assert.fail('.debug_info read whole') : src.section(n)),
-    unread: (n) =>
-      n === '.debug_info'
-        ? {
-            bytes: copy,
-            ensure: (start, end) => {
-              end = Math.min(end, real.length);
-              ranges.push([start, end]);
-              copy.set(real.subarray(start, end), start);
-              have.fill(1, start, end);
-            },
-          }
-        : undefined,
+    section: (n) => (copies.has(n) ? assert.fail(`${n} read whole`) : src.section(n)),
+    unread: (n) => {
+      const c = copies.get(n);
+      return (
+        c && {
+          bytes: c.copy,
+          ensure: (start: number, end: number) => {
+            end = Math.min(end, c.real.length);
+            c.copy.set(c.real.subarray(start, end), start);
+            c.have.fill(1, start, end);
+          },
+        }
+      );
+    },
     littleEndian: src.littleEndian,
     addressSize: src.addressSize,
-    filled: () => have.reduce((a, b) => a + b, 0),
-    ranges,
+    filled: (n = '.debug_info') => copies.get(n)?.have.reduce((a, b) => a + b, 0) ?? 0,
   };
 }
 
@@ -45,10 +53,15 @@ const described = (dw: Dwarf) =>
     functions: dw.functions(),
     lines: dw.lineTables().map((t) => [t.files, Array.from(t.rows.address), Array.from(t.rows.line)]),
     types: dw.functions().flatMap((f) => f.params.map((p) => dw.typeName(p.typeOffset))),
+    // Location lists (and their views) and range lists, read where they are.
+    locations: dw
+      .functions()
+      .flatMap((f) => (f.entryPc === undefined ? [] : f.params.map((p) => dw.locationFacts(p.dieOffset, f.entryPc!)))),
+    ranges: dw.functions().flatMap((f) => f.copies.map((c) => dw.codeRangesOf(c.dieOffset))),
   });
 
 test('a fixture read unit by unit gives the units, functions, types and line tables read whole', async (t) => {
-  for (const name of ['calls-O2', 'cpp-O2', 'many-O2', 'calls-O0-dwarf4'] as const) {
+  for (const name of ['calls-O2', 'cpp-O2', 'many-O2', 'calls-O0-dwarf4', 'calls-O2-dwarf4', 'sites'] as const) {
     const fx = await fixtureOrSkip(t, name);
     if (!fx) return;
     const whole = sectionsOf(fx.path);
@@ -213,4 +226,45 @@ test('an abbreviation is found, and a cross-unit form seen, by reading the table
     assert.equal(refersOutside(two, t.length, true), true);
   }
   assert.throws(() => refersOutside(t.subarray(0, t.length - 4), 0, true), /LEB128 runs past the end|needs 1 byte/);
+});
+
+test('a list read where it is: a read past the first bytes is made again over more, up to the whole section', () => {
+  const bytes = Uint8Array.from({ length: 5000 }, (_v, i) => (i % 200) + 1);
+  const lists = new Map([['.debug_loclists', bytes]]);
+  const whole: SectionSource = { section: (n) => lists.get(n), littleEndian: true, addressSize: 8 };
+  const lazy = unreadInfo(whole);
+  const dw = new Sections(lazy);
+  // Reads until a byte of 200: from 100 on, 100 bytes; from 3000, past the first 16 (and 256) bytes read.
+  const untilLast = (r: ByteReader) => {
+    const start = r.pos;
+    while (r.u8() !== 200);
+    return r.pos - start;
+  };
+  assert.equal(dw.readAt('.debug_loclists', 100, untilLast, 16), 100);
+  assert.equal(lazy.filled('.debug_loclists'), 256, 'two runs: 16 bytes, then 256');
+  assert.equal(dw.readAt('.debug_loclists', 3001, untilLast, 16), 199);
+  // A read that fails over the whole section fails as it does there.
+  const tooFar = (r: ByteReader) => r.skip(10000);
+  const err = (f: () => unknown) => {
+    try {
+      f();
+    } catch (e) {
+      return (e as Error).message;
+    }
+    return 'none';
+  };
+  assert.equal(
+    err(() => dw.readAt('.debug_loclists', 10, tooFar, 16)),
+    err(() => tooFar(new Sections(whole).reader('.debug_loclists', 10))),
+  );
+  assert.match(
+    err(() => dw.readAt('.debug_loclists', 9999, untilLast)),
+    /outside the 5000-byte/,
+  );
+  // readerOver reads the range it is given; reader() the whole section.
+  const over = dw.readerOver('.debug_loclists', 4000, 4010);
+  assert.deepEqual(Array.from(over.bytes(10)), Array.from(bytes.subarray(4000, 4010)));
+  assert.ok(lazy.filled('.debug_loclists') < 5000);
+  assert.equal(dw.reader('.debug_loclists', 4990).u8(), bytes[4990]);
+  assert.equal(lazy.filled('.debug_loclists'), 5000);
 });
