@@ -301,8 +301,12 @@ export class ElfFile {
 
   /** The PT_LOAD segment whose file-backed part contains vaddr, if any. */
   loadSegmentOf(vaddr: bigint): ElfSegment | undefined {
-    return this.loadSegments.find((s) => vaddr >= s.vaddr && vaddr < s.vaddr + BigInt(s.filesz));
+    // Each segment's end is made once (a symbol merge asks for every function symbol's address).
+    const ends = (this.segmentEnds ??= this.loadSegments.map((s) => s.vaddr + BigInt(s.filesz)));
+    for (let i = 0; i < ends.length; i++) if (vaddr >= this.loadSegments[i].vaddr && vaddr < ends[i]) return this.loadSegments[i];
+    return undefined;
   }
+  private segmentEnds: bigint[] | undefined;
 
   /**
    * File offset of a virtual address: vaddr − p_vaddr + p_offset of the PT_LOAD containing it (what uprobes

@@ -95,17 +95,7 @@ export function groupSymbols(tables: FunctionSymbol[][]): { symbols: FunctionSym
   // One stable sort and a linear pass: Maps keyed by bigint (or by strings built from them) cost seconds on
   // binaries with ~100k symbols.
   const all = tables.flat();
-  // An address's high and low words are exact numbers: ordering by them needs no bigint compare (a kernel's
-  // addresses, above 2^53, would otherwise tie as doubles within 2 KiB of each other).
-  const hi = new Float64Array(all.length);
-  const lo = new Float64Array(all.length);
-  for (let i = 0; i < all.length; i++) {
-    const a = all[i].address;
-    hi[i] = Number(a >> 32n);
-    lo[i] = Number(a & 0xffffffffn);
-  }
-  const order = Uint32Array.from(all.keys());
-  order.sort((i, j) => hi[i] - hi[j] || lo[i] - lo[j] || i - j);
+  const order = addressOrder(all);
   const symbols: FunctionSymbol[] = [];
   const groups: SymbolGroup[] = [];
   let g: SymbolGroup | undefined;
@@ -123,6 +113,34 @@ export function groupSymbols(tables: FunctionSymbol[][]): { symbols: FunctionSym
     if (s.size > g.size) g.size = s.size;
   }
   return { symbols, groups };
+}
+
+/**
+ * The symbols' indexes by address, equal addresses in table order. An address's high and low words are exact
+ * numbers (a kernel's addresses, above 2^53, tie as doubles within 2 KiB of each other): by high word, then a
+ * native sort of low word · 2^21 + index (exact below 2^53) for each; a comparator where there are more symbols
+ * or high words.
+ */
+function addressOrder(all: readonly FunctionSymbol[]): Uint32Array {
+  const n = all.length;
+  const hi = new Float64Array(n);
+  const lo = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const a = all[i].address;
+    hi[i] = Number(a >> 32n);
+    lo[i] = Number(a & 0xffffffffn);
+  }
+  const order = Uint32Array.from(all.keys());
+  const his = [...new Set(hi)].sort((a, b) => a - b);
+  // Real files have one or two high words (user space, a kernel's top 4 GiB); a file with many is sorted slowly.
+  if (n >= 2 ** 21 || his.length > 8) return order.sort((i, j) => hi[i] - hi[j] || lo[i] - lo[j] || i - j);
+  let k = 0;
+  for (const h of his) {
+    const keys: number[] = [];
+    for (let i = 0; i < n; i++) if (hi[i] === h) keys.push(lo[i] * 2 ** 21 + i);
+    for (const key of Float64Array.from(keys).sort()) order[k++] = key % 2 ** 21;
+  }
+  return order;
 }
 
 export function checkStrtab(sections: RawSection[], table: RawSection): RawSection {

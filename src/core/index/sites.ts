@@ -5,7 +5,7 @@
 import type { ConcreteCopy, Dwarf, FunctionInfo, InlinedInstance } from '../dwarf';
 import type { FunctionSite, SiteKind } from './model';
 import { siteRank } from '../../shared/site';
-import { addressBig, addressNumber } from '../dwarf/format';
+import { addressBig, addressNumber, KERNEL_FOLD } from '../dwarf/format';
 import type { SymbolGroup } from '../binary/symbols';
 
 /** Symbol names by address (every alias of each address). */
@@ -16,33 +16,25 @@ export interface SymbolsByAddress {
 
 /**
  * The names at each address of the symbol groups (sorted by address, as ElfFile.functionSymbols gives them),
- * looked up by binary search: nothing is built per symbol, which matters when a few functions' copies are placed
- * among a kernel's 100,000 symbols.
+ * looked up by address number as a Map of them by addressNumber would answer, by binary search: nothing is
+ * built per symbol, which matters when a few functions' copies are placed among a kernel's 46,000 symbols.
  */
 export function symbolsByAddress(groups: readonly SymbolGroup[]): SymbolsByAddress {
-  const at = Float64Array.from(groups, (g) => addressNumber(g.address));
   const names = (i: number): readonly string[] => groups[i].symbols.map((s) => s.name);
-  for (let i = 1; i < at.length; i++) {
-    if (at[i] >= at[i - 1]) continue;
-    // Folding kernel addresses (addressNumber) keeps their order, not every other's: a file mixing such addresses
-    // is looked up in a Map (the later of two groups that fold to one number wins, as anywhere it is filled in order).
+  // Below KERNEL_FOLD and in a kernel's top 4 GiB a number stands for one address (addressNumber, addressBig);
+  // anywhere else two addresses may share one, and the later group of a number answers, as in a Map filled in order.
+  const n = groups.length;
+  const firstAtFold = lowerBound(groups, FOLD_START);
+  if ((firstAtFold < n && groups[firstAtFold].address < KERNEL_TOP) || (n > 0 && groups[n - 1].address >= KERNEL_TOP + TOMBSTONE_START)) {
     const byNumber = new Map<number, readonly string[]>();
-    groups.forEach((_g, j) => byNumber.set(at[j], names(j)));
+    groups.forEach((g, j) => byNumber.set(addressNumber(g.address), names(j)));
     return byNumber;
   }
   const find = (address: number): number => {
-    let lo = 0,
-      hi = at.length - 1,
-      found = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (at[mid] <= address) {
-        found = mid;
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
-    // The last group at that number, as a Map filled in order keeps.
-    return found >= 0 && at[found] === address ? found : -1;
+    if (!Number.isInteger(address) || address < 0) return -1;
+    const a = addressBig(address);
+    const i = lowerBound(groups, a);
+    return i < n && groups[i].address === a ? i : -1;
   };
   return {
     get: (address) => {
@@ -51,6 +43,22 @@ export function symbolsByAddress(groups: readonly SymbolGroup[]): SymbolsByAddre
     },
     has: (address) => find(address) >= 0,
   };
+}
+
+const FOLD_START = BigInt(KERNEL_FOLD);
+const KERNEL_TOP = 0xffffffff00000000n;
+const TOMBSTONE_START = 0xfffffff0n;
+
+/** The first group at or above `a`. */
+function lowerBound(groups: readonly SymbolGroup[], a: bigint): number {
+  let lo = 0,
+    hi = groups.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (groups[mid].address < a) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 // GCC's suffixes for code it made from a function: hot/cold split blocks, partial-inlining parts, and IPA clones

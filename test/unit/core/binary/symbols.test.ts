@@ -142,3 +142,33 @@ test('the string table is the section sh_link names; none is an error naming the
   assert.throws(() => checkStrtab(sections, section('.symtab', 2, 0)), /malformed ELF in \.symtab: sh_link 0 names no string table/);
   assert.throws(() => checkStrtab(sections, section('.dynsym', 2, 9)), /\.dynsym: sh_link 9/);
 });
+
+test('symbols are ordered by address, equal addresses in table order, whatever their high words (a kernel, many, none)', () => {
+  let seed = 7;
+  const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n) >>> 0;
+  const sym = (i: number, address: bigint): FunctionSymbol => ({
+    name: `f${i}`,
+    address,
+    size: 16n,
+    binding: 'global',
+    kind: 'func',
+    sectionIndex: 1,
+    table: '.symtab',
+  });
+  const kernel = (_i: number) => 0xffffffff81000000n + BigInt(rand(4096) * 16);
+  const mixed = (i: number) => (i % 3 ? kernel(i) : BigInt(0x400000 + rand(512) * 8));
+  const many = (_i: number) => (BigInt(rand(20)) << 32n) + BigInt(rand(64));
+  for (const make of [kernel, mixed, many]) {
+    const all = Array.from({ length: 3000 }, (_v, i) => sym(i, make(i)));
+    const want = all
+      .map((s, i) => ({ s, i }))
+      .sort((a, b) => (a.s.address < b.s.address ? -1 : a.s.address > b.s.address ? 1 : a.i - b.i))
+      .map((x) => x.s);
+    // Group by address, first name of each address in table order (names are unique here).
+    const { symbols } = groupSymbols([all.slice(0, 1000), all.slice(1000)]);
+    assert.deepEqual(
+      symbols.map((s) => s.name),
+      want.map((s) => s.name),
+    );
+  }
+});
