@@ -99,8 +99,8 @@ export function groupSymbols(tables: FunctionSymbol[][]): { symbols: FunctionSym
   const symbols: FunctionSymbol[] = [];
   const groups: SymbolGroup[] = [];
   let g: SymbolGroup | undefined;
-  for (const i of order) {
-    const s = all[i];
+  for (let k = 0; k < order.length; k++) {
+    const s = all[order[k]];
     if (!g || g.address !== s.address) {
       g = { address: s.address, size: s.size, symbols: [s] };
       groups.push(g);
@@ -125,20 +125,27 @@ function addressOrder(all: readonly FunctionSymbol[]): Uint32Array {
   const n = all.length;
   const hi = new Float64Array(n);
   const lo = new Float64Array(n);
+  const his: number[] = [];
   for (let i = 0; i < n; i++) {
     const a = all[i].address;
     hi[i] = Number(a >> 32n);
     lo[i] = Number(a & 0xffffffffn);
+    if (his.length <= 8 && !his.includes(hi[i])) his.push(hi[i]);
   }
-  const order = Uint32Array.from(all.keys());
-  const his = [...new Set(hi)].sort((a, b) => a - b);
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
   // Real files have one or two high words (user space, a kernel's top 4 GiB); a file with many is sorted slowly.
   if (n >= 2 ** 21 || his.length > 8) return order.sort((i, j) => hi[i] - hi[j] || lo[i] - lo[j] || i - j);
+  his.sort((a, b) => a - b);
   let k = 0;
-  for (const h of his) {
-    const keys: number[] = [];
-    for (let i = 0; i < n; i++) if (hi[i] === h) keys.push(lo[i] * 2 ** 21 + i);
-    for (const key of Float64Array.from(keys).sort()) order[k++] = key % 2 ** 21;
+  for (let h = 0; h < his.length; h++) {
+    let m = 0;
+    for (let i = 0; i < n; i++) if (hi[i] === his[h]) m++;
+    const keys = new Float64Array(m);
+    m = 0;
+    for (let i = 0; i < n; i++) if (hi[i] === his[h]) keys[m++] = lo[i] * 2 ** 21 + i;
+    keys.sort();
+    for (let q = 0; q < m; q++) order[k++] = keys[q] % 2 ** 21;
   }
   return order;
 }

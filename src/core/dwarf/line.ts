@@ -180,11 +180,6 @@ function join(dir: string, name: string): string {
   return p;
 }
 
-interface EntryFormat {
-  content: number;
-  form: number;
-}
-
 /**
  * One value of a DWARF 5 directory or file entry, read without decoding a string: a string form's value is where
  * its bytes are (FORM.string: their offset in .debug_line; strp, line_strp: the offset in their section; strx:
@@ -243,46 +238,57 @@ function isStrx(form: number): boolean {
   );
 }
 
-/** A DWARF 5 entry table read raw: each entry's path as (form, value) (form -1: none, the path is ''), its directory. */
+/**
+ * A DWARF 5 entry table read raw: each entry's path as (form, value) (form -1: none, the path is ''), its
+ * directory; columns, as a kernel's units list 200,000 files between them.
+ */
 interface RawEntries {
-  form: number[];
-  value: number[];
-  dir: number[];
+  form: Float64Array;
+  value: Float64Array;
+  dir: Float64Array;
 }
 
 function readEntries(r: ByteReader, is64: boolean): RawEntries {
   const nfmt = r.u8();
-  const fmts: EntryFormat[] = [];
-  for (let i = 0; i < nfmt; i++) fmts.push({ content: r.uleb(), form: r.uleb() });
+  const contents: number[] = [],
+    forms: number[] = [];
+  for (let i = 0; i < nfmt; i++) {
+    contents.push(r.uleb());
+    forms.push(r.uleb());
+  }
   const count = r.uleb();
   if (count > r.left) r.fail('line table entry count exceeds the section');
-  const out: RawEntries = { form: [], value: [], dir: [] };
+  const out: RawEntries = { form: new Float64Array(count), value: new Float64Array(count), dir: new Float64Array(count) };
   for (let i = 0; i < count; i++) {
     let pathForm = -1,
       path = 0,
       dir = 0;
-    for (const f of fmts) {
-      const v = readEntryValue(r, f.form, is64);
-      if (f.content === LNCT.path && isStringForm(f.form)) {
-        pathForm = f.form;
+    for (let k = 0; k < nfmt; k++) {
+      const form = forms[k],
+        content = contents[k];
+      const v = readEntryValue(r, form, is64);
+      if (content === LNCT.path && isStringForm(form)) {
+        pathForm = form;
         path = v;
-      } else if (f.content === LNCT.directory_index && v >= 0 && !isStringForm(f.form)) dir = v;
+      } else if (content === LNCT.directory_index && v >= 0 && !isStringForm(form)) dir = v;
     }
-    out.form.push(pathForm);
-    out.value.push(path);
-    out.dir.push(dir);
+    out.form[i] = pathForm;
+    out.value[i] = path;
+    out.dir[i] = dir;
   }
   return out;
 }
 
-/** Where a string of a line table header lies: its section's bytes, start and end (the NUL). */
-function stringBytes(u: Unit, line: Uint8Array, form: number, v: number): [Uint8Array, number, string] | undefined {
-  if (form === FORM.string) return [line, v, '.debug_line'];
-  const name = form === FORM.line_strp ? '.debug_line_str' : form === FORM.strp ? '.debug_str' : undefined;
-  if (!name) return undefined;
+/** mayEndIn of a raw entry's name, from its bytes where `ascii` (`last` is ASCII) and it is stored inline or by offset. */
+function entryMayEndIn(u: Unit, line: Uint8Array, form: number, v: number, last: string, ascii: boolean): boolean {
+  if (form < 0) return mayEndIn('', last);
+  const name =
+    form === FORM.string ? '.debug_line' : form === FORM.line_strp ? '.debug_line_str' : form === FORM.strp ? '.debug_str' : undefined;
+  if (!ascii || !name) return mayEndIn(entryString(u, line, form, v), last);
+  if (form === FORM.string) return bytesMayEndIn(line, v, last, name);
   const buf = u.dw.get(name);
   if (!buf || v < 0 || v >= buf.length) throw new DwarfFormatError(name, v, 'string offset out of range');
-  return [buf, v, name];
+  return bytesMayEndIn(buf, v, last, name);
 }
 
 /** The string a raw entry value names ('' for none). */
@@ -297,14 +303,14 @@ function entryString(u: Unit, line: Uint8Array, form: number, v: number): string
 /**
  * A line table header's file names as stored, and where each one's directory is: the file table parseLineTable
  * makes is join(dirOf(i), name(i)) from index `first` on (DWARF 2–4 number files from 1: name(0) is '').
- * Names are decoded and directories joined when first asked for; mayEndIn(i, last) tells from a name's bytes
+ * Names are decoded and directories joined when first asked for; mayEndIn(i, last, ascii) tells from a name's bytes
  * whether its path may end in the segment `last`.
  */
 interface FileNames {
   count: number;
   first: number;
   name(file: number): string;
-  mayEndIn(file: number, last: string): boolean;
+  mayEndIn(file: number, last: string, ascii: boolean): boolean;
   dirOf(file: number): string;
   /** A DWARF 2–4 directory by number (define_file names one), undefined past the table. */
   dirs(dir: number): string | undefined;
@@ -338,12 +344,7 @@ function readFileNames(r: ByteReader, u: Unit, version: number, is64: boolean): 
       first: 0,
       decodeDirs: () => rawDirs.form.forEach((_f, d) => dirName(d)),
       name: (i) => entryString(u, line, files.form[i], files.value[i]),
-      mayEndIn: (i, last) => {
-        const form = files.form[i];
-        if (form < 0) return mayEndIn('', last);
-        const at = isAscii(last) ? stringBytes(u, line, form, files.value[i]) : undefined;
-        return at ? bytesMayEndIn(at[0], at[1], last, at[2]) : mayEndIn(entryString(u, line, form, files.value[i]), last);
-      },
+      mayEndIn: (i, last, ascii) => entryMayEndIn(u, line, files.form[i], files.value[i], last, ascii),
       dirOf: (i) => dirPath(files.dir[i]) ?? baseDir(),
       // DWARF 5 has no define_file: one a producer still emits is placed in the compilation directory.
       dirs: (d) => (d === 0 ? compDir : undefined),
@@ -374,7 +375,7 @@ function readFileNames(r: ByteReader, u: Unit, version: number, is64: boolean): 
     count: at.length,
     first: 1,
     name,
-    mayEndIn: (i, last) => (isAscii(last) ? bytesMayEndIn(line, at[i], last, '.debug_line') : mayEndIn(name(i), last)),
+    mayEndIn: (i, last, ascii) => (ascii ? bytesMayEndIn(line, at[i], last, '.debug_line') : mayEndIn(name(i), last)),
     dirOf: (i) => dirs(dirIndex[i]) ?? compDir,
     dirs,
     decodeDirs: () => undefined,
@@ -403,12 +404,14 @@ export interface FileNameTest {
 export function lineTableNames(u: Unit, offset: number, test: FileNameTest): boolean {
   const { r, version, is64 } = readLineHeader(u, offset);
   const f = readFileNames(r, u, version, is64);
+  const last = test.last;
+  const ascii = last !== undefined && isAscii(last);
   for (let i = 0; i < f.count; i++) {
     if (i < f.first) {
       if (test.accept(f.name(i))) return true;
       continue;
     }
-    if (test.last !== undefined && !f.mayEndIn(i, test.last)) continue;
+    if (last !== undefined && !f.mayEndIn(i, last, ascii)) continue;
     if (test.accept(join(f.dirOf(i), f.name(i)))) return true;
   }
   return false;

@@ -134,7 +134,13 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: nu
   for (const f of fromDwarf) if (f.sites.length === 0) wanted.add(f.linkageName ?? f.name);
   const byName = new Map<string, bigint>();
   if (wanted.size > 0)
-    for (const g of groups) for (const s of g.symbols) if (wanted.has(s.name) && !byName.has(s.name)) byName.set(s.name, g.address);
+    for (let i = 0; i < groups.length; i++) {
+      const g = groups[i];
+      for (let j = 0; j < g.symbols.length; j++) {
+        const name = g.symbols[j].name;
+        if (wanted.has(name) && !byName.has(name)) byName.set(name, g.address);
+      }
+    }
   // Other names of an entry (aliases, .localalias) name the same function.
   for (const [address, f] of entries) {
     const g = groupAt(groups, address);
@@ -166,13 +172,15 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: nu
   const out = dropped.size ? fromDwarf.filter((f) => !dropped.has(f)) : fromDwarf;
   // Functions the symbol table knows but DWARF does not. Symbols inside a DWARF function's code (its .cold
   // block, a part) belong to that function and are not listed again.
-  for (const g of groups) {
+  for (let i = 0; i < groups.length; i++) {
+    const g = groups[i];
     if (known.has(g.address) || g.address === 0n || insideCode(code, g.address)) continue;
     // A `.cold` block is code split off a function (its unlikely paths), never a function or an entry of its own,
     // even when, as for libraries built without -g, no DWARF says whose it is. The function is named by the first
     // global symbol of the others, else the first of them.
     let first: FunctionSymbol | undefined, global: FunctionSymbol | undefined;
-    for (const s of g.symbols) {
+    for (let j = 0; j < g.symbols.length; j++) {
+      const s = g.symbols[j];
       if (symbolKind(s.name) === 'cold') continue;
       first ??= s;
       if (!global && s.binding === 'global') global = s;
