@@ -537,7 +537,12 @@ export class TraceSession {
       if (watchKey) raw.addFormats(await agent.formats(['ftrace/print']));
       agent.onTraceData((c) => raw.push(c));
     } else {
-      const parser = (this.parser = new HitParser({ ...reading, events: [], sentinel: agent.sentinel }));
+      const parser = (this.parser = new HitParser({
+        ...reading,
+        events: [],
+        sentinel: agent.sentinel,
+        lookupTgids: (tids) => agent.tgids(tids),
+      }));
       agent.onTraceLine((l) => parser.push(l));
     }
     // However the stream ends, what is still held is shown; on STOP only once its reply is in (its last check's
