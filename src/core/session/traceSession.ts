@@ -27,15 +27,7 @@ import { compileOptionsFor, knownCaps, rememberCaps } from './targetCaps';
 import { compileKernelBtf, type RunningKernel } from '../probes/kernelBtf';
 import { fetchRunningKernel } from './runningKernel';
 
-export {
-  DefinitionRejectedError,
-  describeEnd,
-  type AddResult,
-  type RefusedSpec,
-  type SessionOptions,
-  type SessionState,
-  type SessionSummary,
-} from './sessionApi';
+export * from './sessionApi';
 import {
   DefinitionRejectedError,
   describeEnd,
