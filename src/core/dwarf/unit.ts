@@ -113,7 +113,8 @@ export class Unit {
     readonly end: number,
     readonly enc: Encoding,
     readonly unitType: number,
-    abbrevOffset: number,
+    /** Where the unit's abbreviation table starts in .debug_abbrev. */
+    readonly abbrevOffset: number,
     headerEnd: number,
     readonly typeSignature?: bigint,
     readonly typeOffset?: number,

@@ -83,7 +83,8 @@ function sliceOf(
   units: readonly Unit[] | undefined,
   lineUnits: readonly Unit[],
   range: [number, number] = [0, 1],
-): DwarfSlice {
+  perFunctionCode = false,
+): DwarfSlice & { codeOf?: number[][] } {
   const arch = dw.arch;
   const goInfo = image.goInfo();
   const conv = callingConvention(arch, goInfo ? { regabi: goInfo.abi === 'register' } : undefined);
@@ -99,6 +100,18 @@ function sliceOf(
   const ctx: IndexCtx = { dw, arch, conv, go: conv.startsWith('go'), symbols, nameOf: (d) => names.get(d) };
   const [lo, hi] = byUnits ? [0, infos.length] : shareOf(infos.length, range[0], range[1]);
   const mine = infos.slice(lo, hi);
+  return {
+    byUnits,
+    // The pass lists functions with code (one per abstract root, with at least one copy) before those without.
+    concrete: mine.filter((f) => f.copies.length > 0).length,
+    functions: mine.map((f) => indexFunction(ctx, f)),
+    code: codePairs(mine),
+    ...(perFunctionCode ? { codeOf: mine.map((f) => codePairs([f])) } : {}),
+    tables: sliceTables(dw, lineUnits),
+  };
+}
+
+function sliceTables(dw: Dwarf, lineUnits: readonly Unit[]): SliceLineTable[] {
   const tables: SliceLineTable[] = [];
   const seen = new Set<number>();
   for (const u of lineUnits) {
@@ -114,14 +127,39 @@ function sliceOf(
     const r = t.rows;
     tables.push({ files: t.files, address: r.address, line: r.line, file: r.file, flags: r.flags, sequences: seq });
   }
-  return {
-    byUnits,
-    // The pass lists functions with code (one per abstract root, with at least one copy) before those without.
-    concrete: mine.filter((f) => f.copies.length > 0).length,
-    functions: mine.map((f) => indexFunction(ctx, f)),
-    code: codePairs(mine),
-    tables,
-  };
+  return tables;
+}
+
+/**
+ * The share of each of the units at `unitOffsets` (in unit order), one slice per unit: what the whole pass gives
+ * for that unit alone, so that mergeDwarfSlices() of every unit's slice, in unit order, is the whole DWARF half of
+ * the index. Only where references stay in units (the caller checks dw.referencesStayInUnits()). The unit cache
+ * (unitReuse.ts) stores these.
+ */
+export function dwarfUnitSlices(image: BinaryImage, unitOffsets: readonly number[]): DwarfSlice[] {
+  const dw = openDwarf(image.dwarf(), image.elf.requireProbeableArch());
+  if (!dw.referencesStayInUnits()) throw new Error('units are indexed apart only where references stay in units');
+  const want = new Set(unitOffsets);
+  const units = dw.units().filter((u) => want.has(u.offset));
+  const owners = new Set(dw.lineTableUnits().map((u) => u.offset));
+  const whole = sliceOf(image, dw, units, [], [0, 1], true);
+  const byUnit = new Map<number, { concrete: IndexedFunction[]; rest: IndexedFunction[]; code: number[] }>();
+  for (const u of units) byUnit.set(u.offset, { concrete: [], rest: [], code: [] });
+  whole.functions.forEach((f, i) => {
+    const b = byUnit.get(f.unitOffset)!;
+    (i < whole.concrete ? b.concrete : b.rest).push(f);
+    b.code.push(...whole.codeOf![i]);
+  });
+  return units.map((u) => {
+    const b = byUnit.get(u.offset)!;
+    return {
+      byUnits: true,
+      concrete: b.concrete.length,
+      functions: [...b.concrete, ...b.rest],
+      code: b.code,
+      tables: owners.has(u.offset) ? sliceTables(dw, [u]) : [],
+    };
+  });
 }
 
 /** The units share `part` of `parts` walks: contiguous, about the same number of .debug_info bytes each. */

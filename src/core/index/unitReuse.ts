@@ -1,0 +1,233 @@
+// Rebuilds reuse what did not change: the DWARF half of a cold index is put together unit by unit, each unit's
+// share (its functions, code ranges and line table: dwarfUnitSlices) read from the unit cache (unitCache.ts) when
+// everything indexing it reads is unchanged, indexed (on the worker pool) and stored otherwise.
+//
+// A unit's key is a hash of all it is a function of, so a reused unit gives exactly what indexing it again would:
+// - the unit's own bytes in .debug_info (its header, every DIE), its abbreviation table's bytes, and its line
+//   program's bytes in .debug_line (header and program, found by DW_AT_stmt_list, whose value is in the unit's
+//   bytes), and whether it is the unit whose line table the index takes (the first of its DW_AT_stmt_list);
+// - every other section the DWARF reader may read for it (AUX_SECTIONS: strings, string offsets, addresses,
+//   range and location lists), whole: a unit names them by offset, and a digest of the whole section is the
+//   simple sound bound (the cost: a change there, such as a new string, re-indexes every unit);
+// - the symbol table (clones and parts are named by the symbol at their address), the architecture, the calling
+//   convention, the byte order and the index format.
+// Only where no DIE refers outside its own unit (Dwarf.referencesStayInUnits: no DW_FORM_ref_addr, type units,
+// supplementary files) is anything reused: elsewhere a unit's result depends on other units' bytes.
+//
+// A unit's place in .debug_info is not in its bytes (references inside a unit are relative to it): a unit moved
+// whole by an earlier unit's growing or shrinking is still reused, its DIE offsets stored relative to its start.
+// Code addresses, .debug_line and .debug_str offsets are in its bytes: an edit that changes code size moves every
+// later unit's code, and those units are indexed again (docs/architecture.md, README "Benchmarks").
+// Tests: test/unit/core/index/unitReuse.test.ts, test/corpus/indexPool.test.ts
+import { createHash, type Hash } from 'node:crypto';
+import type { BinaryImage, OpenBinaryOptions } from '../binary/binaryImage';
+import { openDwarf } from '../dwarf';
+import type { Unit } from '../dwarf/unit';
+import { callingConvention, type DwarfSlice } from './fromDwarf';
+import { INDEX_FORMAT, type IndexedFunction } from './model';
+import { evictUnitEntries, prepareUnitCache, readUnitEntry, unitCacheDir, UNIT_CACHE_MAX_BYTES, writeUnitEntry } from './unitCache';
+import { dwarfUnitSlicesInPool, indexWorkerCount } from './worker/pool';
+
+/** What a stored unit's value looks like; bump when dwarfUnitSlices' output or the key's inputs change. */
+export const UNIT_RESULT_VERSION = 1;
+
+/** Sections a unit's indexing may read at offsets its bytes name: hashed whole into every unit's key. */
+export const AUX_SECTIONS = [
+  '.debug_str',
+  '.debug_line_str',
+  '.debug_str_offsets',
+  '.debug_addr',
+  '.debug_ranges',
+  '.debug_rnglists',
+  '.debug_loc',
+  '.debug_loclists',
+  '.debug_types',
+] as const;
+/** Sections hashed per unit, only the unit's part of them. */
+export const UNIT_SECTIONS = ['.debug_info', '.debug_abbrev', '.debug_line'] as const;
+
+export interface UnitReuseStats {
+  /** Units of the binary. */
+  units: number;
+  /** Read from the unit cache. */
+  reused: number;
+  /** Indexed now. */
+  indexed: number;
+  /** Of those, written to the unit cache. */
+  stored: number;
+  /** Entries removed to keep the cache within its bound. */
+  evicted: number;
+}
+
+export interface UnitReuseOptions extends OpenBinaryOptions {
+  /** The index cache's directory; units go in its `units` directory. */
+  indexCacheDir: string;
+  workers?: number;
+  memoryLimitMb?: number;
+  maxBytes?: number;
+}
+
+interface StoredUnit {
+  v: typeof UNIT_RESULT_VERSION;
+  slice: DwarfSlice;
+}
+
+/**
+ * Every unit's slice, in unit order, each reused or indexed (mergeDwarfSlices joins them into the DWARF half of
+ * the index), with what was reused; undefined where units cannot be indexed apart or the cache cannot be used.
+ */
+export async function reusingDwarfSlices(
+  image: BinaryImage,
+  opts: UnitReuseOptions,
+): Promise<{ slices: DwarfSlice[]; stats: UnitReuseStats } | undefined> {
+  const dw = openDwarf(image.dwarf(), image.elf.requireProbeableArch());
+  if (!dw.present || !dw.referencesStayInUnits()) return undefined;
+  if (!prepareUnitCache(opts.indexCacheDir)) return undefined;
+  const dir = unitCacheDir(opts.indexCacheDir);
+  const units = dw.units();
+  const keys = unitKeys(image, units, dw.lineTableUnits());
+  const slices: Array<DwarfSlice | undefined> = units.map((u, i) => {
+    const v = readUnitEntry(dir, keys[i]);
+    return isStoredUnit(v) ? relocated(v.slice, u.offset) : undefined;
+  });
+  const missing = units.filter((_, i) => !slices[i]);
+  const stats: UnitReuseStats = {
+    units: units.length,
+    reused: units.length - missing.length,
+    indexed: missing.length,
+    stored: 0,
+    evicted: 0,
+  };
+  if (missing.length > 0) {
+    const bytes = missing.reduce((n, u) => n + (u.end - u.offset), 0);
+    const fresh = await dwarfUnitSlicesInPool(
+      image,
+      missing.map((u) => ({ offset: u.offset, size: u.end - u.offset })),
+      indexWorkerCount(bytes, opts.workers),
+      opts,
+    );
+    let written = 0;
+    let k = 0;
+    units.forEach((u, i) => {
+      if (slices[i]) return;
+      const s = fresh[k++];
+      slices[i] = s;
+      if (!storable(s, u)) return;
+      const stored = relocated(s, -u.offset, true);
+      // A view's whole buffer would be serialised: each column its own.
+      stored.tables = s.tables.map((t) => ({
+        ...t,
+        address: t.address.slice(),
+        line: t.line.slice(),
+        file: t.file.slice(),
+        flags: t.flags.slice(),
+        sequences: t.sequences.slice(),
+      }));
+      const n = writeUnitEntry(dir, keys[i], { v: UNIT_RESULT_VERSION, slice: stored } satisfies StoredUnit);
+      if (n > 0) stats.stored++;
+      written += n;
+    });
+    if (written > 0) stats.evicted = evictUnitEntries(dir, opts.maxBytes ?? UNIT_CACHE_MAX_BYTES);
+  }
+  return { slices: slices as DwarfSlice[], stats };
+}
+
+/** Each unit's key (hex), in unit order: see the head of this file for what goes in. */
+export function unitKeys(image: BinaryImage, units: readonly Unit[], lineTableUnits: readonly Unit[]): string[] {
+  const src = image.dwarf();
+  const arch = image.elf.requireProbeableArch();
+  const go = image.goInfo();
+  const salt = createHash('sha256');
+  salt.update(
+    `probelens unit v${UNIT_RESULT_VERSION} index ${INDEX_FORMAT}\0${arch}\0${callingConvention(arch, go ? { regabi: go.abi === 'register' } : undefined)}`,
+  );
+  salt.update(`\0${src.littleEndian ? 'le' : 'be'}${src.addressSize}\0`);
+  for (const name of AUX_SECTIONS) hashSection(salt, name, src.section(name));
+  for (const g of image.functionSymbols().groups) salt.update(`${g.address}:${g.symbols.map((s) => s.name).join(',')}\n`);
+  const base = salt.digest();
+  const info = src.section('.debug_info') ?? new Uint8Array(0);
+  const abbrev = src.section('.debug_abbrev') ?? new Uint8Array(0);
+  const line = src.section('.debug_line');
+  const owners = new Set(lineTableUnits.map((u) => u.offset));
+  return units.map((u) => {
+    const h = createHash('sha256').update(base);
+    hashPart(h, info, u.offset, u.end);
+    hashPart(h, abbrev, u.abbrevOffset, u.abbrevs.end);
+    if (u.stmtList >= 0) {
+      const [lo, hi] = lineProgramExtent(line, u.stmtList, src.littleEndian);
+      hashPart(h, line ?? new Uint8Array(0), lo, hi);
+    }
+    h.update(owners.has(u.offset) ? 'owner' : 'shares');
+    return h.digest('hex').slice(0, 48);
+  });
+}
+
+function hashSection(h: Hash, name: string, bytes: Uint8Array | undefined): void {
+  h.update(`${name}:${bytes ? bytes.length : 'absent'}\0`);
+  if (bytes) h.update(bytes);
+}
+
+/** The bytes [lo, hi) clamped to `b`, with their bounds (so two cut-offs cannot look alike). */
+function hashPart(h: Hash, b: Uint8Array, lo: number, hi: number): void {
+  const a = Math.max(0, Math.min(lo, b.length));
+  const z = Math.max(a, Math.min(hi, b.length));
+  h.update(`${lo}-${hi}:${z - a}\0`);
+  h.update(b.subarray(a, z));
+}
+
+/** The line program at `at` of .debug_line: its unit_length field and what it covers. */
+function lineProgramExtent(line: Uint8Array | undefined, at: number, le: boolean): [number, number] {
+  if (!line || at + 4 > line.length) return [at, at];
+  const v = new DataView(line.buffer, line.byteOffset, line.byteLength);
+  const len32 = v.getUint32(at, le);
+  if (len32 !== 0xffffffff) return [at, at + 4 + len32];
+  if (at + 12 > line.length) return [at, line.length];
+  return [at, at + 12 + Number(v.getBigUint64(at + 4, le))];
+}
+
+function isStoredUnit(v: unknown): v is StoredUnit {
+  if (typeof v !== 'object' || v === null || (v as StoredUnit).v !== UNIT_RESULT_VERSION) return false;
+  const s = (v as StoredUnit).slice;
+  return (
+    typeof s === 'object' &&
+    s !== null &&
+    s.byUnits === true &&
+    typeof s.concrete === 'number' &&
+    Array.isArray(s.functions) &&
+    Array.isArray(s.code) &&
+    Array.isArray(s.tables)
+  );
+}
+
+/**
+ * `s` with every .debug_info offset moved by `delta` (stored relative to the unit's start, loaded at it); a copy
+ * of the functions when `copy` (the fresh slice is still used), in place otherwise (a value just read).
+ */
+function relocated(s: DwarfSlice, delta: number, copy = false): DwarfSlice {
+  const move = (f: IndexedFunction): IndexedFunction => {
+    const g = copy ? { ...f, sites: f.sites.map((x) => ({ ...x })) } : f;
+    g.unitOffset += delta;
+    g.dieOffset += delta;
+    for (const x of g.sites) {
+      x.dieOffset += delta;
+      x.unitOffset += delta;
+    }
+    return g;
+  };
+  return { ...s, functions: s.functions.map(move) };
+}
+
+/**
+ * Whether a fresh slice may be stored relative to its unit: every offset in it lies in the unit, and no text
+ * names a .debug_info offset (a damaged DIE's error, kept as a parameter's reason), which would not move with it.
+ */
+function storable(s: DwarfSlice, u: Unit): boolean {
+  const inside = (o: number) => o >= u.offset && o < u.end;
+  const mentions = (t: string | undefined) => t !== undefined && (t.includes('.debug_info') || t.includes('.debug_types'));
+  for (const f of s.functions) {
+    if (!inside(f.unitOffset) || !inside(f.dieOffset) || mentions(f.reason)) return false;
+    if (f.sites.some((x) => !inside(x.dieOffset) || !inside(x.unitOffset))) return false;
+    if (f.params.some((p) => mentions(p.location) || mentions(p.type))) return false;
+  }
+  return true;
+}

@@ -1,0 +1,188 @@
+// Rebuilds reuse what did not change: a program of three C files built as make would (each file to an object, then
+// linked), indexed, one file edited and the program rebuilt, indexed again from the unit cache: the index is the
+// same, dump for dump, as a build that reads no cache, and the units that did not change really were reused (a
+// count the build reports, so reuse that silently does nothing fails). A damaged unit entry is indexed again.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { buildIndex } from '../../../../src/core/index/build';
+import { AUX_SECTIONS, UNIT_SECTIONS, type UnitReuseStats } from '../../../../src/core/index/unitReuse';
+import { unitCacheDir } from '../../../../src/core/index/unitCache';
+import { loadIndex } from '../../../../src/core/index/load';
+import { indexDump } from '../../../helpers/indexDump';
+import { missing } from '../../../helpers/require';
+import { have, run } from '../binary/build';
+
+// Parameters in registers and on location lists, an inlined static, a loop (ranges), strings, a struct.
+const MAIN_C = `#include <stdio.h>
+#include <stdlib.h>
+long scale(long v, int by);
+int count_words(const char *s);
+int main(int argc, char **argv) {
+  long total = 0;
+  for (int i = 1; i < argc; i++) total += scale(count_words(argv[i]), i);
+  printf("%ld\\n", total);
+  return total > 1000 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+`;
+const WORDS_C = `#include <ctype.h>
+static inline int is_sep(char c) { return c == ',' || isspace((unsigned char)c); }
+int count_words(const char *s) {
+  int n = 0, in = 0;
+  for (; *s; s++) {
+    if (is_sep(*s)) in = 0;
+    else if (!in) { in = 1; n++; }
+  }
+  return n;
+}
+`;
+const SCALE_C = `struct acc { long sum; int steps; };
+static long __attribute__((noinline)) step(struct acc *a, long v) { a->sum += v * 3; a->steps++; return a->sum; }
+long scale(long v, int by) {
+  struct acc a = { 0, 0 };
+  for (int i = 0; i < by; i++) step(&a, v + i);
+  return a.sum / (a.steps ? a.steps : 1);
+}
+`;
+
+/** Compiles each file to an object and links them, as make does; returns the binary. */
+function build(dir: string, files: Record<string, string>): string {
+  for (const [name, src] of Object.entries(files)) {
+    writeFileSync(join(dir, name), src);
+    run('gcc', ['-g', '-O2', '-c', name, '-o', name.replace(/\.c$/, '.o')], { cwd: dir });
+  }
+  run('gcc', ['-o', 'prog', ...Object.keys(files).map((n) => n.replace(/\.c$/, '.o'))], { cwd: dir });
+  return join(dir, 'prog');
+}
+
+async function reusing(bin: string, cacheDir: string): Promise<{ dump: string; stats: UnitReuseStats }> {
+  let stats: UnitReuseStats | undefined;
+  const data = await buildIndex(bin, { unitCacheDir: cacheDir, onUnitReuse: (s) => (stats = s) });
+  assert.ok(stats, 'the unit cache was used');
+  return { dump: indexDump(data), stats };
+}
+
+const cold = async (bin: string): Promise<string> => indexDump(await buildIndex(bin, { workers: 1 }));
+
+test('an index from a partly reused unit cache is the cold index, and the unchanged units are the ones reused', async (t) => {
+  if (!have('gcc')) return missing(t, 'gcc (builds the program)');
+  const dir = mkdtempSync(join(tmpdir(), 'probelens-unit-reuse-'));
+  const cacheDir = join(dir, 'cache');
+  try {
+    const files = { 'main.c': MAIN_C, 'words.c': WORDS_C, 'scale.c': SCALE_C };
+    let bin = build(dir, files);
+    const first = await reusing(bin, cacheDir);
+    assert.equal(first.dump, await cold(bin), 'first build: the same index');
+    assert.ok(first.stats.units >= 3, `${first.stats.units} units: one per file at least`);
+    assert.deepEqual(
+      [first.stats.reused, first.stats.indexed, first.stats.stored],
+      [0, first.stats.units, first.stats.units],
+      'first build: every unit indexed and stored',
+    );
+    const units = first.stats.units;
+
+    // Touched and relinked: the same objects, every unit reused.
+    bin = build(dir, files);
+    const same = await reusing(bin, cacheDir);
+    assert.equal(same.dump, await cold(bin), 'relinked: the same index as a cold build');
+    assert.equal(same.stats.reused, units, 'nothing changed: every unit reused');
+
+    // The middle file edited without changing its code (a comment moves its lines): only its unit is indexed.
+    bin = build(dir, { ...files, 'words.c': `/* counts words */\n${WORDS_C}` });
+    const moved = await reusing(bin, cacheDir);
+    const movedCold = await cold(bin);
+    assert.notEqual(
+      movedCold.split('\n').slice(1).join('\n'),
+      first.dump.split('\n').slice(1).join('\n'),
+      'the edit changed the index (its lines)',
+    );
+    assert.equal(moved.dump, movedCold, 'a comment added: the same index as a cold build');
+    assert.deepEqual([moved.stats.reused, moved.stats.indexed], [units - 1, 1], 'a comment added: one unit indexed');
+
+    // A line of code added to the last file: its code grows; whatever is reused, the index is the cold one.
+    bin = build(dir, {
+      ...files,
+      'scale.c': SCALE_C.replace('struct acc a = { 0, 0 };', 'struct acc a = { 0, 0 };\n  if (by > 64) by = 64;'),
+    });
+    const grown = await reusing(bin, cacheDir);
+    assert.equal(grown.dump, await cold(bin), 'a line of code added: the same index as a cold build');
+    assert.ok(grown.stats.indexed >= 1, 'the edited unit is indexed');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a damaged unit entry is never used: its unit is indexed again and the entry rewritten', async (t) => {
+  if (!have('gcc')) return missing(t, 'gcc (builds the program)');
+  const dir = mkdtempSync(join(tmpdir(), 'probelens-unit-damaged-'));
+  const cacheDir = join(dir, 'cache');
+  try {
+    const bin = build(dir, { 'main.c': MAIN_C, 'words.c': WORDS_C, 'scale.c': SCALE_C });
+    const first = await reusing(bin, cacheDir);
+    const units = join(unitCacheDir(cacheDir));
+    const entries = readdirSync(units).filter((n) => n.endsWith('.unit'));
+    assert.equal(entries.length, first.stats.units);
+    for (const damage of ['flip', 'truncate', 'empty'] as const) {
+      const victim = join(units, entries[1]);
+      const b = readFileSync(victim);
+      if (damage === 'flip') b[b.length - 5] ^= 0x40;
+      writeFileSync(victim, damage === 'truncate' ? b.subarray(0, b.length >> 1) : damage === 'empty' ? Buffer.alloc(0) : b);
+      const again = await reusing(bin, cacheDir);
+      assert.equal(again.dump, first.dump, `${damage}: the same index`);
+      assert.deepEqual(
+        [again.stats.reused, again.stats.indexed, again.stats.stored],
+        [first.stats.units - 1, 1, 1],
+        `${damage}: that unit alone indexed`,
+      );
+      assert.equal((await reusing(bin, cacheDir)).stats.reused, first.stats.units, `${damage}: the rewritten entry is used`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('loadIndex reuses units for a rebuilt binary (the CLI and the extension), and --no-cache neither reads nor writes them', async (t) => {
+  if (!have('gcc')) return missing(t, 'gcc (builds the program)');
+  const dir = mkdtempSync(join(tmpdir(), 'probelens-unit-load-'));
+  const cacheDir = join(dir, 'cache');
+  try {
+    const files = { 'main.c': MAIN_C, 'words.c': WORDS_C, 'scale.c': SCALE_C };
+    let bin = build(dir, files);
+    const progress: string[] = [];
+    await loadIndex(bin, { noCache: true, cacheDir });
+    assert.deepEqual(readdirSync(dir).includes('cache') ? readdirSync(cacheDir) : [], [], '--no-cache writes nothing');
+    await loadIndex(bin, { cacheDir, onProgress: (m) => progress.push(m) });
+    bin = build(dir, { ...files, 'scale.c': `// edited\n${SCALE_C}` });
+    for (const inWorker of [false, true]) {
+      rmSync(
+        join(
+          cacheDir,
+          readdirSync(cacheDir).find((n) => n.endsWith('.idx'))!,
+        ),
+      );
+      const seen: string[] = [];
+      const r = await loadIndex(bin, { cacheDir, inWorker, onProgress: (m) => seen.push(m) });
+      assert.equal(r.fromCache, false);
+      assert.ok(
+        seen.some((m) => /^reused [1-9]\d* of \d+ DWARF units from the unit cache/.test(m)),
+        `${inWorker ? 'in a worker' : 'in process'}: units reused (${seen.join(' | ')})`,
+      );
+      assert.equal(indexDump(r.index.data), await cold(bin));
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('every section the DWARF reader names is in a unit key, whole or the unit’s part of it', () => {
+  // A unit's key must cover all its indexing reads: a reader of a new section must be added to the key.
+  const root = join(__dirname, '../../../../src/core/dwarf');
+  const named = new Set<string>();
+  for (const f of readdirSync(root).filter((n) => n.endsWith('.ts')))
+    for (const m of readFileSync(join(root, f), 'utf8').matchAll(/'\.z?(debug_[a-z_]+)'/g)) named.add(`.${m[1]}`);
+  const covered = new Set<string>([...AUX_SECTIONS, ...UNIT_SECTIONS]);
+  assert.ok(named.size >= 10, `found ${[...named].join(' ')}`);
+  for (const s of named) assert.ok(covered.has(s), `${s} is read by src/core/dwarf but is in no unit key`);
+});
