@@ -105,6 +105,12 @@ export class Unit {
   stmtList = -1;
   producer = '';
   root!: Die;
+  /**
+   * When set (an empty array), every range and location list read for this unit is kept here (lists.ts,
+   * listExtents): the unit cache keys the unit's result by those bytes. `listReadFailed`: one of them failed.
+   */
+  listReads: Array<{ section: number; start: number; reader: ByteReader }> | undefined = undefined;
+  listReadFailed = false;
 
   constructor(
     readonly dw: Sections,

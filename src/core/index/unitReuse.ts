@@ -2,17 +2,22 @@
 // share (its functions, code ranges and line table: dwarfUnitSlices) read from the unit cache (unitCache.ts) when
 // everything indexing it reads is unchanged, indexed (on the worker pool) and stored otherwise.
 //
-// A unit's key is a hash of all it is a function of, so a reused unit gives exactly what indexing it again would:
+// A unit is reused only when all its result is a function of is unchanged, so a reused unit gives exactly what
+// indexing it again would. In its key (the entry's name):
 // - the unit's own bytes in .debug_info (its header, every DIE), its abbreviation table's bytes, and its line
 //   program's bytes in .debug_line (header and program, found by DW_AT_stmt_list, whose value is in the unit's
 //   bytes), and whether it is the unit whose line table the index takes (the first of its DW_AT_stmt_list);
-// - every other section the DWARF reader may read for it (AUX_SECTIONS: strings, string offsets, addresses,
-//   range and location lists), whole: a unit names them by offset, and a digest of the whole section is the
-//   simple sound bound (the cost: a change there, such as a new string, re-indexes every unit);
-// - the symbol table (clones and parts are named by the symbol at their address), the architecture, the calling
-//   convention, the byte order and the index format.
-// Only where no DIE refers outside its own unit (Dwarf.referencesStayInUnits: no DW_FORM_ref_addr, type units,
-// supplementary files) is anything reused: elsewhere a unit's result depends on other units' bytes.
+// - the sections it may read at offsets or indexes its bytes name, whole (AUX_SECTIONS: strings, string offsets,
+//   addresses; a change there, such as a string added, re-indexes every unit);
+// - the architecture, the calling convention, the byte order and the index format.
+// Checked against the entry before it is used, because they move when any unit's code does:
+// - the bytes of every range and location list the unit's indexing read (recorded by the reader as it read them:
+//   Unit.listReads, dwarf/lists.ts; a read that failed, which depends on where the section ends, is not stored);
+// - every symbol-table look-up it made (a clone or a part is named by the symbol at its address): the same names,
+//   or none, at each address.
+// By induction over the reads (each read's place follows from the bytes before it), the same inputs give the same
+// result. Only where no DIE refers outside its own unit (Dwarf.referencesStayInUnits: no DW_FORM_ref_addr, type
+// units, supplementary files) is anything reused: elsewhere a unit's result depends on other units' bytes.
 //
 // A unit's place in .debug_info is not in its bytes (references inside a unit are relative to it): a unit moved
 // whole by an earlier unit's growing or shrinking is still reused, its DIE offsets stored relative to its start.
@@ -23,26 +28,19 @@ import { createHash, type Hash } from 'node:crypto';
 import type { BinaryImage, OpenBinaryOptions } from '../binary/binaryImage';
 import { openDwarf } from '../dwarf';
 import type { Unit } from '../dwarf/unit';
-import { callingConvention, type DwarfSlice } from './fromDwarf';
+import { LIST_SECTIONS } from '../dwarf/lists';
+import { callingConvention, symbolsByAddress, type DwarfSlice, type UnitSlice } from './fromDwarf';
 import { INDEX_FORMAT, type IndexedFunction } from './model';
 import { evictUnitEntries, prepareUnitCache, readUnitEntry, unitCacheDir, UNIT_CACHE_MAX_BYTES, writeUnitEntry } from './unitCache';
 import { dwarfUnitSlicesInPool, indexWorkerCount } from './worker/pool';
 
 /** What a stored unit's value looks like; bump when dwarfUnitSlices' output or the key's inputs change. */
-export const UNIT_RESULT_VERSION = 1;
+export const UNIT_RESULT_VERSION = 2;
 
 /** Sections a unit's indexing may read at offsets its bytes name: hashed whole into every unit's key. */
-export const AUX_SECTIONS = [
-  '.debug_str',
-  '.debug_line_str',
-  '.debug_str_offsets',
-  '.debug_addr',
-  '.debug_ranges',
-  '.debug_rnglists',
-  '.debug_loc',
-  '.debug_loclists',
-  '.debug_types',
-] as const;
+export const AUX_SECTIONS = ['.debug_str', '.debug_line_str', '.debug_str_offsets', '.debug_addr', '.debug_types'] as const;
+/** Sections whose bytes a unit read are recorded and checked (dwarf/lists.ts reads them, and only it). */
+export { LIST_SECTIONS };
 /** Sections hashed per unit, only the unit's part of them. */
 export const UNIT_SECTIONS = ['.debug_info', '.debug_abbrev', '.debug_line'] as const;
 
@@ -69,6 +67,10 @@ export interface UnitReuseOptions extends OpenBinaryOptions {
 
 interface StoredUnit {
   v: typeof UNIT_RESULT_VERSION;
+  /** UnitSlice.reads, the lists' bytes as a digest. */
+  lists: number[];
+  listDigest: string;
+  symbols: Array<[number, string]>;
   slice: DwarfSlice;
 }
 
@@ -86,9 +88,15 @@ export async function reusingDwarfSlices(
   const dir = unitCacheDir(opts.indexCacheDir);
   const units = dw.units();
   const keys = unitKeys(image, units, dw.lineTableUnits());
+  const src = image.dwarf();
+  const lists = LIST_SECTIONS.map((n) => src.section(n));
+  let symbols: Map<number, string[]> | undefined;
   const slices: Array<DwarfSlice | undefined> = units.map((u, i) => {
     const v = readUnitEntry(dir, keys[i]);
-    return isStoredUnit(v) ? relocated(v.slice, u.offset) : undefined;
+    if (!isStoredUnit(v) || listDigest(lists, v.lists) !== v.listDigest) return undefined;
+    symbols ??= symbolsByAddress(image);
+    for (const [address, names] of v.symbols) if ((symbols.get(address)?.join('\n') ?? '') !== names) return undefined;
+    return relocated(v.slice, u.offset);
   });
   const missing = units.filter((_, i) => !slices[i]);
   const stats: UnitReuseStats = {
@@ -110,12 +118,14 @@ export async function reusingDwarfSlices(
     let k = 0;
     units.forEach((u, i) => {
       if (slices[i]) return;
-      const s = fresh[k++];
-      slices[i] = s;
-      if (!storable(s, u)) return;
-      const stored = relocated(s, -u.offset, true);
+      const s: UnitSlice = fresh[k++];
+      const { reads, ...slice } = s;
+      slices[i] = slice;
+      const digest = listDigest(lists, reads.lists);
+      if (reads.failed || digest === undefined || !storable(slice, u)) return;
+      const stored = relocated(slice, -u.offset, true);
       // A view's whole buffer would be serialised: each column its own.
-      stored.tables = s.tables.map((t) => ({
+      stored.tables = slice.tables.map((t) => ({
         ...t,
         address: t.address.slice(),
         line: t.line.slice(),
@@ -123,13 +133,27 @@ export async function reusingDwarfSlices(
         flags: t.flags.slice(),
         sequences: t.sequences.slice(),
       }));
-      const n = writeUnitEntry(dir, keys[i], { v: UNIT_RESULT_VERSION, slice: stored } satisfies StoredUnit);
+      const entry: StoredUnit = { v: UNIT_RESULT_VERSION, lists: reads.lists, listDigest: digest, symbols: reads.symbols, slice: stored };
+      const n = writeUnitEntry(dir, keys[i], entry);
       if (n > 0) stats.stored++;
       written += n;
     });
     if (written > 0) stats.evicted = evictUnitEntries(dir, opts.maxBytes ?? UNIT_CACHE_MAX_BYTES);
   }
   return { slices: slices as DwarfSlice[], stats };
+}
+
+/** A digest of the list bytes [section, start, end] triples name; undefined when one lies past its section. */
+function listDigest(sections: ReadonlyArray<Uint8Array | undefined>, triples: readonly number[]): string | undefined {
+  const h = createHash('sha256');
+  for (let i = 0; i + 2 < triples.length; i += 3) {
+    const [s, lo, hi] = [triples[i], triples[i + 1], triples[i + 2]];
+    const b = sections[s];
+    if (!b || !(lo >= 0 && lo <= hi && hi <= b.length)) return undefined;
+    h.update(`${s}:${lo}-${hi}\0`);
+    h.update(b.subarray(lo, hi));
+  }
+  return h.digest('hex');
 }
 
 /** Each unit's key (hex), in unit order: see the head of this file for what goes in. */
@@ -143,7 +167,6 @@ export function unitKeys(image: BinaryImage, units: readonly Unit[], lineTableUn
   );
   salt.update(`\0${src.littleEndian ? 'le' : 'be'}${src.addressSize}\0`);
   for (const name of AUX_SECTIONS) hashSection(salt, name, src.section(name));
-  for (const g of image.functionSymbols().groups) salt.update(`${g.address}:${g.symbols.map((s) => s.name).join(',')}\n`);
   const base = salt.digest();
   const info = src.section('.debug_info') ?? new Uint8Array(0);
   const abbrev = src.section('.debug_abbrev') ?? new Uint8Array(0);
@@ -187,8 +210,12 @@ function lineProgramExtent(line: Uint8Array | undefined, at: number, le: boolean
 
 function isStoredUnit(v: unknown): v is StoredUnit {
   if (typeof v !== 'object' || v === null || (v as StoredUnit).v !== UNIT_RESULT_VERSION) return false;
-  const s = (v as StoredUnit).slice;
+  const e = v as StoredUnit;
+  const s = e.slice;
   return (
+    Array.isArray(e.lists) &&
+    typeof e.listDigest === 'string' &&
+    Array.isArray(e.symbols) &&
     typeof s === 'object' &&
     s !== null &&
     s.byUnits === true &&

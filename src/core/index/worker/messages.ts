@@ -1,6 +1,6 @@
 // Requests and responses between runWorkerJob() and the index worker.
 // Tests: test/unit/core/index/worker/client.test.ts, test/unit/core/index/worker/pool.test.ts
-import type { DwarfSlice } from '../fromDwarf';
+import type { DwarfSlice, UnitSlice } from '../fromDwarf';
 import type { IndexData } from '../model';
 
 export type WorkerRequest =
@@ -40,4 +40,4 @@ export type WorkerResponse =
   | { kind: 'heapLimit'; result: number }
   | { kind: 'index'; result: IndexData }
   | { kind: 'slice'; result: DwarfSlice }
-  | { kind: 'units'; result: DwarfSlice[] };
+  | { kind: 'units'; result: UnitSlice[] };

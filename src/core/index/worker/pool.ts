@@ -4,7 +4,7 @@
 // Tests: test/unit/core/index/worker/pool.test.ts, test/unit/core/index/unitReuse.test.ts
 import { availableParallelism } from 'node:os';
 import type { BinaryImage, OpenBinaryOptions } from '../../binary/binaryImage';
-import { dwarfSlice, dwarfUnitSlices, type DwarfSlice } from '../fromDwarf';
+import { dwarfSlice, dwarfUnitSlices, type DwarfSlice, type UnitSlice } from '../fromDwarf';
 import { runWorkerJob } from './client';
 
 /** Below this much `.debug_info` a helper's start-up (and its own function pass) costs more than it saves. */
@@ -86,7 +86,7 @@ export async function dwarfUnitSlicesInPool(
   units: ReadonlyArray<{ offset: number; size: number }>,
   parts: number,
   opts: OpenBinaryOptions & { memoryLimitMb?: number } = {},
-): Promise<DwarfSlice[]> {
+): Promise<UnitSlice[]> {
   const total = units.reduce((n, u) => n + u.size, 0);
   const runs: number[][] = Array.from({ length: Math.max(1, Math.min(parts, units.length)) }, () => []);
   let before = 0;

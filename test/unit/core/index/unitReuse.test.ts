@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { buildIndex } from '../../../../src/core/index/build';
-import { AUX_SECTIONS, UNIT_SECTIONS, type UnitReuseStats } from '../../../../src/core/index/unitReuse';
+import { AUX_SECTIONS, LIST_SECTIONS, UNIT_SECTIONS, type UnitReuseStats } from '../../../../src/core/index/unitReuse';
 import { unitCacheDir } from '../../../../src/core/index/unitCache';
 import { loadIndex } from '../../../../src/core/index/load';
 import { indexDump } from '../../../helpers/indexDump';
@@ -101,14 +101,20 @@ test('an index from a partly reused unit cache is the cold index, and the unchan
     assert.equal(moved.dump, movedCold, 'a comment added: the same index as a cold build');
     assert.deepEqual([moved.stats.reused, moved.stats.indexed], [units - 1, 1], 'a comment added: one unit indexed');
 
-    // A line of code added to the last file: its code grows; whatever is reused, the index is the cold one.
+    // A line of code added to the last file: its code grows.
     bin = build(dir, {
       ...files,
       'scale.c': SCALE_C.replace('struct acc a = { 0, 0 };', 'struct acc a = { 0, 0 };\n  if (by > 64) by = 64;'),
     });
     const grown = await reusing(bin, cacheDir);
     assert.equal(grown.dump, await cold(bin), 'a line of code added: the same index as a cold build');
-    assert.ok(grown.stats.indexed >= 1, 'the edited unit is indexed');
+    // The units before it in link order are unchanged (their code did not move): reused; its own is indexed.
+    assert.deepEqual([grown.stats.reused, grown.stats.indexed], [units - 1, 1], 'a line of code added to the last file: one unit indexed');
+
+    // A line of code added to the first file: every later unit's code moves, and each is indexed again.
+    bin = build(dir, { ...files, 'main.c': MAIN_C.replace('long total = 0;', 'long total = argc > 9 ? 1 : 0;') });
+    const first2 = await reusing(bin, cacheDir);
+    assert.equal(first2.dump, await cold(bin), 'a line of code added to the first file: the same index as a cold build');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -176,13 +182,22 @@ test('loadIndex reuses units for a rebuilt binary (the CLI and the extension), a
   }
 });
 
-test('every section the DWARF reader names is in a unit key, whole or the unit’s part of it', () => {
-  // A unit's key must cover all its indexing reads: a reader of a new section must be added to the key.
+test('every section the DWARF reader names is in a unit key or checked before reuse, and the lists are read only where reads are recorded', () => {
+  // A unit's key and its checks must cover all its indexing reads: a reader of a new section must be added to them.
   const root = join(__dirname, '../../../../src/core/dwarf');
-  const named = new Set<string>();
+  const named = new Map<string, Set<string>>();
   for (const f of readdirSync(root).filter((n) => n.endsWith('.ts')))
-    for (const m of readFileSync(join(root, f), 'utf8').matchAll(/'\.z?(debug_[a-z_]+)'/g)) named.add(`.${m[1]}`);
-  const covered = new Set<string>([...AUX_SECTIONS, ...UNIT_SECTIONS]);
-  assert.ok(named.size >= 10, `found ${[...named].join(' ')}`);
-  for (const s of named) assert.ok(covered.has(s), `${s} is read by src/core/dwarf but is in no unit key`);
+    for (const m of readFileSync(join(root, f), 'utf8').matchAll(/'\.z?(debug_[a-z_]+)'/g)) {
+      const s = `.${m[1]}`;
+      if (!named.has(s)) named.set(s, new Set());
+      named.get(s)!.add(f);
+    }
+  const covered = new Set<string>([...AUX_SECTIONS, ...UNIT_SECTIONS, ...LIST_SECTIONS]);
+  assert.ok(named.size >= 10, `found ${[...named.keys()].join(' ')}`);
+  for (const s of named.keys()) assert.ok(covered.has(s), `${s} is read by src/core/dwarf but is in no unit key`);
+  // The lists' bytes are checked as recorded: only lists.ts names them, and it reads them through listReader alone.
+  for (const s of LIST_SECTIONS) assert.deepEqual([...(named.get(s) ?? ['lists.ts'])], ['lists.ts'], `${s} is read outside lists.ts`);
+  const lists = readFileSync(join(root, 'lists.ts'), 'utf8');
+  const direct = [...lists.matchAll(/dw\.(reader|get)\(/g)].length;
+  assert.equal(direct, 3, 'lists.ts reads sections in listReader (and listIndex sizes one) only');
 });
