@@ -158,8 +158,13 @@ function sliceTables(dw: Dwarf, lineUnits: readonly Unit[]): SliceLineTable[] {
  * the index. Only where references stay in units (the caller checks dw.referencesStayInUnits()). The unit cache
  * (unitReuse.ts) stores these.
  */
-export function dwarfUnitSlices(image: BinaryImage, unitOffsets: readonly number[]): UnitSlice[] {
-  const dw = openDwarf(image.dwarf(), image.elf.requireProbeableArch());
+export function dwarfUnitSlices(
+  image: BinaryImage,
+  unitOffsets: readonly number[],
+  /** The image's Dwarf when the caller has one whose function pass has not run (its units are parsed once). */
+  opened?: Dwarf,
+): UnitSlice[] {
+  const dw = opened ?? openDwarf(image.dwarf(), image.elf.requireProbeableArch());
   if (!dw.referencesStayInUnits()) throw new Error('units are indexed apart only where references stay in units');
   const want = new Set(unitOffsets);
   const units = dw.units().filter((u) => want.has(u.offset));

@@ -113,6 +113,7 @@ export async function reusingDwarfSlices(
       missing.map((u) => ({ offset: u.offset, size: u.end - u.offset })),
       indexWorkerCount(bytes, opts.workers),
       opts,
+      dw,
     );
     let written = 0;
     let k = 0;

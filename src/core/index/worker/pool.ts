@@ -4,6 +4,7 @@
 // Tests: test/unit/core/index/worker/pool.test.ts, test/unit/core/index/unitReuse.test.ts
 import { availableParallelism } from 'node:os';
 import type { BinaryImage, OpenBinaryOptions } from '../../binary/binaryImage';
+import type { Dwarf } from '../../dwarf';
 import { dwarfSlice, dwarfUnitSlices, type DwarfSlice, type UnitSlice } from '../fromDwarf';
 import { runWorkerJob } from './client';
 
@@ -86,6 +87,8 @@ export async function dwarfUnitSlicesInPool(
   units: ReadonlyArray<{ offset: number; size: number }>,
   parts: number,
   opts: OpenBinaryOptions & { memoryLimitMb?: number } = {},
+  /** The image's Dwarf for the share indexed here (dwarfUnitSlices). */
+  dw?: Dwarf,
 ): Promise<UnitSlice[]> {
   const total = units.reduce((n, u) => n + u.size, 0);
   const runs: number[][] = Array.from({ length: Math.max(1, Math.min(parts, units.length)) }, () => []);
@@ -94,7 +97,7 @@ export async function dwarfUnitSlicesInPool(
     runs[Math.min(runs.length - 1, Math.floor((before * runs.length) / Math.max(1, total)))].push(u.offset);
     before += u.size;
   }
-  if (runs.length <= 1) return dwarfUnitSlices(image, runs[0]);
+  if (runs.length <= 1) return dwarfUnitSlices(image, runs[0], dw);
   const abort = new AbortController();
   const debugFile = image.debugPath !== undefined && image.debugPath !== image.elf.path ? image.debugPath : undefined;
   const helpers = runs.slice(1).map((unitOffsets) =>
@@ -116,7 +119,7 @@ export async function dwarfUnitSlicesInPool(
       abort.abort();
     });
   try {
-    const own = dwarfUnitSlices(image, runs[0]);
+    const own = dwarfUnitSlices(image, runs[0], dw);
     return [...own, ...(await Promise.all(helpers)).flat()];
   } catch (e) {
     abort.abort();
