@@ -395,7 +395,7 @@ async function rebuildTable(): Promise<void> {
       const t = process.hrtime.bigint();
       await tree.rebuild();
       const makeMs = Number(process.hrtime.bigint() - t) / 1e6;
-      const bin = join(bins, name);
+      const bin = join(bins, `redis-server.${readdirSync(bins).length}`);
       copyFileSync(tree.binary('redis-server'), bin);
       return { name, bin, makeMs };
     };
