@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { buildIndex } from '../../../../src/core/index/build';
 import { AUX_SECTIONS, LIST_SECTIONS, UNIT_SECTIONS, type UnitReuseStats } from '../../../../src/core/index/unitReuse';
-import { unitCacheDir } from '../../../../src/core/index/unitCache';
+import { readUnitEntry, unitCacheDir } from '../../../../src/core/index/unitCache';
+import { sectionHeaders } from '../../../helpers/elfPatch';
 import { loadIndex } from '../../../../src/core/index/load';
 import { indexDump } from '../../../helpers/indexDump';
 import { missing } from '../../../helpers/require';
@@ -144,6 +145,69 @@ test('a damaged unit entry is never used: its unit is indexed again and the entr
       );
       assert.equal((await reusing(bin, cacheDir)).stats.reused, first.stats.units, `${damage}: the rewritten entry is used`);
     }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a unit whose DWARF is unchanged but whose symbols changed is indexed again (its symbol look-ups are checked)', async (t) => {
+  if (!have('gcc') || !have('objcopy') || !have('nm')) return missing(t, 'gcc, objcopy and nm (build and relabel the program)');
+  const dir = mkdtempSync(join(tmpdir(), 'probelens-unit-symbols-'));
+  const cacheDir = join(dir, 'cache');
+  try {
+    const bin = build(dir, { 'main.c': MAIN_C, 'words.c': WORDS_C, 'scale.c': SCALE_C });
+    const first = await reusing(bin, cacheDir);
+    // The same DWARF, one more symbol at the entry of scale(): a name that says what kind of copy the code is.
+    const at = BigInt(`0x${/^([0-9a-f]+) T scale$/m.exec(run('nm', [bin]))![1]}`);
+    const text = /\.text\s+PROGBITS\s+([0-9a-f]+)/.exec(run('readelf', ['-SW', bin]))![1];
+    const relabelled = join(dir, 'relabelled');
+    run('objcopy', ['--add-symbol', `scale.part.0=.text:0x${(at - BigInt(`0x${text}`)).toString(16)},function,local`, bin, relabelled]);
+    assert.match(run('nm', [relabelled]), /scale\.part\.0/);
+    const again = await reusing(relabelled, cacheDir);
+    assert.equal(again.dump, await cold(relabelled), 'the same index as a cold build');
+    assert.deepEqual([again.stats.reused, again.stats.indexed], [first.stats.units - 1, 1], "scale.c's unit alone is indexed again");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a unit whose DWARF is unchanged but whose location lists changed is indexed again (the list bytes it read are checked)', async (t) => {
+  if (!have('gcc')) return missing(t, 'gcc (builds the program)');
+  const dir = mkdtempSync(join(tmpdir(), 'probelens-unit-lists-'));
+  const cacheDir = join(dir, 'cache');
+  try {
+    const bin = build(dir, { 'main.c': MAIN_C, 'words.c': WORDS_C, 'scale.c': SCALE_C });
+    const first = await reusing(bin, cacheDir);
+    // A location list entry some unit read (DW_LLE_offset_pair, one-byte operands, a one-byte DW_OP_regN
+    // expression): its register changed in place, every other byte of the file as it was.
+    const units = unitCacheDir(cacheDir);
+    const b = readFileSync(bin);
+    const loclists = sectionHeaders(b).find((h) => h.name === '.debug_loclists');
+    assert.ok(loclists, 'gcc -O2 wrote location lists');
+    let patched = -1;
+    for (const n of readdirSync(units)) {
+      const e = readUnitEntry(units, n.replace(/\.unit$/, '')) as { lists: number[] };
+      for (let i = 0; i < e.lists.length && patched < 0; i += 3) {
+        if (LIST_SECTIONS[e.lists[i]] !== '.debug_loclists') continue;
+        for (let at = loclists.offset + e.lists[i + 1]; at + 5 <= loclists.offset + e.lists[i + 2]; at++)
+          if (b[at] === 0x04 && b[at + 1] < 0x80 && b[at + 2] < 0x80 && b[at + 3] === 1 && b[at + 4] >= 0x50 && b[at + 4] <= 0x5f) {
+            patched = at + 4;
+            break;
+          }
+      }
+      if (patched >= 0) break;
+    }
+    assert.ok(patched >= 0, 'a one-register location list entry was found');
+    b[patched] = b[patched] === 0x50 ? 0x51 : 0x50;
+    const changed = join(dir, 'changed');
+    writeFileSync(changed, b);
+    const again = await reusing(changed, cacheDir);
+    assert.equal(again.dump, await cold(changed), 'the same index as a cold build');
+    assert.deepEqual(
+      [again.stats.reused, again.stats.indexed],
+      [first.stats.units - 1, 1],
+      'the unit that read the list alone is indexed again',
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
