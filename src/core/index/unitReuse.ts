@@ -19,8 +19,9 @@
 // result. Only where no DIE refers outside its own unit (Dwarf.referencesStayInUnits: no DW_FORM_ref_addr, type
 // units, supplementary files) is anything reused: elsewhere a unit's result depends on other units' bytes.
 //
-// A unit's place in .debug_info is not in its bytes (references inside a unit are relative to it): a unit moved
-// whole by an earlier unit's growing or shrinking is still reused, its DIE offsets stored relative to its start.
+// A unit's place in .debug_info is not in its bytes (references inside a unit are relative to it), nor is where
+// its abbreviations are (the header's offset is left out of the key, the table's bytes are in it): a unit moved by
+// an earlier unit's growing or shrinking is still reused, its DIE offsets stored relative to its start.
 // Code addresses, .debug_line and .debug_str offsets are in its bytes: an edit that changes code size moves every
 // later unit's code, and those units are indexed again (docs/architecture.md, README "Benchmarks").
 // Tests: test/unit/core/index/unitReuse.test.ts, test/corpus/indexPool.test.ts
@@ -35,7 +36,7 @@ import { evictUnitEntries, prepareUnitCache, readUnitEntry, unitCacheDir, UNIT_C
 import { dwarfUnitSlicesInPool, indexWorkerCount } from './worker/pool';
 
 /** What a stored unit's value looks like; bump when dwarfUnitSlices' output or the key's inputs change. */
-export const UNIT_RESULT_VERSION = 2;
+export const UNIT_RESULT_VERSION = 3;
 
 /** Sections a unit's indexing may read at offsets its bytes name: hashed whole into every unit's key. */
 export const AUX_SECTIONS = ['.debug_str', '.debug_line_str', '.debug_str_offsets', '.debug_addr', '.debug_types'] as const;
@@ -175,7 +176,10 @@ export function unitKeys(image: BinaryImage, units: readonly Unit[], lineTableUn
   const owners = new Set(lineTableUnits.map((u) => u.offset));
   return units.map((u) => {
     const h = createHash('sha256').update(base);
-    hashPart(h, info, u.offset, u.end);
+    // The header's abbreviation offset only says where the table is: the table's bytes are what count.
+    const field = u.offset + (u.enc.is64 ? 12 : 4) + 2 + (u.version >= 5 ? 2 : 0);
+    hashPart(h, info, u.offset, field);
+    hashPart(h, info, field + (u.enc.is64 ? 8 : 4), u.end);
     hashPart(h, abbrev, u.abbrevOffset, u.abbrevs.end);
     if (u.stmtList >= 0) {
       const [lo, hi] = lineProgramExtent(line, u.stmtList, src.littleEndian);
@@ -191,11 +195,14 @@ function hashSection(h: Hash, name: string, bytes: Uint8Array | undefined): void
   if (bytes) h.update(bytes);
 }
 
-/** The bytes [lo, hi) clamped to `b`, with their bounds (so two cut-offs cannot look alike). */
+/**
+ * The bytes [lo, hi) clamped to `b`, after their length and how much of it `b` holds (so two cut-offs cannot look
+ * alike), never their place: a part that moved whole hashes the same.
+ */
 function hashPart(h: Hash, b: Uint8Array, lo: number, hi: number): void {
   const a = Math.max(0, Math.min(lo, b.length));
   const z = Math.max(a, Math.min(hi, b.length));
-  h.update(`${lo}-${hi}:${z - a}\0`);
+  h.update(`${hi - lo}:${z - a}\0`);
   h.update(b.subarray(a, z));
 }
 

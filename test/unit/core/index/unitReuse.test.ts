@@ -121,6 +121,29 @@ test('an index from a partly reused unit cache is the cold index, and the unchan
   }
 });
 
+test('units that only moved in .debug_info and .debug_abbrev (an earlier unit grew) are reused, their offsets moved with them', async (t) => {
+  if (!have('gcc')) return missing(t, 'gcc (builds the program)');
+  const dir = mkdtempSync(join(tmpdir(), 'probelens-unit-moved-'));
+  const cacheDir = join(dir, 'cache');
+  try {
+    // main() declared at line 250: ten lines more take its DW_AT_decl_line past 255, from a one-byte form to a
+    // two-byte one, so the first unit's DIEs and abbreviations grow while its code, strings and line program keep
+    // their sizes; the two units linked after it move.
+    const pad = (n: number) => `${'/* - */\n'.repeat(n)}`;
+    const files = { 'main.c': `${pad(245)}${MAIN_C}`, 'words.c': WORDS_C, 'scale.c': SCALE_C };
+    let bin = build(dir, files);
+    const first = await reusing(bin, cacheDir);
+    const offsets = (dump: string) => [...dump.matchAll(/"unitOffset":(\d+)/g)].map((m) => Number(m[1]));
+    bin = build(dir, { ...files, 'main.c': `${pad(255)}${MAIN_C}` });
+    const moved = await reusing(bin, cacheDir);
+    assert.equal(moved.dump, await cold(bin), 'the same index as a cold build');
+    assert.ok(Math.max(...offsets(moved.dump)) > Math.max(...offsets(first.dump)), 'the last unit moved in .debug_info');
+    assert.deepEqual([moved.stats.reused, moved.stats.indexed], [first.stats.units - 1, 1], 'the units that moved are reused');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('a damaged unit entry is never used: its unit is indexed again and the entry rewritten', async (t) => {
   if (!have('gcc')) return missing(t, 'gcc (builds the program)');
   const dir = mkdtempSync(join(tmpdir(), 'probelens-unit-damaged-'));
