@@ -51,14 +51,20 @@ function listReader(u: Unit, section: (typeof LIST_SECTIONS)[number], at: number
   return r;
 }
 
-/** What `u` read of the list sections since it began recording: [section index, start, end] triples, sorted. */
+/**
+ * What `u` read of the list sections since it began recording: [section index, start, end] triples, sorted, each
+ * the union of reads that overlap or touch (exactly the bytes read, once).
+ */
 export function listExtents(u: Unit): number[] {
-  const seen = new Map<string, [number, number, number]>();
-  for (const x of u.listReads ?? []) {
-    const t: [number, number, number] = [x.section, x.start, Math.max(x.start, x.reader.pos)];
-    seen.set(t.join(':'), t);
+  const reads = (u.listReads ?? []).map((x) => [x.section, x.start, Math.max(x.start, x.reader.pos)] as const);
+  reads.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const out: number[] = [];
+  for (const [s, lo, hi] of reads) {
+    const n = out.length;
+    if (n > 0 && out[n - 3] === s && lo <= out[n - 1]) out[n - 1] = Math.max(out[n - 1], hi);
+    else out.push(s, lo, hi);
   }
-  return [...seen.values()].sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2]).flat();
+  return out;
 }
 
 function push(u: Unit, out: number[], lo: number, hi: number): void {
