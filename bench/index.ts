@@ -281,9 +281,16 @@ const OPEN_FILES: Array<{ project: 'postgres' | 'redis'; binary: string; file: (
 ];
 
 /** One cold build in a fresh process: its own build time (tsx start-up excluded), wall time with it, counts. */
-function coldChild(bin: string, workers: number, onlyFile?: string): { ms: number; wallMs: number; described: number; onlyFile?: string } {
+function coldChild(
+  bin: string,
+  workers: number,
+  onlyFile?: string,
+  unitCacheDir?: string,
+): { ms: number; wallMs: number; described: number; onlyFile?: string } {
   const t = process.hrtime.bigint();
-  const r = spawnSync(process.execPath, ['--import', 'tsx', CHILD, bin, String(workers), onlyFile ?? ''], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', CHILD, bin, String(workers), onlyFile ?? '', unitCacheDir ?? ''], {
+    encoding: 'utf8',
+  });
   const wallMs = Number(process.hrtime.bigint() - t) / 1e6;
   if (r.status !== 0) throw new Error(`${bin}: cold index failed: ${r.stderr.trim().split('\n').pop()}`);
   const out = JSON.parse(r.stdout) as { ms: number; described: number; onlyFile?: string };
@@ -457,11 +464,27 @@ async function rebuildTable(): Promise<void> {
         rmSync(caches, { recursive: true, force: true });
       }
     }
+    // The build alone (a fresh process, its own time): without the unit cache, and writing it from empty.
+    const own: number[] = [];
+    const ownWriting: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      own.push(coldChild(last.bin, 0).ms);
+      const empty = mkdtempSync(join(root, 'caches-'));
+      ownWriting.push(coldChild(last.bin, 0, undefined, empty).ms);
+      rmSync(empty, { recursive: true, force: true });
+    }
     const coldMs = median(cold);
     const rows: string[][] = [['redis-server: change, then make', 'make', 'what is reused', 'probelens functions', 'of cold']];
     rows.push(['cold (--no-cache)', '', 'nothing', `${coldMs.toFixed(0)} ms`, '1.00×']);
     rows.push([
-      'first index, empty caches (writes the unit cache)',
+      'the build alone, in process: no unit cache / an empty one written',
+      '',
+      'nothing',
+      `${median(own).toFixed(0)} / ${median(ownWriting).toFixed(0)} ms`,
+      `${(median(ownWriting) / median(own)).toFixed(2)}× (writing)`,
+    ]);
+    rows.push([
+      'first index, empty caches (writes the unit cache and the index entry)',
       '',
       'nothing',
       `${median(firstEver).toFixed(0)} ms`,
@@ -482,7 +505,7 @@ async function rebuildTable(): Promise<void> {
     for (const r of rows) console.log(r.map((x, i) => x.padEnd(widths[i])).join('  '));
     console.log(`load average at the end: ${load()}`);
     console.log(
-      "\nre-index: `probelens functions BIN` (the bundled CLI: npm run build first) in a fresh process, BIN redis-server rebuilt by redis's Makefile in a copy of the corpus tree after the change, run with a copy of the index and unit caches that indexing the build before left (XDG_CACHE_HOME); cold: --no-cache. A rebuild that changes nothing (touch) gives the same bytes and build-id, so the whole index is a cache hit. Alternated, three rounds, medians; make: the rebuild, once.",
+      "\nre-index: `probelens functions BIN` (the bundled CLI: npm run build first) in a fresh process, BIN redis-server rebuilt by redis's Makefile in a copy of the corpus tree after the change, run with a copy of the index and unit caches that indexing the build before left (XDG_CACHE_HOME); cold: --no-cache; the first index with empty caches also writes the whole index's entry, as any first index did before the unit cache. The build alone: bench/index-cold.ts (buildIndex in a fresh process, its own time) without a unit cache and with an empty one it fills. A rebuild that changes nothing (touch) gives the same bytes and build-id, so the whole index is a cache hit. Alternated, three rounds, medians; make: the rebuild, once.",
     );
   } finally {
     rmSync(root, { recursive: true, force: true });
