@@ -20,15 +20,17 @@
 // units, supplementary files) is anything reused: elsewhere a unit's result depends on other units' bytes.
 //
 // A unit's place in .debug_info is not in its bytes (references inside a unit are relative to it), nor is where
-// its abbreviations are (the header's offset is left out of the key, the table's bytes are in it): a unit moved by
-// an earlier unit's growing or shrinking is still reused, its DIE offsets stored relative to its start.
-// Code addresses, .debug_line and .debug_str offsets are in its bytes: an edit that changes code size moves every
+// its abbreviations and its line program are (the header's abbreviation offset and the root's DW_AT_stmt_list are
+// left out of the key, the table's and the program's bytes are in it): a unit moved by an earlier unit's growing or
+// shrinking is still reused, its DIE offsets stored relative to its start.
+// Code and data addresses, .debug_str and list offsets are in its bytes: an edit that changes code size moves every
 // later unit's code, and those units are indexed again (docs/architecture.md, README "Benchmarks").
 // Tests: test/unit/core/index/unitReuse.test.ts, test/corpus/indexPool.test.ts
 import { createHash, type Hash } from 'node:crypto';
 import type { BinaryImage, OpenBinaryOptions } from '../binary/binaryImage';
 import { openDwarf } from '../dwarf';
-import type { Unit } from '../dwarf/unit';
+import { AT } from '../dwarf/constants';
+import { rootAttrBytes, type Unit } from '../dwarf/unit';
 import { LIST_SECTIONS } from '../dwarf/lists';
 import { callingConvention, symbolsByAddress, type DwarfSlice, type UnitSlice } from './fromDwarf';
 import { INDEX_FORMAT, type IndexedFunction } from './model';
@@ -36,7 +38,7 @@ import { evictUnitEntries, prepareUnitCache, readUnitEntry, unitCacheDir, UNIT_C
 import { dwarfUnitSlicesInPool, indexWorkerCount } from './worker/pool';
 
 /** What a stored unit's value looks like; bump when dwarfUnitSlices' output or the key's inputs change. */
-export const UNIT_RESULT_VERSION = 3;
+export const UNIT_RESULT_VERSION = 4;
 
 /** Sections a unit's indexing may read at offsets its bytes name: hashed whole into every unit's key. */
 export const AUX_SECTIONS = ['.debug_str', '.debug_line_str', '.debug_str_offsets', '.debug_addr', '.debug_types'] as const;
@@ -176,10 +178,18 @@ export function unitKeys(image: BinaryImage, units: readonly Unit[], lineTableUn
   const owners = new Set(lineTableUnits.map((u) => u.offset));
   return units.map((u) => {
     const h = createHash('sha256').update(base);
-    // The header's abbreviation offset only says where the table is: the table's bytes are what count.
-    const field = u.offset + (u.enc.is64 ? 12 : 4) + 2 + (u.version >= 5 ? 2 : 0);
-    hashPart(h, info, u.offset, field);
-    hashPart(h, info, field + (u.enc.is64 ? 8 : 4), u.end);
+    // The header's abbreviation offset and the root's DW_AT_stmt_list only say where the abbreviation table and
+    // the line program are: their bytes, hashed below, are what count.
+    const abbrevField = u.offset + (u.enc.is64 ? 12 : 4) + 2 + (u.version >= 5 ? 2 : 0);
+    const cuts: Array<[number, number]> = [[abbrevField, abbrevField + (u.enc.is64 ? 8 : 4)]];
+    const stmt = u.stmtList >= 0 ? rootAttrBytes(u, AT.stmt_list) : undefined;
+    if (stmt) cuts.push(stmt);
+    let at = u.offset;
+    for (const [lo, hi] of cuts) {
+      hashPart(h, info, at, lo);
+      at = hi;
+    }
+    hashPart(h, info, at, u.end);
     hashPart(h, abbrev, u.abbrevOffset, u.abbrevs.end);
     if (u.stmtList >= 0) {
       const [lo, hi] = lineProgramExtent(line, u.stmtList, src.littleEndian);

@@ -121,7 +121,7 @@ test('an index from a partly reused unit cache is the cold index, and the unchan
   }
 });
 
-test('units that only moved in .debug_info and .debug_abbrev (an earlier unit grew) are reused, their offsets moved with them', async (t) => {
+test('units that only moved in .debug_info, .debug_abbrev or .debug_line (an earlier unit grew) are reused, their offsets moved with them', async (t) => {
   if (!have('gcc')) return missing(t, 'gcc (builds the program)');
   const dir = mkdtempSync(join(tmpdir(), 'probelens-unit-moved-'));
   const cacheDir = join(dir, 'cache');
@@ -139,6 +139,18 @@ test('units that only moved in .debug_info and .debug_abbrev (an earlier unit gr
     assert.equal(moved.dump, await cold(bin), 'the same index as a cold build');
     assert.ok(Math.max(...offsets(moved.dump)) > Math.max(...offsets(first.dump)), 'the last unit moved in .debug_info');
     assert.deepEqual([moved.stats.reused, moved.stats.indexed], [first.stats.units - 1, 1], 'the units that moved are reused');
+
+    // main() declared past line 8191: the first unit's line program grows (its line advance takes three bytes of
+    // LEB128, not two) while its DIEs (a two-byte DW_AT_decl_line either way) and code keep their sizes; the later
+    // units' DW_AT_stmt_list values move, their line programs do not.
+    bin = build(dir, { ...files, 'main.c': `${pad(8300)}${MAIN_C}` });
+    const lines = await reusing(bin, cacheDir);
+    assert.equal(lines.dump, await cold(bin), 'line programs moved: the same index as a cold build');
+    assert.deepEqual(
+      [lines.stats.reused, lines.stats.indexed],
+      [first.stats.units - 1, 1],
+      'the units whose line programs moved are reused',
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
