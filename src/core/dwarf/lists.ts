@@ -2,8 +2,8 @@
 // .debug_loclists for 5), all entry kinds. Ranges come back as a flat [lo0, hi0, lo1, hi1, …] array so a
 // function's ranges cost one allocation.
 import * as K from './constants';
-import type { ByteReader } from '../binary/byteReader';
-import { foldAddress, isDeadAddress, readAddress } from './format';
+import { ByteReader } from '../binary/byteReader';
+import { DwarfFormatError, foldAddress, isDeadAddress, readAddress } from './format';
 import { isAddrx, type Block, type Die, type Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -20,6 +20,51 @@ function addrAllOnes(r: ByteReader, size: number): [number, boolean] {
   }
   const v = r.uN(size);
   return [v, v === 2 ** (8 * size) - 1];
+}
+
+/** The sections only this file reads; what a unit read of them is recorded when the unit asks (Unit.listReads). */
+export const LIST_SECTIONS = ['.debug_ranges', '.debug_rnglists', '.debug_loc', '.debug_loclists'] as const;
+
+/**
+ * A reader of `section` at `at` for a list of `u`. When the unit records its list reads (the unit cache keys a
+ * unit's result by the bytes it read), the reader is kept: what it covered is [its start, its final position),
+ * and a read that fails marks the unit (its result then depends on where the section ends).
+ */
+function listReader(u: Unit, section: (typeof LIST_SECTIONS)[number], at: number): ByteReader {
+  const log = u.listReads;
+  if (!log) {
+    const r = u.dw.reader(section, 0);
+    r.seek(at);
+    return r;
+  }
+  const b = u.dw.get(section);
+  if (!b) {
+    u.listReadFailed = true;
+    throw new DwarfFormatError(section, at, 'section is missing');
+  }
+  const r = new ByteReader(b, u.dw.le, section, (where, offset, detail) => {
+    u.listReadFailed = true;
+    return new DwarfFormatError(where, offset, detail);
+  });
+  r.seek(at);
+  log.push({ section: LIST_SECTIONS.indexOf(section), start: r.pos, reader: r });
+  return r;
+}
+
+/**
+ * What `u` read of the list sections since it began recording: [section index, start, end] triples, sorted, each
+ * the union of reads that overlap or touch (exactly the bytes read, once).
+ */
+export function listExtents(u: Unit): number[] {
+  const reads = (u.listReads ?? []).map((x) => [x.section, x.start, Math.max(x.start, x.reader.pos)] as const);
+  reads.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const out: number[] = [];
+  for (const [s, lo, hi] of reads) {
+    const n = out.length;
+    if (n > 0 && out[n - 3] === s && lo <= out[n - 1]) out[n - 1] = Math.max(out[n - 1], hi);
+    else out.push(s, lo, hi);
+  }
+  return out;
 }
 
 function push(u: Unit, out: number[], lo: number, hi: number): void {
@@ -52,16 +97,14 @@ export function rangesOf(u: Unit, d: Die): number[] {
 }
 
 /** Resolves a rnglistx/loclistx index through the offsets table that starts at the unit's base. */
-function listIndex(u: Unit, section: string, base: number, index: number): number {
+function listIndex(u: Unit, section: '.debug_rnglists' | '.debug_loclists', base: number, index: number): number {
   const sz = u.enc.is64 ? 8 : 4;
-  const r = u.dw.reader(section, 0);
-  r.seek(Math.min(base + index * sz, r.end));
+  const r = listReader(u, section, Math.min(base + index * sz, u.dw.get(section)?.length ?? 0));
   return base + r.uN(sz);
 }
 
 function readRanges(u: Unit, offset: number, out: number[]): void {
-  const r = u.dw.reader('.debug_ranges', 0);
-  r.seek(offset);
+  const r = listReader(u, '.debug_ranges', offset);
   const sz = u.enc.addrSize;
   let base = u.lowPc;
   for (let n = 0; ; n++) {
@@ -75,8 +118,7 @@ function readRanges(u: Unit, offset: number, out: number[]): void {
 }
 
 function readRnglist(u: Unit, offset: number, out: number[]): void {
-  const r = u.dw.reader('.debug_rnglists', 0);
-  r.seek(offset);
+  const r = listReader(u, '.debug_rnglists', offset);
   const sz = u.enc.addrSize;
   let base = u.lowPc;
   for (let n = 0; ; n++) {
@@ -163,8 +205,7 @@ export function locationOf(u: Unit, d: Die, at: number = AT.location): Location 
  * it (they are how a value is described between two views at one address).
  */
 function attachViews(u: Unit, offset: number, entries: Array<LocEntry & { seq?: number }>): void {
-  const r = u.dw.reader(u.version >= 5 ? '.debug_loclists' : '.debug_loc', 0);
-  r.seek(offset);
+  const r = listReader(u, u.version >= 5 ? '.debug_loclists' : '.debug_loc', offset);
   const bounded = entries.filter((e) => e.seq !== undefined);
   const n = bounded.reduce((m, e) => Math.max(m, e.seq! + 1), 0);
   const views: Array<[number, number]> = [];
@@ -180,8 +221,7 @@ function exprAt(r: ByteReader, len: number): Block {
 
 // With views, empty ranges are kept and each bounded entry carries its ordinal (`seq`) for attachViews.
 function readLoc(u: Unit, offset: number, views = false): Array<LocEntry & { seq?: number }> {
-  const r = u.dw.reader('.debug_loc', 0);
-  r.seek(offset);
+  const r = listReader(u, '.debug_loc', offset);
   const sz = u.enc.addrSize;
   let base = u.lowPc;
   const out: Array<LocEntry & { seq?: number }> = [];
@@ -203,8 +243,7 @@ function readLoc(u: Unit, offset: number, views = false): Array<LocEntry & { seq
 }
 
 function readLoclist(u: Unit, offset: number, views = false): Array<LocEntry & { seq?: number }> {
-  const r = u.dw.reader('.debug_loclists', 0);
-  r.seek(offset);
+  const r = listReader(u, '.debug_loclists', offset);
   const sz = u.enc.addrSize;
   let base = u.lowPc;
   const out: Array<LocEntry & { seq?: number }> = [];

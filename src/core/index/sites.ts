@@ -7,8 +7,11 @@ import type { FunctionSite, SiteKind } from './model';
 import { siteRank } from '../../shared/site';
 import { addressBig, addressNumber } from '../dwarf/format';
 
-/** Symbol names by address (every alias of each address). */
-export type SymbolsByAddress = ReadonlyMap<number, readonly string[]>;
+/**
+ * Symbol names by address (every alias of each address). Only looked up, never walked: the unit cache records
+ * each unit's look-ups (unitReuse.ts) and checks them again before reusing the unit.
+ */
+export type SymbolsByAddress = Pick<ReadonlyMap<number, readonly string[]>, 'get' | 'has'>;
 
 // GCC's suffixes for code it made from a function: hot/cold split blocks, partial-inlining parts, and IPA clones
 // (SRA, constant propagation; LLVM's `.specialized`). `.lto_priv.N`/`.localalias` rename the function itself.
