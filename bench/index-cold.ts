@@ -1,6 +1,7 @@
 // Child of bench/index.ts: builds one binary's full index cold and reports time, peak RSS and the size of the
-// debug sections it decoded as JSON. argv: BIN [WORKERS] [SRC] (WORKERS absent or 0: the pool sized to the
-// machine; SRC: only the units naming that source file, as the editor does for the open file).
+// debug sections it decoded as JSON. argv: BIN [WORKERS] [SRC] [CACHE] (WORKERS absent or 0: the pool sized to the
+// machine; SRC: only the units naming that source file, as the editor does for the open file; CACHE: an index cache
+// directory whose unit cache the build reads and writes).
 import { openBinary } from '../src/core/binary/binaryImage';
 import { buildIndex } from '../src/core/index/build';
 import { indexWorkerCount } from '../src/core/index/worker/pool';
@@ -23,7 +24,9 @@ void (async () => {
   const t = process.hrtime.bigint();
   const workers = Number(process.argv[3] ?? 0);
   const onlyFile = process.argv[4] || undefined;
-  const data = await buildIndex(process.argv[2], { workers, onlyFile });
+  const unitCacheDir = process.argv[5] || undefined;
+  let reused: number | undefined;
+  const data = await buildIndex(process.argv[2], { workers, onlyFile, unitCacheDir, onUnitReuse: (s) => (reused = s.reused) });
   const ms = Number(process.hrtime.bigint() - t) / 1e6;
   const usage = process.resourceUsage();
   // What the cold build read of the DWARF (decompressed): the sections a goal of "peak RSS ≤ the DWARF" compares with.
@@ -38,6 +41,7 @@ void (async () => {
       functions: data.functions.length,
       described: data.functions.filter((f) => f.file !== undefined).length,
       onlyFile: data.onlyFile,
+      reused,
       rows: data.lines.address.length,
       poolThreads: indexWorkerCount(dw.section('.debug_info')?.length ?? 0),
       debugBytes,

@@ -12,12 +12,30 @@
 // of postgres, redis-server and the VM tier's dbg vmlinux (when the test cache has them) from the cache and answers
 // one query by name, then one by file, beside the time to build every function (the baseline: what a first query
 // cost when it built them all).
+// `--rebuild` (and without arguments, last): re-indexing redis-server after one source file is changed and redis
+// rebuilt (a copy of the corpus tree: touch src/t_string.c, a comment added, a line of code added), by the bundled
+// CLI with the index and unit caches of the build before, beside the cold index.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { availableParallelism, homedir, loadavg, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { loadIndex } from '../src/core/index/load';
-import { builtCorpusBinary } from '../test/helpers/corpus';
+import { buildIndex } from '../src/core/index/build';
+import { readBinaryIdentity } from '../src/core/index/identity';
+import type { UnitReuseStats } from '../src/core/index/unitReuse';
+import { builtCorpusBinary, corpusWorkTree } from '../test/helpers/corpus';
 import { fixture, type FixtureName } from '../test/helpers/fixtures';
 
 const CHILD = resolve(__dirname, 'index-cold.ts');
@@ -90,6 +108,7 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args.includes('--open-file')) return openFileTable(args.filter((a) => !a.startsWith('--')));
   if (args.includes('--cached')) return cachedTable();
+  if (args.includes('--rebuild')) return rebuildTable();
   const bins = args.length ? args.map((b) => resolve(b)) : await defaultBinaries();
   console.log(`load average at the start: ${load()} (${availableParallelism()} cores)`);
   const mib = (b: number) => `${(b / 1048576).toFixed(0)} MiB`;
@@ -181,6 +200,7 @@ async function main(): Promise<void> {
   if (args.length === 0) {
     await openFileTable();
     await cachedTable();
+    await rebuildTable();
   }
 }
 
@@ -280,9 +300,12 @@ function coldChild(
   bin: string,
   workers: number,
   onlyFile?: string,
+  unitCacheDir?: string,
 ): { ms: number; wallMs: number; cpuMs: number; maxRssKb: number; described: number; onlyFile?: string } {
   const t = process.hrtime.bigint();
-  const r = spawnSync(process.execPath, ['--import', 'tsx', CHILD, bin, String(workers), onlyFile ?? ''], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', CHILD, bin, String(workers), onlyFile ?? '', unitCacheDir ?? ''], {
+    encoding: 'utf8',
+  });
   const wallMs = Number(process.hrtime.bigint() - t) / 1e6;
   if (r.status !== 0) throw new Error(`${bin}: cold index failed: ${r.stderr.trim().split('\n').pop()}`);
   const out = JSON.parse(r.stdout) as { ms: number; cpuMs: number; maxRssKb: number; described: number; onlyFile?: string };
@@ -356,6 +379,158 @@ async function openFileTable(only: string[] = []): Promise<void> {
   console.log(
     "\nopen-file index: buildIndex(BIN, { onlyFile }) in a fresh process, its own time (wall: with the process's start-up; cpu and peak RSS: the whole process's); whole index: buildIndex(BIN) with the pool sized to the machine, the same way; functions: those with a source file (DWARF-described). gdb: gdb -nx -batch -ex 'info functions ^NAME$' BIN, NAME a function of the open file. Alternated, three rounds, medians.",
   );
+}
+
+/** `probelens functions BIN` by the bundled CLI with the caches under `cacheHome` (or none): wall time. */
+function cliFunctions(bin: string, cacheHome: string | undefined): number {
+  const t = process.hrtime.bigint();
+  const r = spawnSync(process.execPath, [CLI, 'functions', bin, ...(cacheHome ? [] : ['--no-cache'])], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    encoding: 'utf8',
+    env: { ...process.env, ...(cacheHome ? { XDG_CACHE_HOME: cacheHome } : {}) },
+  });
+  const ms = Number(process.hrtime.bigint() - t) / 1e6;
+  if (r.error || r.status !== 0)
+    throw new Error(`${bin}: probelens functions failed: ${(r.stderr ?? String(r.error)).trim().split('\n').pop()}`);
+  return ms;
+}
+
+/**
+ * Re-indexing after a rebuild: redis-server in a copy of the corpus tree, src/t_string.c changed three ways and
+ * redis rebuilt by its Makefile. Each rebuilt binary is indexed by `probelens functions` (the bundled CLI, a fresh
+ * process) at the same path, with the index and unit caches that indexing the build before left; beside it the
+ * cold index (--no-cache) and the first index with empty caches (what writing the unit cache costs).
+ * Alternated, three rounds, medians.
+ */
+async function rebuildTable(): Promise<void> {
+  console.log(`\nre-index after a rebuild; load average at the start: ${load()} (${availableParallelism()} cores)`);
+  const built = builtCorpusBinary('redis', 'redis-server');
+  if (!built) {
+    console.log('redis redis-server: not built (the corpus tier builds it), skipped');
+    return;
+  }
+  const root = mkdtempSync(join(tmpdir(), 'probelens-bench-rebuild-'));
+  try {
+    const tree = corpusWorkTree({ name: 'redis', version: '', srcDir: dirname(dirname(built)), binaries: {} }, join(root, 'redis'));
+    const file = join(tree.dir, 'src', 't_string.c');
+    const original = readFileSync(file, 'utf8');
+    const at = 'void getCommand(client *c) {\n';
+    const bins = join(root, 'bins');
+    mkdirSync(bins);
+    // Each build, kept: compiled in the copy first (its objects then name the copy, as a developer's own tree does).
+    const keep = async (name: string, edit: () => void): Promise<{ name: string; bin: string; makeMs: number }> => {
+      edit();
+      const t = process.hrtime.bigint();
+      await tree.rebuild();
+      const makeMs = Number(process.hrtime.bigint() - t) / 1e6;
+      const bin = join(bins, `redis-server.${readdirSync(bins).length}`);
+      copyFileSync(tree.binary('redis-server'), bin);
+      return { name, bin, makeMs };
+    };
+    const touch = () => utimesSync(file, new Date(), new Date());
+    const base = await keep('base', touch);
+    const cases = [
+      { ...(await keep('touch src/t_string.c, make', touch)), what: 'touched' },
+      {
+        ...(await keep('a comment line added to t_string.c, make', () => writeFileSync(file, `/* edited */\n${original}`))),
+        what: 'comment',
+      },
+      {
+        ...(await keep('a line of code added to getCommand(), make', () =>
+          writeFileSync(file, original.replace(at, `${at}    serverLog(LL_DEBUG, "getCommand");\n`)),
+        )),
+        what: 'code',
+      },
+    ];
+    // The binary is rebuilt where it was: every case runs at one path, with a copy of the caches the base left.
+    const bin = join(root, 'run', 'redis-server');
+    mkdirSync(dirname(bin));
+    const put = (from: string) => {
+      rmSync(bin, { force: true });
+      copyFileSync(from, bin);
+    };
+    const baseCaches = join(root, 'caches-base');
+    put(base.bin);
+    cliFunctions(bin, baseCaches);
+    const withBaseCaches = (): string => {
+      const c = mkdtempSync(join(root, 'caches-'));
+      cpSync(baseCaches, c, { recursive: true, preserveTimestamps: true });
+      return c;
+    };
+    // What each case reuses, counted in process (untimed) from the same caches.
+    const reuse = new Map<string, UnitReuseStats | 'whole index cached'>();
+    for (const c of cases) {
+      put(c.bin);
+      if (readBinaryIdentity(c.bin).buildId === readBinaryIdentity(base.bin).buildId) reuse.set(c.name, 'whole index cached');
+      else {
+        const caches = withBaseCaches();
+        await buildIndex(bin, { unitCacheDir: join(caches, 'probelens', 'index'), onUnitReuse: (s) => reuse.set(c.name, s) });
+        rmSync(caches, { recursive: true, force: true });
+      }
+    }
+    const cold: number[] = [];
+    const firstEver: number[] = [];
+    const times = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+    const last = cases[cases.length - 1];
+    for (let i = 0; i < 3; i++) {
+      put(last.bin);
+      cold.push(cliFunctions(bin, undefined));
+      const empty = mkdtempSync(join(root, 'caches-'));
+      firstEver.push(cliFunctions(bin, empty));
+      rmSync(empty, { recursive: true, force: true });
+      for (const c of cases) {
+        put(c.bin);
+        const caches = withBaseCaches();
+        times.get(c.name)!.push(cliFunctions(bin, caches));
+        rmSync(caches, { recursive: true, force: true });
+      }
+    }
+    // The build alone (a fresh process, its own time): without the unit cache, and writing it from empty.
+    const own: number[] = [];
+    const ownWriting: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      own.push(coldChild(last.bin, 0).ms);
+      const empty = mkdtempSync(join(root, 'caches-'));
+      ownWriting.push(coldChild(last.bin, 0, undefined, empty).ms);
+      rmSync(empty, { recursive: true, force: true });
+    }
+    const coldMs = median(cold);
+    const rows: string[][] = [['redis-server: change, then make', 'make', 'what is reused', 'probelens functions', 'of cold']];
+    rows.push(['cold (--no-cache)', '', 'nothing', `${coldMs.toFixed(0)} ms`, '1.00×']);
+    rows.push([
+      'the build alone, in process: no unit cache / an empty one written',
+      '',
+      'nothing',
+      `${median(own).toFixed(0)} / ${median(ownWriting).toFixed(0)} ms`,
+      `${(median(ownWriting) / median(own)).toFixed(2)}× (writing)`,
+    ]);
+    rows.push([
+      'first index, empty caches (writes the unit cache and the index entry)',
+      '',
+      'nothing',
+      `${median(firstEver).toFixed(0)} ms`,
+      `${(median(firstEver) / coldMs).toFixed(2)}×`,
+    ]);
+    for (const c of cases) {
+      const r = reuse.get(c.name);
+      const ms = median(times.get(c.name)!);
+      rows.push([
+        c.name,
+        `${c.makeMs.toFixed(0)} ms`,
+        r === undefined ? '?' : typeof r === 'string' ? r : `${r.reused} of ${r.units} units`,
+        `${ms.toFixed(0)} ms`,
+        `${(ms / coldMs).toFixed(2)}×`,
+      ]);
+    }
+    const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+    for (const r of rows) console.log(r.map((x, i) => x.padEnd(widths[i])).join('  '));
+    console.log(`load average at the end: ${load()}`);
+    console.log(
+      "\nre-index: `probelens functions BIN` (the bundled CLI: npm run build first) in a fresh process, BIN redis-server rebuilt by redis's Makefile in a copy of the corpus tree after the change, run with a copy of the index and unit caches that indexing the build before left (XDG_CACHE_HOME); cold: --no-cache; the first index with empty caches also writes the whole index's entry, as any first index did before the unit cache. The build alone: bench/index-cold.ts (buildIndex in a fresh process, its own time) without a unit cache and with an empty one it fills. A rebuild that changes nothing (touch) gives the same bytes and build-id, so the whole index is a cache hit. Alternated, three rounds, medians; make: the rebuild, once.",
+    );
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 }
 
 /** Wall time and peak RSS of a command (GNU time's %M through wait4's rusage, which spawnSync does not give). */

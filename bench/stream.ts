@@ -1,4 +1,4 @@
-// npm run bench:stream -- [--calls N] [--buffer-kb KB] [--rounds R]
+// npm run bench:stream -- [--calls N] [--buffer-kb KB] [--rounds R] [--cpu-prof DIR]
 // A fixed workload of N calls at full speed (a tiny loop binary built here, probed at `tick seq`), streamed three ways
 // with the same buffer_size_kb, in alternating rounds of one run:
 //   baseline   the same definition armed by hand in its own instance, read by a plain `ssh … cat trace_pipe`
@@ -49,6 +49,14 @@ interface RunResult {
   seconds: number;
   cpu: number;
   workloadMs: number;
+}
+
+/** `--cpu-prof DIR`: each probelens run writes a V8 CPU profile there (named by its stream), to see where its time goes. */
+function profileArgs(stream: string): string[] {
+  const i = process.argv.indexOf('--cpu-prof');
+  return i >= 0
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.argv[i + 1]}`, `--cpu-prof-name=probelens-${stream}-${Date.now()}.cpuprofile`]
+    : [];
 }
 
 function arg(name: string, dflt: number): number {
@@ -212,10 +220,14 @@ async function probelens(
   bufferKb: number,
   stream: 'raw' | 'text',
 ): Promise<RunResult> {
-  const child = spawn(process.execPath, [cli, 'trace', bin, 'tick seq', '--json', '--buffer-kb', String(bufferKb), ...ssh.flags], {
-    env: { ...ssh.env, PROBELENS_STREAM: stream },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...profileArgs(stream), cli, 'trace', bin, 'tick seq', '--json', '--buffer-kb', String(bufferKb), ...ssh.flags],
+    {
+      env: { ...ssh.env, PROBELENS_STREAM: stream },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let summaryLine = '';
   let hitsLastAt = 0;
   let hits = 0;

@@ -84,35 +84,91 @@ function valueText(v: HitValue | bigint): string {
 
 const LINE_BREAKER = /[\u007f-\u009f\u2028\u2029]/;
 
+/** A string as a JSON string that never holds a character that splits or controls a line (see LINE_BREAKERS). */
+function quoted(text: string): string {
+  const q = JSON.stringify(text);
+  return LINE_BREAKER.test(q) ? q.replace(LINE_BREAKERS, escapeCode) : q;
+}
+
+/** Text that repeats from hit to hit, quoted once: `{"host":…,"probe":…,"kind":…,"pid":` per probe, comms, arg names. */
+const heads = new Map<string, Map<string, string>>();
+const quotes = new Map<string, string>();
+/** A site is one object shared by every hit at it (the session's site table): its JSON is written once. */
+const sites = new WeakMap<object, string>();
+
+function quotedOften(text: string): string {
+  let q = quotes.get(text);
+  if (q === undefined) {
+    q = quoted(text);
+    // Bounded: a program renaming its threads without end must not grow the table without end.
+    if (quotes.size >= 4096) quotes.clear();
+    quotes.set(text, q);
+  }
+  return q;
+}
+
+function head(h: Hit): string {
+  let byProbe = heads.get(h.host);
+  if (!byProbe) heads.set(h.host, (byProbe = new Map()));
+  const key = h.kind + '\0' + h.probe;
+  let t = byProbe.get(key);
+  if (t === undefined) {
+    t = `{"host":${quoted(h.host)},"probe":${quoted(h.probe)},"kind":${quoted(h.kind)},"pid":`;
+    if (byProbe.size >= 4096) byProbe.clear();
+    byProbe.set(key, t);
+  }
+  return t;
+}
+
+function siteText(s: NonNullable<Hit['site']>): string {
+  let t = sites.get(s);
+  if (t === undefined) {
+    t = `,"site":{"kind":${quoted(s.kind)},"address":${quoted(s.address)}`;
+    if (s.caller !== undefined) t += `,"caller":${quoted(s.caller)}`;
+    if (s.file !== undefined) t += `,"file":${quoted(s.file)}`;
+    if (s.line !== undefined) t += `,"line":${num(s.line)}`;
+    t += '}';
+    sites.set(s, t);
+  }
+  return t;
+}
+
+/** A value under the rule as JSON text, strings made line-safe. */
+function safeValueText(v: HitValue | bigint): string {
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
+  if (typeof v === 'string') return quoted(v);
+  const t = valueText(v);
+  return LINE_BREAKER.test(t) ? t.replace(LINE_BREAKERS, escapeCode) : t;
+}
+
 /**
  * One NDJSON line (newline-terminated): what `probelens trace --json` prints per hit. Written field by field in the
  * contract's order — byte for byte `toJson(hitToJson(h))` (a test holds them equal), without building the object
- * and walking it again with a replacer, which cost most of the CLI's time per hit.
+ * and walking it again with a replacer, which cost most of the CLI's time per hit. What repeats from hit to hit (the
+ * probe's fields, the site, the comm, argument names) is quoted once, and only strings are searched for characters
+ * to escape (JSON outside strings never holds them).
  */
 export function hitToJsonLine(h: Hit): string {
-  const q = JSON.stringify;
-  let line = `{"host":${q(h.host)},"probe":${q(h.probe)},"kind":${q(h.kind)},"pid":${num(h.pid)},"tid":${num(h.tid)},"comm":${q(h.comm)},"cpu":${num(h.cpu)},"ts":${num(h.ts)},"args":{`;
+  let line = `${head(h)}${num(h.pid)},"tid":${num(h.tid)},"comm":${quotedOften(h.comm)},"cpu":${num(h.cpu)},"ts":${num(h.ts)},"args":{`;
   let first = true;
   for (const k in h.args) {
     if (!Object.prototype.hasOwnProperty.call(h.args, k)) continue;
-    line += `${first ? '' : ','}${q(k)}:${valueText(h.args[k])}`;
+    line += `${first ? '' : ','}${quotedOften(k)}:${safeValueText(h.args[k])}`;
     first = false;
   }
   line += '}';
-  if (h.retval !== undefined) line += `,"retval":${valueText(h.retval)}`;
+  if (h.retval !== undefined) line += `,"retval":${safeValueText(h.retval)}`;
   if (h.latencyNs !== undefined) line += `,"latencyNs":${num(h.latencyNs)}`;
-  if (h.site) {
-    const s = h.site;
-    line += `,"site":{"kind":${q(s.kind)},"address":${q(s.address)}`;
-    if (s.caller !== undefined) line += `,"caller":${q(s.caller)}`;
-    if (s.file !== undefined) line += `,"file":${q(s.file)}`;
-    if (s.line !== undefined) line += `,"line":${num(s.line)}`;
-    line += '}';
-  }
-  if (h.caller !== undefined) line += `,"caller":${q(h.caller)}`;
-  if (h.unavailable && Object.keys(h.unavailable).length) line += `,"unavailable":${q(h.unavailable)}`;
-  if (h.inferred?.length) line += `,"inferred":${q(h.inferred)}`;
-  if (h.cut?.length) line += `,"cut":${q(h.cut)}`;
-  line += '}\n';
-  return LINE_BREAKER.test(line) ? line.replace(LINE_BREAKERS, escapeCode) : line;
+  if (h.site) line += siteText(h.site);
+  if (h.caller !== undefined) line += `,"caller":${quoted(h.caller)}`;
+  if (h.unavailable && Object.keys(h.unavailable).length) line += `,"unavailable":${quoted2(h.unavailable)}`;
+  if (h.inferred?.length) line += `,"inferred":${quoted2(h.inferred)}`;
+  if (h.cut?.length) line += `,"cut":${quoted2(h.cut)}`;
+  return line + '}\n';
+}
+
+/** Any JSON value, line-safe. */
+function quoted2(v: unknown): string {
+  const t = JSON.stringify(v);
+  return LINE_BREAKER.test(t) ? t.replace(LINE_BREAKERS, escapeCode) : t;
 }

@@ -264,7 +264,11 @@ export class Binaries implements vscode.Disposable {
         inWorker: true,
         limits: this.ctx.config.indexLimits,
         debugDirs: this.ctx.config.debugDirs,
-        onProgress: (message) => progress?.report({ message }),
+        onProgress: (message) => {
+          progress?.report({ message });
+          // How much of a rebuilt binary's DWARF came from the unit cache.
+          if (message.startsWith('reused ')) this.ctx.log(`${path}: ${message}`);
+        },
       });
       this.ctx.log(
         `indexed ${path}${fromCache ? ' (from cache)' : ''} in ${Date.now() - t0} ms: ${index.functions().length} functions, build-id ${index.buildId ?? 'none'}`,

@@ -11,6 +11,8 @@ export class InlineResults implements vscode.Disposable {
   private readonly armedType: vscode.TextEditorDecorationType;
   private readonly otherType: vscode.TextEditorDecorationType;
   private readonly diagnostics = vscode.languages.createDiagnosticCollection('probelens');
+  /** The diagnostics last set, as text. */
+  private said = '';
 
   constructor(
     private readonly ctx: Ctx,
@@ -93,8 +95,14 @@ export class InlineResults implements vscode.Disposable {
         items.filter((i) => !i.armed).map((i) => i.opts),
       );
     }
-    this.diagnostics.clear();
-    for (const [file, list] of diags) this.diagnostics.set(vscode.Uri.file(file), list);
+    // Problems change rarely, counts with every redraw: the diagnostics (markers the editor redraws, the Problems
+    // view) are replaced only when they differ.
+    const said = JSON.stringify([...diags].map(([file, list]) => [file, list.map((d) => [d.range.start.line, d.severity, d.message])]));
+    if (said !== this.said) {
+      this.said = said;
+      this.diagnostics.clear();
+      for (const [file, list] of diags) this.diagnostics.set(vscode.Uri.file(file), list);
+    }
   }
 
   dispose(): void {

@@ -56,8 +56,12 @@ async function startRecorder(target: Page | Frame, inline: boolean): Promise<voi
     w.__plStop = false;
     let last = -1n;
     w.__plFrame = function (now: number): void {
+      // Inline: only the traced line's spans (the count is an ::after of one of them): a style read of every span
+      // on screen at every frame would be the measurement's own load on the page.
       const texts = inlineMode
-        ? Array.from(document.querySelectorAll('.monaco-editor .view-lines span'), (el) => getComputedStyle(el, '::after').content)
+        ? Array.from(document.querySelectorAll('.monaco-editor .view-lines .view-line'))
+            .filter((l) => (l.textContent ?? '').includes('stamp('))
+            .flatMap((l) => Array.from(l.querySelectorAll('span'), (el) => getComputedStyle(el, '::after').content))
         : Array.from(document.querySelectorAll('.pl-row'), (r) => r.textContent ?? '');
       for (const text of texts) {
         // A row's text runs its cells together ("…stampns=… seq=…"): the pair of arguments is what is matched.

@@ -240,7 +240,11 @@ test(
       t.diagnostic(`live panel, comm:${basename(OPENER)}: ${await frame.locator('#pl-status').innerText()}`);
 
       await page.locator('.action-label[aria-label^="Stop Tracing"]').first().click();
-      assert.deepEqual((await waitVmClean(vm, 30_000)).left, [], 'Stop leaves nothing on the VM');
+      // The editor is free at once; the agent finishes the teardown on its own, which an emulated kernel on a loaded
+      // host takes tens of seconds for (disarming a kprobe waits for RCU grace periods): as long as the VM tier allows.
+      const clean = await waitVmClean(vm, 60_000);
+      t.diagnostic(`the VM clean ${clean.ms} ms after Stop`);
+      assert.deepEqual(clean.left, [], 'Stop leaves nothing on the VM');
     });
   },
 );
@@ -321,7 +325,11 @@ test(
       await opensCounted(t, page, vm);
 
       await page.locator('.action-label[aria-label^="Stop Tracing"]').first().click();
-      assert.deepEqual((await waitVmClean(vm, 30_000)).left, [], 'Stop leaves nothing on the VM');
+      // The editor is free at once; the agent finishes the teardown on its own, which an emulated kernel on a loaded
+      // host takes tens of seconds for (disarming a kprobe waits for RCU grace periods): as long as the VM tier allows.
+      const clean = await waitVmClean(vm, 60_000);
+      t.diagnostic(`the VM clean ${clean.ms} ms after Stop`);
+      assert.deepEqual(clean.left, [], 'Stop leaves nothing on the VM');
     });
   },
 );

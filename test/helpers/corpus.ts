@@ -281,6 +281,27 @@ export function builtCorpusBinary(name: CorpusName, binary: string): string | un
   return manifests[0]?.binaries[binary];
 }
 
+/**
+ * A copy of a built corpus project's tree in `dir` (a developer's own tree, edited and rebuilt): `rebuild()` runs
+ * the project's build again there, which make keeps incremental (the copy keeps the files' times). The copy's
+ * objects still name the original tree in their DWARF until they are compiled again in the copy.
+ */
+export interface CorpusWorkTree {
+  dir: string;
+  binary(name: string): string;
+  rebuild(): Promise<void>;
+}
+
+export function corpusWorkTree(p: CorpusProject, dir: string): CorpusWorkTree {
+  cpSync(p.srcDir, dir, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
+  const recipe = CORPUS_RECIPES[p.name];
+  return {
+    dir,
+    binary: (name) => join(dir, recipe.binaries[name]),
+    rebuild: () => recipe.build(dir, runner(p.name, join(dir, '.probelens-rebuild.log'))),
+  };
+}
+
 const memo = new Map<CorpusName, Promise<CorpusProject>>();
 
 /**

@@ -10,12 +10,14 @@ import { TracefsAgent, offendingToken } from '../../src/core/tracefs/agentClient
 import {
   SHELLS,
   ShellTarget,
+  buildTidReuse,
   buildWorkload,
   collectHits,
   defineWorkloadProbes,
   leftovers,
   runWorkload,
   runWorkloadPid,
+  savedTgid,
   waitAgentGone,
   waitClean,
   type Workload,
@@ -105,6 +107,53 @@ for (const [name, shell] of Object.entries(SHELLS)) {
     });
   }
 }
+
+test("TGID names a live thread's process from /proc where saved_tgids still holds an earlier task with its id", async (t) => {
+  if (!requireTracefs(t)) return;
+  const w = getWorkload();
+  const tidreuse = buildTidReuse();
+  const agent = await TracefsAgent.start(new ShellTarget(SHELLS.dash), {});
+  try {
+    const { ended } = collectHits(agent);
+    await defineWorkloadProbes(agent, w);
+    await agent.arm();
+    const seen: string[] = [];
+    for (let attempt = 1; ; attempt++) {
+      // A process (its own leader, pid N) hits a probe: at a context switch after it the kernel saves "N N".
+      const n = runWorkloadPid(w, 1).pid;
+      for (let i = 0; i < 50 && savedTgid(n) !== n; i++) await new Promise((r) => setTimeout(r, 100));
+      // A thread of another process then takes the id N (ns_last_pid): saved_tgids still says N until the kernel
+      // saves the new task, which only an event on its CPU before a switch makes it do.
+      const child = spawn(tidreuse, [String(n)], { stdio: ['pipe', 'pipe', 'inherit'] });
+      const line = await new Promise<string>((res, rej) => {
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('\n')) res(out.trim());
+        });
+        child.on('exit', (code) => rej(new Error(`tidreuse exited ${code}`)));
+      });
+      const [pid, tid] = line.split(' ').map(Number);
+      try {
+        const before = savedTgid(n);
+        seen.push(`attempt ${attempt}: N=${n}, thread ${tid} of ${pid}, saved_tgids ${before}`);
+        if (tid === n && before === n) {
+          const got = await agent.tgids([n]);
+          assert.equal(got.get(n), pid, `thread ${n} belongs to process ${pid}; saved_tgids says ${savedTgid(n)}`);
+          break;
+        }
+      } finally {
+        child.stdin.end();
+      }
+      // Another process took N first, or the kernel saved the new thread already: the case was not set up.
+      assert.ok(attempt < 8, `could not set up a stale saved_tgids entry: ${seen.join('; ')}`);
+    }
+    await agent.stop();
+    await ended;
+  } finally {
+    agent.kill('KILL');
+  }
+});
 
 test('build-id mismatch is refused with the next step', async (t) => {
   if (!requireTracefs(t)) return;

@@ -101,7 +101,14 @@ export async function defineWorkloadProbes(agent: TracefsAgent, w: Workload): Pr
 
 export function collectHits(agent: TracefsAgent, events: EventSchema[] = [ADD_SCHEMA, LEAF_SCHEMA]) {
   const hits: Hit[] = [];
-  const parser = new HitParser({ host: 'local', events, sentinel: agent.sentinel, onHit: (h) => hits.push(h) });
+  // As sessions do: each thread's process id from the agent (the printed one can be an earlier thread's).
+  const parser = new HitParser({
+    host: 'local',
+    events,
+    sentinel: agent.sentinel,
+    onHit: (h) => hits.push(h),
+    lookupTgids: (tids) => agent.tgids(tids),
+  });
   agent.onTraceLine((l) => parser.push(l));
   const ended = new Promise<void>((res) =>
     agent.onTraceEnd(() => {
@@ -248,4 +255,17 @@ export class FakeRawlessTarget implements Target {
   close(): Promise<void> {
     return this.inner.close();
   }
+}
+
+/** Builds tidreuse.c (a thread with a chosen thread id, by ns_last_pid) into this process's own folder. */
+export function buildTidReuse(): string {
+  const path = join(workloadDir(), 'tidreuse');
+  execFileSync('gcc', ['-O2', '-pthread', '-o', path, join(__dirname, '../fixtures/trace-samples/tidreuse.c')]);
+  return path;
+}
+
+/** The kernel's saved_tgids entry for `tid` (the process it last saved for that thread id), if any. */
+export function savedTgid(tid: number): number | undefined {
+  const m = new RegExp(`^${tid} (\\d+)$`, 'm').exec(readFileSync(join(T, 'saved_tgids'), 'utf8'));
+  return m ? Number(m[1]) : undefined;
 }

@@ -33,6 +33,8 @@ export interface Abbrev {
 export class AbbrevTable {
   private readonly dense: (Abbrev | undefined)[] = [];
   private readonly sparse = new Map<number, Abbrev>();
+  /** Where the table ends in .debug_abbrev (just past its terminating 0). */
+  end = 0;
 
   add(a: Abbrev): void {
     if (a.code < 100000) this.dense[a.code] = a;
@@ -121,7 +123,10 @@ function parseAbbrevs(section: Uint8Array, offset: number, enc: Encoding, le: bo
   const t = new AbbrevTable();
   for (;;) {
     const code = r.uleb();
-    if (code === 0) break;
+    if (code === 0) {
+      t.end = r.pos;
+      break;
+    }
     const a = parseEntry(r, code, enc);
     if (t.get(code)) throw new DwarfFormatError('.debug_abbrev', r.pos, `duplicate abbreviation code ${code}`);
     t.add(a);

@@ -2,8 +2,8 @@
 // .debug_loclists for 5), all entry kinds. Ranges come back as a flat [lo0, hi0, lo1, hi1, …] array so a
 // function's ranges cost one allocation.
 import * as K from './constants';
-import type { ByteReader } from '../binary/byteReader';
-import { foldAddress, isDeadAddress, readAddress } from './format';
+import { ByteReader } from '../binary/byteReader';
+import { DwarfFormatError, foldAddress, isDeadAddress, readAddress } from './format';
 import { isAddrx, type Block, type Die, type Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -20,6 +20,60 @@ function addrAllOnes(r: ByteReader, size: number): [number, boolean] {
   }
   const v = r.uN(size);
   return [v, v === 2 ** (8 * size) - 1];
+}
+
+/** The sections only this file reads; what a unit read of them is recorded when the unit asks (Unit.listReads). */
+export const LIST_SECTIONS = ['.debug_ranges', '.debug_rnglists', '.debug_loc', '.debug_loclists'] as const;
+
+/**
+ * A reader of `section` at `at` for a list of `u`. When the unit records its list reads (the unit cache keys a
+ * unit's result by the bytes it read), the reader is kept: what it covered is [its start, its final position),
+ * and a read that fails marks the unit (its result then depends on where the section ends).
+ */
+function listReader(u: Unit, section: (typeof LIST_SECTIONS)[number], at: number): ByteReader {
+  const log = u.listReads;
+  if (!log) {
+    const r = u.dw.reader(section, 0);
+    r.seek(at);
+    return r;
+  }
+  // A section read range by range (Sections.readAt) is read whole for a unit that records its reads.
+  const b = u.dw.get(section) && u.dw.reader(section, 0).buf;
+  if (!b) {
+    u.listReadFailed = true;
+    throw new DwarfFormatError(section, at, 'section is missing');
+  }
+  const r = new ByteReader(b, u.dw.le, section, (where, offset, detail) => {
+    u.listReadFailed = true;
+    return new DwarfFormatError(where, offset, detail);
+  });
+  r.seek(at);
+  log.push({ section: LIST_SECTIONS.indexOf(section), start: r.pos, reader: r });
+  return r;
+}
+
+/**
+ * `read` over a reader of `section` at `at` for a list of `u`: the recording reader (listReader) when the unit
+ * records its list reads, else one that reads the list where it is (Sections.readAt; `read` may run again).
+ */
+function readList<T>(u: Unit, section: (typeof LIST_SECTIONS)[number], at: number, read: (r: ByteReader) => T): T {
+  return u.listReads ? read(listReader(u, section, at)) : u.dw.readAt(section, at, read);
+}
+
+/**
+ * What `u` read of the list sections since it began recording: [section index, start, end] triples, sorted, each
+ * the union of reads that overlap or touch (exactly the bytes read, once).
+ */
+export function listExtents(u: Unit): number[] {
+  const reads = (u.listReads ?? []).map((x) => [x.section, x.start, Math.max(x.start, x.reader.pos)] as const);
+  reads.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const out: number[] = [];
+  for (const [s, lo, hi] of reads) {
+    const n = out.length;
+    if (n > 0 && out[n - 3] === s && lo <= out[n - 1]) out[n - 1] = Math.max(out[n - 1], hi);
+    else out.push(s, lo, hi);
+  }
+  return out;
 }
 
 function push(u: Unit, out: number[], lo: number, hi: number): void {
@@ -52,17 +106,17 @@ export function rangesOf(u: Unit, d: Die): number[] {
 }
 
 /** Resolves a rnglistx/loclistx index through the offsets table that starts at the unit's base. */
-function listIndex(u: Unit, section: string, base: number, index: number): number {
+function listIndex(u: Unit, section: '.debug_rnglists' | '.debug_loclists', base: number, index: number): number {
   const sz = u.enc.is64 ? 8 : 4;
   const len = u.dw.get(section)?.length ?? 0;
-  return u.dw.readAt(section, Math.min(base + index * sz, len), (r) => base + r.uN(sz));
+  return readList(u, section, Math.min(base + index * sz, len), (r) => base + r.uN(sz));
 }
 
 // A list is read where it is (Sections.readAt): a run that reads past what was read is made again, so what it
 // pushes to `out` is taken back first.
 function readRanges(u: Unit, offset: number, out: number[]): void {
   const n = out.length;
-  u.dw.readAt('.debug_ranges', offset, (r) => {
+  readList(u, '.debug_ranges', offset, (r) => {
     out.length = n;
     rangesFrom(u, r, out);
   });
@@ -83,7 +137,7 @@ function rangesFrom(u: Unit, r: ByteReader, out: number[]): void {
 
 function readRnglist(u: Unit, offset: number, out: number[]): void {
   const n = out.length;
-  u.dw.readAt('.debug_rnglists', offset, (r) => {
+  readList(u, '.debug_rnglists', offset, (r) => {
     out.length = n;
     rnglistFrom(u, r, out);
   });
@@ -179,7 +233,8 @@ function attachViews(u: Unit, offset: number, entries: Array<LocEntry & { seq?: 
   const bounded = entries.filter((e) => e.seq !== undefined);
   const n = bounded.reduce((m, e) => Math.max(m, e.seq! + 1), 0);
   // At most n pairs of ULEB128s of 10 bytes each are read.
-  const r = u.dw.readerOver(u.version >= 5 ? '.debug_loclists' : '.debug_loc', offset, offset + 20 * n);
+  const section = u.version >= 5 ? '.debug_loclists' : '.debug_loc';
+  const r = u.listReads ? listReader(u, section, offset) : u.dw.readerOver(section, offset, offset + 20 * n);
   const views: Array<[number, number]> = [];
   for (let k = 0; k < n && r.pos < r.end; k++) views.push([r.uleb(), r.uleb()]);
   for (const e of bounded) if (views[e.seq!]) e.view = views[e.seq!];
@@ -193,7 +248,7 @@ function exprAt(r: ByteReader, len: number): Block {
 
 // With views, empty ranges are kept and each bounded entry carries its ordinal (`seq`) for attachViews.
 function readLoc(u: Unit, offset: number, views = false): Array<LocEntry & { seq?: number }> {
-  return u.dw.readAt('.debug_loc', offset, (r) => locFrom(u, r, views));
+  return readList(u, '.debug_loc', offset, (r) => locFrom(u, r, views));
 }
 
 function locFrom(u: Unit, r: ByteReader, views: boolean): Array<LocEntry & { seq?: number }> {
@@ -218,7 +273,7 @@ function locFrom(u: Unit, r: ByteReader, views: boolean): Array<LocEntry & { seq
 }
 
 function readLoclist(u: Unit, offset: number, views = false): Array<LocEntry & { seq?: number }> {
-  return u.dw.readAt('.debug_loclists', offset, (r) => loclistFrom(u, r, views));
+  return readList(u, '.debug_loclists', offset, (r) => loclistFrom(u, r, views));
 }
 
 function loclistFrom(u: Unit, r: ByteReader, views: boolean): Array<LocEntry & { seq?: number }> {

@@ -193,6 +193,12 @@ export class Unit {
   language = 0;
   stmtList = -1;
   root!: Die;
+  /**
+   * When set (an empty array), every range and location list read for this unit is kept here (lists.ts,
+   * listExtents): the unit cache keys the unit's result by those bytes. `listReadFailed`: one of them failed.
+   */
+  listReads: Array<{ section: number; start: number; reader: ByteReader }> | undefined = undefined;
+  listReadFailed = false;
 
   constructor(
     readonly dw: Sections,
@@ -416,6 +422,26 @@ export function skipAttrs(u: Unit, r: ByteReader, a: Abbrev): void {
   }
   const forms = a.forms;
   for (let i = 0; i < forms.length; i++) skipForm(u, r, forms[i], 0);
+}
+
+/**
+ * Where the value of attribute `at` of the unit's root DIE lies in the unit's section ([start, end)), when it is
+ * there with a fixed-size form (no DW_FORM_indirect before it); undefined otherwise.
+ */
+export function rootAttrBytes(u: Unit, at: number): [number, number] | undefined {
+  const r = u.reader(u.dieStart);
+  const a = nextAbbrev(u, r);
+  if (!a) return undefined;
+  for (let i = 0; i < a.forms.length; i++) {
+    const f = a.forms[i];
+    if (f === FORM.indirect) return undefined;
+    if (a.attrs[i] === at) {
+      const size = fixedFormSize(f, u.enc);
+      return size > 0 ? [r.pos, r.pos + size] : undefined;
+    }
+    skipForm(u, r, f, 0);
+  }
+  return undefined;
 }
 
 function skipForm(u: Unit, r: ByteReader, form: number, depth: number): void {

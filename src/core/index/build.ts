@@ -9,6 +9,7 @@ import { readBinaryIdentity } from './identity';
 import type { FunctionSymbol, SymbolGroup } from '../binary/symbols';
 import { dwarfFileSlice, mergeDwarfSlices } from './fromDwarf';
 import { dwarfSlices, indexWorkerCount } from './worker/pool';
+import { reusingDwarfSlices, type UnitReuseStats } from './unitReuse';
 import { symbolKind } from './sites';
 import { INDEX_FORMAT, type IndexData, type IndexedFunction, type IndexedUsdt, type LineRows } from './model';
 import { addressNumber } from '../dwarf/format';
@@ -25,6 +26,13 @@ export interface BuildOptions extends OpenBinaryOptions {
    * unit too is still seen to be ambiguous). Where DIEs refer across units the whole index is built.
    */
   onlyFile?: string;
+  /**
+   * The index cache's directory: each DWARF unit's share of the index is read from its unit cache when nothing
+   * the unit's indexing reads changed, and stored there otherwise (unitReuse.ts). Absent: no reuse.
+   */
+  unitCacheDir?: string;
+  /** What the unit cache gave (called once, when it was used). */
+  onUnitReuse?: (stats: UnitReuseStats) => void;
 }
 
 export async function buildIndex(path: string, opts: BuildOptions = {}): Promise<IndexData> {
@@ -57,9 +65,18 @@ async function build(
     if (fileSlice) onlyFile = opts.onlyFile;
     const parts = fileSlice ? 1 : indexWorkerCount(image.dwarf().section('.debug_info')?.length ?? 0, opts.workers);
     opts.onProgress?.(
-      `reading DWARF of ${path}${image.debugPath !== path ? ` from ${image.debugPath}` : ''}${onlyFile ? ` for ${onlyFile}` : ''}${parts > 1 ? ` on ${parts} threads` : ''}`,
+      `reading DWARF of ${path}${image.debugPath !== path ? ` from ${image.debugPath}` : ''}${onlyFile ? ` for ${onlyFile}` : ''}${parts > 1 && !opts.unitCacheDir ? ` on ${parts} threads` : ''}`,
     );
-    const part = mergeDwarfSlices(fileSlice ? [fileSlice] : await dwarfSlices(image, parts, opts));
+    const reused =
+      !fileSlice && opts.unitCacheDir !== undefined
+        ? await reusingDwarfSlices(image, { ...opts, indexCacheDir: opts.unitCacheDir })
+        : undefined;
+    if (reused) {
+      const s = reused.stats;
+      opts.onUnitReuse?.(s);
+      opts.onProgress?.(`reused ${s.reused} of ${s.units} DWARF units from the unit cache, indexed ${s.indexed}`);
+    }
+    const part = mergeDwarfSlices(reused ? reused.slices : fileSlice ? [fileSlice] : await dwarfSlices(image, parts, opts));
     functions = part.functions;
     files = part.files;
     lines = part.lines;

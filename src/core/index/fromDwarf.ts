@@ -5,13 +5,14 @@ import { Interner } from '../../shared/interner';
 import type { BinaryImage } from '../binary/binaryImage';
 import { openDwarf, type Dwarf, type FileNameTest, type FunctionInfo, type LocDesc } from '../dwarf';
 import type { Unit } from '../dwarf/unit';
+import { listExtents } from '../dwarf/lists';
 import { LANG_C_ABI } from '../dwarf/constants';
 import type { ParamInfo } from '../dwarf/functions';
 import { ROW_END_SEQUENCE, ROW_PROLOGUE_END, ROW_STMT } from '../dwarf/line';
 import { placeArguments, type CallingConvention } from '../fetchargs/abi';
 import { abiTypeOf, entryCfa, fetchForLocation, stripQualifiers, tracefsRegister, type Arch } from '../fetchargs/fetch';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, LINE_PROLOGUE_END, type IndexedFunction, type IndexedParam, type LineRows } from './model';
-import { functionNamesByDie, inlinedSites, placeCopies, symbolsByAddress, type SymbolsByAddress } from './sites';
+import { functionNamesByDie, inlinedSites, placeCopies, symbolLookup, type SymbolsByAddress } from './sites';
 import { addressBig, addressNumber } from '../dwarf/format';
 
 export interface DwarfIndexPart {
@@ -83,17 +84,50 @@ function sliceOf(
   units: readonly Unit[] | undefined,
   lineUnits: readonly Unit[],
   range: [number, number] = [0, 1],
-): DwarfSlice {
+  perUnit?: UnitRecords,
+): DwarfSlice & { codeOf?: number[][] } {
   const arch = dw.arch;
   const goInfo = image.goInfo();
   const conv = callingConvention(arch, goInfo ? { regabi: goInfo.abi === 'register' } : undefined);
-  const symbols = symbolsByAddress(image.functionSymbols().groups);
+  const all = symbolsByAddress(image);
+  // Per unit, every look-up is recorded against the unit of the function being indexed.
+  let current = -1;
+  const symbols: SymbolsByAddress = perUnit
+    ? {
+        get: (a) => perUnit.noteSymbol(current, a, all.get(a)),
+        has: (a) => perUnit.noteSymbol(current, a, all.get(a)) !== undefined,
+      }
+    : all;
   const byUnits = units !== undefined;
   const infos = dw.functions(units);
   const names = functionNamesByDie(infos);
   const ctx: IndexCtx = { dw, arch, conv, go: conv.startsWith('go'), symbols, nameOf: (d) => names.get(d) };
   const [lo, hi] = byUnits ? [0, infos.length] : shareOf(infos.length, range[0], range[1]);
   const mine = infos.slice(lo, hi);
+  return {
+    byUnits,
+    // The pass lists functions with code (one per abstract root, with at least one copy) before those without.
+    concrete: mine.filter((f) => f.copies.length > 0).length,
+    functions: mine.map((f) => {
+      current = f.unitOffset;
+      return indexFunction(ctx, f);
+    }),
+    code: codePairs(mine),
+    ...(perUnit ? { codeOf: mine.map((f) => codePairs([f])) } : {}),
+    tables: sliceTables(dw, lineUnits),
+  };
+}
+
+/** Function symbol names by address, as the index looks them up. */
+export function symbolsByAddress(image: BinaryImage): SymbolsByAddress {
+  return symbolLookup(image.functionSymbols().groups);
+}
+
+interface UnitRecords {
+  noteSymbol(unit: number, address: number, names: readonly string[] | undefined): readonly string[] | undefined;
+}
+
+function sliceTables(dw: Dwarf, lineUnits: readonly Unit[]): SliceLineTable[] {
   const tables: SliceLineTable[] = [];
   const seen = new Set<number>();
   for (const u of lineUnits) {
@@ -109,14 +143,70 @@ function sliceOf(
     const r = t.rows;
     tables.push({ files: t.files, address: r.address, line: r.line, file: r.file, flags: r.flags, sequences: seq });
   }
-  return {
-    byUnits,
-    // The pass lists functions with code (one per abstract root, with at least one copy) before those without.
-    concrete: mine.filter((f) => f.copies.length > 0).length,
-    functions: mine.map((f) => indexFunction(ctx, f)),
-    code: codePairs(mine),
-    tables,
+  return tables;
+}
+
+/**
+ * The share of each of the units at `unitOffsets` (in unit order), one slice per unit: what the whole pass gives
+ * for that unit alone, so that mergeDwarfSlices() of every unit's slice, in unit order, is the whole DWARF half of
+ * the index. Only where references stay in units (the caller checks dw.referencesStayInUnits()). The unit cache
+ * (unitReuse.ts) stores these.
+ */
+export function dwarfUnitSlices(
+  image: BinaryImage,
+  unitOffsets: readonly number[],
+  /** The image's Dwarf when the caller has one whose function pass has not run (its units are parsed once). */
+  opened?: Dwarf,
+): UnitSlice[] {
+  const dw = opened ?? openDwarf(image.dwarf(), image.elf.requireProbeableArch());
+  if (!dw.referencesStayInUnits()) throw new Error('units are indexed apart only where references stay in units');
+  const want = new Set(unitOffsets);
+  const units = dw.units().filter((u) => want.has(u.offset));
+  const owners = new Set(dw.lineTableUnits().map((u) => u.offset));
+  const byUnit = new Map<number, { concrete: IndexedFunction[]; rest: IndexedFunction[]; code: number[]; symbols: Map<number, string> }>();
+  for (const u of units) {
+    u.listReads = [];
+    byUnit.set(u.offset, { concrete: [], rest: [], code: [], symbols: new Map() });
+  }
+  const records: UnitRecords = {
+    noteSymbol(unit, address, names) {
+      byUnit.get(unit)?.symbols.set(address, names ? names.join('\n') : '');
+      return names;
+    },
   };
+  const whole = sliceOf(image, dw, units, [], [0, 1], records);
+  whole.functions.forEach((f, i) => {
+    const b = byUnit.get(f.unitOffset)!;
+    (i < whole.concrete ? b.concrete : b.rest).push(f);
+    b.code.push(...whole.codeOf![i]);
+  });
+  const out = units.map((u): UnitSlice => {
+    const b = byUnit.get(u.offset)!;
+    return {
+      byUnits: true,
+      concrete: b.concrete.length,
+      functions: [...b.concrete, ...b.rest],
+      code: b.code,
+      tables: owners.has(u.offset) ? sliceTables(dw, [u]) : [],
+      reads: { lists: [], symbols: [...b.symbols].sort((x, y) => x[0] - y[0]), failed: false },
+    };
+  });
+  // Last: the line tables read no lists, but a unit's lists may be read until its functions are all indexed.
+  units.forEach((u, i) => {
+    out[i].reads.lists = listExtents(u);
+    out[i].reads.failed = u.listReadFailed;
+    u.listReads = undefined;
+  });
+  return out;
+}
+
+/**
+ * One unit's slice, and what indexing it read beyond the unit's own bytes that the unit cache's key leaves out:
+ * the range and location lists ([section index in LIST_SECTIONS, start, end] triples) and the symbol look-ups
+ * ([address, the names there joined by newlines, '' for none]). `failed`: a list read failed.
+ */
+export interface UnitSlice extends DwarfSlice {
+  reads: { lists: number[]; symbols: Array<[number, string]>; failed: boolean };
 }
 
 /** The units share `part` of `parts` walks: contiguous, about the same number of .debug_info bytes each. */

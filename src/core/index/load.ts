@@ -4,7 +4,7 @@
 import { resolve } from 'node:path';
 import { buildIndex, type BuildOptions } from './build';
 import { BinaryIndex } from './binaryIndex';
-import { cacheKey, openCacheEntry, writeCacheEntry } from './cache';
+import { cacheKey, indexCacheDir, openCacheEntry, writeCacheEntry } from './cache';
 import { encodeContainer, openContainer, releaseContainer } from './container';
 import { readBinaryIdentity } from './identity';
 import { requireRegularFile } from '../binary/regularFile';
@@ -69,11 +69,19 @@ export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Pro
     if (cached && isCurrent(path, cached)) return { index: new BinaryIndex(decodeIndex(cached)), fromCache: true };
     if (cached) releaseContainer(cached);
   }
+  // A cold build of the whole binary reuses the units an earlier build of it (or of any binary) left unchanged.
+  const unitCacheDir = key && opts.onlyFile === undefined ? (opts.cacheDir ?? indexCacheDir()) : undefined;
   let data: IndexData;
   try {
     data = opts.inWorker
-      ? await buildInWorker(path, opts)
-      : await buildIndex(path, { debugDirs: opts.debugDirs, workers: opts.workers, onlyFile: opts.onlyFile, onProgress: opts.onProgress });
+      ? await buildInWorker(path, { ...opts, unitCacheDir })
+      : await buildIndex(path, {
+          debugDirs: opts.debugDirs,
+          workers: opts.workers,
+          onlyFile: opts.onlyFile,
+          onProgress: opts.onProgress,
+          unitCacheDir,
+        });
   } catch (e) {
     throw namingFile(e, path);
   }
@@ -118,7 +126,15 @@ async function buildInWorker(path: string, opts: BuildOptions & LoadOptions): Pr
   try {
     // Helper workers get the same heap limit as the coordinator.
     return await runWorkerJob(
-      { kind: 'index', path, debugDirs: opts.debugDirs, workers: opts.workers, onlyFile: opts.onlyFile, memoryLimitMb: l.memoryLimitMb },
+      {
+        kind: 'index',
+        path,
+        debugDirs: opts.debugDirs,
+        workers: opts.workers,
+        onlyFile: opts.onlyFile,
+        memoryLimitMb: l.memoryLimitMb,
+        unitCacheDir: opts.unitCacheDir,
+      },
       opts.onProgress,
       {
         timeLimitMs: l.timeLimitSeconds * 1000,

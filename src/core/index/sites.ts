@@ -8,7 +8,10 @@ import { siteRank } from '../../shared/site';
 import { addressBig, addressNumber, KERNEL_FOLD } from '../dwarf/format';
 import type { SymbolGroup } from '../binary/symbols';
 
-/** Symbol names by address (every alias of each address). */
+/**
+ * Symbol names by address (every alias of each address). Only looked up, never walked: the unit cache records
+ * each unit's look-ups (unitReuse.ts) and checks them again before reusing the unit.
+ */
 export interface SymbolsByAddress {
   get(address: number): readonly string[] | undefined;
   has(address: number): boolean;
@@ -19,7 +22,7 @@ export interface SymbolsByAddress {
  * looked up by address number as a Map of them by addressNumber would answer, by binary search: nothing is
  * built per symbol, which matters when a few functions' copies are placed among a kernel's 46,000 symbols.
  */
-export function symbolsByAddress(groups: readonly SymbolGroup[]): SymbolsByAddress {
+export function symbolLookup(groups: readonly SymbolGroup[]): SymbolsByAddress {
   const names = (i: number): readonly string[] => groups[i].symbols.map((s) => s.name);
   // Below KERNEL_FOLD and in a kernel's top 4 GiB a number stands for one address (addressNumber, addressBig);
   // anywhere else two addresses may share one, and the later group of a number answers, as in a Map filled in order.

@@ -204,7 +204,7 @@ export const pointHits = (k: KernelFigures, event: string, point: number): numbe
 
 /**
  * The process of each thread the kernel counted, for `--by pid`: asked of the target's agent once per new thread
- * while aggregating (saved_tgids, else /proc), and settled at STOP by every saved_tgids entry.
+ * while aggregating (/proc, else saved_tgids), and settled at STOP by every saved_tgids entry.
  */
 export class ThreadProcesses {
   readonly known = new Map<number, number>();

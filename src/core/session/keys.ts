@@ -7,7 +7,7 @@
 // counts each hit it receives; aggregated
 // in the kernel, a hist trigger per key counts them there (`hist:keys=FIELD[.log2]:vals=hitcount`) and the session
 // reads its table; `pid` and `tid` need none: the count trigger keys every hit by its thread (`common_pid`), and a
-// thread's process is the kernel's (saved_tgids, which record-tgid fills as threads run; /proc for one still alive),
+// thread's process is the target's (/proc for one still alive; saved_tgids, which record-tgid fills as threads run),
 // as the stream's hits get theirs. Both give the same rows: a value and its hits (for `.log2`, bucket i holds [2^i, 2^(i+1)), bucket
 // 0 also 0, as latency buckets do; the kernel rounds a power of two one bucket lower, so those agree within one).
 // Tests: test/unit/core/session/keys.test.ts, test/vm/aggregate.test.ts

@@ -40,7 +40,7 @@
 //                                         target can (else ENOTSUP): INFO `page …`/`event …` (header_page,
 //                                         header_event), `pagesize=N cpus=A,B`; STOP then adds INFO `tgid TID TGID`
 //   FMT <event>|ftrace/print              an event's format file as INFO lines
-//   TGID <tid>…                           INFO `<tid> <tgid>` per thread found (saved_tgids, else /proc)
+//   TGID <tid>…                           INFO `<tid> <tgid>` per thread found (/proc, else saved_tgids)
 // stdout: the instance's trace_pipe, verbatim; after RAW, CPU headers and pages (see agentRaw.ts).
 import { StringDecoder } from 'node:string_decoder';
 import { randomBytes } from 'node:crypto';
@@ -272,7 +272,7 @@ export class TracefsAgent {
     });
   }
 
-  /** The process id of each thread id the target can still tell (saved_tgids, else /proc). */
+  /** The process id of each thread id the target can still tell (/proc while it lives, else saved_tgids). */
   async tgids(tids: readonly number[]): Promise<Map<number, number>> {
     const out = new Map<number, number>();
     for (let i = 0; i < tids.length; i += 200) {

@@ -131,22 +131,23 @@ fmt() {
   say OK FMT
 }
 
-# TGID <tid>…: the process (thread-group) id of each thread, as "INFO TGID <tid> <tgid>": from saved_tgids, which
-# record-tgid fills when a record is taken (it outlives the thread), else from /proc.
+# TGID <tid>…: the process (thread-group) id of each thread, as "INFO TGID <tid> <tgid>": from /proc while the thread
+# lives, else from saved_tgids (record-tgid fills it at a context switch after an event and never clears it, so for
+# a thread id reused since, it names the earlier thread's process until the new task is saved).
 tgids() {
   matches '^[0-9]{1,10}( [0-9]{1,10}){0,199}$' "$1" || { say ERR TGID EINVAL "usage: TGID <tid>..."; return; }
-  alt=$(printf '%s\n' "$1" | sed 's/ /|/g')
-  found=$(grep -E "^($alt) [0-9]+$" "$T/saved_tgids" 2>/dev/null)
-  [ -n "$found" ] && printf '%s\n' "$found" | sed "s/^/$N INFO TGID /" >&2
+  gone=
   for t in $1; do
-    case "
-$found" in *"
-$t "*) continue ;; esac
-    [ -r "/proc/$t/status" ] || continue
-    while IFS= read -r l; do
-      case "$l" in Tgid:*) set -f; set -- $l; set +f; say INFO TGID "$t" "$2"; break ;; esac
-    done < "/proc/$t/status"
+    found=
+    if [ -r "/proc/$t/status" ]; then
+      while IFS= read -r l; do
+        case "$l" in Tgid:*) set -f; set -- $l; set +f; say INFO TGID "$t" "$2"; found=1; break ;; esac
+      done < "/proc/$t/status"
+    fi
+    [ -n "$found" ] && continue
+    if [ -n "$gone" ]; then gone="$gone|$t"; else gone=$t; fi
   done
+  [ -n "$gone" ] && grep -E "^($gone) [0-9]+$" "$T/saved_tgids" 2>/dev/null | sed "s/^/$N INFO TGID /" >&2
   say OK TGID
 }
 

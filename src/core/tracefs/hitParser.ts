@@ -18,6 +18,7 @@ import { frameLayout, isStringType, type Sentinel } from './framing';
 export type { Sentinel } from './framing';
 import type { Hit, HitValue, ProbeKind } from '../../shared/hit';
 import { parseTypedValue } from './values';
+import { HitProcesses, type LookupTgids } from './hitProcesses';
 
 export type { Hit, HitValue, ProbeKind } from '../../shared/hit';
 
@@ -85,6 +86,7 @@ export class HitParser {
   private readonly value: string | undefined;
   private readonly openTok: string | undefined;
   private readonly openShort: string | undefined;
+  private readonly processes: HitProcesses;
 
   constructor(
     private readonly opts: {
@@ -98,8 +100,14 @@ export class HitParser {
        * ` KEY` is one, wherever it comes (the key is secret, so no traced text can end a line with it).
        */
       marker?: { key: string; onMarker: (ts: number, text: string) => void };
+      /**
+       * Asks the target for threads' process ids: the printed `(tgid)` can be an earlier thread's (see
+       * hitProcesses.ts), so each thread's first hit waits for the target's word. Absent: the printed one.
+       */
+      lookupTgids?: LookupTgids;
     },
   ) {
+    this.processes = new HitProcesses(opts.onHit, opts.lookupTgids);
     this.addEvents(opts.events);
     const s = opts.sentinel;
     if (s) {
@@ -128,6 +136,7 @@ export class HitParser {
     if (this.pending || this.record !== null) this.stats.malformed++;
     this.pending = null;
     this.record = null;
+    this.processes.end();
   }
 
   private markerLine(line: string, mk: { key: string; onMarker: (ts: number, text: string) => void }): boolean {
@@ -298,7 +307,7 @@ export class HitParser {
     };
     if (retval !== undefined) hit.retval = retval;
     this.stats.hits++;
-    this.opts.onHit(hit);
+    this.processes.deliver(hit);
   }
 }
 

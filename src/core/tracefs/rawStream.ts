@@ -19,16 +19,16 @@
 // order with other threads' records. trace_marker records (event ftrace/print) carry the file watcher's markers,
 // which end with the session's key as in the text stream. No string can end, hide or forge a record: lengths are
 // explicit.
-// A record holds the thread id but not the process id: the first hit of a thread is held until the agent has said
-// its thread-group id (TGID, from the kernel's saved_tgids, which record-tgid fills when the record is taken), later
-// hits of that thread wait behind it, so each thread's hits keep their order; at the end of the stream STOP's
-// saved_tgids settle what is still held (a thread the kernel no longer knows: its own id, as trace_pipe prints it).
+// A record holds the thread id but not the process id: hitProcesses.ts holds the first hit of a thread until the
+// agent has named its process; at the end of the stream STOP's saved_tgids settle what is still held (a thread the
+// kernel no longer knows: its own id, as trace_pipe prints it).
 // The comm is the probe's own `probelens_comm` fetch when it has one (else `<...>`, as trace_pipe prints an unknown).
 import type { Hit } from '../../shared/hit';
 import type { EventSchema, ParserStats } from './hitParser';
 import { checkHeaderEvent, parseEventFormat, parseHeaderPage, type EventFormat, type HeaderPage } from './rawFormat';
 import { RawHitDecoder } from './rawHits';
 import { RawDecodeError } from './rawPages';
+import { HitProcesses, type LookupTgids } from './hitProcesses';
 
 const HEADER_SIZE = 64;
 const HEADER = /^PLRAWCPU(\d{8})LOST(\d{12})NOWT *(\d+\.\d+|-)$/;
@@ -55,7 +55,7 @@ export interface RawStreamOptions {
   /** The target's CPUs (RAW's reply): a hit is released once each has said a later time. Default: those heard of. */
   cpus?: readonly number[];
   /** Asks the target for the process ids of threads (TGID); a thread it does not name keeps its own id. */
-  lookupTgids?: (tids: number[]) => Promise<ReadonlyMap<number, number>>;
+  lookupTgids?: LookupTgids;
 }
 
 export class RawStream {
@@ -76,14 +76,10 @@ export class RawStream {
   /** After an item that is neither a header nor a page nothing more can be placed: the rest is counted unparsed. */
   private broken = false;
   private print: { id: number; offset: number } | undefined;
-  private readonly tgid = new Map<number, number>();
-  /** Threads whose process id is being asked, and their hits meanwhile, in order. */
-  private readonly held = new Map<number, Hit[]>();
-  private ask: number[] = [];
-  private ended = false;
-  private final: ReadonlyMap<number, number> | undefined;
+  private readonly processes: HitProcesses;
 
   constructor(private readonly o: RawStreamOptions) {
+    this.processes = new HitProcesses(o.onHit, o.lookupTgids);
     this.header = parseHeaderPage(o.headerPage);
     checkHeaderEvent(o.headerEvent);
     this.decoder = new RawHitDecoder({
@@ -174,14 +170,9 @@ export class RawStream {
       this.stats.malformed++;
       this.carry = null;
     }
-    this.ended = true;
-    this.final = tgids;
+    // Held hits first (each thread's hits keep their order), then the rest with STOP's ids.
+    this.processes.end(tgids);
     this.release(Infinity);
-    for (const [tid, hits] of this.held) {
-      const pid = this.tgid.get(tid) ?? tgids?.get(tid) ?? tid;
-      for (const h of hits) this.o.onHit({ ...h, pid });
-    }
-    this.held.clear();
   }
 
   /** The CPU named last has had all its pages: its header's time holds. */
@@ -239,46 +230,8 @@ export class RawStream {
     this.pending = n === p.length ? [] : p.slice(n);
     for (const h of out) {
       if ('mark' in h) this.o.marker?.onMarker(h.ts, h.mark);
-      else this.deliver(h);
+      else this.processes.deliver(h);
     }
-  }
-
-  private deliver(h: Hit): void {
-    const waiting = this.held.get(h.tid);
-    if (waiting) {
-      waiting.push(h);
-      return;
-    }
-    const pid = this.tgid.get(h.tid);
-    if (pid !== undefined || !this.o.lookupTgids || this.ended) {
-      h.pid = pid ?? this.final?.get(h.tid) ?? h.tid;
-      this.o.onHit(h);
-      return;
-    }
-    this.held.set(h.tid, [h]);
-    if (this.ask.push(h.tid) === 1) queueMicrotask(() => this.lookup());
-  }
-
-  private lookup(): void {
-    const tids = this.ask;
-    this.ask = [];
-    this.o.lookupTgids!(tids).then(
-      (found) => {
-        if (this.ended) return;
-        for (const tid of tids) {
-          const pid = found.get(tid) ?? tid;
-          this.tgid.set(tid, pid);
-          const hits = this.held.get(tid) ?? [];
-          this.held.delete(tid);
-          for (const h of hits) {
-            h.pid = pid;
-            this.o.onHit(h);
-          }
-        }
-      },
-      // The agent is gone or stopping: end() settles them.
-      () => undefined,
-    );
   }
 
   private other(id: number, ts: number, page: Buffer, offset: number, length: number): void {

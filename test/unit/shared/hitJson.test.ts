@@ -121,8 +121,11 @@ test('an NDJSON hit line is byte for byte the contract object through toJson, wh
     { ...base, unavailable: {}, inferred: [], cut: [] },
     { ...base, ts: 1e21, pid: Number.NaN, args: { f: 0.5, neg0: -0, unsafe: 2 ** 60 } },
     { ...base, host: 'root@h:22', probe: 'p\u2029', args: { 'k\u2028': 'v' } },
+    { ...base, args: { s: 'a\u2028b\u009b', arr: ['c\u0085', 1] }, retval: 'r\u2029' },
+    { ...base, site: { kind: 'inlined', address: '0x40', caller: 'm\u2028', file: '/src/\u0085.c', line: 3 } },
   ];
-  for (const h of hits)
+  // Twice: the second time the probe's fields, the site and the comm come from what the first one quoted.
+  for (const h of [...hits, ...hits])
     assert.equal(
       hitToJsonLine(h),
       `${toJson(hitToJson(h))}\n`,

@@ -5,7 +5,7 @@ import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import { openBinary } from '../../binary/binaryImage';
 import { buildIndex } from '../build';
-import { dwarfSlice, type DwarfSlice } from '../fromDwarf';
+import { dwarfSlice, dwarfUnitSlices, type DwarfSlice } from '../fromDwarf';
 import type { WorkerRequest, WorkerResponse } from './messages';
 import { unreachable } from '../../../shared/unreachable';
 
@@ -24,6 +24,7 @@ async function handle(req: WorkerRequest): Promise<WorkerResponse> {
           workers: req.workers,
           onlyFile: req.onlyFile,
           memoryLimitMb: req.memoryLimitMb,
+          unitCacheDir: req.unitCacheDir,
           onProgress: (progress) => parentPort?.postMessage({ progress }),
         }),
       };
@@ -35,6 +36,14 @@ async function handle(req: WorkerRequest): Promise<WorkerResponse> {
       });
       return { kind: 'slice', result: dwarfSlice(image, req.part, req.parts) };
     }
+    case 'units': {
+      const image = await openBinary(req.path, {
+        debugDirs: req.debugDirs,
+        debugFile: req.debugFile,
+        noSystemDebugDir: req.noSystemDebugDir,
+      });
+      return { kind: 'units', result: dwarfUnitSlices(image, req.unitOffsets) };
+    }
     default:
       return unreachable(req, 'index worker request');
   }
@@ -43,7 +52,11 @@ async function handle(req: WorkerRequest): Promise<WorkerResponse> {
 parentPort?.once('message', (req: WorkerRequest) => {
   handle(req).then(
     // A share's line columns move to the coordinator rather than being copied.
-    (res) => parentPort?.postMessage(res, res.kind === 'slice' ? transferables(res.result) : undefined),
+    (res) =>
+      parentPort?.postMessage(
+        res,
+        res.kind === 'slice' ? transferables([res.result]) : res.kind === 'units' ? transferables(res.result) : undefined,
+      ),
     (e: unknown) => {
       const err = e instanceof Error ? e : new Error(String(e));
       parentPort?.postMessage({ error: err.message, name: err.name });
@@ -51,8 +64,9 @@ parentPort?.once('message', (req: WorkerRequest) => {
   );
 });
 
-function transferables(s: DwarfSlice): ArrayBuffer[] {
+function transferables(slices: readonly DwarfSlice[]): ArrayBuffer[] {
   const out = new Set<ArrayBuffer>();
-  for (const t of s.tables) for (const a of [t.address, t.line, t.file, t.flags, t.sequences]) out.add(a.buffer as ArrayBuffer);
+  for (const s of slices)
+    for (const t of s.tables) for (const a of [t.address, t.line, t.file, t.flags, t.sequences]) out.add(a.buffer as ArrayBuffer);
   return [...out];
 }

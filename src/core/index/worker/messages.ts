@@ -1,12 +1,21 @@
 // Requests and responses between runWorkerJob() and the index worker.
 // Tests: test/unit/core/index/worker/client.test.ts, test/unit/core/index/worker/pool.test.ts
-import type { DwarfSlice } from '../fromDwarf';
+import type { DwarfSlice, UnitSlice } from '../fromDwarf';
 import type { IndexData } from '../model';
 
 export type WorkerRequest =
   | { kind: 'ping'; text: string }
   | { kind: 'heapLimit' }
-  | { kind: 'index'; path: string; debugDirs?: string[]; workers?: number; onlyFile?: string; memoryLimitMb?: number }
+  | {
+      kind: 'index';
+      path: string;
+      debugDirs?: string[];
+      workers?: number;
+      onlyFile?: string;
+      memoryLimitMb?: number;
+      /** The index cache's directory: unchanged units' shares are read from (and new ones written to) its unit cache. */
+      unitCacheDir?: string;
+    }
   | {
       kind: 'slice';
       path: string;
@@ -15,10 +24,20 @@ export type WorkerRequest =
       noSystemDebugDir?: boolean;
       part: number;
       parts: number;
+    }
+  | {
+      kind: 'units';
+      path: string;
+      debugDirs?: string[];
+      debugFile?: string;
+      noSystemDebugDir?: boolean;
+      /** Offsets of the units to index, each into a slice of its own (dwarfUnitSlices). */
+      unitOffsets: number[];
     };
 
 export type WorkerResponse =
   | { kind: 'ping'; result: string }
   | { kind: 'heapLimit'; result: number }
   | { kind: 'index'; result: IndexData }
-  | { kind: 'slice'; result: DwarfSlice };
+  | { kind: 'slice'; result: DwarfSlice }
+  | { kind: 'units'; result: UnitSlice[] };

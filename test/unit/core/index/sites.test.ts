@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { buildIndex } from '../../../../src/core/index/build';
 import { BinaryIndex } from '../../../../src/core/index/binaryIndex';
-import { symbolsByAddress } from '../../../../src/core/index/sites';
+import { symbolLookup } from '../../../../src/core/index/sites';
 import type { FunctionSymbol, SymbolGroup } from '../../../../src/core/binary/symbols';
 import { addressNumber } from '../../../../src/core/dwarf/format';
 import type { IndexedFunction } from '../../../../src/core/index/model';
@@ -175,7 +175,7 @@ test('placement: on every function of every C/C++/Rust/Go fixture, the out-of-li
   }
 });
 
-test('symbols by address: the names of a group looked up as a Map of the groups by address number answers', () => {
+test('symbol lookup: the names of a group looked up as a Map of the groups by address number answers', () => {
   const sym = (name: string, address: bigint): FunctionSymbol => ({
     name,
     address,
@@ -194,7 +194,7 @@ test('symbols by address: the names of a group looked up as a Map of the groups 
   const unordered = [group(0x1000n, 'a'), group(2n ** 53n, 'above'), group(0xffffffff00001000n, 'folds'), group(0xffffffff00002000n, 'f2')];
   for (const groups of [sorted, same, unordered, []]) {
     const want = asMap(groups);
-    const got = symbolsByAddress(groups);
+    const got = symbolLookup(groups);
     for (const a of [...want.keys(), 0, 0x1008, 0x1010 + 1, addressNumber(0xffffffff81000008n)]) {
       assert.deepEqual(got.get(a), want.get(a), `get ${a}`);
       assert.equal(got.has(a), want.has(a), `has ${a}`);
