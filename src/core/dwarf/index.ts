@@ -23,7 +23,7 @@ import { describeLocation, type Arch, type LocDesc } from './expr';
 import { refersOutside } from './abbrev';
 import { assemble, FunctionPass, inlinedInstances, type FunctionInfo, type InlinedInstance, type Resolver } from './functions';
 import { lineTableNames, parseLineFiles, parseLineTable, type FileNameTest, type LineTable } from './line';
-import { locationAtPc, locationOf, rangesOf } from './lists';
+import { LIST_SECTIONS, locationAtPc, locationOf, rangesOf } from './lists';
 import { DwarfFormatError } from './format';
 import { Types, type TypeDesc } from './types';
 import { nextAbbrev, parseUnits, Sections, isTypeUnit, skipAttrs, type Die, type Unit } from './unit';
@@ -59,7 +59,7 @@ export class Dwarf implements Resolver {
     readonly arch: Arch,
     opts: OpenDwarfOptions = {},
   ) {
-    this.dw = new Sections(src, opts.relocatable ?? false);
+    this.dw = new Sections(src, opts.relocatable ?? false, LIST_SECTIONS);
     this.types = new Types(this);
   }
 

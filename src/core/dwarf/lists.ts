@@ -37,8 +37,9 @@ function listReader(u: Unit, section: (typeof LIST_SECTIONS)[number], at: number
     r.seek(at);
     return r;
   }
+  const b = u.dw.get(section);
   // A section read range by range (Sections.readAt) is read whole for a unit that records its reads.
-  const b = u.dw.get(section) && u.dw.reader(section, 0).buf;
+  if (b) u.dw.fill(section, 0, b.length);
   if (!b) {
     u.listReadFailed = true;
     throw new DwarfFormatError(section, at, 'section is missing');

@@ -16,8 +16,6 @@ import { DwarfFormatError, dwarfReader, readAddress, stringAt } from './format';
 const { AT, FORM, TAG, UT } = K;
 
 const INFO = '.debug_info';
-/** The sections read range by range where the file is (SectionSource.unread): units and lists, read where asked. */
-const BY_RANGE = new Set([INFO, '.debug_loclists', '.debug_rnglists', '.debug_loc', '.debug_ranges']);
 
 /** The sections of one object file, fetched lazily. */
 export class Sections {
@@ -26,13 +24,18 @@ export class Sections {
   readonly addressSize: number;
   /** Type-unit signature → offset of its type DIE (DW_FORM_ref_sig8 targets), filled by parseUnits. */
   readonly typeBySignature = new Map<bigint, number>();
+  /** The sections read range by range where the file is (SectionSource.unread): .debug_info, and those named. */
+  private readonly byRange: ReadonlySet<string>;
   constructor(
     private readonly src: SectionSource,
     /** Relocatable objects (.o) have real code at address 0; in linked files 0 marks discarded code. */
     readonly zeroIsCode = false,
+    /** Other sections its readers read where they are (the list sections: lists.ts names them). */
+    byRange: readonly string[] = [],
   ) {
     this.le = src.littleEndian;
     this.addressSize = src.addressSize;
+    this.byRange = new Set([INFO, ...byRange]);
   }
   /** Reads [start, end) of a section got unread (see fill); none for the others. */
   private readonly fills = new Map<string, (start: number, end: number) => void>();
@@ -51,7 +54,7 @@ export class Sections {
   }
 
   private load(name: string): Uint8Array | undefined {
-    const unread = BY_RANGE.has(name) ? this.src.unread?.(name) : undefined;
+    const unread = this.byRange.has(name) ? this.src.unread?.(name) : undefined;
     if (!unread) return this.src.section(name);
     this.fills.set(name, (start, end) => unread.ensure(start, end));
     return unread.bytes;

@@ -233,7 +233,7 @@ test('a list read where it is: a read past the first bytes is made again over mo
   const lists = new Map([['.debug_loclists', bytes]]);
   const whole: SectionSource = { section: (n) => lists.get(n), littleEndian: true, addressSize: 8 };
   const lazy = unreadInfo(whole);
-  const dw = new Sections(lazy);
+  const dw = new Sections(lazy, false, ['.debug_loclists']);
   // Reads until a byte of 200: from 100 on, 100 bytes; from 3000, past the first 16 (and 256) bytes read.
   const untilLast = (r: ByteReader) => {
     const start = r.pos;
