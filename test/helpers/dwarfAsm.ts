@@ -87,7 +87,8 @@ function formOf(v: Val): number {
   return FORM.flag_present;
 }
 
-function uleb(out: number[], v: number): void {
+/** Appends `v` as ULEB128. */
+export function uleb(out: number[], v: number): void {
   do {
     let byte = v & 0x7f;
     v = Math.floor(v / 128);

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RawSection } from '../../../../src/core/binary/elfHeader';
 import { checkStrtab, groupSymbols, readFunctionSymbols, type FunctionSymbol } from '../../../../src/core/binary/symbols';
+import { funcSymbol } from '../../../helpers/symbols';
 
 const STT_OBJECT = 1;
 const STT_FUNC = 2;
@@ -146,15 +147,7 @@ test('the string table is the section sh_link names; none is an error naming the
 test('symbols are ordered by address, equal addresses in table order, whatever their high words (a kernel, many, none)', () => {
   let seed = 7;
   const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n) >>> 0;
-  const sym = (i: number, address: bigint): FunctionSymbol => ({
-    name: `f${i}`,
-    address,
-    size: 16n,
-    binding: 'global',
-    kind: 'func',
-    sectionIndex: 1,
-    table: '.symtab',
-  });
+  const sym = (i: number, address: bigint): FunctionSymbol => funcSymbol(`f${i}`, address);
   const kernel = (_i: number) => 0xffffffff81000000n + BigInt(rand(4096) * 16);
   const mixed = (i: number) => (i % 3 ? kernel(i) : BigInt(0x400000 + rand(512) * 8));
   const many = (_i: number) => (BigInt(rand(20)) << 32n) + BigInt(rand(64));

@@ -9,7 +9,7 @@ import { openDwarf, type Dwarf } from '../../../../src/core/dwarf';
 import { Sections } from '../../../../src/core/dwarf/unit';
 import type { ByteReader } from '../../../../src/core/binary/byteReader';
 import { findAbbrev, refersOutside } from '../../../../src/core/dwarf/abbrev';
-import { A, T, assemble, int, subprogram, type DieSpec } from '../../../helpers/dwarfAsm';
+import { A, T, assemble, int, subprogram, uleb, type DieSpec } from '../../../helpers/dwarfAsm';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
 import { sectionsOf } from './objcopySections';
 
@@ -159,21 +159,13 @@ test('a damaged root DIE is refused as when the section is read whole', () => {
 /** An abbreviation table: [code, tag, children, [attr, form, implicit?]…] entries. */
 function table(entries: Array<[number, number, number, Array<[number, number, number?]>]>): Uint8Array {
   const out: number[] = [];
-  const uleb = (v: number) => {
-    do {
-      let b = v & 0x7f;
-      v = Math.floor(v / 128);
-      if (v) b |= 0x80;
-      out.push(b);
-    } while (v);
-  };
   for (const [code, tag, children, attrs] of entries) {
-    uleb(code);
-    uleb(tag);
+    uleb(out, code);
+    uleb(out, tag);
     out.push(children);
     for (const [at, form, implicit] of attrs) {
-      uleb(at);
-      uleb(form);
+      uleb(out, at);
+      uleb(out, form);
       if (form === 0x21) out.push(implicit! & 0x7f); // implicit_const: one SLEB byte here
     }
     out.push(0, 0);

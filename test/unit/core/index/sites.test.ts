@@ -7,13 +7,14 @@ import { execFileSync } from 'node:child_process';
 import { buildIndex } from '../../../../src/core/index/build';
 import { BinaryIndex } from '../../../../src/core/index/binaryIndex';
 import { symbolLookup } from '../../../../src/core/index/sites';
-import type { FunctionSymbol, SymbolGroup } from '../../../../src/core/binary/symbols';
+import type { SymbolGroup } from '../../../../src/core/binary/symbols';
 import { addressNumber } from '../../../../src/core/dwarf/format';
 import type { IndexedFunction } from '../../../../src/core/index/model';
 import { callSites, resolvePoint } from '../../../../src/core/probes/resolve';
 import { parseSpec } from '../../../../src/core/probes/spec';
 import { fixtureOrSkip, type Fixture, type FixtureName } from '../../../helpers/fixtures';
 import { missing } from '../../../helpers/require';
+import { funcSymbol } from '../../../helpers/symbols';
 
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 256 << 20 });
 
@@ -176,15 +177,7 @@ test('placement: on every function of every C/C++/Rust/Go fixture, the out-of-li
 });
 
 test('symbol lookup: the names of a group looked up as a Map of the groups by address number answers', () => {
-  const sym = (name: string, address: bigint): FunctionSymbol => ({
-    name,
-    address,
-    size: 16n,
-    binding: 'global',
-    kind: 'func',
-    sectionIndex: 1,
-    table: '.symtab',
-  });
+  const sym = funcSymbol;
   const group = (address: bigint, ...names: string[]): SymbolGroup => ({ address, size: 16n, symbols: names.map((n) => sym(n, address)) });
   const asMap = (groups: SymbolGroup[]) => new Map(groups.map((g) => [addressNumber(g.address), g.symbols.map((s) => s.name)]));
   const sorted = [group(0x1000n, 'a', 'a_alias'), group(0x1010n, 'b'), group(0xffffffff81000000n, 'k'), group(0xffffffff81000010n, 'k2')];
