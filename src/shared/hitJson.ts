@@ -76,19 +76,13 @@ export function hitToJson(h: Hit): HitJson {
 /** A number field as JSON.stringify writes it (not finite: null). */
 const num = (x: number): string => (Number.isFinite(x) ? String(x) : 'null');
 
-/** A value under the rule as JSON text (finite numbers as JSON.stringify writes them, everything else through it). */
-function valueText(v: HitValue | bigint): string {
-  const j = jsonValue(v);
-  return typeof j === 'number' && Number.isFinite(j) ? String(j) : JSON.stringify(j);
-}
-
 const LINE_BREAKER = /[\u007f-\u009f\u2028\u2029]/;
 
-/** A string as a JSON string that never holds a character that splits or controls a line (see LINE_BREAKERS). */
-function quoted(text: string): string {
-  const q = JSON.stringify(text);
-  return LINE_BREAKER.test(q) ? q.replace(LINE_BREAKERS, escapeCode) : q;
-}
+/** JSON text with every character that splits or controls a line escaped (see LINE_BREAKERS). */
+const lineSafe = (json: string): string => (LINE_BREAKER.test(json) ? json.replace(LINE_BREAKERS, escapeCode) : json);
+
+/** A string as a line-safe JSON string. */
+const quoted = (text: string): string => lineSafe(JSON.stringify(text));
 
 /** Text that repeats from hit to hit, quoted once: `{"host":…,"probe":…,"kind":…,"pid":` per probe, comms, arg names. */
 const heads = new Map<string, Map<string, string>>();
@@ -107,6 +101,7 @@ function quotedOften(text: string): string {
   return q;
 }
 
+/** By host, then kind and probe: the key made per hit stays short (one with the host cost a third of the line). */
 function head(h: Hit): string {
   let byProbe = heads.get(h.host);
   if (!byProbe) heads.set(h.host, (byProbe = new Map()));
@@ -133,12 +128,12 @@ function siteText(s: NonNullable<Hit['site']>): string {
   return t;
 }
 
-/** A value under the rule as JSON text, strings made line-safe. */
-function safeValueText(v: HitValue | bigint): string {
+/** A value under the rule as line-safe JSON text (finite numbers as JSON.stringify writes them). */
+function valueText(v: HitValue | bigint): string {
   if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
   if (typeof v === 'string') return quoted(v);
-  const t = valueText(v);
-  return LINE_BREAKER.test(t) ? t.replace(LINE_BREAKERS, escapeCode) : t;
+  const j = jsonValue(v);
+  return typeof j === 'number' && Number.isFinite(j) ? String(j) : lineSafe(JSON.stringify(j));
 }
 
 /**
@@ -153,22 +148,16 @@ export function hitToJsonLine(h: Hit): string {
   let first = true;
   for (const k in h.args) {
     if (!Object.prototype.hasOwnProperty.call(h.args, k)) continue;
-    line += `${first ? '' : ','}${quotedOften(k)}:${safeValueText(h.args[k])}`;
+    line += `${first ? '' : ','}${quotedOften(k)}:${valueText(h.args[k])}`;
     first = false;
   }
   line += '}';
-  if (h.retval !== undefined) line += `,"retval":${safeValueText(h.retval)}`;
+  if (h.retval !== undefined) line += `,"retval":${valueText(h.retval)}`;
   if (h.latencyNs !== undefined) line += `,"latencyNs":${num(h.latencyNs)}`;
   if (h.site) line += siteText(h.site);
   if (h.caller !== undefined) line += `,"caller":${quoted(h.caller)}`;
-  if (h.unavailable && Object.keys(h.unavailable).length) line += `,"unavailable":${quoted2(h.unavailable)}`;
-  if (h.inferred?.length) line += `,"inferred":${quoted2(h.inferred)}`;
-  if (h.cut?.length) line += `,"cut":${quoted2(h.cut)}`;
+  if (h.unavailable && Object.keys(h.unavailable).length) line += `,"unavailable":${lineSafe(JSON.stringify(h.unavailable))}`;
+  if (h.inferred?.length) line += `,"inferred":${lineSafe(JSON.stringify(h.inferred))}`;
+  if (h.cut?.length) line += `,"cut":${lineSafe(JSON.stringify(h.cut))}`;
   return line + '}\n';
-}
-
-/** Any JSON value, line-safe. */
-function quoted2(v: unknown): string {
-  const t = JSON.stringify(v);
-  return LINE_BREAKER.test(t) ? t.replace(LINE_BREAKERS, escapeCode) : t;
 }
