@@ -109,8 +109,17 @@ export function ensureCacheDir(dir: string): void {
  * could have written.
  */
 export function openCacheEntry(key: string, dir = indexCacheDir()): { fd: number; file: string } | undefined {
+  return openPrivateFile(dir, `${key}${ENTRY}`);
+}
+
+/**
+ * `name` in the cache directory `dir`, opened for reading (the caller closes `fd`), or undefined when there is none
+ * or it is not a regular file. Throws UnsafeCacheError for a directory or file someone else could have written.
+ * Shared with the unit cache (unitCache.ts).
+ */
+export function openPrivateFile(dir: string, name: string): { fd: number; file: string } | undefined {
   if (!checkCacheDir(dir)) return undefined;
-  const file = join(dir, `${key}${ENTRY}`);
+  const file = join(dir, name);
   let fd: number;
   try {
     // Never blocks (a FIFO opens at once) and never follows a link.
@@ -139,13 +148,28 @@ export function openCacheEntry(key: string, dir = indexCacheDir()): { fd: number
  * effort, except that an unsafe directory throws UnsafeCacheError.
  */
 export function writeCacheEntry(key: string, chunks: readonly Uint8Array[], dir = indexCacheDir()): boolean {
-  const tmp = join(dir, `.${key}.${process.pid}.${Date.now()}.tmp`);
   try {
     ensureCacheDir(dir);
   } catch (e) {
     if (e instanceof UnsafeCacheError) throw e;
     return false;
   }
+  if (!writeAtomically(dir, `${key}${ENTRY}`, chunks)) return false;
+  // The same index as an earlier release wrote it (one v8-serialised file): never read again, so not kept.
+  try {
+    unlinkSync(join(dir, `${key}.v8`));
+  } catch {
+    /* none */
+  }
+  return true;
+}
+
+/**
+ * Writes `chunks` to `name` in the existing cache directory `dir` atomically (a temp file, 0600, renamed over it);
+ * false when it could not be (nothing is left behind). Shared with the unit cache (unitCache.ts).
+ */
+export function writeAtomically(dir: string, name: string, chunks: readonly Uint8Array[]): boolean {
+  const tmp = join(dir, `.${name}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2)}.tmp`);
   let fd: number | undefined;
   try {
     // `wx`: never follow or reuse something already at the temp name; chmod because the umask applies to `mode`.
@@ -157,13 +181,7 @@ export function writeCacheEntry(key: string, chunks: readonly Uint8Array[], dir 
     closeSync(fd);
     fd = undefined;
     chmodSync(tmp, 0o600);
-    renameSync(tmp, join(dir, `${key}${ENTRY}`));
-    // The same index as an earlier release wrote it (one v8-serialised file): never read again, so not kept.
-    try {
-      unlinkSync(join(dir, `${key}.v8`));
-    } catch {
-      /* none */
-    }
+    renameSync(tmp, join(dir, name));
     return true;
   } catch {
     if (fd !== undefined) closeSync(fd);

@@ -9,23 +9,10 @@
 // bounded: past `maxBytes` the least recently used entries (a hit refreshes its mtime) are removed.
 // Tests: test/unit/core/index/unitCache.test.ts, test/unit/core/index/unitReuse.test.ts
 import { createHash } from 'node:crypto';
-import {
-  chmodSync,
-  closeSync,
-  constants,
-  fstatSync,
-  openSync,
-  readdirSync,
-  readSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-  utimesSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, fstatSync, readdirSync, readSync, statSync, unlinkSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
-import { checkCacheDir, ensureCacheDir, UnsafeCacheError } from './cache';
+import { ensureCacheDir, openPrivateFile, UnsafeCacheError, writeAtomically } from './cache';
 
 const MAGIC = Buffer.from('PLUNIT1\n', 'latin1');
 const SUM = 32;
@@ -44,29 +31,19 @@ function checksum(key: string, payload: Uint8Array): Buffer {
   return createHash('sha256').update(key).update('\0').update(payload).digest();
 }
 
-const myUid = (): number | undefined => (typeof process.getuid === 'function' ? process.getuid() : undefined);
-
 /**
  * The value stored under `key`, or undefined when there is none or it is not sound (then the file is removed).
  * Throws UnsafeCacheError for a directory or entry someone else could have written.
  */
 export function readUnitEntry(dir: string, key: string): unknown {
-  if (!checkCacheDir(dir)) return undefined;
-  const file = join(dir, `${key}${EXT}`);
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW);
-  } catch {
-    return undefined;
-  }
+  const opened = openPrivateFile(dir, `${key}${EXT}`);
+  if (!opened) return undefined;
+  const { fd, file } = opened;
   let bytes: Buffer;
   try {
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.size > MAX_ENTRY_BYTES) return undefined;
-    const uid = myUid();
-    if ((uid !== undefined && st.uid !== uid) || st.mode & 0o022)
-      throw new UnsafeCacheError(file, 'the unit cache entry is not private to you');
-    bytes = Buffer.alloc(st.size);
+    const size = fstatSync(fd).size;
+    if (size > MAX_ENTRY_BYTES) return undefined;
+    bytes = Buffer.alloc(size);
     let at = 0;
     while (at < bytes.length) {
       const n = readSync(fd, bytes, at, bytes.length - at, at);
@@ -105,24 +82,7 @@ export function readUnitEntry(dir: string, key: string): unknown {
 /** Stores `value` under `key` atomically; the number of bytes written (0 when it could not be). */
 export function writeUnitEntry(dir: string, key: string, value: unknown): number {
   const payload = serialize(value);
-  const tmp = join(dir, `.${key}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
-  let fd: number | undefined;
-  try {
-    fd = openSync(tmp, 'wx', 0o600);
-    for (const c of [MAGIC, checksum(key, payload), payload]) {
-      let at = 0;
-      while (at < c.byteLength) at += writeSync(fd, c, at, c.byteLength - at);
-    }
-    closeSync(fd);
-    fd = undefined;
-    chmodSync(tmp, 0o600);
-    renameSync(tmp, join(dir, `${key}${EXT}`));
-    return MAGIC.length + SUM + payload.length;
-  } catch {
-    if (fd !== undefined) closeSync(fd);
-    removeQuietly(tmp);
-    return 0;
-  }
+  return writeAtomically(dir, `${key}${EXT}`, [MAGIC, checksum(key, payload), payload]) ? MAGIC.length + SUM + payload.length : 0;
 }
 
 /** Creates the directory (private, as the index cache's); false when it cannot be. Throws UnsafeCacheError. */
