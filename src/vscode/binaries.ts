@@ -418,7 +418,8 @@ export class Binaries implements vscode.Disposable {
     const ordered = [...forFile, ...builds.filter((b) => ![...forFile].some((f) => f.primary.path === b.primary.path))];
     type Item = vscode.QuickPickItem & { path?: string; action?: 'browse' | 'unpin' };
     const describe = (b: Build): string => {
-      const kind = b.primary.kind === 'shared-library' ? 'shared library' : 'executable';
+      const kind =
+        b.primary.kind === 'shared-library' ? 'shared library' : b.primary.kind === 'kernel-module' ? 'kernel module' : 'executable';
       if ([...forFile].some((f) => f.primary.path === b.primary.path)) return `${kind} · built from ${basename(buildFile)}`;
       return b.primary.debug === 'none' ? `${kind} · no debug info` : kind;
     };

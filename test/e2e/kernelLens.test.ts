@@ -11,7 +11,7 @@
 // a kernel tree (Kbuild, Kconfig and MAINTAINERS at its root) with no vmlinux at all: its lenses come from the VM's
 // own BTF and kallsyms, say so, and count the VM's opens the same way.
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -26,6 +26,7 @@ import { VmUnavailable } from '../helpers/vmImage';
 import { e2ePrerequisites, withCodeServer } from './harness/session';
 import { clickCodeLens, codeLens, openFile, runCommand, waitForNotification, webviewFrame } from './harness/workbench';
 import { waitForInline } from './inlineResults';
+import { addVmTarget, traceOnVmOnly, viewRows, vmSshConfig, waitRow } from './vmTarget';
 
 const FUNC = 'do_sys_openat2';
 const FILE = 'fs/open.c';
@@ -37,81 +38,6 @@ const OPENER = '/tmp/busybox-plopen';
 async function inlineCount(page: Page): Promise<number> {
   const text = await waitForInline(page, /^● [\d,]+ hits?/, 60_000);
   return Number(/^● ([\d,]+)/.exec(text)![1].replace(/,/g, ''));
-}
-
-/** The Probes view's rows, as `label · description`. */
-async function viewRows(page: Page): Promise<string[]> {
-  return page.evaluate(() =>
-    [...document.querySelectorAll('.pane-body .monaco-list-row')].map((r) =>
-      [r.querySelector('.label-name'), r.querySelector('.label-description')]
-        .map((e) => (e?.textContent ?? '').replace(/\s+/g, ' ').trim())
-        .join(' · '),
-    ),
-  );
-}
-
-async function waitRow(page: Page, want: RegExp, ms: number): Promise<string> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const rows = await viewRows(page);
-    const hit = rows.find((r) => want.test(r));
-    if (hit) return hit;
-    if (Date.now() > deadline) throw new Error(`no Probes view row matching ${want} within ${ms} ms (rows: ${JSON.stringify(rows)})`);
-    await page.waitForTimeout(300);
-  }
-}
-
-/** An ssh config naming the VM `e2e-vm` (root, its key, its known host key checked). */
-function vmSshConfig(vm: VmConnection, scratch: string): string {
-  const sshConfig = join(scratch, 'ssh_config');
-  writeFileSync(
-    sshConfig,
-    [
-      'Host e2e-vm',
-      `  HostName ${vm.host}`,
-      `  Port ${vm.port}`,
-      '  User root',
-      `  IdentityFile ${vm.identityFile}`,
-      '  IdentitiesOnly yes',
-      `  UserKnownHostsFile ${vm.knownHostsFile}`,
-      '  StrictHostKeyChecking yes',
-      '',
-    ].join('\n'),
-  );
-  return sshConfig;
-}
-
-function quickPickRow(page: Page, label: RegExp) {
-  return page
-    .locator('.quick-input-widget .quick-input-list .monaco-list-row')
-    .filter({ has: page.locator('.label-name', { hasText: label }) })
-    .first();
-}
-
-/** Probes view → "Add SSH Target…": the VM from the ssh config, as root; the workspace is not mirrored there. */
-async function addVmTarget(page: Page): Promise<void> {
-  await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
-  await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
-  await quickPickRow(page, /^\s*e2e-vm\s*$/).click();
-  await quickPickRow(page, /As the login user/).click();
-  const mirror = page.locator('.quick-input-widget').filter({ hasText: 'mirrors this workspace folder' });
-  await mirror.waitFor({ state: 'visible', timeout: 30_000 });
-  await mirror.locator('.quick-input-box input').press('Enter');
-  await mirror.waitFor({ state: 'hidden', timeout: 30_000 });
-  await waitRow(page, /e2e-vm/, 30_000);
-}
-
-/** "ProbeLens: Select Targets": the VM only (this machine unticked). */
-async function traceOnVmOnly(page: Page): Promise<void> {
-  // (Its quick pick stays open after the palette closes: the palette row is clicked by hand.)
-  await page.keyboard.press('F1');
-  await page.locator('.quick-input-widget .quick-input-box input').fill('>ProbeLens: Select Targets');
-  await quickPickRow(page, /Select Targets/).click();
-  const picker = page.locator('.quick-input-widget').filter({ hasText: 'trace on these targets' });
-  await picker.waitFor({ state: 'visible', timeout: 30_000 });
-  await quickPickRow(page, /^\s*local\s*$/).click();
-  await page.locator('.quick-input-widget .quick-input-box input').press('Enter');
-  await picker.waitFor({ state: 'hidden', timeout: 30_000 });
 }
 
 /**

@@ -15,6 +15,7 @@ export const SHF_EXECINSTR = 0x4n;
 export const SHF_COMPRESSED = 0x800n;
 export const PT_LOAD = 1;
 export const PT_NOTE = 4;
+export const ET_REL = 1;
 export const ET_EXEC = 2;
 export const ET_DYN = 3;
 export const ET_CORE = 4;

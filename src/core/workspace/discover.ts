@@ -1,15 +1,16 @@
 // Finding a project's ELF binaries: the user's globs (setting `probelens.binaries`, relative to the workspace)
 // or, without them, every ELF executable and shared library anywhere in the tree — in-tree Make/autotools
 // builds (redis, PostgreSQL, nginx put binaries next to their sources), CMake/Meson build folders, Cargo's
-// `target/`, Go module roots, a kernel tree's `vmlinux`. Reads 20 bytes per candidate, follows a symbolic link
+// `target/`, Go module roots, a kernel tree's `vmlinux` and its loadable modules (`*.ko`). Reads 20 bytes per candidate, follows a symbolic link
 // only to a file outside the tree (never into a folder: no loops, no walking the whole disk; a link inside the tree
 // names a file the walk finds anyway), and stops at a file and a time budget so a huge tree cannot stall the
 // editor; the result says when a budget cut the walk short. A kernel image is not executable (the dbg package's
 // `vmlinux-RELEASE` is mode 0644, and too big to copy: a workspace links to it), so a file named `vmlinux*` needs
-// no execute bit.
+// no execute bit; nor does a module (`NAME.ko`, an ELF relocatable object: the kernel links it when it loads it),
+// which is the one kind of relocatable object discovery keeps. A compressed module (`.ko.xz`, `.ko.zst`) is not.
 // Tests: test/unit/core/workspace/discover.test.ts
 import { closeSync, readSync, type Dirent } from 'node:fs';
-import { ET_DYN, ET_EXEC, elfKind } from '../binary/elfHeader';
+import { ET_DYN, ET_EXEC, ET_REL, elfKind } from '../binary/elfHeader';
 import { openRegularFileSync } from '../binary/regularFile';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { basename, join, relative, sep } from 'node:path';
@@ -31,11 +32,14 @@ export interface DiscoverBudget {
 
 export const DEFAULT_BUDGET: DiscoverBudget = { maxEntries: 200_000, maxMs: 5_000, maxResults: 1_000 };
 
+/** A program, a shared library, or a kernel's loadable module (a `.ko`). */
+export type BinaryKind = 'executable' | 'shared-library' | 'kernel-module';
+
 export interface FoundBinary {
   path: string;
   /** Path relative to the workspace root, for display. */
   label: string;
-  kind: 'executable' | 'shared-library';
+  kind: BinaryKind;
   size: number;
   mtimeMs: number;
 }
@@ -75,7 +79,8 @@ function skipDir(name: string, parentRel: string): boolean {
 }
 
 /**
- * ELF executables and shared libraries under `root` (relocatable objects, cores and scripts are not), newest
+ * ELF executables, shared libraries and kernel modules (`.ko`) under `root` (other relocatable objects, cores and
+ * scripts are not), newest
  * first: those matching `globs` (relative, `**` allowed) when given, else all of them; an absolute entry of
  * `globs` is one file, anywhere, listed by its path.
  */
@@ -102,13 +107,15 @@ export async function discoverWorkspace(
     const explicit = globs.length > 0;
     if (explicit && !named && !matchers.some((m) => m.test(rel))) return;
     const isSo = /\.so(\.[0-9]+)*$/.test(p);
-    if (/\.(o|a|ko|debug|dwo)$/.test(p)) return;
+    const isKo = p.endsWith('.ko');
+    if (/\.(o|a|debug|dwo)$/.test(p)) return;
     const st = await stat(p).catch(() => undefined);
     if (!st?.isFile() || st.size < 64) return;
-    if (!explicit && !isSo && (st.mode & 0o111) === 0 && !/^vmlinux([-.][^/]*)?$/.test(basename(p))) return;
+    if (!explicit && !isSo && !isKo && (st.mode & 0o111) === 0 && !/^vmlinux([-.][^/]*)?$/.test(basename(p))) return;
     const type = elfType(p);
-    if (type !== ET_EXEC && type !== ET_DYN) return;
-    found.set(p, { path: p, label: rel, kind: isSo ? 'shared-library' : 'executable', size: st.size, mtimeMs: st.mtimeMs });
+    if (isKo ? type !== ET_REL : type !== ET_EXEC && type !== ET_DYN) return;
+    const kind = isKo ? 'kernel-module' : isSo ? 'shared-library' : 'executable';
+    found.set(p, { path: p, label: rel, kind, size: st.size, mtimeMs: st.mtimeMs });
   };
   // A link to a file in the tree (libfoo.so → libfoo.so.1.2) names a file the walk finds anyway: only links that
   // leave the tree (a kernel tree's vmlinux → /usr/lib/debug/boot/vmlinux-RELEASE) are followed.

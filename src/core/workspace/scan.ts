@@ -4,12 +4,12 @@
 // see dwarf/sourceFiles.ts). Results are kept per path until the file changes.
 import { stat } from 'node:fs/promises';
 import { openBinary } from '../binary/binaryImage';
+import { ET_DYN, ET_EXEC, ET_REL } from '../binary/elfHeader';
+import { isKernelModule } from '../probes/kernel';
 import { sourceFilesOf } from '../dwarf/sourceFiles';
-import { elfType } from './discover';
+import { elfType, type BinaryKind } from './discover';
 
 const PT_INTERP = 3;
-const ET_EXEC = 2,
-  ET_DYN = 3;
 
 export interface BinaryScan {
   path: string;
@@ -18,7 +18,7 @@ export interface BinaryScan {
   dev: number;
   ino: number;
   buildId?: string;
-  kind: 'executable' | 'shared-library';
+  kind: BinaryKind;
   /** 'self': the binary carries DWARF; 'separate': a verified debug file does; 'none': nothing does */
   debug: 'self' | 'separate' | 'none';
   debugPath?: string;
@@ -38,15 +38,24 @@ export interface ScanOptions {
   noSystemDebugDir?: boolean;
 }
 
-/** Scans one file; undefined when it is not a linked ELF program or shared library. */
+/**
+ * Scans one file; undefined when it is not a linked ELF program or shared library, nor a kernel module (a relocatable
+ * object with the module's `.modinfo`, read as if linked, as the index reads it).
+ */
 export async function scanBinary(path: string, opts: ScanOptions = {}): Promise<BinaryScan | undefined> {
   const type = elfType(path);
-  if (type !== ET_EXEC && type !== ET_DYN) return undefined;
+  if (type !== ET_EXEC && type !== ET_DYN && type !== ET_REL) return undefined;
   const st = await stat(path);
   const base = { path, size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino };
   try {
     const image = await openBinary(path, { debugDirs: opts.debugDirs, noSystemDebugDir: opts.noSystemDebugDir });
-    const kind = type === ET_DYN && !image.elf.segments.some((s) => s.type === PT_INTERP) ? 'shared-library' : 'executable';
+    if (type === ET_REL && !isKernelModule(image)) return undefined;
+    const kind: BinaryKind =
+      type === ET_REL
+        ? 'kernel-module'
+        : type === ET_DYN && !image.elf.segments.some((s) => s.type === PT_INTERP)
+          ? 'shared-library'
+          : 'executable';
     if (!image.hasDwarf) {
       const tried = image.debugCandidates.map((c) => `${c.path}: ${c.verdict}`);
       const lookedFor = ` and no separate debug file was found${
@@ -75,7 +84,7 @@ export async function scanBinary(path: string, opts: ScanOptions = {}): Promise<
   } catch (e) {
     return {
       ...base,
-      kind: 'executable',
+      kind: type === ET_REL ? 'kernel-module' : 'executable',
       debug: 'none',
       noDebugReason: (e as Error).message,
       error: (e as Error).message,

@@ -57,6 +57,25 @@ test('a symbolic link to a binary outside the tree is found, one inside it or to
   assert.deepEqual(await discoverBinaries(root, [join(elsewhere, 'nothing')]), []);
 });
 
+test("a kernel tree's loadable modules (*.ko, relocatable, no execute bit) are found as modules; other objects and compressed modules are not", async () => {
+  const root = project();
+  mkdirSync(join(root, 'net', 'key'), { recursive: true });
+  writeFileSync(join(root, 'net', 'key', 'af_key.c'), 'int pfkey_create(int p){return p+1;}\n');
+  execFileSync('gcc', ['-g', '-c', '-o', join(root, 'net', 'key', 'af_key.o'), join(root, 'net', 'key', 'af_key.c')]);
+  execFileSync('ld', ['-r', '-o', join(root, 'net', 'key', 'af_key.ko'), join(root, 'net', 'key', 'af_key.o')]);
+  chmodSync(join(root, 'net', 'key', 'af_key.ko'), 0o644);
+  execFileSync('xz', ['-k', join(root, 'net', 'key', 'af_key.ko')]);
+  // A program misnamed .ko is not a module.
+  execFileSync('gcc', ['-o', join(root, 'net', 'prog.ko'), join(root, 'src', 'a.c')]);
+  const found = await discoverBinaries(root);
+  assert.deepEqual(found.map((f) => [f.label, f.kind]).sort(), [
+    ['build/app', 'executable'],
+    ['build/sub/libl.so', 'shared-library'],
+    ['net/key/af_key.ko', 'kernel-module'],
+    ['rootbin', 'executable'],
+  ]);
+});
+
 test('globs from the setting replace the defaults', async () => {
   const root = project();
   assert.deepEqual(

@@ -7,6 +7,7 @@ import { copyFileSync, linkSync, mkdtempSync, utimesSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
+import { miniModule } from '../../../helpers/miniKernel';
 import { openBinary } from '../../../../src/core/binary/binaryImage';
 import { openDwarf } from '../../../../src/core/dwarf';
 import { sourceFilesOf } from '../../../../src/core/dwarf/sourceFiles';
@@ -157,6 +158,25 @@ test('stripped binaries: a found debug file is used; without one the scan says i
   const plain = join(dir, 'nog');
   execFileSync('gcc', ['-O0', '-o', plain, src]);
   assert.match((await scanBinary(plain, { noSystemDebugDir: true }))!.noDebugReason ?? '', /no debug info \(built without -g/);
+});
+
+test("a kernel module's .ko is scanned as one (its sources, read as if linked); a plain .o is not a binary", async (t) => {
+  const ko = miniModule(t);
+  if (!ko) return;
+  const s = (await scanBinary(ko, { noSystemDebugDir: true }))!;
+  assert.equal(s.kind, 'kernel-module');
+  assert.equal(s.debug, 'self');
+  assert.ok(
+    [...s.units].some((u) => u.endsWith('/minimod.c')),
+    `the module's unit is named: ${[...s.units].join(', ')}`,
+  );
+  assert.equal(s.error, undefined);
+  // The same object before modpost's link, without .modinfo: a relocatable object, not a module.
+  const dir = scratch();
+  const plain = join(dir, 'plain.c');
+  writeFileSync(plain, 'int plain_fn(int a) { return a + 1; }\n');
+  execFileSync('gcc', ['-g', '-c', '-o', join(dir, 'plain.ko'), plain]);
+  assert.equal(await scanBinary(join(dir, 'plain.ko')), undefined);
 });
 
 test('relocatable objects and non-ELF files are not binaries; the cache rescans a rebuilt file', async (t) => {

@@ -1,0 +1,117 @@
+// The editor on a kernel tree's loadable module: a workspace holding the VM kernel's own net/key/af_key.c (Debian's
+// linux-source of exactly that version) and af_key.ko with its DWARF (the -dbg package's, the build the VM has
+// loaded), found by discovery as a kernel module without any setting but the DWARF's build directory mapped to the
+// workspace. The "Trace" lens above pfkey_create arms on the VM over SSH as af_key:pfkey_create (the session
+// compares the .ko's build-id with the loaded module's), and the count beside the line rises by exactly the PF_KEY
+// sockets a program in the VM opens (nothing else on the VM creates one). After Stop the VM holds nothing.
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { test } from 'node:test';
+import { scanBinary } from '../../src/core/workspace/scan';
+import { kernelSourceFiles } from '../helpers/kernelSource';
+import { missing } from '../helpers/require';
+import { requireModuleKo, requireVm, vmShell, waitVmClean } from '../helpers/vm';
+import { VmUnavailable } from '../helpers/vmImage';
+import { installStatic } from '../vm/kernelCli';
+import { e2ePrerequisites, withCodeServer } from './harness/session';
+import { clickCodeLens, codeLens, openFile } from './harness/workbench';
+import { waitForInline } from './inlineResults';
+import { addVmTarget, traceOnVmOnly, vmSshConfig, waitRow } from './vmTarget';
+
+const FUNC = 'pfkey_create';
+const FILE = 'net/key/af_key.c';
+const SOCKETS = 7;
+const PROGRAM = '/tmp/probelens-e2e-pfkey';
+
+const PFKEY_SOURCE = `#include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(void) {
+  int made = 0;
+  for (int i = 0; i < ${SOCKETS}; i++) {
+    int fd = socket(15 /* AF_KEY */, SOCK_RAW, 2 /* PF_KEY_V2 */);
+    if (fd >= 0) made++, close(fd);
+  }
+  printf("made %d\\n", made);
+  return 0;
+}
+`;
+
+test(
+  "kernel tree with a module: discovery finds af_key.ko, the Trace lens above pfkey_create arms on the VM's loaded module and counts exactly the program's PF_KEY sockets",
+  { timeout: 1_800_000 },
+  async (t) => {
+    if (!e2ePrerequisites(t)) return;
+    const vm = await requireVm(t);
+    if (!vm) return;
+    const ko = await requireModuleKo(t, vm, 'af_key');
+    if (!ko) return;
+    let src: string;
+    try {
+      const got = kernelSourceFiles(vm.kernelPackage.split(' ')[1], [FILE]);
+      if (got.extractMs) t.diagnostic(`fetched ${FILE} of ${vm.kernelPackage} in ${got.extractMs} ms`);
+      src = got.dir;
+    } catch (e) {
+      if (!(e instanceof VmUnavailable)) throw e;
+      missing(t, e.message);
+      return;
+    }
+    // Where the module's DWARF says af_key.c was built (relative to the kernel build's directory).
+    const scan = await scanBinary(ko.path);
+    assert.equal(scan?.kind, 'kernel-module', `${ko.path} scans as a kernel module`);
+    const built = [...(scan?.units ?? [])].find((u) => u === FILE || u.endsWith(`/${FILE}`));
+    assert.ok(built, `${ko.path} has a unit for ${FILE} (units: ${[...(scan?.units ?? [])].join(', ')})`);
+    const buildDir = built.slice(0, -FILE.length - 1) || '.';
+    const line =
+      readFileSync(join(src, FILE), 'utf8')
+        .split('\n')
+        .findIndex((l) => new RegExp(`^static int ${FUNC}\\(`).test(l)) + 1;
+    assert.ok(line > 0, `${FUNC} is defined in ${FILE}`);
+
+    const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-module-'));
+    t.after(() => rmSync(scratch, { recursive: true, force: true }));
+    const ws = join(scratch, 'linux');
+    mkdirSync(dirname(join(ws, FILE)), { recursive: true });
+    copyFileSync(join(src, FILE), join(ws, FILE));
+    // Where a kernel build leaves it: beside its source, mode 0644.
+    copyFileSync(ko.path, join(ws, 'net', 'key', 'af_key.ko'));
+    if (!(await installStatic(t, vm, PROGRAM, PFKEY_SOURCE))) return;
+    const sshConfig = vmSshConfig(vm, scratch);
+    assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
+
+    const settings = { 'probelens.ssh.configFile': sshConfig, 'probelens.pathMappings': { [buildDir]: '${workspaceFolder}' } };
+    await withCodeServer(t, { workspace: ws, settings }, async ({ page }) => {
+      const t0 = Date.now();
+      await openFile(page, FILE);
+      await codeLens(page, /^Trace$/)
+        .first()
+        .waitFor({ state: 'visible', timeout: 300_000 });
+      t.diagnostic(`lenses above ${FILE} after ${Date.now() - t0} ms`);
+      await addVmTarget(page);
+      await traceOnVmOnly(page);
+      await clickCodeLens(page, /^Trace$/, { line, timeout: 60_000 });
+      await codeLens(page, /Trace: [\d,]+ hits? · armed/)
+        .first()
+        .waitFor({ state: 'visible', timeout: 300_000 });
+      const session = await waitRow(page, /^af_key\.ko · armed/, 60_000);
+      t.diagnostic(`armed on the VM after ${Date.now() - t0} ms; Probes view: ${session}`);
+      const before = Number(/^● ([\d,]+)/.exec(await waitForInline(page, /^● [\d,]+ hits?/, 60_000))![1].replace(/,/g, ''));
+      assert.equal(before, 0, 'nothing on the VM creates PF_KEY sockets but the test');
+
+      const r = await vmShell(vm, PROGRAM);
+      assert.equal(r.out.trim(), `made ${SOCKETS}`, r.err);
+      const text = await waitForInline(page, new RegExp(`^● ${SOCKETS} hits\\b`), 60_000);
+      t.diagnostic(`inline after ${SOCKETS} sockets: ${text}`);
+      // No more than that: a second look a moment later shows the same count.
+      await page.waitForTimeout(2_000);
+      assert.match(await waitForInline(page, /^● [\d,]+ hits?/, 10_000), new RegExp(`^● ${SOCKETS} hits\\b`));
+
+      await page.locator('.action-label[aria-label^="Stop Tracing"]').first().click();
+      const clean = await waitVmClean(vm, 60_000);
+      t.diagnostic(`the VM clean ${clean.ms} ms after Stop`);
+      assert.deepEqual(clean.left, [], 'Stop leaves nothing on the VM');
+    });
+  },
+);

@@ -1,0 +1,81 @@
+// The editor's VM target, as the kernel tests click it: the VM named in an ssh config (its host key checked against
+// known_hosts), added from the Probes view, traced on alone; and the Probes view's rows read as text.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import type { VmConnection } from '../helpers/vm';
+
+/** The Probes view's rows, as `label · description`. */
+export async function viewRows(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    [...document.querySelectorAll('.pane-body .monaco-list-row')].map((r) =>
+      [r.querySelector('.label-name'), r.querySelector('.label-description')]
+        .map((e) => (e?.textContent ?? '').replace(/\s+/g, ' ').trim())
+        .join(' · '),
+    ),
+  );
+}
+
+export async function waitRow(page: Page, want: RegExp, ms: number): Promise<string> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const rows = await viewRows(page);
+    const hit = rows.find((r) => want.test(r));
+    if (hit) return hit;
+    if (Date.now() > deadline) throw new Error(`no Probes view row matching ${want} within ${ms} ms (rows: ${JSON.stringify(rows)})`);
+    await page.waitForTimeout(300);
+  }
+}
+
+/** An ssh config naming the VM `e2e-vm` (root, its key, its known host key checked). */
+export function vmSshConfig(vm: VmConnection, scratch: string): string {
+  const sshConfig = join(scratch, 'ssh_config');
+  writeFileSync(
+    sshConfig,
+    [
+      'Host e2e-vm',
+      `  HostName ${vm.host}`,
+      `  Port ${vm.port}`,
+      '  User root',
+      `  IdentityFile ${vm.identityFile}`,
+      '  IdentitiesOnly yes',
+      `  UserKnownHostsFile ${vm.knownHostsFile}`,
+      '  StrictHostKeyChecking yes',
+      '',
+    ].join('\n'),
+  );
+  return sshConfig;
+}
+
+function quickPickRow(page: Page, label: RegExp) {
+  return page
+    .locator('.quick-input-widget .quick-input-list .monaco-list-row')
+    .filter({ has: page.locator('.label-name', { hasText: label }) })
+    .first();
+}
+
+/** Probes view → "Add SSH Target…": the VM from the ssh config, as root; the workspace is not mirrored there. */
+export async function addVmTarget(page: Page): Promise<void> {
+  await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
+  await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
+  await quickPickRow(page, /^\s*e2e-vm\s*$/).click();
+  await quickPickRow(page, /As the login user/).click();
+  const mirror = page.locator('.quick-input-widget').filter({ hasText: 'mirrors this workspace folder' });
+  await mirror.waitFor({ state: 'visible', timeout: 30_000 });
+  await mirror.locator('.quick-input-box input').press('Enter');
+  await mirror.waitFor({ state: 'hidden', timeout: 30_000 });
+  await waitRow(page, /e2e-vm/, 30_000);
+}
+
+/** "ProbeLens: Select Targets": the VM only (this machine unticked). */
+export async function traceOnVmOnly(page: Page): Promise<void> {
+  // (Its quick pick stays open after the palette closes: the palette row is clicked by hand.)
+  await page.keyboard.press('F1');
+  await page.locator('.quick-input-widget .quick-input-box input').fill('>ProbeLens: Select Targets');
+  await quickPickRow(page, /Select Targets/).click();
+  const picker = page.locator('.quick-input-widget').filter({ hasText: 'trace on these targets' });
+  await picker.waitFor({ state: 'visible', timeout: 30_000 });
+  await quickPickRow(page, /^\s*local\s*$/).click();
+  await page.locator('.quick-input-widget .quick-input-box input').press('Enter');
+  await picker.waitFor({ state: 'hidden', timeout: 30_000 });
+}
