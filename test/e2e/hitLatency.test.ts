@@ -136,7 +136,28 @@ test(
         const inPanel = await clockOffset(panel);
         await startRecorder(page, true);
         await startRecorder(panel, false);
+        const tracePath = process.env.PROBELENS_E2E_TRACE;
+        if (tracePath && rate === 1_000)
+          await page
+            .context()
+            .browser()!
+            .startTracing(page, {
+              path: tracePath,
+              categories: [
+                'devtools.timeline',
+                'disabled-by-default-devtools.timeline',
+                'disabled-by-default-devtools.timeline.frame',
+                'toplevel',
+                'blink.user_timing',
+                'v8.execute',
+                'benchmark',
+                'cc',
+                'viz',
+                'ipc',
+              ],
+            });
         await run(pace, [String(calls), String(rate), stamps]);
+        if (tracePath && rate === 1_000) await page.context().browser()!.stopTracing();
         total += calls;
         const text = await waitForInline(
           page,
