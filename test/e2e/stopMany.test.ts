@@ -1,0 +1,101 @@
+// Stopping a big trace from the editor: a program whose `hot` is inlined into 4,000 functions (a header helper as
+// real code has them), traced from the lens above `hot` in its header on this machine — 4,000 sites, one event with every site as
+// a probe point. The program's one call of each function must count exactly 4,000; then the Probes view's Stop
+// Tracing button is clicked, and the test times, from the click, the editor showing the trace stopped (the hollow
+// dot beside the line, with the count kept) and tracefs holding nothing of the binary. The times are printed as
+// figures (the benchmarks hold the goal: stop < 1 s for 4,000 sites); the test asserts what a user sees: every site
+// counted, the trace stopped with its count, and nothing left behind.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { missing } from '../helpers/require';
+import { requireTracefs } from '../helpers/tracefs';
+import { e2ePrerequisites, withCodeServer } from './harness/session';
+import { clickCodeLens, codeLens, openFile } from './harness/workbench';
+import { uprobeEventsFor, waitForInline } from './inlineResults';
+
+const SITES = 4_000;
+
+/** hot.h: `hot` (line 2), a header helper inlined at each of its call sites. */
+const HOT_H = `/* A header helper, inlined at each of its call sites. */
+static inline __attribute__((always_inline)) int hot(int x) { return x * 3 + (x >> 2); }
+`;
+
+/** many.c: f0 … f3999, each inlining `hot`, each called once by main. */
+function manySource(): string {
+  const lines = ['#include <stdio.h>', '#include "hot.h"'];
+  for (let i = 0; i < SITES; i++) lines.push(`__attribute__((noinline)) int f${i}(int x) { return hot(x + ${i}); }`);
+  lines.push('int (*const table[])(int) = {');
+  for (let i = 0; i < SITES; i++) lines.push(`  f${i},`);
+  lines.push('};');
+  lines.push('int main(int argc, char **argv) {');
+  lines.push('  long acc = 0;');
+  lines.push(`  for (int i = 0; i < ${SITES}; i++) acc += table[i](argc + i);`);
+  lines.push('  printf("%ld\\n", acc);');
+  lines.push('  return 0;');
+  lines.push('}');
+  return `${lines.join('\n')}\n`;
+}
+
+test(
+  'stop in the editor: a lens above an inlined helper arms its 4,000 sites, counts one call at each, and Stop Tracing frees the editor and the kernel (times printed)',
+  { timeout: 1_200_000 },
+  async (t) => {
+    if (!e2ePrerequisites(t)) return;
+    const tracefs = requireTracefs(t);
+    if (!tracefs) return;
+    if (process.getuid?.() !== 0) {
+      missing(t, 'tracing on the local target needs root');
+      return;
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'probelens-e2e-stop-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'hot.h'), HOT_H);
+    writeFileSync(join(dir, 'many.c'), manySource());
+    mkdirSync(join(dir, 'build'));
+    const binary = join(dir, 'build', 'many');
+    execFileSync('gcc', ['-g', '-O2', '-o', binary, join(dir, 'many.c')], { cwd: dir });
+    assert.deepEqual(uprobeEventsFor(tracefs, binary), [], 'nothing of the binary is armed before the test');
+
+    await withCodeServer(t, { workspace: dir }, async ({ page }) => {
+      await openFile(page, 'hot.h');
+      const t0 = Date.now();
+      await clickCodeLens(page, /^Trace$/, { line: 2, timeout: 300_000 });
+      await codeLens(page, /Trace: 0 hits · armed/)
+        .first()
+        .waitFor({ state: 'visible', timeout: 300_000 });
+      t.diagnostic(`${SITES.toLocaleString('en')} sites armed ${Date.now() - t0} ms after the click`);
+
+      execFileSync(binary, [], { encoding: 'utf8' });
+      const counted = await waitForInline(page, /^● [\d,]+ hits?/, 60_000);
+      // Every site fires once: the count reaches 4,000 and stays there.
+      const text = await waitForInline(page, new RegExp(`^● ${SITES.toLocaleString('en')} hits\\b`), 60_000).catch(async (e: Error) => {
+        throw new Error(`${e.message} (first seen: ${counted})`);
+      });
+      t.diagnostic(`inline: ${text}`);
+
+      // Stop Tracing, as a user clicks it in the Probes view.
+      const stop = page.locator('.action-label[aria-label^="Stop Tracing"]').first();
+      if (!(await stop.isVisible())) await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
+      await stop.waitFor({ state: 'visible', timeout: 30_000 });
+      const clicked = Date.now();
+      await stop.click();
+      const stopped = await waitForInline(page, /^○ /, 60_000);
+      const editorMs = Date.now() - clicked;
+      assert.match(stopped, new RegExp(`^○ ${SITES.toLocaleString('en')} hits\\b`), 'the stopped trace keeps its count');
+      let left = uprobeEventsFor(tracefs, binary);
+      while (left.length && Date.now() - clicked < 60_000) {
+        await page.waitForTimeout(50);
+        left = uprobeEventsFor(tracefs, binary);
+      }
+      const kernelMs = Date.now() - clicked;
+      t.diagnostic(
+        `Stop Tracing with ${SITES.toLocaleString('en')} sites armed: the editor shows it stopped ${editorMs} ms after the click, tracefs holds nothing of the binary after ${kernelMs} ms`,
+      );
+      assert.deepEqual(left, [], 'Stop leaves no probe of the binary');
+    });
+  },
+);
