@@ -3,6 +3,7 @@
 // machine; SRC: only the units naming that source file, as the editor does for the open file; CACHE: an index cache
 // directory whose unit cache the build reads and writes).
 import { openBinary } from '../src/core/binary/binaryImage';
+import { bytesReadIn, type FileReadMap } from '../src/core/binary/fileBytes';
 import { buildIndex } from '../src/core/index/build';
 import { indexWorkerCount } from '../src/core/index/worker/pool';
 
@@ -26,13 +27,32 @@ void (async () => {
   const onlyFile = process.argv[4] || undefined;
   const unitCacheDir = process.argv[5] || undefined;
   let reused: number | undefined;
-  const data = await buildIndex(process.argv[2], { workers, onlyFile, unitCacheDir, onUnitReuse: (s) => (reused = s.reused) });
+  let reads: FileReadMap[] = [];
+  const data = await buildIndex(process.argv[2], {
+    workers,
+    onlyFile,
+    unitCacheDir,
+    onUnitReuse: (s) => (reused = s.reused),
+    onReads: (m) => (reads = m),
+  });
   const ms = Number(process.hrtime.bigint() - t) / 1e6;
   const usage = process.resourceUsage();
   // What the cold build read of the DWARF (decompressed): the sections a goal of "peak RSS ≤ the DWARF" compares with.
-  const dw = (await openBinary(process.argv[2])).dwarf();
+  const image = await openBinary(process.argv[2]);
+  const dw = image.dwarf();
   let debugBytes = 0;
   for (const n of DEBUG_SECTIONS) debugBytes += dw.section(n)?.length ?? 0;
+  // What the build did read of those sections (decompressed: a compressed section read at all was read whole).
+  const debugElf = image.debugElf ?? image.elf;
+  const map = reads.find((m) => m.path === debugElf.path);
+  let debugReadBytes = 0;
+  for (const n of DEBUG_SECTIONS) {
+    const s = debugElf.section(n) ?? debugElf.section(`.zdebug_${n.slice(7)}`);
+    if (!s || !map) continue;
+    const got = bytesReadIn(map, s.offset, s.size);
+    debugReadBytes += got > 0 && (s.flags & 0x800n || s.name.startsWith('.zdebug_')) ? (dw.section(n)?.length ?? 0) : got;
+  }
+  const fileReadBytes = reads.reduce((n, m) => n + bytesReadIn(m, 0, m.size), 0);
   process.stdout.write(
     JSON.stringify({
       ms,
@@ -45,6 +65,8 @@ void (async () => {
       rows: data.lines.address.length,
       poolThreads: indexWorkerCount(dw.section('.debug_info')?.length ?? 0),
       debugBytes,
+      debugReadBytes,
+      fileReadBytes,
     }),
   );
 })();

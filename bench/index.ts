@@ -70,6 +70,9 @@ interface Cold {
   /** Threads the pool sized to this machine and binary has. */
   poolThreads: number;
   debugBytes: number;
+  /** Of those, what the build read (1 thread), and of the files all it read. */
+  debugReadBytes: number;
+  fileReadBytes: number;
 }
 
 const CLI = resolve(__dirname, '..', 'dist', 'cli.js');
@@ -118,7 +121,8 @@ async function main(): Promise<void> {
       'size',
       'functions',
       'line rows',
-      'debug read',
+      'debug sections read',
+      'file read',
       'cold 1 thread',
       'cpu',
       'peak RSS',
@@ -129,7 +133,7 @@ async function main(): Promise<void> {
       'gdb info functions',
       'gdb RSS',
       'pool/gdb',
-      'RSS/debug',
+      'peak RSS/debug read (1 / pool)',
       'cache load',
       'first query',
       'readelf decodedline',
@@ -174,7 +178,8 @@ async function main(): Promise<void> {
       mib(statSync(bin).size),
       String(f.functions),
       String(f.rows),
-      mib(f.debugBytes),
+      `${mib(f.debugReadBytes)} of ${mib(f.debugBytes)}`,
+      mib(f.fileReadBytes),
       `${m(one, 'ms').toFixed(0)} ms`,
       `${m(one, 'cpuMs').toFixed(0)} ms`,
       mib(m(one, 'maxRssKb') * 1024),
@@ -185,7 +190,7 @@ async function main(): Promise<void> {
       `${gdbMs.toFixed(0)} ms`,
       mib(median(gdb.map((g) => g.rssKb)) * 1024),
       `${(m(pool, 'ms') / gdbMs).toFixed(2)}×`,
-      `${((m(pool, 'maxRssKb') * 1024) / f.debugBytes).toFixed(1)}×`,
+      `${((m(one, 'maxRssKb') * 1024) / f.debugReadBytes).toFixed(1)}× / ${((m(pool, 'maxRssKb') * 1024) / f.debugReadBytes).toFixed(1)}×`,
       `${median(loads).toFixed(1)} ms`,
       `${median(firstQuery).toFixed(1)} ms`,
       `${readelf.toFixed(0)} ms`,
@@ -195,7 +200,7 @@ async function main(): Promise<void> {
   for (const r of rows) console.log(r.map((x, i) => x.padEnd(widths[i])).join('  '));
   console.log(`load average at the end: ${load()}`);
   console.log(
-    '\ncold: the bundled CLI (npm run build first), `probelens functions BIN --no-cache`, with 1 thread (PROBELENS_INDEX_WORKERS=1) and with the pool sized to the machine and the binary; cpu: user + system time of all its threads; peak RSS: GNU time\'s maximum resident set; debug read: the decompressed DWARF sections the index decodes. gdb: gdb -batch -ex "info functions ^main$". Cold builds and gdb alternate, three rounds, medians. cache load: in-process loadIndex() from the cache, median of 7; first query: functionsInFile() right after it; readelf --debug-dump=decodedline >/dev/null, median of 3.',
+    '\ncold: the bundled CLI (npm run build first), `probelens functions BIN --no-cache`, with 1 thread (PROBELENS_INDEX_WORKERS=1) and with the pool sized to the machine and the binary; cpu: user + system time of all its threads; peak RSS: GNU time\'s maximum resident set; debug sections read: of the decompressed DWARF sections the index may decode, the bytes the one-thread build read (a compressed section read at all counts whole), of their total; file read: all the build read of the binary and its debug file. gdb: gdb -batch -ex "info functions ^main$". Cold builds and gdb alternate, three rounds, medians. cache load: in-process loadIndex() from the cache, median of 7; first query: functionsInFile() right after it; readelf --debug-dump=decodedline >/dev/null, median of 3.',
   );
   if (args.length === 0) {
     await openFileTable();

@@ -1,12 +1,16 @@
 // The index of a real program is the same, dump for dump, whether one thread or a pool builds it: programs with
 // hundreds of units, where the shares of functions and line tables really fall in different units. And whether it
-// is built cold or from a partly reused unit cache after one source file was edited and the program rebuilt.
+// is built cold or from a partly reused unit cache after one source file was edited and the program rebuilt. And
+// whether a share's units are walked all at once or a batch at a time.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { openBinary } from '../../src/core/binary/binaryImage';
 import { buildIndex } from '../../src/core/index/build';
+import { dwarfSlice, mergeDwarfSlices } from '../../src/core/index/fromDwarf';
+import { INDEX_FORMAT, type IndexData } from '../../src/core/index/model';
 import type { UnitReuseStats } from '../../src/core/index/unitReuse';
 import { corpusProjectOrSkip, corpusWorkTree, type CorpusName } from '../helpers/corpus';
 import { indexDump } from '../helpers/indexDump';
@@ -17,6 +21,21 @@ function sameDump(got: string, want: string, what: string): void {
   const b = got.split('\n');
   for (let i = 0; i < Math.max(a.length, b.length); i++) if (a[i] !== b[i]) assert.equal(b[i], a[i], `${what}: line ${i} of the dump`);
 }
+
+/** What indexDump needs around a DWARF part (the merged parts are compared, not the symbol pass). */
+const DUMP_BASE: IndexData = {
+  format: INDEX_FORMAT,
+  path: '',
+  size: 0,
+  mtimeMs: 0,
+  arch: 'x86_64',
+  elfType: 'DYN',
+  symbolsOnly: false,
+  functions: [],
+  files: [],
+  lines: { address: new Float64Array(0), line: new Uint32Array(0), file: new Uint32Array(0), flags: new Uint8Array(0) },
+  usdt: [],
+};
 
 const BINARIES: Array<[CorpusName, string]> = [
   ['redis', 'redis-server'],
@@ -32,6 +51,23 @@ for (const [project, name] of BINARIES) {
     const three = indexDump(await buildIndex(bin, { workers: 3 }));
     assert.ok(one.split('\n').length > 1000, `${bin}: a real index`);
     sameDump(three, one, '3 threads');
+  });
+}
+
+for (const [project, name] of BINARIES) {
+  test(`${project} ${name}: the units walked 64 KiB at a time, each batch by a reader of its own, give what one walk of them all gives`, async (t) => {
+    const p = await corpusProjectOrSkip(t, project);
+    if (!p) return;
+    const image = await openBinary(p.binaries[name], { readOnDemand: true });
+    try {
+      const once = indexDump({ ...DUMP_BASE, ...mergeDwarfSlices([dwarfSlice(image, 0, 1, Infinity)]) });
+      const batched = dwarfSlice(image, 0, 1, 64 * 1024);
+      assert.ok(batched.byUnits, 'references stay in units');
+      assert.ok(once.split('\n').length > 1000, 'a real index');
+      sameDump(indexDump({ ...DUMP_BASE, ...mergeDwarfSlices([batched]) }), once, '64 KiB batches');
+    } finally {
+      image.close();
+    }
   });
 }
 

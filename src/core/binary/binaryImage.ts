@@ -5,6 +5,7 @@ import { ElfFile, machineName, type Arch, type ElfType } from './elfFile';
 import { EM_AARCH64, EM_X86_64, ET_CORE, elfKind } from './elfHeader';
 import { CoreFileError, UnsupportedArchError } from './errors';
 import { readGoInfo, type GoInfo } from './goinfo';
+import type { FileReadMap } from './fileBytes';
 import type { SectionSource } from './sections';
 import type { FunctionSymbol, SymbolGroup } from './symbols';
 import { readRegularFile } from './regularFile';
@@ -54,6 +55,11 @@ export class BinaryImage {
   close(): void {
     this.elf.close();
     this.debugElf?.close();
+  }
+
+  /** What was read of the binary and its debug file so far (all of a file not opened with `readOnDemand`). */
+  readMaps(): FileReadMap[] {
+    return this.debugElf ? [this.elf.readMap(), this.debugElf.readMap()] : [this.elf.readMap()];
   }
 
   /** DWARF sections (decompressed) from the debug file, or from the binary itself. */

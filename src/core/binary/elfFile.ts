@@ -5,7 +5,7 @@
 import { elfReader, hex } from './byteReader';
 import { DecompressionBudget, decompressGabi, decompressZdebug } from './compressed';
 import { ElfFormatError, NotElfError, UnsupportedArchError } from './errors';
-import { FileBytes } from './fileBytes';
+import { FILE_CHUNK, FileBytes, type FileReadMap } from './fileBytes';
 import {
   EM_AARCH64,
   EM_X86_64,
@@ -172,6 +172,17 @@ export class ElfFile {
     return this.file ? this.file.bytesRead : this.data.length;
   }
 
+  /** Which chunks of the file were read so far (FileBytes.readMap); every chunk of a file read whole. */
+  readMap(): FileReadMap {
+    return (
+      this.file?.readMap() ?? {
+        path: this.path,
+        size: this.data.length,
+        chunks: new Uint8Array(Math.ceil(this.data.length / FILE_CHUNK)).fill(1),
+      }
+    );
+  }
+
   /** Makes [offset, offset + length) of `data` hold the file's bytes (a file opened with open()). */
   ensure(offset: number, length: number): void {
     this.file?.ensure(offset, length);
@@ -209,16 +220,18 @@ export class ElfFile {
   }
 
   /**
-   * An uncompressed section's bytes as stored, not read yet: of a file opened with open(), the reader asks for
-   * each range before reading it (`ensure`, with file offsets: the section starts at `fileOffset`). Undefined
-   * where the contents are not the stored bytes as they are (compressed, a relocatable object's to relocate,
-   * SHT_NOBITS) or the file is in memory: there sectionContents() is the way.
+   * An uncompressed section's bytes as stored, not read yet, in a buffer of its own (FileBytes.region): of a file
+   * opened with open(), the reader asks for each range before reading it (`ensure`, section offsets), and the
+   * buffer's pages go when the reader drops it. Each call gives a new buffer. Undefined where the contents are not
+   * the stored bytes as they are (compressed, a relocatable object's to relocate, SHT_NOBITS), the section was
+   * read whole already, or the file is in memory: there sectionContents() is the way.
    */
-  sectionBytesUnread(name: string): { bytes: Uint8Array; fileOffset: number } | undefined {
+  sectionBytesUnread(name: string): { bytes: Uint8Array; ensure(start: number, end: number): void } | undefined {
     const sec = this.byName.get(name);
     if (!this.file || !sec || sec.type === SHT_NOBITS || (sec.flags & SHF_COMPRESSED) !== 0n || this.layout) return undefined;
     if (this.contents.has(sec.index) || sec.offset + sec.size > this.data.length) return undefined;
-    return { bytes: this.data.subarray(sec.offset, sec.offset + sec.size), fileOffset: sec.offset };
+    const region = this.file.region(sec.offset, sec.size);
+    return { bytes: region.data, ensure: (start, end) => region.ensure(start, end) };
   }
 
   /**
@@ -268,13 +281,9 @@ export class ElfFile {
 
   /** A SectionSource for the DWARF reader over this file's sections. */
   sectionSource(): SectionSource {
-    const unread = (name: string) => {
-      const s = this.sectionBytesUnread(name);
-      return s && { bytes: s.bytes, ensure: (start: number, end: number) => this.ensure(s.fileOffset + start, end - start) };
-    };
     return {
       section: (name) => this.sectionContents(name),
-      unread: this.file ? unread : undefined,
+      unread: this.file ? (name) => this.sectionBytesUnread(name) : undefined,
       littleEndian: this.littleEndian,
       addressSize: this.addressSize,
     };

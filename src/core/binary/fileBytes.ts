@@ -3,8 +3,11 @@
 // reads a range of `data` asks for it first (`ensure`); ElfFile does for the headers, a section, code or notes,
 // and the DWARF reader for a unit (unit.ts). So an index of one source file of a 590 MB vmlinux reads a few MB of
 // it, not the whole file (nor its 300 MB of relocation sections no index reads).
+// A section read range by range may also get a buffer of its own (region): dropped with its reader, its pages go
+// with it, so a DWARF reader made per batch of units holds no more of `.debug_info` than that batch's units.
 // The descriptor stays open until close(), so the bytes all come from the file that was opened even when a build
-// replaces it by rename meanwhile; after close() a range not read before throws.
+// replaces it by rename meanwhile; after close() a range not read before throws. What was read, into whichever
+// buffer, is kept as a map of chunks (readMap): how much of which section a build read.
 // Tests: test/unit/core/binary/fileBytes.test.ts
 import { closeSync, fstatSync, readSync } from 'node:fs';
 import { ElfFormatError } from './errors';
@@ -20,6 +23,8 @@ export class FileBytes {
   /** The file's bytes; only the ranges ensure() was asked for hold them (the rest is zeros). */
   readonly data: Buffer;
   private readonly have: Uint8Array;
+  /** The chunks read so far into `data` or a region (readMap). */
+  private readonly seen: Uint8Array;
   private fd: number | undefined;
   /** Bytes read so far, and how many reads it took (for tests and benchmarks). */
   bytesRead = 0;
@@ -33,6 +38,7 @@ export class FileBytes {
     this.fd = fd;
     this.data = Buffer.alloc(size);
     this.have = new Uint8Array(Math.ceil(size / FILE_CHUNK));
+    this.seen = new Uint8Array(this.have.length);
   }
 
   /**
@@ -80,6 +86,20 @@ export class FileBytes {
     }
   }
 
+  /**
+   * [offset, offset + size) of the file (clipped to it) in a buffer of its own, read range by range as ensure()
+   * does: `data` is left as it is, and the region's pages are freed with it.
+   */
+  region(offset: number, size: number): FileRegion {
+    const start = Math.max(0, Math.min(offset, this.data.length));
+    return new FileRegion(this, start, Math.max(0, Math.min(size, this.data.length - start)));
+  }
+
+  /** Which chunks of the file were read so far (into `data` or a region). */
+  readMap(): FileReadMap {
+    return { path: this.path, size: this.data.length, chunks: this.seen.slice() };
+  }
+
   /** Reads the whole file (what a checksum of it needs). */
   ensureAll(): void {
     this.ensure(0, this.data.length);
@@ -100,9 +120,16 @@ export class FileBytes {
   }
 
   private read(start: number, end: number): void {
+    this.readInto(this.data, start, start, end - start);
+  }
+
+  /** Reads `length` bytes at file offset `at` into `into` from `intoOffset` (FileRegion reads through it). */
+  readInto(into: Buffer, intoOffset: number, start: number, length: number): void {
+    const end = start + length;
     if (this.fd === undefined) throw new ElfFormatError(this.path, start, `bytes ${start}–${end} were asked for after the file was closed`);
+    const shift = intoOffset - start;
     for (let at = start; at < end;) {
-      const n = readSync(this.fd, this.data, at, Math.min(end - at, MAX_READ), at);
+      const n = readSync(this.fd, into, at + shift, Math.min(end - at, MAX_READ), at);
       if (n === 0)
         throw new ElfFormatError(
           this.path,
@@ -113,5 +140,75 @@ export class FileBytes {
       this.bytesRead += n;
     }
     this.reads++;
+    if (length > 0) this.seen.fill(1, Math.floor(start / FILE_CHUNK), Math.ceil(end / FILE_CHUNK));
   }
+}
+
+/** A range of a FileBytes' file in a buffer of its own, read chunk by chunk (region-relative chunks) on demand. */
+export class FileRegion {
+  /** The region's bytes; only the ranges ensure() was asked for hold them (the rest is zeros). */
+  readonly data: Buffer;
+  private readonly have: Uint8Array;
+
+  constructor(
+    private readonly file: FileBytes,
+    /** Where the region starts in the file. */
+    readonly offset: number,
+    size: number,
+  ) {
+    this.data = Buffer.alloc(size);
+    this.have = new Uint8Array(Math.ceil(size / FILE_CHUNK));
+  }
+
+  /** Makes [start, end) of `data` (region offsets, clipped to it) hold the file's bytes. Throws as FileBytes.ensure. */
+  ensure(start: number, end: number): void {
+    const size = this.data.length;
+    start = Math.max(0, Math.min(start, size));
+    end = Math.max(start, Math.min(end, size));
+    if (end === start) return;
+    const last = Math.ceil(end / FILE_CHUNK);
+    for (let c = Math.floor(start / FILE_CHUNK); c < last;) {
+      if (this.have[c]) {
+        c++;
+        continue;
+      }
+      let e = c + 1;
+      while (e < last && !this.have[e]) e++;
+      const from = c * FILE_CHUNK;
+      this.file.readInto(this.data, from, this.offset + from, Math.min(e * FILE_CHUNK, size) - from);
+      this.have.fill(1, c, e);
+      c = e;
+    }
+  }
+}
+
+/** The chunks (FILE_CHUNK bytes) of a file that were read: chunks[i] is 1 when [i, i + 1) chunks were. */
+export interface FileReadMap {
+  path: string;
+  size: number;
+  chunks: Uint8Array;
+}
+
+/** The maps of several readers (threads) of the same files joined: a chunk read by any of them was read. */
+export function joinReadMaps(maps: readonly FileReadMap[]): FileReadMap[] {
+  const byPath = new Map<string, FileReadMap>();
+  for (const m of maps) {
+    const have = byPath.get(m.path);
+    if (!have || have.size !== m.size) {
+      byPath.set(m.path, { path: m.path, size: m.size, chunks: m.chunks.slice() });
+      continue;
+    }
+    for (let i = 0; i < m.chunks.length; i++) have.chunks[i] |= m.chunks[i];
+  }
+  return [...byPath.values()];
+}
+
+/** Bytes of [offset, offset + size) of the file that `map` says were read. */
+export function bytesReadIn(map: FileReadMap, offset: number, size: number): number {
+  const start = Math.max(0, Math.min(offset, map.size));
+  const end = Math.max(start, Math.min(offset + size, map.size));
+  let n = 0;
+  for (let c = Math.floor(start / FILE_CHUNK); c * FILE_CHUNK < end; c++)
+    if (map.chunks[c]) n += Math.min(end, (c + 1) * FILE_CHUNK) - Math.max(start, c * FILE_CHUNK);
+  return n;
 }

@@ -102,12 +102,16 @@ export function fixedFormSize(form: number, enc: Encoding): number {
   }
 }
 
-const cache = new WeakMap<Uint8Array, Map<string, AbbrevTable>>();
+const cache = new WeakMap<object, Map<string, AbbrevTable>>();
 
-/** The abbreviation table at `offset` of .debug_abbrev, with fixed sizes computed for `enc` (cached). */
-export function abbrevTable(section: Uint8Array, offset: number, enc: Encoding, le: boolean): AbbrevTable {
-  let perSection = cache.get(section);
-  if (!perSection) cache.set(section, (perSection = new Map()));
+/**
+ * The abbreviation table at `offset` of .debug_abbrev, with fixed sizes computed for `enc`, cached for as long as
+ * `owner` lives (by default the section: a reader made per batch of units passes itself, so the tables its units
+ * used go with it).
+ */
+export function abbrevTable(section: Uint8Array, offset: number, enc: Encoding, le: boolean, owner: object = section): AbbrevTable {
+  let perSection = cache.get(owner);
+  if (!perSection) cache.set(owner, (perSection = new Map()));
   const key = `${offset}:${enc.version <= 2 ? 2 : 3}:${enc.is64 ? 8 : 4}:${enc.addrSize}`;
   let t = perSection.get(key);
   if (!t) {

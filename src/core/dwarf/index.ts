@@ -27,7 +27,8 @@ import { lineTableNames, type FileNameTest } from './lineHeader';
 import { LIST_SECTIONS, locationAtPc, locationOf, rangesOf } from './lists';
 import { DwarfFormatError } from './format';
 import { Types, type TypeDesc } from './types';
-import { nextAbbrev, parseUnits, Sections, isTypeUnit, skipAttrs, type Die, type Unit } from './unit';
+import { nextAbbrev, Sections, isTypeUnit, skipAttrs, type Die, type Unit } from './unit';
+import { parseUnits, parseUnitsAt } from './unitHeader';
 import { constValueOf, variablesAt, type VariableInfo } from './vars';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
@@ -63,7 +64,9 @@ export class Dwarf implements Resolver {
   ) {
     this.dw = new Sections(src, opts.relocatable ?? false, LIST_SECTIONS);
     this.types = new Types(this);
+    this.only = opts.units;
   }
+  private readonly only: readonly number[] | undefined;
 
   /** True when the object has any DWARF debug info. */
   get present(): boolean {
@@ -71,7 +74,7 @@ export class Dwarf implements Resolver {
   }
 
   units(): Unit[] {
-    return (this.unitList ??= this.present ? parseUnits(this.dw) : []);
+    return (this.unitList ??= !this.present ? [] : this.only ? parseUnitsAt(this.dw, this.only) : parseUnits(this.dw));
   }
 
   /** The .debug_info unit containing a DIE offset. */
@@ -211,6 +214,13 @@ export class Dwarf implements Resolver {
       this.lines.set(u.offset, t);
     }
     return t ?? undefined;
+  }
+
+  /** The line table of a unit, not kept (the one lineTable() kept, if any): for a reader that keeps its own copy. */
+  readLineTable(u: Unit): LineTable | undefined {
+    if (u.stmtList < 0) return undefined;
+    const t = this.lines.get(u.offset);
+    return t === undefined ? parseLineTable(u, u.stmtList) : (t ?? undefined);
   }
 
   lineTables(): LineTable[] {
@@ -354,6 +364,12 @@ export interface OpenDwarfOptions {
    * discarded and are dropped.
    */
   relocatable?: boolean;
+  /**
+   * Only the units at these .debug_info offsets (as another Dwarf over the same file listed them): units() lists
+   * those alone and reads nothing of the others. For a batch of units whose references stay in themselves
+   * (referencesStayInUnits); a reference outside them fails as one outside every unit would.
+   */
+  units?: readonly number[];
 }
 
 export function openDwarf(src: SectionSource, arch: Arch, opts?: OpenDwarfOptions): Dwarf {

@@ -222,9 +222,9 @@ export class Unit {
     if (abbrevOffset >= ab.length) throw new DwarfFormatError(section, offset, 'abbreviation offset out of range');
   }
 
-  /** The unit's abbreviation table (parsed when first asked for, shared by the units that point at it). */
+  /** The unit's abbreviation table (parsed when first asked for, shared by the units of this reader that point at it). */
   get abbrevs(): AbbrevTable {
-    return (this.table ??= abbrevTable(this.dw.get('.debug_abbrev')!, this.abbrevOffset, this.enc, this.dw.le));
+    return (this.table ??= abbrevTable(this.dw.get('.debug_abbrev')!, this.abbrevOffset, this.enc, this.dw.le, this.dw));
   }
 
   get version(): number {
@@ -697,56 +697,6 @@ export function scanAttrs(u: Unit, r: ByteReader, a: Abbrev, ats: readonly numbe
     forms[k] = f;
   }
 }
-
-/** Parses every unit header of .debug_info (and .debug_types, DWARF 4 type units). */
-export function parseUnits(dw: Sections): Unit[] {
-  const out: Unit[] = [];
-  const buf = dw.get(INFO);
-  if (!buf) return out;
-  const r = dwarfReader(buf, INFO, dw.le);
-  while (r.pos < r.end) {
-    const offset = r.pos;
-    dw.fill(INFO, offset, offset + MAX_HEADER);
-    const inTypes = offset >= dw.typesStart;
-    const { length, is64 } = r.initialLength();
-    const end = r.pos + length;
-    if (end > (inTypes ? r.end : dw.typesStart)) r.fail(`unit length 0x${length.toString(16)} runs past the section`, offset);
-    const version = r.u16();
-    if (version < 2 || version > 5) r.fail(`unsupported DWARF version ${version}`, offset + (is64 ? 12 : 4));
-    let unitType: number = UT.compile,
-      addrSize: number,
-      abbrevOffset: number;
-    let sig: bigint | undefined, typeOff: number | undefined;
-    if (version >= 5) {
-      unitType = r.u8();
-      addrSize = r.u8();
-      abbrevOffset = r.offset(is64);
-      if (unitType === UT.skeleton || unitType === UT.split_compile) r.skip(8);
-      else if (unitType === UT.type || unitType === UT.split_type) {
-        sig = r.u64big();
-        typeOff = offset + r.offset(is64);
-      }
-    } else {
-      abbrevOffset = r.offset(is64);
-      addrSize = r.u8();
-      if (inTypes) {
-        unitType = UT.type;
-        sig = r.u64big();
-        typeOff = offset + r.offset(is64);
-      }
-    }
-    if (addrSize !== 4 && addrSize !== 8 && addrSize !== 2) r.fail(`unsupported address size ${addrSize}`, offset);
-    const u = new Unit(dw, INFO, offset, end, { version, is64, addrSize }, unitType, abbrevOffset, r.pos, sig, typeOff);
-    u.init();
-    if (sig !== undefined && typeOff !== undefined) dw.typeBySignature.set(sig, typeOff);
-    out.push(u);
-    r.seek(end);
-  }
-  return out;
-}
-
-/** The longest unit header: a 64-bit DWARF 5 type unit's. */
-const MAX_HEADER = 12 + 2 + 2 + 8 + 8 + 8;
 
 export function isTypeUnit(u: Unit): boolean {
   return u.unitType === UT.type || u.unitType === UT.split_type || u.root?.tag === TAG.type_unit;

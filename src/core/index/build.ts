@@ -1,9 +1,10 @@
 // Builds the full IndexData of a binary: symbols and PT_LOAD offsets from the executable, functions,
 // parameters and line tables from DWARF (the binary's own or a separate debug file), USDT notes, Go facts.
 // Runs in the index worker; callers use loadIndex() (cache first) rather than this directly.
-// Tests: test/unit/core/index/openFile.test.ts, test/unit/core/index/oracles.test.ts, test/unit/core/index/corpusCases.test.ts,
+// Tests: test/unit/core/index/build.test.ts, test/unit/core/index/openFile.test.ts, test/unit/core/index/oracles.test.ts, test/unit/core/index/corpusCases.test.ts,
 //   test/unit/core/index/sites.test.ts
 import { openBinary, type BinaryImage, type OpenBinaryOptions } from '../binary/binaryImage';
+import { joinReadMaps, type FileReadMap } from '../binary/fileBytes';
 import { demangle, withoutRustHash } from '../demangle';
 import { readBinaryIdentity } from './identity';
 import type { FunctionSymbol, SymbolGroup } from '../binary/symbols';
@@ -33,13 +34,19 @@ export interface BuildOptions extends OpenBinaryOptions {
   unitCacheDir?: string;
   /** What the unit cache gave (called once, when it was used). */
   onUnitReuse?: (stats: UnitReuseStats) => void;
+  /**
+   * What the build read of the binary and its debug file, by this thread and its helpers together (called once,
+   * at the end): which chunks of each file, so a caller can tell how much of which section was read.
+   */
+  onReads?: (maps: FileReadMap[]) => void;
 }
 
 export async function buildIndex(path: string, opts: BuildOptions = {}): Promise<IndexData> {
   const identity = readBinaryIdentity(path);
-  // One file's index reads the few ranges of the binary its units need; the whole index reads nearly all of the
-  // DWARF, and its helper workers read the file themselves.
-  const image = await openBinary(path, { ...opts, readOnDemand: opts.onlyFile !== undefined });
+  // The binary is read range by range, never whole: one file's index reads the few ranges its units need, the
+  // whole index the sections it decodes (not the code, nor a vmlinux's relocation sections); each helper worker
+  // reads its own share the same way.
+  const image = await openBinary(path, { ...opts, readOnDemand: true });
   try {
     return await build(path, image, identity, opts);
   } finally {
@@ -60,6 +67,7 @@ async function build(
   let lines: LineRows = emptyLines();
   let code: number[] = [];
   let onlyFile: string | undefined;
+  let helperReads: FileReadMap[] = [];
   if (image.hasDwarf) {
     const fileSlice = opts.onlyFile !== undefined ? dwarfFileSlice(image, opts.onlyFile) : undefined;
     if (fileSlice) onlyFile = opts.onlyFile;
@@ -76,13 +84,18 @@ async function build(
       opts.onUnitReuse?.(s);
       opts.onProgress?.(`reused ${s.reused} of ${s.units} DWARF units from the unit cache, indexed ${s.indexed}`);
     }
-    const part = mergeDwarfSlices(reused ? reused.slices : fileSlice ? [fileSlice] : await dwarfSlices(image, parts, opts));
+    const slices = reused ? reused.slices : fileSlice ? [fileSlice] : await dwarfSlices(image, parts, opts);
+    helperReads = slices.flatMap((s) => s.fileReads ?? []);
+    // The shares are not used again: their line columns go as the merged ones are made.
+    const part = mergeDwarfSlices(slices, true);
     functions = part.functions;
     files = part.files;
     lines = part.lines;
     code = part.code;
   }
   functions = mergeSymbols(image, functions, code);
+  const usdt = image.usdtProbes();
+  opts.onReads?.(joinReadMaps([...image.readMaps(), ...helperReads]));
   return {
     format: INDEX_FORMAT,
     path,
@@ -98,7 +111,7 @@ async function build(
     functions,
     files,
     lines,
-    usdt: image.usdtProbes().map((p): IndexedUsdt => ({
+    usdt: usdt.map((p): IndexedUsdt => ({
       provider: p.provider,
       name: p.name,
       address: p.address,

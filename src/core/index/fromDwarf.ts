@@ -3,6 +3,7 @@
 // Tests: test/unit/core/index/worker/pool.test.ts, test/unit/core/index/oracles.test.ts, test/unit/core/index/corpusCases.test.ts
 import { Interner } from '../../shared/interner';
 import type { BinaryImage } from '../binary/binaryImage';
+import type { FileReadMap } from '../binary/fileBytes';
 import { openDwarf, type Dwarf, type FileNameTest, type FunctionInfo, type LocDesc } from '../dwarf';
 import type { Unit } from '../dwarf/unit';
 import { listExtents } from '../dwarf/lists';
@@ -47,6 +48,8 @@ export interface DwarfSlice {
   code: number[];
   /** This share's line tables, in unit order: file names and the rows' columns. */
   tables: SliceLineTable[];
+  /** What a helper thread read of the files to index its share (the coordinator's own reads are its image's). */
+  fileReads?: FileReadMap[];
 }
 
 export interface SliceLineTable {
@@ -64,14 +67,53 @@ export function shareOf(n: number, part: number, parts: number): [number, number
   return [Math.floor((n * part) / parts), Math.floor((n * (part + 1)) / parts)];
 }
 
-export function dwarfSlice(image: BinaryImage, part: number, parts: number): DwarfSlice {
-  const dw = openDwarf(image.dwarf(), image.elf.requireProbeableArch());
-  // Where no DIE refers outside its unit, a share walks only its own units (by bytes): the function pass is
-  // split too. Otherwise every share runs the whole pass and takes a range of its functions.
-  const byUnits = parts > 1 && dw.referencesStayInUnits();
+/**
+ * The .debug_info bytes whose units one reader walks and indexes at a time where references stay in units: the
+ * reader (its bytes, abbreviation tables, types, decoded DIEs) is dropped after each batch, so the memory a share
+ * takes grows with its result, not with its DWARF.
+ */
+export const UNIT_BATCH_BYTES = 4 * 1024 * 1024;
+
+export function dwarfSlice(image: BinaryImage, part: number, parts: number, batchBytes = UNIT_BATCH_BYTES): DwarfSlice {
+  const arch = image.elf.requireProbeableArch();
+  const dw = openDwarf(image.dwarf(), arch);
   const tableUnits = dw.lineTableUnits();
   const [tlo, thi] = shareOf(tableUnits.length, part, parts);
-  return sliceOf(image, dw, byUnits ? unitShare(dw.units(), part, parts) : undefined, tableUnits.slice(tlo, thi), [part, parts]);
+  const lineUnits = tableUnits.slice(tlo, thi);
+  // Where DIEs refer across units every share runs the whole function pass and takes a range of its functions.
+  if (!dw.referencesStayInUnits()) return sliceOf(image, dw, undefined, lineUnits, [part, parts]);
+  // Otherwise a share walks only its own units (by bytes), a batch of them at a time, each batch by a reader of
+  // its own: what the whole pass gives for a unit depends on that unit alone.
+  const symbols = symbolsByAddress(image);
+  const batches = unitBatches(unitShare(dw.units(), part, parts), batchBytes).map((batch) => {
+    const own = openDwarf(image.dwarf(), arch, { units: batch.map((u) => u.offset) });
+    return sliceOf(image, own, own.units(), [], [0, 1], undefined, symbols);
+  });
+  return {
+    byUnits: true,
+    concrete: batches.reduce((n, b) => n + b.concrete, 0),
+    functions: [...batches.flatMap((b) => b.functions.slice(0, b.concrete)), ...batches.flatMap((b) => b.functions.slice(b.concrete))],
+    code: batches.flatMap((b) => b.code),
+    tables: sliceTables(dw, lineUnits),
+  };
+}
+
+/** `units` cut into contiguous runs of at least `bytes` of .debug_info each (the last may be shorter). */
+function unitBatches(units: readonly Unit[], bytes: number): Unit[][] {
+  const out: Unit[][] = [];
+  let run: Unit[] = [];
+  let size = 0;
+  for (const u of units) {
+    run.push(u);
+    size += u.end - u.offset;
+    if (size >= bytes) {
+      out.push(run);
+      run = [];
+      size = 0;
+    }
+  }
+  if (run.length > 0) out.push(run);
+  return out;
 }
 
 /**
@@ -85,11 +127,11 @@ function sliceOf(
   lineUnits: readonly Unit[],
   range: [number, number] = [0, 1],
   perUnit?: UnitRecords,
+  all: SymbolsByAddress = symbolsByAddress(image),
 ): DwarfSlice & { codeOf?: number[][] } {
   const arch = dw.arch;
   const goInfo = image.goInfo();
   const conv = callingConvention(arch, goInfo ? { regabi: goInfo.abi === 'register' } : undefined);
-  const all = symbolsByAddress(image);
   // Per unit, every look-up is recorded against the unit of the function being indexed.
   let current = -1;
   const symbols: SymbolsByAddress = perUnit
@@ -133,15 +175,24 @@ function sliceTables(dw: Dwarf, lineUnits: readonly Unit[]): SliceLineTable[] {
   for (const u of lineUnits) {
     if (seen.has(u.stmtList)) continue;
     seen.add(u.stmtList);
-    const t = dw.lineTable(u);
+    const t = dw.readLineTable(u);
     if (!t) continue;
     const seq = new Uint32Array(t.sequences.length * 2);
     t.sequences.forEach(([s, e], i) => {
       seq[i * 2] = s;
       seq[i * 2 + 1] = e;
     });
+    // The columns the index keeps, each its own exact-size copy: the table's own are views of buffers grown by
+    // doubling, beside two more columns, and go with it.
     const r = t.rows;
-    tables.push({ files: t.files, address: r.address, line: r.line, file: r.file, flags: r.flags, sequences: seq });
+    tables.push({
+      files: t.files,
+      address: r.address.slice(),
+      line: r.line.slice(),
+      file: r.file.slice(),
+      flags: r.flags.slice(),
+      sequences: seq,
+    });
   }
   return tables;
 }
@@ -247,14 +298,20 @@ export function fileNameTest(file: string): FileNameTest {
   return { accept, last: last === '' || last === '.' || last === '..' ? undefined : last };
 }
 
-/** Joins the shares of every part, in part order, into the DWARF half of the index. */
-export function mergeDwarfSlices(slices: readonly DwarfSlice[]): DwarfIndexPart {
+/**
+ * Joins the shares of every part, in part order, into the DWARF half of the index. `consume`: the shares' line
+ * columns are let go (left empty) as each is copied, so the rows are not held twice over at the end.
+ */
+export function mergeDwarfSlices(slices: readonly DwarfSlice[], consume = false): DwarfIndexPart {
   // Shares that walked their own units give each its functions with code, then those without: the whole pass
   // lists every unit's functions with code before any without.
   const functions = slices.every((s) => s.byUnits)
     ? [...slices.flatMap((s) => s.functions.slice(0, s.concrete)), ...slices.flatMap((s) => s.functions.slice(s.concrete))]
     : slices.flatMap((s) => s.functions);
-  const { files, lines } = mergeLineTables(slices.flatMap((s) => s.tables));
+  const { files, lines } = mergeLineTables(
+    slices.flatMap((s) => s.tables),
+    consume,
+  );
   // Go emits no DW_AT_decl_line for functions: use the line of the entry address (the `func` line, or the
   // first statement for small leaf functions; the editor snaps to the `func` line above it).
   for (const f of functions) {
@@ -436,11 +493,11 @@ function indexFunction(ctx: IndexCtx, info: FunctionInfo): IndexedFunction {
   };
 }
 
-function mergeLineTables(tables: readonly SliceLineTable[]): { files: string[]; lines: LineRows } {
+function mergeLineTables(tables: readonly SliceLineTable[], consume: boolean): { files: string[]; lines: LineRows } {
   const fileIds = new Interner();
   const files = fileIds.strings;
   // Rows within a sequence ascend by address, and sequences rarely overlap: order the sequences (tens of
-  // thousands) rather than the rows (millions), and copy rows straight into the typed arrays.
+  // thousands) rather than the rows (millions), and copy rows straight into the typed arrays, a column at a time.
   const seqs: Array<{ lo: number; table: number; s: number; e: number }> = [];
   const locals: Uint32Array[] = [];
   let n = 0;
@@ -454,24 +511,40 @@ function mergeLineTables(tables: readonly SliceLineTable[]): { files: string[]; 
     }
   });
   seqs.sort((a, b) => a.lo - b.lo || a.table - b.table || a.s - b.s);
-  const out: LineRows = { address: new Float64Array(n), line: new Uint32Array(n), file: new Uint32Array(n), flags: new Uint8Array(n) };
-  let k = 0;
-  let sorted = true;
-  for (const q of seqs) {
-    const r = tables[q.table];
-    const local = locals[q.table];
-    if (k > 0 && r.address[q.s] < out.address[k - 1]) sorted = false;
-    for (let i = q.s; i <= q.e; i++, k++) {
-      const fl = r.flags[i];
-      out.address[k] = r.address[i];
-      out.line[k] = r.line[i];
-      out.file[k] = local[r.file[i]] ?? 0xffffffff;
-      out.flags[k] =
-        (fl & ROW_STMT ? LINE_IS_STMT : 0) |
-        (fl & ROW_PROLOGUE_END ? LINE_PROLOGUE_END : 0) |
-        (i === q.e || fl & ROW_END_SEQUENCE ? LINE_END_SEQUENCE : 0);
+  const copy = <T extends Float64Array | Uint32Array | Uint8Array>(
+    out: T,
+    value: (r: SliceLineTable, i: number, q: (typeof seqs)[number]) => number,
+  ): T => {
+    let k = 0;
+    for (const q of seqs) {
+      const r = tables[q.table];
+      for (let i = q.s; i <= q.e; i++, k++) out[k] = value(r, i, q);
     }
+    return out;
+  };
+  const address = copy(new Float64Array(n), (r, i) => r.address[i]);
+  // Sorted unless a sequence starts below where the one before it ended.
+  let sorted = true;
+  let k = 0;
+  for (const q of seqs) {
+    if (k > 0 && address[k] < address[k - 1]) sorted = false;
+    k += q.e - q.s + 1;
   }
+  if (consume) for (const t of tables) t.address = new Float64Array(0);
+  const line = copy(new Uint32Array(n), (r, i) => r.line[i]);
+  if (consume) for (const t of tables) t.line = new Uint32Array(0);
+  const file = copy(new Uint32Array(n), (r, i, q) => locals[q.table][r.file[i]] ?? 0xffffffff);
+  if (consume) for (const t of tables) t.file = new Uint32Array(0);
+  const flags = copy(new Uint8Array(n), (r, i, q) => {
+    const fl = r.flags[i];
+    return (
+      (fl & ROW_STMT ? LINE_IS_STMT : 0) |
+      (fl & ROW_PROLOGUE_END ? LINE_PROLOGUE_END : 0) |
+      (i === q.e || fl & ROW_END_SEQUENCE ? LINE_END_SEQUENCE : 0)
+    );
+  });
+  if (consume) for (const t of tables) t.flags = new Uint8Array(0);
+  const out: LineRows = { address, line, file, flags };
   if (!sorted) sortRows(out);
   return { files, lines: out };
 }

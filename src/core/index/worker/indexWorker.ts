@@ -3,10 +3,11 @@
 // Tests: test/unit/core/index/worker/client.test.ts, test/unit/core/index/worker/pool.test.ts
 import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
-import { openBinary } from '../../binary/binaryImage';
+import { openBinary, type BinaryImage } from '../../binary/binaryImage';
 import { buildIndex } from '../build';
 import { dwarfSlice, dwarfUnitSlices, type DwarfSlice } from '../fromDwarf';
 import type { WorkerRequest, WorkerResponse } from './messages';
+import type { IndexData } from '../model';
 import { unreachable } from '../../../shared/unreachable';
 
 async function handle(req: WorkerRequest): Promise<WorkerResponse> {
@@ -29,33 +30,49 @@ async function handle(req: WorkerRequest): Promise<WorkerResponse> {
         }),
       };
     case 'slice': {
-      const image = await openBinary(req.path, {
-        debugDirs: req.debugDirs,
-        debugFile: req.debugFile,
-        noSystemDebugDir: req.noSystemDebugDir,
-      });
-      return { kind: 'slice', result: dwarfSlice(image, req.part, req.parts) };
+      const image = await openShared(req);
+      try {
+        return { kind: 'slice', result: { ...dwarfSlice(image, req.part, req.parts), fileReads: image.readMaps() } };
+      } finally {
+        image.close();
+      }
     }
     case 'units': {
-      const image = await openBinary(req.path, {
-        debugDirs: req.debugDirs,
-        debugFile: req.debugFile,
-        noSystemDebugDir: req.noSystemDebugDir,
-      });
-      return { kind: 'units', result: dwarfUnitSlices(image, req.unitOffsets) };
+      const image = await openShared(req);
+      try {
+        return { kind: 'units', result: dwarfUnitSlices(image, req.unitOffsets) };
+      } finally {
+        image.close();
+      }
     }
     default:
       return unreachable(req, 'index worker request');
   }
 }
 
+/** The binary a helper indexes a share of, read range by range as the coordinator reads it (build.ts). */
+function openShared(req: { path: string; debugDirs?: string[]; debugFile?: string; noSystemDebugDir?: boolean }): Promise<BinaryImage> {
+  return openBinary(req.path, {
+    debugDirs: req.debugDirs,
+    debugFile: req.debugFile,
+    noSystemDebugDir: req.noSystemDebugDir,
+    readOnDemand: true,
+  });
+}
+
 parentPort?.once('message', (req: WorkerRequest) => {
   handle(req).then(
-    // A share's line columns move to the coordinator rather than being copied.
+    // A share's line columns move to the coordinator, the index's to the caller, rather than being copied.
     (res) =>
       parentPort?.postMessage(
         res,
-        res.kind === 'slice' ? transferables([res.result]) : res.kind === 'units' ? transferables(res.result) : undefined,
+        res.kind === 'slice'
+          ? transferables([res.result])
+          : res.kind === 'units'
+            ? transferables(res.result)
+            : res.kind === 'index'
+              ? lineBuffers(res.result)
+              : undefined,
       ),
     (e: unknown) => {
       const err = e instanceof Error ? e : new Error(String(e));
@@ -63,6 +80,12 @@ parentPort?.once('message', (req: WorkerRequest) => {
     },
   );
 });
+
+/** The index's line columns move to the caller rather than being copied (a copy would be the largest thing here). */
+function lineBuffers(data: IndexData): ArrayBuffer[] {
+  const { address, line, file, flags } = data.lines;
+  return [...new Set([address.buffer, line.buffer, file.buffer, flags.buffer] as ArrayBuffer[])];
+}
 
 function transferables(slices: readonly DwarfSlice[]): ArrayBuffer[] {
   const out = new Set<ArrayBuffer>();

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FILE_CHUNK, FileBytes } from '../../../../src/core/binary/fileBytes';
+import { bytesReadIn, FILE_CHUNK, FileBytes, joinReadMaps } from '../../../../src/core/binary/fileBytes';
 import { ElfFile } from '../../../../src/core/binary/elfFile';
 import { openBinary } from '../../../../src/core/binary/binaryImage';
 import { ElfFormatError, NotElfError } from '../../../../src/core/binary/errors';
@@ -45,6 +45,37 @@ test('FileBytes reads a range as whole chunks once, clips to the file, and joins
     f.ensure(bytes.length + 10, 10);
     f.ensure(-5, 3);
     assert.equal(f.reads, 5, 'ranges outside the file read nothing');
+  } finally {
+    f.close();
+  }
+});
+
+test('a region of the file has a buffer of its own, read chunk by chunk; the read map has what any buffer was read', () => {
+  const { path, bytes } = patterned('r', 8 * FILE_CHUNK + 50);
+  const f = FileBytes.open(path);
+  try {
+    const at = 2 * FILE_CHUNK + 100;
+    const r = f.region(at, 3 * FILE_CHUNK);
+    assert.equal(r.data.length, 3 * FILE_CHUNK);
+    r.ensure(10, 20);
+    assert.deepEqual(r.data.subarray(0, FILE_CHUNK), bytes.subarray(at, at + FILE_CHUNK));
+    assert.equal(r.data[FILE_CHUNK], 0, 'the next chunk is not read');
+    assert.equal(f.data[at], 0, "the file's own buffer is left as it is");
+    assert.equal(f.bytesRead, FILE_CHUNK);
+    r.ensure(0, 10 * FILE_CHUNK);
+    assert.deepEqual(r.data, bytes.subarray(at, at + 3 * FILE_CHUNK));
+    assert.equal(f.region(8 * FILE_CHUNK, 10 * FILE_CHUNK).data.length, 50, 'clipped to the file');
+    f.ensure(0, 1);
+    const map = f.readMap();
+    // Chunk 0 (the file's), chunks 2–5 (the region's: it starts inside chunk 2 and ends inside chunk 5).
+    assert.deepEqual([...map.chunks], [1, 0, 1, 1, 1, 1, 0, 0, 0]);
+    assert.equal(bytesReadIn(map, 0, bytes.length), 5 * FILE_CHUNK);
+    assert.equal(bytesReadIn(map, FILE_CHUNK - 10, 20), 10);
+    const other = { ...map, chunks: new Uint8Array(map.chunks.length).fill(0) };
+    other.chunks[8] = 1;
+    const [joined] = joinReadMaps([map, other]);
+    assert.equal(bytesReadIn(joined, 0, bytes.length), 5 * FILE_CHUNK + 50);
+    assert.equal(bytesReadIn(map, 0, bytes.length), 5 * FILE_CHUNK, 'joining copies');
   } finally {
     f.close();
   }

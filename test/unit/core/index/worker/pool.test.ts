@@ -127,3 +127,32 @@ test('an aborted job ends its worker and rejects with the reason', async () => {
   late.abort(new Error('later'));
   await assert.rejects(job, /^Error: later$/);
 });
+
+test('a share walked a batch of units at a time, each batch by a reader of its own, is what one walk of all its units gives', async (t) => {
+  let batched = 0;
+  for (const name of ['many-O2', 'sites', 'cpp-O2', 'lines', 'calls-O2-stripped-buildid', 'calls-aarch64-O2'] as FixtureName[]) {
+    const f = await fixtureOrSkip(t, name);
+    if (!f) return;
+    // Read range by range, as a build reads it: each batch's reader has .debug_info in a buffer of its own.
+    const image = await openBinary(f.path, { debugDirs: f.debugDirs, debugFile: f.debugFile, readOnDemand: true });
+    try {
+      const once = dwarfSlice(image, 0, 1, Infinity);
+      // One unit per batch: every batch boundary there can be.
+      const each = dwarfSlice(image, 0, 1, 1);
+      assert.ok(each.byUnits, `${name}: references stay in units`);
+      assert.ok(once.functions.length > 0, `${name}: functions`);
+      assert.equal(indexDump({ ...base, ...mergeDwarfSlices([each]) }), indexDump({ ...base, ...mergeDwarfSlices([once]) }), name);
+      for (const parts of [2, 3])
+        assert.equal(
+          indexDump({ ...base, ...mergeDwarfSlices([0, 1, 2].slice(0, parts).map((p) => dwarfSlice(image, p, parts, 1))) }),
+          indexDump({ ...base, ...mergeDwarfSlices([once]) }),
+          `${name}: ${parts} shares of one-unit batches`,
+        );
+      if (new Set(once.functions.map((fn) => fn.unitOffset)).size > 1) batched++;
+    } finally {
+      image.close();
+    }
+  }
+  // `sites` has two units (the corpus test compares batches of real programs' hundreds of units).
+  assert.ok(batched >= 1, `${batched} fixtures had functions in more than one unit`);
+});
