@@ -133,8 +133,13 @@ function quotedOften(text: string): string {
   return q;
 }
 
+/** The last head looked up: a stream's hits mostly repeat the host, probe and kind of the one before. */
+let lastHead = { host: '', probe: '', kind: '', text: '' };
+
 /** By host, then kind and probe: the key made per hit stays short (one with the host cost a third of the line). */
 function head(h: Hit): string {
+  const last = lastHead;
+  if (h.probe === last.probe && h.kind === last.kind && h.host === last.host && last.text) return last.text;
   let byProbe = heads.get(h.host);
   if (!byProbe) heads.set(h.host, (byProbe = new Map()));
   const key = h.kind + '\0' + h.probe;
@@ -144,6 +149,7 @@ function head(h: Hit): string {
     if (byProbe.size >= 4096) byProbe.clear();
     byProbe.set(key, t);
   }
+  lastHead = { host: h.host, probe: h.probe, kind: h.kind, text: t };
   return t;
 }
 

@@ -164,3 +164,17 @@ test('a time is written as String writes it: on the ns and µs grids, off them, 
   }
   assert.ok(checked > 1_000_000);
 });
+
+test('hits that differ from the one before only in host, probe or kind each get their own head', () => {
+  const base: Hit = { host: 'a', probe: 'p', kind: 'entry', pid: 1, tid: 1, comm: 'c', cpu: 0, ts: 1.5, args: {}, event: 'p' };
+  const hits: Hit[] = [
+    base,
+    { ...base, host: 'b' },
+    { ...base, host: 'b', kind: 'return' },
+    { ...base, probe: 'q' },
+    base,
+    { ...base, host: '' },
+    { ...base, probe: '' },
+  ];
+  for (const h of [...hits, ...hits.reverse()]) assert.equal(hitToJsonLine(h), `${toJson(hitToJson(h))}\n`);
+});
