@@ -74,8 +74,8 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`probelens: unknown command '${cmd}'; run 'probelens --help' for the list.\n`);
     return 2;
   }
-  const stdout = batchedOut((text) => {
-    if (!stdoutClosed) process.stdout.write(text);
+  const stdout = batchedOut((bytes) => {
+    if (!stdoutClosed) process.stdout.write(bytes);
   });
   const io: Io = {
     out: (text) => {

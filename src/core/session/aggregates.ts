@@ -207,6 +207,7 @@ export class Aggregates {
   private readonly maxKeys: number;
   private readonly hits = new Map<string, number>();
   private readonly sites = new Map<string, Map<string, SiteState>>();
+  private readonly siteMemo = new WeakMap<Site, { probe: string; st: SiteState }>();
   private readonly lines = new Map<string, number>();
   private readonly last = new Map<string, Hit[]>();
   private readonly latency = new Map<string, Histogram>();
@@ -344,11 +345,16 @@ export class Aggregates {
 
   /** A probe's site (an equal site from another object is the same site); `hit` is its first hit. */
   private siteOf(probe: string, site: Site, hit: Hit): SiteState {
+    // Every hit at a point carries the point's one site object: its state is found by the object, without making
+    // and hashing its key per hit.
+    const memo = this.siteMemo.get(site);
+    if (memo && memo.probe === probe) return memo.st;
     let byKey = this.sites.get(probe);
     if (!byKey) this.sites.set(probe, (byKey = new Map()));
     const k = siteKey(site);
     let st = byKey.get(k);
     if (!st) byKey.set(k, (st = { site, hits: 0, last: hit }));
+    this.siteMemo.set(site, { probe, st });
     return st;
   }
 

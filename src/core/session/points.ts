@@ -86,7 +86,7 @@ export function presentHit(hit: Hit, probe: CompiledProbe | undefined, probeName
         (cut ??= []).push(a.name);
       }
     }
-    const bits = /^b([0-9]+)@/.exec(a.type);
+    const bits = a.type.charCodeAt(0) === 98 /* b */ ? /^b([0-9]+)@/.exec(a.type) : null;
     if (bits && a.display === 'signed' && typeof v === 'number') {
       const w = Number(bits[1]);
       if (w < 53 && v >= 2 ** (w - 1)) v -= 2 ** w;

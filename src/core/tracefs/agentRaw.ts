@@ -24,6 +24,15 @@ export const AGENT_RAW_STREAM = String.raw`# ---- The binary stream: ring-buffer
 RAW=0
 RAWPS=0
 RAWCPUS=
+RAWDD=bs=65536
+
+# The pump's dd operands for pages of $1 bytes: a page per read(2) (ibs), and the pages of one drain written in
+# 64 KiB blocks (obs; the last one short, at the buffer's end), so a flood crosses the pipe and the SSH channel in
+# a few large writes and packets, not one per page (each packet costs the client a decryption's setup). A dd
+# without ibs/obs (a trimmed busybox) writes each page as it reads it.
+raw_dd_blocks() {
+  if dd ibs="$1" obs=65536 < /dev/null > /dev/null 2>&1; then printf 'ibs=%s obs=65536\n' "$1"; else printf 'bs=65536\n'; fi
+}
 
 # Reads every CPU's buffer once, each read bounded by 3 s; a read that had to be ended adds a stray byte "K", so the
 # byte count is no longer whole pages.
@@ -60,6 +69,7 @@ raw() {
     say ERR RAW ENOTSUP "reading trace_pipe_raw returned $rb bytes for one marker, not whole $RAWPS-byte pages ending by themselves"
     return
   fi
+  RAWDD=$(raw_dd_blocks "$RAWPS")
   RAW=1
   sed "s/^/$N INFO RAW page /" "$hp" >&2
   sed "s/^/$N INFO RAW event /" "$he" >&2
@@ -100,7 +110,7 @@ raw_pump() {
       printf 'PLRAWCPU%08dLOST%012dNOWT%28s' "$c" "$lo" "$nt"
       [ "$e" = 0 ] && continue
       got=1
-      dd bs=65536 < "$I/per_cpu/cpu$c/trace_pipe_raw" 2>/dev/null
+      dd $RAWDD < "$I/per_cpu/cpu$c/trace_pipe_raw" 2>/dev/null
     done <<RAW_ROWS
 $rows
 RAW_ROWS

@@ -36,7 +36,12 @@ interface Step {
   count: number;
   field: FieldFormat;
   retval: boolean;
+  /** A string's last short value, its bytes and its text (see RawHitDecoder.string). */
+  last?: { bytes: Buffer; length: number; text: string };
 }
+
+/** Strings up to this many bytes are compared with the step's last one before a new string is made. */
+const REUSE_MAX = 32;
 
 interface Plan {
   schema: EventSchema;
@@ -78,7 +83,7 @@ function planFor(schema: EventSchema, format: EventFormat): Plan {
       if (!isStringType(a.type) || c.kind !== 'string')
         throw fail('the kernel prints it as ' + (c.kind === 'string' ? 'a string' : c.kind));
       if ((f.kind !== 'dataLoc' && f.kind !== 'relLoc') || !f.text || f.nested) throw fail(`its field is '${f.type}', not a string`);
-      return { ...base, op: Op.Str };
+      return { ...base, op: Op.Str, last: { bytes: Buffer.alloc(REUSE_MAX), length: -1, text: '' } };
     }
     if (arr || c.kind === 'array') {
       if (!arr || c.kind !== 'array') throw fail('the schema and the kernel disagree on it being an array');
@@ -260,7 +265,21 @@ export class RawHitDecoder {
       if (b >= 0x80) ascii = false;
       z++;
     }
-    // ASCII (the common case) decodes faster as latin1, to the same text.
+    // A short string repeats from record to record (the comm, a name): the same bytes as the last one's are its text
+    // again, without a new string per hit.
+    const n = z - start;
+    const last = s.last;
+    if (last && n <= REUSE_MAX) {
+      if (last.length === n) {
+        let k = 0;
+        while (k < n && last.bytes[k] === p[start + k]) k++;
+        if (k === n) return last.text;
+      }
+      p.copy(last.bytes, 0, start, z);
+      last.length = n;
+      // ASCII (the common case) decodes faster as latin1, to the same text.
+      return (last.text = p.toString(ascii ? 'latin1' : 'utf8', start, z));
+    }
     return p.toString(ascii ? 'latin1' : 'utf8', start, z);
   }
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hexAddress, hitToJson, hitToJsonLine, jsonInteger, toJson } from '../../../src/shared/hitJson';
+import { hexAddress, hitToJson, hitToJsonLine, jsonInteger, secondsText, toJson } from '../../../src/shared/hitJson';
 import type { Hit } from '../../../src/shared/hit';
 
 test('integers stay numbers only while exact', () => {
@@ -131,4 +131,50 @@ test('an NDJSON hit line is byte for byte the contract object through toJson, wh
       `${toJson(hitToJson(h))}\n`,
       JSON.stringify(h, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)),
     );
+});
+
+test('a time is written as String writes it: on the ns and µs grids, off them, at the edges, not finite', () => {
+  // A seeded generator: the same values every run.
+  let seed = 0x2545f491;
+  const rand = () => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) / 2 ** 32;
+  };
+  const values: number[] = [0, -0, -1.5, 0.5, 1e-7, 1, 1.000000001, 2 ** 53, 1e21, 1e300, NaN, Infinity, -Infinity];
+  for (let i = 0; i < 300_000; i++) {
+    const sec = Math.floor(rand() * 2 ** 24);
+    const ns = Math.floor(rand() * 1e9);
+    // The binary stream's time (seconds + ns / 1e9), a correctly rounded one, the text stream's µs, anything at all.
+    values.push(
+      sec + ns / 1e9,
+      (sec * 1e9 + ns) / 1e9,
+      Number(`${sec}.${String(Math.floor(ns / 1000)).padStart(6, '0')}`),
+      rand() * 2 ** 24,
+    );
+  }
+  for (const p of [1, 10, 100, 1000, 1e4, 1e5, 1e6, 2 ** 21, 2 ** 22, 2 ** 23, 8388607, 2 ** 24])
+    for (let d = -2000; d <= 2000; d++) values.push(p + d / 1e9, p + d * Number.EPSILON * p, p + d / 1e6);
+  let checked = 0;
+  for (const x of values) {
+    const want = Number.isFinite(x) ? String(x) : 'null';
+    if (secondsText(x) !== want) assert.fail(`secondsText(${String(x)}) = ${secondsText(x)}, String gives ${want}`);
+    checked++;
+  }
+  assert.ok(checked > 1_000_000);
+});
+
+test('hits that differ from the one before only in host, probe or kind each get their own head', () => {
+  const base: Hit = { host: 'a', probe: 'p', kind: 'entry', pid: 1, tid: 1, comm: 'c', cpu: 0, ts: 1.5, args: {}, event: 'p' };
+  const hits: Hit[] = [
+    base,
+    { ...base, host: 'b' },
+    { ...base, host: 'b', kind: 'return' },
+    { ...base, probe: 'q' },
+    base,
+    { ...base, host: '' },
+    { ...base, probe: '' },
+  ];
+  for (const h of [...hits, ...hits.reverse()]) assert.equal(hitToJsonLine(h), `${toJson(hitToJson(h))}\n`);
 });

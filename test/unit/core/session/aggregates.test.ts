@@ -203,3 +203,15 @@ test("the kernel's figures are what the snapshot shows once handed in: the summa
   );
   assert.equal(l.sum, 50 * 2 ** 11 + 150 * 2 ** 14, "each call at its bucket's lower end");
 });
+
+test('one site object in hits of two probes counts under each probe; an equal site object is the same site', () => {
+  const agg = new Aggregates();
+  const site = { kind: 'entry' as const, address: '0x401000' };
+  for (let i = 0; i < 6; i++) agg.add(hit(i % 3 === 0 ? 'g' : 'f', i, { site: i === 4 ? { ...site } : site }));
+  const s = agg.summary();
+  assert.deepEqual(s.hits, { f: 4, g: 2 });
+  assert.deepEqual(Object.fromEntries(Object.entries(s.sites).map(([p, list]) => [p, list.map((x) => [x.site.address, x.hits])])), {
+    g: [['0x401000', 2]],
+    f: [['0x401000', 4]],
+  });
+});

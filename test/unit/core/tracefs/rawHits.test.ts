@@ -237,6 +237,48 @@ test('strings hold newlines, \\r, U+2028 and LOST- or record-shaped text exactly
   );
 });
 
+test('a short string like the last one is the same text; any other byte, length or a long string is decoded anew', () => {
+  const args = ARGS.filter((a) => ['s', 'us'].includes(a.name));
+  const format = formatOf(args);
+  const long = 'x'.repeat(40);
+  const values: Array<string | null> = [
+    'loop',
+    'loop',
+    'loop2',
+    'lopp',
+    'lo',
+    '',
+    '',
+    null,
+    'loop',
+    'caf\u00e9',
+    'caf\u00e9',
+    'cafe',
+    long,
+    long,
+    `${long}y`,
+    'y'.repeat(32),
+    'y'.repeat(31),
+    'loop',
+  ];
+  const pages: Buffer[] = [];
+  let b = new PageBuilder(1_000_000_000n);
+  values.forEach((s, k) => {
+    const rec = recordBytes(format, 77, { s, us: values[values.length - 1 - k] });
+    if (b.length + rec.length + 8 > header.dataSize) {
+      pages.push(b.build());
+      b = new PageBuilder(1_000_000_000n);
+    }
+    b.data(rec, 1);
+  });
+  pages.push(b.build());
+  const { hits } = decodeOne(format, schemaOf(args), pages);
+  assert.deepEqual(
+    hits.map((h) => h.args),
+    values.map((s, k) => ({ s, us: values[values.length - 1 - k] })),
+  );
+});
+
 test('return probes: the retval argument is the hit’s retval, not an argument', () => {
   const args: ArgSpec[] = [
     { name: 'retval', type: 's32', field: 's32', size: 4, conv: '%d' },
