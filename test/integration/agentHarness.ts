@@ -1,6 +1,6 @@
 // Shared by the agent integration tests: a throwaway gcc-built workload, a Target that runs the agent under a
 // chosen shell (dash, busybox ash, bash), and checks of what a session left on the machine.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -228,6 +228,25 @@ export function runWorkloadPid(w: Workload, n: number, s = 'hi'): { out: string;
   if (r.error) throw r.error;
   if (r.status !== 0) throw new Error(`workload exited ${r.status ?? r.signal}: ${r.stderr}`);
   return { out: r.stdout.trim(), pid: r.pid };
+}
+
+/**
+ * Runs the workload without blocking this process: a session's client must keep answering its agent (heartbeats,
+ * reads) while a long workload runs, which spawnSync would stop for as long as the workload takes — on a loaded
+ * machine longer than the agent's heartbeat allowance, and the agent would end the session (exit 142).
+ */
+export function runWorkloadAsync(w: Workload, n: number, s = 'hi'): Promise<{ out: string; pid: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(w.path, [String(n), s], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    child.once('error', reject);
+    child.once('close', (code, signal) =>
+      code === 0 ? resolve({ out: out.trim(), pid: child.pid! }) : reject(new Error(`workload exited ${code ?? signal}: ${err}`)),
+    );
+  });
 }
 
 /**

@@ -5,7 +5,17 @@ import { existsSync } from 'node:fs';
 import { requireTracefs } from '../helpers/tracefs';
 import { TracefsAgent, AgentError } from '../../src/core/tracefs/agentClient';
 import { lossReport } from '../../src/core/tracefs/loss';
-import { ShellTarget, buildWorkload, collectHits, leftovers, runWorkload, waitClean, ADD_SCHEMA, type Workload } from './agentHarness';
+import {
+  ShellTarget,
+  buildWorkload,
+  collectHits,
+  leftovers,
+  runWorkload,
+  runWorkloadAsync,
+  waitClean,
+  ADD_SCHEMA,
+  type Workload,
+} from './agentHarness';
 
 let workload: Workload | undefined;
 const getWorkload = () => (workload ??= buildWorkload());
@@ -21,7 +31,7 @@ for (const overwrite of [true, false]) {
     await agent.setBufferKb(8);
     await agent.setOverwrite(overwrite);
     await agent.arm();
-    runWorkload(w, N);
+    await runWorkloadAsync(w, N);
     const live = await agent.cpuStats();
     const report = await agent.stop();
     await ended;

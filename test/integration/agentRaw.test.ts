@@ -17,7 +17,7 @@ import {
   buildWorkload,
   defineWorkloadProbes,
   leftovers,
-  runWorkload,
+  runWorkloadAsync,
   runWorkloadPid,
   type Workload,
 } from './agentHarness';
@@ -142,7 +142,7 @@ for (const overwrite of [true, false]) {
       await agent.setBufferKb(8);
       await agent.setOverwrite(overwrite);
       await agent.arm();
-      runWorkload(w, N);
+      await runWorkloadAsync(w, N);
       const report = await agent.stop();
       await ended;
       stream.end(report.tgids);

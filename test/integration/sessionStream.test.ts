@@ -8,7 +8,7 @@ import { TraceSession } from '../../src/core/session/traceSession';
 import { LocalTarget } from '../../src/core/target/local';
 import type { Hit } from '../../src/core/tracefs/hitParser';
 import { requireTracefs } from '../helpers/tracefs';
-import { FakeRawlessTarget, buildWorkload, leftovers, runWorkloadPid, type Workload } from './agentHarness';
+import { FakeRawlessTarget, buildWorkload, leftovers, runWorkloadAsync, runWorkloadPid, type Workload } from './agentHarness';
 
 let workload: Workload | undefined;
 const getWorkload = () => (workload ??= buildWorkload());
@@ -32,7 +32,7 @@ test('by default a session reads ring-buffer pages: hits exact, and received + l
   let received = 0;
   const N = 100_000;
   const flood = await TraceSession.start({ target: new LocalTarget(), index, specs: ['pl_add a'], bufferKb: 8, onHit: () => received++ });
-  runWorkloadPid(w, N);
+  await runWorkloadAsync(w, N);
   const s2 = await flood.stop();
   t.diagnostic(`received ${received}, lost ${s2.lost}, kernelHits ${s2.kernelHits.pl_add}`);
   assert.equal(s2.kernelHits.pl_add, N);
