@@ -10,10 +10,9 @@ import { join } from 'node:path';
 import { openBinary } from '../../src/core/binary/binaryImage';
 import { buildIndex } from '../../src/core/index/build';
 import { dwarfSlice, mergeDwarfSlices } from '../../src/core/index/fromDwarf';
-import { INDEX_FORMAT, type IndexData } from '../../src/core/index/model';
 import type { UnitReuseStats } from '../../src/core/index/unitReuse';
 import { corpusProjectOrSkip, corpusWorkTree, type CorpusName } from '../helpers/corpus';
-import { indexDump } from '../helpers/indexDump';
+import { indexDump, partDump } from '../helpers/indexDump';
 
 /** Compares line by line first: a difference then names the function (or table) that differs. */
 function sameDump(got: string, want: string, what: string): void {
@@ -21,21 +20,6 @@ function sameDump(got: string, want: string, what: string): void {
   const b = got.split('\n');
   for (let i = 0; i < Math.max(a.length, b.length); i++) if (a[i] !== b[i]) assert.equal(b[i], a[i], `${what}: line ${i} of the dump`);
 }
-
-/** What indexDump needs around a DWARF part (the merged parts are compared, not the symbol pass). */
-const DUMP_BASE: IndexData = {
-  format: INDEX_FORMAT,
-  path: '',
-  size: 0,
-  mtimeMs: 0,
-  arch: 'x86_64',
-  elfType: 'DYN',
-  symbolsOnly: false,
-  functions: [],
-  files: [],
-  lines: { address: new Float64Array(0), line: new Uint32Array(0), file: new Uint32Array(0), flags: new Uint8Array(0) },
-  usdt: [],
-};
 
 const BINARIES: Array<[CorpusName, string]> = [
   ['redis', 'redis-server'],
@@ -60,11 +44,11 @@ for (const [project, name] of BINARIES) {
     if (!p) return;
     const image = await openBinary(p.binaries[name], { readOnDemand: true });
     try {
-      const once = indexDump({ ...DUMP_BASE, ...mergeDwarfSlices([dwarfSlice(image, 0, 1, Infinity)]) });
+      const once = partDump(mergeDwarfSlices([dwarfSlice(image, 0, 1, Infinity)]));
       const batched = dwarfSlice(image, 0, 1, 64 * 1024);
       assert.ok(batched.byUnits, 'references stay in units');
       assert.ok(once.split('\n').length > 1000, 'a real index');
-      sameDump(indexDump({ ...DUMP_BASE, ...mergeDwarfSlices([batched]) }), once, '64 KiB batches');
+      sameDump(partDump(mergeDwarfSlices([batched])), once, '64 KiB batches');
     } finally {
       image.close();
     }

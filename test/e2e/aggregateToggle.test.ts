@@ -9,7 +9,7 @@
 // streams the probe (every call counted), and a probe losing hits is told to narrow, with no offer.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { test } from 'node:test';
@@ -29,6 +29,7 @@ import {
 import { definitionLine, hoverInline, localTracingWorkspace, uprobeEventsFor, waitForInline } from './inlineResults';
 import { parseFixtureOutput } from '../fixtures/output';
 import { missing } from '../helpers/require';
+import { vmSshConfig } from './vmTarget';
 
 const T = '/sys/kernel/tracing';
 const CALLS = 300;
@@ -95,21 +96,7 @@ test(
     const ws = join(scratch, 'calls');
     mkdirSync(ws);
     for (const f of calls.sourceFiles) copyFileSync(f, join(ws, basename(f)));
-    const sshConfig = join(scratch, 'ssh_config');
-    writeFileSync(
-      sshConfig,
-      [
-        'Host e2e-vm',
-        `  HostName ${vm.host}`,
-        `  Port ${vm.port}`,
-        '  User root',
-        `  IdentityFile ${vm.identityFile}`,
-        '  IdentitiesOnly yes',
-        `  UserKnownHostsFile ${vm.knownHostsFile}`,
-        '  StrictHostKeyChecking yes',
-        '',
-      ].join('\n'),
-    );
+    const sshConfig = vmSshConfig(vm, scratch);
     assert.deepEqual((await waitVmClean(vm, 60_000)).left, [], 'the VM is clean before the test');
     const settings = {
       'probelens.ssh.configFile': sshConfig,

@@ -79,10 +79,10 @@ export function uprobeEventsFor(tracefs: string, path: string): string[] {
 }
 
 /**
- * What every local-tracing e2e test needs first: Chromium and code-server, tracefs, root, and a freshly built
- * C workspace in a scratch folder removed after the test. Undefined (skipped, or failed under CI) otherwise.
+ * Chromium and code-server, tracefs, and root to trace on this machine: tracefs's path, or undefined (skipped, or
+ * failed under CI).
  */
-export function localTracingWorkspace(t: TestContext): { tracefs: string; dir: string; binary: string; rebuild(): void } | undefined {
+export function localTracingPrerequisites(t: TestContext): string | undefined {
   if (!e2ePrerequisites(t)) return undefined;
   const tracefs = requireTracefs(t);
   if (!tracefs) return undefined;
@@ -90,6 +90,16 @@ export function localTracingWorkspace(t: TestContext): { tracefs: string; dir: s
     missing(t, 'tracing on the local target needs root (or probelens.local.sudo with passwordless sudo)');
     return undefined;
   }
+  return tracefs;
+}
+
+/**
+ * What every local-tracing e2e test needs first: Chromium and code-server, tracefs, root, and a freshly built
+ * C workspace in a scratch folder removed after the test. Undefined (skipped, or failed under CI) otherwise.
+ */
+export function localTracingWorkspace(t: TestContext): { tracefs: string; dir: string; binary: string; rebuild(): void } | undefined {
+  const tracefs = localTracingPrerequisites(t);
+  if (!tracefs) return undefined;
   const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-ws-'));
   t.after(() => rmSync(scratch, { recursive: true, force: true }));
   return { tracefs, ...buildCWorkspace(scratch) };

@@ -18,7 +18,6 @@ import { test, type TestContext } from 'node:test';
 import type { Page } from 'playwright-core';
 import { readKernelInfo } from '../../src/core/target/kernelInfo';
 import { LocalTarget } from '../../src/core/target/local';
-import { scanBinary } from '../../src/core/workspace/scan';
 import { kernelSourceFiles } from '../helpers/kernelSource';
 import { missing } from '../helpers/require';
 import { requireVm, requireVmlinux, vmShell, waitVmClean, type VmConnection } from '../helpers/vm';
@@ -26,7 +25,7 @@ import { VmUnavailable } from '../helpers/vmImage';
 import { e2ePrerequisites, withCodeServer } from './harness/session';
 import { clickCodeLens, codeLens, openFile, runCommand, waitForNotification, webviewFrame } from './harness/workbench';
 import { waitForInline } from './inlineResults';
-import { addVmTarget, traceOnVmOnly, viewRows, vmSshConfig, waitRow } from './vmTarget';
+import { addVmTarget, kernelSourceWorkspace, traceOnVmOnly, viewRows, vmSshConfig, waitRow } from './vmTarget';
 
 const FUNC = 'do_sys_openat2';
 const FILE = 'fs/open.c';
@@ -78,33 +77,14 @@ async function kernelTree(
   if (!vm) return undefined;
   const vmlinux = await requireVmlinux(t, vm);
   if (!vmlinux) return undefined;
-  let src: string;
-  try {
-    const got = kernelSourceFiles(vm.kernelPackage.split(' ')[1], [FILE]);
-    if (got.extractMs) t.diagnostic(`fetched ${FILE} of ${vm.kernelPackage} in ${got.extractMs} ms`);
-    src = got.dir;
-  } catch (e) {
-    if (!(e instanceof VmUnavailable)) throw e;
-    missing(t, e.message);
-    return undefined;
-  }
-  // Where the DWARF says fs/open.c was built: a path relative to the build's (relative) compilation directory.
-  const scan = await scanBinary(vmlinux.path);
-  const built = [...(scan?.units ?? [])].find((u) => u === FILE || u.endsWith(`/${FILE}`));
-  assert.ok(built, `${vmlinux.path} has a unit for ${FILE}`);
-  const buildDir = built.slice(0, -FILE.length - 1) || '.';
-  t.diagnostic(`the DWARF names ${built}: mapping ${buildDir} to the workspace`);
-  const line =
-    readFileSync(join(src, FILE), 'utf8')
-      .split('\n')
-      .findIndex((l) => new RegExp(`^static long ${FUNC}\\(`).test(l)) + 1;
-  assert.ok(line > 0, `${FUNC} is defined in ${FILE}`);
-
-  const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-kernel-'));
-  t.after(() => rmSync(scratch, { recursive: true, force: true }));
-  const ws = join(scratch, 'linux');
-  mkdirSync(dirname(join(ws, FILE)), { recursive: true });
-  copyFileSync(join(src, FILE), join(ws, FILE));
+  const tree = await kernelSourceWorkspace(t, vm, {
+    file: FILE,
+    binary: vmlinux.path,
+    definition: new RegExp(`^static long ${FUNC}\\(`),
+    prefix: 'probelens-e2e-kernel-',
+  });
+  if (!tree) return undefined;
+  const { ws, scratch, buildDir, line } = tree;
   if (link) symlinkSync(vmlinux.path, join(ws, 'vmlinux'));
   return { vm, vmlinux, ws, scratch, buildDir, line };
 }

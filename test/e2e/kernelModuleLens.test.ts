@@ -5,20 +5,15 @@
 // compares the .ko's build-id with the loaded module's), and the count beside the line rises by exactly the PF_KEY
 // sockets a program in the VM opens (nothing else on the VM creates one). After Stop the VM holds nothing.
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { copyFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { scanBinary } from '../../src/core/workspace/scan';
-import { kernelSourceFiles } from '../helpers/kernelSource';
-import { missing } from '../helpers/require';
 import { requireModuleKo, requireVm, vmShell, waitVmClean } from '../helpers/vm';
-import { VmUnavailable } from '../helpers/vmImage';
 import { installStatic } from '../vm/kernelCli';
 import { e2ePrerequisites, withCodeServer } from './harness/session';
 import { clickCodeLens, codeLens, openFile } from './harness/workbench';
 import { waitForInline } from './inlineResults';
-import { addVmTarget, traceOnVmOnly, vmSshConfig, waitRow } from './vmTarget';
+import { addVmTarget, kernelSourceWorkspace, traceOnVmOnly, vmSshConfig, waitRow } from './vmTarget';
 
 const FUNC = 'pfkey_create';
 const FILE = 'net/key/af_key.c';
@@ -48,33 +43,15 @@ test(
     if (!vm) return;
     const ko = await requireModuleKo(t, vm, 'af_key');
     if (!ko) return;
-    let src: string;
-    try {
-      const got = kernelSourceFiles(vm.kernelPackage.split(' ')[1], [FILE]);
-      if (got.extractMs) t.diagnostic(`fetched ${FILE} of ${vm.kernelPackage} in ${got.extractMs} ms`);
-      src = got.dir;
-    } catch (e) {
-      if (!(e instanceof VmUnavailable)) throw e;
-      missing(t, e.message);
-      return;
-    }
-    // Where the module's DWARF says af_key.c was built (relative to the kernel build's directory).
-    const scan = await scanBinary(ko.path);
-    assert.equal(scan?.kind, 'kernel-module', `${ko.path} scans as a kernel module`);
-    const built = [...(scan?.units ?? [])].find((u) => u === FILE || u.endsWith(`/${FILE}`));
-    assert.ok(built, `${ko.path} has a unit for ${FILE} (units: ${[...(scan?.units ?? [])].join(', ')})`);
-    const buildDir = built.slice(0, -FILE.length - 1) || '.';
-    const line =
-      readFileSync(join(src, FILE), 'utf8')
-        .split('\n')
-        .findIndex((l) => new RegExp(`^static int ${FUNC}\\(`).test(l)) + 1;
-    assert.ok(line > 0, `${FUNC} is defined in ${FILE}`);
-
-    const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-module-'));
-    t.after(() => rmSync(scratch, { recursive: true, force: true }));
-    const ws = join(scratch, 'linux');
-    mkdirSync(dirname(join(ws, FILE)), { recursive: true });
-    copyFileSync(join(src, FILE), join(ws, FILE));
+    const tree = await kernelSourceWorkspace(t, vm, {
+      file: FILE,
+      binary: ko.path,
+      definition: new RegExp(`^static int ${FUNC}\\(`),
+      prefix: 'probelens-e2e-module-',
+    });
+    if (!tree) return;
+    const { ws, scratch, buildDir, line } = tree;
+    assert.equal(tree.scan.kind, 'kernel-module', `${ko.path} scans as a kernel module`);
     // Where a kernel build leaves it: beside its source, mode 0644.
     copyFileSync(ko.path, join(ws, 'net', 'key', 'af_key.ko'));
     if (!(await installStatic(t, vm, PROGRAM, PFKEY_SOURCE))) return;

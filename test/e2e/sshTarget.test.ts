@@ -9,21 +9,14 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { fingerprintSha256 } from '../../src/core/ssh/knownHosts';
 import { parseFixtureOutput } from '../fixtures/output';
-import { missing } from '../helpers/require';
 import { requireSshd } from '../helpers/sshd';
-import { requireTracefs } from '../helpers/tracefs';
-import { e2ePrerequisites, withCodeServer } from './harness/session';
+import { withCodeServer } from './harness/session';
 import { clickCodeLens, codeLens, openFile } from './harness/workbench';
-import { buildCWorkspace, definitionLine, uprobeEventsFor, waitForInline } from './inlineResults';
+import { buildCWorkspace, definitionLine, localTracingPrerequisites, uprobeEventsFor, waitForInline } from './inlineResults';
 
 test('SSH target: unknown host key modal with its fingerprint, accept, probe armed there, hits arrive', { timeout: 900_000 }, async (t) => {
-  if (!e2ePrerequisites(t)) return;
-  const tracefs = requireTracefs(t);
+  const tracefs = localTracingPrerequisites(t);
   if (!tracefs) return;
-  if (process.getuid?.() !== 0) {
-    missing(t, 'tracing on the local target needs root');
-    return;
-  }
   const sshd = await requireSshd(t);
   if (!sshd) return;
   const scratch = mkdtempSync(join(tmpdir(), 'probelens-e2e-ssh-'));

@@ -1,9 +1,17 @@
 // The editor's VM target, as the kernel tests click it: the VM named in an ssh config (its host key checked against
-// known_hosts), added from the Probes view, traced on alone; and the Probes view's rows read as text.
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+// known_hosts), added from the Probes view, traced on alone; the Probes view's rows read as text; and a workspace
+// holding a file of the VM kernel's own source, mapped from where a binary's DWARF says it was built.
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { TestContext } from 'node:test';
 import type { Page } from 'playwright-core';
+import { scanBinary, type BinaryScan } from '../../src/core/workspace/scan';
+import { kernelSourceFiles } from '../helpers/kernelSource';
+import { missing } from '../helpers/require';
 import type { VmConnection } from '../helpers/vm';
+import { VmUnavailable } from '../helpers/vmImage';
 
 /** The Probes view's rows, as `label · description`. */
 export async function viewRows(page: Page): Promise<string[]> {
@@ -78,4 +86,45 @@ export async function traceOnVmOnly(page: Page): Promise<void> {
   await quickPickRow(page, /^\s*local\s*$/).click();
   await page.locator('.quick-input-widget .quick-input-box input').press('Enter');
   await picker.waitFor({ state: 'hidden', timeout: 30_000 });
+}
+
+/**
+ * A scratch workspace (`SCRATCH/linux`) holding `file` of the VM kernel's own source (Debian's linux-source of exactly
+ * its version, test/helpers/kernelSource.ts), the folder `binary`'s DWARF names as where it was built (a path
+ * relative to the build's compilation directory: to map to the workspace), and the 1-based line `definition`
+ * matches in it. Undefined after missing() when the source cannot be had (under CI=true: failed).
+ */
+export async function kernelSourceWorkspace(
+  t: TestContext,
+  vm: VmConnection,
+  opts: { file: string; binary: string; definition: RegExp; prefix: string },
+): Promise<{ ws: string; scratch: string; buildDir: string; line: number; scan: BinaryScan } | undefined> {
+  const { file } = opts;
+  let src: string;
+  try {
+    const got = kernelSourceFiles(vm.kernelPackage.split(' ')[1], [file]);
+    if (got.extractMs) t.diagnostic(`fetched ${file} of ${vm.kernelPackage} in ${got.extractMs} ms`);
+    src = got.dir;
+  } catch (e) {
+    if (!(e instanceof VmUnavailable)) throw e;
+    missing(t, e.message);
+    return undefined;
+  }
+  const scan = await scanBinary(opts.binary);
+  assert.ok(scan, `${opts.binary} scans as a binary`);
+  const built = [...scan.units].find((u) => u === file || u.endsWith(`/${file}`));
+  assert.ok(built, `${opts.binary} has a unit for ${file} (units: ${[...scan.units].slice(0, 20).join(', ')}…)`);
+  const buildDir = built.slice(0, -file.length - 1) || '.';
+  t.diagnostic(`the DWARF names ${built}: mapping ${buildDir} to the workspace`);
+  const line =
+    readFileSync(join(src, file), 'utf8')
+      .split('\n')
+      .findIndex((l) => opts.definition.test(l)) + 1;
+  assert.ok(line > 0, `${opts.definition} is in ${file}`);
+  const scratch = mkdtempSync(join(tmpdir(), opts.prefix));
+  t.after(() => rmSync(scratch, { recursive: true, force: true }));
+  const ws = join(scratch, 'linux');
+  mkdirSync(dirname(join(ws, file)), { recursive: true });
+  copyFileSync(join(src, file), join(ws, file));
+  return { ws, scratch, buildDir, line, scan };
 }

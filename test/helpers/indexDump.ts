@@ -1,7 +1,7 @@
 // A canonical text form of an IndexData: what "the same index" means when two builds are compared (pool sizes,
 // open file first then completed, a partly reused cache). Bigints become decimal strings, typed arrays plain
 // arrays, absent and undefined optional fields the same thing; key order is fixed by sorting.
-import type { IndexData } from '../../src/core/index/model';
+import { INDEX_FORMAT, type IndexData } from '../../src/core/index/model';
 
 function canonical(v: unknown): unknown {
   if (typeof v === 'bigint') return `${v}n`;
@@ -27,4 +27,24 @@ export function indexDump(data: IndexData): string {
     JSON.stringify(files),
     JSON.stringify(canonical(lines)),
   ].join('\n');
+}
+
+/** What indexDump needs around a DWARF part (the merged parts are compared, not the symbol pass). */
+const PART_BASE: IndexData = {
+  format: INDEX_FORMAT,
+  path: '',
+  size: 0,
+  mtimeMs: 0,
+  arch: 'x86_64',
+  elfType: 'DYN',
+  symbolsOnly: false,
+  functions: [],
+  files: [],
+  lines: { address: new Float64Array(0), line: new Uint32Array(0), file: new Uint32Array(0), flags: new Uint8Array(0) },
+  usdt: [],
+};
+
+/** indexDump of a merged DWARF part (functions, files, lines) alone. */
+export function partDump(part: Pick<IndexData, 'functions' | 'files' | 'lines'>): string {
+  return indexDump({ ...PART_BASE, ...part });
 }

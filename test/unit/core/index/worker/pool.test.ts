@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { openBinary } from '../../../../../src/core/binary/binaryImage';
 import { buildIndex } from '../../../../../src/core/index/build';
 import { dwarfSlice, mergeDwarfSlices, shareOf } from '../../../../../src/core/index/fromDwarf';
-import { INDEX_FORMAT, type IndexData } from '../../../../../src/core/index/model';
 import { loadIndex } from '../../../../../src/core/index/load';
 import { runWorkerJob } from '../../../../../src/core/index/worker/client';
 import {
@@ -14,25 +13,10 @@ import {
   PARALLEL_MIN_DEBUG_INFO_BYTES,
 } from '../../../../../src/core/index/worker/pool';
 import { fixtureOrSkip, type FixtureName } from '../../../../helpers/fixtures';
-import { indexDump } from '../../../../helpers/indexDump';
+import { indexDump, partDump } from '../../../../helpers/indexDump';
 
 // Several units (many-*), C++ and Rust (cross-unit origins, namespaces), Go (lines from the line table), a
 // separate debug file found by build-id (the helpers must open the same one), and AArch64.
-// What indexDump needs around a DWARF part (the merged parts are compared, not the symbol pass).
-const base: IndexData = {
-  format: INDEX_FORMAT,
-  path: '',
-  size: 0,
-  mtimeMs: 0,
-  arch: 'x86_64',
-  elfType: 'DYN',
-  symbolsOnly: false,
-  functions: [],
-  files: [],
-  lines: { address: new Float64Array(0), line: new Uint32Array(0), file: new Uint32Array(0), flags: new Uint8Array(0) },
-  usdt: [],
-};
-
 const NAMES: FixtureName[] = ['many-O2', 'cpp-O2', 'rust-O2', 'go', 'lines', 'calls-O2-stripped-buildid', 'calls-aarch64-O2'];
 
 test('the index is the same, dump for dump, whether 1, 2 or 4 threads build it', async (t) => {
@@ -83,7 +67,7 @@ test('where references stay in their units (C without LTO) each share walks only
   // Each share indexed only its unit's functions, none of the other's.
   const units = shares.map((s) => new Set(s.functions.map((fn) => fn.unitOffset)));
   assert.ok(units[0].size === 1 && units[1].size === 1 && [...units[0]][0] !== [...units[1]][0], 'one unit each');
-  assert.equal(indexDump({ ...base, ...mergeDwarfSlices(shares) }), indexDump({ ...base, ...mergeDwarfSlices([whole]) }));
+  assert.equal(partDump(mergeDwarfSlices(shares)), partDump(mergeDwarfSlices([whole])));
   // Go refers across units (DW_FORM_ref_addr): every share runs the whole pass and takes a range of it.
   const go = await fixtureOrSkip(t, 'go');
   if (!go) return;
@@ -141,11 +125,11 @@ test('a share walked a batch of units at a time, each batch by a reader of its o
       const each = dwarfSlice(image, 0, 1, 1);
       assert.ok(each.byUnits, `${name}: references stay in units`);
       assert.ok(once.functions.length > 0, `${name}: functions`);
-      assert.equal(indexDump({ ...base, ...mergeDwarfSlices([each]) }), indexDump({ ...base, ...mergeDwarfSlices([once]) }), name);
+      assert.equal(partDump(mergeDwarfSlices([each])), partDump(mergeDwarfSlices([once])), name);
       for (const parts of [2, 3])
         assert.equal(
-          indexDump({ ...base, ...mergeDwarfSlices([0, 1, 2].slice(0, parts).map((p) => dwarfSlice(image, p, parts, 1))) }),
-          indexDump({ ...base, ...mergeDwarfSlices([once]) }),
+          partDump(mergeDwarfSlices([0, 1, 2].slice(0, parts).map((p) => dwarfSlice(image, p, parts, 1)))),
+          partDump(mergeDwarfSlices([once])),
           `${name}: ${parts} shares of one-unit batches`,
         );
       if (new Set(once.functions.map((fn) => fn.unitOffset)).size > 1) batched++;
