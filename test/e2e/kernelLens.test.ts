@@ -125,7 +125,8 @@ test(
       t.diagnostic(`Probes view before any probe is armed: ${matching} | ${differs}`);
       assert.ok(!(await viewRows(page)).some((r) => /^vmlinux · /.test(r)), 'no session before a lens is clicked');
       await clickCodeLens(page, /^Trace$/, { line, timeout: 60_000 });
-      await waitRow(page, /^vmlinux · failed · the kernel on local .* is not the build of vmlinux/, 30_000);
+      // Arming waits for the whole index of the vmlinux (21-43 s cold in CI), then reads the kernel and refuses.
+      await waitRow(page, /^vmlinux · failed · the kernel on local .* is not the build of vmlinux/, 300_000);
 
       // Trace on the VM only, then Start Tracing again.
       await traceOnVmOnly(page);
