@@ -84,7 +84,7 @@ test(
       assert.match(await waitForInline(page, /^● [\d,]+ hits?/, 10_000), new RegExp(`^● ${SOCKETS} hits\\b`));
 
       await page.locator('.action-label[aria-label^="Stop Tracing"]').first().click();
-      const clean = await waitVmClean(vm, 60_000);
+      const clean = await waitVmClean(vm, 120_000);
       t.diagnostic(`the VM clean ${clean.ms} ms after Stop`);
       assert.deepEqual(clean.left, [], 'Stop leaves nothing on the VM');
     });
