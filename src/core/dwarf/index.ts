@@ -27,7 +27,8 @@ import { lineTableNames, type FileNameTest } from './lineHeader';
 import { LIST_SECTIONS, locationAtPc, locationOf, rangesOf } from './lists';
 import { DwarfFormatError } from './format';
 import { Types, type TypeDesc } from './types';
-import { nextAbbrev, Sections, isTypeUnit, skipAttrs, type Die, type Unit } from './unit';
+import { Sections } from './sections';
+import { nextAbbrev, isTypeUnit, skipAttrs, type Die, type Unit } from './unit';
 import { parseUnits, parseUnitsAt } from './unitHeader';
 import { constValueOf, variablesAt, type VariableInfo } from './vars';
 

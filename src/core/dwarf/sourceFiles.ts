@@ -6,7 +6,8 @@
 import { posix } from 'node:path';
 import type { SectionSource } from '../binary/sections';
 import { parseLineFiles } from './line';
-import { Sections, isTypeUnit } from './unit';
+import { Sections } from './sections';
+import { isTypeUnit } from './unit';
 import { parseUnits } from './unitHeader';
 
 export interface SourceFiles {

@@ -5,7 +5,8 @@
 import type { ByteReader } from '../binary/byteReader';
 import * as K from './constants';
 import { dwarfReader } from './format';
-import { Unit, type Sections } from './unit';
+import type { Sections } from './sections';
+import { Unit } from './unit';
 
 // Bound once: per-access getters of a transpiled module namespace would sit on the hot path.
 const { UT } = K;

@@ -1,8 +1,8 @@
 // Finding a project's ELF binaries: the user's globs (setting `probelens.binaries`, relative to the workspace)
 // or, without them, every ELF executable and shared library anywhere in the tree — in-tree Make/autotools
 // builds (redis, PostgreSQL, nginx put binaries next to their sources), CMake/Meson build folders, Cargo's
-// `target/`, Go module roots, a kernel tree's `vmlinux` and its loadable modules (`*.ko`). Reads 20 bytes per candidate, follows a symbolic link
-// only to a file outside the tree (never into a folder: no loops, no walking the whole disk; a link inside the tree
+// `target/`, Go module roots, a kernel tree's `vmlinux` and its loadable modules (`*.ko`). Reads 20 bytes per
+// candidate, follows a symbolic link only to a file outside the tree (never into a folder: no loops, no walking the whole disk; a link inside the tree
 // names a file the walk finds anyway), and stops at a file and a time budget so a huge tree cannot stall the
 // editor; the result says when a budget cut the walk short. A kernel image is not executable (the dbg package's
 // `vmlinux-RELEASE` is mode 0644, and too big to copy: a workspace links to it), so a file named `vmlinux*` needs

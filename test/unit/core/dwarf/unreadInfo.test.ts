@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { SectionSource } from '../../../../src/core/binary/sections';
 import { openDwarf, type Dwarf } from '../../../../src/core/dwarf';
-import { Sections } from '../../../../src/core/dwarf/unit';
+import { Sections } from '../../../../src/core/dwarf/sections';
 import type { ByteReader } from '../../../../src/core/binary/byteReader';
 import { findAbbrev, refersOutside } from '../../../../src/core/dwarf/abbrev';
 import { A, T, assemble, int, subprogram, uleb, type DieSpec } from '../../../helpers/dwarfAsm';
