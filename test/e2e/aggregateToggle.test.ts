@@ -25,6 +25,7 @@ import {
   runCommand,
   waitForNotification,
   webviewFrame,
+  showProbeLensView,
 } from './harness/workbench';
 import { definitionLine, hoverInline, localTracingWorkspace, uprobeEventsFor, waitForInline } from './inlineResults';
 import { parseFixtureOutput } from '../fixtures/output';
@@ -55,8 +56,7 @@ function probeRow(page: Page, label: RegExp) {
 async function probeMenu(page: Page, label: RegExp, item: string, done: (text: string) => boolean): Promise<void> {
   for (let i = 1; ; i++) {
     // The view's icon toggles the side bar: clicked only when the view is not showing.
-    if (!(await probeRow(page, label).isVisible()))
-      await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
+    await showProbeLensView(page);
     await probeRow(page, label).click({ button: 'right' });
     await clickContextMenuItem(page, item, { timeout: 30_000 });
     const deadline = Date.now() + 15_000;
@@ -109,7 +109,7 @@ test(
       await openFile(page, 'calls.c');
 
       // Probes view → "Add SSH Target…": the VM, as root, the same paths; then trace on the VM only.
-      await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
+      await showProbeLensView(page);
       await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
       const row = (label: RegExp) =>
         page
@@ -223,7 +223,7 @@ test(
       await codeLens(page, /Trace: 0 hits · armed/)
         .first()
         .waitFor({ state: 'visible', timeout: 120_000 });
-      await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
+      await showProbeLensView(page);
       await probeMenu(page, /^tick/, 'Aggregate in the Kernel', (text) => text.includes('streamed (no hist triggers)'));
       await waitForNotification(page, /the kernel on local has no hist triggers .*: probes set to aggregate are streamed there instead/, {
         timeout: 120_000,

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseFixtureOutput } from '../fixtures/output';
 import { withCodeServer } from './harness/session';
-import { codeLens, goToLine, openFile, statusBarItem } from './harness/workbench';
+import { codeLens, goToLine, openFile, showProbeLensView, statusBarItem } from './harness/workbench';
 import { localTracingWorkspace, definitionLine, waitForInline } from './inlineResults';
 
 function findFiles(dir: string, name: RegExp): string[] {
@@ -40,7 +40,7 @@ test(
         .first()
         .waitFor({ state: 'visible', timeout: 120_000 });
       await statusBarItem(page, /ProbeLens: local/).waitFor({ state: 'visible', timeout: 30_000 });
-      await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
+      await showProbeLensView(page);
       await page
         .locator('.monaco-list-row')
         .filter({ hasText: 'greet no_such_var' })

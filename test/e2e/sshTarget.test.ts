@@ -11,7 +11,7 @@ import { fingerprintSha256 } from '../../src/core/ssh/knownHosts';
 import { parseFixtureOutput } from '../fixtures/output';
 import { requireSshd } from '../helpers/sshd';
 import { withCodeServer } from './harness/session';
-import { clickCodeLens, codeLens, openFile } from './harness/workbench';
+import { clickCodeLens, codeLens, openFile, showProbeLensView } from './harness/workbench';
 import { buildCWorkspace, definitionLine, localTracingPrerequisites, uprobeEventsFor, waitForInline } from './inlineResults';
 
 test('SSH target: unknown host key modal with its fingerprint, accept, probe armed there, hits arrive', { timeout: 900_000 }, async (t) => {
@@ -47,7 +47,7 @@ test('SSH target: unknown host key modal with its fingerprint, accept, probe arm
       .waitFor({ state: 'visible', timeout: 120_000 });
 
     // Probes view → "Add SSH Target…": the host from the ssh config, run as the login user, same paths.
-    await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
+    await showProbeLensView(page);
     await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
     const row = (label: RegExp) =>
       page

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { withCodeServer } from './harness/session';
-import { clickCodeLens, codeLens, openFile } from './harness/workbench';
+import { clickCodeLens, codeLens, openFile, showProbeLensView } from './harness/workbench';
 import { localTracingPrerequisites, uprobeEventsFor, waitForInline } from './inlineResults';
 
 const SITES = 4_000;
@@ -72,7 +72,7 @@ test(
 
       // Stop Tracing, as a user clicks it in the Probes view.
       const stop = page.locator('.action-label[aria-label^="Stop Tracing"]').first();
-      if (!(await stop.isVisible())) await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
+      await showProbeLensView(page);
       await stop.waitFor({ state: 'visible', timeout: 30_000 });
       const clicked = Date.now();
       await stop.click();

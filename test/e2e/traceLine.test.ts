@@ -17,6 +17,7 @@ import {
   statusBarItem,
   waitForNotification,
   webviewFrame,
+  showProbeLensView,
 } from './harness/workbench';
 import { localTracingWorkspace, markerLine, uprobeEventsFor, waitForInline } from './inlineResults';
 
@@ -106,7 +107,7 @@ test(
       assert.ok(uprobeEventsFor(tracefs, binary).length > 0, 'the probe is armed in tracefs');
       rebuild();
       await waitForNotification(page, /was rebuilt; armed probes are stale/, { timeout: 60_000 });
-      await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
+      await showProbeLensView(page);
       const probeRow = page
         .locator('.monaco-list-row')
         .filter({ hasText: `calls.c:${line}` })

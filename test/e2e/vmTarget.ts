@@ -12,6 +12,7 @@ import { kernelSourceFiles } from '../helpers/kernelSource';
 import { missing } from '../helpers/require';
 import type { VmConnection } from '../helpers/vm';
 import { VmUnavailable } from '../helpers/vmImage';
+import { showProbeLensView } from './harness/workbench';
 
 /** The Probes view's rows, as `label · description`. */
 export async function viewRows(page: Page): Promise<string[]> {
@@ -64,7 +65,7 @@ function quickPickRow(page: Page, label: RegExp) {
 
 /** Probes view → "Add SSH Target…": the VM from the ssh config, as root; the workspace is not mirrored there. */
 export async function addVmTarget(page: Page): Promise<void> {
-  await page.locator('.activitybar .action-item a[aria-label^="ProbeLens"]').first().click();
+  await showProbeLensView(page);
   await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
   await quickPickRow(page, /^\s*e2e-vm\s*$/).click();
   await quickPickRow(page, /As the login user/).click();

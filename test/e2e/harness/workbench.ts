@@ -278,3 +278,24 @@ async function focusWorkbench(page: Page): Promise<void> {
   if (await page.locator(QUICK_INPUT).isVisible()) await page.keyboard.press('Escape');
   if (await page.locator('.context-view .monaco-menu').isVisible()) await page.keyboard.press('Escape');
 }
+
+/**
+ * Shows the ProbeLens side bar as a user does, by its activity bar icon, which toggles: the icon is clicked only when
+ * its container is not the one showing (the item's `checked` class, set as the click is taken). Judging by a row of
+ * the view instead races its first render: a second click on a view still drawing closes it again. Callers wait for
+ * the rows they need.
+ */
+export async function showProbeLensView(page: Page, opts: WaitOptions = {}): Promise<void> {
+  const item = page
+    .locator('.activitybar .action-item')
+    .filter({ has: page.locator('a[aria-label^="ProbeLens"]') })
+    .first();
+  const deadline = Date.now() + (opts.timeout ?? DEFAULT_TIMEOUT_MS);
+  const showing = async () => (await item.getAttribute('class'))?.split(/\s+/).includes('checked') === true;
+  while (!(await showing())) {
+    if (Date.now() > deadline) throw new Error('the ProbeLens side bar did not show');
+    await item.locator('a').click();
+    const until = Date.now() + 5_000;
+    while (!(await showing()) && Date.now() < until) await page.waitForTimeout(100);
+  }
+}
