@@ -4,6 +4,8 @@
 // summary comes first, and the agent disarms by itself afterwards, also once its client has gone (the CLI exits,
 // over SSH its connection closes). How fast either happens is measured by bench:attach, not here.
 import { test } from 'node:test';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { loadIndex } from '../../src/core/index/load';
 import { TraceSession } from '../../src/core/session/traceSession';
@@ -13,7 +15,17 @@ import { fixtureOrSkip, runFixture } from '../helpers/fixtures';
 import { requireSshd } from '../helpers/sshd';
 import { requireTracefs } from '../helpers/tracefs';
 import { leftovers } from './agentHarness';
-import { definitionsOf, holdInstance, isolatedEnv, privateCopy, sshFlags, startCli, waitAllClean, waitForGroups } from './engine-harness';
+import {
+  definitionsOf,
+  holdInstance,
+  isolatedEnv,
+  privateCopy,
+  scratch,
+  sshFlags,
+  startCli,
+  waitAllClean,
+  waitForGroups,
+} from './engine-harness';
 
 const TIMEOUT = { timeout: 300_000 };
 const SITES = 1024;
@@ -106,6 +118,46 @@ test('Ctrl-C on a CLI trace of a 1,024-site probe over SSH: exit 0 with the summ
   );
   assert.deepEqual(await waitAllClean(groups, 60_000), [], 'the agent leaves the target clean after the CLI has exited');
 });
+
+// The CLI inherits the user's shell, and the agent the CLI's environment (on this machine; over SSH, sshd's). A name
+// the agent assigns that the environment exports stays exported, so its value goes to every command the agent
+// starts: PROF (a line of uprobe_profile per probe point, here > 128 KiB, the kernel's limit on one environment
+// string) made each command fail to start (E2BIG), the kernel's counts were never read, and Ctrl-C waited ~40 s to
+// report a mismatch. The binary's long path makes each profile line long enough.
+test(
+  "Ctrl-C on a CLI trace of a 1,024-site probe from a shell that exports the agent's own variable names: the kernel's counts are read, nothing left",
+  TIMEOUT,
+  async (t) => {
+    if (!requireTracefs(t)) return;
+    const f = await fixtureOrSkip(t, 'inlined1k');
+    if (!f) return;
+    const dir = join(scratch(t, 'pl-engine-env-'), 'a-directory-name-long-enough-that-a-line-of-uprobe-profile-per-probe-point-adds-up');
+    mkdirSync(dir);
+    const bin = join(dir, 'inlined1k');
+    copyFileSync(f.path, bin);
+    chmodSync(bin, 0o755);
+    const env = { ...isolatedEnv(t), PROF: 'the-users', G: 'the-users', T: 'the-users', I: 'the-users', N: 'the-users', CAT: 'the-users' };
+    const cli = startCli(t, ['trace', bin, 'hot'], env);
+    await cli.waitFor(new RegExp(`tracing 1 probe at ${SITES} sites on local`), 120_000);
+    const groups = await waitForGroups(bin, 5_000);
+    assert.equal(groups.length, 1);
+    assert.ok(
+      readFileSync('/sys/kernel/tracing/uprobe_profile', 'utf8')
+        .split('\n')
+        .filter((l) => l.includes(` ${bin} `))
+        .join('\n').length > 131_072,
+      'the probe points profile lines exceed one environment string',
+    );
+    await runFixture({ ...f, path: bin }, ['1']);
+    assert.equal(await waitHitLines(cli, /^\S+ \S+ \S+ hot \[inlined into /, SITES), SITES, cli.stderr());
+    cli.child.kill('SIGINT');
+    const { code } = await cli.exit;
+    assert.equal(code, 0, cli.stderr());
+    assert.match(cli.stdout(), new RegExp(`^hot: ${SITES} hits \\(kernel counted ${SITES}\\)$`, 'm'), cli.stderr());
+    assert.doesNotMatch(cli.stdout() + cli.stderr(), /mismatch/);
+    assert.deepEqual(await waitAllClean(groups, 60_000), [], 'the agent leaves the target clean after the CLI has exited');
+  },
+);
 
 test(
   'Ctrl-C on a CLI trace of 100 specs: their points share one event, each hit and kernel count on its own function',

@@ -23,6 +23,13 @@ export const AGENT_ARGV0 = 'probelens-agent';
 export const AGENT_SCRIPT = String.raw`
 set -u
 umask 077
+# The script's variables are its own. A name the caller's environment exports (a PROF or G of the user's shell)
+# stays exported when the script assigns it, and a value of hundreds of KB (PROF holds a line per probe point) in
+# the environment makes every later command fail to start (E2BIG): so every exported name is unset first but the
+# search path, the home and the locale and time zone the tools format by.
+for v in $(export -p | sed -n -e 's/^export \([A-Za-z_][A-Za-z0-9_]*\).*/\1/p' -e 's/^declare -x \([A-Za-z_][A-Za-z0-9_]*\).*/\1/p'); do
+  case "$v" in PATH | HOME | LANG | LANGUAGE | LC_* | TZ) ;; *) command unset -v "$v" 2>/dev/null ;; esac
+done
 PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 export PATH
 N=-
