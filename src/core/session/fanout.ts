@@ -58,6 +58,7 @@ export interface MergedSummary extends Pick<
 export function mergeSummaries(outcomes: Array<{ host: string; summary?: SessionSummary; error?: Error }>): MergedSummary {
   const m: MergedSummary = { hits: {}, lost: 0, mismatch: 0, kernelHits: {}, latency: {}, sites: {}, hosts: {} };
   const severalHosts = outcomes.filter((o) => o.summary).length > 1;
+  const siteIndex: Record<string, Map<string, MergedSummary['sites'][string][number]>> = {};
   for (const o of outcomes) {
     m.hosts[o.host] = o.error ? { ok: false, error: o.error.message } : { ok: true };
     if (o.summary?.stream) m.hosts[o.host].stream = o.summary.stream;
@@ -84,10 +85,17 @@ export function mergeSummaries(outcomes: Array<{ host: string; summary?: Session
     }
     for (const [probe, list] of Object.entries(s.sites ?? {})) {
       const into = (m.sites[probe] ??= []);
+      // By key, not by a search of the list: a probe of 4,000 sites took 0.7 s to merge with one.
+      const byKey = (siteIndex[probe] ??= new Map());
       for (const sc of list) {
-        const same = into.find((x) => siteKey(x.site) === siteKey(sc.site));
+        const key = siteKey(sc.site);
+        const same = byKey.get(key);
         if (same) same.hits += sc.hits;
-        else into.push({ site: sc.site, hits: sc.hits });
+        else {
+          const row = { site: sc.site, hits: sc.hits };
+          byKey.set(key, row);
+          into.push(row);
+        }
       }
     }
     for (const [k, v] of Object.entries(s.latency)) {
