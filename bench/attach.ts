@@ -6,7 +6,8 @@
 // `perf probe -d`); a function perf cannot place is left out of its run and named, never failing the whole row.
 // Then teardown: the project's most-inlined functions chosen to make 100, 1,000 and 4,000 sites, armed and stopped
 // (SIGINT → the CLI's exit, target clean), beside `perf probe` adding and deleting the same functions' points.
-// Goal: stop < 1 s for 4,000 sites.
+// Then one probe of 4,000 sites: a generated program's header helper inlined into 4,000 functions (one tracefs event
+// of 4,000 probe points), armed and stopped the same way. Goal: stop < 1 s for 4,000 sites.
 // The binary is copied to a private path first, so other tracing on this machine never touches these probes.
 // Then in-process figures (bench/attachLive.ts): defining the 100 pipelined beside one round trip each, and
 // adding 1 probe to a session with 100 armed while they are called (time to armed, hits lost on the 100).
@@ -19,6 +20,7 @@ import type { BinaryIndex } from '../src/core/index/binaryIndex';
 import { siteCounts } from '../src/core/probes/sites';
 import { builtCorpusBinary } from '../test/helpers/corpus';
 import { fixture } from '../test/helpers/fixtures';
+import { buildInlinedProgram } from '../test/helpers/inlinedHelper';
 import { benchDefine, benchLiveAdd } from './attachLive';
 import { benchSshd, bundleCli, median, sleep, spawnWatched, table, TRACEFS, waitExit } from './engineCommon';
 
@@ -184,17 +186,17 @@ async function main(): Promise<void> {
     const cli = await bundleCli();
     const { sshd, flags, env } = await benchSshd();
     /** One CLI trace of `fns`: time to armed, the sites it says it armed, time from SIGINT to its exit. */
-    const once = async (fns: string[]) => {
+    const once = async (fns: string[], binary = bin, extra: string[] = []) => {
       const start = performance.now();
       const p = spawnWatched(
         process.execPath,
-        [cli, 'trace', bin, ...fns, ...flags],
+        [cli, 'trace', binary, ...fns, ...extra, ...flags],
         env,
         new RegExp(`tracing ${fns.length} probes? at \\d+ sites? on `),
       );
       const armedAt = await p.armed;
       const sites = Number(/tracing \d+ probes? at (\d+) sites?/.exec(p.stderr())![1]);
-      const groups = groupsOn(bin);
+      const groups = groupsOn(binary);
       const signalled = performance.now();
       p.child.kill('SIGINT');
       const code = await waitExit(p.child);
@@ -203,8 +205,8 @@ async function main(): Promise<void> {
       // The agent disarms after the CLI has printed its summary and exited: the kernel is clean once the
       // definitions and the instance are gone.
       for (;;) {
-        if (definitionsOn(bin) === 0 && groups.every((g) => !existsSync(join(TRACEFS, 'instances', g)))) break;
-        if (performance.now() - signalled > 300_000) throw new Error(`${definitionsOn(bin)} definitions on ${bin} left behind`);
+        if (definitionsOn(binary) === 0 && groups.every((g) => !existsSync(join(TRACEFS, 'instances', g)))) break;
+        if (performance.now() - signalled > 300_000) throw new Error(`${definitionsOn(binary)} definitions on ${binary} left behind`);
         await sleep(5);
       }
       const cleanMs = performance.now() - signalled;
@@ -242,6 +244,21 @@ async function main(): Promise<void> {
           perf.refused.length ? `perf cannot place: ${perf.refused.join(', ')}` : `(chosen: ${sites} sites)`,
         ]);
       }
+      // One probe of 4,000 sites: a header helper inlined into 4,000 functions (generated), one event of 4,000 points.
+      const inlined = buildInlinedProgram(dir, 4_000);
+      const xs: Array<Awaited<ReturnType<typeof once>>> = [];
+      for (let r = 0; r < runs; r++) xs.push(await once(['hot'], inlined, ['--max-sites', '5000']));
+      const perf = perfAddDelete(inlined, perfGroup, ['hot']);
+      const stopMed = median(xs.map((x) => x.stop));
+      teardown.push([
+        'one probe: hot.h `hot` inlined into 4,000 generated functions',
+        `${xs[0].sites} sites`,
+        `${median(xs.map((x) => x.arm)).toFixed(0)} ms`,
+        `${stopMed.toFixed(0)} ms (${xs.map((x) => x.stop.toFixed(0)).join(' / ')})${stopMed < 1000 ? ' goal met' : ' goal < 1 s NOT met'}`,
+        `${median(xs.map((x) => x.clean)).toFixed(0)} ms (${xs.map((x) => x.clean.toFixed(0)).join(' / ')})`,
+        perf.error ? `failed: ${perf.error}` : `${perf.points} points: add ${perf.addMs.toFixed(0)} ms, delete ${perf.delMs.toFixed(0)} ms`,
+        'one tracefs event of 4,000 probe points',
+      ]);
     } finally {
       await sshd.stop();
     }

@@ -7,36 +7,16 @@
 // counted, the trace stopped with its count, and nothing left behind.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { buildInlinedProgram, HOT_LINE } from '../helpers/inlinedHelper';
 import { withCodeServer } from './harness/session';
 import { clickCodeLens, codeLens, openFile, showProbeLensView } from './harness/workbench';
 import { localTracingPrerequisites, uprobeEventsFor, waitForInline } from './inlineResults';
 
 const SITES = 4_000;
-
-/** hot.h: `hot` (line 2), a header helper inlined at each of its call sites. */
-const HOT_H = `/* A header helper, inlined at each of its call sites. */
-static inline __attribute__((always_inline)) int hot(int x) { return x * 3 + (x >> 2); }
-`;
-
-/** many.c: f0 … f3999, each inlining `hot`, each called once by main. */
-function manySource(): string {
-  const lines = ['#include <stdio.h>', '#include "hot.h"'];
-  for (let i = 0; i < SITES; i++) lines.push(`__attribute__((noinline)) int f${i}(int x) { return hot(x + ${i}); }`);
-  lines.push('int (*const table[])(int) = {');
-  for (let i = 0; i < SITES; i++) lines.push(`  f${i},`);
-  lines.push('};');
-  lines.push('int main(int argc, char **argv) {');
-  lines.push('  long acc = 0;');
-  lines.push(`  for (int i = 0; i < ${SITES}; i++) acc += table[i](argc + i);`);
-  lines.push('  printf("%ld\\n", acc);');
-  lines.push('  return 0;');
-  lines.push('}');
-  return `${lines.join('\n')}\n`;
-}
 
 test(
   'stop in the editor: a lens above an inlined helper arms its 4,000 sites, counts one call at each, and Stop Tracing frees the editor and the kernel (times printed)',
@@ -46,17 +26,13 @@ test(
     if (!tracefs) return;
     const dir = mkdtempSync(join(tmpdir(), 'probelens-e2e-stop-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
-    writeFileSync(join(dir, 'hot.h'), HOT_H);
-    writeFileSync(join(dir, 'many.c'), manySource());
-    mkdirSync(join(dir, 'build'));
-    const binary = join(dir, 'build', 'many');
-    execFileSync('gcc', ['-g', '-O2', '-o', binary, join(dir, 'many.c')], { cwd: dir });
+    const binary = buildInlinedProgram(dir, SITES);
     assert.deepEqual(uprobeEventsFor(tracefs, binary), [], 'nothing of the binary is armed before the test');
 
     await withCodeServer(t, { workspace: dir }, async ({ page }) => {
       await openFile(page, 'hot.h');
       const t0 = Date.now();
-      await clickCodeLens(page, /^Trace$/, { line: 2, timeout: 300_000 });
+      await clickCodeLens(page, /^Trace$/, { line: HOT_LINE, timeout: 300_000 });
       await codeLens(page, /Trace: 0 hits · armed/)
         .first()
         .waitFor({ state: 'visible', timeout: 300_000 });
