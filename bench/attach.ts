@@ -143,6 +143,13 @@ function perfAddDelete(
   fns: string[],
 ): { addMs: number; delMs: number; points: number; refused: string[]; error?: string } {
   const { ok, refused } = perfPlaceable(bin, group, fns);
+  if (ok.length === 0) {
+    // perf places none of them: say why, in perf's words (a function inlined at more than 128 sites is refused).
+    const r = spawnSync('perf', ['probe', '-x', bin, '-a', perfName(group, fns[0])], { encoding: 'utf8' });
+    spawnSync('perf', ['probe', '-q', '-d', `${group}:*`]);
+    const why = `${r.stderr}${r.stdout}`.trim().split('\n')[0];
+    return { addMs: NaN, delMs: NaN, points: 0, refused: [], error: `perf places none of ${fns.join(', ')}: ${why}` };
+  }
   let t0 = performance.now();
   const add = spawnSync('perf', ['probe', '-q', '-x', bin, ...ok.flatMap((f) => ['-a', perfName(group, f)])], { encoding: 'utf8' });
   const addMs = performance.now() - t0;
