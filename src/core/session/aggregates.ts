@@ -429,18 +429,29 @@ function kernelSummary(k: KernelFigures): AggregateSummary {
   const hits: Record<string, number> = {};
   const sites: Record<string, SiteCount[]> = {};
   const pids: Record<string, Array<{ pid: number; hits: number }>> = {};
+  // Rows found by key, not by a search of the list: thousands of sites (or threads) would make it quadratic.
+  const siteRows = new Map<string, SiteCount>();
+  const pidRows = new Map<string, { pid: number; hits: number }>();
   for (const c of k.counts) {
     hits[c.probe] = (hits[c.probe] ?? 0) + c.hits;
     if (c.site) {
-      const list = (sites[c.probe] ??= []);
-      const same = list.find((x) => siteKey(x.site) === siteKey(c.site!));
+      const key = `${c.probe}\0${siteKey(c.site)}`;
+      const same = siteRows.get(key);
       if (same) same.hits += c.hits;
-      else list.push({ site: c.site, hits: c.hits });
+      else {
+        const row = { site: c.site, hits: c.hits };
+        siteRows.set(key, row);
+        (sites[c.probe] ??= []).push(row);
+      }
     }
-    const byPid = (pids[c.probe] ??= []);
-    const p = byPid.find((x) => x.pid === c.tid);
+    const pidKey = `${c.probe}\0${c.tid}`;
+    const p = pidRows.get(pidKey);
     if (p) p.hits += c.hits;
-    else byPid.push({ pid: c.tid, hits: c.hits });
+    else {
+      const row = { pid: c.tid, hits: c.hits };
+      pidRows.set(pidKey, row);
+      (pids[c.probe] ??= []).push(row);
+    }
   }
   for (const list of Object.values(pids)) list.sort((a, b) => b.hits - a.hits || a.pid - b.pid);
   const latency: Record<string, LatencySummary> = {};
