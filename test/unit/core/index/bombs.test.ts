@@ -1,9 +1,12 @@
 // Indexing is bounded by the work a file implies, not by the bytes it has: 3,000,000 empty DW_TAG_subprogram
 // DIEs in a 3 MB file (before: 31–41 s, then a 1 GiB heap error), 1,500,000 two-byte named ones, and a 1 MB
 // file whose .debug_info inflates to 1 GiB (before: 2.2 GB RSS), as SHF_COMPRESSED and as legacy .zdebug,
-// each end within 2 s of CPU and 300 MB of peak memory, with a ProbeLens sentence naming the file where they
-// fail. CPU time, not wall time, is measured (a loaded machine stretches the one, not the other); the child's
-// timeout only catches a hang.
+// each end within 2 s of CPU and 300 MB of peak memory (the named DIEs, refused only after the 395,001 records
+// their bytes allow: 4 s, 1.9 s measured alone), with a ProbeLens sentence naming the file where they fail. CPU
+// time, not wall time, is measured: a loaded machine stretches the one far more than the other, though not to
+// nothing (2.03 s seen in the unit tier against 1.9 s alone), so each bound leaves twice the measured figure, and
+// the unbounded work it guards against is several times that (31–41 s; gigabytes). The child's timeout only
+// catches a hang.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -52,8 +55,8 @@ function indexInChild(t: TestContext, bin: string): Promise<Outcome> {
   });
 }
 
-function bounded(o: Outcome): void {
-  assert.ok(o.cpuMs <= MAX_CPU_MS, `${Math.round(o.cpuMs)} ms of CPU (at most ${MAX_CPU_MS})`);
+function bounded(o: Outcome, maxCpuMs = MAX_CPU_MS): void {
+  assert.ok(o.cpuMs <= maxCpuMs, `${Math.round(o.cpuMs)} ms of CPU (at most ${maxCpuMs})`);
   assert.ok(o.maxRssMb <= MAX_RSS_MB, `${Math.round(o.maxRssMb)} MB peak (at most ${MAX_RSS_MB})`);
 }
 
@@ -88,7 +91,7 @@ test('3,000,000 empty subprogram DIEs (a 3 MB file): indexed from its symbols wi
   bounded(o);
 });
 
-test('1,500,000 named two-byte subprogram DIEs: refused by the DIE density, naming the file, within the same bounds', async (t) => {
+test('1,500,000 named two-byte subprogram DIEs: refused by the DIE density, naming the file, within 4 s of CPU and 300 MB', async (t) => {
   if (!tools(t)) return;
   // Abbreviation 2 has DW_AT_name in DW_FORM_string; each DIE is its code and an empty string.
   const bin = dieBomb(1_500_000, [0x03, 0x08], [2, 0]);
@@ -100,7 +103,7 @@ test('1,500,000 named two-byte subprogram DIEs: refused by the DIE density, nami
       `^${bin}: malformed DWARF in \\.debug_info at offset 0x[0-9a-f]+: more than 395001 subprogram, parameter and inlined-call DIEs in 3000013 bytes of debug info, far denser than any compiler writes them; .*rebuild with -g, or report the binary$`,
     ),
   );
-  bounded(o);
+  bounded(o, 4000);
 });
 
 /** A zlib stream of `bytes` zero bytes, made in 1 MiB steps (never holding them all). */
