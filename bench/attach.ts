@@ -108,13 +108,16 @@ const perfName = (group: string, f: string) => `${group}:${f.slice(0, 60)}=${f}`
 /**
  * The functions of `fns` perf can place. perf stops at the first function it cannot place and names it
  * ("Probe point 'f' not found"): that one is left out and the rest tried again; an error naming none of them is
- * narrowed down by halves. Everything added here is deleted again.
+ * narrowed down by halves. Everything added here is deleted again. `why`: perf's first line of its last refusal.
  */
-function perfPlaceable(bin: string, group: string, fns: string[]): { ok: string[]; refused: string[] } {
+function perfPlaceable(bin: string, group: string, fns: string[]): { ok: string[]; refused: string[]; why?: string } {
+  let why: string | undefined;
   const add = (xs: string[]) => {
     const r = spawnSync('perf', ['probe', '-x', bin, ...xs.flatMap((f) => ['-a', perfName(group, f)])], { encoding: 'utf8' });
     spawnSync('perf', ['probe', '-q', '-d', `${group}:*`]);
-    return { ok: r.status === 0, err: `${r.stderr}${r.stdout}` };
+    const err = `${r.stderr}${r.stdout}`;
+    if (r.status !== 0) why = err.trim().split('\n')[0];
+    return { ok: r.status === 0, err };
   };
   const split = (xs: string[]): { ok: string[]; refused: string[] } => {
     const refused: string[] = [];
@@ -133,7 +136,7 @@ function perfPlaceable(bin: string, group: string, fns: string[]): { ok: string[
     const b = split(rest.slice(rest.length >> 1));
     return { ok: [...a.ok, ...b.ok], refused: [...refused, ...a.refused, ...b.refused] };
   };
-  return split(fns);
+  return { ...split(fns), why };
 }
 
 /** `perf probe --add` of `fns` (timed), the points it placed, `perf probe -d` (timed). */
@@ -142,14 +145,9 @@ function perfAddDelete(
   group: string,
   fns: string[],
 ): { addMs: number; delMs: number; points: number; refused: string[]; error?: string } {
-  const { ok, refused } = perfPlaceable(bin, group, fns);
-  if (ok.length === 0) {
-    // perf places none of them: say why, in perf's words (a function inlined at more than 128 sites is refused).
-    const r = spawnSync('perf', ['probe', '-x', bin, '-a', perfName(group, fns[0])], { encoding: 'utf8' });
-    spawnSync('perf', ['probe', '-q', '-d', `${group}:*`]);
-    const why = `${r.stderr}${r.stdout}`.trim().split('\n')[0];
-    return { addMs: NaN, delMs: NaN, points: 0, refused: [], error: `perf places none of ${fns.join(', ')}: ${why}` };
-  }
+  const { ok, refused, why } = perfPlaceable(bin, group, fns);
+  // perf places none of them: say why, in perf's words (a function inlined at more than 128 sites is refused).
+  if (ok.length === 0) return { addMs: NaN, delMs: NaN, points: 0, refused: [], error: `perf places none of ${fns.join(', ')}: ${why}` };
   let t0 = performance.now();
   const add = spawnSync('perf', ['probe', '-q', '-x', bin, ...ok.flatMap((f) => ['-a', perfName(group, f)])], { encoding: 'utf8' });
   const addMs = performance.now() - t0;

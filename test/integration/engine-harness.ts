@@ -22,8 +22,9 @@ export function scratch(t: TestContext, prefix = 'pl-engine-'): string {
 }
 
 /** Copies a binary to a path of its own: uprobes sit on the inode, and other runs probe the shared fixture. */
-export function privateCopy(t: TestContext, path: string): string {
-  const dir = scratch(t, 'pl-engine-bin-');
+export function privateCopy(t: TestContext, path: string, subdir?: string): string {
+  let dir = scratch(t, 'pl-engine-bin-');
+  if (subdir) mkdirSync((dir = join(dir, subdir)));
   const out = join(dir, basename(path));
   copyFileSync(path, out);
   chmodSync(out, 0o755);

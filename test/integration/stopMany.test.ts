@@ -4,7 +4,7 @@
 // summary comes first, and the agent disarms by itself afterwards, also once its client has gone (the CLI exits,
 // over SSH its connection closes). How fast either happens is measured by bench:attach, not here.
 import { test } from 'node:test';
-import { chmodSync, copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { loadIndex } from '../../src/core/index/load';
@@ -13,19 +13,9 @@ import { LocalTarget } from '../../src/core/target/local';
 import type { Hit } from '../../src/core/tracefs/hitParser';
 import { fixtureOrSkip, runFixture } from '../helpers/fixtures';
 import { requireSshd } from '../helpers/sshd';
-import { requireTracefs } from '../helpers/tracefs';
+import { requireTracefs, TRACEFS } from '../helpers/tracefs';
 import { leftovers } from './agentHarness';
-import {
-  definitionsOf,
-  holdInstance,
-  isolatedEnv,
-  privateCopy,
-  scratch,
-  sshFlags,
-  startCli,
-  waitAllClean,
-  waitForGroups,
-} from './engine-harness';
+import { definitionsOf, holdInstance, isolatedEnv, privateCopy, sshFlags, startCli, waitAllClean, waitForGroups } from './engine-harness';
 
 const TIMEOUT = { timeout: 300_000 };
 const SITES = 1024;
@@ -131,18 +121,14 @@ test(
     if (!requireTracefs(t)) return;
     const f = await fixtureOrSkip(t, 'inlined1k');
     if (!f) return;
-    const dir = join(scratch(t, 'pl-engine-env-'), 'a-directory-name-long-enough-that-a-line-of-uprobe-profile-per-probe-point-adds-up');
-    mkdirSync(dir);
-    const bin = join(dir, 'inlined1k');
-    copyFileSync(f.path, bin);
-    chmodSync(bin, 0o755);
+    const bin = privateCopy(t, f.path, 'a-directory-name-long-enough-that-a-line-of-uprobe-profile-per-probe-point-adds-up');
     const env = { ...isolatedEnv(t), PROF: 'the-users', G: 'the-users', T: 'the-users', I: 'the-users', N: 'the-users', CAT: 'the-users' };
     const cli = startCli(t, ['trace', bin, 'hot'], env);
     await cli.waitFor(new RegExp(`tracing 1 probe at ${SITES} sites on local`), 120_000);
     const groups = await waitForGroups(bin, 5_000);
     assert.equal(groups.length, 1);
     assert.ok(
-      readFileSync('/sys/kernel/tracing/uprobe_profile', 'utf8')
+      readFileSync(join(TRACEFS, 'uprobe_profile'), 'utf8')
         .split('\n')
         .filter((l) => l.includes(` ${bin} `))
         .join('\n').length > 131_072,

@@ -14,7 +14,7 @@ export const AGENT_KERNEL_COUNTS = String.raw`# PROF := the profile lines (one p
 # lines of ours are counted too: only this agent adds or removes them, so the most any read finds is all of them.
 read_profile() {
   PROF=''
-  if [ "$RP_AWK" = 1 ] && command -v awk >/dev/null 2>&1; then rp_awk=1
+  if command -v awk >/dev/null 2>&1; then rp_awk=1
   elif command -v paste >/dev/null 2>&1; then rp_awk=0
   else return 1
   fi
@@ -88,8 +88,6 @@ END {
   }
   for (i = 1; i <= n; i++) if (i in mine) print p[i]
 }'
-# awk pairs the files where the target has one (RP_AWK=0: paste, grep and sed always).
-RP_AWK=1
 
 # PN := the profile's hit count of our event $1, summed over its probe points.
 profile_of() {
