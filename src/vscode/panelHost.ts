@@ -45,18 +45,24 @@ export class PanelHost implements vscode.Disposable {
     LivePanel.createOrShow(this.ctx.extension, this.deps());
   }
 
+  /**
+   * One entry per probe name, its first site's line (a function inlined at 4,000 sites is one probe of 4,000 points:
+   * it is looked at once, and the settings are read once, not per point).
+   */
   private probes(): ProbeInfo[] {
-    const out: ProbeInfo[] = [];
+    const out = new Map<string, ProbeInfo>();
+    const mappings = this.ctx.config.pathMappings;
+    const folder = this.ctx.workspaceFolder;
     for (const r of this.tracing.allRuns()) {
       const s = r.session;
       for (const p of s?.probes ?? []) {
-        const file = p.file ? buildToLocal(p.file, this.ctx.config.pathMappings, this.ctx.workspaceFolder) : undefined;
         const name = s!.probeName(p);
-        if (!out.some((o) => o.name === name))
-          out.push({ name, file, line: p.line, ...(r.aggSpec !== undefined ? { aggregated: true as const } : {}) });
+        if (out.has(name)) continue;
+        const file = p.file ? buildToLocal(p.file, mappings, folder) : undefined;
+        out.set(name, { name, file, line: p.line, ...(r.aggSpec !== undefined ? { aggregated: true as const } : {}) });
       }
     }
-    return out;
+    return [...out.values()];
   }
 
   /** The panel reads the figures of every session started (a session's aggregates are there from its start). */

@@ -134,11 +134,31 @@ export function toggleLink(binaryKey: string, spec: string, aggregated: boolean)
     : `[Aggregate in the kernel](command:probelens.aggregateProbe?${arg} "Count this probe with hist triggers where the target has them")`;
 }
 
-/** The per-site breakdown of a function probe armed at more than one site. */
+/** The most sites a hover lists: the rest are summed in one line (the live panel lists every site). */
+export const HOVER_SITES = 20;
+
+/**
+ * The per-site breakdown of a function probe armed at more than one site: the busiest HOVER_SITES sites (ties in
+ * the probe's own order), then the others' count and hits in one line. A helper inlined into thousands of
+ * functions would otherwise make a hover of thousands of lines, rebuilt and sent to the editor at every redraw.
+ */
 export function siteLines(st: SpecStats): string[] {
   if (!st.bySite || st.bySite.length < 2) return [];
-  const out = ['', `**By site** (${st.bySite.length})`, ''];
-  for (const s of st.bySite) out.push(`- ${escapeMarkdown(describeSite(s))}: ${formatCount(s.hits)} ${plural(s.hits)}`);
+  const out = ['', `**By site** (${formatCount(st.bySite.length)})`, ''];
+  const shown =
+    st.bySite.length <= HOVER_SITES
+      ? st.bySite
+      : st.bySite
+          .map((s, i) => ({ s, i }))
+          .sort((a, b) => b.s.hits - a.s.hits || a.i - b.i)
+          .slice(0, HOVER_SITES)
+          .map(({ s }) => s);
+  for (const s of shown) out.push(`- ${escapeMarkdown(describeSite(s))}: ${formatCount(s.hits)} ${plural(s.hits)}`);
+  const rest = st.bySite.length - shown.length;
+  if (rest > 0) {
+    const hits = st.bySite.reduce((n, s) => n + s.hits, 0) - shown.reduce((n, s) => n + s.hits, 0);
+    out.push(`- ${formatCount(rest)} other sites: ${formatCount(hits)} ${plural(hits)} (the live panel lists every site)`);
+  }
   return out;
 }
 

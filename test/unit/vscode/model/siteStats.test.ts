@@ -1,7 +1,7 @@
 // A lens counts the sum over its function's sites; the hover breaks it down per site.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { decorationText, hoverMarkdown } from '../../../../src/vscode/model/format';
+import { decorationText, hoverMarkdown, HOVER_SITES } from '../../../../src/vscode/model/format';
 import { lensesForFunctions } from '../../../../src/vscode/model/lenses';
 import { statsForSpec, type SessionView } from '../../../../src/vscode/model/stats';
 import { Aggregates } from '../../../../src/core/session/aggregates';
@@ -55,6 +55,49 @@ test('the sum over sites (all hosts) and the per-site breakdown', () => {
   assert.match(md, /\*\*By site\*\* \(2\)/);
   assert.match(md, /- entry \(0x15c0\): 301 hits/);
   assert.match(md, /- inlined into main at \S*sites\.c:133 \(0x12a4\): 202 hits/);
+});
+
+test('a helper inlined at thousands of sites: the hover lists the busiest, sums the rest, and the sites add up to the count', () => {
+  // 4,000 sites (one event of 4,000 points), one hit each but for five busy ones.
+  const sites = Array.from({ length: 4000 }, (_, i) => ({
+    kind: 'inlined' as const,
+    address: `0x${(0x1000 + i * 16).toString(16)}`,
+    caller: `f${i}`,
+    file: '/w/many.c',
+    line: i + 3,
+  }));
+  const busy = new Map([
+    [3999, 50],
+    [7, 40],
+    [2000, 30],
+    [12, 20],
+    [1500, 10],
+  ]);
+  const agg = new Aggregates();
+  sites.forEach((site, i) => {
+    for (let k = 0; k < (busy.get(i) ?? 1); k++)
+      agg.add({ host: 'local', probe: 'hot', event: 'hot', kind: 'entry', pid: 1, tid: 1, comm: 'c', cpu: 0, ts: 0, args: {}, site });
+  });
+  const st = statsForSpec('hot', [
+    { host: 'local', events: sites.map((site) => ({ event: 'hot', probe: 'hot', spec: 'hot', site })), snapshot: agg.snapshot() },
+  ]);
+  const total = 3995 + 150;
+  assert.equal(st.hits, total);
+  const md = hoverMarkdown('hot', st, 'armed');
+  assert.match(md, /\*\*By site\*\* \(4,000\)/);
+  const listed = md.split('\n').filter((l) => /^- inlined into /.test(l));
+  assert.equal(listed.length, HOVER_SITES, 'the hover lists at most HOVER_SITES sites');
+  // The busiest first, in order of hits; then sites of one hit, in the probe's order.
+  assert.deepEqual(
+    listed.slice(0, 6).map((l) => /into (f\d+) .*: (\d+) hits?$/.exec(l)?.slice(1).join(' ')),
+    ['f3999 50', 'f7 40', 'f2000 30', 'f12 20', 'f1500 10', 'f0 1'],
+  );
+  const rest = /^- ([\d,]+) other sites: ([\d,]+) hits \(the live panel lists every site\)$/m.exec(md);
+  assert.ok(rest, md.slice(-300));
+  assert.equal(Number(rest[1].replace(/,/g, '')), 4000 - HOVER_SITES);
+  const shown = listed.reduce((n, l) => n + Number(/: (\d+) hits?$/.exec(l)![1]), 0);
+  assert.equal(shown + Number(rest[2].replace(/,/g, '')), total, 'the listed sites and the rest add up to the count');
+  assert.ok(md.length < 4000, `the hover stays small (${md.length} characters)`);
 });
 
 test('a function armed at one site has no breakdown', () => {
