@@ -47,17 +47,18 @@ read_profile_of() {
   rp_try=0
   while [ $rp_try -lt 100 ]; do
     rp_try=$((rp_try + 1))
-    rp_n=$(grep -c "^[pr][0-9]*:$1" "$T/$rp_kind"_events)
-    [ "$rp_n" -gt "$rp_max" ] && rp_max=$rp_n
     # Events added at the end meanwhile make one file longer: they follow every pair compared.
     if [ $rp_awk = 1 ]; then
-      # One process reads both files, checks every pair and prints ours (status 1: a pair differs).
-      PROF=$(awk -v kind=$rp_kind -v ours="$1" "$RP_PAIRS" "$T/$rp_kind"_events "$T/$rp_kind"_profile) || continue
-    else
-      rp_all=$(paste -d '|' "$T/$rp_kind"_events "$T/$rp_kind"_profile | grep -v '^|' | grep -v '|$')
-      printf '%s\n' "$rp_all" | grep -v '^$' | grep -vq "$rp_same" && continue
-      PROF=$(printf '%s\n' "$rp_all" | grep "^[pr][0-9]*:$1" | sed 's/^[^|]*|//')
+      # One process reads both files, checks every pair and prints ours (status 1: a pair differs; 2: a definition
+      # of ours has no profile line, the profile having been read shorter).
+      PROF=$(awk -v kind=$rp_kind -v ours="$1" "$RP_PAIRS" "$T/$rp_kind"_events "$T/$rp_kind"_profile) && return 0
+      continue
     fi
+    rp_n=$(grep -c "^[pr][0-9]*:$1" "$T/$rp_kind"_events)
+    [ "$rp_n" -gt "$rp_max" ] && rp_max=$rp_n
+    rp_all=$(paste -d '|' "$T/$rp_kind"_events "$T/$rp_kind"_profile | grep -v '^|' | grep -v '|$')
+    printf '%s\n' "$rp_all" | grep -v '^$' | grep -vq "$rp_same" && continue
+    PROF=$(printf '%s\n' "$rp_all" | grep "^[pr][0-9]*:$1" | sed 's/^[^|]*|//')
     rp_got=0
     [ -n "$PROF" ] && rp_got=$(printf '%s\n' "$PROF" | grep -c .)
     [ "$rp_got" -gt "$rp_max" ] && rp_max=$rp_got
@@ -69,7 +70,8 @@ read_profile_of() {
 
 # The pairing as one awk program: the definitions (first file) against the profile (second), line by line as far as
 # both go; each pair must name the same event (a profile line is "PATH EVENT HITS", a kprobe's "EVENT HITS
-# MISSES"), and the profile lines whose definition names "ours" after its kind are printed, once all pairs agree.
+# MISSES"), every definition naming "ours" after its kind must have its pair, and their profile lines are printed
+# once all of that holds.
 RP_PAIRS='
 BEGIN { col = kind == "kprobe" ? 1 : 2 }
 NR == FNR { d[FNR] = $0; nd = FNR; next }
@@ -85,6 +87,10 @@ END {
     split(p[i], f, " ")
     if (f[col] != e) exit 1
     if (index(l, ours) == 1) mine[i] = 1
+  }
+  for (i = n + 1; i <= nd; i++) {
+    l = d[i]
+    if (sub(/^[pr][0-9]*:/, "", l) && index(l, ours) == 1) exit 2
   }
   for (i = 1; i <= n; i++) if (i in mine) print p[i]
 }'

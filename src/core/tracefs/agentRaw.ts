@@ -1,7 +1,7 @@
 // The agent's binary stream (see src/core/tracefs/agentScript.ts, into which this block is spliced): the RAW, FMT
 // and TGID commands and the page pump that replaces `cat trace_pipe` when RAW was accepted. Same rules as the rest
 // of the script: fixed POSIX sh text (dash, busybox ash, bash), no dollar-brace and no backquotes, every value checked.
-// Tests: test/unit/core/tracefs/agentScript.test.ts, test/integration/agentRaw.test.ts
+// Tests: test/unit/core/tracefs/agentScript.test.ts, test/unit/core/tracefs/agentRawPump.test.ts, test/integration/agentRaw.test.ts
 export const AGENT_RAW_STREAM = String.raw`# ---- The binary stream: ring-buffer pages instead of trace_pipe text ----
 # With RAW accepted, stdout carries the instance's per-CPU trace_pipe_raw pages. One pump (a background loop) owns
 # stdout and reads the CPUs in turn, so nothing is ever interleaved and pipe atomicity is not relied on: for every
@@ -76,11 +76,14 @@ raw() {
   say OK RAW "pagesize=$RAWPS" "cpus=$(printf '%s\n' $RAWCPUS | tr '\n' , | sed 's/,$//')"
 }
 
-# The pump (a background subshell, its stdout the agent's): ends when the agent ($1) or the instance is gone, or
+# The pump (a background subshell, its stdout the agent's): ends when the agent ($1) or the instance is gone, after
+# the round in which USR1 came (STOP's drain: the shell runs the trap once the command it waits for is done), or
 # when stop_reader ends it (a dd it started finishes its pages first: no page is ever cut).
 raw_pump() {
   rpa=$1
-  while kill -0 "$rpa" 2>/dev/null && [ -d "$I" ]; do
+  rpq=
+  trap 'rpq=1' USR1
+  while [ -z "$rpq" ] && kill -0 "$rpa" 2>/dev/null && [ -d "$I" ]; do
     # Every stats file is read whole by one cat (one read(2) each): the kernel builds the text anew at every read,
     # and the shell's read builtin takes a byte per call, which tears values that change meanwhile (the clock always
     # does). cat prints the CPUs in RAWCPUS's (glob) order; each block starts with "entries:".
@@ -115,7 +118,7 @@ raw_pump() {
 $rows
 RAW_ROWS
     printf 'PLRAWEND%056d' 0
-    [ "$got" = 1 ] || sleep 0.02 2>/dev/null || sleep 1
+    [ "$got" = 1 ] || [ -n "$rpq" ] || sleep 0.02 2>/dev/null || sleep 1
   done
 }
 

@@ -151,18 +151,19 @@ fw_loop() {
   done
 }
 
-# Ends the watcher with TERM, so it says how many markers it wrote; KILL after a second (a TERM that lands right
-# after its fork, before it has its own trap, can be lost: see watch).
+# Ends the watcher with TERM, so it says how many markers it wrote; KILL after about a second (a TERM that lands
+# right after its fork, before it has its own trap, can be lost: see watch). It ends within its check interval, so
+# it is looked at every 0.01 s (STOP waits for this).
 fw_stop() {
   [ -n "$FWPID" ] || return 0
   kill -TERM "$FWPID" 2>/dev/null
   k2=0
-  while [ $k2 -lt 20 ]; do
+  while [ $k2 -lt 100 ]; do
     fst=
     { read -r fst < "/proc/$FWPID/stat"; } 2>/dev/null
     case "$fst" in '' | *") Z "* | *") X "*) break ;; esac
     k2=$((k2 + 1))
-    sleep 0.05 2>/dev/null || sleep 1
+    sleep 0.01 2>/dev/null || { sleep 1; k2=100; }
   done
   kill -KILL "$FWPID" 2>/dev/null
   wait "$FWPID" 2>/dev/null

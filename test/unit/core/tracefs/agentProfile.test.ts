@@ -78,7 +78,7 @@ test('read_profile pairs each point of ours with its profile line, the same by a
     }
 });
 
-test('read_profile takes no pair that names two events (a file shifted by another tracer), and compares as far as both files go', () => {
+test('read_profile takes no pair that names two events (a file shifted by another tracer), no point of ours without its count, and compares as far as both files go', () => {
   const lines = [up(G, 'a', PATH_A, 0x10, 1), up('other_9', 'b', PATH_A, 0x20, 2), up(G, 'c', PATH_A, 0x30, 3)];
   // The profile read after another tracer removed its event: every later line is one up.
   const shifted = {
@@ -90,10 +90,16 @@ test('read_profile takes no pair that names two events (a file shifted by anothe
     uprobe_events: [...lines, up('other_9', 'd', PATH_A, 0x40, 0)].map((l) => `${l.def}\n`).join(''),
     uprobe_profile: lines.map((l) => `${l.prof}\n`).join(''),
   };
+  // The profile read shorter than the definitions, ours the last: that point has no count, and the read is refused.
+  const short = {
+    uprobe_events: lines.map((l) => `${l.def}\n`).join(''),
+    uprobe_profile: `${lines[0].prof}\n${lines[1].prof}\n`,
+  };
   for (const [name, shell] of shells)
     for (const awk of AWKS) {
       // (A refused read is tried 100 times: once per way of pairing is enough, under dash.)
       if (name === 'dash') assert.deepEqual(readProfile(shell, shifted, `${G}/`, awk), [1, ''], `${name}, awk ${awk}: shifted`);
+      if (name === 'dash') assert.deepEqual(readProfile(shell, short, `${G}/`, awk), [1, ''], `${name}, awk ${awk}: short`);
       assert.deepEqual(readProfile(shell, added, `${G}/`, awk), [0, `${lines[0].prof}\n${lines[2].prof}`], `${name}, awk ${awk}: added`);
     }
 });
