@@ -60,14 +60,14 @@ export async function inlineTexts(page: Page): Promise<string[]> {
   return texts.filter((s) => s.startsWith('●') || s.startsWith('○'));
 }
 
-export async function waitForInline(page: Page, want: RegExp, timeout: number): Promise<string> {
+export async function waitForInline(page: Page, want: RegExp, timeout: number, pollMs = 300): Promise<string> {
   const deadline = Date.now() + timeout;
   for (;;) {
     const seen = await inlineTexts(page);
     const hit = seen.find((s) => want.test(s));
     if (hit) return hit;
     if (Date.now() >= deadline) throw new Error(`no inline result matching ${want} within ${timeout} ms (saw: ${JSON.stringify(seen)})`);
-    await page.waitForTimeout(300);
+    await page.waitForTimeout(pollMs);
   }
 }
 
