@@ -1,5 +1,6 @@
 // Function symbols from .symtab and .dynsym. Entry sizes come from the ELF class (Elf64_Sym is 24 bytes,
 // Elf32_Sym 16), never from sh_entsize, which elfy misreads and a hostile file may set to anything.
+// Tests: test/unit/core/binary/symbols.test.ts
 import { elfReader, stringAt } from './byteReader';
 import { ElfFormatError } from './errors';
 import type { RawSection } from './elfHeader';
@@ -126,10 +127,12 @@ function addressOrder(all: readonly FunctionSymbol[]): Uint32Array {
   const hi = new Float64Array(n);
   const lo = new Float64Array(n);
   const his: number[] = [];
+  // The words through an 8-byte scratch view: shifting and masking a bigint makes two more bigints per symbol.
+  const word = new DataView(new ArrayBuffer(8));
   for (let i = 0; i < n; i++) {
-    const a = all[i].address;
-    hi[i] = Number(a >> 32n);
-    lo[i] = Number(a & 0xffffffffn);
+    word.setBigUint64(0, all[i].address);
+    hi[i] = word.getUint32(0);
+    lo[i] = word.getUint32(4);
     if (his.length <= 8 && !his.includes(hi[i])) his.push(hi[i]);
   }
   const order = new Uint32Array(n);

@@ -203,37 +203,47 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: nu
   // Functions the symbol table knows but DWARF does not. Symbols inside a DWARF function's code (its .cold
   // block, a part) belong to that function and are not listed again.
   for (let i = 0; i < groups.length; i++) {
+    // A kernel has 46,000 groups, most of one symbol: this loop makes no more than the function it lists.
     const g = groups[i];
-    if (known.has(g.address) || g.address === 0n || insideCode(code, g.address)) continue;
+    const address = g.address;
+    if (address === 0n || known.has(address) || insideCode(code, address)) continue;
+    const syms = g.symbols;
     // A `.cold` block is code split off a function (its unlikely paths), never a function or an entry of its own,
     // even when, as for libraries built without -g, no DWARF says whose it is. The function is named by the first
     // global symbol of the others, else the first of them.
-    let first: FunctionSymbol | undefined, global: FunctionSymbol | undefined;
-    for (let j = 0; j < g.symbols.length; j++) {
-      const s = g.symbols[j];
-      if (symbolKind(s.name) === 'cold') continue;
-      first ??= s;
-      if (!global && s.binding === 'global') global = s;
+    let sym: FunctionSymbol | undefined;
+    if (syms.length === 1) {
+      if (symbolKind(syms[0].name) !== 'cold') sym = syms[0];
+    } else {
+      let first: FunctionSymbol | undefined, global: FunctionSymbol | undefined;
+      for (let j = 0; j < syms.length; j++) {
+        const s = syms[j];
+        if (symbolKind(s.name) === 'cold') continue;
+        first ??= s;
+        if (!global && s.binding === 'global') global = s;
+      }
+      sym = global ?? first;
     }
-    if (!first) continue;
-    const sym = global ?? first;
-    const fileOffset = offsetOf(g.address);
+    if (!sym) continue;
+    const fileOffset = offsetOf(address);
     if (fileOffset === undefined) continue;
     // Only a demangled name has parameters or a Rust hash to drop.
-    const demangled = demangle(sym.name);
+    const name = sym.name;
+    const demangled = demangle(name);
     const pretty = /[:(]/.test(demangled) ? withoutRustHash(demangled).replace(/\(.*\)( const)?$/, '') : demangled;
     const probeable = sym.kind === 'func';
-    const aliases = g.symbols.length > 1 ? g.symbols.map((s) => s.name).filter((n) => n !== sym.name) : [];
+    let aliases: string[] | undefined;
+    if (syms.length > 1) for (let j = 0; j < syms.length; j++) if (syms[j].name !== name) (aliases ??= []).push(syms[j].name);
     out.push({
       name: pretty,
-      linkageName: pretty !== sym.name ? sym.name : undefined,
-      address: g.address,
+      linkageName: pretty !== name ? name : undefined,
+      address,
       fileOffset,
       size: Number(g.size),
       params: [],
       inlinedInstances: 0,
-      sites: probeable ? [{ kind: 'entry', address: g.address, fileOffset, dieOffset: -1, unitOffset: -1 }] : [],
-      aliases: aliases.length ? aliases : undefined,
+      sites: probeable ? [{ kind: 'entry', address, fileOffset, dieOffset: -1, unitOffset: -1 }] : [],
+      aliases,
       probeable,
       reason: sym.kind === 'ifunc' ? 'it is an IFUNC resolver, not the implementation' : undefined,
       external: sym.binding !== 'local',
