@@ -203,7 +203,7 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: nu
   // Functions the symbol table knows but DWARF does not. Symbols inside a DWARF function's code (its .cold
   // block, a part) belong to that function and are not listed again.
   for (let i = 0; i < groups.length; i++) {
-    // A kernel has 46,000 groups, most of one symbol: this loop makes no more than the function it lists.
+    // A kernel has 46,000 groups: this loop makes no more than the function it lists.
     const g = groups[i];
     const address = g.address;
     if (address === 0n || known.has(address) || insideCode(code, address)) continue;
@@ -211,19 +211,14 @@ function mergeSymbols(image: BinaryImage, fromDwarf: IndexedFunction[], code: nu
     // A `.cold` block is code split off a function (its unlikely paths), never a function or an entry of its own,
     // even when, as for libraries built without -g, no DWARF says whose it is. The function is named by the first
     // global symbol of the others, else the first of them.
-    let sym: FunctionSymbol | undefined;
-    if (syms.length === 1) {
-      if (symbolKind(syms[0].name) !== 'cold') sym = syms[0];
-    } else {
-      let first: FunctionSymbol | undefined, global: FunctionSymbol | undefined;
-      for (let j = 0; j < syms.length; j++) {
-        const s = syms[j];
-        if (symbolKind(s.name) === 'cold') continue;
-        first ??= s;
-        if (!global && s.binding === 'global') global = s;
-      }
-      sym = global ?? first;
+    let first: FunctionSymbol | undefined, global: FunctionSymbol | undefined;
+    for (let j = 0; j < syms.length; j++) {
+      const s = syms[j];
+      if (symbolKind(s.name) === 'cold') continue;
+      first ??= s;
+      if (!global && s.binding === 'global') global = s;
     }
+    const sym = global ?? first;
     if (!sym) continue;
     const fileOffset = offsetOf(address);
     if (fileOffset === undefined) continue;

@@ -225,13 +225,27 @@ stop_reader() {
   CAT=
 }
 
+# Whether child $1 has ended within $2 hundredths of a second, as /proc shows it (an ended child stays a zombie
+# until waited for, and kill -0 finds a zombie). Where sleep takes whole seconds only, each sleep counts 100.
+wait_ended() {
+  we_k=0
+  while [ $we_k -lt "$2" ]; do
+    we_st=
+    { read -r we_st < "/proc/$1/stat"; } 2>/dev/null
+    case "$we_st" in '' | *") Z "* | *") X "*) return 0 ;; esac
+    we_k=$((we_k + 1))
+    sleep 0.01 2>/dev/null || { sleep 1; we_k=$((we_k + 99)); }
+  done
+  return 1
+}
+
 # Everything the kernel buffered has been consumed by the reader once every CPU's entries count is 0 (nothing is
 # recorded any more). The pump is then told to end after its round (USR1): the pages its dd took are written when
 # it ends, so waiting for it is exact; a pump that does not end within 3 s (a client that stopped reading) is
-# ended. cat of trace_pipe (or a pump whose /proc entry this agent cannot see) gets a short grace to write its
-# last chunk. A slow client (a flood, a busy machine)
-# drains slowly: the wait lasts as long as the reader makes progress, and ends after 3 s without any. What is left
-# unread then is reported in the entries counts, which the client counts as lost.
+# ended. cat of trace_pipe (or a pump whose /proc entry this agent cannot see) gets a short grace to write its last
+# chunk. A slow client (a flood, a busy machine) drains slowly: the wait lasts as long as the reader makes
+# progress, and ends after 3 s without any. What is left unread then is reported in the entries counts, which the
+# client counts as lost.
 drain_reader() {
   [ -n "$CAT" ] || return 0
   k=0
@@ -243,15 +257,7 @@ drain_reader() {
     sleep 0.05 2>/dev/null || sleep 1
   done
   if [ "$RAW" = 1 ] && [ "$UNREAD" = 0 ] && [ "$PROCOURS" = 1 ] && kill -USR1 "$CAT" 2>/dev/null; then
-    # Its end is seen in /proc (an ended child stays a zombie until waited for, and kill -0 finds a zombie).
-    k=0
-    while [ $k -lt 300 ]; do
-      dst=
-      { read -r dst < "/proc/$CAT/stat"; } 2>/dev/null
-      case "$dst" in '' | *") Z "* | *") X "*) break ;; esac
-      k=$((k + 1))
-      sleep 0.01 2>/dev/null || { sleep 1; k=$((k + 100)); }
-    done
+    wait_ended "$CAT" 300
   else
     sleep 0.1 2>/dev/null || sleep 1
   fi

@@ -157,14 +157,7 @@ fw_loop() {
 fw_stop() {
   [ -n "$FWPID" ] || return 0
   kill -TERM "$FWPID" 2>/dev/null
-  k2=0
-  while [ $k2 -lt 100 ]; do
-    fst=
-    { read -r fst < "/proc/$FWPID/stat"; } 2>/dev/null
-    case "$fst" in '' | *") Z "* | *") X "*) break ;; esac
-    k2=$((k2 + 1))
-    sleep 0.01 2>/dev/null || { sleep 1; k2=100; }
-  done
+  wait_ended "$FWPID" 100
   kill -KILL "$FWPID" 2>/dev/null
   wait "$FWPID" 2>/dev/null
   FWPID=

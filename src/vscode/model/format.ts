@@ -145,14 +145,8 @@ export const HOVER_SITES = 20;
 export function siteLines(st: SpecStats): string[] {
   if (!st.bySite || st.bySite.length < 2) return [];
   const out = ['', `**By site** (${formatCount(st.bySite.length)})`, ''];
-  const shown =
-    st.bySite.length <= HOVER_SITES
-      ? st.bySite
-      : st.bySite
-          .map((s, i) => ({ s, i }))
-          .sort((a, b) => b.s.hits - a.s.hits || a.i - b.i)
-          .slice(0, HOVER_SITES)
-          .map(({ s }) => s);
+  // (sort is stable: ties keep the probe's order)
+  const shown = st.bySite.length <= HOVER_SITES ? st.bySite : [...st.bySite].sort((a, b) => b.hits - a.hits).slice(0, HOVER_SITES);
   for (const s of shown) out.push(`- ${escapeMarkdown(describeSite(s))}: ${formatCount(s.hits)} ${plural(s.hits)}`);
   const rest = st.bySite.length - shown.length;
   if (rest > 0) {
