@@ -9,6 +9,7 @@ import { encodeContainer, openContainer, releaseContainer } from './container';
 import { readBinaryIdentity } from './identity';
 import { requireRegularFile } from '../binary/regularFile';
 import { runWorkerJob, WorkerJobError } from './worker/client';
+import type { IndexStored } from './worker/messages';
 import {
   dwarfSizeOf,
   EDITOR_LIMIT_NAMES,
@@ -71,10 +72,12 @@ export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Pro
   }
   // A cold build of the whole binary reuses the units an earlier build of it (or of any binary) left unchanged.
   const unitCacheDir = key && opts.onlyFile === undefined ? (opts.cacheDir ?? indexCacheDir()) : undefined;
+  // A whole index built in a worker is stored there and opened here as a cached one is (see storeIndex).
+  const storeAs = opts.inWorker && key && opts.onlyFile === undefined ? key : undefined;
   let data: IndexData;
   try {
-    data = opts.inWorker
-      ? await buildInWorker(path, { ...opts, unitCacheDir })
+    const built = opts.inWorker
+      ? await buildInWorker(path, { ...opts, unitCacheDir, cacheKey: storeAs })
       : await buildIndex(path, {
           debugDirs: opts.debugDirs,
           workers: opts.workers,
@@ -82,13 +85,29 @@ export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Pro
           onProgress: opts.onProgress,
           unitCacheDir,
         });
+    if (!('stored' in built)) data = built;
+    else {
+      const index = storeAs === undefined ? undefined : storedIndex(storeAs, opts.cacheDir);
+      if (index) return { index, fromCache: false };
+      // Gone between the worker's write and this open (another process's cleanup): built again, by copy, and
+      // returned uncached.
+      data = (await buildInWorker(path, { ...opts, unitCacheDir })) as IndexData;
+    }
   } catch (e) {
     throw namingFile(e, path);
   }
-  // An index of one file's units is never cached: the next load must not take it for the whole.
-  const encoded = key && data.onlyFile === undefined ? encodeIndex(data) : undefined;
+  // An index of one file's units is never cached: the next load must not take it for the whole. One the worker was
+  // asked to store and sent back could not be stored: not tried again.
+  const encoded = key && data.onlyFile === undefined && storeAs === undefined ? encodeIndex(data) : undefined;
   if (key && encoded) writeCacheEntry(key, encodeContainer(encoded), opts.cacheDir);
   return { index: new BinaryIndex(data), fromCache: false };
+}
+
+/** The index a worker just stored under `key`, opened as a cached load opens it; undefined when it cannot be. */
+function storedIndex(key: string, dir: string | undefined): BinaryIndex | undefined {
+  const entry = openCacheEntry(key, dir);
+  const stored = entry && openContainer(entry.fd, entry.file);
+  return stored ? new BinaryIndex(decodeIndex(stored)) : undefined;
 }
 
 /** Every message says which file it is about: a failure deep in a section ("malformed DWARF in…") gets the path. */
@@ -119,7 +138,7 @@ export async function indexLimitsFor(
   };
 }
 
-async function buildInWorker(path: string, opts: BuildOptions & LoadOptions): Promise<IndexData> {
+async function buildInWorker(path: string, opts: BuildOptions & LoadOptions & { cacheKey?: string }): Promise<IndexData | IndexStored> {
   const l = await indexLimitsFor(path, opts);
   const names = opts.limitNames ?? EDITOR_LIMIT_NAMES;
   const memory = () => new IndexLimitError(path, 'memory', l.memoryLimitMb, l.dwarfBytes, names.memory);
@@ -134,6 +153,8 @@ async function buildInWorker(path: string, opts: BuildOptions & LoadOptions): Pr
         onlyFile: opts.onlyFile,
         memoryLimitMb: l.memoryLimitMb,
         unitCacheDir: opts.unitCacheDir,
+        cacheKey: opts.cacheKey,
+        cacheDir: opts.cacheDir,
       },
       opts.onProgress,
       {

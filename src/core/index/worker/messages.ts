@@ -3,6 +3,11 @@
 import type { DwarfSlice, UnitSlice } from '../fromDwarf';
 import type { IndexData } from '../model';
 
+/** An index build's answer when the index went to the cache (WorkerRequest `cacheKey`) rather than back by copy. */
+export interface IndexStored {
+  stored: true;
+}
+
 export type WorkerRequest =
   | { kind: 'ping'; text: string }
   | { kind: 'heapLimit' }
@@ -15,6 +20,12 @@ export type WorkerRequest =
       memoryLimitMb?: number;
       /** The index cache's directory: unchanged units' shares are read from (and new ones written to) its unit cache. */
       unitCacheDir?: string;
+      /**
+       * Store the whole index in the index cache under this key (in `cacheDir`, else the default directory) and
+       * answer `{ stored: true }` instead of the index: the caller opens the entry, as a cached load does.
+       */
+      cacheKey?: string;
+      cacheDir?: string;
     }
   | {
       kind: 'slice';
@@ -38,6 +49,6 @@ export type WorkerRequest =
 export type WorkerResponse =
   | { kind: 'ping'; result: string }
   | { kind: 'heapLimit'; result: number }
-  | { kind: 'index'; result: IndexData }
+  | { kind: 'index'; result: IndexData | IndexStored }
   | { kind: 'slice'; result: DwarfSlice }
   | { kind: 'units'; result: UnitSlice[] };

@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { totalmem } from 'node:os';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { buildIndex } from '../../../../../src/core/index/build';
 import { runWorkerJob } from '../../../../../src/core/index/worker/client';
 import { loadIndex, indexLimitsFor } from '../../../../../src/core/index/load';
 import { CLI_LIMIT_NAMES, dwarfSizeOf, IndexLimitError, scaledLimits } from '../../../../../src/core/index/worker/limits';
@@ -53,6 +56,44 @@ test('a job past its time limit is terminated and rejects with a typed error nam
   // With the scaled limits the same build succeeds.
   const { index } = await loadIndex(f.path, { inWorker: true, noCache: true });
   assert.ok(index.function('add_ints').length > 0);
+});
+
+/** An index's functions as plain JSON (bigints tagged), so a lazily decoded index and a built one compare. */
+const plainFunctions = (fns: readonly unknown[]) =>
+  JSON.parse(JSON.stringify(fns, (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x)));
+
+test('a whole index built in a worker is stored there and opened from the cache, never copied back to the caller', async (t) => {
+  const f = await fixtureOrSkip(t, 'calls-O2');
+  if (!f) return;
+  const cacheDir = mkdtempSync(join(tmpdir(), 'plindex-store-'));
+  t.after(() => rmSync(cacheDir, { recursive: true, force: true }));
+  const expected = plainFunctions((await buildIndex(f.path)).functions);
+  // The worker's answer to a request with a cache key is a receipt, not the index.
+  const receipt = await runWorkerJob({ kind: 'index', path: f.path, cacheKey: 'k0', cacheDir });
+  assert.deepEqual(receipt, { stored: true });
+  assert.ok(existsSync(join(cacheDir, readdirSync(cacheDir).find((n) => n.startsWith('k0')) ?? 'none')), 'the entry is written');
+  // loadIndex asks for that: the index it returns is the built one (read from the entry), not marked as a cache hit.
+  const { index, fromCache } = await loadIndex(f.path, { inWorker: true, cacheDir });
+  assert.equal(fromCache, false);
+  assert.deepEqual(plainFunctions(index.functions()), expected);
+  assert.ok(index.function('add_ints').length > 0);
+  const again = await loadIndex(f.path, { inWorker: true, cacheDir });
+  assert.equal(again.fromCache, true, 'the next load is a cache hit');
+  assert.deepEqual(plainFunctions(again.index.functions()), expected);
+});
+
+test('an index the worker cannot store (one source file only) comes back by copy', async (t) => {
+  const f = await fixtureOrSkip(t, 'calls-O2');
+  if (!f) return;
+  const cacheDir = mkdtempSync(join(tmpdir(), 'plindex-store-'));
+  t.after(() => rmSync(cacheDir, { recursive: true, force: true }));
+  const part = await runWorkerJob({ kind: 'index', path: f.path, onlyFile: 'calls.c', cacheKey: 'k1', cacheDir });
+  assert.ok(!('stored' in part) && part.onlyFile === 'calls.c' && part.functions.length > 0);
+  assert.deepEqual(
+    readdirSync(cacheDir).filter((n) => n.startsWith('k1')),
+    [],
+    'nothing stored for one file',
+  );
 });
 
 test('limits scale with the DWARF size from a floor, and never past most of the machine', () => {
