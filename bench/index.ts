@@ -12,6 +12,9 @@
 // of postgres, redis-server and the VM tier's dbg vmlinux (when the test cache has them) from the cache and answers
 // one query by name, then one by file, beside the time to build every function (the baseline: what a first query
 // cost when it built them all).
+// `--stall`: how long a cold index keeps the caller's thread (the extension host's) from running, in a fresh
+// process, for postgres and the VM tier's dbg vmlinux: the index stored by the worker and the entry opened (as
+// shipped), beside the index copied back and encoded there (the way before) — alternated, medians of 3.
 // `--rebuild` (and without arguments, last): re-indexing redis-server after one source file is changed and redis
 // rebuilt (a copy of the corpus tree: touch src/t_string.c, a comment added, a line of code added), by the bundled
 // CLI with the index and unit caches of the build before, beside the cold index.
@@ -112,6 +115,7 @@ async function main(): Promise<void> {
   if (args.includes('--open-file')) return openFileTable(args.filter((a) => !a.startsWith('--')));
   if (args.includes('--cached')) return cachedTable();
   if (args.includes('--rebuild')) return rebuildTable();
+  if (args.includes('--stall')) return stallTable();
   const bins = args.length ? args.map((b) => resolve(b)) : await defaultBinaries();
   console.log(`load average at the start: ${load()} (${availableParallelism()} cores)`);
   const mib = (b: number) => `${(b / 1048576).toFixed(0)} MiB`;
@@ -209,11 +213,11 @@ async function main(): Promise<void> {
   }
 }
 
-/** The dbg package's vmlinux the VM tier extracted into the test cache, if it did. */
+/** The dbg package's vmlinux the VM tier extracted into the test cache (`kdebug-…/`, an older cache's `vmlinux-…/`), if it did. */
 function cachedVmlinux(): string | undefined {
   const vm = join(homedir(), '.cache', 'probelens-test', 'vm');
   for (const d of existsSync(vm) ? readdirSync(vm) : []) {
-    if (!d.startsWith('vmlinux-')) continue;
+    if (!d.startsWith('kdebug-') && !d.startsWith('vmlinux-')) continue;
     const f = readdirSync(join(vm, d)).find((x) => x.startsWith('vmlinux-'));
     if (f) return join(vm, d, f);
   }
@@ -223,6 +227,37 @@ function cachedVmlinux(): string | undefined {
 const CACHED_CHILD = resolve(__dirname, 'index-cached.ts');
 
 /** Cached load + first queries in fresh processes (five, medians), beside building every function. */
+const STALL_CHILD = resolve(__dirname, 'index-stall.ts');
+
+async function stallTable(): Promise<void> {
+  console.log(`
+the caller's thread during a cold index; load average at the start: ${load()}`);
+  const rows: string[][] = [['binary', 'mode', 'total', "caller's stall at the end", 'longest stall before']];
+  for (const bin of [builtCorpusBinary('postgres', 'postgres'), cachedVmlinux()]) {
+    if (!bin) continue;
+    const runs: Record<string, Array<{ totalMs: number; finalStallMs: number; longestBeforeMs: number }>> = { stored: [], copy: [] };
+    for (let i = 0; i < 3; i++)
+      for (const mode of ['stored', 'copy']) {
+        const r = spawnSync(process.execPath, ['--import', 'tsx', STALL_CHILD, bin, mode], { encoding: 'utf8' });
+        if (r.status !== 0) throw new Error(`${bin}: ${mode} index failed: ${r.stderr.trim().split('\n').pop()}`);
+        runs[mode].push(JSON.parse(r.stdout));
+      }
+    for (const mode of ['stored', 'copy']) {
+      const m = (k: 'totalMs' | 'finalStallMs' | 'longestBeforeMs') => `${median(runs[mode].map((r) => r[k])).toFixed(0)} ms`;
+      rows.push([
+        basename(bin),
+        mode === 'stored' ? 'stored by the worker' : 'baseline: copied back, encoded here',
+        m('totalMs'),
+        m('finalStallMs'),
+        m('longestBeforeMs'),
+      ]);
+    }
+  }
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  for (const r of rows) console.log(r.map((x, i) => x.padEnd(widths[i])).join('  '));
+  console.log(`load average at the end: ${load()}`);
+}
+
 async function cachedTable(): Promise<void> {
   console.log(`
 cached load; load average at the start: ${load()}`);
