@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
 import { decorationText, hoverMarkdown, toggleLink, TOGGLE_COMMANDS } from './model/format';
+import { RedrawMemo } from './model/redrawMemo';
 import type { Tracing } from './tracing';
 
 export class InlineResults implements vscode.Disposable {
@@ -13,6 +14,8 @@ export class InlineResults implements vscode.Disposable {
   private readonly diagnostics = vscode.languages.createDiagnosticCollection('probelens');
   /** The diagnostics last set, as text. */
   private said = '';
+  /** What each editor was last given: the live timer's redraws of unchanged counts send nothing. */
+  private readonly drawn = new RedrawMemo();
 
   constructor(
     private readonly ctx: Ctx,
@@ -39,7 +42,7 @@ export class InlineResults implements vscode.Disposable {
   /** Redraws every visible editor (called on state changes and by the live timer). */
   refresh(): void {
     const enabled = this.ctx.config.inlineResults;
-    type Item = { armed: boolean; opts: vscode.DecorationOptions };
+    type Item = { armed: boolean; opts: vscode.DecorationOptions; drawn: string };
     const byFile = new Map<string, Item[]>();
     const diags = new Map<string, vscode.Diagnostic[]>();
     for (const key of Object.keys(this.tracing.set.binaries)) {
@@ -69,16 +72,18 @@ export class InlineResults implements vscode.Disposable {
       }
       for (const pl of perLine.values()) {
         const list = byFile.get(pl.file) ?? [];
+        const text = pl.texts.join('   ');
         const hover = new vscode.MarkdownString(pl.hovers.join('\n\n---\n\n'));
         hover.supportThemeIcons = true;
         // Only the toggle links run: the hover's other text is escaped (escapeMarkdown), so it holds no link of its own.
         hover.isTrusted = { enabledCommands: TOGGLE_COMMANDS };
         list.push({
           armed: pl.armed,
+          drawn: `${pl.line}\0${text}\0${hover.value}`,
           opts: {
             range: new vscode.Range(pl.line - 1, Number.MAX_SAFE_INTEGER, pl.line - 1, Number.MAX_SAFE_INTEGER),
             hoverMessage: hover,
-            renderOptions: { after: { contentText: pl.texts.join('   ') } },
+            renderOptions: { after: { contentText: text } },
           },
         });
         byFile.set(pl.file, list);
@@ -86,14 +91,17 @@ export class InlineResults implements vscode.Disposable {
     }
     for (const editor of vscode.window.visibleTextEditors) {
       const items = enabled ? (byFile.get(editor.document.uri.fsPath) ?? []) : [];
-      editor.setDecorations(
-        this.armedType,
-        items.filter((i) => i.armed).map((i) => i.opts),
-      );
-      editor.setDecorations(
-        this.otherType,
-        items.filter((i) => !i.armed).map((i) => i.opts),
-      );
+      for (const [type, name, armed] of [
+        [this.armedType, 'armed', true],
+        [this.otherType, 'other', false],
+      ] as const) {
+        const mine = items.filter((i) => i.armed === armed);
+        if (this.drawn.changed(editor, name, mine.map((i) => i.drawn).join('\n')))
+          editor.setDecorations(
+            type,
+            mine.map((i) => i.opts),
+          );
+      }
     }
     // Problems change rarely, counts with every redraw: the diagnostics (markers the editor redraws, the Problems
     // view) are replaced only when they differ.

@@ -110,12 +110,16 @@ export class PanelFeed {
     this.statsChanged();
   }
 
+  // The live timer sets both every refreshMs while hits arrive: the webview (on the editor's main thread) is sent
+  // them only when they differ from what it holds.
   setProbes(probes: readonly ProbeInfo[]): void {
+    if (JSON.stringify(probes) === JSON.stringify(this.probes)) return;
     this.probes = [...probes];
     this.send({ type: 'probes', probes: this.probes });
   }
 
   setSession(session: SessionInfo): void {
+    if (JSON.stringify(session) === JSON.stringify(this.session)) return;
     this.session = session;
     this.send({ type: 'session', session });
   }

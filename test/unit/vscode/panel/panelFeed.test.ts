@@ -70,6 +70,29 @@ test('ready replays init then the history, and later hits arrive batched with st
   feed.dispose();
 });
 
+test('probes and session go to the webview only when they change (the live timer sets them every refresh)', () => {
+  const feed = new PanelFeed({ version: 'x' });
+  const msgs: ToWebview[] = [];
+  feed.attach((m) => msgs.push(m));
+  msgs.length = 0;
+  const probes = [{ name: 'add', file: '/src/calc.c', line: 3 }];
+  for (let i = 0; i < 3; i++) {
+    feed.setProbes(probes.map((p) => ({ ...p })));
+    feed.setSession({ state: 'tracing', detail: 'local' });
+  }
+  assert.deepEqual(
+    msgs.map((m) => m.type),
+    ['probes', 'session'],
+  );
+  feed.setProbes([...probes, { name: 'sub', file: '/src/calc.c', line: 7 }]);
+  feed.setSession({ state: 'stopped', detail: 'local' });
+  assert.deepEqual(
+    msgs.map((m) => m.type),
+    ['probes', 'session', 'probes', 'session'],
+  );
+  feed.dispose();
+});
+
 test('the timer flushes a partial batch', async () => {
   const feed = new PanelFeed({ version: 'x', flushIntervalMs: 5 });
   const msgs: ToWebview[] = [];
