@@ -96,7 +96,7 @@ export class InlineResults implements vscode.Disposable {
         [this.otherType, 'other', false],
       ] as const) {
         const mine = items.filter((i) => i.armed === armed);
-        if (this.drawn.changed(editor, name, mine.map((i) => i.drawn).join('\n')))
+        if (this.drawn.changed(editor, name, mine.map((i) => i.drawn).join('\n'), editor.document.version))
           editor.setDecorations(
             type,
             mine.map((i) => i.opts),

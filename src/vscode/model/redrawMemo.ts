@@ -8,12 +8,17 @@
 export class RedrawMemo {
   private readonly last = new WeakMap<object, Map<string, string>>();
 
-  /** True when `drawn` (the decorations as text) differs from what `editor` was last given for `type`; remembers it. */
-  changed(editor: object, type: string, drawn: string): boolean {
+  /**
+   * True when `drawn` (the decorations as text) differs from what `editor` was last given for `type`, or its document
+   * was edited since (`version`: the editor moved the decorations with the text, a redraw puts them back on their
+   * lines, as every redraw did before); remembers it.
+   */
+  changed(editor: object, type: string, drawn: string, version: number): boolean {
     let byType = this.last.get(editor);
     if (!byType) this.last.set(editor, (byType = new Map()));
-    if (byType.get(type) === drawn) return false;
-    byType.set(type, drawn);
+    const now = `${version}\0${drawn}`;
+    if (byType.get(type) === now) return false;
+    byType.set(type, now);
     return true;
   }
 }
