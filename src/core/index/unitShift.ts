@@ -14,6 +14,8 @@
 // start, end); each starts at a list offset a DIE names (a read from anywhere else makes the unit ineligible), so
 // the same reads of the new binary start E_s further on; their bytes, decoded as the read decoded them, must have
 // the same shift form (addresses relative to the same B', offsets and expressions as they are), checked before use.
+// (A list is read to its end-of-list entry, whatever follows it; a view list to its count of pairs, or the section's
+// end: one whose read met the section's end is not stored, as the new section may go on.)
 // The reader then takes every decision alike: the same DIEs, forms, lengths, expressions, views, the same entries
 // of every list. Every address it computes is one field (a DW_FORM_addr, a list's base or start address, a line
 // program's DW_LNE_set_address, the unit's DW_AT_low_pc as list base) plus offsets from the unchanged bytes
