@@ -557,7 +557,7 @@ async function rebuildTable(): Promise<void> {
       rows.push([
         c.name,
         `${c.makeMs.toFixed(0)} ms`,
-        r === undefined ? '?' : typeof r === 'string' ? r : `${r.reused} of ${r.units} units`,
+        r === undefined ? '?' : typeof r === 'string' ? r : `${r.reused} of ${r.units} units (${r.shifted} moved)`,
         `${ms.toFixed(0)} ms`,
         `${(ms / coldMs).toFixed(2)}×`,
       ]);

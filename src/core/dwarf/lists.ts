@@ -1,6 +1,7 @@
 // Range lists (.debug_ranges for DWARF 2–4, .debug_rnglists for 5) and location lists (.debug_loc for 2–4,
 // .debug_loclists for 5), all entry kinds. Ranges come back as a flat [lo0, hi0, lo1, hi1, …] array so a
 // function's ranges cost one allocation.
+// Tests: test/unit/core/dwarf/lists.test.ts, test/unit/core/index/unitReuse.test.ts, test/unit/core/index/unitShift.test.ts
 import * as K from './constants';
 import { ByteReader } from '../binary/byteReader';
 import { DwarfFormatError, foldAddress, isDeadAddress, readAddress } from './format';
@@ -30,7 +31,7 @@ export const LIST_SECTIONS = ['.debug_ranges', '.debug_rnglists', '.debug_loc', 
  * unit's result by the bytes it read), the reader is kept: what it covered is [its start, its final position),
  * and a read that fails marks the unit (its result then depends on where the section ends).
  */
-function listReader(u: Unit, section: (typeof LIST_SECTIONS)[number], at: number): ByteReader {
+function listReader(u: Unit, section: (typeof LIST_SECTIONS)[number], at: number, kind: ListReadKind): ByteReader {
   const log = u.listReads;
   if (!log) {
     const r = u.dw.reader(section, 0);
@@ -49,7 +50,7 @@ function listReader(u: Unit, section: (typeof LIST_SECTIONS)[number], at: number
     return new DwarfFormatError(where, offset, detail);
   });
   r.seek(at);
-  log.push({ section: LIST_SECTIONS.indexOf(section), start: r.pos, reader: r });
+  log.push({ section: LIST_SECTIONS.indexOf(section), start: r.pos, reader: r, kind });
   return r;
 }
 
@@ -57,8 +58,20 @@ function listReader(u: Unit, section: (typeof LIST_SECTIONS)[number], at: number
  * `read` over a reader of `section` at `at` for a list of `u`: the recording reader (listReader) when the unit
  * records its list reads, else one that reads the list where it is (Sections.readAt; `read` may run again).
  */
-function readList<T>(u: Unit, section: (typeof LIST_SECTIONS)[number], at: number, read: (r: ByteReader) => T): T {
-  return u.listReads ? read(listReader(u, section, at)) : u.dw.readAt(section, at, read);
+function readList<T>(u: Unit, section: (typeof LIST_SECTIONS)[number], at: number, kind: ListReadKind, read: (r: ByteReader) => T): T {
+  return u.listReads ? read(listReader(u, section, at, kind)) : u.dw.readAt(section, at, read);
+}
+
+/** What a recorded list read decoded: a range list, a location list, a view list, an offsets table's entry. */
+export const ListReadKind = { Ranges: 0, Rnglist: 1, Loc: 2, Loclist: 3, Views: 4, Index: 5 } as const;
+type ListReadKind = (typeof ListReadKind)[keyof typeof ListReadKind];
+
+/**
+ * Every recorded list read of `u`, in the order made: [kind, section index, start, end] quadruples (unlike
+ * listExtents, neither sorted nor joined: the unit cache's shifted reuse decodes each read as what it was).
+ */
+export function listReadLog(u: Unit): number[] {
+  return (u.listReads ?? []).flatMap((x) => [x.kind, x.section, x.start, Math.max(x.start, x.reader.pos)]);
 }
 
 /**
@@ -110,14 +123,14 @@ export function rangesOf(u: Unit, d: Die): number[] {
 function listIndex(u: Unit, section: '.debug_rnglists' | '.debug_loclists', base: number, index: number): number {
   const sz = u.enc.is64 ? 8 : 4;
   const len = u.dw.get(section)?.length ?? 0;
-  return readList(u, section, Math.min(base + index * sz, len), (r) => base + r.uN(sz));
+  return readList(u, section, Math.min(base + index * sz, len), ListReadKind.Index, (r) => base + r.uN(sz));
 }
 
 // A list is read where it is (Sections.readAt): a run that reads past what was read is made again, so what it
 // pushes to `out` is taken back first.
 function readRanges(u: Unit, offset: number, out: number[]): void {
   const n = out.length;
-  readList(u, '.debug_ranges', offset, (r) => {
+  readList(u, '.debug_ranges', offset, ListReadKind.Ranges, (r) => {
     out.length = n;
     rangesFrom(u, r, out);
   });
@@ -138,7 +151,7 @@ function rangesFrom(u: Unit, r: ByteReader, out: number[]): void {
 
 function readRnglist(u: Unit, offset: number, out: number[]): void {
   const n = out.length;
-  readList(u, '.debug_rnglists', offset, (r) => {
+  readList(u, '.debug_rnglists', offset, ListReadKind.Rnglist, (r) => {
     out.length = n;
     rnglistFrom(u, r, out);
   });
@@ -235,7 +248,7 @@ function attachViews(u: Unit, offset: number, entries: Array<LocEntry & { seq?: 
   const n = bounded.reduce((m, e) => Math.max(m, e.seq! + 1), 0);
   // At most n pairs of ULEB128s of 10 bytes each are read.
   const section = u.version >= 5 ? '.debug_loclists' : '.debug_loc';
-  const r = u.listReads ? listReader(u, section, offset) : u.dw.readerOver(section, offset, offset + 20 * n);
+  const r = u.listReads ? listReader(u, section, offset, ListReadKind.Views) : u.dw.readerOver(section, offset, offset + 20 * n);
   const views: Array<[number, number]> = [];
   for (let k = 0; k < n && r.pos < r.end; k++) views.push([r.uleb(), r.uleb()]);
   for (const e of bounded) if (views[e.seq!]) e.view = views[e.seq!];
@@ -249,7 +262,7 @@ function exprAt(r: ByteReader, len: number): Block {
 
 // With views, empty ranges are kept and each bounded entry carries its ordinal (`seq`) for attachViews.
 function readLoc(u: Unit, offset: number, views = false): Array<LocEntry & { seq?: number }> {
-  return readList(u, '.debug_loc', offset, (r) => locFrom(u, r, views));
+  return readList(u, '.debug_loc', offset, ListReadKind.Loc, (r) => locFrom(u, r, views));
 }
 
 function locFrom(u: Unit, r: ByteReader, views: boolean): Array<LocEntry & { seq?: number }> {
@@ -274,7 +287,7 @@ function locFrom(u: Unit, r: ByteReader, views: boolean): Array<LocEntry & { seq
 }
 
 function readLoclist(u: Unit, offset: number, views = false): Array<LocEntry & { seq?: number }> {
-  return readList(u, '.debug_loclists', offset, (r) => loclistFrom(u, r, views));
+  return readList(u, '.debug_loclists', offset, ListReadKind.Loclist, (r) => loclistFrom(u, r, views));
 }
 
 function loclistFrom(u: Unit, r: ByteReader, views: boolean): Array<LocEntry & { seq?: number }> {

@@ -70,7 +70,7 @@ export class Unit {
    * When set (an empty array), every range and location list read for this unit is kept here (lists.ts,
    * listExtents): the unit cache keys the unit's result by those bytes. `listReadFailed`: one of them failed.
    */
-  listReads: Array<{ section: number; start: number; reader: ByteReader }> | undefined = undefined;
+  listReads: Array<{ section: number; start: number; reader: ByteReader; kind: number }> | undefined = undefined;
   listReadFailed = false;
 
   constructor(
@@ -317,7 +317,7 @@ export function rootAttrBytes(u: Unit, at: number): [number, number] | undefined
   return undefined;
 }
 
-function skipForm(u: Unit, r: ByteReader, form: number, depth: number): void {
+export function skipForm(u: Unit, r: ByteReader, form: number, depth: number): void {
   switch (form) {
     case FORM.string:
       r.skipCstr();

@@ -6,7 +6,7 @@ import type { BinaryImage } from '../binary/binaryImage';
 import type { FileReadMap } from '../binary/fileBytes';
 import { openDwarf, type Dwarf, type FileNameTest, type FunctionInfo, type LocDesc } from '../dwarf';
 import type { Unit } from '../dwarf/unit';
-import { listExtents } from '../dwarf/lists';
+import { listExtents, listReadLog } from '../dwarf/lists';
 import { LANG_C_ABI } from '../dwarf/constants';
 import type { ParamInfo } from '../dwarf/functions';
 import { ROW_END_SEQUENCE, ROW_PROLOGUE_END, ROW_STMT } from '../dwarf/line';
@@ -239,12 +239,13 @@ export function dwarfUnitSlices(
       functions: [...b.concrete, ...b.rest],
       code: b.code,
       tables: owners.has(u.offset) ? sliceTables(dw, [u]) : [],
-      reads: { lists: [], symbols: [...b.symbols].sort((x, y) => x[0] - y[0]), failed: false },
+      reads: { lists: [], log: [], symbols: [...b.symbols].sort((x, y) => x[0] - y[0]), failed: false },
     };
   });
   // Last: the line tables read no lists, but a unit's lists may be read until its functions are all indexed.
   units.forEach((u, i) => {
     out[i].reads.lists = listExtents(u);
+    out[i].reads.log = listReadLog(u);
     out[i].reads.failed = u.listReadFailed;
     u.listReads = undefined;
   });
@@ -253,11 +254,12 @@ export function dwarfUnitSlices(
 
 /**
  * One unit's slice, and what indexing it read beyond the unit's own bytes that the unit cache's key leaves out:
- * the range and location lists ([section index in LIST_SECTIONS, start, end] triples) and the symbol look-ups
- * ([address, the names there joined by newlines, '' for none]). `failed`: a list read failed.
+ * the range and location lists ([section index in LIST_SECTIONS, start, end] triples; `log`, each read as made:
+ * listReadLog) and the symbol look-ups ([address, the names there joined by newlines, '' for none]). `failed`: a
+ * list read failed.
  */
 export interface UnitSlice extends DwarfSlice {
-  reads: { lists: number[]; symbols: Array<[number, string]>; failed: boolean };
+  reads: { lists: number[]; log: number[]; symbols: Array<[number, string]>; failed: boolean };
 }
 
 /** The units share `part` of `parts` walks: contiguous, about the same number of .debug_info bytes each. */

@@ -24,10 +24,16 @@
 // left out of the key, the table's and the program's bytes are in it): a unit moved by an earlier unit's growing or
 // shrinking is still reused, its DIE offsets stored relative to its start.
 // Code and data addresses, .debug_str and list offsets are in its bytes: an edit that changes code size moves every
-// later unit's code, and those units are indexed again (docs/architecture.md, README "Benchmarks").
-// Tests: test/unit/core/index/unitReuse.test.ts, test/corpus/indexPool.test.ts
+// later unit's code. Such a unit's exact key misses; then, and only then, its shift form (unitShift.ts: its bytes
+// with every address relative to its first and every list offset relative to its first, a key of its own) is looked
+// up, and a unit whose code moved by one amount D and nothing else changed is reused with every address in its
+// result moved by D, after its list bytes and symbol look-ups are checked at their moved places. A unit whose
+// data, or part of whose code, moved apart from the rest is indexed again (docs/architecture.md, README
+// "Benchmarks").
+// Tests: test/unit/core/index/unitReuse.test.ts, test/unit/core/index/unitShift.test.ts, test/corpus/indexPool.test.ts
 import { createHash, type Hash } from 'node:crypto';
 import type { BinaryImage, OpenBinaryOptions } from '../binary/binaryImage';
+import type { SectionSource } from '../binary/sections';
 import { openDwarf } from '../dwarf';
 import { AT } from '../dwarf/constants';
 import { rootAttrBytes, type Unit } from '../dwarf/unit';
@@ -37,9 +43,10 @@ import { INDEX_FORMAT, type IndexedFunction } from './model';
 import type { SymbolsByAddress } from './sites';
 import { evictUnitEntries, prepareUnitCache, readUnitEntry, unitCacheDir, UNIT_CACHE_MAX_BYTES, writeUnitEntry } from './unitCache';
 import { dwarfUnitSlicesInPool, indexWorkerCount } from './worker/pool';
+import { inWindow, listsShift, readsShift, shiftable, shifted, shiftForm, type ShiftForm } from './unitShift';
 
 /** What a stored unit's value looks like; bump when dwarfUnitSlices' output or the key's inputs change. */
-export const UNIT_RESULT_VERSION = 4;
+export const UNIT_RESULT_VERSION = 5;
 
 /** Sections a unit's indexing may read at offsets its bytes name: hashed whole into every unit's key. */
 export const AUX_SECTIONS = ['.debug_str', '.debug_line_str', '.debug_str_offsets', '.debug_addr', '.debug_types'] as const;
@@ -53,6 +60,8 @@ export interface UnitReuseStats {
   units: number;
   /** Read from the unit cache. */
   reused: number;
+  /** Of those, found by their shift form (unitShift.ts: the unit's code moved, nothing else changed). */
+  shifted: number;
   /** Indexed now. */
   indexed: number;
   /** Of those, written to the unit cache. */
@@ -78,6 +87,24 @@ interface StoredUnit {
   slice: DwarfSlice;
 }
 
+/** Stored under a unit's shift form (unitShift.ts): which entry holds its result, and what places it. */
+interface ShiftPointer {
+  v: typeof UNIT_RESULT_VERSION;
+  /** The exact key of the entry, and what that entry was stored with (another build may write that key). */
+  exact: string;
+  listDigest: string;
+  symbolsDigest: string;
+  /** B. */
+  base: number;
+  listBases: number[];
+  /** The list reads relative to listBases, and their shift form's digest. */
+  reads: number[];
+  readsDigest: string;
+}
+
+/** The name a shift form's pointer is stored under (apart from exact keys, which are hex). */
+export const SHIFT_PREFIX = 'shift-';
+
 /**
  * Every unit's slice, in unit order, each reused or indexed (mergeDwarfSlices joins them into the DWARF half of
  * the index), with what was reused; undefined where units cannot be indexed apart or the cache cannot be used.
@@ -91,21 +118,46 @@ export async function reusingDwarfSlices(
   if (!prepareUnitCache(opts.indexCacheDir)) return undefined;
   const dir = unitCacheDir(opts.indexCacheDir);
   const units = dw.units();
-  const keys = unitKeys(image, units, dw.lineTableUnits());
+  const tableUnits = dw.lineTableUnits();
+  const salt = keySalt(image);
+  const keys = unitKeys(image, units, tableUnits, salt);
   const src = image.dwarf();
   const lists = LIST_SECTIONS.map((n) => src.section(n));
+  const owners = new Set(tableUnits.map((u) => u.offset));
+  // A unit's shift form is made only where its exact key missed: the common path pays nothing for it.
+  const forms = new Map<number, ShiftForm | undefined>();
+  const formOf = (i: number): ShiftForm | undefined => {
+    if (!forms.has(i)) forms.set(i, shiftForm(src, units[i], owners.has(units[i].offset), salt));
+    return forms.get(i);
+  };
   let symbols: SymbolsByAddress | undefined;
+  let moved = 0;
   const slices: Array<DwarfSlice | undefined> = units.map((u, i) => {
     const v = readUnitEntry(dir, keys[i]);
-    if (!isStoredUnit(v) || listDigest(lists, v.lists) !== v.listDigest) return undefined;
+    if (isStoredUnit(v) && listDigest(lists, v.lists) === v.listDigest) {
+      symbols ??= symbolsByAddress(image);
+      if (v.symbols.every(([address, names]) => (symbols!.get(address)?.join('\n') ?? '') === names)) return relocated(v.slice, u.offset);
+    }
+    const sf = formOf(i);
+    if (!sf) return undefined;
+    const p = readUnitEntry(dir, SHIFT_PREFIX + sf.key);
+    if (!isShiftPointer(p) || p.listBases.some((b, s) => b < 0 !== sf.listBases[s] < 0)) return undefined;
+    const e = readUnitEntry(dir, p.exact);
+    if (!isStoredUnit(e) || e.listDigest !== p.listDigest || symbolsDigest(e.symbols) !== p.symbolsDigest) return undefined;
+    const read = readsShift(src, sf, p.reads);
+    if (!read || read.digest !== p.readsDigest) return undefined;
+    if (!inWindow(sf.base, sf.bounds, read.bounds)) return undefined;
+    const d = sf.base - p.base;
     symbols ??= symbolsByAddress(image);
-    for (const [address, names] of v.symbols) if ((symbols.get(address)?.join('\n') ?? '') !== names) return undefined;
-    return relocated(v.slice, u.offset);
+    for (const [address, names] of e.symbols) if ((symbols.get(address + d)?.join('\n') ?? '') !== names) return undefined;
+    moved++;
+    return shifted(relocated(e.slice, u.offset), d);
   });
   const missing = units.filter((_, i) => !slices[i]);
   const stats: UnitReuseStats = {
     units: units.length,
     reused: units.length - missing.length,
+    shifted: moved,
     indexed: missing.length,
     stored: 0,
     evicted: 0,
@@ -142,10 +194,49 @@ export async function reusingDwarfSlices(
       const n = writeUnitEntry(dir, keys[i], entry);
       if (n > 0) stats.stored++;
       written += n;
+      if (n > 0 && shiftable(slice)) written += storeShift(dir, src, formOf(i), keys[i], entry, reads.log);
     });
     if (written > 0) stats.evicted = evictUnitEntries(dir, opts.maxBytes ?? UNIT_CACHE_MAX_BYTES);
   }
   return { slices: slices as DwarfSlice[], stats };
+}
+
+/** Stores the shift pointer of a unit just stored under `exact` (when its shift form and reads allow one); bytes written. */
+function storeShift(dir: string, src: SectionSource, sf: ShiftForm | undefined, exact: string, entry: StoredUnit, log: number[]): number {
+  if (!sf) return 0;
+  const ls = listsShift(src, sf, log);
+  if (!ls || !inWindow(sf.base, sf.bounds, ls.bounds)) return 0;
+  const p: ShiftPointer = {
+    v: UNIT_RESULT_VERSION,
+    exact,
+    listDigest: entry.listDigest,
+    symbolsDigest: symbolsDigest(entry.symbols),
+    base: sf.base,
+    listBases: sf.listBases,
+    reads: ls.reads,
+    readsDigest: ls.digest,
+  };
+  return writeUnitEntry(dir, SHIFT_PREFIX + sf.key, p);
+}
+
+function symbolsDigest(symbols: Array<[number, string]>): string {
+  return createHash('sha256').update(JSON.stringify(symbols)).digest('hex');
+}
+
+function isShiftPointer(v: unknown): v is ShiftPointer {
+  if (typeof v !== 'object' || v === null || (v as ShiftPointer).v !== UNIT_RESULT_VERSION) return false;
+  const p = v as ShiftPointer;
+  return (
+    typeof p.exact === 'string' &&
+    /^[0-9a-f]+$/.test(p.exact) &&
+    typeof p.listDigest === 'string' &&
+    typeof p.symbolsDigest === 'string' &&
+    Number.isSafeInteger(p.base) &&
+    Array.isArray(p.listBases) &&
+    p.listBases.length === LIST_SECTIONS.length &&
+    Array.isArray(p.reads) &&
+    typeof p.readsDigest === 'string'
+  );
 }
 
 /** A digest of the list bytes [section, start, end] triples name; undefined when one lies past its section. */
@@ -161,8 +252,8 @@ function listDigest(sections: ReadonlyArray<Uint8Array | undefined>, triples: re
   return h.digest('hex');
 }
 
-/** Each unit's key (hex), in unit order: see the head of this file for what goes in. */
-export function unitKeys(image: BinaryImage, units: readonly Unit[], lineTableUnits: readonly Unit[]): string[] {
+/** What every unit's key starts from: the format, the architecture, the sections read whole. */
+function keySalt(image: BinaryImage): Buffer {
   const src = image.dwarf();
   const arch = image.elf.requireProbeableArch();
   const go = image.goInfo();
@@ -172,7 +263,13 @@ export function unitKeys(image: BinaryImage, units: readonly Unit[], lineTableUn
   );
   salt.update(`\0${src.littleEndian ? 'le' : 'be'}${src.addressSize}\0`);
   for (const name of AUX_SECTIONS) hashSection(salt, name, src.section(name));
-  const base = salt.digest();
+  return salt.digest();
+}
+
+/** Each unit's key (hex), in unit order: see the head of this file for what goes in. */
+export function unitKeys(image: BinaryImage, units: readonly Unit[], lineTableUnits: readonly Unit[], salt = keySalt(image)): string[] {
+  const src = image.dwarf();
+  const base = salt;
   const info = src.section('.debug_info') ?? new Uint8Array(0);
   const abbrev = src.section('.debug_abbrev') ?? new Uint8Array(0);
   const line = src.section('.debug_line');

@@ -1,0 +1,182 @@
+// A unit whose code only moved is reused with its addresses moved (unitShift.ts): a program of several C files built
+// as make would, indexed, a line of code added to a function of the first file linked and the program rebuilt, so
+// that every later unit's code moves by the same few bytes; indexed again from the unit cache the index is the cold
+// index of the new binary, dump for dump, and the later units were reused by their shift form, not indexed. Units
+// whose addresses moved by different amounts (static data moved apart from the code, a .cold part that stayed) are
+// indexed again, and the index is still the cold one.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { buildIndex } from '../../../../src/core/index/build';
+import type { UnitReuseStats } from '../../../../src/core/index/unitReuse';
+import { indexDump } from '../../../helpers/indexDump';
+import { missing } from '../../../helpers/require';
+import { have, run } from '../binary/build';
+
+const FIRST_C = `#include <stdio.h>
+long mix(long a, long b);
+int parse(const char *s, int base);
+static char out[16];
+int main(int argc, char **argv) {
+  long total = 0;
+  for (int i = 1; i < argc; i++) total = mix(total, parse(argv[i], 10));
+  snprintf(out, sizeof out, "%ld", total);
+  puts(out);
+  return total > 1000;
+}
+`;
+// Parameters on location lists, an inlined static, a loop: lists with addresses in them.
+const PARSE_C = `static inline int digit(char c, int base) { int d = c >= 'a' ? c - 'a' + 10 : c - '0'; return d < base ? d : -1; }
+int parse(const char *s, int base) {
+  int n = 0;
+  for (; *s; s++) {
+    int d = digit(*s, base);
+    if (d < 0) break;
+    n = n * base + d;
+  }
+  return n;
+}
+`;
+const MIX_C = `struct acc { long sum; int steps; };
+static long __attribute__((noinline)) step(struct acc *a, long v) { a->sum += v * 3 + (a->sum >> 2); a->steps++; return a->sum; }
+long mix(long a, long b) {
+  struct acc x = { a, 0 };
+  for (long i = 0; i < b; i++) step(&x, a ^ i);
+  return x.sum / (x.steps ? x.steps : 1);
+}
+`;
+const HASH_C = `unsigned long hash(const unsigned char *p, unsigned long n, unsigned long seed) {
+  unsigned long h = seed ^ 0x9e3779b97f4a7c15ul;
+  for (unsigned long i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ul; h ^= h >> 29; }
+  return h;
+}
+`;
+// Static data whose address is in the unit's bytes (DW_OP_addr in its variable's location).
+const TABLE_C = `static int table[64];
+int lookup(int k) { return table[k & 63]++ + k; }
+`;
+
+// The line of code added to main: a few more calls (code enough to move what follows past its alignment).
+const GROWN = 'long total = argc > 9 ? mix(argc, argc * 3) + parse(argv[0], 16) : 0;';
+
+// A function split in two: its unlikely path in a .cold part (.text.unlikely, laid out before every .text).
+const COLD_C = `#include <stdio.h>
+void fail(const char *what, int v) __attribute__((cold, noinline));
+void fail(const char *what, int v) { fprintf(stderr, "bad %s: %d\\n", what, v); }
+int check(int v, const char *what) {
+  if (v < 0) { fail(what, v); v = -v; }
+  for (int i = 0; i < v; i++) v ^= i * 3;
+  return v * 2 + 1;
+}
+`;
+
+/** Compiles each file to an object and links them in the order given, as make does; returns the binary. */
+function build(dir: string, files: Array<[string, string]>): string {
+  for (const [name, src] of files) {
+    writeFileSync(join(dir, name), src);
+    run('gcc', ['-g', '-O2', '-c', name, '-o', name.replace(/\.c$/, '.o')], { cwd: dir });
+  }
+  run('gcc', ['-o', 'prog', ...files.map(([n]) => n.replace(/\.c$/, '.o'))], { cwd: dir });
+  return join(dir, 'prog');
+}
+
+async function reusing(bin: string, cacheDir: string): Promise<{ dump: string; stats: UnitReuseStats }> {
+  let stats: UnitReuseStats | undefined;
+  const data = await buildIndex(bin, { unitCacheDir: cacheDir, onUnitReuse: (s) => (stats = s) });
+  assert.ok(stats, 'the unit cache was used');
+  return { dump: indexDump(data), stats };
+}
+
+const cold = async (bin: string): Promise<string> => indexDump(await buildIndex(bin, { workers: 1 }));
+
+/** The entry addresses of the functions named, from the symbol table. */
+function addresses(bin: string, names: string[]): Map<string, bigint> {
+  const out = new Map<string, bigint>();
+  for (const line of run('nm', [bin]).split('\n')) {
+    const [a, , n] = line.trim().split(/\s+/);
+    if (names.includes(n)) out.set(n, BigInt(`0x${a}`));
+  }
+  return out;
+}
+
+test('a line of code added to the first file: the later units, whose code only moved, are reused moved and the index is the cold one', async (t) => {
+  if (!have('gcc') || !have('nm')) return missing(t, 'gcc and nm (build the program, find where its code is)');
+  const dir = mkdtempSync(join(tmpdir(), 'probelens-unit-shift-'));
+  const cacheDir = join(dir, 'cache');
+  try {
+    const files: Array<[string, string]> = [
+      ['first.c', FIRST_C],
+      ['parse.c', PARSE_C],
+      ['mix.c', MIX_C],
+      ['hash.c', HASH_C],
+    ];
+    let bin = build(dir, files);
+    const first = await reusing(bin, cacheDir);
+    assert.equal(first.dump, await cold(bin), 'first build: the same index');
+    const names = ['parse', 'mix', 'hash'];
+    const before = addresses(bin, names);
+
+    bin = build(dir, [['first.c', FIRST_C.replace('long total = 0;', GROWN)], ...files.slice(1)]);
+    const after = addresses(bin, names);
+    const moves = new Set(names.map((n) => after.get(n)! - before.get(n)!));
+    assert.equal(moves.size, 1, `the later units' code moved by one amount (${[...moves].join(', ')})`);
+    assert.notEqual([...moves][0], 0n, "the later units' code moved");
+    const again = await reusing(bin, cacheDir);
+    assert.equal(again.dump, await cold(bin), 'the same index as a cold build of the new binary');
+    assert.deepEqual(
+      [again.stats.reused, again.stats.shifted, again.stats.indexed],
+      [first.stats.units - 1, 3, 1],
+      'the three later units reused by their shift form, the edited one alone indexed',
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('units whose addresses moved by different amounts are indexed again, and the index is the cold one', async (t) => {
+  if (!have('gcc') || !have('nm')) return missing(t, 'gcc and nm (build the program, find where its code is)');
+  const dir = mkdtempSync(join(tmpdir(), 'probelens-unit-shift-apart-'));
+  const cacheDir = join(dir, 'cache');
+  try {
+    const files: Array<[string, string]> = [
+      ['first.c', FIRST_C],
+      ['table.c', TABLE_C],
+      ['cold.c', COLD_C],
+      ['parse.c', PARSE_C],
+      ['mix.c', MIX_C],
+    ];
+    let bin = build(dir, files);
+    const first = await reusing(bin, cacheDir);
+    assert.equal(first.dump, await cold(bin), 'first build: the same index');
+    const tableAt = (b: string) => BigInt(`0x${run('nm', [b]).match(/^([0-9a-f]+) b table$/m)![1]}`);
+    const parts = ['lookup', 'check', 'check.cold'];
+    const before = [tableAt(bin), ...parts.map((n) => addresses(bin, parts).get(n)!)];
+
+    // A line of code added to the first file and its static buffer grown by 4 KiB (no name added: the string
+    // section stays as it was): the later code moves by a few bytes, the later static data by 4 KiB.
+    const edited = FIRST_C.replace('long total = 0;', GROWN).replace('out[16]', 'out[4096]');
+    bin = build(dir, [['first.c', edited], ...files.slice(1)]);
+    const after = [tableAt(bin), ...parts.map((n) => addresses(bin, parts).get(n)!)];
+    assert.ok(
+      [...before, ...after].every((a) => a !== undefined),
+      `${parts.join(', ')} and table are in the symbol table`,
+    );
+    const moved = after.map((a, i) => a - before[i]);
+    assert.notEqual(moved[0], moved[1], 'the static data moved apart from the code');
+    assert.equal(moved[1], moved[2], 'the later code moved by one amount');
+    assert.notEqual(moved[2], moved[3], "check's .cold part moved apart from its hot part");
+    const again = await reusing(bin, cacheDir);
+    assert.equal(again.dump, await cold(bin), 'the same index as a cold build of the new binary');
+    // table.c names its data's address and cold.c has code that did not move: indexed again; parse.c and mix.c
+    // only moved with the code: reused.
+    assert.deepEqual(
+      [again.stats.reused, again.stats.shifted, again.stats.indexed],
+      [first.stats.units - 3, 2, 3],
+      'the units whose parts moved apart are indexed again, with the edited one',
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
