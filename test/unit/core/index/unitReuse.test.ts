@@ -7,14 +7,14 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { buildIndex } from '../../../../src/core/index/build';
-import { AUX_SECTIONS, LIST_SECTIONS, SHIFT_PREFIX, UNIT_SECTIONS, type UnitReuseStats } from '../../../../src/core/index/unitReuse';
+import { AUX_SECTIONS, LIST_SECTIONS, SHIFT_PREFIX, UNIT_SECTIONS } from '../../../../src/core/index/unitReuse';
 import { readUnitEntry, unitCacheDir } from '../../../../src/core/index/unitCache';
 import { sectionHeaders } from '../../../helpers/elfPatch';
 import { loadIndex } from '../../../../src/core/index/load';
 import { indexDump } from '../../../helpers/indexDump';
 import { missing } from '../../../helpers/require';
 import { have, run } from '../binary/build';
+import { build, cold, reusing } from './unitBuilds';
 
 // Parameters in registers and on location lists, an inlined static, a loop (ranges), strings, a struct.
 const MAIN_C = `#include <stdio.h>
@@ -47,25 +47,6 @@ long scale(long v, int by) {
   return a.sum / (a.steps ? a.steps : 1);
 }
 `;
-
-/** Compiles each file to an object and links them, as make does; returns the binary. */
-function build(dir: string, files: Record<string, string>): string {
-  for (const [name, src] of Object.entries(files)) {
-    writeFileSync(join(dir, name), src);
-    run('gcc', ['-g', '-O2', '-c', name, '-o', name.replace(/\.c$/, '.o')], { cwd: dir });
-  }
-  run('gcc', ['-o', 'prog', ...Object.keys(files).map((n) => n.replace(/\.c$/, '.o'))], { cwd: dir });
-  return join(dir, 'prog');
-}
-
-async function reusing(bin: string, cacheDir: string): Promise<{ dump: string; stats: UnitReuseStats }> {
-  let stats: UnitReuseStats | undefined;
-  const data = await buildIndex(bin, { unitCacheDir: cacheDir, onUnitReuse: (s) => (stats = s) });
-  assert.ok(stats, 'the unit cache was used');
-  return { dump: indexDump(data), stats };
-}
-
-const cold = async (bin: string): Promise<string> => indexDump(await buildIndex(bin, { workers: 1 }));
 
 test('an index from a partly reused unit cache is the cold index, and the unchanged units are the ones reused', async (t) => {
   if (!have('gcc')) return missing(t, 'gcc (builds the program)');

@@ -5,15 +5,13 @@
 // whose addresses moved by different amounts (static data moved apart from the code, a .cold part that stayed) are
 // indexed again, and the index is still the cold one.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { buildIndex } from '../../../../src/core/index/build';
-import type { UnitReuseStats } from '../../../../src/core/index/unitReuse';
-import { indexDump } from '../../../helpers/indexDump';
 import { missing } from '../../../helpers/require';
 import { have, run } from '../binary/build';
+import { build, cold, reusing } from './unitBuilds';
 
 const FIRST_C = `#include <stdio.h>
 long mix(long a, long b);
@@ -71,25 +69,6 @@ int check(int v, const char *what) {
   return v * 2 + 1;
 }
 `;
-
-/** Compiles each file to an object and links them in the order given, as make does; returns the binary. */
-function build(dir: string, files: Array<[string, string]>): string {
-  for (const [name, src] of files) {
-    writeFileSync(join(dir, name), src);
-    run('gcc', ['-g', '-O2', '-c', name, '-o', name.replace(/\.c$/, '.o')], { cwd: dir });
-  }
-  run('gcc', ['-o', 'prog', ...files.map(([n]) => n.replace(/\.c$/, '.o'))], { cwd: dir });
-  return join(dir, 'prog');
-}
-
-async function reusing(bin: string, cacheDir: string): Promise<{ dump: string; stats: UnitReuseStats }> {
-  let stats: UnitReuseStats | undefined;
-  const data = await buildIndex(bin, { unitCacheDir: cacheDir, onUnitReuse: (s) => (stats = s) });
-  assert.ok(stats, 'the unit cache was used');
-  return { dump: indexDump(data), stats };
-}
-
-const cold = async (bin: string): Promise<string> => indexDump(await buildIndex(bin, { workers: 1 }));
 
 /** The entry addresses of the functions named, from the symbol table. */
 function addresses(bin: string, names: string[]): Map<string, bigint> {
