@@ -459,7 +459,7 @@ let blockLen = -1;
  * Reads one attribute value: constants, addresses, absolute section offsets for references, indexes for the
  * *x forms, the data's section offset for blocks, strings and data16.
  */
-function readValue(u: Unit, r: ByteReader, f: number, implicit: number): number {
+export function readValue(u: Unit, r: ByteReader, f: number, implicit: number): number {
   blockLen = -1;
   switch (f) {
     case FORM.addr:

@@ -65,8 +65,7 @@ export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Pro
   requireRegularFile(path);
   const key = opts.noCache ? undefined : keyFor(path, opts.debugDirs);
   if (key) {
-    const entry = openCacheEntry(key, opts.cacheDir);
-    const cached = entry && openContainer(entry.fd, entry.file);
+    const cached = openEntry(key, opts.cacheDir);
     if (cached && isCurrent(path, cached)) return { index: new BinaryIndex(decodeIndex(cached)), fromCache: true };
     if (cached) releaseContainer(cached);
   }
@@ -87,8 +86,8 @@ export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Pro
         });
     if (!('stored' in built)) data = built;
     else {
-      const index = storeAs === undefined ? undefined : storedIndex(storeAs, opts.cacheDir);
-      if (index) return { index, fromCache: false };
+      const stored = storeAs === undefined ? undefined : openEntry(storeAs, opts.cacheDir);
+      if (stored) return { index: new BinaryIndex(decodeIndex(stored)), fromCache: false };
       // Gone between the worker's write and this open (another process's cleanup): built again, by copy, and
       // returned uncached.
       data = (await buildInWorker(path, { ...opts, unitCacheDir })) as IndexData;
@@ -103,11 +102,10 @@ export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Pro
   return { index: new BinaryIndex(data), fromCache: false };
 }
 
-/** The index a worker just stored under `key`, opened as a cached load opens it; undefined when it cannot be. */
-function storedIndex(key: string, dir: string | undefined): BinaryIndex | undefined {
+/** The cache entry `key`, opened and checked (openContainer); undefined when there is none or it is unsound. */
+function openEntry(key: string, dir: string | undefined): EncodedIndex | undefined {
   const entry = openCacheEntry(key, dir);
-  const stored = entry && openContainer(entry.fd, entry.file);
-  return stored ? new BinaryIndex(decodeIndex(stored)) : undefined;
+  return entry && openContainer(entry.fd, entry.file);
 }
 
 /** Every message says which file it is about: a failure deep in a section ("malformed DWARF in…") gets the path. */

@@ -44,7 +44,7 @@ import { AT, FORM, LLE, LNE, LNS, RLE } from '../dwarf/constants';
 import { readLineHeader } from '../dwarf/lineHeader';
 import { ListReadKind, LIST_SECTIONS } from '../dwarf/lists';
 import type { Abbrev } from '../dwarf/abbrev';
-import { nextAbbrev, skipAttrs, skipForm, type Unit } from '../dwarf/unit';
+import { isConstantForm, nextAbbrev, readValue, skipAttrs, skipForm, type Unit } from '../dwarf/unit';
 import type { DwarfSlice } from './fromDwarf';
 import type { IndexedFunction } from './model';
 
@@ -213,6 +213,7 @@ function shiftFormOf(src: DebugSections, u: Unit, owner: boolean, salt: Uint8Arr
   const listBases = LIST_SECTIONS.map(() => -1);
   const listStarts = LIST_SECTIONS.map(() => new Set<number>());
   const listOffset = (s: number, v: number) => {
+    if (!(v < ADDRESS_LIMIT)) no();
     if (listBases[s] < 0) listBases[s] = v;
     listStarts[s].add(v);
     n.values.push(v - listBases[s]);
@@ -258,30 +259,16 @@ function shiftFormOf(src: DebugSections, u: Unit, owner: boolean, salt: Uint8Arr
         if (f !== FORM.sec_offset) return undefined;
       }
       if (f === FORM.sec_offset && (at === AT.ranges || at === DW_AT_GNU_locviews || LOC_ATTRS.has(at))) {
-        r.skip(offSize);
-        const v = offSize === 8 ? Number(u64(ib, pos, le)) : new DataView(ib.buffer, ib.byteOffset + pos, 4).getUint32(0, le);
-        listOffset(at === AT.ranges ? RNGLISTS : LOCLISTS, v);
+        listOffset(at === AT.ranges ? RNGLISTS : LOCLISTS, readValue(u, r, f, 0));
         blank(pos, pos + offSize);
         continue;
       }
       if (f !== FORM.sec_offset && !RAW_FORMS.has(f)) return undefined;
       if (at === AT.high_pc || at === AT.entry_pc) {
         // A constant added to an address: its largest value bounds the addresses made.
-        if (f === FORM.sdata || f === FORM.implicit_const || f === FORM.data16 || f === FORM.sec_offset) return undefined;
-        const v =
-          f === FORM.data1
-            ? ib[pos]
-            : f === FORM.data2
-              ? new DataView(ib.buffer, ib.byteOffset + pos, 2).getUint16(0, le)
-              : f === FORM.data4
-                ? new DataView(ib.buffer, ib.byteOffset + pos, 4).getUint32(0, le)
-                : f === FORM.data8
-                  ? Number(u64(ib, pos, le))
-                  : f === FORM.udata
-                    ? r.uleb()
-                    : no();
-        if (f === FORM.udata) r.seek(pos);
-        n.offset(v);
+        if (!isConstantForm(f) || f === FORM.sdata || f === FORM.implicit_const) return undefined;
+        n.offset(readValue(u, r, f, 0));
+        continue;
       }
       skipForm(u, r, f, 0);
     }
