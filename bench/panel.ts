@@ -76,6 +76,9 @@ const RECORDER = `(() => {
   window.addEventListener('message', (e) => { r.messages++; if (e.data && e.data.type === 'hits') r.delivered += e.data.batch.n; });
   r.start = (url, rate, seconds) => {
     r.worker = new Worker(url);
+    // The webview says which batches it drew (flow control: PanelFeed.drawn); the naive page has no host and never does.
+    const host = window.__fakeVsCodeHost;
+    if (host) host.onPost = (m) => { if (m && m.type === 'drawn') r.worker.postMessage({ cmd: 'drawn', batches: m.batches }); };
     r.stopped = new Promise((resolve) => {
       r.worker.onmessage = (e) => {
         if (e.data && e.data.benchStopped) resolve(e.data.generated);
@@ -83,7 +86,7 @@ const RECORDER = `(() => {
         else window.dispatchEvent(new MessageEvent('message', { data: e.data }));
       };
     });
-    if (rate > 0) r.worker.postMessage({ cmd: 'start', rate, seconds, capacity: ${Number(process.env.PL_BENCH_CAPACITY) || 100000} });
+    if (rate > 0) r.worker.postMessage({ cmd: 'start', rate, seconds, capacity: ${Number(process.env.PL_BENCH_CAPACITY) || 100000}, drawnAcks: !!host });
     else r.worker.postMessage({ cmd: 'stop' });
     return performance.now();
   };

@@ -112,7 +112,7 @@ function fakeVsCodeApiScript(initialState: unknown): string {
     if (acquired) throw new Error('acquireVsCodeApi may be called once (as in VS Code)');
     acquired = true;
     return {
-      postMessage: (m) => { fake.posted.push(JSON.parse(JSON.stringify(m))); },
+      postMessage: (m) => { fake.posted.push(JSON.parse(JSON.stringify(m))); if (fake.onPost) fake.onPost(m); },
       getState: () => (fake.state === null ? undefined : fake.state),
       setState: (s) => { fake.state = JSON.parse(JSON.stringify(s)); },
     };

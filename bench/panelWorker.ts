@@ -14,13 +14,25 @@ const scope = self as unknown as WorkerScope;
 let source: SyntheticHitSource | undefined;
 let feed: PanelFeed | undefined;
 
-scope.onmessage = (e: MessageEvent<{ cmd: 'start'; rate: number; seconds: number; capacity?: number } | { cmd: 'stop' }>) => {
-  if (e.data.cmd === 'start') {
+type Command =
+  | { cmd: 'start'; rate: number; seconds: number; capacity?: number; drawnAcks?: boolean }
+  | { cmd: 'drawn'; batches: number }
+  | { cmd: 'stop' };
+
+scope.onmessage = (e: MessageEvent<Command>) => {
+  if (e.data.cmd === 'drawn') feed?.drawn(e.data.batches);
+  else if (e.data.cmd === 'start') {
     setTimeout(() => {
       source?.stop();
       feed?.flush();
     }, e.data.seconds * 1000);
-    feed = new PanelFeed({ version: 'bench', maxBatch: 5_000, historyCapacity: e.data.capacity });
+    // A page that never says which batches it drew (the naive baseline) is fed by time alone, as before flow control.
+    feed = new PanelFeed({
+      version: 'bench',
+      maxBatch: 5_000,
+      historyCapacity: e.data.capacity,
+      ...(e.data.drawnAcks ? {} : { drawnWaitMs: 0 }),
+    });
     const aggregates = new Aggregates();
     feed.watch(aggregates);
     feed.attach((msg) => scope.postMessage(msg));

@@ -155,6 +155,8 @@ let statsDirty = true;
 /** rows arrived since the table last drew */
 let rowsChanged = 0;
 let lastTableRender = 0;
+/** `hits` messages taken in since the last `drawn` (the host sends the next batch once they are drawn) */
+let undrawn = 0;
 // Following the tail, the table redraws at most every FOLLOW_REFRESH_MS (every other frame: a new row waits about
 // 50 ms at most, the hit-to-screen budget being 100 ms); when more than FOLLOW_FAST_ROWS rows came since the last
 // redraw (tens of thousands a second), at most every FOLLOW_FAST_REFRESH_MS: each redraw then costs a raster of
@@ -171,6 +173,11 @@ function scheduleRender(): void {
 
 function renderFrame(): void {
   framePending = false;
+  // A frame ran with every batch taken in so far: the host may send the next (flow control, PanelFeed.drawn).
+  if (undrawn > 0) {
+    post({ type: 'drawn', batches: undrawn });
+    undrawn = 0;
+  }
   if (scrollToRestore && snapshotRemaining <= 0) {
     table.render(model);
     table.restoreScroll(scrollToRestore.row, scrollToRestore.follow);
@@ -247,6 +254,7 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       statsDirty = true;
       break;
     case 'hits':
+      undrawn++;
       rowsChanged += view.receive(msg.batch);
       snapshotRemaining -= msg.batch.n;
       break;

@@ -144,7 +144,9 @@ export type FromWebview =
   | { type: 'ready' }
   | { type: 'export'; requestId: number; format: ExportFormat; filter: string }
   | { type: 'openSource'; probe: string; file?: string; line?: number }
-  | { type: 'clear' };
+  | { type: 'clear' }
+  /** Flow control: this many `hits` messages were taken in and a frame has run since (see PanelFeed.drawn). */
+  | { type: 'drawn'; batches: number };
 
 /**
  * The `default` of a `switch` over every message type: it compiles only when every type has its case. At run time

@@ -183,6 +183,13 @@ test(
         ] as const) {
           assert.ok(seen.length > 0, `${where}: the newest hit was drawn at least once`);
           assert.equal(seen[seen.length - 1][1], called[calls - 1], `${where}: the last call was drawn last`);
+          if (where === 'panel row' && rate === 1_000) {
+            // The panel asks for each batch by drawing the last (flow control): its rows follow its own frames. A
+            // batch only every drawnWaitMs (1 s, the fallback when the webview's answers never reach the feed) would
+            // draw new rows 3 or 4 times in this round.
+            const redraws = new Set(seen.map(([t]) => t)).size;
+            assert.ok(redraws >= 8, `${where}: new rows drawn in ${redraws} frames over the 3 s round`);
+          }
           const at = drawnAt(seen, clock.offset, called);
           assert.ok(
             at.every((x) => x !== undefined),

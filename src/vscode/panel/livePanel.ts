@@ -2,7 +2,7 @@
 // PanelFeed that holds the session's hits, and the requests the webview makes (export, open source).
 // The webview is not retained while hidden: it reloads when shown again, says `ready`, and the feed
 // replays its state, which also covers the panel being restored after a window reload (the serializer).
-// Tests: test/e2e/narrowPanel.test.ts, test/e2e/traceLine.test.ts
+// Tests: test/e2e/narrowPanel.test.ts, test/e2e/traceLine.test.ts, test/e2e/hitLatency.test.ts
 import * as vscode from 'vscode';
 import { unhandled, type ExportFormat, type FromWebview, type ToWebview } from '../../shared/protocol';
 import { renderPanelHtml } from './html';
@@ -94,6 +94,9 @@ export class LivePanel implements vscode.Disposable {
         break;
       case 'clear':
         this.deps.feed.clear();
+        break;
+      case 'drawn':
+        this.deps.feed.drawn(m.batches);
         break;
       case 'export':
         this.exportHits(m.format, m.filter).then(

@@ -34,6 +34,12 @@ export interface PanelFeedOptions {
   flushIntervalMs?: number;
   /** a batch this big is sent at once */
   maxBatch?: number;
+  /**
+   * Flow control: while the webview has not said it drew the batches sent (`drawn`), the next waits, at most this
+   * long after the last (a webview that never says so, hidden or of another version, still gets its hits). 0: no
+   * flow control, batches by time and size alone.
+   */
+  drawnWaitMs?: number;
   /** timers (tests move a clock by hand) */
   clock?: PacerClock;
 }
@@ -65,6 +71,9 @@ export class PanelFeed {
   private sink: PanelSink | undefined;
   private timer: unknown;
   private lastSent = -Infinity;
+  /** `hits` messages sent to the attached webview that it has not yet said it drew */
+  private undrawn = 0;
+  private readonly drawnWaitMs: number;
   private readonly clock: PacerClock;
   private disposed = false;
 
@@ -72,6 +81,7 @@ export class PanelFeed {
     this.historyCapacity = opts.historyCapacity ?? 100_000;
     this.flushIntervalMs = opts.flushIntervalMs ?? 25;
     this.maxBatch = opts.maxBatch ?? 5_000;
+    this.drawnWaitMs = opts.drawnWaitMs ?? 1_000;
     this.clock = opts.clock ?? realClock;
   }
 
@@ -147,6 +157,7 @@ export class PanelFeed {
   attach(sink: PanelSink): void {
     this.flush();
     this.sink = sink;
+    this.undrawn = 0;
     // Rows evicted before this replay are ones the webview never receives; later evictions it sees itself.
     this.stats.historyDropped = this.evicted;
     this.readStats();
@@ -166,6 +177,24 @@ export class PanelFeed {
 
   detach(): void {
     this.sink = undefined;
+    this.undrawn = 0;
+  }
+
+  /**
+   * The webview took in `batches` more `hits` messages and ran a frame since. The page that draws the panel is the
+   * editor's own (one main thread for the workbench and its webviews): batches sent faster than it draws them queue
+   * there, in front of the editor's redraws too, and every hit on screen waits behind them. So a batch is sent
+   * only once the webview has drawn the ones before it (or at maxBatch hits, or after drawnWaitMs): at the
+   * webview's own pace, each batch holding what came meanwhile.
+   */
+  drawn(batches: number): void {
+    this.undrawn = Math.max(0, this.undrawn - batches);
+    if (this.undrawn > 0 || this.disposed || (this.pending.length === 0 && !this.statsDirty)) return;
+    if (this.timer !== undefined) {
+      this.clock.clearTimer(this.timer);
+      this.timer = undefined;
+    }
+    this.schedule();
   }
 
   get attached(): boolean {
@@ -249,7 +278,8 @@ export class PanelFeed {
 
   private schedule(): void {
     if (this.timer === undefined && !this.disposed) {
-      const wait = Math.max(0, this.lastSent + this.flushIntervalMs - this.clock.now());
+      const gap = this.undrawn > 0 ? Math.max(this.flushIntervalMs, this.drawnWaitMs) : this.flushIntervalMs;
+      const wait = Math.max(0, this.lastSent + gap - this.clock.now());
       this.timer = this.clock.setTimer(() => {
         this.timer = undefined;
         this.flush();
@@ -259,6 +289,7 @@ export class PanelFeed {
 
   private send(msg: ToWebview): void {
     if (!this.sink) return;
+    if (msg.type === 'hits') this.undrawn++;
     this.sink(msg);
   }
 }

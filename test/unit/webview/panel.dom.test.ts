@@ -117,6 +117,29 @@ describe('live panel webview in Chromium', () => {
     assert.deepEqual(p.errors, []);
   });
 
+  test('says how many hits batches it drew once a frame has run with them, and nothing while none came (flow control)', async (t) => {
+    const p = await open(t);
+    if (!p) return;
+    await p.send(init());
+    await frames(p);
+    const drawn = async () => (await p.posted()).filter((m) => (m as { type: string }).type === 'drawn');
+    assert.deepEqual(await drawn(), [], 'no hits, nothing drawn');
+    await p.send({ type: 'hits', batch: encodeHits(hits(0, 10)) }, { type: 'hits', batch: encodeHits(hits(10, 10)) });
+    await frames(p);
+    const one = await drawn();
+    assert.equal(
+      one.reduce((n, m) => n + (m as { batches: number }).batches, 0),
+      2,
+      'both batches said drawn',
+    );
+    await p.send(stats({ lost: 3 }));
+    await frames(p);
+    assert.equal((await drawn()).length, one.length, 'a stats message is not a batch');
+    await p.send({ type: 'hits', batch: encodeHits(hits(20, 5)) });
+    await frames(p);
+    assert.deepEqual((await drawn()).at(-1), { type: 'drawn', batches: 1 });
+  });
+
   test('10,000 hits: only a window of rows is in the DOM, the tail is followed, values are shown as sent', async (t) => {
     const p = await open(t);
     if (!p) return;

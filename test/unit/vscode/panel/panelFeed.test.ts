@@ -121,6 +121,15 @@ test('batching by time: a hit after a quiet spell goes at once, a stream of hits
   feed.attach((m) => {
     if (m.type === 'hits') sent.push([clock.now(), m.batch.n]);
   });
+  // The webview draws what it is sent within the millisecond (flow control: see the test below).
+  const step = (ms: number) => {
+    for (let i = 0; i < ms; i++) {
+      feed.drawn(Number.MAX_SAFE_INTEGER);
+      clock.advance(1);
+    }
+    feed.drawn(Number.MAX_SAFE_INTEGER);
+    clock.advance(0);
+  };
   clock.advance(1000);
   feed.post(hits(0, 1));
   feed.post(hits(1, 1));
@@ -128,10 +137,10 @@ test('batching by time: a hit after a quiet spell goes at once, a stream of hits
   assert.deepEqual(sent, [[1000, 2]], 'the hits of one turn go together, without waiting for the interval');
   // A hit every millisecond for 100 ms: a batch every 25 ms, each hit sent within 25 ms of its post.
   for (let t = 1; t <= 100; t++) {
-    clock.advance(1);
+    step(1);
     feed.post(hits(1 + t, 1));
   }
-  clock.advance(100);
+  step(100);
   // (A hit posted at the instant a batch goes waits for the next: the one of t=25 goes at 1050.)
   assert.deepEqual(sent, [
     [1000, 2],
@@ -332,5 +341,45 @@ test("a site's latest values and the filter see what its hits say about their ar
       [undefined, ['x']],
     ],
   );
+  feed.dispose();
+});
+
+test('flow control: a batch waits until the webview drew the ones before it, then goes at once; at most drawnWaitMs', () => {
+  const clock = fakeClock();
+  const feed = new PanelFeed({ version: 'x', flushIntervalMs: 25, drawnWaitMs: 1_000, maxBatch: 100, clock });
+  const { post } = session(feed);
+  const msgs: ToWebview[] = [];
+  feed.attach((m) => msgs.push(m));
+  msgs.length = 0;
+  post(hits(0, 2));
+  clock.advance(25);
+  assert.deepEqual(hitsIn(msgs), hits(0, 2), 'the first batch goes within the interval');
+  msgs.length = 0;
+  post(hits(2, 3));
+  clock.advance(500);
+  assert.deepEqual(hitsIn(msgs), [], 'not drawn yet: the next batch waits (without flow control it went at 25 ms)');
+  post(hits(5, 1));
+  feed.drawn(1);
+  clock.advance(0);
+  assert.deepEqual(hitsIn(msgs), hits(2, 4), 'drawn: what came meanwhile goes as one batch, at once');
+  assert.equal(msgs.filter((m) => m.type === 'hits').length, 1);
+  msgs.length = 0;
+  // A webview that never says drawn (hidden, or another version) still gets its hits, drawnWaitMs apart.
+  post(hits(6, 1));
+  clock.advance(999);
+  assert.deepEqual(hitsIn(msgs), []);
+  clock.advance(1);
+  assert.deepEqual(hitsIn(msgs), hits(6, 1));
+  msgs.length = 0;
+  // maxBatch hits go at once, drawn or not (the host's memory stays bounded).
+  post(hits(7, 100));
+  assert.deepEqual(hitsIn(msgs), hits(7, 100));
+  // A webview attached again (reloaded) owes nothing: its replay is what it draws next.
+  feed.attach((m) => msgs.push(m));
+  msgs.length = 0;
+  feed.drawn(99);
+  post(hits(107, 1));
+  clock.advance(1_000);
+  assert.deepEqual(hitsIn(msgs), hits(107, 1));
   feed.dispose();
 });
