@@ -23,6 +23,8 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
   private readonly waiting = new Set<string>();
   /** One-file indexes whose lenses were logged (once each). */
   private readonly fromOwnUnits = new WeakSet<object>();
+  /** Binary and file whose lenses came from its own units, until the whole index's lenses for it are logged. */
+  private readonly wholeToLog = new Set<string>();
   readonly onDidChangeCodeLenses = this.changed.event;
 
   constructor(
@@ -86,10 +88,15 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
       },
       live,
     );
+    const key = `${binary}\0${buildFile}`;
     if (!src.whole && !this.fromOwnUnits.has(index)) {
       this.fromOwnUnits.add(index);
+      this.wholeToLog.add(key);
       this.ctx.log(`${models.length} lenses of ${basename(buildFile)} from its own units of ${binary} (the whole index follows)`);
       this.binaries.lensesComputed(binary);
+    } else if (src.whole && this.wholeToLog.delete(key)) {
+      // The same count as the line above, or the two indexes disagree about this file (the e2e tier compares them).
+      this.ctx.log(`${models.length} lenses of ${basename(buildFile)} from the whole index of ${binary}`);
     }
     return this.toLenses(models, binary, doc);
   }

@@ -52,9 +52,25 @@ function coldCache(t: TestContext): Record<string, string> {
   return { XDG_CACHE_HOME: dir };
 }
 
-/** The lens titles drawn in the editor now, top to bottom. */
+/**
+ * The lens titles on screen now, top to bottom: those inside the editor's visible area. An editor keeps a lens
+ * below or above the fold in the page when it draws a whole set at once, and drops it when it redraws a set in
+ * place, so the page's whole list depends on how the lenses were last drawn; what is on screen does not.
+ */
 async function lensTitles(page: Page): Promise<string[]> {
-  return page.locator('.monaco-editor .codelens-decoration a').allTextContents();
+  return page.locator('.monaco-editor .codelens-decoration a').evaluateAll((links) =>
+    links
+      .map((a) => {
+        const r = a.getBoundingClientRect();
+        const view = a.closest('.monaco-editor')?.querySelector('.overflow-guard')?.getBoundingClientRect();
+        const mid = r.top + r.height / 2;
+        const onScreen = !!view && r.height > 0 && mid > view.top && mid < view.bottom;
+        return { title: a.textContent ?? '', top: r.top, left: r.left, onScreen };
+      })
+      .filter((l) => l.onScreen)
+      .sort((x, y) => x.top - y.top || x.left - y.left)
+      .map((l) => l.title),
+  );
 }
 
 test(
@@ -110,6 +126,17 @@ test(
       const lensesFrom = at('lenses drawn from those units', (l) => / lenses of object\.c from its own units of /.test(l));
       const wholeStarted = at('the whole index started', (l) => l === `loading the whole index of ${server}`);
       const whole = at('the whole index', wholeLine);
+      // The whole index gives the file as many lenses as its own units did (both counts are the extension's own).
+      const ownCount = /^(\d+) lenses of object\.c from its own units of /.exec(log[lensesFrom][1])?.[1];
+      const wholeLenses = /^(\d+) lenses of object\.c from the whole index of /;
+      let later = log;
+      for (let i = 0; i < 100 && !later.some(([, l]) => wholeLenses.test(l)); i++) {
+        await page.waitForTimeout(200);
+        later = logLines(workDir);
+      }
+      const wholeCount = later.map(([, l]) => wholeLenses.exec(l)?.[1]).find((n) => n !== undefined);
+      assert.ok(ownCount !== undefined && Number(ownCount) > 0, `lenses from its own units: ${ownCount}`);
+      assert.equal(wholeCount, ownCount, 'the whole index computes as many lenses for object.c as its own units did');
       // The order, as the extension logged it (line order is time order): the open file's units, its lenses, then
       // the whole index, which starts only once those lenses are computed.
       assert.ok(
