@@ -88,13 +88,12 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
       },
       live,
     );
-    const key = `${binary}\0${buildFile}`;
     if (!src.whole && !this.fromOwnUnits.has(index)) {
       this.fromOwnUnits.add(index);
-      this.wholeToLog.add(key);
+      this.wholeToLog.add(`${binary}\0${buildFile}`);
       this.ctx.log(`${models.length} lenses of ${basename(buildFile)} from its own units of ${binary} (the whole index follows)`);
       this.binaries.lensesComputed(binary);
-    } else if (src.whole && this.wholeToLog.delete(key)) {
+    } else if (src.whole && this.wholeToLog.size > 0 && this.wholeToLog.delete(`${binary}\0${buildFile}`)) {
       // The same count as the line above, or the two indexes disagree about this file (the e2e tier compares them).
       this.ctx.log(`${models.length} lenses of ${basename(buildFile)} from the whole index of ${binary}`);
     }

@@ -35,6 +35,19 @@ function logLines(workDir: string): Array<[number, string]> {
   ]);
 }
 
+/**
+ * The output channel's lines once one matches `match`, read every 0.2 s for up to 20 s: its log file may lag the
+ * channel a little. (What the caller asserts says whether the line came.)
+ */
+async function logUntil(page: Page, workDir: string, match: (line: string) => boolean): Promise<Array<[number, string]>> {
+  let log = logLines(workDir);
+  for (let i = 0; i < 100 && !log.some(([, l]) => match(l)); i++) {
+    await page.waitForTimeout(200);
+    log = logLines(workDir);
+  }
+  return log;
+}
+
 /** 1-based line of the first line of `file` matching `re`. */
 function lineOf(file: string, re: RegExp): number {
   const i = readFileSync(file, 'utf8')
@@ -109,12 +122,7 @@ test(
         .filter({ hasNotText: /indexing/ })
         .waitFor({ state: 'visible', timeout: 900_000 });
       const wholeLine = (l: string) => l.startsWith(`indexed ${server} in `);
-      // The output channel's log file may lag the channel a little.
-      let log = logLines(workDir);
-      for (let i = 0; i < 100 && !log.some(([, l]) => wholeLine(l)); i++) {
-        await page.waitForTimeout(200);
-        log = logLines(workDir);
-      }
+      const log = await logUntil(page, workDir, wholeLine);
       for (const [ms, line] of log) t.diagnostic(`${ms} ${line}`);
       const at = (what: string, match: (l: string) => boolean): number => {
         const i = log.findIndex(([, l]) => match(l));
@@ -129,11 +137,7 @@ test(
       // The whole index gives the file as many lenses as its own units did (both counts are the extension's own).
       const ownCount = /^(\d+) lenses of object\.c from its own units of /.exec(log[lensesFrom][1])?.[1];
       const wholeLenses = /^(\d+) lenses of object\.c from the whole index of /;
-      let later = log;
-      for (let i = 0; i < 100 && !later.some(([, l]) => wholeLenses.test(l)); i++) {
-        await page.waitForTimeout(200);
-        later = logLines(workDir);
-      }
+      const later = await logUntil(page, workDir, (l) => wholeLenses.test(l));
       const wholeCount = later.map(([, l]) => wholeLenses.exec(l)?.[1]).find((n) => n !== undefined);
       assert.ok(ownCount !== undefined && Number(ownCount) > 0, `lenses from its own units: ${ownCount}`);
       assert.equal(wholeCount, ownCount, 'the whole index computes as many lenses for object.c as its own units did');
