@@ -237,6 +237,22 @@ function installHooks(): void {
   });
 }
 
+/** `PID COMM STATE WCHAN: CMDLINE` of a live process, for a diagnostic. */
+function describe(pid: number): string {
+  const read = (f: string): string => {
+    try {
+      return readFileSync(`/proc/${pid}/${f}`, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const stat = read('stat');
+  const close = stat.lastIndexOf(')');
+  const comm = stat.slice(stat.indexOf('(') + 1, close);
+  const state = stat.slice(close + 2, close + 3);
+  return `${pid} ${comm} ${state} ${read('wchan') || '-'}: ${read('cmdline').replace(/\0/g, ' ').trim().slice(0, 120)}`;
+}
+
 /** True while a process with this pid exists (signal 0 probes without sending anything). */
 export function alive(pid: number): boolean {
   try {
@@ -401,7 +417,12 @@ async function startOnce(opts: SshdOptions): Promise<Sshd> {
         signalAll(tree, 'SIGTERM');
         const gone = (): boolean => exited && tree.every((p) => p === pid || !alive(p));
         for (let i = 0; i < 200 && !gone(); i++) await sleep(50);
-        if (!gone()) signalAll(tree, 'SIGKILL');
+        if (!gone()) {
+          // Say who outlived the grace: a session process still busy then (an agent's cleanup) loses its work.
+          const left = tree.filter((p) => p !== pid && alive(p)).map(describe);
+          if (left.length > 0) opts.t?.diagnostic(`sshd ${host}:${port}: SIGKILL after 10 s for ${left.join('; ')}`);
+          signalAll(tree, 'SIGKILL');
+        }
         await exitedP;
       }
       live.delete(pid);

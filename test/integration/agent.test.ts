@@ -2,7 +2,7 @@
 // on every way out.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { requireTracefs } from '../helpers/tracefs';
 import { IN_CI, missing } from '../helpers/require';
@@ -106,6 +106,48 @@ for (const [name, shell] of Object.entries(SHELLS)) {
       }
     });
   }
+
+  // A host shutting down (or an sshd stopped) signals every process, and the end of the agent's sshd closes its
+  // stdin meanwhile: the agent starts cleaning up on the EOF, and SIGTERM comes while it does. A signal then must
+  // not end the shell before the cleanup has (it did: the trap's own cleanup found one running and returned, and
+  // the group stayed behind with no owner). Placed by strace: SIGTERM on every file the shell opens after the first
+  // (its stdout redirected to /dev/null as it begins to quit; each redirection after that is a step of the cleanup).
+  test(`${name}: SIGTERM while it cleans up after stdin EOF does not cut the cleanup short`, async (t) => {
+    if (!requireTracefs(t)) return;
+    const w = getWorkload();
+    const agent = await TracefsAgent.start(new ShellTarget(shell), { heartbeatTimeoutSeconds: 60, heartbeatIntervalMs: 300 });
+    const group = agent.group;
+    let strace: ChildProcess | undefined;
+    try {
+      await defineWorkloadProbes(agent, w);
+      await agent.arm();
+      runWorkload(w, 2);
+      assert.ok(leftovers(group).length >= 3, 'armed: two definitions, the instance and a reader');
+      // No line after this one: the shell waits in read, and opens nothing until the EOF.
+      agent.stopHeartbeat();
+      await new Promise((r) => setTimeout(r, 300));
+      const args = ['-p', String(agent.hello.pid), '-o', '/dev/null', '-e', 'trace=openat', '-e', 'inject=openat:signal=TERM:when=2+'];
+      strace = spawn('strace', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+      const s = strace;
+      const attached = await new Promise<boolean>((res) => {
+        let err = '';
+        s.stderr!.setEncoding('utf8').on('data', (d: string) => {
+          err += d;
+          if (/attached/.test(err)) res(true);
+        });
+        s.once('exit', () => res(false));
+        s.once('error', () => res(false));
+      });
+      assert.ok(attached, 'strace attached to the agent');
+      agent.abandon();
+      const exit = await agent.exit;
+      assert.deepEqual(await waitClean(group), []);
+      assert.equal(exit.code, 0, `ended by the EOF: ${JSON.stringify(exit)}`);
+    } finally {
+      strace?.kill('SIGKILL');
+      agent.kill('KILL');
+    }
+  });
 }
 
 test("TGID names a live thread's process from /proc where saved_tgids still holds an earlier task with its id", async (t) => {

@@ -266,9 +266,12 @@ drain_reader() {
 
 ${AGENT_KERNEL_COUNTS}
 
+# Runs once. A signal whose trap comes while it runs (between two of its commands, before on_signals has ignored that
+# signal: a host shutting down sends TERM to every process, and the sshd's end closes stdin at the same moment)
+# finds it running and lets it go on (see quit), so the group never stays behind half removed or not at all.
 cleanup() {
-  [ "$STATE" = done ] && return 0
-  STATE=done
+  case "$STATE" in done | cleaning) return 0 ;; esac
+  STATE=cleaning
   on_signals ''
   unwatch
   fw_stop
@@ -281,9 +284,12 @@ cleanup() {
     kill_readers "$G"
     [ -d "$I" ] && rmdir_retry "$I"
   fi
+  STATE=done
 }
 
 quit() {
+  # A trap that interrupts the cleanup returns to it: the cleanup that runs ends the shell when it is done.
+  [ "$STATE" = cleaning ] && return 0
   exec > /dev/null 2>&1
   cleanup
   exit "$1"
