@@ -74,8 +74,8 @@ export interface Sshd {
   log(): string;
   /** Resolves with the log once it matches `pattern`; rejects with the log after `timeoutMs` (default 5000). */
   waitForLog(pattern: RegExp, timeoutMs?: number): Promise<string>;
-  /** Kills the server and its connection handlers (SIGTERM, then SIGKILL) and waits. Idempotent. */
-  stop(): Promise<void>;
+  /** Kills the server and its connection handlers (SIGTERM, then SIGKILL after `graceMs`, 10 s by default) and waits. Idempotent. */
+  stop(graceMs?: number): Promise<void>;
 }
 
 /** Thrown when sshd cannot be started at all (not installed, not root); `requireSshd` turns it into a skip. */
@@ -409,18 +409,18 @@ async function startOnce(opts: SshdOptions): Promise<Sshd> {
   installHooks();
 
   let stopped: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
+  const stop = (graceMs = 10_000): Promise<void> => {
     stopped ??= (async () => {
       if (!exited) {
-        // SIGTERM first so session processes (an agent) may clean up; SIGKILL whatever is left after 10 s.
+        // SIGTERM first so session processes (an agent) may clean up; SIGKILL whatever is left after the grace.
         const tree = sshdTree(pid);
         signalAll(tree, 'SIGTERM');
         const gone = (): boolean => exited && tree.every((p) => p === pid || !alive(p));
-        for (let i = 0; i < 200 && !gone(); i++) await sleep(50);
+        for (const end = Date.now() + graceMs; Date.now() < end && !gone();) await sleep(50);
         if (!gone()) {
           // Say who outlived the grace: a session process still busy then (an agent's cleanup) loses its work.
           const left = tree.filter((p) => p !== pid && alive(p)).map(describe);
-          if (left.length > 0) opts.t?.diagnostic(`sshd ${host}:${port}: SIGKILL after 10 s for ${left.join('; ')}`);
+          if (left.length > 0) opts.t?.diagnostic(`sshd ${host}:${port}: SIGKILL after ${graceMs / 1000} s for ${left.join('; ')}`);
           signalAll(tree, 'SIGKILL');
         }
         await exitedP;
@@ -430,7 +430,7 @@ async function startOnce(opts: SshdOptions): Promise<Sshd> {
     })();
     return stopped;
   };
-  opts.t?.after(stop);
+  opts.t?.after(() => stop());
 
   // Our own sshd saying it listens is what counts: a banner alone could come from whoever else holds the port.
   const level = (opts.logLevel ?? 'VERBOSE').toUpperCase();

@@ -109,6 +109,11 @@ const no = (): never => {
 // list offsets too (a stricter key).
 const LOC_ATTRS = new Set<number>([AT.location, AT.frame_base, 0x19, 0x2a, AT.data_member_location, 0x2e, 0x46, 0x48, 0x4a, 0x4d]);
 const DW_AT_GNU_locviews = 0x2137;
+// A call site parameter's value (DW_AT_call_value, GNU's DW_AT_GNU_call_site_value): an expression the index never
+// reads (it reads no call site), whose DW_OP_addr of a string literal moves wherever the linker's merged strings do.
+const CALL_PARAM_TAGS = new Set<number>([0x49, 0x410a]);
+const CALL_VALUE_ATTRS = new Set<number>([0x7e, 0x2111]);
+const isCallValue = (a: Abbrev, i: number) => CALL_PARAM_TAGS.has(a.tag) && CALL_VALUE_ATTRS.has(a.attrs[i]) && a.forms[i] === FORM.exprloc;
 const RNGLISTS = LIST_SECTIONS.indexOf('.debug_rnglists');
 const LOCLISTS = LIST_SECTIONS.indexOf('.debug_loclists');
 /** Forms hashed as they are: none names an address, a list, a table index or another unit. */
@@ -166,6 +171,7 @@ function planOf(a: Abbrev): number {
     const f = a.forms[i];
     const at = a.attrs[i];
     if (
+      isCallValue(a, i) ||
       f === FORM.addr ||
       f === FORM.sec_offset ||
       at === AT.high_pc ||
@@ -237,6 +243,14 @@ function shiftFormOf(src: DebugSections, u: Unit, owner: boolean, salt: Uint8Arr
       const f = a.forms[i];
       const at = a.attrs[i];
       const pos = r.pos;
+      if (isCallValue(a, i)) {
+        // Its length is hashed, its bytes are not.
+        const len = r.uleb();
+        const at0 = r.pos;
+        r.skip(len);
+        blank(at0, at0 + len);
+        continue;
+      }
       if (f === FORM.addr) {
         r.skip(8);
         n.address(ib, pos, le);

@@ -5,7 +5,7 @@
 // whose addresses moved by different amounts (static data moved apart from the code, a .cold part that stayed) are
 // indexed again, and the index is still the cold one.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -69,6 +69,30 @@ int check(int v, const char *what) {
   return v * 2 + 1;
 }
 `;
+
+// Calls whose arguments are string literals: GCC describes each argument's value at the call (a call site
+// parameter's DW_AT_call_value), DW_OP_addr of the literal, whose place in the linker's merged strings moves by as
+// much as the strings linked before it grew, not by the code's move.
+const NOTE_C = `#include <stdio.h>
+void note(const char *what, long v) __attribute__((noinline));
+void note(const char *what, long v) { printf("%s=%ld\\n", what, v); }
+long report(long a, long b) {
+  note("alpha", a);
+  note("beta", b * 3);
+  return a + b;
+}
+`;
+
+/** The address of a NUL-terminated string in the binary's .rodata (section header and bytes, by readelf). */
+function stringAddress(bin: string, text: string): bigint {
+  const m = /\]\s+\.rodata\s+PROGBITS\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)/.exec(run('readelf', ['-SW', bin]));
+  assert.ok(m, `${bin} has a .rodata section`);
+  const [addr, off, size] = [m[1], m[2], m[3]].map((h) => Number.parseInt(h, 16));
+  const bytes = readFileSync(bin).subarray(off, off + size);
+  const at = bytes.indexOf(Buffer.from(`${text}\0`));
+  assert.ok(at > 0 && bytes[at - 1] === 0, `"${text}" is a string of its own in .rodata`);
+  return BigInt(addr + at);
+}
 
 /** The entry addresses of the functions named, from the symbol table. */
 function addresses(bin: string, names: string[]): Map<string, bigint> {
@@ -154,6 +178,50 @@ test('units whose addresses moved by different amounts are indexed again, and th
       [again.stats.reused, again.stats.shifted, again.stats.indexed],
       [first.stats.units - 3, 2, 3],
       'the units whose parts moved apart are indexed again, with the edited one',
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a unit whose calls pass string literals, which moved apart from its code, is reused: the index reads no call's argument values", async (t) => {
+  if (!have('gcc') || !have('nm') || !have('readelf'))
+    return missing(t, 'gcc, nm and readelf (build the program, find where its code and strings are)');
+  const dir = mkdtempSync(join(tmpdir(), 'probelens-unit-shift-literals-'));
+  const cacheDir = join(dir, 'cache');
+  try {
+    const files: Array<[string, string]> = [
+      ['first.c', FIRST_C],
+      ['note.c', NOTE_C],
+      ['parse.c', PARSE_C],
+      ['mix.c', MIX_C],
+    ];
+    let bin = build(dir, files);
+    const first = await reusing(bin, cacheDir);
+    assert.equal(first.dump, await cold(bin), 'first build: the same index');
+    const at = (b: string) => [
+      stringAddress(b, 'alpha'),
+      ...['report', 'parse', 'mix'].map((n) => addresses(b, ['report', 'parse', 'mix']).get(n)!),
+    ];
+    const before = at(bin);
+
+    // A line of code and a string literal added to the first file: the later code moves by a few bytes, the later
+    // strings by the new literal's length.
+    const edited = FIRST_C.replace('long total = 0;', GROWN).replace(
+      'puts(out);',
+      'puts(out);\n  puts("a string literal added to the first file");',
+    );
+    bin = build(dir, [['first.c', edited], ...files.slice(1)]);
+    const moved = at(bin).map((a, i) => a - before[i]);
+    assert.notEqual(moved[0], 0n, 'the literals moved');
+    assert.equal(new Set(moved.slice(1)).size, 1, `the later code moved by one amount (${moved.slice(1).join(', ')})`);
+    assert.notEqual(moved[0], moved[1], 'the literals moved apart from the code');
+    const again = await reusing(bin, cacheDir);
+    assert.equal(again.dump, await cold(bin), 'the same index as a cold build of the new binary');
+    assert.deepEqual(
+      [again.stats.reused, again.stats.shifted, again.stats.indexed],
+      [first.stats.units - 1, 3, 1],
+      'note.c reused by its shift form with parse.c and mix.c, the edited file alone indexed',
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });
