@@ -94,6 +94,27 @@ function stringAddress(bin: string, text: string): bigint {
   return BigInt(addr + at);
 }
 
+/**
+ * Builds `files` in a folder of its own and indexes the program once through a unit cache there (the cold index,
+ * dump for dump); `body` then edits and rebuilds. The folder goes afterwards.
+ */
+async function afterFirstBuild(
+  prefix: string,
+  files: Array<[string, string]>,
+  body: (b: { dir: string; cacheDir: string; bin: string; first: Awaited<ReturnType<typeof reusing>> }) => Promise<void>,
+): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const cacheDir = join(dir, 'cache');
+  try {
+    const bin = build(dir, files);
+    const first = await reusing(bin, cacheDir);
+    assert.equal(first.dump, await cold(bin), 'first build: the same index');
+    await body({ dir, cacheDir, bin, first });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** The entry addresses of the functions named, from the symbol table. */
 function addresses(bin: string, names: string[]): Map<string, bigint> {
   const out = new Map<string, bigint>();
@@ -106,18 +127,14 @@ function addresses(bin: string, names: string[]): Map<string, bigint> {
 
 test('a line of code added to the first file: the later units, whose code only moved, are reused moved and the index is the cold one', async (t) => {
   if (!have('gcc') || !have('nm')) return missing(t, 'gcc and nm (build the program, find where its code is)');
-  const dir = mkdtempSync(join(tmpdir(), 'probelens-unit-shift-'));
-  const cacheDir = join(dir, 'cache');
-  try {
-    const files: Array<[string, string]> = [
-      ['first.c', FIRST_C],
-      ['parse.c', PARSE_C],
-      ['mix.c', MIX_C],
-      ['hash.c', HASH_C],
-    ];
-    let bin = build(dir, files);
-    const first = await reusing(bin, cacheDir);
-    assert.equal(first.dump, await cold(bin), 'first build: the same index');
+  const files: Array<[string, string]> = [
+    ['first.c', FIRST_C],
+    ['parse.c', PARSE_C],
+    ['mix.c', MIX_C],
+    ['hash.c', HASH_C],
+  ];
+  await afterFirstBuild('probelens-unit-shift-', files, async ({ dir, cacheDir, bin: firstBin, first }) => {
+    let bin = firstBin;
     const names = ['parse', 'mix', 'hash'];
     const before = addresses(bin, names);
 
@@ -133,26 +150,20 @@ test('a line of code added to the first file: the later units, whose code only m
       [first.stats.units - 1, 3, 1],
       'the three later units reused by their shift form, the edited one alone indexed',
     );
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('units whose addresses moved by different amounts are indexed again, and the index is the cold one', async (t) => {
   if (!have('gcc') || !have('nm')) return missing(t, 'gcc and nm (build the program, find where its code is)');
-  const dir = mkdtempSync(join(tmpdir(), 'probelens-unit-shift-apart-'));
-  const cacheDir = join(dir, 'cache');
-  try {
-    const files: Array<[string, string]> = [
-      ['first.c', FIRST_C],
-      ['table.c', TABLE_C],
-      ['cold.c', COLD_C],
-      ['parse.c', PARSE_C],
-      ['mix.c', MIX_C],
-    ];
-    let bin = build(dir, files);
-    const first = await reusing(bin, cacheDir);
-    assert.equal(first.dump, await cold(bin), 'first build: the same index');
+  const files: Array<[string, string]> = [
+    ['first.c', FIRST_C],
+    ['table.c', TABLE_C],
+    ['cold.c', COLD_C],
+    ['parse.c', PARSE_C],
+    ['mix.c', MIX_C],
+  ];
+  await afterFirstBuild('probelens-unit-shift-apart-', files, async ({ dir, cacheDir, bin: firstBin, first }) => {
+    let bin = firstBin;
     const tableAt = (b: string) => BigInt(`0x${run('nm', [b]).match(/^([0-9a-f]+) b table$/m)![1]}`);
     const parts = ['lookup', 'check', 'check.cold'];
     const before = [tableAt(bin), ...parts.map((n) => addresses(bin, parts).get(n)!)];
@@ -179,26 +190,20 @@ test('units whose addresses moved by different amounts are indexed again, and th
       [first.stats.units - 3, 2, 3],
       'the units whose parts moved apart are indexed again, with the edited one',
     );
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test("a unit whose calls pass string literals, which moved apart from its code, is reused: the index reads no call's argument values", async (t) => {
   if (!have('gcc') || !have('nm') || !have('readelf'))
     return missing(t, 'gcc, nm and readelf (build the program, find where its code and strings are)');
-  const dir = mkdtempSync(join(tmpdir(), 'probelens-unit-shift-literals-'));
-  const cacheDir = join(dir, 'cache');
-  try {
-    const files: Array<[string, string]> = [
-      ['first.c', FIRST_C],
-      ['note.c', NOTE_C],
-      ['parse.c', PARSE_C],
-      ['mix.c', MIX_C],
-    ];
-    let bin = build(dir, files);
-    const first = await reusing(bin, cacheDir);
-    assert.equal(first.dump, await cold(bin), 'first build: the same index');
+  const files: Array<[string, string]> = [
+    ['first.c', FIRST_C],
+    ['note.c', NOTE_C],
+    ['parse.c', PARSE_C],
+    ['mix.c', MIX_C],
+  ];
+  await afterFirstBuild('probelens-unit-shift-literals-', files, async ({ dir, cacheDir, bin: firstBin, first }) => {
+    let bin = firstBin;
     const at = (b: string) => [
       stringAddress(b, 'alpha'),
       ...['report', 'parse', 'mix'].map((n) => addresses(b, ['report', 'parse', 'mix']).get(n)!),
@@ -223,7 +228,5 @@ test("a unit whose calls pass string literals, which moved apart from its code, 
       [first.stats.units - 1, 3, 1],
       'note.c reused by its shift form with parse.c and mix.c, the edited file alone indexed',
     );
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
