@@ -110,8 +110,7 @@ test('fan-out: a host that dies mid-session (its sshd killed) is reported; the o
   const stopAt = Date.now();
   await dying.stop(60_000);
   t.diagnostic(`its sshd and session processes were gone ${Date.now() - stopAt} ms after SIGTERM`);
-  // The dying host's group is cleaned up by its agent; the two others stay armed. The agent's teardown waits for a
-  // CPU like everything else on a loaded machine: the wait is bounded, not timed (10 s was seen to be too short).
+  // The dying host's group is cleaned up by its agent; the two others stay armed. Bounded, not timed, as above.
   const remaining = async () => {
     for (const end = Date.now() + 60_000; Date.now() < end && groupsProbing(s.bin).length !== 2;) await sleep(100);
     return groupsProbing(s.bin);

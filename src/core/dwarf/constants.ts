@@ -37,11 +37,13 @@ export const TAG = {
   type_unit: 0x41,
   atomic_type: 0x47,
   call_site: 0x48,
+  call_site_parameter: 0x49,
   skeleton_unit: 0x4a,
   module: 0x1e,
   variant_part: 0x33,
   template_type_parameter: 0x2f,
   GNU_call_site: 0x4109,
+  GNU_call_site_parameter: 0x410a,
 } as const;
 
 export const AT = {
@@ -87,9 +89,11 @@ export const AT = {
   rnglists_base: 0x74,
   dwo_name: 0x76,
   loclists_base: 0x8c,
+  call_value: 0x7e,
   MIPS_linkage_name: 0x2007,
   GNU_addr_base: 0x2133,
   GNU_ranges_base: 0x2132,
+  GNU_call_site_value: 0x2111,
   artificial: 0x34,
 } as const;
 

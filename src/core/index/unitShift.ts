@@ -40,7 +40,7 @@
 // Tests: test/unit/core/index/unitShift.test.ts, test/unit/core/index/unitReuse.test.ts
 import { createHash, type Hash } from 'node:crypto';
 import type { SectionSource as DebugSections } from '../binary/sections';
-import { AT, FORM, LLE, LNE, LNS, RLE } from '../dwarf/constants';
+import { AT, FORM, LLE, LNE, LNS, RLE, TAG } from '../dwarf/constants';
 import { readLineHeader } from '../dwarf/lineHeader';
 import { ListReadKind, LIST_SECTIONS } from '../dwarf/lists';
 import type { Abbrev } from '../dwarf/abbrev';
@@ -111,9 +111,10 @@ const LOC_ATTRS = new Set<number>([AT.location, AT.frame_base, 0x19, 0x2a, AT.da
 const DW_AT_GNU_locviews = 0x2137;
 // A call site parameter's value (DW_AT_call_value, GNU's DW_AT_GNU_call_site_value): an expression the index never
 // reads (it reads no call site), whose DW_OP_addr of a string literal moves wherever the linker's merged strings do.
-const CALL_PARAM_TAGS = new Set<number>([0x49, 0x410a]);
-const CALL_VALUE_ATTRS = new Set<number>([0x7e, 0x2111]);
-const isCallValue = (a: Abbrev, i: number) => CALL_PARAM_TAGS.has(a.tag) && CALL_VALUE_ATTRS.has(a.attrs[i]) && a.forms[i] === FORM.exprloc;
+const isCallValue = (a: Abbrev, i: number) =>
+  a.forms[i] === FORM.exprloc &&
+  (a.attrs[i] === AT.call_value || a.attrs[i] === AT.GNU_call_site_value) &&
+  (a.tag === TAG.call_site_parameter || a.tag === TAG.GNU_call_site_parameter);
 const RNGLISTS = LIST_SECTIONS.indexOf('.debug_rnglists');
 const LOCLISTS = LIST_SECTIONS.indexOf('.debug_loclists');
 /** Forms hashed as they are: none names an address, a list, a table index or another unit. */
