@@ -1,40 +1,46 @@
 // One build for every artefact: the extension host bundle, the CLI, the indexer worker and the webview.
 // ssh2 tries to load optional native crypto (cpu-features, sshcrypto.node); keeping those external makes
-// ssh2 fall back to its pure-JS implementation, so the bundle has no native parts to rebuild per Node ABI.
+// ssh2 fall back to its pure-JS implementation, so the bundles have no native parts to rebuild per Node ABI.
+//
+// What only some runs use stays out of the bundles, so that every start does not read, compile and run it
+// (`probelens --version` took 0.32 s with them, 4.3 MB of script): ssh2 and iced-x86 are bundles of their own,
+// dist/ssh2.js and dist/iced-x86.js, required on first use (src/core/ssh/ssh2.ts on the first SSH connection,
+// src/core/probes/x86decoder.ts by Go return probes on x86-64); the two WebAssembly modules (the demangler's and
+// iced-x86's, 1.3 MB, which a bundle would carry as 1.75 MB of base64) are files in dist/ read on first use.
+// `--outdir DIR` writes the artefacts elsewhere (test/integration/bundles.test.ts builds into a temporary one).
 import * as esbuild from 'esbuild';
-import { readFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { copyFile, mkdir, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 
+const require = createRequire(import.meta.url);
 const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
+const outdirAt = process.argv.indexOf('--outdir');
+const outdir = outdirAt >= 0 ? process.argv[outdirAt + 1] : 'dist';
 
 // src/core/demangle/wasmBytes.ts reads the demangler's WASM from node_modules; a packaged extension has no
-// node_modules, so the bundles get a stand-in module with the bytes embedded.
-const embedDemanglerWasm = {
-  name: 'embed-demangler-wasm',
+// node_modules, so the bundles get a stand-in module that reads the copy beside the bundle (dist/demangle.wasm).
+const demanglerWasmBesideBundle = {
+  name: 'demangler-wasm-beside-bundle',
   setup(build) {
     build.onResolve({ filter: /[\\/]wasmBytes$/ }, (args) =>
-      args.importer.includes('demangle') ? { path: 'demangler-wasm', namespace: 'probelens-embed' } : undefined,
+      args.importer.includes('demangle') ? { path: 'demangler-wasm', namespace: 'probelens-wasm' } : undefined,
     );
-    build.onLoad({ filter: /.*/, namespace: 'probelens-embed' }, () => ({
-      contents: "import bytes from 'gecko-profiler-demangle/index_bg.wasm'; export function demanglerWasm() { return bytes; }",
+    build.onLoad({ filter: /.*/, namespace: 'probelens-wasm' }, () => ({
+      contents:
+        "import { readFileSync } from 'node:fs'; import { join } from 'node:path';" +
+        " export function demanglerWasm() { return new Uint8Array(readFileSync(join(__dirname, 'demangle.wasm'))); }",
       loader: 'js',
-      resolveDir: process.cwd(),
     }));
   },
 };
 
-// iced-x86's Node glue reads iced_x86_bg.wasm from its own directory when loaded; inside a bundle that is dist/,
-// which has no such file, so the bundles embed the bytes (the '.wasm' binary loader) in place of the read.
-const embedIcedWasm = {
-  name: 'embed-iced-wasm',
+// The other bundles require those two packages as the files beside them.
+const OWN_BUNDLES = ['ssh2', 'iced-x86'];
+const ownBundlesBeside = {
+  name: 'own-bundles-beside',
   setup(build) {
-    build.onLoad({ filter: /[\\/]iced-x86[\\/]iced_x86\.js$/ }, async (args) => {
-      const src = await readFile(args.path, 'utf8');
-      const read = "require('fs').readFileSync(path)";
-      if (!src.includes(read)) throw new Error(`${args.path} no longer loads its WASM with ${read}; update embed-iced-wasm in esbuild.mjs`);
-      return { contents: src.replace(read, "require('./iced_x86_bg.wasm')"), loader: 'js', resolveDir: dirname(args.path) };
-    });
+    build.onResolve({ filter: /^(ssh2|iced-x86)$/ }, (args) => ({ path: `./${args.path}.js`, external: true }));
   },
 };
 
@@ -64,23 +70,29 @@ const nodeCommon = {
   target: 'node20',
   format: 'cjs',
   external: ['vscode', 'cpu-features', '*.node'],
-  loader: { '.wasm': 'binary' },
-  plugins: [embedDemanglerWasm, embedIcedWasm, embedFzstdSource],
+  plugins: [demanglerWasmBesideBundle, ownBundlesBeside, embedFzstdSource],
 };
 
 const builds = [
-  { ...nodeCommon, entryPoints: { extension: 'src/extension.ts' }, outdir: 'dist' },
-  { ...nodeCommon, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
-  { ...nodeCommon, entryPoints: { worker: 'src/core/index/worker/indexWorker.ts' }, outdir: 'dist' },
+  // ssh2 and iced-x86 themselves: each package's CommonJS entry as its bundle's module.exports.
+  ...OWN_BUNDLES.map((name) => ({ ...nodeCommon, plugins: [], entryPoints: { [name]: require.resolve(name) }, outdir })),
+  { ...nodeCommon, entryPoints: { extension: 'src/extension.ts' }, outdir },
+  { ...nodeCommon, entryPoints: { cli: 'src/cli/main.ts' }, outdir, banner: { js: '#!/usr/bin/env node' } },
+  { ...nodeCommon, entryPoints: { worker: 'src/core/index/worker/indexWorker.ts' }, outdir },
   {
     ...common,
     platform: 'browser',
     target: 'es2022',
     format: 'iife',
     entryPoints: { webview: 'webview/main.ts' },
-    outdir: 'dist',
+    outdir,
   },
 ];
+
+// iced-x86's Node glue reads iced_x86_bg.wasm from its own directory, which inside a bundle is the bundle's.
+await mkdir(outdir, { recursive: true });
+await copyFile(require.resolve('iced-x86/iced_x86_bg.wasm'), `${outdir}/iced_x86_bg.wasm`);
+await copyFile(require.resolve('gecko-profiler-demangle/index_bg.wasm'), `${outdir}/demangle.wasm`);
 
 if (watch) {
   const contexts = await Promise.all(builds.map((b) => esbuild.context(b)));

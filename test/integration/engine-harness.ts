@@ -63,13 +63,20 @@ export interface CliRun {
   exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+export interface CliOptions {
+  /** Lead a process group of its own (see startCli). */
+  ownGroup?: boolean;
+  /** Node's arguments before the CLI's: default `--import tsx src/cli/main.ts` (from source); a bundle's path runs that. */
+  node?: string[];
+}
+
 /**
- * Starts `probelens ARGS…` from source; the process is killed (SIGKILL) after the test if still running. With
+ * Starts `probelens ARGS…` from source (or as `opts.node` says); the process is killed (SIGKILL) after the test if still running. With
  * `ownGroup` it leads a process group of its own, as a terminal's foreground job does (a signal to `-pid` then
  * reaches it and everything it started in that group, as a typed Ctrl-C does).
  */
-export function startCli(t: TestContext, args: string[], env: NodeJS.ProcessEnv, opts: { ownGroup?: boolean } = {}): CliRun {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+export function startCli(t: TestContext, args: string[], env: NodeJS.ProcessEnv, opts: CliOptions = {}): CliRun {
+  const child = spawn(process.execPath, [...(opts.node ?? ['--import', 'tsx', CLI]), ...args], {
     cwd: REPO,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -123,8 +130,9 @@ export async function runCli(
   args: string[],
   env: NodeJS.ProcessEnv,
   ms = 120_000,
+  opts: CliOptions = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const r = startCli(t, args, env);
+  const r = startCli(t, args, env, opts);
   const timer = setTimeout(() => r.child.kill('SIGKILL'), ms);
   const { code } = await r.exit;
   clearTimeout(timer);

@@ -3,9 +3,10 @@
 // when the server still offers that method. Every attempt is remembered for the "permission denied" message.
 // Tests: test/integration/ssh.test.ts, test/integration/sshPassword.test.ts
 import { readFileSync } from 'node:fs';
-import { utils, type AnyAuthMethod, type AuthHandlerMiddleware, type AuthenticationType } from 'ssh2';
+import type { AnyAuthMethod, AuthHandlerMiddleware, AuthenticationType } from 'ssh2';
 import type { ResolvedHost } from './config';
 import type { AuthAttempt } from './errors';
+import { loadSsh2 } from './ssh2';
 
 export interface AuthCallbacks {
   /** Asked for an encrypted identity file's passphrase; undefined skips the key. `attempt` starts at 1. */
@@ -53,7 +54,7 @@ async function loadIdentity(file: string, explicit: boolean, st: AuthState, user
     if (explicit) st.log?.(`identity file ${file} not readable: ${(e as Error).message}`);
     return undefined;
   }
-  let parsed = utils.parseKey(data);
+  let parsed = loadSsh2().utils.parseKey(data);
   if (!(parsed instanceof Error)) return { type: 'publickey', username: user, key: data };
   if (!isEncryptedKeyError(parsed)) {
     st.log?.(`identity file ${file} is not a private key ssh2 can read (${parsed.message}); skipped`);
@@ -66,7 +67,7 @@ async function loadIdentity(file: string, explicit: boolean, st: AuthState, user
   for (let attempt = 1; attempt <= PASSPHRASE_TRIES; attempt++) {
     const pass = await st.passphrase(file, attempt);
     if (pass === undefined) return undefined;
-    parsed = utils.parseKey(data, pass);
+    parsed = loadSsh2().utils.parseKey(data, pass);
     // The decrypted key itself goes to ssh2: decrypting again (bcrypt KDF) would cost as much a second time.
     if (!(parsed instanceof Error)) return { type: 'publickey', username: user, key: parsed };
     st.log?.(`wrong passphrase for ${file}`);

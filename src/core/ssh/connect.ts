@@ -2,7 +2,7 @@
 // key is verified against known_hosts, and the next hop travels inside a `direct-tcpip` channel of the
 // previous one (what `ssh -J` does).
 // Tests: test/unit/core/ssh/config.test.ts, test/integration/ssh.test.ts, test/integration/sshPassword.test.ts
-import { Client, type ClientChannel, type ConnectConfig } from 'ssh2';
+import type { Client, ClientChannel, ConnectConfig } from 'ssh2';
 import { connect as tcpConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { resolveHost, type ResolvedHost } from './config';
@@ -10,6 +10,7 @@ import { formatDestination, parseDestination, type Destination } from './destina
 import { connectErrorFor, SshAuthError, SshConnectError, SshError, type AuthAttempt } from './errors';
 import { preferredHostKeyAlgorithms, recordAccepted, verifyHostKey, type UnknownHostCallback } from './hostKeyPolicy';
 import { authHandlerFor, type AuthCallbacks } from './auth';
+import { loadSsh2 } from './ssh2';
 
 export interface SshConnectOptions extends AuthCallbacks {
   /** `[USER@]HOST[:PORT]` (strictly parsed) or an already parsed destination. */
@@ -158,7 +159,7 @@ async function connectHop(hop: ResolvedHost, tunnel: Duplex | undefined, opts: S
     globalKnownHostsFiles: hop.globalKnownHostsFiles,
   };
   const where = label(hop) + via;
-  const client = new Client();
+  const client = new (loadSsh2().Client)();
   let failure: Error | undefined;
   let pendingRecord: { file: string; line: string } | undefined;
   const tried: AuthAttempt[] = [];
