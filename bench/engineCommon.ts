@@ -1,33 +1,21 @@
-// Shared by bench/stream.ts and bench/attach.ts: the CLI as users run it (an esbuild bundle, not tsx from
-// source, whose compile step would dominate a sub-second measurement), a throwaway sshd on 127.0.0.1, CPU time of
-// a child process, and small table/statistics helpers.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// Shared by bench/stream.ts, bench/attach.ts and bench/overhead.ts: the CLI as users run it (the bundles
+// esbuild.mjs builds, not tsx from source, whose compile step would dominate a sub-second measurement), a throwaway
+// sshd on 127.0.0.1, CPU time of a child process, and small table/statistics helpers.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import * as esbuild from 'esbuild';
+import { promisify } from 'node:util';
 import { atProcessEnd, startSshd, type Sshd } from '../test/helpers/sshd';
 
 export const REPO = resolve(__dirname, '..');
 export const TRACEFS = '/sys/kernel/tracing';
 
-/**
- * Bundles the CLI and the index worker into node_modules/.cache (git-ignored; inside the repo so the two WASM
- * packages, kept external, resolve from node_modules as they do from source). Returns the cli.js path.
- */
+/** Builds the bundles as `npm run build` does (esbuild.mjs) into a directory of their own; returns its cli.js path. */
 export async function bundleCli(): Promise<string> {
-  const outdir = join(REPO, 'node_modules', '.cache', `probelens-bench-cli-${process.pid}`);
-  mkdirSync(outdir, { recursive: true });
+  const outdir = mkdtempSync(join(tmpdir(), 'probelens-bench-cli-'));
   atProcessEnd(() => rmSync(outdir, { recursive: true, force: true }));
-  await esbuild.build({
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    logLevel: 'warning',
-    external: ['vscode', 'cpu-features', '*.node', 'iced-x86', 'gecko-profiler-demangle'],
-    entryPoints: { cli: join(REPO, 'src/cli/main.ts'), worker: join(REPO, 'src/core/index/worker/indexWorker.ts') },
-    outdir,
-  });
+  await promisify(execFile)(process.execPath, ['esbuild.mjs', '--outdir', outdir], { cwd: REPO });
   return join(outdir, 'cli.js');
 }
 
