@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { fixtureOrSkip } from '../helpers/fixtures';
 import { requireSshd } from '../helpers/sshd';
 import { requireTracefs } from '../helpers/tracefs';
-import { groupsProbing, isolatedEnv, parseJsonOutput, privateCopy, REPO, runCli, sleep, sshFlags, startCli } from './engine-harness';
+import { isolatedEnv, parseJsonOutput, privateCopy, REPO, runCli, sshFlags, traceOneHit } from './engine-harness';
 
 const TIMEOUT = { timeout: 300_000 };
 const OUT = mkdtempSync(join(tmpdir(), 'pl-bundles-'));
@@ -85,34 +85,34 @@ test('the bundles: the CLI is small, and ssh2, iced-x86 and the WebAssembly are 
   assert.ok(vscodeignore.includes('!dist/*.wasm'), 'the .vsix ships the WebAssembly files');
 });
 
-test('the bundled CLI: an index of a C binary loads neither ssh2 nor iced-x86 nor any WebAssembly', TIMEOUT, async (t) => {
-  const f = await fixtureOrSkip(t, 'calls-O2');
-  if (!f) return;
+/** `functions FIX --no-cache` by the bundle and from source: the bundle's output (equal to the source's) and what it loaded. */
+async function functionsBothWays(t: TestContext, name: 'calls-O2' | 'rust-O2') {
+  const f = await fixtureOrSkip(t, name);
+  if (!f) return undefined;
   const b = bundled(t);
   const r = await runCli(t, ['functions', f.path, '--no-cache'], b.env, 120_000, { node: b.node });
   assert.equal(r.code, 0, r.stderr);
   const src = await runCli(t, ['functions', f.path, '--no-cache'], b.env);
   assert.equal(r.stdout, src.stdout, 'the bundle lists what the source lists');
-  assert.match(r.stdout, /\badd_ints\(/);
   const l = b.loaded();
   assert.ok(l.modules.has('cli.js'), [...l.modules].join(' '));
   assert.ok(!l.modules.has('ssh2.js') && !l.modules.has('iced-x86.js'), [...l.modules].join(' '));
-  assert.deepEqual([...l.wasm], []);
+  return { stdout: r.stdout, wasm: [...l.wasm] };
+}
+
+test('the bundled CLI: an index of a C binary loads neither ssh2 nor iced-x86 nor any WebAssembly', TIMEOUT, async (t) => {
+  const r = await functionsBothWays(t, 'calls-O2');
+  if (!r) return;
+  assert.match(r.stdout, /\badd_ints\(/);
+  assert.deepEqual(r.wasm, []);
 });
 
 test('the bundled CLI: a Rust binary names its symbol-only functions demangled, by the WebAssembly beside it', TIMEOUT, async (t) => {
-  const f = await fixtureOrSkip(t, 'rust-O2');
-  if (!f) return;
-  const b = bundled(t);
-  const r = await runCli(t, ['functions', f.path, '--no-cache'], b.env, 120_000, { node: b.node });
-  assert.equal(r.code, 0, r.stderr);
-  const src = await runCli(t, ['functions', f.path, '--no-cache'], b.env);
-  assert.equal(r.stdout, src.stdout, 'the bundle lists what the source lists');
+  const r = await functionsBothWays(t, 'rust-O2');
+  if (!r) return;
   // __rust_alloc's symbol is v0-mangled (_RNv…) and has no DWARF: only the demangler names it so.
   assert.match(r.stdout, /__rustc::__rust_alloc\(\)\s+\(no source\)/);
-  const l = b.loaded();
-  assert.ok(l.wasm.has('demangle.wasm'), [...l.wasm].join(' '));
-  assert.ok(!l.modules.has('ssh2.js') && !l.modules.has('iced-x86.js'), [...l.modules].join(' '));
+  assert.deepEqual(r.wasm, ['demangle.wasm']);
 });
 
 test("the bundled CLI: a Go function's return sites are decoded by iced-x86's own bundle", TIMEOUT, async (t) => {
@@ -140,19 +140,10 @@ test('the bundled CLI: a trace over SSH loads ssh2 from its own bundle and gets 
   if (!f) return;
   const bin = privateCopy(t, f.path);
   const b = bundled(t);
-  const cli = startCli(t, ['trace', bin, 'add_ints a b', '--count', '1', '--json', ...sshFlags(sshd)], b.env, { node: b.node });
-  let ended = false;
-  void cli.exit.then(() => (ended = true));
-  const until = Date.now() + 120_000;
-  while (!ended && Date.now() < until) {
-    if (groupsProbing(bin).length) await promisify(execFile)(bin, ['1']);
-    await sleep(250);
-  }
-  if (!ended) cli.child.kill('SIGKILL');
-  const { code } = await cli.exit;
-  assert.equal(code, 0, cli.stderr());
-  const { hits, summary } = parseJsonOutput(cli.stdout());
-  assert.ok(hits.length >= 1 && hits[0].probe === 'add_ints', cli.stdout());
-  assert.equal(summary?.hosts[`root@${sshd.host}:${sshd.port}`]?.ok, true, cli.stdout());
+  const r = await traceOneHit(t, bin, sshFlags(sshd), b.env, { node: b.node });
+  assert.equal(r.code, 0, r.stderr);
+  const { hits, summary } = parseJsonOutput(r.stdout);
+  assert.ok(hits.length >= 1 && hits[0].probe === 'add_ints', r.stdout);
+  assert.equal(summary?.hosts[`root@${sshd.host}:${sshd.port}`]?.ok, true, r.stdout);
   assert.ok(b.loaded().modules.has('ssh2.js'), [...b.loaded().modules].join(' '));
 });

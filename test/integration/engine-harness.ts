@@ -2,7 +2,7 @@
 // private copies of fixture binaries (so only this test's sessions probe that path, however many other test runs
 // share the machine), and what a session left behind on the target, scoped to its own group.
 import type { TestContext } from 'node:test';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, closeSync, copyFileSync, openSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
@@ -137,6 +137,24 @@ export async function runCli(
   const { code } = await r.exit;
   clearTimeout(timer);
   return { code, stdout: r.stdout(), stderr: r.stderr() };
+}
+
+/**
+ * `trace BIN 'add_ints a b' --count 1 --json` with the given SSH flags: waits until its probe is armed, runs the
+ * fixture until the hit arrives (bounded), and returns the CLI's result. Refused connections end on their own.
+ */
+export async function traceOneHit(t: TestContext, bin: string, flags: string[], env: NodeJS.ProcessEnv, opts: CliOptions = {}) {
+  const cli = startCli(t, ['trace', bin, 'add_ints a b', '--count', '1', '--json', ...flags], env, opts);
+  let ended = false;
+  void cli.exit.then(() => (ended = true));
+  const until = Date.now() + 120_000;
+  while (!ended && Date.now() < until) {
+    if (groupsProbing(bin).length) execFileSync(bin, ['1'], { stdio: 'ignore' });
+    await sleep(250);
+  }
+  if (!ended) cli.child.kill('SIGKILL');
+  const { code } = await cli.exit;
+  return { code, stdout: cli.stdout(), stderr: cli.stderr(), timedOut: !ended };
 }
 
 /** Groups whose definitions probe `binPath` right now (`p:GROUP/EVENT PATH:OFFSET …`). */

@@ -9,30 +9,12 @@ import { join } from 'node:path';
 import { requireTracefs } from '../helpers/tracefs';
 import { generateKeyPair, requireSshd, type Sshd } from '../helpers/sshd';
 import { fixtureOrSkip } from '../helpers/fixtures';
-import { groupsProbing, isolatedEnv, parseJsonOutput, privateCopy, runCli, scratch, sleep, startCli, waitAllClean } from './engine-harness';
+import { groupsProbing, isolatedEnv, parseJsonOutput, privateCopy, runCli, scratch, traceOneHit, waitAllClean } from './engine-harness';
 
 const TIMEOUT = { timeout: 300_000 };
 
 function fingerprint(sshd: Sshd): string {
   return execFileSync('ssh-keygen', ['-lf', `${sshd.hostKeyFile}.pub`], { encoding: 'utf8' }).split(' ')[1];
-}
-
-/**
- * `trace BIN 'add_ints a b' --count 1 --json` with the given SSH flags: waits until its probe is armed, runs the
- * fixture until the hit arrives (bounded), and returns the CLI's result. Refused connections end on their own.
- */
-async function traceOneHit(t: TestContext, bin: string, flags: string[], env: NodeJS.ProcessEnv) {
-  const cli = startCli(t, ['trace', bin, 'add_ints a b', '--count', '1', '--json', ...flags], env);
-  let ended = false;
-  void cli.exit.then(() => (ended = true));
-  const until = Date.now() + 120_000;
-  while (!ended && Date.now() < until) {
-    if (groupsProbing(bin).length) execFileSync(bin, ['1'], { stdio: 'ignore' });
-    await sleep(250);
-  }
-  if (!ended) cli.child.kill('SIGKILL');
-  const { code } = await cli.exit;
-  return { code, stdout: cli.stdout(), stderr: cli.stderr(), timedOut: !ended };
 }
 
 async function setup(t: TestContext) {
