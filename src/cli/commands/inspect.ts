@@ -95,11 +95,9 @@ export async function functionsCommand(argv: string[], io: Io): Promise<void> {
     return;
   }
   const index = await indexFor(args);
-  const fns = index
-    .functions()
-    .filter((f) => !re || re.test(f.name) || (f.linkageName !== undefined && re.test(f.linkageName)))
-    .slice()
-    .sort((a, b) => byName.compare(a.name, b.name) || Number((a.address ?? 0n) - (b.address ?? 0n)));
+  const fns = (re ? index.functionsMatching(re, true) : index.functions().slice()).sort(
+    (a, b) => byName.compare(a.name, b.name) || Number((a.address ?? 0n) - (b.address ?? 0n)),
+  );
   if (args.flags.has('json')) {
     writeJsonArray(io, fns, functionJson);
     return;

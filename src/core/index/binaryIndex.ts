@@ -85,11 +85,17 @@ export class BinaryIndex {
   findFunctions(pattern: string, src?: string): IndexedFunction[] {
     const exact = this.function(pattern, src);
     if (exact.length > 0 || !/[*?]/.test(pattern)) return exact;
-    const re = globToRegExp(pattern);
-    return this.filterBySource(
-      this.data.functions.filter((f) => re.test(f.name)),
-      src,
-    );
+    return this.filterBySource(this.functionsMatching(globToRegExp(pattern)), src);
+  }
+
+  /**
+   * Functions whose name (with `linkage`, or linkage name) `re` matches, in index order. A cached index tests its
+   * names column and builds only the functions that match.
+   */
+  functionsMatching(re: RegExp, linkage = false): IndexedFunction[] {
+    const table = functionTableOf(this.data);
+    if (table) return table.matching(re, linkage);
+    return this.data.functions.filter((f) => re.test(f.name) || (linkage && f.linkageName !== undefined && re.test(f.linkageName)));
   }
 
   functionsInFile(file: string): IndexedFunction[] {

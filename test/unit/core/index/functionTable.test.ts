@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { deserialize, serialize } from 'node:v8';
 import { buildIndex } from '../../../../src/core/index/build';
-import { BinaryIndex } from '../../../../src/core/index/binaryIndex';
+import { BinaryIndex, globToRegExp } from '../../../../src/core/index/binaryIndex';
 import { decodeIndex, encodeIndex, functionTableOf } from '../../../../src/core/index/codec';
 import { stringStarts } from '../../../../src/core/index/functionTable';
 import type { IndexData, IndexedFunction } from '../../../../src/core/index/model';
@@ -82,6 +82,34 @@ test('a cached index answers by name and by file from its columns exactly as fro
     new BinaryIndex(cached(overlapping())).functionsInFile('/src/a.c').map((f) => f.name),
     ['ff', 'g', 'f'],
     'by declaration line; equal lines in index order',
+  );
+});
+
+test('a cached index answers a glob from its names column as from the built functions, building only the matches', () => {
+  const whole = new BinaryIndex(cached(overlapping()));
+  void whole.functions();
+  for (const glob of ['f*', '*f', '?', 'g', '_Z*', 'f\u00e9', 'nothing*', '*'])
+    for (const linkage of [false, true]) {
+      const re = globToRegExp(glob);
+      const lazy = new BinaryIndex(cached(overlapping()));
+      const got = lazy.functionsMatching(re, linkage);
+      const expected = whole
+        .functions()
+        .filter((f) => re.test(f.name) || (linkage && f.linkageName !== undefined && re.test(f.linkageName)));
+      assert.deepEqual(plain(got), plain(expected), `${glob}${linkage ? ' (and linkage names)' : ''}`);
+      assert.equal(functionTableOf(lazy.data)!.builtCount, got.length, `${glob}: only the matches were built`);
+      assert.deepEqual(plain(whole.functionsMatching(re, linkage)), plain(expected), `${glob}: and once every function is built`);
+    }
+  const lazy = new BinaryIndex(cached(overlapping()));
+  assert.deepEqual(
+    lazy.functionsMatching(globToRegExp('_Z*'), true).map((f) => f.name),
+    ['g'],
+    'a linkage name matches only when asked',
+  );
+  assert.deepEqual(
+    lazy.findFunctions('f?').map((f) => f.name),
+    ['ff', 'f\u00e9'],
+    "a spec's glob goes the same way",
   );
 });
 
