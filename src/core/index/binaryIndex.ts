@@ -5,7 +5,7 @@ import { Interner } from '../../shared/interner';
 import { posix } from 'node:path';
 import { CodeMap, type CopyAt } from './codeMap';
 import { functionTableOf } from './codec';
-import { LINE_END_SEQUENCE, LINE_IS_STMT, type IndexData, type IndexedFunction, type IndexedUsdt } from './model';
+import { LINE_END_SEQUENCE, LINE_IS_STMT, type FunctionSite, type IndexData, type IndexedFunction, type IndexedUsdt } from './model';
 import { addressBig, addressNumber } from '../dwarf/format';
 
 export interface LineLocation {
@@ -133,6 +133,8 @@ export class BinaryIndex {
 
   /** The function whose entry range [address, address+size) contains `address`. */
   functionContaining(address: bigint): IndexedFunction | undefined {
+    const table = functionTableOf(this.data);
+    if (!this.byEntry && table && !table.complete) return table.containing(address);
     if (!this.byEntry) {
       this.byEntry = this.data.functions
         .filter((f) => f.address !== undefined && f.size > 0)
@@ -154,6 +156,16 @@ export class BinaryIndex {
       if (address < f.address! + BigInt(f.size)) return f;
     }
     return undefined;
+  }
+
+  /**
+   * Every site that is not an inlined copy (an entry, a clone, a part), with its function's size, in index order. A
+   * cached index reads them from its columns without building the functions.
+   */
+  forEachOwnSite(visit: (site: Pick<FunctionSite, 'kind' | 'address' | 'dieOffset' | 'ranges'>, size: number) => void): void {
+    const table = functionTableOf(this.data);
+    if (table && !table.complete) return table.forEachOwnSite(visit);
+    for (const f of this.data.functions) for (const s of f.sites) if (s.kind !== 'inlined') visit(s, f.size);
   }
 
   /** Every function copy (site) whose code holds `address`, innermost first. */

@@ -40,6 +40,10 @@ export class FunctionTable {
   private readonly built: Array<IndexedFunction | undefined>;
   private all?: IndexedFunction[];
   private decodedAll = false;
+  /** containing(): rows by address, and each row's address in 32-bit halves. */
+  private byAddress?: Uint32Array;
+  private hiOf?: Uint32Array;
+  private loOf?: Uint32Array;
   private readonly decoder = new TextDecoder();
 
   constructor(private readonly e: EncodedIndex) {
@@ -94,6 +98,71 @@ export class FunctionTable {
     const out: IndexedFunction[] = [];
     for (let i = 0; i < this.count; i++) if (matches(f.name[i]) || (linkage && matches(f.linkage[i]))) out.push(this.at(i));
     return out;
+  }
+
+  /**
+   * The function whose entry range [address, address + size) holds `address`, as BinaryIndex.functionContaining
+   * finds it over built functions (the nearest 8 starting at or below it, by address, then index order), building
+   * only that one.
+   */
+  containing(address: bigint): IndexedFunction | undefined {
+    const f = this.e.fn;
+    const order = (this.byAddress ??= this.addressOrder());
+    const hi = Number(address >> 32n);
+    const lo = Number(address & 0xffffffffn);
+    const { hiOf, loOf } = this;
+    let a = 0;
+    let b = order.length - 1;
+    let found = -1;
+    while (a <= b) {
+      const mid = (a + b) >> 1;
+      const r = order[mid];
+      if (hiOf![r] < hi || (hiOf![r] === hi && loOf![r] <= lo)) {
+        found = mid;
+        a = mid + 1;
+      } else b = mid - 1;
+    }
+    for (let i = found; i >= 0 && i > found - 8; i--) {
+      const r = order[i];
+      if (address < f.address[r] + BigInt(f.size[r])) return this.at(r);
+    }
+    return undefined;
+  }
+
+  /**
+   * Every site that is not an inlined copy (an entry, a clone, a part), with its function's size, in index order,
+   * read from the columns: no function is built.
+   */
+  forEachOwnSite(visit: (site: Pick<FunctionSite, 'kind' | 'address' | 'dieOffset' | 'ranges'>, size: number) => void): void {
+    const { fn: f, site } = this.e;
+    for (let i = 0; i < this.count; i++) {
+      const start = f.siteStart[i];
+      const end = start + f.siteCount[i];
+      for (let j = start; j < end; j++) {
+        const kind = SITE_KINDS[site.kind[j]];
+        if (kind === 'inlined') continue;
+        const n = site.rangeCount[j];
+        const ranges = n ? Array.from(site.ranges.subarray(site.rangeStart[j], site.rangeStart[j] + n)) : undefined;
+        visit({ kind, address: site.address[j], dieOffset: site.dieOffset[j], ranges }, f.size[i]);
+      }
+    }
+  }
+
+  /** Rows with an address and a size, by address (each split into 32-bit halves, kept), then index order. */
+  private addressOrder(): Uint32Array {
+    const f = this.e.fn;
+    const hiOf = (this.hiOf = new Uint32Array(this.count));
+    const loOf = (this.loOf = new Uint32Array(this.count));
+    const rows: number[] = [];
+    for (let i = 0; i < this.count; i++) {
+      if (!(f.flags[i] & F_HAS_ADDRESS) || !(f.size[i] > 0)) continue;
+      const a = f.address[i];
+      hiOf[i] = Number(a >> 32n);
+      loOf[i] = Number(a & 0xffffffffn);
+      rows.push(i);
+    }
+    rows.sort((x, y) => hiOf[x] - hiOf[y] || loOf[x] - loOf[y] || x - y);
+    return Uint32Array.from(rows);
   }
 
   /** Decodes the string table whole: cheaper than string by string when most strings are wanted. */

@@ -41,7 +41,8 @@ export function entryByDie(index: BinaryIndex): Map<number, bigint> {
   let m = entries.get(index);
   if (!m) {
     m = new Map();
-    for (const f of index.functions()) for (const s of f.sites) if (s.kind !== 'inlined' && s.dieOffset >= 0) m.set(s.dieOffset, s.address);
+    const byDie = m;
+    index.forEachOwnSite((s) => s.dieOffset >= 0 && byDie.set(s.dieOffset, s.address));
     entries.set(index, m);
   }
   return m;
@@ -55,18 +56,16 @@ function functionRanges(index: BinaryIndex, ctx: SiteContext): { list: CodeRange
   if (got) return got;
   got = { list: [], byEntry: new Map() };
   const dw = ctx.access.dwarf;
-  for (const f of index.functions()) {
-    for (const s of f.sites) {
-      if (s.kind === 'inlined') continue;
-      const flat = s.ranges ?? (s.dieOffset >= 0 ? dw.codeRangesOf(s.dieOffset) : []);
-      const ranges: CodeRange[] = [];
-      for (let i = 0; i + 1 < flat.length; i += 2) ranges.push({ start: addressBig(flat[i]), end: addressBig(flat[i + 1]) });
-      if (ranges.length === 0 && s.kind === 'entry' && f.size > 0) ranges.push({ start: s.address, end: s.address + BigInt(f.size) });
-      if (ranges.length === 0) continue;
-      got.list.push(ranges);
-      if (!got.byEntry.has(s.address)) got.byEntry.set(s.address, ranges);
-    }
-  }
+  const out = got;
+  index.forEachOwnSite((s, size) => {
+    const flat = s.ranges ?? (s.dieOffset >= 0 ? dw.codeRangesOf(s.dieOffset) : []);
+    const ranges: CodeRange[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) ranges.push({ start: addressBig(flat[i]), end: addressBig(flat[i + 1]) });
+    if (ranges.length === 0 && s.kind === 'entry' && size > 0) ranges.push({ start: s.address, end: s.address + BigInt(size) });
+    if (ranges.length === 0) return;
+    out.list.push(ranges);
+    if (!out.byEntry.has(s.address)) out.byEntry.set(s.address, ranges);
+  });
   rangesOfIndex.set(index, got);
   return got;
 }

@@ -119,3 +119,25 @@ test('a relative comp_dir (built with -fdebug-prefix-map, as distributions build
   const [unit] = dw.units();
   assert.deepEqual([...new Set(dw.unitFiles(unit))], ['a.c']);
 });
+
+test('address → line parses only the line table of the unit whose code holds it, and answers as reading every table in unit order does', async (t) => {
+  for (const name of ['sites', 'rust-O2', 'go'] as const) {
+    const all = await open(t, name);
+    const one = await open(t, name);
+    if (!all || !one) return;
+    const tables = all.dw.lineTables();
+    assert.ok(tables.length >= 2, `${name}: ${tables.length} line tables`);
+    const pcs = one.dw
+      .functions()
+      .filter((f) => f.ranges.length >= 2)
+      .flatMap((f) => [f.ranges[0], (f.ranges[0] + f.ranges[1] - 1) >> 1]);
+    assert.ok(pcs.length > 4, `${name}: ${pcs.length} addresses`);
+    const parsedBefore = one.dw.lineTablesParsed;
+    void one.dw.lineAt(pcs[0]);
+    assert.equal(one.dw.lineTablesParsed - parsedBefore, 1, `${name}: one table parsed for one address`);
+    for (const pc of [...pcs, 0, 2 ** 40]) {
+      const expected = tables.find((tb) => tb.rowAt(pc) >= 0)?.lineAt(pc);
+      assert.deepEqual(one.dw.lineAt(pc), expected, `${name}: the line at 0x${pc.toString(16)}`);
+    }
+  }
+});

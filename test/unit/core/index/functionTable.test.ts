@@ -146,3 +146,38 @@ test('on real binaries, every name and every file answers alike from the columns
     }
   }
 });
+
+test('on real binaries, the function at an address and the out-of-line sites answer alike from the columns, building only what is returned', async (t) => {
+  for (const name of ['calls-O2', 'cpp-O2', 'go'] as const) {
+    const f = await fixtureOrSkip(t, name);
+    if (!f) return;
+    const data = await buildIndex(f.path);
+    const built = new BinaryIndex(data);
+    const enc = encodeIndex(data);
+    assert.ok(enc);
+    const lazy = new BinaryIndex(decodeIndex(deserialize(serialize(enc))));
+    const addresses = new Set<bigint>([0n, 2n ** 63n]);
+    for (const g of data.functions)
+      if (g.address !== undefined)
+        for (const d of [-1, 0, 1, g.size - 1, g.size]) if (g.address + BigInt(d) >= 0n) addresses.add(g.address + BigInt(d));
+    const returned = new Set<IndexedFunction>();
+    for (const a of addresses) {
+      const got = lazy.functionContaining(a);
+      const expected = built.functionContaining(a);
+      assert.deepEqual(got && plain(got), expected && plain(expected), `${name}: the function at 0x${a.toString(16)}`);
+      if (got) returned.add(got);
+    }
+    assert.equal(functionTableOf(lazy.data)!.builtCount, returned.size, `${name}: only the functions returned were built`);
+    const sites = (ix: BinaryIndex) => {
+      const out: unknown[] = [];
+      ix.forEachOwnSite((site, size) =>
+        out.push(plain({ kind: site.kind, address: site.address, dieOffset: site.dieOffset, ranges: site.ranges, size })),
+      );
+      return out;
+    };
+    const own = sites(lazy);
+    assert.ok(own.length > 0);
+    assert.deepEqual(own, sites(built), `${name}: the out-of-line sites`);
+    assert.equal(functionTableOf(lazy.data)!.builtCount, returned.size, `${name}: and no function was built for them`);
+  }
+});
