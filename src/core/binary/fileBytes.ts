@@ -5,8 +5,8 @@
 // it, not the whole file (nor its 300 MB of relocation sections no index reads).
 // A section read range by range may also get a buffer of its own (region): dropped with its reader, its pages go
 // with it, so a DWARF reader made per batch of units holds no more of `.debug_info` than that batch's units.
-// The descriptor stays open until close(), so the bytes all come from the file that was opened even when a build
-// replaces it by rename meanwhile; after close() a range not read before throws. What was read, into whichever
+// The descriptor stays open until close() (or until the FileBytes is collected), so the bytes all come from the file
+// that was opened even when a build replaces it by rename meanwhile; after close() a range not read before throws. What was read, into whichever
 // buffer, is kept as a map of chunks (readMap): how much of which section a build read.
 // Tests: test/unit/core/binary/fileBytes.test.ts
 import { closeSync, fstatSync, readSync } from 'node:fs';
@@ -18,6 +18,18 @@ export const FILE_CHUNK = 4096;
 
 /** One read(2) at the most (Node refuses 2 GiB and more in one call). */
 const MAX_READ = 1 << 30;
+
+/**
+ * The descriptor of a FileBytes collected without close() (one a long-lived reader, such as a session's DebugAccess,
+ * reads through for as long as it lives) is closed then: nothing can read through it any more.
+ */
+const closeWhenCollected = new FinalizationRegistry<number>((fd) => {
+  try {
+    closeSync(fd);
+  } catch {
+    // already closed with the process's other descriptors
+  }
+});
 
 export class FileBytes {
   /** The file's bytes; only the ranges ensure() was asked for hold them (the rest is zeros). */
@@ -36,6 +48,7 @@ export class FileBytes {
     size: number,
   ) {
     this.fd = fd;
+    closeWhenCollected.register(this, fd, this);
     this.data = Buffer.alloc(size);
     this.have = new Uint8Array(Math.ceil(size / FILE_CHUNK));
     this.seen = new Uint8Array(this.have.length);
@@ -108,6 +121,7 @@ export class FileBytes {
   /** Closes the descriptor; the ranges read stay readable. */
   close(): void {
     if (this.fd === undefined) return;
+    closeWhenCollected.unregister(this);
     closeSync(this.fd);
     this.fd = undefined;
   }

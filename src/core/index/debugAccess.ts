@@ -1,6 +1,8 @@
 // On-demand DWARF access for what the full index leaves out (locals, struct layouts, locations at arbitrary
-// addresses). Opening re-reads the binary, so callers keep one DebugAccess per binary for a session.
-// Tests: test/unit/core/probes/compiler.test.ts, test/unit/cli/inspect.test.ts
+// addresses). The binary is read range by range, as the index reads it: a kernel's 590 MB image is not read whole
+// to place a few functions (its descriptor closes when the access is collected: see fileBytes.ts). Callers keep one
+// DebugAccess per binary for a session.
+// Tests: test/unit/core/index/debugAccess.test.ts, test/unit/core/probes/compiler.test.ts, test/unit/cli/inspect.test.ts
 import { openBinary, type BinaryImage } from '../binary/binaryImage';
 import { openDwarf, type Dwarf } from '../dwarf';
 
@@ -19,7 +21,10 @@ export class NoDebugInfoError extends Error {
 }
 
 export async function openDebugAccess(path: string, debugDirs?: string[]): Promise<DebugAccess> {
-  const image = await openBinary(path, { debugDirs });
-  if (!image.hasDwarf) throw new NoDebugInfoError(path);
+  const image = await openBinary(path, { debugDirs, readOnDemand: true });
+  if (!image.hasDwarf) {
+    image.close();
+    throw new NoDebugInfoError(path);
+  }
   return { image, dwarf: openDwarf(image.dwarf(), image.elf.requireProbeableArch()) };
 }

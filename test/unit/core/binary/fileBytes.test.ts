@@ -2,6 +2,7 @@
 // readOnDemand): the same answers as the file read whole, from fewer bytes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -172,4 +173,47 @@ test('openBinary with readOnDemand finds the same separate debug file (by build-
       lazy.close();
     }
   }
+});
+
+test('a FileBytes dropped without close() has its descriptor closed when it is collected; a closed one is not closed again', () => {
+  const { path } = patterned('dropped', 3 * FILE_CHUNK);
+  const child = join(dir, 'dropped-child.ts');
+  writeFileSync(
+    child,
+    `import { readdirSync, readlinkSync } from 'node:fs';
+import { FileBytes } from ${JSON.stringify(join(__dirname, '../../../../src/core/binary/fileBytes'))};
+// The descriptors on this file only (the loader may open others meanwhile).
+const fds = () =>
+  readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return readlinkSync('/proc/self/fd/' + fd) === ${JSON.stringify(path)};
+    } catch {
+      return false;
+    }
+  }).length;
+const gc = (globalThis as unknown as { gc: () => void }).gc;
+void (async () => {
+  const before = fds();
+  const closed = FileBytes.open(${JSON.stringify(path)});
+  closed.close();
+  (() => {
+    for (let i = 0; i < 40; i++) FileBytes.open(${JSON.stringify(path)}).ensure(0, 10);
+  })();
+  const open = fds();
+  for (let i = 0; i < 20 && fds() > before; i++) {
+    gc();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  console.log(JSON.stringify({ before, open, after: fds() }));
+})();
+`,
+  );
+  const out = JSON.parse(
+    execFileSync(process.execPath, ['--expose-gc', '--import', 'tsx', child], { encoding: 'utf8', cwd: join(__dirname, '../../../..') }),
+  ) as {
+    before: number;
+    open: number;
+    after: number;
+  };
+  assert.deepEqual(out, { before: 0, open: 40, after: 0 }, 'the 40 dropped ones were open, and each is closed once collected');
 });

@@ -3,12 +3,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, linkSync, mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, linkSync, mkdtempSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fixtureOrSkip } from '../../../helpers/fixtures';
 import { miniModule } from '../../../helpers/miniKernel';
 import { openBinary } from '../../../../src/core/binary/binaryImage';
+import { bytesReadIn } from '../../../../src/core/binary/fileBytes';
 import { openDwarf } from '../../../../src/core/dwarf';
 import { sourceFilesOf } from '../../../../src/core/dwarf/sourceFiles';
 import { chooseBinaries, groupBuilds } from '../../../../src/core/workspace/choose';
@@ -31,6 +32,22 @@ test('the scan names exactly the files the full DWARF reader finds (C, C++, Rust
       assert.ok(sf.files.includes(src), `${name}: ${basename(src)} is named (${src})`);
     }
     assert.ok(sf.units.length > 0 && sf.units.length <= units.size, `${name}: unit names`);
+  }
+});
+
+test('scanBinary reads the binary range by range: the files it names are those of the file read whole, from a part of it', async (t) => {
+  for (const name of ['rust-O2', 'go'] as const) {
+    const f = await fixtureOrSkip(t, name);
+    if (!f) continue;
+    let read = 0;
+    const scan = await scanBinary(f.path, {
+      noSystemDebugDir: true,
+      onReads: (maps) => (read = maps.reduce((n, m) => n + bytesReadIn(m, 0, m.size), 0)),
+    });
+    const whole = sourceFilesOf((await openBinary(f.path)).dwarf());
+    assert.deepEqual([...scan!.files].sort(), [...new Set(whole.files)].sort(), `${name}: the files named`);
+    const size = statSync(f.path).size;
+    assert.ok(read > 0 && read < size * 0.75, `${name}: ${read} of ${size} bytes read`);
   }
 });
 
