@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { deserialize, serialize } from 'node:v8';
 import { buildIndex } from '../../../../src/core/index/build';
@@ -122,14 +122,22 @@ test('a function built for a query is the same object the whole list holds later
   assert.equal(ix.function('g')[0], g, 'and the name map built over the list hands it out again');
 });
 
-test('on real binaries, every name and every file answers alike from the columns and from the built functions', async (t) => {
+/** Each real fixture's index built, and its cache entry: `lazy()` gives a fresh index read from the entry's columns. */
+async function realIndexes(t: TestContext): Promise<Array<{ name: string; data: IndexData; built: BinaryIndex; lazy: () => BinaryIndex }>> {
+  const out = [];
   for (const name of ['calls-O2', 'cpp-O2', 'go'] as const) {
     const f = await fixtureOrSkip(t, name);
-    if (!f) return;
+    if (!f) return [];
     const data = await buildIndex(f.path);
-    const built = new BinaryIndex(data);
     const enc = encodeIndex(data);
     assert.ok(enc);
+    out.push({ name, data, built: new BinaryIndex(data), lazy: () => new BinaryIndex(decodeIndex(deserialize(serialize(enc)))) });
+  }
+  return out;
+}
+
+test('on real binaries, every name and every file answers alike from the columns and from the built functions', async (t) => {
+  for (const { name, data, built, lazy: fresh } of await realIndexes(t)) {
     const keys = new Set<string>();
     for (const g of data.functions) {
       keys.add(g.name);
@@ -137,25 +145,19 @@ test('on real binaries, every name and every file answers alike from the columns
       for (const a of g.aliases ?? []) keys.add(a);
     }
     for (const key of keys) {
-      const lazy: BinaryIndex = new BinaryIndex(decodeIndex(deserialize(serialize(enc))));
+      const lazy = fresh();
       assert.deepEqual(plain(lazy.function(key)), plain(built.function(key)), `${name}: function(${key})`);
     }
     for (const file of new Set(data.functions.map((g) => g.file).filter((x): x is string => !!x))) {
-      const lazy: BinaryIndex = new BinaryIndex(decodeIndex(deserialize(serialize(enc))));
+      const lazy = fresh();
       assert.deepEqual(plain(lazy.functionsInFile(file)), plain(built.functionsInFile(file)), `${name}: functionsInFile(${file})`);
     }
   }
 });
 
 test('on real binaries, the function at an address and the out-of-line sites answer alike from the columns, building only what is returned', async (t) => {
-  for (const name of ['calls-O2', 'cpp-O2', 'go'] as const) {
-    const f = await fixtureOrSkip(t, name);
-    if (!f) return;
-    const data = await buildIndex(f.path);
-    const built = new BinaryIndex(data);
-    const enc = encodeIndex(data);
-    assert.ok(enc);
-    const lazy = new BinaryIndex(decodeIndex(deserialize(serialize(enc))));
+  for (const { name, data, built, lazy: fresh } of await realIndexes(t)) {
+    const lazy = fresh();
     const addresses = new Set<bigint>([0n, 2n ** 63n]);
     for (const g of data.functions)
       if (g.address !== undefined)
