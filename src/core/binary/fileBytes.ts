@@ -6,8 +6,8 @@
 // A section read range by range may also get a buffer of its own (region): dropped with its reader, its pages go
 // with it, so a DWARF reader made per batch of units holds no more of `.debug_info` than that batch's units.
 // The descriptor stays open until close() (or until the FileBytes is collected), so the bytes all come from the file
-// that was opened even when a build replaces it by rename meanwhile; after close() a range not read before throws. What was read, into whichever
-// buffer, is kept as a map of chunks (readMap): how much of which section a build read.
+// that was opened even when a build replaces it by rename meanwhile; after close() a range not read before throws.
+// What was read, into whichever buffer, is kept as a map of chunks (readMap): how much of which section a build read.
 // Tests: test/unit/core/binary/fileBytes.test.ts
 import { closeSync, fstatSync, readSync } from 'node:fs';
 import { ElfFormatError } from './errors';
