@@ -48,10 +48,11 @@ export class FileBytes {
     size: number,
   ) {
     this.fd = fd;
-    closeWhenCollected.register(this, fd, this);
     this.data = Buffer.alloc(size);
     this.have = new Uint8Array(Math.ceil(size / FILE_CHUNK));
     this.seen = new Uint8Array(this.have.length);
+    // Last: a constructor that threw has its descriptor closed by open(), never again by the registry.
+    closeWhenCollected.register(this, fd, this);
   }
 
   /**
