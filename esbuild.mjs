@@ -40,7 +40,7 @@ const OWN_BUNDLES = ['ssh2', 'iced-x86'];
 const ownBundlesBeside = {
   name: 'own-bundles-beside',
   setup(build) {
-    build.onResolve({ filter: /^(ssh2|iced-x86)$/ }, (args) => ({ path: `./${args.path}.js`, external: true }));
+    build.onResolve({ filter: new RegExp(`^(${OWN_BUNDLES.join('|')})$`) }, (args) => ({ path: `./${args.path}.js`, external: true }));
   },
 };
 

@@ -5,6 +5,7 @@ import { Interner } from '../../shared/interner';
 import { posix } from 'node:path';
 import { CodeMap, type CopyAt } from './codeMap';
 import { functionTableOf } from './codec';
+import { lastHolding } from './functionTable';
 import { LINE_END_SEQUENCE, LINE_IS_STMT, type FunctionSite, type IndexData, type IndexedFunction, type IndexedUsdt } from './model';
 import { addressBig, addressNumber } from '../dwarf/format';
 
@@ -94,7 +95,7 @@ export class BinaryIndex {
    */
   functionsMatching(re: RegExp, linkage = false): IndexedFunction[] {
     const table = functionTableOf(this.data);
-    if (table) return table.matching(re, linkage);
+    if (table && !table.complete) return table.matching(re, linkage);
     return this.data.functions.filter((f) => re.test(f.name) || (linkage && f.linkageName !== undefined && re.test(f.linkageName)));
   }
 
@@ -141,21 +142,12 @@ export class BinaryIndex {
         .sort((a, b) => (a.address! < b.address! ? -1 : a.address! > b.address! ? 1 : 0));
     }
     const list = this.byEntry;
-    let lo = 0;
-    let hi = list.length - 1;
-    let found = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (list[mid].address! <= address) {
-        found = mid;
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
-    for (let i = found; i >= 0 && i > found - 8; i--) {
-      const f = list[i];
-      if (address < f.address! + BigInt(f.size)) return f;
-    }
-    return undefined;
+    const i = lastHolding(
+      list.length,
+      (k) => list[k].address! <= address,
+      (k) => address < list[k].address! + BigInt(list[k].size),
+    );
+    return i < 0 ? undefined : list[i];
   }
 
   /**

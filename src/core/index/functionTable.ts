@@ -34,6 +34,27 @@ function rowsHolding(ids: Set<number>, ...cols: Uint32Array[]): number[] {
   return [...rows].sort((a, b) => a - b);
 }
 
+/**
+ * Of `n` functions sorted by entry address, the one whose entry range holds an address: the last whose entry is at or
+ * below it (`atOrBelow`), or one of the 7 before that one (a longer range that started earlier), whose end is past
+ * it (`holds`). -1 when none is. BinaryIndex.functionContaining searches its built functions with it, the table
+ * its columns.
+ */
+export function lastHolding(n: number, atOrBelow: (i: number) => boolean, holds: (i: number) => boolean): number {
+  let lo = 0;
+  let hi = n - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (atOrBelow(mid)) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  for (let i = found; i >= 0 && i > found - 8; i--) if (holds(i)) return i;
+  return -1;
+}
+
 export class FunctionTable {
   private readonly bytes: Buffer;
   private readonly strs: Array<string | undefined>;
@@ -41,9 +62,7 @@ export class FunctionTable {
   private all?: IndexedFunction[];
   private decodedAll = false;
   /** containing(): rows by address, and each row's address in 32-bit halves. */
-  private byAddress?: Uint32Array;
-  private hiOf?: Uint32Array;
-  private loOf?: Uint32Array;
+  private byAddress?: { rows: Uint32Array; hi: Uint32Array; lo: Uint32Array };
   private readonly decoder = new TextDecoder();
 
   constructor(private readonly e: EncodedIndex) {
@@ -85,7 +104,6 @@ export class FunctionTable {
    * building them all).
    */
   matching(re: RegExp, linkage: boolean): IndexedFunction[] {
-    if (this.all) return this.all.filter((fn) => re.test(fn.name) || (linkage && fn.linkageName !== undefined && re.test(fn.linkageName)));
     this.decodeAll();
     const f = this.e.fn;
     // Per string id: 0 not tested yet, 1 matches, 2 does not.
@@ -100,33 +118,18 @@ export class FunctionTable {
     return out;
   }
 
-  /**
-   * The function whose entry range [address, address + size) holds `address`, as BinaryIndex.functionContaining
-   * finds it over built functions (the nearest 8 starting at or below it, by address, then index order), building
-   * only that one.
-   */
+  /** The function whose entry range [address, address + size) holds `address` (lastHolding), building only that one. */
   containing(address: bigint): IndexedFunction | undefined {
     const f = this.e.fn;
-    const order = (this.byAddress ??= this.addressOrder());
-    const hi = Number(address >> 32n);
-    const lo = Number(address & 0xffffffffn);
-    const { hiOf, loOf } = this;
-    let a = 0;
-    let b = order.length - 1;
-    let found = -1;
-    while (a <= b) {
-      const mid = (a + b) >> 1;
-      const r = order[mid];
-      if (hiOf![r] < hi || (hiOf![r] === hi && loOf![r] <= lo)) {
-        found = mid;
-        a = mid + 1;
-      } else b = mid - 1;
-    }
-    for (let i = found; i >= 0 && i > found - 8; i--) {
-      const r = order[i];
-      if (address < f.address[r] + BigInt(f.size[r])) return this.at(r);
-    }
-    return undefined;
+    const { rows, hi, lo } = (this.byAddress ??= this.addressOrder());
+    const aHi = Number(address >> 32n);
+    const aLo = Number(address & 0xffffffffn);
+    const i = lastHolding(
+      rows.length,
+      (k) => hi[rows[k]] < aHi || (hi[rows[k]] === aHi && lo[rows[k]] <= aLo),
+      (k) => address < f.address[rows[k]] + BigInt(f.size[rows[k]]),
+    );
+    return i < 0 ? undefined : this.at(rows[i]);
   }
 
   /**
@@ -148,21 +151,21 @@ export class FunctionTable {
     }
   }
 
-  /** Rows with an address and a size, by address (each split into 32-bit halves, kept), then index order. */
-  private addressOrder(): Uint32Array {
+  /** Rows with an address and a size, by address, then index order; each row's address in 32-bit halves. */
+  private addressOrder(): { rows: Uint32Array; hi: Uint32Array; lo: Uint32Array } {
     const f = this.e.fn;
-    const hiOf = (this.hiOf = new Uint32Array(this.count));
-    const loOf = (this.loOf = new Uint32Array(this.count));
+    const hi = new Uint32Array(this.count);
+    const lo = new Uint32Array(this.count);
     const rows: number[] = [];
     for (let i = 0; i < this.count; i++) {
       if (!(f.flags[i] & F_HAS_ADDRESS) || !(f.size[i] > 0)) continue;
       const a = f.address[i];
-      hiOf[i] = Number(a >> 32n);
-      loOf[i] = Number(a & 0xffffffffn);
+      hi[i] = Number(a >> 32n);
+      lo[i] = Number(a & 0xffffffffn);
       rows.push(i);
     }
-    rows.sort((x, y) => hiOf[x] - hiOf[y] || loOf[x] - loOf[y] || x - y);
-    return Uint32Array.from(rows);
+    rows.sort((x, y) => hi[x] - hi[y] || lo[x] - lo[y] || x - y);
+    return { rows: Uint32Array.from(rows), hi, lo };
   }
 
   /** Decodes the string table whole: cheaper than string by string when most strings are wanted. */

@@ -38,13 +38,11 @@ const NO_RETURN = new Set([
 const entries = new WeakMap<BinaryIndex, Map<number, bigint>>();
 
 export function entryByDie(index: BinaryIndex): Map<number, bigint> {
-  let m = entries.get(index);
-  if (!m) {
-    m = new Map();
-    const byDie = m;
-    index.forEachOwnSite((s) => s.dieOffset >= 0 && byDie.set(s.dieOffset, s.address));
-    entries.set(index, m);
-  }
+  const known = entries.get(index);
+  if (known) return known;
+  const m = new Map<number, bigint>();
+  index.forEachOwnSite((s) => s.dieOffset >= 0 && m.set(s.dieOffset, s.address));
+  entries.set(index, m);
   return m;
 }
 
@@ -52,19 +50,18 @@ export function entryByDie(index: BinaryIndex): Map<number, bigint> {
 const rangesOfIndex = new WeakMap<BinaryIndex, { list: CodeRange[][]; byEntry: Map<bigint, CodeRange[]> }>();
 
 function functionRanges(index: BinaryIndex, ctx: SiteContext): { list: CodeRange[][]; byEntry: Map<bigint, CodeRange[]> } {
-  let got = rangesOfIndex.get(index);
-  if (got) return got;
-  got = { list: [], byEntry: new Map() };
+  const known = rangesOfIndex.get(index);
+  if (known) return known;
+  const got: { list: CodeRange[][]; byEntry: Map<bigint, CodeRange[]> } = { list: [], byEntry: new Map() };
   const dw = ctx.access.dwarf;
-  const out = got;
   index.forEachOwnSite((s, size) => {
     const flat = s.ranges ?? (s.dieOffset >= 0 ? dw.codeRangesOf(s.dieOffset) : []);
     const ranges: CodeRange[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) ranges.push({ start: addressBig(flat[i]), end: addressBig(flat[i + 1]) });
     if (ranges.length === 0 && s.kind === 'entry' && size > 0) ranges.push({ start: s.address, end: s.address + BigInt(size) });
     if (ranges.length === 0) return;
-    out.list.push(ranges);
-    if (!out.byEntry.has(s.address)) out.byEntry.set(s.address, ranges);
+    got.list.push(ranges);
+    if (!got.byEntry.has(s.address)) got.byEntry.set(s.address, ranges);
   });
   rangesOfIndex.set(index, got);
   return got;
