@@ -22,6 +22,7 @@ import {
   clickContextMenuItem,
   codeLens,
   openFile,
+  pickRow,
   runCommand,
   waitForNotification,
   webviewFrame,
@@ -109,14 +110,19 @@ test(
       await openFile(page, 'calls.c');
 
       // Probes view → "Add SSH Target…": the VM, as root, the same paths; then trace on the VM only.
-      await showProbeLensView(page);
-      await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
       const row = (label: RegExp) =>
         page
           .locator('.quick-input-widget .quick-input-list .monaco-list-row')
           .filter({ has: page.locator('.label-name', { hasText: label }) })
           .first();
-      await row(/^\s*e2e-vm\s*$/).click();
+      await pickRow(
+        page,
+        async () => {
+          await showProbeLensView(page);
+          await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
+        },
+        row(/^\s*e2e-vm\s*$/),
+      );
       await row(/As the login user/).click();
       const mirror = page.locator('.quick-input-widget').filter({ hasText: 'mirrors this workspace folder' });
       await mirror.waitFor({ state: 'visible', timeout: 30_000 });

@@ -11,7 +11,7 @@ import { fingerprintSha256 } from '../../src/core/ssh/knownHosts';
 import { parseFixtureOutput } from '../fixtures/output';
 import { requireSshd } from '../helpers/sshd';
 import { withCodeServer } from './harness/session';
-import { clickCodeLens, codeLens, openFile, showProbeLensView } from './harness/workbench';
+import { clickCodeLens, codeLens, openFile, pickRow, showProbeLensView } from './harness/workbench';
 import { buildCWorkspace, definitionLine, localTracingPrerequisites, uprobeEventsFor, waitForInline } from './inlineResults';
 
 test('SSH target: unknown host key modal with its fingerprint, accept, probe armed there, hits arrive', { timeout: 900_000 }, async (t) => {
@@ -47,14 +47,19 @@ test('SSH target: unknown host key modal with its fingerprint, accept, probe arm
       .waitFor({ state: 'visible', timeout: 120_000 });
 
     // Probes view → "Add SSH Target…": the host from the ssh config, run as the login user, same paths.
-    await showProbeLensView(page);
-    await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
     const row = (label: RegExp) =>
       page
         .locator('.quick-input-widget .quick-input-list .monaco-list-row')
         .filter({ has: page.locator('.label-name', { hasText: label }) })
         .first();
-    await row(/^\s*e2e-target\s*$/).click();
+    await pickRow(
+      page,
+      async () => {
+        await showProbeLensView(page);
+        await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
+      },
+      row(/^\s*e2e-target\s*$/),
+    );
     await row(/As the login user/).click();
     // The mirror-folder prompt replaces the quick pick in the same widget, whose input box was visible all along:
     // wait for the prompt itself before answering it (empty: the binary has the same path there).

@@ -12,7 +12,7 @@ import { kernelSourceFiles } from '../helpers/kernelSource';
 import { missing } from '../helpers/require';
 import type { VmConnection } from '../helpers/vm';
 import { VmUnavailable } from '../helpers/vmImage';
-import { showProbeLensView } from './harness/workbench';
+import { pickRow, showProbeLensView } from './harness/workbench';
 
 /** The Probes view's rows, as `label · description`. */
 export async function viewRows(page: Page): Promise<string[]> {
@@ -65,9 +65,14 @@ function quickPickRow(page: Page, label: RegExp) {
 
 /** Probes view → "Add SSH Target…": the VM from the ssh config, as root; the workspace is not mirrored there. */
 export async function addVmTarget(page: Page): Promise<void> {
-  await showProbeLensView(page);
-  await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
-  await quickPickRow(page, /^\s*e2e-vm\s*$/).click();
+  await pickRow(
+    page,
+    async () => {
+      await showProbeLensView(page);
+      await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
+    },
+    quickPickRow(page, /^\s*e2e-vm\s*$/),
+  );
   await quickPickRow(page, /As the login user/).click();
   const mirror = page.locator('.quick-input-widget').filter({ hasText: 'mirrors this workspace folder' });
   await mirror.waitFor({ state: 'visible', timeout: 30_000 });

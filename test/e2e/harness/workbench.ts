@@ -83,6 +83,32 @@ export async function runCommand(page: Page, title: string, opts: WaitOptions = 
 }
 
 /**
+ * Opens a quick pick with `open` and clicks its row `row`, opening it again (at most `attempts` times in all) when the
+ * pick closed before the row could be clicked, as a user would. A quick pick closes when it loses the focus, and on a
+ * loaded machine the workbench may still be moving the focus to a view or an editor it has just opened (seen in CI:
+ * the row found, "not stable", then hidden for good). A pick still open whose row cannot be clicked is a failure.
+ */
+export async function pickRow(
+  page: Page,
+  open: () => Promise<void>,
+  row: Locator,
+  opts: WaitOptions & { attempts?: number } = {},
+): Promise<void> {
+  const timeout = opts.timeout ?? DEFAULT_TIMEOUT_MS;
+  const attempts = opts.attempts ?? 3;
+  for (let i = 1; ; i++) {
+    await open();
+    try {
+      await row.waitFor({ state: 'visible', timeout });
+      await row.click({ timeout: 15_000 });
+      return;
+    } catch (e) {
+      if (i >= attempts || (await page.locator(QUICK_INPUT).isVisible())) throw e;
+    }
+  }
+}
+
+/**
  * Runs `title` from the palette and waits for the notification it shows, running it again (at most `attempts` times
  * in all) when none came: on a loaded machine a click on a palette row that is being re-rendered can close the
  * palette without running anything, as it would for a user, who would run the command again.
