@@ -18,11 +18,11 @@ import { fixture } from '../helpers/fixtures';
 import { requireVm, vmShell, waitVmClean, type VmConnection } from '../helpers/vm';
 import { e2ePrerequisites, withCodeServer } from './harness/session';
 import {
+  addSshTarget,
   clickCodeLens,
   clickContextMenuItem,
   codeLens,
   openFile,
-  pickRow,
   runCommand,
   waitForNotification,
   webviewFrame,
@@ -31,7 +31,7 @@ import {
 import { definitionLine, hoverInline, localTracingWorkspace, uprobeEventsFor, waitForInline } from './inlineResults';
 import { parseFixtureOutput } from '../fixtures/output';
 import { missing } from '../helpers/require';
-import { vmSshConfig } from './vmTarget';
+import { traceOnVmOnly, vmSshConfig } from './vmTarget';
 
 const T = '/sys/kernel/tracing';
 const CALLS = 300;
@@ -110,32 +110,8 @@ test(
       await openFile(page, 'calls.c');
 
       // Probes view → "Add SSH Target…": the VM, as root, the same paths; then trace on the VM only.
-      const row = (label: RegExp) =>
-        page
-          .locator('.quick-input-widget .quick-input-list .monaco-list-row')
-          .filter({ has: page.locator('.label-name', { hasText: label }) })
-          .first();
-      await pickRow(
-        page,
-        async () => {
-          await showProbeLensView(page);
-          await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
-        },
-        row(/^\s*e2e-vm\s*$/),
-      );
-      await row(/As the login user/).click();
-      const mirror = page.locator('.quick-input-widget').filter({ hasText: 'mirrors this workspace folder' });
-      await mirror.waitFor({ state: 'visible', timeout: 30_000 });
-      await mirror.locator('.quick-input-box input').press('Enter');
-      await mirror.waitFor({ state: 'hidden', timeout: 30_000 });
-      await page.keyboard.press('F1');
-      await page.locator('.quick-input-widget .quick-input-box input').fill('>ProbeLens: Select Targets');
-      await row(/Select Targets/).click();
-      const picker = page.locator('.quick-input-widget').filter({ hasText: 'trace on these targets' });
-      await picker.waitFor({ state: 'visible', timeout: 30_000 });
-      await row(/^\s*local\s*$/).click();
-      await page.locator('.quick-input-widget .quick-input-box input').press('Enter');
-      await picker.waitFor({ state: 'hidden', timeout: 30_000 });
+      await addSshTarget(page, 'e2e-vm');
+      await traceOnVmOnly(page);
 
       // Streamed first.
       await clickCodeLens(page, /^Trace$/, { line: definitionLine(ws, 'tick'), timeout: 300_000 });

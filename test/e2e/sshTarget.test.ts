@@ -11,7 +11,7 @@ import { fingerprintSha256 } from '../../src/core/ssh/knownHosts';
 import { parseFixtureOutput } from '../fixtures/output';
 import { requireSshd } from '../helpers/sshd';
 import { withCodeServer } from './harness/session';
-import { clickCodeLens, codeLens, openFile, pickRow, showProbeLensView } from './harness/workbench';
+import { addSshTarget, clickCodeLens, codeLens, openFile } from './harness/workbench';
 import { buildCWorkspace, definitionLine, localTracingPrerequisites, uprobeEventsFor, waitForInline } from './inlineResults';
 
 test('SSH target: unknown host key modal with its fingerprint, accept, probe armed there, hits arrive', { timeout: 900_000 }, async (t) => {
@@ -47,26 +47,7 @@ test('SSH target: unknown host key modal with its fingerprint, accept, probe arm
       .waitFor({ state: 'visible', timeout: 120_000 });
 
     // Probes view → "Add SSH Target…": the host from the ssh config, run as the login user, same paths.
-    const row = (label: RegExp) =>
-      page
-        .locator('.quick-input-widget .quick-input-list .monaco-list-row')
-        .filter({ has: page.locator('.label-name', { hasText: label }) })
-        .first();
-    await pickRow(
-      page,
-      async () => {
-        await showProbeLensView(page);
-        await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
-      },
-      row(/^\s*e2e-target\s*$/),
-    );
-    await row(/As the login user/).click();
-    // The mirror-folder prompt replaces the quick pick in the same widget, whose input box was visible all along:
-    // wait for the prompt itself before answering it (empty: the binary has the same path there).
-    const mirror = page.locator('.quick-input-widget').filter({ hasText: 'mirrors this workspace folder' });
-    await mirror.waitFor({ state: 'visible', timeout: 30_000 });
-    await mirror.locator('.quick-input-box input').press('Enter');
-    await mirror.waitFor({ state: 'hidden', timeout: 30_000 });
+    await addSshTarget(page, 'e2e-target');
     await page.locator('.monaco-list-row').filter({ hasText: 'e2e-target' }).first().waitFor({ state: 'visible', timeout: 30_000 });
 
     // Trace starts sessions on both active targets; the SSH one stops at the unknown host key.

@@ -12,7 +12,7 @@ import { kernelSourceFiles } from '../helpers/kernelSource';
 import { missing } from '../helpers/require';
 import type { VmConnection } from '../helpers/vm';
 import { VmUnavailable } from '../helpers/vmImage';
-import { pickRow, showProbeLensView } from './harness/workbench';
+import { addSshTarget, quickPickRow } from './harness/workbench';
 
 /** The Probes view's rows, as `label · description`. */
 export async function viewRows(page: Page): Promise<string[]> {
@@ -56,28 +56,9 @@ export function vmSshConfig(vm: VmConnection, scratch: string): string {
   return sshConfig;
 }
 
-function quickPickRow(page: Page, label: RegExp) {
-  return page
-    .locator('.quick-input-widget .quick-input-list .monaco-list-row')
-    .filter({ has: page.locator('.label-name', { hasText: label }) })
-    .first();
-}
-
 /** Probes view → "Add SSH Target…": the VM from the ssh config, as root; the workspace is not mirrored there. */
 export async function addVmTarget(page: Page): Promise<void> {
-  await pickRow(
-    page,
-    async () => {
-      await showProbeLensView(page);
-      await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
-    },
-    quickPickRow(page, /^\s*e2e-vm\s*$/),
-  );
-  await quickPickRow(page, /As the login user/).click();
-  const mirror = page.locator('.quick-input-widget').filter({ hasText: 'mirrors this workspace folder' });
-  await mirror.waitFor({ state: 'visible', timeout: 30_000 });
-  await mirror.locator('.quick-input-box input').press('Enter');
-  await mirror.waitFor({ state: 'hidden', timeout: 30_000 });
+  await addSshTarget(page, 'e2e-vm');
   await waitRow(page, /e2e-vm/, 30_000);
 }
 

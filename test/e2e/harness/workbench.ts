@@ -108,6 +108,35 @@ export async function pickRow(
   }
 }
 
+/** The row of the open quick pick whose label matches `label`. */
+export function quickPickRow(page: Page, label: RegExp): Locator {
+  return page
+    .locator(QUICK_INPUT_ROW)
+    .filter({ has: page.locator('.label-name', { hasText: label }) })
+    .first();
+}
+
+/**
+ * Probes view → "Add SSH Target…": the host `host` from the ssh config, run as the login user, the workspace not
+ * mirrored there (the binary has the same path). The mirror-folder prompt replaces the quick pick in the same widget,
+ * whose input box was visible all along: the prompt itself is waited for before it is answered.
+ */
+export async function addSshTarget(page: Page, host: string): Promise<void> {
+  await pickRow(
+    page,
+    async () => {
+      await showProbeLensView(page);
+      await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
+    },
+    quickPickRow(page, new RegExp(`^\\s*${escapeRegExp(host)}\\s*$`)),
+  );
+  await quickPickRow(page, /As the login user/).click();
+  const mirror = page.locator(QUICK_INPUT).filter({ hasText: 'mirrors this workspace folder' });
+  await mirror.waitFor({ state: 'visible', timeout: DEFAULT_TIMEOUT_MS });
+  await mirror.locator('.quick-input-box input').press('Enter');
+  await mirror.waitFor({ state: 'hidden', timeout: DEFAULT_TIMEOUT_MS });
+}
+
 /**
  * Runs `title` from the palette and waits for the notification it shows, running it again (at most `attempts` times
  * in all) when none came: on a loaded machine a click on a palette row that is being re-rendered can close the
