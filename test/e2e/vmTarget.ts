@@ -12,7 +12,7 @@ import { kernelSourceFiles } from '../helpers/kernelSource';
 import { missing } from '../helpers/require';
 import type { VmConnection } from '../helpers/vm';
 import { VmUnavailable } from '../helpers/vmImage';
-import { addSshTarget, quickPickRow } from './harness/workbench';
+import { addSshTarget, quickInputRow } from './harness/workbench';
 
 /** The Probes view's rows, as `label · description`. */
 export async function viewRows(page: Page): Promise<string[]> {
@@ -67,10 +67,10 @@ export async function traceOnVmOnly(page: Page): Promise<void> {
   // (Its quick pick stays open after the palette closes: the palette row is clicked by hand.)
   await page.keyboard.press('F1');
   await page.locator('.quick-input-widget .quick-input-box input').fill('>ProbeLens: Select Targets');
-  await quickPickRow(page, /Select Targets/).click();
+  await quickInputRow(page, /Select Targets/).click();
   const picker = page.locator('.quick-input-widget').filter({ hasText: 'trace on these targets' });
   await picker.waitFor({ state: 'visible', timeout: 30_000 });
-  await quickPickRow(page, /^\s*local\s*$/).click();
+  await quickInputRow(page, 'local').click();
   await page.locator('.quick-input-widget .quick-input-box input').press('Enter');
   await picker.waitFor({ state: 'hidden', timeout: 30_000 });
 }

@@ -353,8 +353,9 @@ async function aloneAround(t: TestContext, vm: VmConnection, vmlinux: string, ag
   const pid = await program.pid;
   program.go();
   assert.equal(await program.done, NAPS, 'the program made every call');
-  const took = (/^took((?: \d+)+)$/m.exec(await program.output)?.[1] ?? '').trim().split(' ').map(Number);
-  assert.equal(took.length, NAPS, `the program timed every call: ${await program.output}`);
+  const printed = await program.output;
+  const took = (/^took((?: \d+)+)$/m.exec(printed)?.[1] ?? '').trim().split(' ').map(Number);
+  assert.equal(took.length, NAPS, `the program timed every call: ${printed}`);
   if (aggregate) await sleep(2_500);
   else {
     const until = Date.now() + 120_000;

@@ -18,9 +18,13 @@ function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/** The quick input row whose label is exactly `label` (not merely containing it: "Trace" ≠ "Trace Returns"). */
-function quickInputRow(page: Page, label: string): Locator {
-  const name = page.locator('.label-name', { hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) });
+/**
+ * The quick input row whose label is exactly `label` (not merely containing it: "Trace" ≠ "Trace Returns"), or
+ * matches `label` when it is a RegExp.
+ */
+export function quickInputRow(page: Page, label: string | RegExp): Locator {
+  const text = typeof label === 'string' ? new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) : label;
+  const name = page.locator('.label-name', { hasText: text });
   return page.locator(QUICK_INPUT_ROW).filter({ has: name }).first();
 }
 
@@ -83,37 +87,22 @@ export async function runCommand(page: Page, title: string, opts: WaitOptions = 
 }
 
 /**
- * Opens a quick pick with `open` and clicks its row `row`, opening it again (at most `attempts` times in all) when the
- * pick closed before the row could be clicked, as a user would. A quick pick closes when it loses the focus, and on a
+ * Opens a quick pick with `open` and clicks its row `row`, opening it again (three times in all at most) when the pick
+ * closed before the row could be clicked, as a user would. A quick pick closes when it loses the focus, and on a
  * loaded machine the workbench may still be moving the focus to a view or an editor it has just opened (seen in CI:
  * the row found, "not stable", then hidden for good). A pick still open whose row cannot be clicked is a failure.
  */
-export async function pickRow(
-  page: Page,
-  open: () => Promise<void>,
-  row: Locator,
-  opts: WaitOptions & { attempts?: number } = {},
-): Promise<void> {
-  const timeout = opts.timeout ?? DEFAULT_TIMEOUT_MS;
-  const attempts = opts.attempts ?? 3;
+async function pickRow(page: Page, open: () => Promise<void>, row: Locator): Promise<void> {
   for (let i = 1; ; i++) {
     await open();
     try {
-      await row.waitFor({ state: 'visible', timeout });
+      await row.waitFor({ state: 'visible', timeout: DEFAULT_TIMEOUT_MS });
       await row.click({ timeout: 15_000 });
       return;
     } catch (e) {
-      if (i >= attempts || (await page.locator(QUICK_INPUT).isVisible())) throw e;
+      if (i >= 3 || (await page.locator(QUICK_INPUT).isVisible())) throw e;
     }
   }
-}
-
-/** The row of the open quick pick whose label matches `label`. */
-export function quickPickRow(page: Page, label: RegExp): Locator {
-  return page
-    .locator(QUICK_INPUT_ROW)
-    .filter({ has: page.locator('.label-name', { hasText: label }) })
-    .first();
 }
 
 /**
@@ -128,9 +117,9 @@ export async function addSshTarget(page: Page, host: string): Promise<void> {
       await showProbeLensView(page);
       await page.locator('.action-label[aria-label^="Add SSH Target"]').first().click();
     },
-    quickPickRow(page, new RegExp(`^\\s*${escapeRegExp(host)}\\s*$`)),
+    quickInputRow(page, host),
   );
-  await quickPickRow(page, /As the login user/).click();
+  await quickInputRow(page, /As the login user/).click();
   const mirror = page.locator(QUICK_INPUT).filter({ hasText: 'mirrors this workspace folder' });
   await mirror.waitFor({ state: 'visible', timeout: DEFAULT_TIMEOUT_MS });
   await mirror.locator('.quick-input-box input').press('Enter');
