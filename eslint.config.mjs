@@ -14,6 +14,55 @@ export const noVscode = {
   ],
 };
 
+// Names from outside (functions, arguments, hosts, comm values, spec text) can be `__proto__` or `constructor`: an
+// object literal used as a map (a type with a string index signature and no named members) keeps Object.prototype,
+// whose members then read as entries and whose `__proto__` setter swallows one. Such maps are Maps, or records made
+// by nameRecord() (src/shared/names.ts), which have no prototype.
+const nameRecords = {
+  meta: {
+    type: 'problem',
+    schema: [],
+    messages: {
+      plain:
+        "{{what}} used as a map keeps Object.prototype ('constructor', '__proto__' read or written as members): use a Map or nameRecord() from src/shared/names.ts",
+    },
+  },
+  create(context) {
+    const services = context.sourceCode.parserServices;
+    if (!services?.program || !services.esTreeNodeToTSNodeMap) return {};
+    const checker = services.program.getTypeChecker();
+    const isMap = (type) => {
+      if (!type) return false;
+      if (type.isUnion()) return type.types.some(isMap);
+      return checker.getIndexInfosOfType(type).some((i) => i.keyType.flags & 4 /* String */) && type.getProperties().length === 0;
+    };
+    const literalAsMap = (node) => {
+      const ts = services.esTreeNodeToTSNodeMap.get(node);
+      return isMap(checker.getContextualType(ts)) || isMap(checker.getTypeAtLocation(ts));
+    };
+    const isNameRecordArg = (node) =>
+      node.parent?.type === 'CallExpression' && node.parent.callee.type === 'Identifier' && node.parent.callee.name === 'nameRecord';
+    // `Object.entries(x ?? {})`: an empty fallback only listed, never read by a key.
+    const isListedFallback = (node) =>
+      node.properties.length === 0 &&
+      node.parent?.type === 'LogicalExpression' &&
+      node.parent.right === node &&
+      node.parent.parent?.type === 'CallExpression' &&
+      node.parent.parent.callee.type === 'MemberExpression' &&
+      node.parent.parent.callee.object.name === 'Object' &&
+      ['entries', 'keys', 'values'].includes(node.parent.parent.callee.property.name);
+    return {
+      ObjectExpression(node) {
+        if (!isNameRecordArg(node) && !isListedFallback(node) && literalAsMap(node))
+          context.report({ node, messageId: 'plain', data: { what: 'an object literal' } });
+      },
+      "CallExpression[callee.object.name='Object'][callee.property.name='fromEntries']"(node) {
+        context.report({ node, messageId: 'plain', data: { what: 'Object.fromEntries' } });
+      },
+    };
+  },
+};
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'out/**', '.vscode-test/**', 'test/fixtures/**/build/**'] },
   js.configs.recommended,
@@ -37,6 +86,12 @@ export default tseslint.config(
       ],
       '@typescript-eslint/no-misused-promises': 'error',
     },
+  },
+  {
+    files: ['src/**/*.ts', 'webview/**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    plugins: { probelens: { rules: { 'name-records': nameRecords } } },
+    rules: { 'probelens/name-records': 'error' },
   },
   {
     files: ['**/*.mjs', '**/*.cjs', '**/*.js'],

@@ -22,6 +22,7 @@ import { ProbeCountsView } from './stats/probeCounts';
 import { SiteBreakdownView } from './stats/siteBreakdown';
 import { formatCount, formatDuration, formatTs } from './format';
 import { escapeText } from '../src/shared/hitText';
+import { namesAsData } from '../src/shared/names';
 
 interface SavedState {
   filter: string;
@@ -248,7 +249,7 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       table.resetAnchor();
       document.body.dataset.version = msg.version;
       setProbes(msg.probes);
-      stats = msg.stats;
+      stats = namesAsData(msg.stats);
       session = msg.session;
       snapshotRemaining = msg.snapshotRows;
       statsDirty = true;
@@ -263,7 +264,8 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       statsDirty = true;
       break;
     case 'stats':
-      stats = msg.stats;
+      // A structured clone's objects have Object.prototype again: its maps are keyed by probe names.
+      stats = namesAsData(msg.stats);
       statsDirty = true;
       break;
     case 'session':

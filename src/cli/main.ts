@@ -6,6 +6,7 @@ import { batchedOut } from './batchedOut';
 import { UsageError } from './args';
 import { functionsCommand, linesCommand, usdtCommand, varsCommand, type Io } from './commands/inspect';
 import { cleanupCommand, defineCommand, traceCommand } from './commands/trace';
+import { nameRecord } from '../shared/names';
 
 const USAGE = `probelens ${PROBELENS_VERSION} — dynamic tracing with uprobes
 
@@ -35,7 +36,7 @@ Indexing runs under time and memory limits scaled to the binary's DWARF; PROBELE
 and PROBELENS_INDEX_MEMORY_LIMIT_MB in the environment fix them instead.
 `;
 
-const COMMANDS: Record<string, (argv: string[], io: Io) => Promise<void | number>> = {
+const COMMANDS: Record<string, (argv: string[], io: Io) => Promise<void | number>> = nameRecord({
   functions: functionsCommand,
   lines: linesCommand,
   vars: varsCommand,
@@ -43,7 +44,7 @@ const COMMANDS: Record<string, (argv: string[], io: Io) => Promise<void | number
   define: defineCommand,
   trace: traceCommand,
   cleanup: cleanupCommand,
-};
+});
 
 // A reader that goes away (`probelens functions BIN | head -1`) is no error: output stops, a trace is stopped and
 // cleaned up as on Ctrl-C, and the command ends with its own status. Without a listener Node throws the EPIPE.

@@ -3,6 +3,7 @@
 //   integers are JSON numbers only while exact (|v| < 2^53), otherwise decimal strings;
 //   addresses, offsets and pointers are "0x…" hex strings.
 import type { Hit, HitValue } from './hit';
+import { nameRecord } from './names';
 
 const LIMIT = 2n ** 53n;
 
@@ -54,7 +55,7 @@ export function toJson(value: unknown, indent?: number): string {
 export type HitJson = Omit<Hit, 'event'>;
 
 export function hitToJson(h: Hit): HitJson {
-  const args: Record<string, HitValue> = {};
+  const args: Record<string, HitValue> = nameRecord();
   for (const [k, v] of Object.entries(h.args)) args[k] = jsonValue(v);
   const o: HitJson = { host: h.host, probe: h.probe, kind: h.kind, pid: h.pid, tid: h.tid, comm: h.comm, cpu: h.cpu, ts: h.ts, args };
   if (h.retval !== undefined) o.retval = jsonValue(h.retval);
@@ -67,7 +68,7 @@ export function hitToJson(h: Hit): HitJson {
     if (s.line !== undefined) o.site.line = s.line;
   }
   if (h.caller !== undefined) o.caller = h.caller;
-  if (h.unavailable && Object.keys(h.unavailable).length) o.unavailable = { ...h.unavailable };
+  if (h.unavailable && Object.keys(h.unavailable).length) o.unavailable = nameRecord(h.unavailable);
   if (h.inferred?.length) o.inferred = [...h.inferred];
   if (h.cut?.length) o.cut = [...h.cut];
   return o;

@@ -4,12 +4,13 @@
 // and what tests assert are the same everywhere. Side-effect free (the webview imports it).
 import type { Hit, HitValue } from './hit';
 import type { Site } from './site';
+import { nameRecord } from './names';
 
 // C0 and C1 controls, DEL, the Unicode line/paragraph separators, and the bidirectional overrides and isolates
 // (which reorder the text around them on screen).
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-const SHORT: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+const SHORT: Record<string, string> = nameRecord({ '\n': '\\n', '\r': '\\r', '\t': '\\t' });
 
 function escapeControl(c: string): string {
   const short = SHORT[c];

@@ -9,6 +9,7 @@
 import { PROBE_KINDS, type Hit, type HitValue } from './hit';
 import { Interner } from './interner';
 import type { Site } from './site';
+import { nameRecord } from './names';
 
 export const PROTOCOL_VERSION = 3;
 
@@ -299,7 +300,7 @@ export function forEachHitRow(b: HitBatch, visit: (row: number, argNames: readon
 /** Row `row` of a batch as a hit (its arguments start at `argOffset` in `b.args`). */
 export function hitAt(b: HitBatch, row: number, argOffset: number): Hit {
   const names = b.shapes[b.shape[row]];
-  const args: Record<string, HitValue> = {};
+  const args: Record<string, HitValue> = nameRecord();
   for (let k = 0; k < names.length; k++) args[b.strings[names[k]]] = b.args[argOffset + k];
   const hit: Hit = {
     host: b.strings[b.host[row]],
@@ -331,5 +332,5 @@ export function decodeHits(b: HitBatch): Hit[] {
 }
 
 export function emptyStats(): PanelStats {
-  return { counts: {}, sites: {}, latency: {}, lost: 0, mismatch: 0, historyDropped: 0 };
+  return { counts: nameRecord(), sites: nameRecord(), latency: nameRecord(), lost: 0, mismatch: 0, historyDropped: 0 };
 }

@@ -14,6 +14,7 @@ import { OfferedOnce, offerText, pressure, type StreamSample } from './model/agg
 import { statsForSpec } from './model/stats';
 import { viewOf } from './run';
 import type { Tracing } from './tracing';
+import { nameRecord } from '../shared/names';
 
 const AGGREGATE = 'Aggregate in the Kernel';
 
@@ -33,7 +34,7 @@ export function registerAggregation(ctx: Ctx, tracing: Tracing): void {
       const s = r.session;
       if (r.aggSpec !== undefined || !s || s.state !== 'armed') continue;
       const view = viewOf(r, s);
-      const hits: Record<string, number> = {};
+      const hits: Record<string, number> = nameRecord();
       for (const spec of new Set(view.events.map((e) => e.spec))) hits[spec] = statsForSpec(spec, [view], 0).hits;
       const now: StreamSample = { t: Date.now(), lost: view.snapshot.lost, hits };
       const prev = samples.get(s);

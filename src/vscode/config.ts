@@ -3,6 +3,7 @@
 // Tests: test/e2e/indexLimit.test.ts, test/e2e/binaryDiscovery.test.ts
 import * as vscode from 'vscode';
 import type { PathMappings } from './model/pathMapping';
+import { nameRecord } from '../shared/names';
 
 const SECTION = 'probelens';
 
@@ -17,8 +18,8 @@ export class Config {
   }
 
   get pathMappings(): PathMappings {
-    const m = this.cfg.get<Record<string, unknown>>('pathMappings', {});
-    return Object.fromEntries(Object.entries(m ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    const m = this.cfg.get<Record<string, unknown>>('pathMappings', nameRecord());
+    return nameRecord(Object.entries(m ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string'));
   }
 
   get debugDirs(): string[] {

@@ -13,6 +13,7 @@ import { BTF_KEY, BTF_WORDS, kernelRow } from './model/kernelTree';
 import type { TargetKernels } from './targetKernels';
 import type { TargetEntry, Targets } from './targets';
 import type { Tracing } from './tracing';
+import { nameRecord } from '../shared/names';
 
 interface SessionNode {
   kind: 'session';
@@ -26,7 +27,7 @@ interface KernelNode {
 type ProbeNode = ProbeNodeArg & { targetId: string };
 type Node = TargetNodeArg | SessionNode | KernelNode | ProbeNode;
 
-const STATE_ICON: Record<string, string> = {
+const STATE_ICON: Record<string, string> = nameRecord({
   armed: 'pass-filled',
   pending: 'circle-large-outline',
   error: 'error',
@@ -36,7 +37,7 @@ const STATE_ICON: Record<string, string> = {
   failed: 'error',
   stopped: 'debug-stop',
   idle: 'circle-large-outline',
-};
+});
 
 export class ProbesView implements vscode.TreeDataProvider<Node> {
   private readonly changed = new vscode.EventEmitter<Node | undefined>();

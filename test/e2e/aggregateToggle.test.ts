@@ -32,6 +32,7 @@ import { definitionLine, hoverInline, localTracingWorkspace, uprobeEventsFor, wa
 import { parseFixtureOutput } from '../fixtures/output';
 import { missing } from '../helpers/require';
 import { traceOnVmOnly, vmSshConfig } from './vmTarget';
+import { plainData } from '../helpers/plain';
 
 const T = '/sys/kernel/tracing';
 const CALLS = 300;
@@ -126,7 +127,7 @@ test(
       const before = await inlineCount(page, /^● [\d,]+ hits? · .*aggregated in the kernel$/);
       const saved = JSON.parse(readFileSync(join(ws, '.vscode', 'probelens.json'), 'utf8')) as { binaries: Record<string, unknown[]> };
       assert.deepEqual(
-        saved.binaries[calls.path].map((e) => (typeof e === 'string' ? e : (e as { aggregate?: boolean }).aggregate)),
+        plainData(saved.binaries[calls.path].map((e) => (typeof e === 'string' ? e : (e as { aggregate?: boolean }).aggregate))),
         [true],
         'the probe set file says the probe aggregates',
       );

@@ -9,6 +9,7 @@ import { requireTracefs } from '../helpers/tracefs';
 import { AgentError, TracefsAgent } from '../../src/core/tracefs/agentClient';
 import type { EventSchema } from '../../src/core/tracefs/hitParser';
 import { ADD_SCHEMA, SHELLS, ShellTarget, buildWorkload, collectHits, leftovers, runWorkload, type Workload } from './agentHarness';
+import { plainData } from '../helpers/plain';
 
 let shared: Workload | undefined;
 
@@ -87,7 +88,7 @@ for (const [name, shell] of Object.entries(SHELLS)) {
       assert.equal(count('pl_add'), 14);
       assert.equal(report.kernelHits.get('pl_add'), 14);
       assert.deepEqual(
-        hits.filter((h) => h.event === 'pl_add').map((h) => h.args.a),
+        plainData(hits.filter((h) => h.event === 'pl_add').map((h) => h.args.a)),
         [-1, -2, -3, -1, -2, -3, -4, -1, -2, -1, -2, -3, -4, -5],
       );
       assert.equal(count('leaf_in'), 4);

@@ -12,6 +12,7 @@ import { TracefsAgent } from '../../src/core/tracefs/agentClient';
 import { LocalTarget } from '../../src/core/target/local';
 import type { ExecChannel, ExecOptions, Target } from '../../src/core/target/target';
 import { buildWorkload, collectHits, defineWorkloadProbes, leftovers, runWorkload, type Workload } from './agentHarness';
+import { plainData } from '../helpers/plain';
 
 const UNSHARE = ['unshare', '--pid', '--fork', '--mount-proc'];
 // For the client processes: killing unshare (the test's cleanup) takes the whole namespace with it.
@@ -176,11 +177,7 @@ test("sessions in different PID namespaces keep each other's probes: the host pr
     ['container', nsHits.hits],
     ['host', hostHits.hits],
   ] as const) {
-    assert.deepEqual(
-      hits.filter((h) => h.kind === 'entry').map((h) => h.args.a),
-      [-1, -2, -3],
-      name,
-    );
+    assert.deepEqual(plainData(hits.filter((h) => h.kind === 'entry').map((h) => h.args.a)), [-1, -2, -3], name);
   }
   await Promise.all([inNs.exit, host.exit]);
   assert.deepEqual(leftovers(inNs.group), []);

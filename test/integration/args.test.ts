@@ -16,6 +16,7 @@ import { hitToJson } from '../../src/shared/hitJson';
 import { formatHitLine } from '../../src/shared/hitText';
 import { fixtureOrSkip, runFixture, type FixtureName, type FixtureOutput } from '../helpers/fixtures';
 import { requireTracefs } from '../helpers/tracefs';
+import { plainData } from '../helpers/plain';
 
 async function traceFixture(
   t: TestContext,
@@ -62,23 +63,27 @@ test('args (C -O2): constants of inlined copies and clones, a dropped parameter,
   // scale: two inlined copies, k is the constant 3 in one and 5 in the other; x is each copy's own register.
   const scale = of('scale x k');
   assert.deepEqual(
-    sorted(
-      scale.map((h) => h.args),
-      ['x', 'k'],
+    plainData(
+      sorted(
+        scale.map((h) => h.args),
+        ['x', 'k'],
+      ),
     ),
     sorted(calls('scale'), ['x', 'k']),
   );
   assert.ok(scale.every((h) => h.site?.kind === 'inlined'));
   assert.deepEqual(
-    new Set(session.probes.filter((p) => p.spec === 'scale x k').map((p) => p.args.find((a) => a.name === 'k')?.fetch)),
+    plainData(new Set(session.probes.filter((p) => p.spec === 'scale x k').map((p) => p.args.find((a) => a.name === 'k')?.fetch))),
     new Set(['\\3', '\\5']),
   );
 
   // konst: only a .constprop clone exists; its k is DW_AT_const_value 9.
   assert.deepEqual(
-    sorted(
-      of('konst x k').map((h) => h.args),
-      ['x', 'k'],
+    plainData(
+      sorted(
+        of('konst x k').map((h) => h.args),
+        ['x', 'k'],
+      ),
     ),
     sorted(calls('konst'), ['x', 'k']),
   );
@@ -86,9 +91,11 @@ test('args (C -O2): constants of inlined copies and clones, a dropped parameter,
 
   // field_of.isra: w is still passed.
   assert.deepEqual(
-    sorted(
-      of('field_of w').map((h) => h.args),
-      ['w'],
+    plainData(
+      sorted(
+        of('field_of w').map((h) => h.args),
+        ['w'],
+      ),
     ),
     sorted(calls('field_of'), ['w']),
   );
@@ -99,9 +106,11 @@ test('args (C -O2): constants of inlined copies and clones, a dropped parameter,
   const without = same.filter((h) => !('tag' in h.args));
   const called = calls('same_name');
   assert.deepEqual(
-    sorted(
-      withTag.map((h) => h.args),
-      ['v', 'tag'],
+    plainData(
+      sorted(
+        withTag.map((h) => h.args),
+        ['v', 'tag'],
+      ),
     ),
     sorted(
       called.filter((c) => 'tag' in c),
@@ -109,9 +118,11 @@ test('args (C -O2): constants of inlined copies and clones, a dropped parameter,
     ),
   );
   assert.deepEqual(
-    sorted(
-      without.map((h) => h.args),
-      ['v'],
+    plainData(
+      sorted(
+        without.map((h) => h.args),
+        ['v'],
+      ),
     ),
     sorted(
       called.filter((c) => !('tag' in c)),
@@ -157,18 +168,22 @@ test('cpp-args (g++ -O2): a member function inlined with constant columns, a con
   assert.equal(hits.length, out.total);
   const cell = of('geo::Grid::cell row col');
   assert.deepEqual(
-    sorted(
-      cell.map((h) => h.args),
-      ['row', 'col'],
+    plainData(
+      sorted(
+        cell.map((h) => h.args),
+        ['row', 'col'],
+      ),
     ),
     sorted(calls('geo::Grid::cell'), ['row', 'col']),
   );
   assert.ok(cell.every((h) => h.site?.kind === 'inlined'));
   const offset = of('geo::offset base step');
   assert.deepEqual(
-    sorted(
-      offset.map((h) => h.args),
-      ['base', 'step'],
+    plainData(
+      sorted(
+        offset.map((h) => h.args),
+        ['base', 'step'],
+      ),
     ),
     sorted(calls('geo::offset'), ['base', 'step']),
   );
@@ -180,12 +195,9 @@ test('rust-args (-O): a parameter DWARF gives as the constant 7 is traced as 7, 
   if (!r) return;
   const { hits, out, session } = r;
   assert.equal(hits.length, out.total);
+  assert.deepEqual(plainData(session.probes[0].definition.args.find((a) => a.name === 'b')), { name: 'b', fetch: '\\7', type: 'u64' });
   assert.deepEqual(
-    session.probes[0].definition.args.find((a) => a.name === 'b'),
-    { name: 'b', fetch: '\\7', type: 'u64' },
-  );
-  assert.deepEqual(
-    hits.map((h) => h.args),
+    plainData(hits.map((h) => h.args)),
     out.calls.map((c) => ({ a: Number(c.args.a), b: Number(c.args.b) })),
   );
   assert.ok(hits.every((h) => h.args.b === 7));

@@ -21,6 +21,7 @@ import {
   waitNoGroups,
   type CliRun,
 } from './engine-harness';
+import { plainData } from '../helpers/plain';
 
 const TIMEOUT = { timeout: 300_000 };
 const host = (s: Sshd) => `root@${s.host}:${s.port}`;
@@ -78,17 +79,17 @@ test('fan-out: three sshd hosts, one with an unverifiable host key: hits from tw
   const byHost = new Map<string, number>();
   for (const h of hits) {
     assert.equal(h.probe, 'add_ints');
-    assert.deepEqual(h.args, { a: 3, b: -7 });
+    assert.deepEqual(plainData(h.args), { a: 3, b: -7 });
     byHost.set(String(h.host), (byHost.get(String(h.host)) ?? 0) + 1);
   }
-  assert.deepEqual([...byHost.keys()].sort(), [host(a), host(b)].sort());
+  assert.deepEqual(plainData([...byHost.keys()].sort()), [host(a), host(b)].sort());
   assert.equal(summary.hosts[host(a)].ok, true);
   assert.equal(summary.hosts[host(b)].ok, true);
   assert.equal(summary.hosts[host(bad)].ok, false);
   assert.match(summary.hosts[host(bad)].error ?? '', /can't be established/);
   assert.match(cli.stderr(), new RegExp(`${host(bad).replace(/\./g, '\\.')}: The authenticity of host`));
   assert.equal((summary.hits as Record<string, number>).add_ints, hits.length, "the summary counts every host's hits");
-  assert.deepEqual(await waitNoGroups(s.bin, 30_000), [], 'both healthy sessions cleaned up');
+  assert.deepEqual(plainData(await waitNoGroups(s.bin, 30_000)), [], 'both healthy sessions cleaned up');
 });
 
 test('fan-out: a host that dies mid-session (its sshd killed) is reported; the other two keep delivering', TIMEOUT, async (t) => {
@@ -147,11 +148,13 @@ test('fan-out: a host that dies mid-session (its sshd killed) is reported; the o
   const { summary } = parseJsonOutput(cli.stdout());
   assert.ok(summary);
   assert.deepEqual(
-    from(
-      cli
-        .stdout()
-        .slice(before)
-        .replace(/^[^\n]*\n/, ''),
+    plainData(
+      from(
+        cli
+          .stdout()
+          .slice(before)
+          .replace(/^[^\n]*\n/, ''),
+      ),
     ),
     new Set([host(a), host(b)]),
   );

@@ -10,6 +10,7 @@ import { requireTracefs } from '../helpers/tracefs';
 import { generateKeyPair, requireSshd, type Sshd } from '../helpers/sshd';
 import { fixtureOrSkip } from '../helpers/fixtures';
 import { groupsProbing, isolatedEnv, parseJsonOutput, privateCopy, runCli, scratch, traceOneHit, waitAllClean } from './engine-harness';
+import { plainData } from '../helpers/plain';
 
 const TIMEOUT = { timeout: 300_000 };
 
@@ -43,15 +44,12 @@ test(
     assert.ok(refused.stderr.includes(fingerprint(s.sshd)), `the fingerprint is shown: ${refused.stderr}`);
     assert.match(refused.stderr, /--accept-new/);
     assert.equal(readFileSync(kh, 'utf8'), '');
-    assert.deepEqual(groupsProbing(s.bin), []);
+    assert.deepEqual(plainData(groupsProbing(s.bin)), []);
 
     const accepted = await traceOneHit(t, s.bin, [...flags, '--accept-new'], s.env);
     assert.equal(accepted.code, 0, accepted.stderr);
     const { hits } = parseJsonOutput(accepted.stdout);
-    assert.deepEqual(
-      hits.map((h) => [h.host, h.args]),
-      [[host(s.sshd), { a: 3, b: -7 }]],
-    );
+    assert.deepEqual(plainData(hits.map((h) => [h.host, h.args])), [[host(s.sshd), { a: 3, b: -7 }]]);
     assert.notEqual(readFileSync(kh, 'utf8').trim(), '', 'the key was recorded');
     // Recorded, it is now known: the next run needs no --accept-new.
     const again = await traceOneHit(t, s.bin, flags, s.env);
@@ -88,7 +86,7 @@ test('CLI: a changed host key is refused even with --accept-new (OpenSSH-style w
   assert.ok(r.stderr.includes(`${kh}:1`), r.stderr);
   assert.ok(r.stderr.includes(fingerprint(s.sshd)), r.stderr);
   assert.equal(readFileSync(kh, 'utf8').split('\n').filter(Boolean).length, 1, 'known_hosts is left as it was');
-  assert.deepEqual(groupsProbing(s.bin), []);
+  assert.deepEqual(plainData(groupsProbing(s.bin)), []);
 });
 
 test('CLI: a @revoked host key is refused even beside a matching line and with --accept-new', TIMEOUT, async (t) => {
@@ -116,7 +114,7 @@ test('CLI: a @revoked host key is refused even beside a matching line and with -
   );
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stderr, /REVOKED HOST KEY/);
-  assert.deepEqual(groupsProbing(s.bin), []);
+  assert.deepEqual(plainData(groupsProbing(s.bin)), []);
 });
 
 test('CLI: known_hosts hashed by ssh-keygen -H matches [host]:port; an entry without the port does not', TIMEOUT, async (t) => {
@@ -165,10 +163,7 @@ test('CLI: ProxyJump (from ~/.ssh/config) through a second sshd works with both 
   writeFileSync(kh, `${s.sshd.knownHostsLine}\n${jump.knownHostsLine}\n`);
   const ok = await traceOneHit(t, s.bin, ['--host', 'pl-target', ...idFlags], env);
   assert.equal(ok.code, 0, ok.stderr);
-  assert.deepEqual(
-    parseJsonOutput(ok.stdout).hits.map((h) => [h.host, h.args]),
-    [['pl-target', { a: 3, b: -7 }]],
-  );
+  assert.deepEqual(plainData(parseJsonOutput(ok.stdout).hits.map((h) => [h.host, h.args])), [['pl-target', { a: 3, b: -7 }]]);
   // The jump host really carried the connection: it logged a forwarding to the target's port.
   await jump.waitForLog(new RegExp(`direct.tcpip.*target ${s.sshd.host.replace(/\./g, '\\.')} port ${s.sshd.port}\\b`), 10_000);
 
@@ -191,7 +186,7 @@ test('CLI: ProxyJump (from ~/.ssh/config) through a second sshd works with both 
   );
   assert.equal(wrong.code, 1, wrong.stderr);
   assert.match(wrong.stderr, /REMOTE HOST IDENTIFICATION HAS CHANGED/);
-  assert.deepEqual(groupsProbing(s.bin), []);
+  assert.deepEqual(plainData(groupsProbing(s.bin)), []);
 });
 
 test('CLI: hostile probe names, paths and filters never run anything on the target (the canary stays absent)', TIMEOUT, async (t) => {

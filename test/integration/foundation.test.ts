@@ -13,6 +13,7 @@ import { alive, generateKeyPair, requireSshd } from '../helpers/sshd';
 import { sudoUser } from '../helpers/sudo';
 import { missing } from '../helpers/require';
 import { netnsExists, requireSshdInNetns } from '../helpers/netns';
+import { plainData } from '../helpers/plain';
 
 const TIMEOUT = 60_000;
 
@@ -102,7 +103,7 @@ test('requireTracefs mounts tracefs where it is missing (in a private mount name
   if (r.status !== 0 && !r.stdout.includes('unmounted'))
     return missing(t, `no private mount namespace to unmount tracefs in: ${r.stderr.trim()}`);
   assert.equal(r.status, 0, r.stderr);
-  assert.deepEqual(r.stdout.split('\n'), ['unmounted', JSON.stringify({ path: tracefs }), '1', '']);
+  assert.deepEqual(plainData(r.stdout.split('\n')), ['unmounted', JSON.stringify({ path: tracefs }), '1', '']);
 });
 
 test('ssh with StrictHostKeyChecking=yes accepts the helper known_hosts line and refuses other keys', { timeout: TIMEOUT }, async (t) => {

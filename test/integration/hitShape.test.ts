@@ -14,6 +14,7 @@ import type { PanelStats } from '../../src/shared/protocol';
 import { PanelFeed } from '../../src/vscode/panel/panelFeed';
 import { fixtureOrSkip, runFixture, type FixtureName, type FixtureOutput } from '../helpers/fixtures';
 import { requireTracefs } from '../helpers/tracefs';
+import { plainData } from '../helpers/plain';
 
 interface Both {
   /** what `probelens trace --json` printed per hit */
@@ -137,7 +138,7 @@ test('C: each hit in the CLI NDJSON and in the panel JSON export of one session 
     'string arguments are in the comparison',
   );
   for (const o of cli) {
-    assert.deepEqual(Object.keys(o).slice(0, 9), ['host', 'probe', 'kind', 'pid', 'tid', 'comm', 'cpu', 'ts', 'args']);
+    assert.deepEqual(plainData(Object.keys(o).slice(0, 9)), ['host', 'probe', 'kind', 'pid', 'tid', 'comm', 'cpu', 'ts', 'args']);
     assert.equal(o.pid, run.out.pid, 'hits of the fixture process only');
   }
 });

@@ -14,6 +14,7 @@ import { fixtureOrSkip, runFixture, type FixtureOutput } from '../helpers/fixtur
 import { missing } from '../helpers/require';
 import { isolatedEnv, privateCopy, startCli } from './engine-harness';
 import { requireTracefs } from '../helpers/tracefs';
+import { plainData } from '../helpers/plain';
 
 const text = (hex: string) => Buffer.from(hex, 'hex').toString('utf8');
 
@@ -63,7 +64,7 @@ for (const stream of ['raw', 'text'] as const)
 
     const own = hits.filter((h) => h.probe === 'handle_req').sort((a, b) => a.ts - b.ts);
     assert.deepEqual(
-      own.map((h) => ({ pid: h.pid, tid: h.tid, comm: h.comm, args: h.args })),
+      plainData(own.map((h) => ({ pid: h.pid, tid: h.tid, comm: h.comm, args: h.args }))),
       calls.map((c) => ({
         pid: out.pid,
         tid: out.pid,

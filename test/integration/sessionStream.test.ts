@@ -9,6 +9,7 @@ import { LocalTarget } from '../../src/core/target/local';
 import type { Hit } from '../../src/core/tracefs/hitParser';
 import { requireTracefs } from '../helpers/tracefs';
 import { FakeRawlessTarget, buildWorkload, leftovers, runWorkloadAsync, runWorkloadPid, type Workload } from './agentHarness';
+import { plainData } from '../helpers/plain';
 
 let workload: Workload | undefined;
 const getWorkload = () => (workload ??= buildWorkload());
@@ -24,10 +25,10 @@ test('by default a session reads ring-buffer pages: hits exact, and received + l
   const s1 = await small.stop();
   assert.equal(s1.stream, 'raw');
   assert.deepEqual(
-    hits.map((h) => [h.args.a, h.args.s, h.pid, h.tid, h.comm]),
+    plainData(hits.map((h) => [h.args.a, h.args.s, h.pid, h.tid, h.comm])),
     [-1, -2, -3].map((a) => [a, 'x\ny', run.pid, run.pid, 'workload']),
   );
-  assert.deepEqual([s1.hits.pl_add, s1.lost, s1.kernelHits.pl_add, s1.mismatch], [3, 0, 3, 0]);
+  assert.deepEqual(plainData([s1.hits.pl_add, s1.lost, s1.kernelHits.pl_add, s1.mismatch]), [3, 0, 3, 0]);
 
   let received = 0;
   const N = 100_000;
@@ -60,14 +61,11 @@ test('a target whose raw check fails (fake) streams text, says why, and gets the
   const run = runWorkloadPid(w, 2, 'x\ny');
   const sum = await session.stop();
   assert.equal(sum.stream, 'text');
-  assert.deepEqual(
-    hits.map((h) => [h.args.a, h.args.s, h.pid]),
-    [
-      [-1, 'x\ny', run.pid],
-      [-2, 'x\ny', run.pid],
-    ],
-  );
-  assert.deepEqual([sum.hits.pl_add, sum.lost, sum.kernelHits.pl_add, sum.mismatch], [2, 0, 2, 0]);
+  assert.deepEqual(plainData(hits.map((h) => [h.args.a, h.args.s, h.pid])), [
+    [-1, 'x\ny', run.pid],
+    [-2, 'x\ny', run.pid],
+  ]);
+  assert.deepEqual(plainData([sum.hits.pl_add, sum.lost, sum.kernelHits.pl_add, sum.mismatch]), [2, 0, 2, 0]);
   await assert.rejects(
     TraceSession.start({ target: new FakeRawlessTarget('noRawFile'), index, specs: ['pl_add a'], stream: 'raw' }),
     /RAW failed \(ENOTSUP\)/,
@@ -98,7 +96,7 @@ test("a burst of hits whose handling outlasts the agent's heartbeat timeout does
   await new Promise((r) => setTimeout(r, 3000));
   const sum = await session.stop();
   assert.equal(sum.error, undefined, `the session ended as asked: ${sum.error}`);
-  assert.deepEqual([handled, sum.hits.pl_add, sum.kernelHits.pl_add, sum.lost], [16, 16, 16, 0]);
+  assert.deepEqual(plainData([handled, sum.hits.pl_add, sum.kernelHits.pl_add, sum.lost]), [16, 16, 16, 0]);
   await session.exited;
   assert.deepEqual(leftovers(session.probes[0].group!), []);
 });

@@ -75,3 +75,38 @@ test('ESLint rejects the index and the fetch-argument layer importing the probe 
   const v = await lintProbeFile('src/core/index');
   assert.ok(v.messages.some((m) => m.ruleId === 'no-restricted-imports' && /must not import vscode/.test(m.message)));
 });
+
+// Names from outside can be `__proto__` or `constructor`: an object literal used as a map is refused wherever it is
+// made, a record from nameRecord() (no prototype) or a Map is not.
+test('ESLint rejects an object literal or Object.fromEntries used as a map, and accepts nameRecord() and Maps', async () => {
+  const text = [
+    "import { nameRecord } from '../shared/names';",
+    'export interface Summary { hits: Record<string, number>; lost: number }',
+    'export function counts(names: string[]): Summary {',
+    '  const byName: Record<string, number> = {};',
+    '  for (const n of names) byName[n] = (byName[n] ?? 0) + 1;',
+    '  const nested: Record<string, Record<string, number>> = nameRecord();',
+    '  (nested.x ??= {}).y = 1;',
+    '  const copy = Object.fromEntries(Object.entries(byName));',
+    '  void copy;',
+    '  const ok: Record<string, number> = nameRecord();',
+    '  const table = nameRecord({ a: 1 });',
+    '  const m = new Map<string, number>();',
+    '  void [ok, table, m, Object.keys(byName ?? {})];',
+    '  return { hits: {}, lost: 0 };',
+    '}',
+    '',
+  ].join('\n');
+  const result = await lintProbeFile('src/core', text);
+  const lines = result.messages.filter((m) => m.ruleId === 'probelens/name-records').map((m) => [m.line, m.severity]);
+  assert.deepEqual(
+    lines,
+    [
+      [4, 2],
+      [7, 2],
+      [8, 2],
+      [14, 2],
+    ],
+    JSON.stringify(result.messages, null, 2),
+  );
+});

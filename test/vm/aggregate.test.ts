@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { isolatedEnv, parseJsonOutput, sleep, startCli, type CliRun } from '../integration/engine-harness';
 import { requireVm, vmCliFlags, vmShell, waitVmClean, type VmConnection } from '../helpers/vm';
 import { waitAggregating, waitStreaming } from './kernelCli';
+import { plainData } from '../helpers/plain';
 
 const TIMEOUT = { timeout: 900_000 };
 const T = '/sys/kernel/tracing';
@@ -62,7 +63,7 @@ test(
 
     const sOut = parseJsonOutput(streamed.stdout());
     const aOut = parseJsonOutput(agg.stdout());
-    assert.deepEqual(aOut.hits, [], 'an aggregating session prints no hits');
+    assert.deepEqual(plainData(aOut.hits), [], 'an aggregating session prints no hits');
     const sSum = sOut.summary as unknown as {
       hits: Record<string, number>;
       kernelHits: Record<string, number>;
@@ -81,7 +82,7 @@ test(
     assert.deepEqual(kernelPerTid, streamedPerTid, 'the kernel counts per thread equal the streamed ones exactly');
     assert.deepEqual(kernelPerTid, byTid(runs.map(([pid, n]) => [pid, n])), 'and the program made that many calls');
     assert.deepEqual(
-      aSum.pids.tick_return.map((p) => [p.pid, p.hits]).sort((x, y) => x[0] - y[0]),
+      plainData(aSum.pids.tick_return.map((p) => [p.pid, p.hits]).sort((x, y) => x[0] - y[0])),
       runs.map(([pid, n]) => [pid, n]),
     );
     assert.equal(aSum.hits.tick, 250);
@@ -132,7 +133,7 @@ test(
     ] as const) {
       assert.deepEqual(sorted(asMap(k.tick.seq)), sorted(tally((v) => v)), `${who}: hits per seq`);
       assert.deepEqual(asMap(k.tick.comm), new Map([[bin.split('/').pop()!.slice(0, 15), 250]]), `${who}: hits per name`);
-      assert.deepEqual(Object.keys(k.tick_return), ['comm'], `${who}: the return probe fetches no seq; its names are its own`);
+      assert.deepEqual(plainData(Object.keys(k.tick_return)), ['comm'], `${who}: the return probe fetches no seq; its names are its own`);
       assert.deepEqual(asMap(k.tick_return.comm), asMap(k.tick.comm));
     }
     assert.deepEqual(sorted(asMap(sk.tick['seq.log2'])), sorted(tally((v) => (v < 2 ? 0 : Math.floor(Math.log2(v))))), 'streamed buckets');

@@ -11,6 +11,7 @@ import { readBinaryIdentity } from '../../src/core/index/identity';
 import { parseJsonOutput, scratch, sleep, startCli } from '../integration/engine-harness';
 import { armOnVm, expectOpensCaptured, installOpener, kernelEnv, OPENS, startOpener, warmIndex } from './kernelCli';
 import { requireVm, requireVmlinux, vmCliFlags, vmKernelBuildId, vmLeftovers, vmShell, waitVmClean } from '../helpers/vm';
+import { plainData } from '../helpers/plain';
 
 const TIMEOUT = { timeout: 900_000 };
 
@@ -79,7 +80,7 @@ test(
     assert.equal((await cli.exit).code, 0, cli.stderr());
     const hits = mine();
     assert.deepEqual(
-      hits.map((h) => h.args.fd),
+      plainData(hits.map((h) => h.args.fd)),
       fds,
       `the line ran once per open, with the fd each open returned: ${JSON.stringify(hits.map((h) => h.args))}`,
     );

@@ -8,6 +8,7 @@
 import { formatArgs, formatHitArgs, describeSite, formatValue } from '../../src/shared/hitText';
 import type { HitBatch } from '../../src/shared/protocol';
 import type { HitValue } from '../../src/shared/hit';
+import { nameRecord } from '../../src/shared/names';
 
 /**
  * One retained hit as the table reads it back: the numeric fields of the `Hit`, its strings as ids into the
@@ -135,7 +136,7 @@ export function argTextOf(b: HitBatch, row: number, argOffset: number): string {
   const note = b.note[row] >= 0 ? b.notes[b.note[row]] : undefined;
   // A probe whose site lacks an argument, or guessed one, says so as the CLI does (`b≈7 p=(unavailable: …)`).
   if (note) {
-    const args: Record<string, HitValue> = {};
+    const args: Record<string, HitValue> = nameRecord();
     for (let k = 0; k < names.length; k++) args[b.strings[names[k]]] = b.args[argOffset + k];
     return formatHitArgs({ args, ...note });
   }

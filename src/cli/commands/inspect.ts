@@ -12,6 +12,7 @@ import { oneValue, parseArgs, UsageError, type ParsedArgs } from '../args';
 import { indexOptions } from '../limits';
 import { parseBtf, type Btf } from '../../core/binary/btf';
 import { readFileSync } from 'node:fs';
+import { nameRecord } from '../../shared/names';
 
 const COMMON = { json: { kind: 'flag' }, 'no-cache': { kind: 'flag' }, 'debug-dir': { kind: 'value', repeat: true } } as const;
 
@@ -76,7 +77,7 @@ function writeJsonArray<T>(io: Io, items: readonly T[], row: (item: T) => unknow
 }
 
 export async function functionsCommand(argv: string[], io: Io): Promise<void> {
-  const args = parseArgs(argv, { ...COMMON, match: { kind: 'value' }, btf: { kind: 'value' }, 'base-btf': { kind: 'value' } });
+  const args = parseArgs(argv, nameRecord({ ...COMMON, match: { kind: 'value' }, btf: { kind: 'value' }, 'base-btf': { kind: 'value' } }));
   if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
   const glob = oneValue(args, 'match');
   const re = glob ? globToRegExp(glob) : undefined;

@@ -27,6 +27,7 @@ import { compileKernelBtf, kernelSourceLines, parseKallsyms, type RunningKernel 
 import { parseBtf } from '../../core/binary/btf';
 import { fetchRunningKernel } from '../../core/session/runningKernel';
 import { readFileSync } from 'node:fs';
+import { nameRecord } from '../../shared/names';
 
 /**
  * The BIN that names the running kernel of the target, probed by its own BTF and kallsyms with no vmlinux (a file
@@ -62,16 +63,19 @@ const useSudo = (args: ParsedArgs, host: string) =>
   args.flags.has('sudo') || (host === 'local' && typeof process.getuid === 'function' && process.getuid() !== 0);
 
 export async function defineCommand(argv: string[], io: Io): Promise<void> {
-  const args = parseArgs(argv, {
-    json: { kind: 'flag' },
-    'remote-path': { kind: 'value' },
-    'debug-dir': { kind: 'value', repeat: true },
-    group: { kind: 'value' },
-    btf: { kind: 'value' },
-    kallsyms: { kind: 'value' },
-    ...SSH_OPTS,
-    ...SITE_OPTS,
-  });
+  const args = parseArgs(
+    argv,
+    nameRecord({
+      json: { kind: 'flag' },
+      'remote-path': { kind: 'value' },
+      'debug-dir': { kind: 'value', repeat: true },
+      group: { kind: 'value' },
+      btf: { kind: 'value' },
+      kallsyms: { kind: 'value' },
+      ...SSH_OPTS,
+      ...SITE_OPTS,
+    }),
+  );
   const [bin, ...specs] = args.positionals;
   if (!bin || specs.length === 0) throw new UsageError('usage: probelens define BIN SPEC…');
   const group = oneValue(args, 'group') ?? `probelens_${process.pid}_define`;
@@ -102,7 +106,7 @@ export async function defineCommand(argv: string[], io: Io): Promise<void> {
             event: p.event,
             definition: formatDefinition(p.definition),
             ...(inferred.length ? { inferred } : {}),
-            ...(p.unavailable?.length ? { unavailable: Object.fromEntries(p.unavailable.map((u) => [u.name, u.reason])) } : {}),
+            ...(p.unavailable?.length ? { unavailable: nameRecord(p.unavailable.map((u) => [u.name, u.reason] as const)) } : {}),
             ...(p.lowerBound ? { lowerBound: true } : {}),
             ...(p.kernelSource ? { source: p.kernelSource } : {}),
           };
@@ -176,22 +180,25 @@ function siteOptions(args: ParsedArgs): { maxSites?: number; disabledSites?: Rea
 }
 
 export async function traceCommand(argv: string[], io: Io): Promise<number> {
-  const args = parseArgs(argv, {
-    ...SSH_OPTS,
-    json: { kind: 'flag' },
-    'remote-path': { kind: 'value' },
-    pid: { kind: 'value' },
-    filter: { kind: 'value' },
-    duration: { kind: 'value' },
-    count: { kind: 'value' },
-    'no-build-id-check': { kind: 'flag' },
-    'buffer-kb': { kind: 'value' },
-    'debug-dir': { kind: 'value', repeat: true },
-    heartbeat: { kind: 'value' },
-    aggregate: { kind: 'flag' },
-    by: { kind: 'value', repeat: true },
-    ...SITE_OPTS,
-  });
+  const args = parseArgs(
+    argv,
+    nameRecord({
+      ...SSH_OPTS,
+      json: { kind: 'flag' },
+      'remote-path': { kind: 'value' },
+      pid: { kind: 'value' },
+      filter: { kind: 'value' },
+      duration: { kind: 'value' },
+      count: { kind: 'value' },
+      'no-build-id-check': { kind: 'flag' },
+      'buffer-kb': { kind: 'value' },
+      'debug-dir': { kind: 'value', repeat: true },
+      heartbeat: { kind: 'value' },
+      aggregate: { kind: 'flag' },
+      by: { kind: 'value', repeat: true },
+      ...SITE_OPTS,
+    }),
+  );
   const [bin, ...specs] = args.positionals;
   if (!bin || specs.length === 0) throw new UsageError('usage: probelens trace BIN SPEC… [--host [USER@]HOST[:PORT]]…');
   const aggregate = args.flags.has('aggregate');
@@ -418,7 +425,7 @@ export function describeMismatch(n: number): string {
 }
 
 export async function cleanupCommand(argv: string[], io: Io): Promise<number> {
-  const args = parseArgs(argv, { ...SSH_OPTS, force: { kind: 'value', repeat: true } });
+  const args = parseArgs(argv, nameRecord({ ...SSH_OPTS, force: { kind: 'value', repeat: true } }));
   if (args.positionals.length) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
   const force = args.values.get('force') ?? [];
   for (const g of force) if (!GROUP_PATTERN.test(g)) throw new UsageError(`--force takes a ProbeLens group name (probelens_…), not '${g}'`);

@@ -8,6 +8,7 @@ let ready = false;
 
 function init(): void {
   const module = new WebAssembly.Module(demanglerWasm());
+  // eslint-disable-next-line probelens/name-records -- the module's import object, read by WebAssembly, keys fixed here
   const instance = new WebAssembly.Instance(module, { './index_bg.js': glue as unknown as WebAssembly.ModuleImports });
   glue.__wbg_set_wasm(instance.exports);
   (instance.exports.__wbindgen_start as (() => void) | undefined)?.();

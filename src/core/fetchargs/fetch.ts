@@ -5,13 +5,14 @@
 import type { LocDesc, TypeDesc } from '../dwarf';
 import { DwarfTypeLimitError } from '../dwarf/types';
 import type { AbiType } from './abi';
+import { nameRecord } from '../../shared/names';
 
 /** No real program passes a 64 KiB struct by value; tracefs could not fetch it (128 arguments) anyway. */
 const MAX_BY_VALUE = 64 * 1024;
 
 export type Arch = 'x86_64' | 'aarch64';
 
-const X86_REG: Record<string, string> = {
+const X86_REG: Record<string, string> = nameRecord({
   rax: 'ax',
   rbx: 'bx',
   rcx: 'cx',
@@ -29,7 +30,7 @@ const X86_REG: Record<string, string> = {
   r13: 'r13',
   r14: 'r14',
   r15: 'r15',
-};
+});
 
 /** tracefs register name (without %) for a DWARF register name, or undefined when uprobes cannot read it. */
 export function tracefsRegister(arch: Arch, dwarfName: string): string | undefined {

@@ -20,6 +20,7 @@ import { deserialize, serialize } from 'node:v8';
 import { CODEC_VERSION, type EncodedIndex } from './encoded';
 import { INDEX_FORMAT } from './model';
 import { validFnGroup, validLinesGroup, validMeta, validParamGroup, validSiteGroup, validStringsGroup } from './codec';
+import { nameRecord } from '../../shared/names';
 
 const MAGIC = Buffer.from('PLINDEX\0', 'latin1');
 const PREFIX = 16;
@@ -71,7 +72,7 @@ const align8 = (n: number): number => (n + 7) & ~7;
 function groupColumns(e: EncodedIndex, g: GroupName): Record<string, Col | undefined> | undefined {
   switch (g) {
     case 'strings':
-      return { strings: e.strings, stringStarts: e.stringStarts };
+      return nameRecord({ strings: e.strings, stringStarts: e.stringStarts });
     case 'fn':
       return e.fn;
     case 'param':
@@ -143,7 +144,7 @@ function checkedGroups(h: Header, bodyStart: number, size: number): boolean {
 
 /** The columns of group `g` as views of `buf` (which holds the group from its first byte at `base`). */
 function viewsOf(entry: GroupEntry, buf: Buffer, base: number): Record<string, Col> {
-  const out: Record<string, Col> = {};
+  const out: Record<string, Col> = nameRecord();
   for (const c of entry.columns) {
     const T = TYPES[c.type];
     // The Buffer's own offset into its ArrayBuffer may be unaligned: copy then (never for a buffer read here).
@@ -253,7 +254,7 @@ export function openContainer(fd: number, file: string): EncodedIndex | undefine
     let slice: Record<string, Col>;
     try {
       if (!handle.open) throw new Error('the entry was closed');
-      slice = {};
+      slice = nameRecord();
       for (const c of entry.columns) {
         if (c.name === 'ranges') continue;
         const T = TYPES[c.type];

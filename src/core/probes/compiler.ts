@@ -18,6 +18,7 @@ import { GOROUTINE_ARG, pairKey, siteAddress, toSite, type Site } from '../../sh
 import { CompileError, DEFAULT_MAX_SITES, TooManySitesError } from './sites';
 import { refusedSitesNote } from './kernel';
 import { CALLER_ARG, kernelOf, kernelProbe, KernelRefusal, readKernelOf } from './kernelProbes';
+import { nameRecord } from '../../shared/names';
 
 export { CALLER_ARG, kernelOf } from './kernelProbes';
 
@@ -486,7 +487,7 @@ async function compileGoReturns(spec: ProbeSpec, site: ResolvedSite, ctx: Ctx): 
   return out;
 }
 
-const X86_USDT_REG: Record<string, string> = {
+const X86_USDT_REG: Record<string, string> = nameRecord({
   rax: 'ax',
   eax: 'ax',
   ax: 'ax',
@@ -518,7 +519,7 @@ const X86_USDT_REG: Record<string, string> = {
   esp: 'sp',
   sp: 'sp',
   rip: 'ip',
-};
+});
 
 function usdtRegister(arch: string, r: string): string | undefined {
   if (arch === 'x86_64') {

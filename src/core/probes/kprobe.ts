@@ -9,6 +9,8 @@
 // This module takes the function, site and parameters in and gives definition text out; where the parameters come
 // from (the kernel's DWARF, BTF) is the caller's business.
 
+import { nameRecord } from '../../shared/names';
+
 /** A parameter of a kernel function, as its debug information describes it. */
 export interface KernelParam {
   name: string;
@@ -216,7 +218,7 @@ export function parseKprobeRecord(line: string, fieldNames: readonly string[]): 
   const m = RECORD.exec(line);
   if (!m) return null;
   const rest = m[9];
-  const fields: Record<string, string> = {};
+  const fields: Record<string, string> = nameRecord();
   let pos = 0;
   for (let i = 0; i < fieldNames.length; i++) {
     const key = ` ${fieldNames[i]}=`;

@@ -8,6 +8,7 @@
 import { log2Bucket, type Hit, type HitValue } from '../../shared/hit';
 import { siteKey, type Site } from '../../shared/site';
 import { KeyCounter, type KeySpec, type KeyTables } from './keys';
+import { nameRecord } from '../../shared/names';
 
 export interface AggregateOptions {
   /** Hits kept per probe (default 16). */
@@ -296,7 +297,7 @@ export class Aggregates {
   /** The figures as the editor and the panel read them; the kernel's once it has handed them in (setKernel). */
   snapshot(): AggregateSnapshot {
     if (this.kernel) return kernelSnapshot(this.kernel);
-    const sites: AggregateSnapshot['sites'] = {};
+    const sites: AggregateSnapshot['sites'] = nameRecord();
     for (const [probe, byKey] of this.sites) {
       sites[probe] = [...byKey.values()].map((st) => {
         const out: SiteAggregate = { site: st.site, hits: st.hits, last: st.last };
@@ -304,13 +305,13 @@ export class Aggregates {
         return out;
       });
     }
-    const latency: AggregateSnapshot['latency'] = {};
+    const latency: AggregateSnapshot['latency'] = nameRecord();
     for (const [probe, h] of this.latency) latency[probe] = h.stats();
     return {
-      hits: Object.fromEntries(this.hits),
+      hits: nameRecord(this.hits),
       sites,
-      lines: Object.fromEntries(this.lines),
-      last: Object.fromEntries([...this.last].map(([k, v]) => [k, [...v]])),
+      lines: nameRecord(this.lines),
+      last: nameRecord([...this.last].map(([k, v]) => [k, [...v]])),
       latency,
       unpairedReturns: this.unpaired,
       lost: this.lost,
@@ -323,7 +324,7 @@ export class Aggregates {
    */
   summary(): AggregateSummary {
     if (this.kernel) return kernelSummary(this.kernel);
-    const latency: Record<string, LatencySummary> = {};
+    const latency: Record<string, LatencySummary> = nameRecord();
     for (const [probe, h] of this.latency) {
       let n = h.log2.length;
       while (n > 0 && h.log2[n - 1] === 0) n--;
@@ -336,9 +337,9 @@ export class Aggregates {
         log2: h.log2.slice(0, n),
       };
     }
-    const sites: Record<string, SiteCount[]> = {};
+    const sites: Record<string, SiteCount[]> = nameRecord();
     for (const [probe, byKey] of this.sites) sites[probe] = [...byKey.values()].map((st) => ({ site: st.site, hits: st.hits }));
-    const out: AggregateSummary = { hits: Object.fromEntries(this.hits), sites, latency };
+    const out: AggregateSummary = { hits: nameRecord(this.hits), sites, latency };
     if (this.byKey.keys.length) out.keys = this.byKey.tables();
     return out;
   }
@@ -410,15 +411,15 @@ export class Aggregates {
  */
 function kernelSnapshot(k: KernelFigures): AggregateSnapshot {
   const sum = kernelSummary(k);
-  const latency: AggregateSnapshot['latency'] = {};
+  const latency: AggregateSnapshot['latency'] = nameRecord();
   for (const [probe, l] of Object.entries(sum.latency)) {
     const lo = l.log2.findIndex((n) => n > 0);
     const total = l.log2.reduce((s, n, i) => s + n * 2 ** i, 0);
     latency[probe] = { ...l, log2: [...l.log2], min: lo < 0 ? 0 : 2 ** lo, sum: total };
   }
-  const sites: AggregateSnapshot['sites'] = {};
+  const sites: AggregateSnapshot['sites'] = nameRecord();
   for (const [probe, list] of Object.entries(sum.sites)) sites[probe] = list.map((s) => ({ site: s.site, hits: s.hits }));
-  return { hits: sum.hits, sites, lines: {}, last: {}, latency, unpairedReturns: 0, lost: k.dropped };
+  return { hits: sum.hits, sites, lines: nameRecord(), last: nameRecord(), latency, unpairedReturns: 0, lost: k.dropped };
 }
 
 /**
@@ -426,9 +427,9 @@ function kernelSnapshot(k: KernelFigures): AggregateSnapshot {
  * end of the bucket they fall in.
  */
 function kernelSummary(k: KernelFigures): AggregateSummary {
-  const hits: Record<string, number> = {};
-  const sites: Record<string, SiteCount[]> = {};
-  const pids: Record<string, Array<{ pid: number; hits: number }>> = {};
+  const hits: Record<string, number> = nameRecord();
+  const sites: Record<string, SiteCount[]> = nameRecord();
+  const pids: Record<string, Array<{ pid: number; hits: number }>> = nameRecord();
   // Rows found by key, not by a search of the list: thousands of sites (or threads) would make it quadratic.
   const siteRows = new Map<string, SiteCount>();
   const pidRows = new Map<string, { pid: number; hits: number }>();
@@ -454,7 +455,7 @@ function kernelSummary(k: KernelFigures): AggregateSummary {
     }
   }
   for (const list of Object.values(pids)) list.sort((a, b) => b.hits - a.hits || a.pid - b.pid);
-  const latency: Record<string, LatencySummary> = {};
+  const latency: Record<string, LatencySummary> = nameRecord();
   for (const [probe, buckets] of Object.entries(k.latency)) {
     let n = buckets.length;
     while (n > 0 && buckets[n - 1] === 0) n--;

@@ -4,6 +4,7 @@ import { siteKey } from '../../shared/site';
 import { addRows, sortRows } from './keys';
 import type { Target } from '../target/target';
 import { TraceSession, type SessionOptions, type SessionSummary } from './traceSession';
+import { nameRecord } from '../../shared/names';
 
 export interface HostOutcome {
   host: string;
@@ -56,9 +57,17 @@ export interface MergedSummary extends Pick<
 }
 
 export function mergeSummaries(outcomes: Array<{ host: string; summary?: SessionSummary; error?: Error }>): MergedSummary {
-  const m: MergedSummary = { hits: {}, lost: 0, mismatch: 0, kernelHits: {}, latency: {}, sites: {}, hosts: {} };
+  const m: MergedSummary = {
+    hits: nameRecord(),
+    lost: 0,
+    mismatch: 0,
+    kernelHits: nameRecord(),
+    latency: nameRecord(),
+    sites: nameRecord(),
+    hosts: nameRecord(),
+  };
   const severalHosts = outcomes.filter((o) => o.summary).length > 1;
-  const siteIndex: Record<string, Map<string, MergedSummary['sites'][string][number]>> = {};
+  const siteIndex: Record<string, Map<string, MergedSummary['sites'][string][number]>> = nameRecord();
   for (const o of outcomes) {
     m.hosts[o.host] = o.error ? { ok: false, error: o.error.message } : { ok: true };
     if (o.summary?.stream) m.hosts[o.host].stream = o.summary.stream;
@@ -67,11 +76,11 @@ export function mergeSummaries(outcomes: Array<{ host: string; summary?: Session
     if (!s) continue;
     if (s.aggregated) m.aggregated = s.aggregated;
     for (const [probe, list] of Object.entries(s.pids ?? {}))
-      (m.pids ??= {})[probe] = [...(m.pids[probe] ?? []), ...list.map((x) => ({ host: o.host, pid: x.pid, hits: x.hits }))];
+      (m.pids ??= nameRecord())[probe] = [...(m.pids[probe] ?? []), ...list.map((x) => ({ host: o.host, pid: x.pid, hits: x.hits }))];
     for (const [k, v] of Object.entries(s.hits)) m.hits[k] = (m.hits[k] ?? 0) + v;
     for (const [probe, byKey] of Object.entries(s.keys ?? {}))
       for (const [key, rows] of Object.entries(byKey)) {
-        const into = (((m.keys ??= {})[probe] ??= {})[key] ??= []);
+        const into = (((m.keys ??= nameRecord())[probe] ??= nameRecord())[key] ??= []);
         // Process and thread ids are the host's own: over several hosts a row says whose (`HOST:ID`).
         addRows(into, severalHosts && (key === 'pid' || key === 'tid') ? rows.map((r) => ({ ...r, value: `${o.host}:${r.value}` })) : rows);
         sortRows({ log2: key.endsWith('.log2') }, into);

@@ -17,6 +17,7 @@ import {
 import type { TracefsAgent } from '../tracefs/agentClient';
 import type { KernelFigures } from './aggregates';
 import { addRows, callerLabel, isThreadKey, keyField, sortRows, type KeyRow, type KeySpec } from './keys';
+import { nameRecord } from '../../shared/names';
 
 export interface HistPlan {
   /** Synthetic latency events, defined before the triggers that name them. */
@@ -121,7 +122,7 @@ export function kernelFigures(
   keys: readonly KeySpec[] = [],
   tgids: ReadonlyMap<number, number> = new Map(),
 ): KernelFigures {
-  const out: KernelFigures = { counts: [], latency: {}, dropped: 0 };
+  const out: KernelFigures = { counts: [], latency: nameRecord(), dropped: 0 };
   for (const { event, trigger } of plan.countEvents) {
     // An entry event also holds the table of its entry times.
     const table = tableOf(parseHist(hist.get(event) ?? []), trigger);
@@ -147,7 +148,7 @@ export function kernelFigures(
     const point = list.find((p) => p);
     if (!point) continue;
     const field = keyField(key);
-    const rows = (((out.keys ??= {})[probeName(point)] ??= {})[key.text] ??= []);
+    const rows = (((out.keys ??= nameRecord())[probeName(point)] ??= nameRecord())[key.text] ??= []);
     const signed = /^s\d/.test(point.args.find((a) => a.name === field)?.type ?? '');
     const found: KeyRow[] = [];
     for (const e of table.entries) {
@@ -177,7 +178,7 @@ export function kernelFigures(
       rows.set(id, (rows.get(id) ?? 0) + c.hits);
     }
     for (const [probe, rows] of byProbe)
-      ((out.keys ??= {})[probe] ??= {})[key.text] = sortRows(
+      ((out.keys ??= nameRecord())[probe] ??= nameRecord())[key.text] = sortRows(
         key,
         [...rows].map(([value, hits]) => ({ value, hits })),
       );

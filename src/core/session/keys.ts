@@ -13,6 +13,7 @@
 // Tests: test/unit/core/session/keys.test.ts, test/vm/aggregate.test.ts
 import { log2Bucket, type Hit, type HitValue } from '../../shared/hit';
 import type { CompiledProbe } from '../probes/compiler';
+import { nameRecord } from '../../shared/names';
 
 export interface KeySpec {
   /** As the user wrote it: `comm`, `len`, `len.log2`, `retval`. */
@@ -163,12 +164,12 @@ export class KeyCounter {
   }
 
   tables(): KeyTables {
-    const out: KeyTables = {};
+    const out: KeyTables = nameRecord();
     for (const [probe, byKey] of this.counts)
       for (const k of this.keys) {
         const rows = byKey.get(k.text);
         if (rows)
-          (out[probe] ??= {})[k.text] = sortRows(
+          (out[probe] ??= nameRecord())[k.text] = sortRows(
             k,
             [...rows].map(([value, hits]) => ({ value, hits })),
           );

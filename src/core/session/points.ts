@@ -6,6 +6,7 @@ import type { EventSchema, Hit, HitValue } from '../tracefs/hitParser';
 import type { LatencyPair } from './aggregates';
 import { internCut, stringHead } from './cutStrings';
 import { GOROUTINE_ARG } from '../../shared/site';
+import { nameRecord } from '../../shared/names';
 
 /** What one probe is: a spec's events in one function (all of its sites). */
 export const probeKey = (p: Pick<CompiledProbe, 'spec' | 'function'>) => `${p.spec}\0${p.function ?? ''}`;
@@ -47,7 +48,7 @@ function notesOf(probe: CompiledProbe): Pick<Hit, 'unavailable' | 'inferred'> {
   let n = probeNotes.get(probe);
   if (!n) {
     n = {};
-    if (probe.unavailable?.length) n.unavailable = Object.fromEntries(probe.unavailable.map((u) => [u.name, u.reason]));
+    if (probe.unavailable?.length) n.unavailable = nameRecord(probe.unavailable.map((u) => [u.name, u.reason]));
     const inferred = probe.args.filter((a) => a.inferred && !a.hidden).map((a) => a.name);
     if (inferred.length) n.inferred = inferred;
     probeNotes.set(probe, n);
@@ -61,7 +62,7 @@ function notesOf(probe: CompiledProbe): Pick<Hit, 'unavailable' | 'inferred'> {
  */
 export function presentHit(hit: Hit, probe: CompiledProbe | undefined, probeName?: string): Hit {
   if (!probe) return hit;
-  const args: Record<string, HitValue> = {};
+  const args: Record<string, HitValue> = nameRecord();
   let cut: string[] | undefined;
   for (const a of probe.args) {
     if (a.hidden) continue;

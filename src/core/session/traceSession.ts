@@ -37,8 +37,12 @@ import {
   type SessionState,
   type SessionSummary,
 } from './sessionApi';
+import { nameRecord } from '../../shared/names';
 
 const sameSpec = (a: string, b: string) => a === b || a.trim() === b.trim();
+
+/** A C identifier: a function name shown as it is where its tracefs event had to be spelt otherwise. */
+const C_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export class TraceSession {
   state: SessionState = 'starting';
@@ -292,10 +296,23 @@ export class TraceSession {
     return this.probeOf.get(p.event) ?? this.names.get(probeKey(p)) ?? p.event;
   }
 
+  /**
+   * The probe name of a function's entry point: the function's own name where tracefs needed another for the
+   * event (`__proto__`'s event is `proto`), while no other probe has it; else the event's.
+   */
+  private entryName(p: CompiledProbe): string {
+    if ((p.kind !== 'entry' && p.kind !== 'return') || !p.function || !C_NAME.test(p.function)) return p.event;
+    const own = p.kind === 'return' ? `${p.function}_return` : p.function;
+    if (own === p.event || eventName(own) !== p.event.replace(/_[0-9]+$/, '')) return p.event;
+    for (const taken of this.names.values()) if (taken === own) return p.event;
+    return own;
+  }
+
   /** Tells the parser and the aggregates about new events before they can fire. */
   private track(probes: CompiledProbe[]): void {
     const lines = new Map<string, SourceLine>();
-    for (const p of probes) if (!this.names.has(probeKey(p)) && (!p.site || p.site.kind === 'entry')) this.names.set(probeKey(p), p.event);
+    for (const p of probes)
+      if (!this.names.has(probeKey(p)) && (!p.site || p.site.kind === 'entry')) this.names.set(probeKey(p), this.entryName(p));
     // A function with no entry site (inlined everywhere) is named after the function, and a line in copies of inlined
     // code after the line (`sites_L93`), never after one copy's point (a hit at another copy would carry its name),
     // while no other probe has that name.
@@ -584,7 +601,7 @@ export class TraceSession {
 
   /** Per-point counts summed per probe (events this session never defined keep their own name). */
   private byProbe(perPoint: ReadonlyMap<string, number>): Record<string, number> {
-    const out: Record<string, number> = {};
+    const out: Record<string, number> = nameRecord();
     for (const [ev, n] of perPoint) {
       const name = this.probeOf.get(ev) ?? ev;
       out[name] = (out[name] ?? 0) + n;
@@ -667,7 +684,7 @@ export class TraceSession {
       this.state = 'failed';
     }
     this.stopReading();
-    const sum: AggregateSummary = this.aggregates?.summary() ?? { hits: {}, sites: {}, latency: {} };
+    const sum: AggregateSummary = this.aggregates?.summary() ?? { hits: nameRecord(), sites: nameRecord(), latency: nameRecord() };
     return {
       host: this.host,
       ...(this.stream ? { stream: this.stream } : {}),
@@ -678,7 +695,7 @@ export class TraceSession {
       ...(sum.keys ? { keys: sum.keys } : {}),
       lost: (this.parser?.stats.lost ?? 0) + this.lostAtRemovals,
       mismatch: 0,
-      kernelHits: Object.fromEntries(this.removedKernelHits),
+      kernelHits: nameRecord(this.removedKernelHits),
       error: this.endCause ?? `the session on ${this.host} ended early`,
     };
   }

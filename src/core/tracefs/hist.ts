@@ -11,6 +11,7 @@
 // `hist:keys=[probelens_site,]probelens_caller.sym:vals=hitcount` (the kernel names the return address; per point, so
 // the points at inlined copies, whose callers the site says, can be told apart).
 import { SITE_ARG } from '../probes/compiler';
+import { nameRecord } from '../../shared/names';
 
 /** The count trigger of an event; `perSite` when its records carry SITE_ARG. */
 export function countTrigger(perSite: boolean): string {
@@ -102,17 +103,17 @@ export function parseHist(lines: readonly string[]): HistTable[] {
     }
     const m = /^\{ (.+) \} hitcount:\s*(\d+)\s*$/.exec(l);
     if (m) {
-      const keys: Record<string, number> = {};
+      const keys: Record<string, number> = nameRecord();
       const entry: HistEntry = { keys, hits: Number(m[2]) };
       for (const part of m[1].split(',')) {
         const k = /^\s*([a-z0-9_.]+):\s*(?:~ 2\^)?(-?\d+)\s*$/.exec(part);
         if (k) {
           keys[k[1]] = Number(k[2]);
-          (entry.raw ??= {})[k[1]] = k[2];
+          (entry.raw ??= nameRecord())[k[1]] = k[2];
         }
         // A string key: the kernel pads it with spaces.
         const t = k ? undefined : /^\s*([a-z0-9_.]+): (.*?)\s*$/.exec(part);
-        if (t) (entry.text ??= {})[t[1]] = t[2];
+        if (t) (entry.text ??= nameRecord())[t[1]] = t[2];
       }
       table().entries.push(entry);
       continue;

@@ -19,6 +19,7 @@ export type { Sentinel } from './framing';
 import type { Hit, HitValue, ProbeKind } from '../../shared/hit';
 import { parseTypedValue } from './values';
 import { HitProcesses, type LookupTgids } from './hitProcesses';
+import { nameRecord } from '../../shared/names';
 
 export type { Hit, HitValue, ProbeKind } from '../../shared/hit';
 
@@ -284,7 +285,7 @@ export class HitParser {
 
   private emit(h: Header, raw: Array<string | null>): void {
     const schema = h.schema;
-    const args: Record<string, HitValue> = {};
+    const args: Record<string, HitValue> = nameRecord();
     let retval: HitValue | undefined;
     const retName = schema.retvalArg ?? (schema.kind === 'return' ? 'retval' : undefined);
     for (let i = 0; i < schema.args.length; i++) {

@@ -17,6 +17,7 @@
 // including the NUL; length 0 is a fetch that faulted), `__data_loc char[][2]` (string arrays); an untyped
 // fetcharg is `u64` printed `0x%Lx`; a bitfield `b4@2/32` is its container `u32` holding the extracted value.
 // Whether a value prints as decimal or hex is only in the print format, which probeConversions() reads.
+import { nameRecord } from '../../shared/names';
 
 export class FormatError extends Error {
   constructor(what: string, message: string) {
@@ -163,7 +164,7 @@ export interface EventFormat {
   minSize: number;
 }
 
-const ELEM_SIZES: Record<string, number> = {
+const ELEM_SIZES: Record<string, number> = nameRecord({
   char: 1,
   'signed char': 1,
   'unsigned char': 1,
@@ -198,7 +199,7 @@ const ELEM_SIZES: Record<string, number> = {
   __u64: 8,
   __s64: 8,
   size_t: 8,
-};
+});
 const CHAR_TYPES = new Set(['char', 'signed char', 'unsigned char']);
 
 function fieldFormat(f: RawField, what: string): FieldFormat {

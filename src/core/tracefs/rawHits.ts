@@ -16,6 +16,7 @@ import type { EventSchema } from './hitParser';
 import { isStringType } from './framing';
 import { FormatError, probeConversions, type EventFormat, type FieldFormat, type HeaderPage } from './rawFormat';
 import { forEachRecord, RawDecodeError, readInt, readPageHead } from './rawPages';
+import { nameRecord } from '../../shared/names';
 
 const enum Op {
   Dec,
@@ -194,7 +195,7 @@ export class RawHitDecoder {
     if (length < plan.minSize)
       throw new RawDecodeError(offset, `a ${length}-byte record of '${plan.schema.event}', whose fields need ${plan.minSize}`);
     const p = this.page;
-    const args: Record<string, HitValue> = {};
+    const args: Record<string, HitValue> = nameRecord();
     let retval: HitValue | undefined;
     for (const s of plan.steps) {
       const o = offset + s.offset;

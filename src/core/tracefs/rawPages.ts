@@ -26,6 +26,7 @@
 //   count (commit 0xffffffff80000ff0: the flag sign-extended into the long); `per_cpu/cpuN/stats` `overrun` has
 //   the number. Bytes after the data are zero.
 import type { EventFormat, FieldFormat, HeaderPage } from './rawFormat';
+import { nameRecord } from '../../shared/names';
 
 export class RawDecodeError extends Error {
   constructor(
@@ -309,7 +310,7 @@ export function decodeFields(page: Uint8Array, rec: RawRecord, format: EventForm
   if (rec.id !== format.id) throw new RangeError(`record of event ${rec.id} decoded with the format of ${format.id}`);
   if (rec.length < format.minSize)
     throw new RawDecodeError(rec.offset, `a ${rec.length}-byte record of '${format.name}', whose fields need ${format.minSize}`);
-  const out: Record<string, FieldValue> = {};
+  const out: Record<string, FieldValue> = nameRecord();
   for (const f of format.fields) {
     const at = rec.offset + f.offset;
     if (f.kind === 'int') out[f.name] = readInt(page, at, f.size, f.signed);

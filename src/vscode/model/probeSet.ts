@@ -4,6 +4,7 @@
 // (`"aggregate": true`: hist triggers, where the target has them) instead of streamed hit by hit.
 // Tests: test/unit/vscode/model/probeSet.test.ts, test/unit/vscode/model/probeEdits.test.ts
 import { isAbsolute, posix, relative } from 'node:path';
+import { nameRecord } from '../../shared/names';
 
 export interface ProbeSetEntry {
   spec: string;
@@ -27,7 +28,7 @@ export class ProbeSetFormatError extends Error {
 export const PROBE_SET_VERSION = 1;
 
 export function emptyProbeSet(): ProbeSet {
-  return { binaries: {} };
+  return { binaries: nameRecord() };
 }
 
 /** Parses the file's text (JSON; `//` comment lines are tolerated since people edit it by hand). */
@@ -67,7 +68,7 @@ export function parseProbeSet(text: string, file = 'probelens.json'): ProbeSet {
 
 /** Stable text: enabled streamed probes as plain strings (easy to review), the others as objects. */
 export function serializeProbeSet(set: ProbeSet): string {
-  const binaries: Record<string, Array<string | object>> = {};
+  const binaries: Record<string, Array<string | object>> = nameRecord();
   for (const bin of Object.keys(set.binaries).sort()) {
     const list = set.binaries[bin];
     if (list.length === 0) continue;

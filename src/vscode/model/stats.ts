@@ -5,6 +5,7 @@
 import type { AggregateSnapshot, LatencyStats } from '../../core/session/aggregates';
 import type { Hit, HitValue } from '../../shared/hit';
 import { siteKey, type Site } from '../../shared/site';
+import { nameRecord } from '../../shared/names';
 
 export type ProbeState = 'pending' | 'armed' | 'error' | 'stale' | 'disabled' | 'stopped';
 
@@ -52,7 +53,7 @@ export interface SpecStats {
 }
 
 function lastHitOf(host: string, h: Hit): LastHit {
-  const values: Record<string, HitValue> = { ...h.args };
+  const values = nameRecord(h.args);
   if (h.retval !== undefined) values.retval = h.retval;
   const out: LastHit = h.site ? { host, ts: h.ts, values, site: h.site } : { host, ts: h.ts, values };
   if (h.cut?.length) out.cut = h.cut;
@@ -61,14 +62,14 @@ function lastHitOf(host: string, h: Hit): LastHit {
 
 /** Reads a spec's numbers from the sessions' aggregates (counted there, under the spec's probe): nothing is counted here. */
 export function statsForSpec(spec: string, sessions: readonly SessionView[], keepLast = 8): SpecStats {
-  const st: SpecStats = { hits: 0, byHost: {}, lastHits: [], bySite: [] };
+  const st: SpecStats = { hits: 0, byHost: nameRecord(), lastHits: [], bySite: [] };
   const sites = new Map<string, Site & { hits: number }>();
   for (const s of sessions) {
     const probes = new Set<string>();
     for (const { probe, spec: sp, site, lowerBound, kernelSource } of s.events) {
       if (sp !== spec) continue;
       probes.add(probe);
-      (st.paths ??= {})[s.host] = s.path ?? 'stream';
+      (st.paths ??= nameRecord())[s.host] = s.path ?? 'stream';
       if (lowerBound) st.lowerBound = true;
       if (kernelSource) st.kernelSource = kernelSource;
       if (site && !sites.has(siteKey(site))) sites.set(siteKey(site), { ...site, hits: 0 });

@@ -120,6 +120,7 @@ export class LivePanel implements vscode.Disposable {
     const name = `probelens-hits-${stamp}.${format}`;
     const target = await vscode.window.showSaveDialog({
       defaultUri: folder ? vscode.Uri.joinPath(folder, name) : undefined,
+      // eslint-disable-next-line probelens/name-records -- the save dialog's own shape, read by VS Code, keys fixed here
       filters: format === 'json' ? { JSON: ['json'] } : { CSV: ['csv'] },
       saveLabel: `Export ${hits} hits`,
     });

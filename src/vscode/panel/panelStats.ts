@@ -6,6 +6,7 @@ import type { Hit } from '../../shared/hit';
 import { formatHitArgs, formatValue } from '../../shared/hitText';
 import { siteKey, type Site } from '../../shared/site';
 import type { LatencyHistogram, PanelStats, SiteStats } from '../../shared/protocol';
+import { nameRecord } from '../../shared/names';
 
 interface Latency {
   log2: number[];
@@ -86,7 +87,13 @@ function histogram(l: Latency): LatencyHistogram {
 
 /** What the panel shows: `now` less `base` (undefined: nothing cleared yet). */
 export function panelStats(now: Tally, base: Tally | undefined, extra: Pick<PanelStats, 'mismatch' | 'historyDropped'>): PanelStats {
-  const out: PanelStats = { counts: {}, sites: {}, latency: {}, lost: now.lost - (base?.lost ?? 0), ...extra };
+  const out: PanelStats = {
+    counts: nameRecord(),
+    sites: nameRecord(),
+    latency: nameRecord(),
+    lost: now.lost - (base?.lost ?? 0),
+    ...extra,
+  };
   for (const [probe, n] of now.hits) {
     const since = n - (base?.hits.get(probe) ?? 0);
     if (since > 0) out.counts[probe] = since;

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { log2Bucket, type Hit } from '../../../src/shared/hit';
 import { RequestTracker, decodeHits, encodeHits, type FromWebview } from '../../../src/shared/protocol';
+import { plainData } from '../../helpers/plain';
 
 const site = { kind: 'clone' as const, address: '0x401200', caller: 'add' };
 const hits: Hit[] = [
@@ -50,7 +51,7 @@ const hits: Hit[] = [
 ];
 
 test('a hit batch decodes to exactly the hits encoded (u64 strings, hex, quotes, kinds, null, arrays, sites, missing fields)', () => {
-  assert.deepEqual(decodeHits(encodeHits(hits)), hits);
+  assert.deepEqual(plainData(decodeHits(encodeHits(hits))), hits);
   assert.equal(decodeHits(encodeHits(hits))[2].retval, null, 'a faulted return value stays null, not absent');
 });
 
@@ -60,12 +61,12 @@ test('a batch interns repeated strings and arg-name lists once', () => {
   assert.equal(b.strings.filter((s) => s === 'calc').length, 1);
   assert.equal(b.strings.filter((s) => s === 'add').length, 1);
   assert.equal(b.shapes.length, 3, 'shapes: (a,b), (), (name,p)');
-  assert.deepEqual([...b.latencyNs], [-1, 2100, -1, -1]);
+  assert.deepEqual(plainData([...b.latencyNs]), [-1, 2100, -1, -1]);
   assert.ok(b.ts instanceof Float64Array && b.pid instanceof Int32Array, 'numeric columns are typed arrays');
 });
 
 test('an empty batch round-trips', () => {
-  assert.deepEqual(decodeHits(encodeHits([])), []);
+  assert.deepEqual(plainData(decodeHits(encodeHits([]))), []);
 });
 
 test('log2Bucket puts each latency in [2^i, 2^(i+1))', () => {
@@ -118,11 +119,11 @@ test('a batch carries what a hit says about its arguments: unavailable at this s
   ];
   const b = encodeHits(noted);
   assert.equal(b.notes.length, 2, 'one note per probe, interned');
-  assert.deepEqual(decodeHits(b), noted);
+  assert.deepEqual(plainData(decodeHits(b)), noted);
 });
 
 test('an entry decodes without a return value even when the batch went as JSON (undefined becomes null there)', () => {
   const sent = encodeHits(hits);
   const b = { ...sent, retval: JSON.parse(JSON.stringify(sent.retval)) as typeof sent.retval };
-  assert.deepEqual(decodeHits(b), hits);
+  assert.deepEqual(plainData(decodeHits(b)), hits);
 });

@@ -4,10 +4,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { KprobeSpecError, kprobeArgs, kprobeDefinition, parseKprobeRecord } from '../../../../src/core/probes/kprobe';
 import { DO_SYS_OPENAT2 } from '../../../vm/kprobeHarness';
+import { plainData } from '../../../helpers/plain';
 
 test('entry definitions are symbol-relative, with arguments by name, user strings and members through pointers', () => {
   const args = kprobeArgs(DO_SYS_OPENAT2, ['dfd', 'filename:ustring', 'how->flags', 'how->mode:x64', 'filename:str'], 'entry');
-  assert.deepEqual(args, [
+  assert.deepEqual(plainData(args), [
     { name: 'dfd', fetch: '$arg1', type: 's32' },
     { name: 'filename', fetch: '+0($arg2)', type: 'ustring' },
     { name: 'how_flags', fetch: '+0($arg3)', type: 'u64' },
@@ -58,7 +59,7 @@ test('records: entry and return lines of a 6.1 kernel parse, strings stay whole'
     '              sh-231     [000] d....   118.123456: openat2: (do_sys_openat2+0x0/0x160) dfd=-100 filename="/tmp/a b=c" how_flags=0x441',
     ['dfd', 'filename', 'how_flags'],
   );
-  assert.deepEqual(entry, {
+  assert.deepEqual(plainData(entry), {
     comm: 'sh',
     pid: 231,
     cpu: 0,
@@ -74,7 +75,7 @@ test('records: entry and return lines of a 6.1 kernel parse, strings stay whole'
   assert.equal(ret?.tgid, 231);
   assert.equal(ret?.at, 'do_sys_open+0x59/0xa0');
   assert.equal(ret?.returnedFrom, 'do_sys_openat2');
-  assert.deepEqual(ret?.fields, { retval: '3' });
+  assert.deepEqual(plainData(ret?.fields), { retval: '3' });
   assert.equal(parseKprobeRecord('CPU:0 [LOST 3 EVENTS]', []), null);
 });
 
@@ -106,7 +107,9 @@ test('members of a struct embedded in one read through a pointer add up (`p->a.b
       },
     },
   ];
-  assert.deepEqual(kprobeArgs(params, ['f->f_path.dentry'], 'entry'), [{ name: 'f_f_path_dentry', fetch: '+72($arg2)', type: 'x64' }]);
+  assert.deepEqual(plainData(kprobeArgs(params, ['f->f_path.dentry'], 'entry')), [
+    { name: 'f_f_path_dentry', fetch: '+72($arg2)', type: 'x64' },
+  ]);
   assert.throws(() => kprobeArgs(params, ['f.f_path'], 'entry'), /not a struct read through a pointer/);
   assert.throws(() => kprobeArgs(params, ['f->f_x'], 'entry'), /the bitfield f_x cannot be fetched as one value/);
   assert.throws(() => kprobeArgs(params, ['f->'], 'entry'), /not NAME, NAME->MEMBER/);

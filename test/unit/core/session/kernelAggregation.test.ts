@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import type { CompiledProbe } from '../../../../src/core/probes/compiler';
 import { histEvents, kernelFigures, planHist, readPeriodically } from '../../../../src/core/session/kernelAggregation';
 import { Aggregates } from '../../../../src/core/session/aggregates';
+import { plainData } from '../../../helpers/plain';
 
 const G = 'probelens_1_4_effffffc_abc';
 
@@ -35,8 +36,8 @@ const name = (p: CompiledProbe): string => (p.definition.event === 'f' ? 'f' : p
 
 test('the plan: a count per event (per point where records name it), and one synthetic latency event per timed pair', () => {
   const plan = planHist(G, points, name);
-  assert.deepEqual(plan.synths, [`${G}_l0`]);
-  assert.deepEqual(plan.triggers, [
+  assert.deepEqual(plainData(plan.synths), [`${G}_l0`]);
+  assert.deepEqual(plainData(plan.triggers), [
     { event: 'f', trigger: 'hist:keys=common_pid,probelens_site:vals=hitcount' },
     { event: 'f_return', trigger: 'hist:keys=common_pid:vals=hitcount' },
     { event: 'g', trigger: 'hist:keys=common_pid:vals=hitcount' },
@@ -45,7 +46,7 @@ test('the plan: a count per event (per point where records name it), and one syn
     { event: 'f_return', trigger: `hist:keys=common_pid:lat=common_timestamp-$ts0:clock=mono:onmatch(${G}.f).trace(${G}_l0,$lat)` },
     { event: `${G}_l0`, trigger: 'hist:keys=lat.log2:vals=hitcount' },
   ]);
-  assert.deepEqual(histEvents(plan), ['f', 'f_return', 'g', `${G}_l0`]);
+  assert.deepEqual(plainData(histEvents(plan)), ['f', 'f_return', 'g', `${G}_l0`]);
   assert.equal(plan.latencyOf.get(`${G}_l0`), 'f');
 });
 
@@ -55,8 +56,8 @@ test('Go pairs (by goroutine) are not timed in the kernel, and say so', () => {
     ['h_return', [point('h_return', { kind: 'return', pairKey: 'h@1', pairBy: 'goroutine' })]],
   ]);
   const plan = planHist(G, go, (p) => p.event);
-  assert.deepEqual(plan.synths, []);
-  assert.deepEqual(plan.untimed, ['h']);
+  assert.deepEqual(plainData(plan.synths), []);
+  assert.deepEqual(plainData(plan.untimed), ['h']);
 });
 
 test("the kernel's tables become counts per probe, site and thread, and latency buckets, in the aggregates' summary", () => {
@@ -97,12 +98,12 @@ test("the kernel's tables become counts per probe, site and thread, and latency 
   assert.equal(agg.path, 'kernel');
   const s = agg.summary();
   assert.equal(s.aggregated, 'kernel');
-  assert.deepEqual(s.hits, { f: 212, f_return: 200 }, 'the entry-time table is not counted again');
-  assert.deepEqual(s.sites.f, [
+  assert.deepEqual(plainData(s.hits), { f: 212, f_return: 200 }, 'the entry-time table is not counted again');
+  assert.deepEqual(plainData(s.sites.f), [
     { site: { kind: 'entry', address: '0x10' }, hits: 207 },
     { site: { kind: 'inlined', address: '0x40', caller: 'main' }, hits: 5 },
   ]);
-  assert.deepEqual(s.pids?.f, [
+  assert.deepEqual(plainData(s.pids?.f), [
     { pid: 195, hits: 205 },
     { pid: 201, hits: 7 },
   ]);
@@ -133,8 +134,8 @@ test('before any call has returned, the kernel path has counts but no latency, a
   const agg = new Aggregates();
   agg.setKernel(kernelFigures(hist, plan, points, name));
   const s = agg.summary();
-  assert.deepEqual(s.hits, { f: 1 });
-  assert.deepEqual(s.latency, {});
+  assert.deepEqual(plainData(s.hits), { f: 1 });
+  assert.deepEqual(plainData(s.latency), {});
 });
 
 test('the hist files are read periodically while armed, one reading at a time, until stopped', async () => {
@@ -164,7 +165,7 @@ test('the hist files are read periodically while armed, one reading at a time, u
   // A reading that has not answered is not asked again, however long it takes.
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(asked.length, 1);
-  assert.deepEqual(asked[0], ['f', 'f_return', 'g', `${G}_l0`]);
+  assert.deepEqual(plainData(asked[0]), ['f', 'f_return', 'g', `${G}_l0`]);
   release();
   await waitFor(() => got.length === 1 && asked.length === 2);
   // Once no longer armed, what still answers is dropped and nothing more is asked.

@@ -12,6 +12,7 @@ import type { Site } from '../../../../src/shared/site';
 import { statsForSpec, type SessionView } from '../../../../src/vscode/model/stats';
 import { PanelFeed } from '../../../../src/vscode/panel/panelFeed';
 import { probeSummaryLines } from '../../../../src/cli/summaryText';
+import { plainData } from '../../../helpers/plain';
 
 const ENTRY: Site = { kind: 'entry', address: '0x15c0', file: '/w/sites.c', line: 40 };
 const INLINED: Site = { kind: 'inlined', address: '0x12a4', caller: 'main', file: '/w/sites.c', line: 133 };
@@ -91,22 +92,22 @@ test('the CLI summary, the editor and the panel read one count of one stream: sa
   assert.ok(panel);
 
   // Counts: 41 calls (one recursive), 42 returns (one from before tracing began).
-  assert.deepEqual(cli.hits, { both_fn: 41, both_fn__return: 42 });
-  assert.deepEqual([calls.hits, returns.hits], [cli.hits.both_fn, cli.hits.both_fn__return]);
-  assert.deepEqual(panel.counts, cli.hits);
+  assert.deepEqual(plainData(cli.hits), { both_fn: 41, both_fn__return: 42 });
+  assert.deepEqual(plainData([calls.hits, returns.hits]), [cli.hits.both_fn, cli.hits.both_fn__return]);
+  assert.deepEqual(plainData(panel.counts), plainData(cli.hits));
 
   // Per-site counts.
   const editorSites = (st: typeof calls) => st.bySite?.map((s) => [s.address, s.hits]);
   const panelSites = (probe: string) => panel!.sites[probe].map((s) => [s.site.address, s.count]);
-  assert.deepEqual(editorSites(calls), [
+  assert.deepEqual(plainData(editorSites(calls)), [
     ['0x15c0', 28],
     ['0x12a4', 13],
   ]);
-  assert.deepEqual(panelSites('both_fn'), editorSites(calls));
+  assert.deepEqual(plainData(panelSites('both_fn')), editorSites(calls));
   const cliSites = (probe: string) => cli.sites[probe].map((s) => [s.site.address, s.hits]);
-  assert.deepEqual(cliSites('both_fn'), editorSites(calls));
-  assert.deepEqual(cliSites('both_fn__return'), editorSites(returns));
-  assert.deepEqual(panelSites('both_fn__return'), editorSites(returns));
+  assert.deepEqual(plainData(cliSites('both_fn')), editorSites(calls));
+  assert.deepEqual(plainData(cliSites('both_fn__return')), editorSites(returns));
+  assert.deepEqual(plainData(panelSites('both_fn__return')), editorSites(returns));
 
   // Latency: 41 paired calls under the entry's probe, the same buckets in the editor's hover and the panel, and the
   // CLI's percentiles are the editor's.
@@ -117,10 +118,10 @@ test('the CLI summary, the editor and the panel read one count of one stream: sa
     while (n > 0 && b[n - 1] === 0) n--;
     return b.slice(0, n);
   };
-  assert.deepEqual(panel.latency.both_fn.buckets, trimmed(lat.log2));
-  assert.deepEqual([panel.latency.both_fn.count, panel.latency.both_fn.maxNs], [lat.count, lat.max]);
+  assert.deepEqual(plainData(panel.latency.both_fn.buckets), trimmed(lat.log2));
+  assert.deepEqual(plainData([panel.latency.both_fn.count, panel.latency.both_fn.maxNs]), [lat.count, lat.max]);
   assert.ok(lat.log2.filter((n) => n > 0).length >= 8, 'the stream spans several buckets');
-  assert.deepEqual(cli.latency.both_fn, {
+  assert.deepEqual(plainData(cli.latency.both_fn), {
     count: lat.count,
     p50: Math.round(lat.p50),
     p90: Math.round(lat.p90),
@@ -132,15 +133,12 @@ test('the CLI summary, the editor and the panel read one count of one stream: sa
   // What the CLI prints: the per-site counts and every bucket's count, as the panel has them.
   const text = probeSummaryLines(cli, 'both_fn').join('');
   const printedSites = [...text.matchAll(/^ {2}\S.*\((0x[0-9a-f]+)\): (\d+) hits$/gm)].map((m) => [m[1], Number(m[2])]);
-  assert.deepEqual(printedSites, editorSites(calls));
+  assert.deepEqual(plainData(printedSites), editorSites(calls));
   const printedBuckets = [...text.matchAll(/^ {4}\[.*\) +(\d+) \|/gm)].map((m) => Number(m[1]));
   const panelBuckets = panel.latency.both_fn.buckets;
-  assert.deepEqual(printedBuckets, panelBuckets.slice(panelBuckets.findIndex((c) => c > 0)));
+  assert.deepEqual(plainData(printedBuckets), panelBuckets.slice(panelBuckets.findIndex((c) => c > 0)));
   // Per site, the panel's latency is the calls that entered there.
-  assert.deepEqual(
-    panel.sites.both_fn.map((s) => s.latencyCount),
-    [28, 13],
-  );
+  assert.deepEqual(plainData(panel.sites.both_fn.map((s) => s.latencyCount)), [28, 13]);
   assert.equal(
     panel.sites.both_fn.reduce((n, s) => n + s.latencySumNs, 0),
     agg.snapshot().latency.both_fn.sum,

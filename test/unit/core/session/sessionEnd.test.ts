@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mergeSummaries } from '../../../../src/core/session/fanout';
 import { describeEnd, type SessionSummary } from '../../../../src/core/session/traceSession';
+import { plainData } from '../../../helpers/plain';
 
 test('each way the agent ends has its own sentence', () => {
   assert.match(
@@ -35,9 +36,9 @@ test('a host that ended early keeps its counts in the merged summary, and its ca
     { host: 'a', summary: partial, error: new Error(partial.error) },
     { host: 'b', summary: whole },
   ]);
-  assert.deepEqual(m.hits, { f: 7 });
+  assert.deepEqual(plainData(m.hits), { f: 7 });
   assert.equal(m.lost, 2);
-  assert.deepEqual(m.hosts, { a: { ok: false, error: 'the connection to a was lost' }, b: { ok: true } });
+  assert.deepEqual(plainData(m.hosts), { a: { ok: false, error: 'the connection to a was lost' }, b: { ok: true } });
   assert.equal(m.error, 'a: the connection to a was lost');
   assert.equal(mergeSummaries([{ host: 'b', summary: whole }]).error, undefined);
 });

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { lineSplitter } from '../../../../src/core/tracefs/agentClient';
 import { frameDefinition, newSentinel } from '../../../../src/core/tracefs/framing';
 import { HitParser, type EventSchema, type Hit, type Sentinel } from '../../../../src/core/tracefs/hitParser';
+import { plainData } from '../../../helpers/plain';
 
 const SENTINEL: Sentinel = { name: '__pl', printed: '0x9e3779b97f4a7c15' };
 const GROUP = 'probelens_42_abc123';
@@ -83,10 +84,10 @@ test('a comm with \\r, \\n, U+2028 and U+2029 is read whole and the record kept'
   const text = comms.map((comm, i) => kernelPrint(OPEN_SCHEMA, { comm, pid: 100 + i }, { path: '/p', uid: '0', name: 'n' })).join('');
   const { hits, parser } = parseStream(text);
   assert.deepEqual(
-    hits.map((h) => [h.comm, h.pid, h.args.probelens_comm]),
+    plainData(hits.map((h) => [h.comm, h.pid, h.args.probelens_comm])),
     comms.map((c, i) => [c.replace(/^ +/, ''), 100 + i, c]),
   );
-  assert.deepEqual([parser.stats.lost, parser.stats.malformed, parser.stats.unparsed], [0, 0, 0]);
+  assert.deepEqual(plainData([parser.stats.lost, parser.stats.malformed, parser.stats.unparsed]), [0, 0, 0]);
 });
 
 test('a string cannot forge a LOST line, a record of another pid or end its own record', () => {
@@ -99,20 +100,17 @@ test('a string cannot forge a LOST line, a record of another pid or end its own 
     kernelPrint(OPEN_SCHEMA, me, { path: '/ok', uid: '1000', name: 'n' });
   const { hits, parser } = parseStream(text);
   assert.equal(hits.length, 2);
-  assert.deepEqual(
-    hits.map((h) => h.pid),
-    [4242, 4242],
-  );
-  assert.deepEqual(hits[0].args, { path: forged, uid: 1000, name: forged, probelens_comm: 'app' });
-  assert.deepEqual(hits[1].args, { path: '/ok', uid: 1000, name: 'n', probelens_comm: 'app' });
-  assert.deepEqual([parser.stats.lost, parser.stats.malformed, parser.stats.unparsed], [0, 0, 0]);
+  assert.deepEqual(plainData(hits.map((h) => h.pid)), [4242, 4242]);
+  assert.deepEqual(plainData(hits[0].args), { path: forged, uid: 1000, name: forged, probelens_comm: 'app' });
+  assert.deepEqual(plainData(hits[1].args), { path: '/ok', uid: 1000, name: 'n', probelens_comm: 'app' });
+  assert.deepEqual(plainData([parser.stats.lost, parser.stats.malformed, parser.stats.unparsed]), [0, 0, 0]);
 });
 
 test('a later string cannot impersonate earlier arguments (path="x\\" uid=0 …")', () => {
   const name = 'x" __pl0=0x1 uid=0 name="root';
   const path = 'x" uid=0 name="y';
   const { hits } = parseStream(kernelPrint(OPEN_SCHEMA, me, { path, uid: '1000', name }));
-  assert.deepEqual(hits[0].args, { path, uid: 1000, name, probelens_comm: 'app' });
+  assert.deepEqual(plainData(hits[0].args), { path, uid: 1000, name, probelens_comm: 'app' });
 });
 
 test('(fault) strings, empty strings and strings ending in a quote', () => {
@@ -120,8 +118,8 @@ test('(fault) strings, empty strings and strings ending in a quote', () => {
     kernelPrint(OPEN_SCHEMA, me, { path: null, uid: '-1', name: '"' }) +
       kernelPrint(OPEN_SCHEMA, me, { path: '', uid: '2', name: '(fault)' }),
   );
-  assert.deepEqual(hits[0].args, { path: null, uid: -1, name: '"', probelens_comm: 'app' });
-  assert.deepEqual(hits[1].args, { path: '', uid: 2, name: '(fault)', probelens_comm: 'app' });
+  assert.deepEqual(plainData(hits[0].args), { path: null, uid: -1, name: '"', probelens_comm: 'app' });
+  assert.deepEqual(plainData(hits[1].args), { path: '', uid: 2, name: '(fault)', probelens_comm: 'app' });
 });
 
 test('UTF-8 split across stream chunks is decoded whole, invalid bytes cannot merge records', () => {
@@ -130,7 +128,7 @@ test('UTF-8 split across stream chunks is decoded whole, invalid bytes cannot me
     const { hits } = parseStream(text, [OPEN_SCHEMA], chunk);
     assert.equal(hits.length, 1);
     assert.equal(hits[0].comm, 'ü\u2028€');
-    assert.deepEqual(hits[0].args, { path: 'ümlaut 😀 \u2029', uid: 1, name: '€', probelens_comm: 'ü\u2028€' });
+    assert.deepEqual(plainData(hits[0].args), { path: 'ümlaut 😀 \u2029', uid: 1, name: '€', probelens_comm: 'ü\u2028€' });
     assert.ok(!JSON.stringify(hits).includes('\ufffd'), `no U+FFFD at chunk size ${chunk}`);
   }
   // A lone lead byte right before the newline ending a string: still one record, then the next.
@@ -140,13 +138,10 @@ test('UTF-8 split across stream chunks is decoded whole, invalid bytes cannot me
   ]);
   bad[bad.indexOf(0)] = 0xe2;
   const { hits, parser } = parseStream(bad, [OPEN_SCHEMA], 1);
-  assert.deepEqual(
-    hits.map((h) => [h.args.path, h.args.uid]),
-    [
-      ['\ufffd', 1],
-      ['ok', 2],
-    ],
-  );
+  assert.deepEqual(plainData(hits.map((h) => [h.args.path, h.args.uid])), [
+    ['\ufffd', 1],
+    ['ok', 2],
+  ]);
   assert.equal(parser.stats.malformed, 0);
 });
 
@@ -155,13 +150,10 @@ test("the kernel's own lines between records: LOST (with and without a count) an
   const { hits, parser } = parseStream(`CPU:1 [LOST 7 EVENTS]\n${rec}CPU:0 [LOST EVENTS]\n[LINE TOO BIG]\n${rec}`);
   assert.equal(hits.length, 2);
   assert.equal(parser.stats.lost, 8);
-  assert.deepEqual(
-    [...parser.stats.lostByCpu],
-    [
-      [1, 7],
-      [0, 1],
-    ],
-  );
+  assert.deepEqual(plainData([...parser.stats.lostByCpu]), [
+    [1, 7],
+    [0, 1],
+  ]);
   assert.equal(parser.stats.malformed, 1, 'a record too big to print is counted, not silently dropped');
 });
 
@@ -169,10 +161,7 @@ test('a record longer than any the kernel prints is dropped whole and reading re
   const huge = kernelPrint(OPEN_SCHEMA, me, { path: 'a\n'.repeat(40_000), uid: '0', name: 'n' });
   const rec = kernelPrint(OPEN_SCHEMA, me, { path: '/after', uid: '3', name: 'n' });
   const { hits, parser } = parseStream(huge + rec);
-  assert.deepEqual(
-    hits.map((h) => h.args.path),
-    ['/after'],
-  );
+  assert.deepEqual(plainData(hits.map((h) => h.args.path)), ['/after']);
   assert.equal(parser.stats.malformed, 1);
 });
 

@@ -5,6 +5,7 @@ import { FormatError, parseEventFormat, parseHeaderPage, type EventFormat } from
 import { RawHitDecoder } from '../../../../src/core/tracefs/rawHits';
 import { RawDecodeError, timestampText } from '../../../../src/core/tracefs/rawPages';
 import { HEADER_PAGE_TEXT, PageBuilder, probeFormatText, recordBytes, type FieldInput } from '../../../helpers/rawPageBuilder';
+import { plainData } from '../../../helpers/plain';
 
 const header = parseHeaderPage(HEADER_PAGE_TEXT);
 
@@ -194,22 +195,22 @@ test('every argument type decodes to what the text parser makes of the same reco
   assert.equal(textHits.length, rows.length);
   hits.forEach((h, k) => {
     const t = textHits[k];
-    assert.deepEqual(h.args, t.args, `row ${k}`);
-    assert.deepEqual({ ...h, ts: 0, pid: 0, comm: '' }, { ...t, ts: 0, pid: 0, comm: '' });
+    assert.deepEqual(plainData(h.args), plainData(t.args), `row ${k}`);
+    assert.deepEqual(plainData({ ...h, ts: 0, pid: 0, comm: '' }), plainData({ ...t, ts: 0, pid: 0, comm: '' }));
     assert.ok(Math.abs(h.ts - t.ts) < 1e-6, `row ${k}: ${h.ts} is the printed ${t.ts}, before rounding`);
     assert.equal(JSON.stringify(Object.keys(h)), JSON.stringify(Object.keys(t)), 'the same keys in the same order');
   });
   // Spot checks of the rule itself.
-  assert.deepEqual(hits[0].args.a64, '-9223372036854775808');
-  assert.deepEqual(hits[0].args.u64, '18446744073709551615');
-  assert.deepEqual(hits[0].args.def, '0x7fff12345678');
-  assert.deepEqual(hits[1].args.us, null);
-  assert.deepEqual(hits[1].args.s, '');
+  assert.deepEqual(plainData(hits[0].args.a64), '-9223372036854775808');
+  assert.deepEqual(plainData(hits[0].args.u64), '18446744073709551615');
+  assert.deepEqual(plainData(hits[0].args.def), '0x7fff12345678');
+  assert.deepEqual(plainData(hits[1].args.us), null);
+  assert.deepEqual(plainData(hits[1].args.s), '');
   assert.equal(hits[2].args.a64, '-9007199254740992', '|v| = 2^53 is past the rule: a string');
   assert.equal(hits[3].args.a64, -(2 ** 53) + 1);
-  assert.deepEqual(hits[3].args.u64, '9007199254740993');
-  assert.deepEqual(hits[0].args.ch, "'A'");
-  assert.deepEqual(hits[0].args.xs, ['0xa', '0xffff']);
+  assert.deepEqual(plainData(hits[3].args.u64), '9007199254740993');
+  assert.deepEqual(plainData(hits[0].args.ch), "'A'");
+  assert.deepEqual(plainData(hits[0].args.xs), ['0xa', '0xffff']);
   assert.equal(hits[0].pid, 70);
   assert.equal(hits[0].comm, 'rawfix');
   assert.equal(hits[0].cpu, 3);
@@ -232,7 +233,7 @@ test('strings hold newlines, \\r, U+2028 and LOST- or record-shaped text exactly
   const { hits, stats } = decodeOne(format, schemaOf(args), [b.build()]);
   assert.equal(stats.hits, hostile.length);
   assert.deepEqual(
-    hits.map((h) => h.args),
+    plainData(hits.map((h) => h.args)),
     hostile.map((s, k) => ({ s, a32: k, us: s })),
   );
 });
@@ -274,7 +275,7 @@ test('a short string like the last one is the same text; any other byte, length 
   pages.push(b.build());
   const { hits } = decodeOne(format, schemaOf(args), pages);
   assert.deepEqual(
-    hits.map((h) => h.args),
+    plainData(hits.map((h) => h.args)),
     values.map((s, k) => ({ s, us: values[values.length - 1 - k] })),
   );
 });
@@ -287,12 +288,11 @@ test('return probes: the retval argument is the hit’s retval, not an argument'
   const format = formatOf(args, 2500, 'take__return', true);
   const page = new PageBuilder(5n).data(recordBytes(format, 12, { retval: -7, p: 0x1000 }), 0).build();
   const { hits } = decodeOne(format, { ...schemaOf(args, { kind: 'return' }), event: 'take__return' }, [page]);
-  assert.deepEqual(
-    hits.map((h) => [h.kind, h.retval, h.args, h.pid, h.tid, h.comm]),
-    [['return', -7, { p: '0x1000' }, 12, 12, '<...>']],
-  );
+  assert.deepEqual(plainData(hits.map((h) => [h.kind, h.retval, h.args, h.pid, h.tid, h.comm])), [
+    ['return', -7, { p: '0x1000' }, 12, 12, '<...>'],
+  ]);
   const named = decodeOne(format, { ...schemaOf(args, { retvalArg: 'p' }), event: 'take__return' }, [page]).hits[0];
-  assert.deepEqual([named.retval, named.args], ['0x1000', { retval: -7 }]);
+  assert.deepEqual(plainData([named.retval, named.args]), ['0x1000', { retval: -7 }]);
 });
 
 test('lost events: a stored count is added as is; a page that lost an unknown number counts one and says so', () => {
@@ -306,21 +306,21 @@ test('lost events: a stored count is added as is; a page that lost an unknown nu
   ];
   const { hits, lost, order, stats } = decodeOne(format, schemaOf(args), pages, 1);
   assert.equal(hits.length, 3);
-  assert.deepEqual(order, ['lost 7', 'hit', 'lost 1', 'hit', 'hit'], 'a loss is reported before the page after it');
+  assert.deepEqual(plainData(order), ['lost 7', 'hit', 'lost 1', 'hit', 'hit'], 'a loss is reported before the page after it');
   // A schema without arguments still needs the record's thread id: a record shorter than that is refused.
   const bare = decodeOne(format, { ...schemaOf([]) }, [new PageBuilder(1n).data(recordBytes(format, 77, { a32: 1 }), 0).build()]);
-  assert.deepEqual([bare.hits[0].tid, bare.hits[0].args], [77, {}]);
+  assert.deepEqual(plainData([bare.hits[0].tid, bare.hits[0].args]), [77, {}]);
   const tiny = Buffer.alloc(4);
   tiny.writeUInt16LE(format.id, 0);
   assert.throws(
     () => decodeOne(format, schemaOf([]), [new PageBuilder(1n).data(tiny, 0).build()]),
     /a 4-byte record of 'take', whose fields need 8/,
   );
-  assert.deepEqual(lost, [
+  assert.deepEqual(plainData(lost), [
     [1, 7],
     [1, 1],
   ]);
-  assert.deepEqual([stats.lost, stats.lostUncounted, stats.pages, [...stats.lostByCpu]], [8, 1, 3, [[1, 8]]]);
+  assert.deepEqual(plainData([stats.lost, stats.lostUncounted, stats.pages, [...stats.lostByCpu]]), [8, 1, 3, [[1, 8]]]);
 });
 
 test('records of other events are counted, not decoded; a record too short for its event is an error naming it', () => {
@@ -335,7 +335,7 @@ test('records of other events are counted, not decoded; a record too short for i
       .data(recordBytes(format, 77, { a64: 2 }), 0)
       .build(),
   ]);
-  assert.deepEqual([hits.length, stats.unknown], [1, 1]);
+  assert.deepEqual(plainData([hits.length, stats.unknown]), [1, 1]);
   assert.throws(
     () => decodeOne(format, schemaOf(args), [new PageBuilder(1n).data(short, 0).build()]),
     (e: Error) => e instanceof RawDecodeError && e.offset === 20 && /a 20-byte record of 'take', whose fields need 24/.test(e.message),

@@ -13,6 +13,7 @@ import {
 import { statsForSpec, type SessionView } from '../../../../src/vscode/model/stats';
 import type { Hit } from '../../../../src/shared/hit';
 import type { Site } from '../../../../src/shared/site';
+import { plainData } from '../../../helpers/plain';
 
 const latency = {
   count: 10,
@@ -52,7 +53,7 @@ function view(host: string, hits: number, site?: Site): SessionView {
 test('the inline decoration: count, last values, p50', () => {
   const st = statsForSpec('add_ints $params', [view('local', 1000), view('db1', 204)]);
   assert.equal(st.hits, 1204);
-  assert.deepEqual(st.byHost, { local: 1000, db1: 204 });
+  assert.deepEqual(plainData(st.byHost), { local: 1000, db1: 204 });
   assert.equal(decorationText(st, 'armed'), '● 1,204 hits · last a=3 b=-7 · p50 2.1µs');
 });
 
@@ -181,7 +182,9 @@ test("the hover's toggle link runs the toggle command on the probe's own node", 
   const link = toggleLink('build/calls', 'add_ints $params', false);
   const m = /^\[Aggregate in the kernel\]\(command:probelens\.aggregateProbe\?(\S+) "[^"]+"\)$/.exec(link);
   assert.ok(m, link);
-  assert.deepEqual(JSON.parse(decodeURIComponent(m[1])), [{ kind: 'probe', binaryKey: 'build/calls', spec: 'add_ints $params' }]);
+  assert.deepEqual(plainData(JSON.parse(decodeURIComponent(m[1]))), [
+    { kind: 'probe', binaryKey: 'build/calls', spec: 'add_ints $params' },
+  ]);
   assert.match(toggleLink('b', 's', true), /^\[Stream hits\]\(command:probelens\.streamProbe\?/);
   assert.ok(TOGGLE_COMMANDS.includes('probelens.aggregateProbe') && TOGGLE_COMMANDS.includes('probelens.streamProbe'));
 });

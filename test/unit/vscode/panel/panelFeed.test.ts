@@ -5,6 +5,7 @@ import { decodeHits, type ToWebview } from '../../../../src/shared/protocol';
 import { Aggregates, type LatencyPair } from '../../../../src/core/session/aggregates';
 import { fakeClock } from '../../../helpers/fakeClock';
 import { PanelFeed } from '../../../../src/vscode/panel/panelFeed';
+import { plainData } from '../../../helpers/plain';
 
 function hits(from: number, count: number): Hit[] {
   return Array.from({ length: count }, (_, k) => {
@@ -56,16 +57,16 @@ test('ready replays init then the history, and later hits arrive batched with st
   assert.equal(init.type, 'init');
   if (init.type !== 'init') return;
   assert.equal(init.snapshotRows, 6);
-  assert.deepEqual(init.probes, [{ name: 'add', file: '/src/calc.c', line: 3 }]);
-  assert.deepEqual(init.stats.counts, { add: 3, sub: 3 });
+  assert.deepEqual(plainData(init.probes), [{ name: 'add', file: '/src/calc.c', line: 3 }]);
+  assert.deepEqual(plainData(init.stats.counts), { add: 3, sub: 3 });
   assert.equal(init.stats.lost, 7);
   assert.equal(init.stats.mismatch, -2);
-  assert.deepEqual(hitsIn(msgs), hits(0, 6));
+  assert.deepEqual(plainData(hitsIn(msgs)), hits(0, 6));
   msgs.length = 0;
   post(hits(6, 3));
   assert.equal(msgs.length, 0, 'below maxBatch and before the timer: nothing sent yet');
   post(hits(9, 1));
-  assert.deepEqual(hitsIn(msgs), hits(6, 4), 'a full batch goes at once');
+  assert.deepEqual(plainData(hitsIn(msgs)), hits(6, 4), 'a full batch goes at once');
   assert.ok(msgs.some((m) => m.type === 'stats'));
   feed.dispose();
 });
@@ -80,16 +81,10 @@ test('probes and session go to the webview only when they change (the live timer
     feed.setProbes(probes.map((p) => ({ ...p })));
     feed.setSession({ state: 'tracing', detail: 'local' });
   }
-  assert.deepEqual(
-    msgs.map((m) => m.type),
-    ['probes', 'session'],
-  );
+  assert.deepEqual(plainData(msgs.map((m) => m.type)), ['probes', 'session']);
   feed.setProbes([...probes, { name: 'sub', file: '/src/calc.c', line: 7 }]);
   feed.setSession({ state: 'stopped', detail: 'local' });
-  assert.deepEqual(
-    msgs.map((m) => m.type),
-    ['probes', 'session', 'probes', 'session'],
-  );
+  assert.deepEqual(plainData(msgs.map((m) => m.type)), ['probes', 'session', 'probes', 'session']);
   feed.dispose();
 });
 
@@ -99,7 +94,7 @@ test('the timer flushes a partial batch', async () => {
   feed.attach((m) => msgs.push(m));
   feed.post(hits(0, 2));
   await new Promise((r) => setTimeout(r, 50));
-  assert.deepEqual(hitsIn(msgs), hits(0, 2));
+  assert.deepEqual(plainData(hitsIn(msgs)), hits(0, 2));
   feed.dispose();
 });
 
@@ -110,7 +105,7 @@ test('by default a hit waits at most 25 ms for its batch: the panel row follows 
   feed.post(hits(0, 1));
   // Timers fire in the order they expire, however busy the machine: the feed's (25 ms) before this one (26 ms).
   await new Promise((r) => setTimeout(r, 26));
-  assert.deepEqual(hitsIn(msgs), hits(0, 1));
+  assert.deepEqual(plainData(hitsIn(msgs)), hits(0, 1));
   feed.dispose();
 });
 
@@ -134,7 +129,7 @@ test('batching by time: a hit after a quiet spell goes at once, a stream of hits
   feed.post(hits(0, 1));
   feed.post(hits(1, 1));
   clock.advance(0);
-  assert.deepEqual(sent, [[1000, 2]], 'the hits of one turn go together, without waiting for the interval');
+  assert.deepEqual(plainData(sent), [[1000, 2]], 'the hits of one turn go together, without waiting for the interval');
   // A hit every millisecond for 100 ms: a batch every 25 ms, each hit sent within 25 ms of its post.
   for (let t = 1; t <= 100; t++) {
     step(1);
@@ -142,7 +137,7 @@ test('batching by time: a hit after a quiet spell goes at once, a stream of hits
   }
   step(100);
   // (A hit posted at the instant a batch goes waits for the next: the one of t=25 goes at 1050.)
-  assert.deepEqual(sent, [
+  assert.deepEqual(plainData(sent), [
     [1000, 2],
     [1025, 24],
     [1050, 25],
@@ -174,7 +169,7 @@ test("latency histograms are log2 buckets per probe, read from the aggregates' p
   assert.equal(h.buckets[12], 1, '6000 ns is in [4096, 8192)');
   assert.equal(init.stats.latency.add, undefined);
   assert.deepEqual(
-    hitsIn(msgs).map((x) => x.latencyNs),
+    plainData(hitsIn(msgs).map((x) => x.latencyNs)),
     [undefined, 2000, undefined, 4000, undefined, 6000, undefined],
     "the rows carry the aggregates' latency",
   );
@@ -202,14 +197,8 @@ test('the history is bounded; what was evicted before a replay is reported as hi
 test('retainedHits applies the panel filter for export; clear forgets everything and tells the webview', () => {
   const feed = new PanelFeed({ version: 'x', flushIntervalMs: 60_000 });
   feed.post(hits(0, 6));
-  assert.deepEqual(
-    feed.retainedHits('probe:sub').map((h) => h.ts),
-    [1, 3, 5],
-  );
-  assert.deepEqual(
-    feed.retainedHits('i=4').map((h) => h.ts),
-    [4],
-  );
+  assert.deepEqual(plainData(feed.retainedHits('probe:sub').map((h) => h.ts)), [1, 3, 5]);
+  assert.deepEqual(plainData(feed.retainedHits('i=4').map((h) => h.ts)), [4]);
   assert.equal(feed.retainedHits().length, 6);
   const msgs: ToWebview[] = [];
   feed.attach((m) => msgs.push(m));
@@ -229,7 +218,7 @@ test("exportText writes what the panel's Export buttons save: the CLI's JSON obj
   feed.post([h]);
   const json = feed.exportText('json');
   assert.equal(json.hits, 1);
-  assert.deepEqual(JSON.parse(json.text), [
+  assert.deepEqual(plainData(JSON.parse(json.text)), [
     { host: 'local', probe: 'add', kind: 'entry', pid: 1, tid: 1, comm: '=cmd|x', cpu: 0, ts: 0, args: { s: '@SUM(A1)', n: -5, p: null } },
   ]);
   const csv = feed.exportText('csv', 'probe:add').text.split('\r\n');
@@ -267,41 +256,35 @@ test('per-site stats: each probe site counts its own hits, keeps its latest valu
   const init = msgs[0];
   assert.ok(init.type === 'init');
   assert.deepEqual(
-    init.stats.counts,
+    plainData(init.stats.counts),
     { ACLAppendUserForLoading: 6, ACLAppendUserForLoading__return: 2 },
     'the probe counts all its sites once',
   );
-  assert.deepEqual(init.stats.latency.ACLAppendUserForLoading?.count, 2);
-  assert.deepEqual(init.stats.sites.ACLAppendUserForLoading, [
+  assert.deepEqual(plainData(init.stats.latency.ACLAppendUserForLoading?.count), 2);
+  assert.deepEqual(plainData(init.stats.sites.ACLAppendUserForLoading), [
     { site: entry, count: 2, lastArgs: 'n=2', lastRet: '', latencyCount: 2, latencySumNs: 400, latencyMaxNs: 300 },
     { site: inl, count: 3, lastArgs: 'n=5', lastRet: '', latencyCount: 0, latencySumNs: 0, latencyMaxNs: 0 },
   ]);
-  assert.deepEqual(
-    feed.retainedHits('site:0x5e8f4').map((h) => h.ts),
-    [1, 3, 5],
-  );
-  assert.deepEqual(
-    feed.retainedHits('site:entry').map((h) => h.ts),
-    [0, 0.0000001, 2, 2.0000003],
-  );
+  assert.deepEqual(plainData(feed.retainedHits('site:0x5e8f4').map((h) => h.ts)), [1, 3, 5]);
+  assert.deepEqual(plainData(feed.retainedHits('site:entry').map((h) => h.ts)), [0, 0.0000001, 2, 2.0000003]);
   feed.clear();
   post([hit(6, inl), hit(7, entry), exit(7, 200)]);
   feed.flush();
   const last = msgs.filter((m) => m.type === 'stats').at(-1);
   assert.ok(last?.type === 'stats');
   assert.deepEqual(
-    last.stats.sites.ACLAppendUserForLoading.map((s) => [s.site.address, s.count, s.lastArgs]),
+    plainData(last.stats.sites.ACLAppendUserForLoading.map((s) => [s.site.address, s.count, s.lastArgs])),
     [
       ['0x128ea0', 1, 'n=7'],
       ['0x5e8f4', 1, 'n=6'],
     ],
     'clear starts the breakdown over (a baseline of the aggregates, which go on counting)',
   );
-  assert.deepEqual(last.stats.counts, { ACLAppendUserForLoading: 2, ACLAppendUserForLoading__return: 1 });
+  assert.deepEqual(plainData(last.stats.counts), { ACLAppendUserForLoading: 2, ACLAppendUserForLoading__return: 1 });
   const lat = last.stats.latency.ACLAppendUserForLoading;
-  assert.deepEqual([lat?.count, lat?.maxNs], [1, 255], 'since the clear: one call; its max bounded by its bucket [128, 256) ns');
+  assert.deepEqual(plainData([lat?.count, lat?.maxNs]), [1, 255], 'since the clear: one call; its max bounded by its bucket [128, 256) ns');
   assert.deepEqual(
-    [last.stats.sites.ACLAppendUserForLoading[0].latencyCount, last.stats.sites.ACLAppendUserForLoading[0].latencySumNs],
+    plainData([last.stats.sites.ACLAppendUserForLoading[0].latencyCount, last.stats.sites.ACLAppendUserForLoading[0].latencySumNs]),
     [1, 200],
   );
   feed.dispose();
@@ -330,17 +313,11 @@ test("a site's latest values and the filter see what its hits say about their ar
   const init = msgs[0];
   assert.ok(init.type === 'init');
   assert.equal(init.stats.sites.createStringObject_2?.[0]?.lastArgs, 'x≈5');
-  assert.deepEqual(
-    feed.retainedHits('unavailable').map((h) => h.ts),
-    [1],
-  );
-  assert.deepEqual(
-    hitsIn(msgs).map((h) => [h.unavailable, h.inferred]),
-    [
-      [{ ptr: 'no such parameter here' }, undefined],
-      [undefined, ['x']],
-    ],
-  );
+  assert.deepEqual(plainData(feed.retainedHits('unavailable').map((h) => h.ts)), [1]);
+  assert.deepEqual(plainData(hitsIn(msgs).map((h) => [h.unavailable, h.inferred])), [
+    [{ ptr: 'no such parameter here' }, undefined],
+    [undefined, ['x']],
+  ]);
   feed.dispose();
 });
 
@@ -353,33 +330,33 @@ test('flow control: a batch waits until the webview drew the ones before it, the
   msgs.length = 0;
   post(hits(0, 2));
   clock.advance(25);
-  assert.deepEqual(hitsIn(msgs), hits(0, 2), 'the first batch goes within the interval');
+  assert.deepEqual(plainData(hitsIn(msgs)), hits(0, 2), 'the first batch goes within the interval');
   msgs.length = 0;
   post(hits(2, 3));
   clock.advance(500);
-  assert.deepEqual(hitsIn(msgs), [], 'not drawn yet: the next batch waits (without flow control it went at 25 ms)');
+  assert.deepEqual(plainData(hitsIn(msgs)), [], 'not drawn yet: the next batch waits (without flow control it went at 25 ms)');
   post(hits(5, 1));
   feed.drawn(1);
   clock.advance(0);
-  assert.deepEqual(hitsIn(msgs), hits(2, 4), 'drawn: what came meanwhile goes as one batch, at once');
+  assert.deepEqual(plainData(hitsIn(msgs)), hits(2, 4), 'drawn: what came meanwhile goes as one batch, at once');
   assert.equal(msgs.filter((m) => m.type === 'hits').length, 1);
   msgs.length = 0;
   // A webview that never says drawn (hidden, or another version) still gets its hits, drawnWaitMs apart.
   post(hits(6, 1));
   clock.advance(999);
-  assert.deepEqual(hitsIn(msgs), []);
+  assert.deepEqual(plainData(hitsIn(msgs)), []);
   clock.advance(1);
-  assert.deepEqual(hitsIn(msgs), hits(6, 1));
+  assert.deepEqual(plainData(hitsIn(msgs)), hits(6, 1));
   msgs.length = 0;
   // maxBatch hits go at once, drawn or not (the host's memory stays bounded).
   post(hits(7, 100));
-  assert.deepEqual(hitsIn(msgs), hits(7, 100));
+  assert.deepEqual(plainData(hitsIn(msgs)), hits(7, 100));
   // A webview attached again (reloaded) owes nothing: its replay is what it draws next.
   feed.attach((m) => msgs.push(m));
   msgs.length = 0;
   feed.drawn(99);
   post(hits(107, 1));
   clock.advance(1_000);
-  assert.deepEqual(hitsIn(msgs), hits(107, 1));
+  assert.deepEqual(plainData(hitsIn(msgs)), hits(107, 1));
   feed.dispose();
 });
