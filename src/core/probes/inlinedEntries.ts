@@ -16,7 +16,10 @@
 //   call that its entry pc is outside of), which stays set-up as back edges alone say; that answer is taken only
 //   when it proves the holder arming exactly the places the first one armed; where the first reading proves a holder
 //   with such a loop, the second must agree, and a copy the two place differently may miss calls;
-// - other copy code (a body) reached while no call is open begins a call there: a new entry (a duplicated path);
+// - other copy code (a body) reached while no call is open begins a call there: a new entry (a duplicated path),
+//   unless it only moves values and jumps until control leaves the copy (a tail the caller's code jumps into, such
+//   as a register reload on the way back): that begins no call. A duplicate of a call does the call's work, so this
+//   is proved where the copy's other code does work; where it is all moves, the copy's count is a lower bound;
 //   reached while a call of another copy is open, it is code GCC merged between copies and continues that call;
 // - outside code reached from a copy's body that leads back into the same copy's body within one iteration is the
 //   caller's code scheduled in between: the call stays open; any other outside code ends it. Except where that
@@ -258,8 +261,27 @@ function place(
     for (let m = merged.find((x) => x.copy === k); m; m = merged.find((x) => x.copy === k)) k = m.into;
     return k;
   };
+  // Whether the copy's code from n, up to where control leaves the copy (or reaches one of its entries), only moves
+  // values and jumps: no instruction of it computes anything a call of the copy would.
+  const tailOnly = (n: number, copy: number): boolean => {
+    const seen = new Set<number>([n]);
+    const wl = [n];
+    while (wl.length) {
+      const m = wl.pop()!;
+      if (!noWork(m)) return false;
+      for (const t of succ[m])
+        if (t !== SINK && !seen.has(t) && !probe.has(t) && inR(t) && rep(copyOf[t]) === copy) {
+          seen.add(t);
+          wl.push(t);
+        }
+    }
+    return true;
+  };
   const notArmed: NotArmed[] = [];
   let dead: ReturnType<typeof deadSetUp> | undefined;
+  // Copy code reached with no call open that only moves values and jumps until control leaves the copy: a tail the
+  // caller's code jumps into (a register reload on its way back), not the beginning of a call (see tailOnly).
+  const tails = new Set<number>();
 
   for (let round = 0; round < MAX_ROUNDS; round++) {
     // Set-up: code of a copy that runs ahead of its candidate on some path: it reaches the candidate of its own
@@ -294,7 +316,7 @@ function place(
     const setup = setUpWithin(closing);
     const byBackEdges = setUpWithin(backEdge);
     for (let n = 0; n < N; n++) if (byBackEdges[n] && !setup[n] && runsAgainWithoutEntry(g, n, probe)) setup[n] = 1;
-    const body = (n: number) => probe.has(n) || (inR(n) && !setup[n]);
+    const body = (n: number) => probe.has(n) || (inR(n) && !setup[n] && !tails.has(n));
     // Hops: outside code reached from a copy's body and leading back into the body of the same copy (not through
     // a candidate), within one iteration (as for set-up, however GCC enters the loop): code reached around a loop
     // runs after the call, not in the middle of it.
@@ -403,6 +425,12 @@ function place(
       const at = insns[ambiguous].address;
       throw new Unavailable('ambiguous', `the copy's code at ${hex(at)} runs both inside a call and outside any`, at);
     }
+    // A new entry is armed only where the code it begins does work of a call before it leaves the copy.
+    const tailsNow = [...fresh].filter((n) => tailOnly(n, label(n)));
+    if (tailsNow.length > 0) {
+      for (const n of tailsNow) tails.add(n);
+      continue;
+    }
     if (fresh.size === 0) {
       const entries = [...probe].flatMap(([n, v]): InlinedEntry[] =>
         [v.copy, ...(v.also ?? [])].map((copy) => ({ address: insns[n].address, copy, how: v.how })),
@@ -447,6 +475,22 @@ function place(
           copy: copyOf[n],
           address: insns[n].address,
           reason: `its code at ${hex(insns[n].address)} also runs on a path that passes no entry of it (a call whose DIE GCC merged away, or work hoisted ahead of the call)`,
+          armed: true,
+        });
+      }
+      // A copy whose other code does work has no call made of moves alone: a duplicate of its call would do that work
+      // too. A copy whose code is all moves (a function that returns its argument) may: its count is a lower bound.
+      const works = new Set<number>();
+      for (let n = 0; n < N; n++) if (inR(n) && !tails.has(n) && !noWork(n)) works.add(rep(copyOf[n]));
+      const saidTail = new Set<number>();
+      for (const n of [...tails].sort((a, b) => a - b)) {
+        const k = rep(copyOf[n]);
+        if (saidTail.has(k) || works.has(k)) continue;
+        saidTail.add(k);
+        notArmed.push({
+          copy: copyOf[n],
+          address: insns[n].address,
+          reason: `its code at ${hex(insns[n].address)} only moves values and jumps, as all of the copy's code does, and is reached where no call of it is open: taken for the copy's tail, not a call (a call there goes uncounted)`,
           armed: true,
         });
       }

@@ -446,6 +446,62 @@ test('copy code that only moves a value, run both inside a call and outside any,
   }
 });
 
+test("a copy's tail the caller's code jumps into, after a call or on a path with none, is no entry: counted from below", () => {
+  // The shape of an over-count found on a real program: the copy's last block (a register reload and a jump back
+  // into the caller) is a jump target of the caller's loop test, reached on the first round (no call yet) and on
+  // later rounds after the caller's own code closed the call the entry pc began. No path reaches it with a call
+  // open, so it was armed as the first instruction of a duplicated path: every hit there was a second count.
+  const withTail = (...tail: number[]) =>
+    bytes(
+      ...[0x31, 0xc9], //       0  xor %ecx,%ecx     caller
+      ...[0x85, 0xff], //       2  test %edi,%edi    caller: loop head
+      ...[0x74, 0x0a], //       4  je 16             caller: to the copy's tail
+      ...[0x83, 0xc0, 0x01], // 6  add $1,%eax       copy entry pc
+      ...[0xeb, 0x00], //       9  jmp 11            copy
+      ...[0x83, 0xef, 0x01], // 11 sub $1,%edi       caller
+      ...[0xeb, 0xf2], //       14 jmp 2             caller: back edge
+      ...tail, //               16 copy's tail
+      ...[0xeb, 0x00], //          jmp to the ret    copy
+      0xc3, //                     ret               caller
+    );
+  const run = (code: Uint8Array) =>
+    findInlinedEntries(
+      query(code, [
+        [
+          6,
+          [
+            [6, 11],
+            [16, code.length - 1],
+          ],
+        ],
+      ]),
+    );
+  const reload = run(withTail(0x4c, 0x8b, 0x6c, 0x24, 0x08)); // mov 0x8(%rsp),%r13
+  assert.deepEqual(addrs(reload), [6], 'the entry pc alone');
+  assert.deepEqual(reload.ok && reload.notArmed, [], 'proved: a duplicate of the call would do its add');
+  // A copy whose code is all moves (a function returning its argument) could have a call made of moves alone.
+  const trivial = withTail(0x4c, 0x8b, 0x6c, 0x24, 0x08);
+  trivial.set([0x89, 0xf8, 0x90], 6); // mov %edi,%eax; nop
+  const moves = run(trivial);
+  assert.deepEqual(addrs(moves), [6]);
+  assert.ok(moves.ok);
+  assert.deepEqual(
+    moves.notArmed.map((n) => [n.copy, Number(n.address - B), n.armed]),
+    [[0, 16, true]],
+    'the count is a lower bound, and says why',
+  );
+  assert.match(moves.notArmed[0].reason, /only moves values and jumps/);
+  // A duplicated path that does work before it leaves the copy begins a call there, moves ahead of it or not.
+  for (const tail of [
+    [0x83, 0xc0, 0x01], //                  add $1,%eax
+    [0x89, 0xf9, 0x83, 0xc0, 0x01], //      mov %edi,%ecx; add $1,%eax
+  ]) {
+    const r = run(withTail(...tail));
+    assert.deepEqual(addrs(r), [6, 16], `${tail}`);
+    assert.deepEqual(r.ok && r.notArmed, []);
+  }
+});
+
 test('a callee proved never to return ends its paths where the entries are otherwise unproved, arming no new place', () => {
   const A = B + 0x100n; // the callee (outside the holder)
   const callA = (at: number) => {
