@@ -19,7 +19,7 @@ import { resolvePoint } from '../core/probes/resolve';
 import { siteCounts } from '../core/probes/sites';
 import { parseSpec } from '../core/probes/spec';
 import { TraceSession } from '../core/session/traceSession';
-import { describeDisabled, describeFileChange, type FileChange } from '../core/session/fileWatch';
+import { describeDisabled, describeFileChange, describeGuard, type FileChange } from '../core/session/fileWatch';
 import { knownCaps, someTargetArmsPerSite } from '../core/session/targetCaps';
 import { isKernelImage, isKernelModule } from '../core/probes/kernel';
 import { siteContext } from '../core/probes/variables';
@@ -494,6 +494,7 @@ export class Tracing implements vscode.Disposable {
         this.dirty = true;
       },
       onFileChange: (c) => this.onFileChange(run, c),
+      onFileGuard: (g) => this.ctx.log(describeGuard(g)),
     });
     this.learnHist(run.target, session.canAggregate);
     if (run.generation !== this.generation || this.runs.get(runId(run.target.id, run.binaryKey, run.aggSpec)) !== run) {

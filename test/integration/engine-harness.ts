@@ -68,6 +68,8 @@ export interface CliOptions {
   ownGroup?: boolean;
   /** Node's arguments before the CLI's: default `--import tsx src/cli/main.ts` (from source); a bundle's path runs that. */
   node?: string[];
+  /** A command that runs node and its arguments (appended), such as `unshare … --` to change what the CLI sees. */
+  wrap?: string[];
 }
 
 /**
@@ -76,7 +78,9 @@ export interface CliOptions {
  * reaches it and everything it started in that group, as a typed Ctrl-C does).
  */
 export function startCli(t: TestContext, args: string[], env: NodeJS.ProcessEnv, opts: CliOptions = {}): CliRun {
-  const child = spawn(process.execPath, [...(opts.node ?? ['--import', 'tsx', CLI]), ...args], {
+  const argv = [process.execPath, ...(opts.node ?? ['--import', 'tsx', CLI]), ...args];
+  const command = opts.wrap ? [...opts.wrap, ...argv] : argv;
+  const child = spawn(command[0], command.slice(1), {
     cwd: REPO,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -5,7 +5,7 @@
 // and over SSH, and through the session under each shell the agent supports.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, readdirSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadIndex } from '../../src/core/index/load';
@@ -25,6 +25,7 @@ import {
   sshFlags,
   startCli,
   waitAllClean,
+  type CliOptions,
   type CliRun,
 } from './engine-harness';
 import { plainData } from '../helpers/plain';
@@ -116,9 +117,10 @@ async function armed(
   specs: string[],
   extra: string[],
   env: NodeJS.ProcessEnv,
+  cliOptions: CliOptions = {},
 ): Promise<{ bin: string; cli: CliRun }> {
   const bin = armedCopy(s);
-  const cli = startCli(t, ['trace', bin, ...specs, '--json', ...extra], env);
+  const cli = startCli(t, ['trace', bin, ...specs, '--json', ...extra], env, cliOptions);
   let exited = false;
   void cli.exit.then(() => (exited = true));
   await until(
@@ -150,9 +152,22 @@ async function stopCli(cli: CliRun): Promise<ReturnType<typeof parseJsonOutput> 
  * One round: arm `specs` on a copy of the plain build, write the inserted build over it in place, and run it
  * (at once with `runAtOnce`, else once the change is reported). Returns the latency of the report (ms).
  */
-async function overwriteRound(t: TestContext, s: Builds, specs: string[], extra: string[], runAtOnce: boolean): Promise<number> {
+async function overwriteRound(
+  t: TestContext,
+  s: Builds,
+  specs: string[],
+  extra: string[],
+  runAtOnce: boolean,
+  starve?: Starve,
+): Promise<number> {
   const env = isolatedEnv(t);
-  const { bin, cli } = await armed(t, s, specs, extra, env);
+  const { bin, cli } = await armed(t, s, specs, extra, env, starve?.cli);
+  if (starve) {
+    // The agent and everything it started (watcher, reader, lease guard) at the lowest priority, as on a busy host.
+    const group = groupsProbing(bin)[0];
+    reniceAgent(group);
+    assert.match(cli.stderr(), starve.guard, 'the guard the file has');
+  }
   const groups = groupsProbing(bin);
   const ino = statSync(bin).ino;
   // Hits the plain build produced before the change are shown; wait until they are, so the change finds none held.
@@ -215,6 +230,39 @@ async function overwriteRound(t: TestContext, s: Builds, specs: string[], extra:
   return latency;
 }
 
+interface Starve {
+  cli?: CliOptions;
+  /** The line that says which guard the probed file has. */
+  guard: RegExp;
+}
+
+/** `renice 19` of every process of the session of `group`: the agent, its children and its lease guard. */
+function reniceAgent(group: string): void {
+  const pids: string[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8');
+      if (cmd.includes(group) || (cmd.includes('probelens-agent') && cmd.includes('FWLPL'))) pids.push(d);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  assert.ok(pids.length >= 2, `the agent and its guard of ${group}`);
+  // A pid may be gone by now (a `sleep` of the watcher's): renice says so and goes on with the others.
+  const r = spawnSync('renice', ['-n', '19', '-p', ...pids], { stdio: 'ignore' });
+  assert.notEqual(r.status, null);
+}
+
+/** Two busy loops (one a core here) for the length of the test. */
+function cpuHogs(t: TestContext): void {
+  const hogs = [0, 1].map(() => spawn('sh', ['-c', 'while :; do :; done'], { stdio: 'ignore' }));
+  t.after(() => hogs.forEach((h) => h.kill('SIGKILL')));
+}
+
+/** The CLI in a mount namespace where perl cannot run: a target with python3 only (a simulation of one). */
+const WITHOUT_PERL = ['unshare', '-m', '--propagation', 'private', 'sh', '-c', 'mount --bind /dev/null /usr/bin/perl && exec "$@"', 'sh'];
+
 async function overwriteLoop(t: TestContext, extra: string[], rounds: number): Promise<void> {
   const s = build(t);
   const latencies: number[] = [];
@@ -241,6 +289,24 @@ test('in-place overwrite while armed (SSH): never crashes, reported, no hit of t
   if (!sshd) return;
   await overwriteLoop(t, sshFlags(sshd), 2);
 });
+
+// A starved agent (niced to 19 beside two busy loops) checks its files seldom, and a write between two checks reached
+// armed probes (10 crashes in 20 such rounds before). With a read lease the writer's open waits for the disarm.
+for (const [target, starve] of [
+  ['perl', { guard: /a write to it waits until its probes are disabled \(a read lease held by perl\)/ }],
+  ['python3 only (perl hidden)', { cli: { wrap: WITHOUT_PERL }, guard: /a read lease held by python3\)/ }],
+] as const)
+  test(
+    `a write waits for the disarm (${target}): a starved agent beside two busy loops, 20 rounds, never a crash or a new build's hit`,
+    TIMEOUT,
+    async (t) => {
+      if (!requireTracefs(t)) return;
+      const s = build(t);
+      cpuHogs(t);
+      // The new build runs at once, while the change is being noticed: at add_ints+4 it would crash on a probe still armed.
+      for (let i = 0; i < 20; i++) await overwriteRound(t, s, [i % 2 ? 'add_ints+4' : 'add_ints a b'], [], true, starve);
+    },
+  );
 
 test('a binary replaced by a new file: the CLI says a new build is not traced and how to trace it', TIMEOUT, async (t) => {
   if (!requireTracefs(t)) return;

@@ -7,7 +7,7 @@ import { loadIndex } from '../../core/index/load';
 import { compileProbes, type CompiledProbe } from '../../core/probes/compiler';
 import { mergeSummaries, startAll, type HostOutcome } from '../../core/session/fanout';
 import type { SessionSummary } from '../../core/session/traceSession';
-import { describeDisabled, describeFileChange } from '../../core/session/fileWatch';
+import { describeDisabled, describeFileChange, describeGuard } from '../../core/session/fileWatch';
 import { parseKey, type KeySpec } from '../../core/session/keys';
 import { sshOptionsFromCli } from '../../core/ssh/cliOptions';
 import { LocalTarget } from '../../core/target/local';
@@ -304,6 +304,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
         log(describeDisabled(c));
       }
     },
+    onFileGuard: (g) => log(describeGuard(g)),
     get sudo() {
       return useSudo(args, hosts[0]);
     },

@@ -29,6 +29,19 @@ export interface FileChange {
   within?: number;
 }
 
+/**
+ * What keeps a probed file from being written while armed: `lease`, a read lease the agent's guard holds (a writer's
+ * open waits until the file's probes are disabled), or `poll`, the watcher's checks alone (a write between two of
+ * them can reach an armed probe).
+ */
+export interface FileGuard {
+  host: string;
+  path: string;
+  guard: 'lease' | 'poll';
+  /** lease: the program holding it (perl or python3). */
+  tool?: string;
+}
+
 export interface WatchGateOptions {
   host: string;
   /** The probed file of an event, from its definition. */
@@ -37,12 +50,16 @@ export interface WatchGateOptions {
   release(hit: Hit): void;
   /** A file's verdict, once when it is first heard of and again when more is known (disabled, within). */
   notify(change: FileChange): void;
+  /** Which guard a probed file has, once per file as the agent starts watching it. */
+  guarded?(guard: FileGuard): void;
 }
 
 export class WatchGate {
   /** Records discarded because their file changed under them. */
   discarded = 0;
   readonly changes = new Map<string, FileChange>();
+  /** Each watched file's guard, as the agent said it. */
+  readonly guards = new Map<string, FileGuard>();
   private held: Hit[] = [];
   private head = 0;
   private readonly ticks = new Map<string, number>();
@@ -96,6 +113,12 @@ export class WatchGate {
   note(words: readonly string[]): void {
     const [verb, path, n] = words;
     if (verb === 'marks') return this.wrote(path, Number(n));
+    if (verb === 'guard' && (path === 'lease' || path === 'poll') && n !== undefined) {
+      const g: FileGuard = { host: this.o.host, path: n, guard: path };
+      if (words[3]) g.tool = words[3];
+      this.guards.set(n, g);
+      return this.o.guarded?.({ ...g });
+    }
     if (verb === 'changed' || verb === 'replaced' || verb === 'removed') this.verdict(verb, path, undefined);
     else if (verb === 'disabled') this.disabled(path, Number(n));
   }
@@ -239,6 +262,13 @@ export function describeFileChange(c: FileChange, how: string): string {
 }
 
 /** The sentence that follows once a changed file's probes are disabled. */
+/** One line for the user: how a probed file is kept from being written while its probes are armed. */
+export function describeGuard(g: FileGuard): string {
+  return g.guard === 'lease'
+    ? `${g.path} on ${g.host}: a write to it waits until its probes are disabled (a read lease held by ${g.tool ?? 'the agent'})`
+    : `${g.path} on ${g.host}: checked for writes every 0.025 s (no perl or python3 there to hold a read lease): a write between two checks can reach its armed probes`;
+}
+
 export function describeDisabled(c: FileChange): string {
   const n = c.disabled ?? 0;
   return `${c.path} on ${c.host}: ${n} probe event${n === 1 ? '' : 's'} disabled; the new build runs untraced`;

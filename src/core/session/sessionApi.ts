@@ -8,7 +8,7 @@ import type { ExecExit, Target } from '../target/target';
 import type { Hit } from '../tracefs/hitParser';
 import type { LossReport } from '../tracefs/loss';
 import type { AggregateSummary, LatencySummary, SiteCount } from './aggregates';
-import type { FileChange } from './fileWatch';
+import type { FileChange, FileGuard } from './fileWatch';
 import type { KeySpec } from './keys';
 import type { StreamChoice, StreamKind } from './streamChoice';
 
@@ -70,6 +70,8 @@ export interface SessionOptions {
   onLost?: (events: number) => void;
   /** A probed file changed on the target while armed (see fileWatch.ts); called again as more is known. */
   onFileChange?: (change: FileChange) => void;
+  /** Which guard each probed file has once watched (see FileGuard). */
+  onFileGuard?: (guard: FileGuard) => void;
 }
 
 export interface SessionSummary {

@@ -414,6 +414,7 @@ export class TraceSession {
           pathOf: (event) => probedPath(this.pointsOf.get(event)?.find(Boolean)?.definition),
           release: show,
           notify: (c) => opts.onFileChange?.({ ...c }),
+          guarded: (g) => opts.onFileGuard?.(g),
         })
       : undefined);
     if (gate) agent.onNote((verb, words) => verb === 'WATCH' && gate.note(words));

@@ -139,6 +139,7 @@ cleanup() {
   on_signals ''
   unwatch
   fw_stop
+  fw_unguard
   if [ -n "$G" ]; then
     [ -f "$I/events/$G/enable" ] && echo 0 2>/dev/null > "$I/events/$G/enable"
     # Nobody is left to read what remains in the buffer: end the reader at once.

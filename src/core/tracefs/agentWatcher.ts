@@ -2,6 +2,86 @@
 // functions, the WATCH and WRITERS commands. Same rules as the rest of the script: fixed POSIX sh text (dash, busybox
 // ash, bash), no `${` and no backquotes, every value checked before use.
 // Tests: test/unit/core/tracefs/agentScript.test.ts, test/integration/fileWatch.test.ts, test/integration/agentLiveEdit.test.ts
+// The lease guard (see "The lease guard" below) in the two languages a target may have that can call fcntl(2): perl
+// (essential on Debian and Ubuntu) and python3. Each is started with PATH EVENTS_FILE EVENTS_DIR GROUP AGENT_PID,
+// forks, takes a read lease on PATH in the child, prints the child's pid (or `E why`) and closes its output.
+// F_SETLEASE = 1024, F_GETLEASE = 1025, F_RDLCK = 0, F_UNLCK = 2 (Linux). Neither text holds a single quote.
+const LEASE_PERL = String.raw`use strict;
+my ($p, $ue, $ev, $g, $agent) = @ARGV;
+open(my $f, "<", $p) or do { print "E open\n"; exit 0 };
+my $pid = fork();
+defined $pid or do { print "E fork\n"; exit 0 };
+exit 0 if $pid;
+$SIG{IO} = sub {};
+fcntl($f, 1024, 0) or do { print "E $!\n"; exit 0 };
+print "$$\n";
+open(STDOUT, ">", "/dev/null"); open(STDERR, ">", "/dev/null"); open(STDIN, "<", "/dev/null");
+while (kill(0, $agent)) {
+  my $l = fcntl($f, 1025, 0);
+  if (defined($l) && $l != 0) {
+    my %seen;
+    if (open(my $u, "<", $ue)) {
+      while (my $d = <$u>) {
+        next unless $d =~ m{^[pr]:([^/ ]+)/(\S+) (\S+):};
+        next unless $1 eq $g && $3 eq $p && !$seen{$2}++;
+        if (open(my $e, ">", "$ev/$2/enable")) { print $e "0\n"; close($e); }
+      }
+    }
+    fcntl($f, 1024, 2);
+    exit 0;
+  }
+  select(undef, undef, undef, 0.5);
+}`;
+const LEASE_PYTHON = String.raw`import fcntl, os, re, select, signal, sys
+p, ue, ev, g, agent = sys.argv[1:6]
+try:
+    f = os.open(p, os.O_RDONLY)
+except OSError:
+    print("E open", flush=True)
+    sys.exit(0)
+if os.fork():
+    os._exit(0)
+def woken(*_):
+    raise InterruptedError()
+signal.signal(signal.SIGIO, woken)
+try:
+    fcntl.fcntl(f, 1024, 0)
+except OSError as e:
+    print("E", e.strerror, flush=True)
+    os._exit(0)
+print(os.getpid(), flush=True)
+nul = os.open("/dev/null", os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(nul, fd)
+def alive():
+    try:
+        os.kill(int(agent), 0)
+        return True
+    except OSError:
+        return False
+while alive():
+    try:
+        if fcntl.fcntl(f, 1025) != 0:
+            seen = set()
+            try:
+                with open(ue) as u:
+                    for d in u:
+                        m = re.match(r"[pr]:([^/ ]+)/(\S+) (\S+):", d)
+                        if m and m.group(1) == g and m.group(3) == p and m.group(2) not in seen:
+                            seen.add(m.group(2))
+                            try:
+                                with open(ev + "/" + m.group(2) + "/enable", "w") as e:
+                                    e.write("0\n")
+                            except OSError:
+                                pass
+            except OSError:
+                pass
+            fcntl.fcntl(f, 1024, 2)
+            os._exit(0)
+        select.select([], [], [], 0.5)
+    except InterruptedError:
+        pass`;
+
 export const AGENT_FILE_WATCHER = String.raw`# ---- The file watcher: never leave probes on a file that changed under them ----
 # A uprobe sits at a file offset of an inode, and the kernel copies the probed instruction once. A file written
 # over in place (same inode: cp new old) keeps its probes at the old offsets, now inside other instructions: the
@@ -37,6 +117,63 @@ fw_mark() {
 }
 
 fw_stat() { [ $# -gt 0 ] && stat -L -c '%n %i %s %y %z' "$@" 2>/dev/null; }
+
+# ---- The lease guard: a write waits until the file's probes are disabled ----
+# The watcher's checks leave a window between two of them, which a starved agent on a loaded host widens. Where the
+# target has perl or python3, a guard process holds a read lease (fcntl F_SETLEASE F_RDLCK) on each probed file: the
+# kernel then makes an open for writing or a truncate of it wait (at most /proc/sys/fs/lease-break-time) until the
+# holder lets go, and tells the holder (SIGIO). The guard disables our events on the file first, lets go and ends,
+# so no byte is written while a probe is armed on it. A rename over the file (a new inode) is not a write: the
+# watcher reports it as before. FWL holds "path pid" lines of the guards; a file with no guard is only polled. Each
+# file's guard is said once (NOTE WATCH guard lease|poll PATH [TOOL]).
+FWL=
+FWLPL='${LEASE_PERL}'
+FWLPY='${LEASE_PYTHON}'
+
+fw_lease_pid() {
+  while IFS=' ' read -r lp lpid; do [ "$lp" = "$1" ] && { printf '%s\n' "$lpid"; return 0; }; done <<FWL_END
+$FWL
+FWL_END
+  return 1
+}
+
+# Starts the guard of file $1 (once): perl, else python3, else the file is polled only.
+fw_guard() {
+  case "
+$FWL" in *"
+$1 "*) return 0 ;; esac
+  for tool in perl python3; do
+    command -v "$tool" > /dev/null 2>&1 || continue
+    case "$tool" in
+      perl) got=$(perl -e "$FWLPL" "$1" "$T/uprobe_events" "$I/events/$G" "$G" "$$" < /dev/null 2> /dev/null) ;;
+      *) got=$(python3 -c "$FWLPY" "$1" "$T/uprobe_events" "$I/events/$G" "$G" "$$" < /dev/null 2> /dev/null) ;;
+    esac
+    case "$got" in
+      '' | *[!0-9]*) ;;
+      *) FWL="$FWL$1 $got
+"; say NOTE WATCH guard lease "$1" "$tool"; return 0 ;;
+    esac
+  done
+  FWL="$FWL$1 -
+"
+  say NOTE WATCH guard poll "$1"
+}
+
+# Whether the guard of file $1 let go (a writer opened it): 0 yes; 1 no, or the file has no guard.
+fw_lease_broken() {
+  lpid=$(fw_lease_pid "$1") || return 1
+  [ "$lpid" != - ] || return 1
+  ! kill -0 "$lpid" 2>/dev/null
+}
+
+fw_unguard() {
+  while IFS=' ' read -r lp lpid; do
+    case "$lpid" in '' | -) ;; *) kill -TERM "$lpid" 2>/dev/null ;; esac
+  done <<FWU_END
+$FWL
+FWU_END
+  FWL=
+}
 
 # FWP := the files our group's definitions probe (each once, in definition order).
 fw_paths() {
@@ -109,7 +246,7 @@ FWN_END
       fw_mark "removed $k $p"; say NOTE WATCH removed "$p"
     elif [ "$2" != "$bino" ]; then
       fw_mark "replaced $k $p"; say NOTE WATCH replaced "$p"
-    elif fw_same_build "$p"; then
+    elif fw_same_build "$p" && ! fw_lease_broken "$p"; then
       nb="$nb$cur
 "
     else
@@ -133,8 +270,10 @@ fw_check() {
 $base
 FWC_END
   set -f; now=$(fw_stat $paths); set +f
-  [ -n "$paths" ] && [ "$now
-" != "$base" ] && fw_examine
+  broken=
+  for p in $paths; do fw_lease_broken "$p" && broken=1; done
+  [ -n "$paths" ] && { [ "$now
+" != "$base" ] || [ -n "$broken" ]; } && fw_examine
   fw_mark "ok $k $dead"
 }
 
@@ -167,6 +306,7 @@ fw_stop() {
 fw_sync() {
   [ -n "$FWK" ] && [ "$STATE" = armed ] && [ -f "$I/trace_marker" ] || return 0
   if fw_baseline || [ -z "$FWPID" ]; then
+    for path in $FWP; do fw_guard "$path"; done
     fw_stop
     FWGEN=$((FWGEN + 1))
     fw_loop "$$" < /dev/null > /dev/null &
@@ -213,6 +353,7 @@ fw_ev_ok() {
 $FWBASE
 FWO_END
     [ -n "$bl" ] || return 0
+    fw_lease_broken "$path" && return 1
     cur=$(fw_stat "$path")
     [ -n "$cur" ] && [ "$cur" != "$bl" ] || return 0
     set -f; set -- $bl; bino=$2; set -- $cur; set +f

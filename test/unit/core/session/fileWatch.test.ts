@@ -4,7 +4,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ProbeDefinition } from '../../../../src/core/probes/definition';
-import { describeDisabled, describeFileChange, probedPath, WatchGate, type FileChange } from '../../../../src/core/session/fileWatch';
+import {
+  describeDisabled,
+  describeFileChange,
+  describeGuard,
+  probedPath,
+  WatchGate,
+  type FileChange,
+  type FileGuard,
+} from '../../../../src/core/session/fileWatch';
 import { shellWord } from '../../../../src/cli/commands/trace';
 import { HitParser, type EventSchema, type Hit } from '../../../../src/core/tracefs/hitParser';
 
@@ -186,4 +194,25 @@ test('the parser takes marker lines that end with the key out of the stream, in 
       assert.equal(hits[0].args.s, fake);
     }
   }
+});
+
+test("the agent's word on each file's guard reaches the session once per file, and reads as one line", () => {
+  const guards: FileGuard[] = [];
+  const g = new WatchGate({
+    host: 'db1',
+    pathOf: () => undefined,
+    release: () => undefined,
+    notify: () => undefined,
+    guarded: (x) => guards.push(x),
+  });
+  g.note(['guard', 'lease', '/srv/app', 'perl']);
+  g.note(['guard', 'poll', '/srv/lib.so']);
+  g.note(['guard', 'bogus', '/srv/x']);
+  assert.deepEqual(guards, [
+    { host: 'db1', path: '/srv/app', guard: 'lease', tool: 'perl' },
+    { host: 'db1', path: '/srv/lib.so', guard: 'poll' },
+  ]);
+  assert.deepEqual([...g.guards.keys()], ['/srv/app', '/srv/lib.so']);
+  assert.equal(describeGuard(guards[0]), '/srv/app on db1: a write to it waits until its probes are disabled (a read lease held by perl)');
+  assert.match(describeGuard(guards[1]), /^\/srv\/lib\.so on db1: checked for writes every 0\.025 s \(no perl or python3 there/);
 });
