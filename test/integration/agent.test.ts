@@ -50,14 +50,14 @@ for (const [name, shell] of Object.entries(SHELLS)) {
       const report = await agent.stop();
       await ended;
       const entries = hits.filter((h) => h.kind === 'entry');
-      assert.deepEqual(plainData(entries.map((h) => h.args.a)), [-1, -2, -3, -4, -5]);
-      assert.deepEqual(plainData(entries.map((h) => h.args.b)), [
-        '18446744073709551615',
-        '18446744073709551614',
-        '18446744073709551613',
-        '18446744073709551612',
-        '18446744073709551611',
-      ]);
+      assert.deepEqual(
+        entries.map((h) => h.args.a),
+        [-1, -2, -3, -4, -5],
+      );
+      assert.deepEqual(
+        entries.map((h) => h.args.b),
+        ['18446744073709551615', '18446744073709551614', '18446744073709551613', '18446744073709551612', '18446744073709551611'],
+      );
       assert.ok(entries.every((h) => h.args.s === 'hi "x"\nCPU:0 [LOST 7 EVENTS]'));
       assert.deepEqual(
         hits.filter((h) => h.kind === 'return').map((h) => h.retval),

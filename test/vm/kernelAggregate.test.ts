@@ -119,7 +119,7 @@ test(
     assert.equal(aSum.aggregated, 'kernel', 'the aggregated figures say they come from the kernel');
     assert.equal(sSum.aggregated, undefined);
 
-    const P = 'x64_sys_newuname';
+    const P = '__x64_sys_newuname';
     const R = `${P}_return`;
     assert.ok(aSum.pids?.[P] && aSum.pids[R], `the kernel's tables per thread: ${agg.stdout()}`);
     // The program's thread: the kernel's count, the streamed entries, and its own calls. Each shell the test's SSH
@@ -185,7 +185,7 @@ test(
     agg.child.kill('SIGINT');
     assert.equal((await agg.exit).code, 0, agg.stderr());
     const sum = parseJsonOutput(agg.stdout()).summary as unknown as Summary;
-    const P = 'x64_sys_newuname';
+    const P = '__x64_sys_newuname';
     assert.ok(sum.hits[P] >= CALLS, `the program's calls counted: ${JSON.stringify(sum.hits)}`);
     // The count trigger goes in before the key's: a shell's call between the two is a hit no row shows.
     const rows = sum.keys[P].caller;
@@ -263,7 +263,7 @@ test(
     assert.match(out, new RegExp(`^calls ${THREADS * PER_THREAD}$`, 'm'), 'the program made every call');
     const tids = [...out.matchAll(/^tid (\d+)$/gm)].map((m) => Number(m[1]));
     assert.equal(tids.length, THREADS);
-    const P = 'x64_sys_newuname';
+    const P = '__x64_sys_newuname';
     const mine = () => parseJsonOutput(streamed.stdout()).hits.filter((h) => h.kind === 'entry' && h.pid === pid).length;
     const deadline = Date.now() + 120_000;
     while (mine() < THREADS * PER_THREAD && Date.now() < deadline) await sleep(250);
@@ -388,7 +388,7 @@ test(
     // entry and the return).
     const agg = await aloneAround(t, vm, k.path, true);
     const streamed = await aloneAround(t, vm, k.path, false);
-    const P = 'x64_sys_nanosleep';
+    const P = '__x64_sys_nanosleep';
 
     // Streamed: the program's calls in order, each timed by the probes within the program's own timing of it and no
     // shorter than the sleep asked for (the clocks are one; 2 µs for reading it twice, and for the text stream's
