@@ -17,7 +17,7 @@ export const noVscode = {
 // Names from outside (functions, arguments, hosts, comm values, spec text) can be `__proto__` or `constructor`: an
 // object literal used as a map (a type with a string index signature and no named members) keeps Object.prototype,
 // whose members then read as entries and whose `__proto__` setter swallows one. Such maps are Maps, or records made
-// by nameRecord() (src/shared/names.ts), which have no prototype.
+// by nameRecord() (src/shared/names.ts), which inherit nothing.
 const nameRecords = {
   meta: {
     type: 'problem',

@@ -77,7 +77,7 @@ test('ESLint rejects the index and the fetch-argument layer importing the probe 
 });
 
 // Names from outside can be `__proto__` or `constructor`: an object literal used as a map is refused wherever it is
-// made, a record from nameRecord() (no prototype) or a Map is not.
+// made, a record from nameRecord() (inheriting nothing) or a Map is not.
 test('ESLint rejects an object literal or Object.fromEntries used as a map, and accepts nameRecord() and Maps', async () => {
   const text = [
     "import { nameRecord } from '../shared/names';",

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { nameRecord, namesAsData, own, parseJsonNames } from '../../../src/shared/names';
+import { isNameRecord, nameRecord, namesAsData, own, parseJsonNames } from '../../../src/shared/names';
 
 const HOSTILE = ['__proto__', 'constructor', 'toString', 'valueOf', 'hasOwnProperty'];
 
@@ -12,7 +12,10 @@ test('a name record keeps every hostile name as data and lacks the names it was 
   }
   assert.deepEqual(Object.keys(r), HOSTILE);
   assert.equal(r.__proto__, 0);
-  assert.equal(Object.getPrototypeOf(r), null);
+  for (const m of ['toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf'])
+    assert.equal(new Map(Object.entries(r)).has(m), m !== 'isPrototypeOf' && HOSTILE.includes(m));
+  assert.equal('isPrototypeOf' in r, false, 'nothing is inherited');
+  assert.equal(isNameRecord(r), true);
   assert.equal(JSON.stringify(r), '{"__proto__":0,"constructor":1,"toString":2,"valueOf":3,"hasOwnProperty":4}');
   assert.deepEqual(Object.keys(nameRecord(Object.entries(r))), HOSTILE, 'from entries');
   assert.deepEqual(Object.keys(nameRecord(r)), HOSTILE, 'from a record');
@@ -36,7 +39,7 @@ test('data from JSON or a clone reads as maps at every depth, arrays and class i
   assert.equal(v.hits.toString, undefined);
   assert.equal(v.list[0].constructor, 2);
   assert.equal(v.list[0].valueOf, undefined);
-  assert.equal(Object.getPrototypeOf(v), null);
+  assert.equal('hasOwnProperty' in v, false);
   const m = new Map([['a', 1]]);
   const cloned = namesAsData(structuredClone({ m, d: new Date(0) }));
   assert.equal(cloned.m instanceof Map, true);
