@@ -237,7 +237,9 @@ async function provedEntries(
   const out: ResolvedSite[] = [];
   for (const fn of new Set(resolved.map((r) => r.fn!))) {
     const mine = resolved.filter((r) => r.fn === fn);
-    if (!mine.some((r) => r.site?.kind === 'inlined')) {
+    // Out-of-line sites are checked too on x86-64 user code: the kernel refuses a uprobe on a LOCK prefix.
+    const uprobeX86 = ctx.index.arch === 'x86_64' && !kernelOf(ctx.index);
+    if (!mine.some((r) => r.site?.kind === 'inlined') && !(uprobeX86 && mine.every((r) => r.site))) {
       out.push(...mine);
       continue;
     }

@@ -8,6 +8,28 @@ import { SINK, type Graph } from './inlinedExits';
 export interface CopiesOnLines {
   copies: ReadonlyArray<{ entry: bigint }>;
   lineOf?: (address: bigint) => string | undefined;
+  /** The holder's code, to compare an instruction with a copy's first one (see sameOperation). */
+  host?: ReadonlyArray<{ start: bigint; bytes: Uint8Array }>;
+}
+
+/**
+ * Whether the instructions at `a` and `b` (both `len` bytes) do the same thing: the same bytes, or the same bytes but
+ * for one 32-bit displacement that makes both address the same place relative to their own next instruction.
+ */
+function sameOperation(host: NonNullable<CopiesOnLines['host']>, a: bigint, b: bigint, len: number): boolean {
+  const at = (x: bigint) => {
+    const r = host.find((h) => x >= h.start && x + BigInt(len) <= h.start + BigInt(h.bytes.length));
+    return r && r.bytes.subarray(Number(x - r.start), Number(x - r.start) + len);
+  };
+  const x = at(a);
+  const y = at(b);
+  if (!x || !y) return false;
+  const diff = [...x.keys()].filter((i) => x[i] !== y[i]);
+  if (diff.length === 0) return true;
+  const i = diff[0];
+  if (diff[diff.length - 1] - i > 3 || i + 4 > len) return false;
+  const d = (v: Uint8Array) => BigInt(new DataView(v.buffer, v.byteOffset + i, 4).getInt32(0, true));
+  return a + BigInt(len) + d(x) === b + BigInt(len) + d(y);
 }
 
 /** Whether `n` can run again without a candidate running in between (a cycle through it that avoids them all). */
@@ -74,7 +96,17 @@ export function beginsAgain(
     const line = lineOfEntry(k);
     if (line === undefined || lineOf(insns[t].address) !== line) continue;
     const fromOutside = pred[t].filter(outside);
-    if (fromOutside.length === 0 || !fromOutside.every((p) => succ[p].length > 1 && succ[p].some((x) => x !== t))) continue;
+    if (fromOutside.length === 0) continue;
+    // Entered through a loop's condition; or, where the loop was unrolled whole (no test left between the calls), in
+    // straight line at an instruction that does what the copy's first one does.
+    const viaTest = fromOutside.every((p) => succ[p].length > 1 && succ[p].some((x) => x !== t));
+    const entryAt = g.at.get(q.copies[k].entry);
+    const again =
+      q.host !== undefined &&
+      entryAt !== undefined &&
+      insns[entryAt].length === insns[t].length &&
+      sameOperation(q.host, q.copies[k].entry, insns[t].address, insns[t].length);
+    if (!viaTest && !again) continue;
     // The copy code that ran into this caller's code (backwards through caller's code alone, bounded).
     const left: number[] = [];
     const seen = new Set<number>(fromOutside);

@@ -7,7 +7,8 @@ import type { BinaryIndex } from '../index/binaryIndex';
 import type { FunctionSite, IndexedFunction } from '../index/model';
 import { findInlinedEntriesProving, type findInlinedEntries, type InlinedEntryQuery } from './inlinedEntries';
 import { twoSitesOneCall } from './oneCallCheck';
-import type { HostRange } from './inlinedExits';
+import { build, kernelRefuses, SINK, Unavailable, type HostRange } from './inlinedExits';
+import { kernelOf } from './kernelProbes';
 import { entryByDie, noReturnTest } from './inlinedReturns';
 import { siteContext } from './variables';
 import { addressBig, addressNumber } from '../dwarf/format';
@@ -24,6 +25,13 @@ export interface ProvedEntries {
 }
 
 const hex = (a: bigint | number) => `0x${a.toString(16)}`;
+
+/** Whether x86-64 code begins with an unconditional direct jump (`jmp rel8/rel32`, with a BND or NOTRACK prefix). */
+const jumpsOnly = (b: Uint8Array): boolean => {
+  let i = 0;
+  while (i < b.length && (b[i] === 0xf2 || b[i] === 0x3e)) i++;
+  return b[i] === 0xeb || b[i] === 0xe9;
+};
 
 function describe(s: FunctionSite): string {
   return `the inlined copy ${hex(s.address)} in ${s.caller ?? '?'}${s.file ? ` (${s.file.replace(/^.*\//, '')}:${s.line ?? '?'})` : ''}`;
@@ -63,6 +71,50 @@ function argumentsIn(index: BinaryIndex, dw: Awaited<ReturnType<typeof siteConte
   };
 }
 
+/**
+ * An out-of-line site whose first instruction the kernel refuses a uprobe on (a LOCK prefix: `Arc::clone`'s `lock
+ * incq`, an atomic counter), moved to the next instruction that only it leads to, which runs exactly as often; or
+ * why it cannot be armed. A site the kernel takes is returned as it is.
+ */
+function armableOutOfLine(
+  s: FunctionSite,
+  f: IndexedFunction,
+  image: { functionBytes(r: { address: bigint; size: bigint }): Uint8Array },
+): FunctionSite | string {
+  const read = (address: bigint, size: number) => {
+    try {
+      return image.functionBytes({ address, size: BigInt(size) });
+    } catch {
+      return undefined;
+    }
+  };
+  const first = read(s.address, 15);
+  if (!first || !kernelRefuses([{ start: s.address, bytes: first }], s.address)) return s;
+  const why = 'the kernel refuses a uprobe on its first instruction (a LOCK or segment prefix)';
+  const ranges =
+    s.ranges && s.ranges.length > 0
+      ? pairs(s.ranges)
+      : s.address === f.address && f.size > 0
+        ? [[s.address, s.address + BigInt(f.size)] as [bigint, bigint]]
+        : [];
+  if (ranges.length === 0) return `${why}, and its code's extent is not known`;
+  try {
+    const host = ranges.map(([lo, hi]) => ({ start: lo, bytes: image.functionBytes({ address: lo, size: hi - lo }) }));
+    const g = build({ host, readData: read });
+    for (let m = g.at.get(s.address); m !== undefined;) {
+      if (!kernelRefuses(host, g.insns[m].address))
+        return g.insns[m].address === s.address ? s : { ...s, address: g.insns[m].address, fileOffset: undefined };
+      const [next, ...more] = g.succ[m];
+      if (more.length > 0 || next === undefined || next === SINK || g.pred[next].length !== 1) break;
+      m = next;
+    }
+    return `${why}, and the instruction after it is also reached from elsewhere`;
+  } catch (e) {
+    if (e instanceof Unavailable) return `${why}, and its code cannot be followed: ${e.message}`;
+    throw e;
+  }
+}
+
 /** Where the calls of `f`'s inlined copies begin, holder by holder (see inlinedEntries.ts). */
 export async function provedEntrySites(
   index: BinaryIndex,
@@ -71,14 +123,26 @@ export async function provedEntrySites(
   debugDirs?: string[],
 ): Promise<ProvedEntries> {
   const inlined = sites.filter((s) => s.kind === 'inlined');
-  if (inlined.length === 0) return { sites, notes: [], lowerBound: false, unproved: [] };
+  // Uprobes only: a kprobe takes a LOCK-prefixed instruction.
+  const uprobes = index.arch === 'x86_64' && !kernelOf(index);
+  if (inlined.length === 0 && !uprobes) return { sites, notes: [], lowerBound: false, unproved: [] };
   const ctx = await siteContext(index, debugDirs);
   const { dwarf: dw, image } = ctx.access;
   const byHolder = new Map<number, FunctionSite[]>();
-  const out: FunctionSite[] = sites.filter((s) => s.kind !== 'inlined');
   const notes: string[] = [];
   const unproved: ProvedEntries['unproved'] = [];
   let lowerBound = false;
+  const out: FunctionSite[] = [];
+  for (const s of sites.filter((x) => x.kind !== 'inlined')) {
+    const moved = uprobes ? armableOutOfLine(s, f, image) : s;
+    if (typeof moved !== 'string') out.push(moved);
+    else {
+      lowerBound = true;
+      unproved.push({ site: s, reason: moved });
+      notes.push(`the ${s.kind} ${hex(s.address)} is not armed: ${moved}`);
+    }
+  }
+  if (inlined.length === 0) return { sites: out, notes: notes.map((n) => `${f.name}: ${n}`), lowerBound, unproved };
   for (const s of inlined) {
     const h = dw.enclosingSubprogram(s.dieOffset) ?? -1;
     byHolder.set(h, [...(byHolder.get(h) ?? []), s]);
@@ -143,6 +207,18 @@ export async function provedEntrySites(
         // An entry the analysis found running again while a call is open would count more than the calls.
         if (seen.has(c.address) || (r.category === 'double' && r.address === c.address)) continue;
         seen.add(c.address);
+        // A probe the kernel refuses (inlinedExits.ts) would be defined and never fire: not armed, and said.
+        const first = index.arch === 'x86_64' ? readData(c.address, 15) : undefined;
+        if (first && kernelRefuses([{ start: c.address, bytes: first }], c.address)) {
+          notes.push(`${describe(c)} is not armed: the kernel refuses a uprobe on its first instruction (a LOCK or segment prefix)`);
+          continue;
+        }
+        // Unproved, an entry pc that is only a jump may be the caller's jump to code it shares with the copy (LLVM
+        // gives it the copy's location), run on paths that make no call: arming it could count more than the calls.
+        if (first && jumpsOnly(first)) {
+          notes.push(`${describe(c)} is not armed: its entry pc is only a jump, which without a proof may run where no call begins`);
+          continue;
+        }
         mine.push(c);
         mineCopy.push(copies.indexOf(c));
       }
@@ -152,7 +228,7 @@ export async function provedEntrySites(
     } else {
       for (const e of r.entries) {
         const c = copies[e.copy];
-        mine.push(e.how === 'entry-pc' ? c : { ...c, address: e.address, fileOffset: undefined });
+        mine.push(e.address === c.address ? c : { ...c, address: e.address, fileOffset: undefined });
         mineCopy.push(e.copy);
       }
       for (const m of r.merged)

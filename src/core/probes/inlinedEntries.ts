@@ -50,7 +50,7 @@
 // armed, and its copy's calls go uncounted; copy code that runs both with and without a call open, computed jumps
 // and undecodable code make the holder's entries unproved. Each of these is said with its reason.
 import { deadSetUp } from './deadSetup';
-import { build, refusedByKernel, SINK, Unavailable, type HostRange, type InlinedExitQuery } from './inlinedExits';
+import { build, kernelRefuses, refusedByKernel, SINK, Unavailable, type HostRange, type InlinedExitQuery } from './inlinedExits';
 import { beginsAgain, runsAgainWithoutEntry, runsInto } from './copyShapes';
 import { hasIrreducibleLoop, loopBackEdges, loopClosingEdges } from './loops';
 
@@ -86,6 +86,7 @@ export interface InlinedEntryQuery {
 }
 
 export interface InlinedEntry {
+  /** Where it is armed: the entry's first instruction, or the one after it that the kernel can probe (see armAt). */
   address: bigint;
   /** The copy (index into the query's copies) whose code the entry is in. */
   copy: number;
@@ -278,6 +279,36 @@ function place(
     return true;
   };
   const notArmed: NotArmed[] = [];
+  // An entry pc that only jumps out of the copy, in a copy whose other code does work, is no beginning of a call: a
+  // call does the copy's work. It is the caller's jump the compiler attributed to the copy (LLVM gives the jump to a
+  // shared exit the location of one of the branches it merged). Its copy's calls then begin where its code is first
+  // reached (duplicated paths, found below); the code that began them may be the caller's by DWARF, so what they
+  // count is a lower bound. (An entry pc that moves values before leaving is a call whose work was set up ahead.)
+  const jumpsOut = (n: number, copy: number): boolean => {
+    const seen = new Set<number>();
+    for (let m = n; !seen.has(m);) {
+      seen.add(m);
+      if (insns[m].kind !== 'jmp' || succ[m].length !== 1) return false;
+      const t = succ[m][0];
+      if (t === SINK || !inR(t) || rep(copyOf[t]) !== copy) return true;
+      m = t;
+    }
+    return false;
+  };
+  for (const [n, info] of [...probe]) {
+    const own = new Set([info.copy, ...(info.also ?? [])].map(rep));
+    if (!jumpsOut(n, rep(info.copy))) continue;
+    let works = false;
+    for (let m = 0; m < N && !works; m++) works = inR(m) && own.has(rep(copyOf[m])) && !noWork(m);
+    if (!works) continue;
+    probe.delete(n);
+    for (const k of [info.copy, ...(info.also ?? [])])
+      notArmed.push({
+        copy: k,
+        address: insns[n].address,
+        reason: `its entry pc ${hex(insns[n].address)} only jumps out of the copy, which does its work elsewhere: the compiler's attribution of the caller's code, not where calls begin (counted where the copy's code is first reached, from below)`,
+      });
+  }
   let dead: ReturnType<typeof deadSetUp> | undefined;
   // Copy code reached with no call open that only moves values and jumps until control leaves the copy: a tail the
   // caller's code jumps into (a register reload on its way back), not the beginning of a call (see tailOnly).
@@ -432,10 +463,21 @@ function place(
       continue;
     }
     if (fresh.size === 0) {
+      // The kernel refuses a uprobe on a LOCK- or segment-prefixed instruction, silently (inlinedExits.ts): an
+      // Arc::clone's `lock incq` is an inlined copy's first instruction. Such an entry is armed at the instruction
+      // after it where that one is reached from it alone, so every run of the first is counted there, once.
+      const armAt = (n: number): number => {
+        for (let m = n; ;) {
+          if (!kernelRefuses(q.host, insns[m].address)) return m;
+          const [next, ...more] = succ[m];
+          if (more.length > 0 || next === undefined || next === SINK || next === hostEntry || pred[next].length !== 1 || probe.has(next))
+            refusedByKernel(q, insns[m].address, 'entry');
+          m = next;
+        }
+      };
       const entries = [...probe].flatMap(([n, v]): InlinedEntry[] =>
-        [v.copy, ...(v.also ?? [])].map((copy) => ({ address: insns[n].address, copy, how: v.how })),
+        [v.copy, ...(v.also ?? [])].map((copy) => ({ address: insns[armAt(n)].address, copy, how: v.how })),
       );
-      for (const e of entries) if (e.how === 'path') refusedByKernel(q, e.address);
       // Set-up code from which control can leave the holder without passing an entry: on that path the copy's
       // code ran and no entry did. It may be a call whose own DIE GCC dropped (two calls merged into one
       // computation ahead of the caller's test) or work hoisted onto a path that makes no call; the two cannot be

@@ -168,15 +168,22 @@ export function build(q: Pick<InlinedExitQuery, 'host' | 'noReturn' | 'readData'
 const PREFIXES = new Set([0x26, 0x2e, 0x36, 0x3e, 0x64, 0x65, 0x66, 0x67, 0xf0, 0xf2, 0xf3]);
 const REFUSED_PREFIXES = new Set([0x26, 0x2e, 0x36, 0x3e, 0xf0]);
 
-export function refusedByKernel(q: Pick<InlinedExitQuery, 'host'>, address: bigint): void {
-  const r = q.host.find((h) => address >= h.start && address < h.start + BigInt(h.bytes.length))!;
+/** Whether the instruction at `address` carries a prefix the kernel refuses a uprobe on (see above). */
+export function kernelRefuses(host: readonly HostRange[], address: bigint): boolean {
+  const r = host.find((h) => address >= h.start && address < h.start + BigInt(h.bytes.length));
+  if (!r) return false;
   for (let i = Number(address - r.start); i < r.bytes.length && PREFIXES.has(r.bytes[i]); i++)
-    if (REFUSED_PREFIXES.has(r.bytes[i]))
-      throw new Unavailable(
-        'unprobeable',
-        `the kernel refuses a uprobe on the exit instruction at ${hex(address)} (a segment or LOCK prefix)`,
-        address,
-      );
+    if (REFUSED_PREFIXES.has(r.bytes[i])) return true;
+  return false;
+}
+
+export function refusedByKernel(q: Pick<InlinedExitQuery, 'host'>, address: bigint, what = 'exit instruction'): void {
+  if (kernelRefuses(q.host, address))
+    throw new Unavailable(
+      'unprobeable',
+      `the kernel refuses a uprobe on the ${what} at ${hex(address)} (a segment or LOCK prefix)`,
+      address,
+    );
 }
 
 const MAX_TABLE = 4096;

@@ -145,9 +145,13 @@ test('a loop unrolled around a call under one DIE: the copy begun again after th
   // the middle of the first statement), the caller's code is inside one call: one entry.
   assert.deepEqual(addrs(findInlinedEntries(q())), [0]);
   assert.deepEqual(addrs(findInlinedEntries(q({ ...lines, 3: 'f.c:1' }))), [0]);
-  // Caller's code that always leads back (no test with a way out) is scheduled inside one call too.
+  // Caller's code that always leads back (no test with a way out) is scheduled inside one call too, unless the
+  // copy's code it leads back into does what the copy's first instruction does: the loop unrolled whole (ripgrep's
+  // thread_local::allocate_bucket, two calls in straight line under one DIE, each counted by the program).
   const straight = bytes(...code.slice(0, 6), 0x85, 0xc0, 0x90, 0x90, ...code.slice(10));
-  assert.deepEqual(addrs(findInlinedEntries(q(lines, straight))), [0]);
+  assert.deepEqual(addrs(findInlinedEntries(q(lines, straight))), [0, 10]);
+  const scheduled = bytes(...code.slice(0, 6), 0x85, 0xc0, 0x90, 0x90, 0x83, 0xc0, 0x03, ...code.slice(13));
+  assert.deepEqual(addrs(findInlinedEntries(q(lines, scheduled))), [0]);
 });
 
 test('an entry pc reached again while its call is open is not armed, and says why', () => {
@@ -500,6 +504,74 @@ test("a copy's tail the caller's code jumps into, after a call or on a path with
     assert.deepEqual(addrs(r), [6, 16], `${tail}`);
     assert.deepEqual(r.ok && r.notArmed, []);
   }
+});
+
+test("an entry pc that only jumps out of its copy is the caller's jump, not a call: the copy is counted where its code is reached", () => {
+  // The shape of an over-count found in ripgrep (regex_syntax's hir_from_char_case_insensitive inlined into
+  // hir_literal): LLVM gave the caller's jump to a shared exit, on a path that makes no call, the location of the
+  // copy, so DWARF's entry pc is that jump; the call's first instructions are attributed to the caller. Armed, the
+  // entry pc counted every run of the other path.
+  const code = (entry: number[], into = 0x02) =>
+    bytes(
+      ...[0x85, 0xff], //       0  test %edi,%edi    caller
+      ...[0x74, 0x05], //       2  je 9              caller: the path with no call
+      ...[0x83, 0xc0, 0x01], // 4  add $1,%eax       the call's start, attributed to the caller
+      ...[0xeb, into], //       7  jmp 11            caller: into the copy's body
+      ...entry, //              9  copy entry pc
+      ...[0x83, 0xc0, 0x02], // 11 add $2,%eax       copy body
+      0xc3, //                  14 ret               caller: the shared exit
+    );
+  const run = (c: Uint8Array) =>
+    findInlinedEntries(
+      query(c, [
+        [
+          9,
+          [
+            [9, 11],
+            [11, 14],
+          ],
+        ],
+      ]),
+    );
+  const r = run(code([0xeb, 0x03])); // jmp 14: out of the copy
+  assert.deepEqual(addrs(r), [11], "the copy's body, where calls reach it");
+  assert.ok(r.ok && r.entries[0].how === 'path');
+  assert.deepEqual(
+    r.ok && r.notArmed.map((n) => [n.copy, Number(n.address - B), n.armed]),
+    [[0, 9, undefined]],
+    'the entry pc is not armed, and the count says it may be short',
+  );
+  assert.match(r.ok ? r.notArmed[0].reason : '', /only jumps out of the copy/);
+  // An entry pc that does the copy's work is where its calls begin, as before (the caller's path then skips it).
+  const work = run(code([0x31, 0xd2], 0x05)); // xor %edx,%edx, then falls into the body; the caller jumps to 14
+  assert.deepEqual(addrs(work), [9]);
+  assert.deepEqual(work.ok && work.notArmed, []);
+  // A copy with no work anywhere (a function returning its argument) keeps its entry pc: a call may be moves alone.
+  const trivial = code([0xeb, 0x03]);
+  trivial.set([0x89, 0xf8, 0x90], 11); // mov %edi,%eax; nop
+  const moves = run(trivial);
+  assert.ok(moves.ok && moves.entries.some((e) => e.address === B + 9n), JSON.stringify(addrs(moves)));
+});
+
+test('an entry on a LOCK-prefixed instruction, which the kernel will not probe, is armed at the next one it alone reaches', () => {
+  // Found in ripgrep: an inlined copy whose first instruction is `lock incq` (an atomic counter, Arc::clone): the
+  // uprobe was defined, and the kernel refused to install it in every process, silently, so it never fired.
+  const code = (into: number) =>
+    bytes(
+      ...[0x85, 0xff], //             0  test %edi,%edi   caller
+      ...[0x74, into], //             2  je               caller: to the ret, or to the code after the lock
+      ...[0xf0, 0x48, 0xff, 0x00], // 4  lock incq (%rax) the copy, all of it (a reference count's increment)
+      ...[0x83, 0xc0, 0x01], //       8  add $1,%eax      caller
+      0xc3, //                        11 ret
+    );
+  const run = (c: Uint8Array) => findInlinedEntries(query(c, [[4, [[4, 8]]]]));
+  const r = run(code(0x07));
+  assert.deepEqual(addrs(r), [8], 'armed where every run of the locked instruction goes next, and only it');
+  assert.ok(r.ok && r.entries[0].how === 'entry-pc');
+  // When other code also jumps to the instruction after it, no place counts exactly that copy's calls.
+  const shared = run(code(0x04));
+  assert.equal(!shared.ok && shared.category, 'unprobeable');
+  assert.match(!shared.ok ? shared.reason : '', /refuses a uprobe on the entry at 0x401004/);
 });
 
 test('a callee proved never to return ends its paths where the entries are otherwise unproved, arming no new place', () => {
