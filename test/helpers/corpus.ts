@@ -175,7 +175,7 @@ interface Manifest {
 }
 
 function runtimeHash(name: CorpusName): string | undefined {
-  if (!name.endsWith('-instrumented')) return undefined;
+  if (!CORPUS_RECIPES[name].countRuntime) return undefined;
   return createHash('sha256').update(readFileSync(COUNT_RUNTIME)).digest('hex').slice(0, 16);
 }
 

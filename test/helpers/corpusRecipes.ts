@@ -1,8 +1,18 @@
 // How each real program of the corpus is fetched and built: by its own build system, from Debian's source
 // package (or, for Go, from GOROOT), with nothing but the flags a user would pass. test/helpers/corpus.ts runs them.
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
-export const CORPUS_NAMES = ['redis', 'redis-instrumented', 'postgres', 'ninja', 'gofmt', 'sqlite', 'sqlite-instrumented'] as const;
+export const CORPUS_NAMES = [
+  'redis',
+  'redis-instrumented',
+  'postgres',
+  'ninja',
+  'gofmt',
+  'sqlite',
+  'sqlite-instrumented',
+  'ripgrep-instrumented',
+] as const;
 export type CorpusName = (typeof CORPUS_NAMES)[number];
 
 /** Runs a command in the build tree (niced, output to the build log); rejects with the log's tail on failure. */
@@ -21,6 +31,8 @@ export interface CorpusRecipe {
   binaries: Record<string, string>;
   /** What this project shows that the others don't (for the README and failure messages). */
   why: string;
+  /** Links the -finstrument-functions counting runtime, whose text is then part of the cache key. */
+  countRuntime?: boolean;
 }
 
 const REPO = resolve(__dirname, '..', '..');
@@ -35,6 +47,39 @@ const REDIS_MAKE = ['MALLOC=libc'];
 // archive of sqlite3.c compiled -O2 -g, so the one `sqlite3` binary holds the whole library. FTS5 on (JSON and the
 // math functions are on by default in 3.40); no Tcl extension (only tclsh, to generate the amalgamation).
 const SQLITE_CONFIGURE = ['CFLAGS=-g -O2', '--disable-shared', '--disable-tcl', '--enable-fts5'];
+
+/**
+ * The crates ripgrep 13 depends on, as Debian packages them (their sources under /usr/share/cargo/registry, about
+ * 150 packages with their own dependencies); .ci/run installs the same list.
+ */
+export const RIPGREP_CRATES = [
+  'librust-bstr+default-dev',
+  'librust-clap-2-dev',
+  'librust-grep-dev',
+  'librust-grep-searcher+default-dev',
+  'librust-ignore-dev',
+  'librust-lazy-static-dev',
+  'librust-log-dev',
+  'librust-num-cpus-dev',
+  'librust-regex+default-dev',
+  'librust-serde-json-dev',
+  'librust-termcolor-dev',
+];
+const CARGO_REGISTRY = '/usr/share/cargo/registry';
+// The oracle: LLVM's IR-level PGO counters, placed before any inlining, so an inlined copy still counts for the
+// function it came from. -pgo-instrument-entry puts counter 0 on the entry block (the call count);
+// -disable-preinline and -Z inline-mir=no stop the two inliners that run before instrumentation; counter updates
+// are atomic because ripgrep searches on several threads. v0 mangling gives symbols perf probe can parse.
+const RIPGREP_RUSTFLAGS = [
+  '-C debuginfo=2',
+  '-C opt-level=3',
+  '-C symbol-mangling-version=v0',
+  '-C profile-generate=/nonexistent/probelens-profile',
+  '-C llvm-args=-pgo-instrument-entry',
+  '-C llvm-args=-disable-preinline',
+  '-C llvm-args=-instrprof-atomic-counter-update-all',
+  '-Z inline-mir=no',
+].join(' ');
 
 export const CORPUS_RECIPES: Record<CorpusName, CorpusRecipe> = {
   redis: {
@@ -56,6 +101,7 @@ export const CORPUS_RECIPES: Record<CorpusName, CorpusRecipe> = {
     aptSource: 'redis',
     revision: 3,
     aptBuildDeps: ['make', 'pkg-config'],
+    countRuntime: true,
     why: "redis with -finstrument-functions and a counting runtime: the program's own per-function call counts",
     async build(dir, run) {
       const obj = join(dir, 'probelens-count-calls.o');
@@ -122,6 +168,7 @@ export const CORPUS_RECIPES: Record<CorpusName, CorpusRecipe> = {
     aptSource: 'sqlite3',
     revision: 2,
     aptBuildDeps: ['make', 'tcl', 'libreadline-dev', 'zlib1g-dev'],
+    countRuntime: true,
     why: "SQLite with -finstrument-functions -fipa-cp-clone and the counting runtime: the shell's own per-function call counts",
     async build(dir, run) {
       const obj = join(dir, 'probelens-count-calls.o');
@@ -133,5 +180,28 @@ export const CORPUS_RECIPES: Record<CorpusName, CorpusRecipe> = {
       await run('make', [JOBS, 'sqlite3', 'CFLAGS=-g -O2 -finstrument-functions -fipa-cp-clone', `LIBS=${obj}`], { cwd: dir });
     },
     binaries: { sqlite3: 'sqlite3' },
+  },
+  'ripgrep-instrumented': {
+    aptSource: 'rust-ripgrep',
+    revision: 1,
+    aptBuildDeps: ['cargo-web', ...RIPGREP_CRATES],
+    why: "Rust: ripgrep 13 built by cargo offline against Debian's packaged crates, -C opt-level=3 -C debuginfo=2, with LLVM's PGO entry counters: its own per-function call counts over monomorphised generics, closures inlined into iterator adaptors, demangled v0 names",
+    async build(dir, run) {
+      // Debian's source package is the crates.io crate; its lock file pins crates.io versions, Debian's registry
+      // has its own, so cargo resolves anew against the directory source (no network). Debian's grep crate has no
+      // simd-accel feature, which ripgrep's manifest forwards (an optional feature nobody here enables).
+      rmSync(join(dir, 'Cargo.lock'), { force: true });
+      const manifest = join(dir, 'Cargo.toml');
+      writeFileSync(manifest, readFileSync(manifest, 'utf8').replace(/^simd-accel = .*\n/m, ''));
+      mkdirSync(join(dir, '.cargo'), { recursive: true });
+      writeFileSync(
+        join(dir, '.cargo', 'config.toml'),
+        `[source.crates-io]\nreplace-with = "debian"\n[source.debian]\ndirectory = "${CARGO_REGISTRY}"\n[net]\noffline = true\n`,
+      );
+      // RUSTC_BOOTSTRAP admits -Z inline-mir on a stable rustc.
+      const env = { RUSTFLAGS: RIPGREP_RUSTFLAGS, RUSTC_BOOTSTRAP: '1', CARGO_TERM_COLOR: 'never' };
+      await run('cargo', ['build', '--release', '--offline', JOBS], { cwd: dir, env });
+    },
+    binaries: { rg: 'target/release/rg' },
   },
 };

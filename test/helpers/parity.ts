@@ -306,11 +306,13 @@ export async function perfDisarm(group: string): Promise<void> {
 }
 
 /**
- * `perf stat` counting every event of `group` in process `pid`, started and attached (its first interval line
- * printed) before this resolves; stop() ends it and gives the count per event.
+ * `perf stat` counting every event of `group` in process `pid` (without one: in every process, for programs run
+ * many times), started and attached (its first interval line printed) before this resolves; stop() ends it and
+ * gives the count per event.
  */
-export async function perfStat(group: string, pid: number): Promise<{ stop(): Promise<Map<string, number>> }> {
-  const proc = spawn('perf', ['stat', '-x,', '-I', '200', '-e', `${group}:*`, '-p', String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+export async function perfStat(group: string, pid?: number): Promise<{ stop(): Promise<Map<string, number>> }> {
+  const who = pid === undefined ? ['-a'] : ['-p', String(pid)];
+  const proc = spawn('perf', ['stat', '-x,', '-I', '200', '-e', `${group}:*`, ...who], { stdio: ['ignore', 'ignore', 'pipe'] });
   let text = '';
   const closed = new Promise<void>((r) => proc.on('close', () => r()));
   await new Promise<void>((resolve, reject) => {
