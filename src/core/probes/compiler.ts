@@ -9,7 +9,7 @@ import { ArgError } from './places';
 import { resolvePoint, ResolveError, type ResolvedSite } from './resolve';
 import { findReturnSites } from './returns';
 import { inlinedSiteExits, unavailableNote } from './inlinedReturns';
-import { provedEntrySites } from './entrySites';
+import { probeableLineAddress, provedEntrySites } from './entrySites';
 import { parseSpec, type ProbeSpec } from './spec';
 import { siteContext, variablesAtSite } from './variables';
 import type { ProbeKind } from '../../shared/hit';
@@ -124,7 +124,9 @@ async function compileSpec(spec: ProbeSpec, ctx: Ctx): Promise<CompiledProbe[]> 
       );
     if (own !== spec.point.module) throw new ResolveError(`${ctx.index.path} is the module ${own}, not ${spec.point.module}`);
   }
-  const { resolved, notes, lowerBound } = await provedEntries(spec, resolvePoint(spec.point, ctx.index), ctx);
+  const proved = await provedEntries(spec, resolvePoint(spec.point, ctx.index), ctx);
+  const { notes, lowerBound } = proved;
+  const resolved = await probeablePoints(spec, proved.resolved, ctx, notes);
   const sites = disabled?.size ? resolved.filter((s) => !s.site || !disabled.has(siteAddress(s.address))) : resolved;
   if (sites.length === 0)
     throw new ResolveError(
@@ -257,6 +259,46 @@ async function provedEntries(
     if (list.length) notes.set(fn.name, list);
   }
   return { resolved: out, notes, lowerBound };
+}
+
+const hex = (a: bigint) => `0x${a.toString(16)}`;
+
+/**
+ * Line points (and `FUNC:RLN`) on an instruction the kernel refuses a uprobe on (a LOCK prefix: `refs++` done
+ * atomically) are armed at the next instruction only it leads to, which runs as often, and say so; one that has
+ * none is left out with the reason. A `FUNC+OFFS` names its instruction exactly: there the refusal is the error.
+ */
+async function probeablePoints(spec: ProbeSpec, resolved: ResolvedSite[], ctx: Ctx, notes: Map<string, string[]>): Promise<ResolvedSite[]> {
+  const p = spec.point;
+  const line = p.kind === 'line' || (p.kind === 'function' && !p.ret && p.relLine !== undefined);
+  const offset = p.kind === 'function' && !p.ret && p.offset !== undefined;
+  if (!line && !offset) return resolved;
+  const out: ResolvedSite[] = [];
+  const said: string[] = [];
+  // Warnings reach the probes of the function the address is in (see compileSpec).
+  const say = (r: ResolvedSite, what: string) => {
+    const key = r.fn?.name ?? spec.text;
+    notes.set(key, [...(notes.get(key) ?? []), `${spec.text}: ${what}`]);
+  };
+  for (const r of resolved) {
+    const at = await probeableLineAddress(ctx.index, r.fn, r.address, ctx.opts.debugDirs);
+    if (at === r.address) out.push(r);
+    else if (typeof at === 'string') {
+      if (offset) throw new ResolveError(at);
+      said.push(`${hex(r.address)} is not armed: ${at}`);
+      say(r, said[said.length - 1]);
+    } else {
+      if (offset)
+        throw new ResolveError(
+          `the kernel refuses a uprobe on the instruction at ${hex(r.address)} (a LOCK or segment prefix); ${hex(at)} after it runs as often`,
+        );
+      said.push(`armed at ${hex(at)}, after the instruction at ${hex(r.address)} that the kernel refuses a uprobe on (a LOCK prefix)`);
+      say(r, said[said.length - 1]);
+      out.push({ ...r, address: at });
+    }
+  }
+  if (out.length === 0 && resolved.length > 0) throw new ResolveError(said.join('; '));
+  return out;
 }
 
 /** A line probe's name before any site suffix: the file's stem and the line, `sites_L93`. */

@@ -76,34 +76,40 @@ function argumentsIn(index: BinaryIndex, dw: Awaited<ReturnType<typeof siteConte
  * incq`, an atomic counter), moved to the next instruction that only it leads to, which runs exactly as often; or
  * why it cannot be armed. A site the kernel takes is returned as it is.
  */
-function armableOutOfLine(
-  s: FunctionSite,
-  f: IndexedFunction,
-  image: { functionBytes(r: { address: bigint; size: bigint }): Uint8Array },
-): FunctionSite | string {
-  const read = (address: bigint, size: number) => {
-    try {
-      return image.functionBytes({ address, size: BigInt(size) });
-    } catch {
-      return undefined;
-    }
-  };
-  const first = read(s.address, 15);
-  if (!first || !kernelRefuses([{ start: s.address, bytes: first }], s.address)) return s;
-  const why = 'the kernel refuses a uprobe on its first instruction (a LOCK or segment prefix)';
+function armableOutOfLine(s: FunctionSite, f: IndexedFunction, image: CodeImage): FunctionSite | string {
   const ranges =
     s.ranges && s.ranges.length > 0
       ? pairs(s.ranges)
       : s.address === f.address && f.size > 0
         ? [[s.address, s.address + BigInt(f.size)] as [bigint, bigint]]
         : [];
+  const at = probeableFrom(image, s.address, ranges);
+  return typeof at === 'string' || at === s.address ? (typeof at === 'string' ? at : s) : { ...s, address: at, fileOffset: undefined };
+}
+
+type CodeImage = { functionBytes(r: { address: bigint; size: bigint }): Uint8Array };
+
+/**
+ * `address` if the kernel takes a uprobe there, else the next instruction that only it leads to (within `ranges`,
+ * the code it is part of), which runs exactly as often; or why there is none.
+ */
+function probeableFrom(image: CodeImage, address: bigint, ranges: Array<[bigint, bigint]>): bigint | string {
+  const read = (a: bigint, size: number) => {
+    try {
+      return image.functionBytes({ address: a, size: BigInt(size) });
+    } catch {
+      return undefined;
+    }
+  };
+  const first = read(address, 15);
+  if (!first || !kernelRefuses([{ start: address, bytes: first }], address)) return address;
+  const why = `the kernel refuses a uprobe on the instruction at ${hex(address)} (a LOCK or segment prefix)`;
   if (ranges.length === 0) return `${why}, and its code's extent is not known`;
   try {
     const host = ranges.map(([lo, hi]) => ({ start: lo, bytes: image.functionBytes({ address: lo, size: hi - lo }) }));
     const g = build({ host, readData: read });
-    for (let m = g.at.get(s.address); m !== undefined;) {
-      if (!kernelRefuses(host, g.insns[m].address))
-        return g.insns[m].address === s.address ? s : { ...s, address: g.insns[m].address, fileOffset: undefined };
+    for (let m = g.at.get(address); m !== undefined;) {
+      if (!kernelRefuses(host, g.insns[m].address)) return g.insns[m].address;
       const [next, ...more] = g.succ[m];
       if (more.length > 0 || next === undefined || next === SINK || g.pred[next].length !== 1) break;
       m = next;
@@ -113,6 +119,28 @@ function armableOutOfLine(
     if (e instanceof Unavailable) return `${why}, and its code cannot be followed: ${e.message}`;
     throw e;
   }
+}
+
+/**
+ * Where a line probe at `address` in `fn` can be armed: there, or after the LOCK-prefixed instructions the kernel
+ * refuses (see probeableFrom); or why nowhere. x86-64 user code only.
+ */
+export async function probeableLineAddress(
+  index: BinaryIndex,
+  fn: IndexedFunction | undefined,
+  address: bigint,
+  debugDirs?: string[],
+): Promise<bigint | string> {
+  if (index.arch !== 'x86_64' || kernelOf(index)) return address;
+  const { image } = (await siteContext(index, debugDirs)).access;
+  const entry = fn?.sites.find((s) => s.kind === 'entry' && s.address === fn.address);
+  const ranges =
+    entry?.ranges && entry.ranges.length > 0
+      ? pairs(entry.ranges)
+      : fn?.address !== undefined && fn.size > 0
+        ? [[fn.address, fn.address + BigInt(fn.size)] as [bigint, bigint]]
+        : [];
+  return probeableFrom(image, address, ranges);
 }
 
 /** Where the calls of `f`'s inlined copies begin, holder by holder (see inlinedEntries.ts). */
