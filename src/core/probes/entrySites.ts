@@ -7,7 +7,7 @@ import type { BinaryIndex } from '../index/binaryIndex';
 import type { FunctionSite, IndexedFunction } from '../index/model';
 import { findInlinedEntriesProving, type findInlinedEntries, type InlinedEntryQuery } from './inlinedEntries';
 import { twoSitesOneCall } from './oneCallCheck';
-import { build, kernelRefuses, SINK, Unavailable, type HostRange } from './inlinedExits';
+import { build, kernelRefuses, probeableFrom, Unavailable, type HostRange } from './inlinedExits';
 import { kernelOf } from './kernelProbes';
 import { entryByDie, noReturnTest } from './inlinedReturns';
 import { siteContext } from './variables';
@@ -83,7 +83,7 @@ function armableOutOfLine(s: FunctionSite, f: IndexedFunction, image: CodeImage)
       : s.address === f.address && f.size > 0
         ? [[s.address, s.address + BigInt(f.size)] as [bigint, bigint]]
         : [];
-  const at = probeableFrom(image, s.address, ranges);
+  const at = probeableAddress(image, s.address, ranges);
   return typeof at === 'string' || at === s.address ? (typeof at === 'string' ? at : s) : { ...s, address: at, fileOffset: undefined };
 }
 
@@ -93,7 +93,7 @@ type CodeImage = { functionBytes(r: { address: bigint; size: bigint }): Uint8Arr
  * `address` if the kernel takes a uprobe there, else the next instruction that only it leads to (within `ranges`,
  * the code it is part of), which runs exactly as often; or why there is none.
  */
-function probeableFrom(image: CodeImage, address: bigint, ranges: Array<[bigint, bigint]>): bigint | string {
+function probeableAddress(image: CodeImage, address: bigint, ranges: Array<[bigint, bigint]>): bigint | string {
   const read = (a: bigint, size: number) => {
     try {
       return image.functionBytes({ address: a, size: BigInt(size) });
@@ -108,13 +108,9 @@ function probeableFrom(image: CodeImage, address: bigint, ranges: Array<[bigint,
   try {
     const host = ranges.map(([lo, hi]) => ({ start: lo, bytes: image.functionBytes({ address: lo, size: hi - lo }) }));
     const g = build({ host, readData: read });
-    for (let m = g.at.get(address); m !== undefined;) {
-      if (!kernelRefuses(host, g.insns[m].address)) return g.insns[m].address;
-      const [next, ...more] = g.succ[m];
-      if (more.length > 0 || next === undefined || next === SINK || g.pred[next].length !== 1) break;
-      m = next;
-    }
-    return `${why}, and the instruction after it is also reached from elsewhere`;
+    const n = g.at.get(address);
+    const r = n === undefined ? undefined : probeableFrom(g, host, n);
+    return r?.ok ? g.insns[r.at].address : `${why}, and the instruction after it is also reached from elsewhere`;
   } catch (e) {
     if (e instanceof Unavailable) return `${why}, and its code cannot be followed: ${e.message}`;
     throw e;
@@ -123,7 +119,7 @@ function probeableFrom(image: CodeImage, address: bigint, ranges: Array<[bigint,
 
 /**
  * Where a line probe at `address` in `fn` can be armed: there, or after the LOCK-prefixed instructions the kernel
- * refuses (see probeableFrom); or why nowhere. x86-64 user code only.
+ * refuses (see probeableAddress); or why nowhere. x86-64 user code only.
  */
 export async function probeableLineAddress(
   index: BinaryIndex,
@@ -140,7 +136,7 @@ export async function probeableLineAddress(
       : fn?.address !== undefined && fn.size > 0
         ? [[fn.address, fn.address + BigInt(fn.size)] as [bigint, bigint]]
         : [];
-  return probeableFrom(image, address, ranges);
+  return probeableAddress(image, address, ranges);
 }
 
 /** Where the calls of `f`'s inlined copies begin, holder by holder (see inlinedEntries.ts). */

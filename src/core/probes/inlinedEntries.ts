@@ -50,7 +50,7 @@
 // armed, and its copy's calls go uncounted; copy code that runs both with and without a call open, computed jumps
 // and undecodable code make the holder's entries unproved. Each of these is said with its reason.
 import { deadSetUp } from './deadSetup';
-import { build, kernelRefuses, refusedByKernel, SINK, Unavailable, type HostRange, type InlinedExitQuery } from './inlinedExits';
+import { build, probeableFrom, refusedByKernel, SINK, Unavailable, type HostRange, type InlinedExitQuery } from './inlinedExits';
 import { beginsAgain, runsAgainWithoutEntry, runsInto } from './copyShapes';
 import { hasIrreducibleLoop, loopBackEdges, loopClosingEdges } from './loops';
 
@@ -467,13 +467,9 @@ function place(
       // Arc::clone's `lock incq` is an inlined copy's first instruction. Such an entry is armed at the instruction
       // after it where that one is reached from it alone, so every run of the first is counted there, once.
       const armAt = (n: number): number => {
-        for (let m = n; ;) {
-          if (!kernelRefuses(q.host, insns[m].address)) return m;
-          const [next, ...more] = succ[m];
-          if (more.length > 0 || next === undefined || next === SINK || next === hostEntry || pred[next].length !== 1 || probe.has(next))
-            refusedByKernel(q, insns[m].address, 'entry');
-          m = next;
-        }
+        const r = probeableFrom(g, q.host, n, (next) => next === hostEntry || probe.has(next));
+        if (!r.ok) refusedByKernel(q, insns[r.at].address, 'entry');
+        return r.at;
       };
       const entries = [...probe].flatMap(([n, v]): InlinedEntry[] =>
         [v.copy, ...(v.also ?? [])].map((copy) => ({ address: insns[armAt(n)].address, copy, how: v.how })),

@@ -177,6 +177,25 @@ export function kernelRefuses(host: readonly HostRange[], address: bigint): bool
   return false;
 }
 
+/**
+ * From instruction `n` of `g`, the first the kernel takes a uprobe on, stepping only over refused ones that run
+ * straight into an instruction reached from them alone (so it runs exactly as often as `n`) and that `stop` does
+ * not end at. `ok` false: there is none, and `at` is the refused instruction the walk ended on.
+ */
+export function probeableFrom(
+  g: Pick<Graph, 'insns' | 'succ' | 'pred'>,
+  host: readonly HostRange[],
+  n: number,
+  stop: (next: number) => boolean = () => false,
+): { ok: boolean; at: number } {
+  for (let m = n; ;) {
+    if (!kernelRefuses(host, g.insns[m].address)) return { ok: true, at: m };
+    const [next, ...more] = g.succ[m];
+    if (more.length > 0 || next === undefined || next === SINK || g.pred[next].length !== 1 || stop(next)) return { ok: false, at: m };
+    m = next;
+  }
+}
+
 export function refusedByKernel(q: Pick<InlinedExitQuery, 'host'>, address: bigint, what = 'exit instruction'): void {
   if (kernelRefuses(q.host, address))
     throw new Unavailable(
