@@ -203,6 +203,7 @@ export async function provedEntrySites(
         .map((o) => pairs(o.ranges));
       q = {
         arch: index.arch,
+        kprobes: !uprobes,
         host,
         hostEntry,
         copies: copies.map((c) => ({ entry: c.address, ranges: copyRanges(c, (d) => dw.codeRangesOf(d)) })),
@@ -233,7 +234,7 @@ export async function provedEntrySites(
         seen.add(c.address);
         // A probe the kernel refuses (inlinedExits.ts) would be defined and never fire: not armed, and said.
         const first = index.arch === 'x86_64' ? readData(c.address, 15) : undefined;
-        if (first && kernelRefuses([{ start: c.address, bytes: first }], c.address)) {
+        if (uprobes && first && kernelRefuses([{ start: c.address, bytes: first }], c.address)) {
           notes.push(`${describe(c)} is not armed: the kernel refuses a uprobe on its first instruction (a LOCK or segment prefix)`);
           continue;
         }

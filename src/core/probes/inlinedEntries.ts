@@ -64,6 +64,7 @@ export interface InlinedEntryQuery {
   copies: Array<{ entry: bigint; ranges: Array<[bigint, bigint]> }>;
   noReturn?: InlinedExitQuery['noReturn'];
   readData?: InlinedExitQuery['readData'];
+  kprobes?: InlinedExitQuery['kprobes'];
   /** The source line (file:line) of an address, from the line table; without it no copy is taken to begin again. */
   lineOf?: (address: bigint) => string | undefined;
   /**
@@ -467,7 +468,7 @@ function place(
       // Arc::clone's `lock incq` is an inlined copy's first instruction. Such an entry is armed at the instruction
       // after it where that one is reached from it alone, so every run of the first is counted there, once.
       const armAt = (n: number): number => {
-        const r = probeableFrom(g, q.host, n, (next) => next === hostEntry || probe.has(next));
+        const r = probeableFrom(g, q.host, n, (next) => next === hostEntry || probe.has(next), q.kprobes);
         if (!r.ok) refusedByKernel(q, insns[r.at].address, 'entry');
         return r.at;
       };

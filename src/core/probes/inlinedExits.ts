@@ -30,6 +30,8 @@ export interface InlinedExitQuery {
   noReturn?: (target: bigint) => boolean;
   /** Bytes of the binary at an address (a switch's jump table in .rodata), or undefined where there are none. */
   readData?: (address: bigint, size: number) => Uint8Array | undefined;
+  /** The probes are kprobes, which take the prefixed instructions uprobes refuse (see kernelRefuses). */
+  kprobes?: boolean;
 }
 
 export interface InlinedExit {
@@ -187,17 +189,18 @@ export function probeableFrom(
   host: readonly HostRange[],
   n: number,
   stop: (next: number) => boolean = () => false,
+  kprobes = false,
 ): { ok: boolean; at: number } {
   for (let m = n; ;) {
-    if (!kernelRefuses(host, g.insns[m].address)) return { ok: true, at: m };
+    if (kprobes || !kernelRefuses(host, g.insns[m].address)) return { ok: true, at: m };
     const [next, ...more] = g.succ[m];
     if (more.length > 0 || next === undefined || next === SINK || g.pred[next].length !== 1 || stop(next)) return { ok: false, at: m };
     m = next;
   }
 }
 
-export function refusedByKernel(q: Pick<InlinedExitQuery, 'host'>, address: bigint, what = 'exit instruction'): void {
-  if (kernelRefuses(q.host, address))
+export function refusedByKernel(q: Pick<InlinedExitQuery, 'host' | 'kprobes'>, address: bigint, what = 'exit instruction'): void {
+  if (!q.kprobes && kernelRefuses(q.host, address))
     throw new Unavailable(
       'unprobeable',
       `the kernel refuses a uprobe on the ${what} at ${hex(address)} (a segment or LOCK prefix)`,

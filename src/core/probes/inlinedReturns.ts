@@ -4,6 +4,7 @@ import type { BinaryIndex } from '../index/binaryIndex';
 import type { FunctionSite } from '../index/model';
 import { inherited } from '../dwarf/functions';
 import { findInlinedExits, type HostRange, type InlinedExits } from './inlinedExits';
+import { kernelOf } from './kernelProbes';
 import { LayoutNoReturn, type CodeRange } from './layoutNoReturn';
 import { ProvedNoReturn } from './provedNoReturn';
 import { siteContext, type SiteContext } from './variables';
@@ -144,7 +145,17 @@ export async function inlinedSiteExits(index: BinaryIndex, site: FunctionSite, d
       return undefined; // not in a loaded segment: no table there
     }
   };
-  return findInlinedExits({ arch: index.arch, host, hostEntry, copy, entry: site.address, noReturn: noReturnTest(index, ctx), readData });
+  const kprobes = kernelOf(index) !== undefined;
+  return findInlinedExits({
+    arch: index.arch,
+    host,
+    hostEntry,
+    copy,
+    entry: site.address,
+    noReturn: noReturnTest(index, ctx),
+    readData,
+    kprobes,
+  });
 }
 
 /** "returns unavailable at N inlined copies: reason; …" for the copies whose exits could not be proved. */

@@ -572,6 +572,9 @@ test('an entry on a LOCK-prefixed instruction, which the kernel will not probe, 
   const shared = run(code(0x04));
   assert.equal(!shared.ok && shared.category, 'unprobeable');
   assert.match(!shared.ok ? shared.reason : '', /refuses a uprobe on the entry at 0x401004/);
+  // A kprobe takes the locked instruction itself (perf probe arms the kernel's inlined atomic_inc there), both ways.
+  for (const c of [code(0x07), code(0x04)])
+    assert.deepEqual(addrs(findInlinedEntries({ ...query(c, [[4, [[4, 8]]]]), kprobes: true })), [4]);
 });
 
 test('a callee proved never to return ends its paths where the entries are otherwise unproved, arming no new place', () => {
