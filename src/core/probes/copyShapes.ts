@@ -26,10 +26,14 @@ function sameOperation(host: NonNullable<CopiesOnLines['host']>, a: bigint, b: b
   if (!x || !y) return false;
   const diff = [...x.keys()].filter((i) => x[i] !== y[i]);
   if (diff.length === 0) return true;
-  const i = diff[0];
-  if (diff[diff.length - 1] - i > 3 || i + 4 > len) return false;
-  const d = (v: Uint8Array) => BigInt(new DataView(v.buffer, v.byteOffset + i, 4).getInt32(0, true));
-  return a + BigInt(len) + d(x) === b + BigInt(len) + d(y);
+  const first = diff[0];
+  const last = diff[diff.length - 1];
+  // The displacement's low bytes may agree (0x1db65a and 0x1db35a differ in one byte): it starts at or before the
+  // first byte that differs, and spans the last.
+  const d = (v: Uint8Array, i: number) => BigInt(new DataView(v.buffer, v.byteOffset + i, 4).getInt32(0, true));
+  for (let i = first; i >= Math.max(0, last - 3); i--)
+    if (i + 4 <= len && a + BigInt(len) + d(x, i) === b + BigInt(len) + d(y, i)) return true;
+  return false;
 }
 
 /** Whether `n` can run again without a candidate running in between (a cycle through it that avoids them all). */

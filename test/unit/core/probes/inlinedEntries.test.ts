@@ -152,6 +152,39 @@ test('a loop unrolled around a call under one DIE: the copy begun again after th
   assert.deepEqual(addrs(findInlinedEntries(q(lines, straight))), [0, 10]);
   const scheduled = bytes(...code.slice(0, 6), 0x85, 0xc0, 0x90, 0x90, 0x83, 0xc0, 0x03, ...code.slice(13));
   assert.deepEqual(addrs(findInlinedEntries(q(lines, scheduled))), [0]);
+  // The same when the first instruction addresses memory by %rip and the two displacements agree in their low byte
+  // (ripgrep's RareBytesBuilder::set_offset: a counter's `incq` unrolled seven times, 0x1db65a and 0x1db35a apart).
+  const incq = (at: number) => {
+    const d = 0x10000 - (at + 7); // both address 0x10000 past the holder's start
+    return [0x48, 0xff, 0x05, d & 0xff, (d >> 8) & 0xff, (d >> 16) & 0xff, (d >>> 24) & 0xff];
+  };
+  const unrolled = bytes(
+    ...incq(0), //                     0   incq (%rip)       copy: f's first line (entry pc)
+    ...[0x83, 0xc0, 0x02], //          7   add $2,%eax       copy: f's last line
+    ...[0x85, 0xc0], //                10  test %eax,%eax    caller, straight on
+    ...new Array<number>(244).fill(0x90), // 12  nops        caller
+    ...incq(256), //                   256 incq (%rip)       copy: the second call
+    ...[0x83, 0xc0, 0x02], //          263 add $2,%eax       copy
+    0xc3, //                           266 ret
+  );
+  assert.deepEqual([...unrolled.subarray(3, 7)], [0xf9, 0xff, 0, 0]);
+  assert.deepEqual([...unrolled.subarray(259, 263)], [0xf9, 0xfe, 0, 0]);
+  const far = findInlinedEntries({
+    ...query(unrolled, [
+      [
+        0,
+        [
+          [0, 10],
+          [256, 266],
+        ],
+      ],
+    ]),
+    lineOf: (a: bigint) => {
+      const o = Number(a - B);
+      return o === 0 || o === 256 ? 'f.c:1' : o === 7 || o === 263 ? 'f.c:2' : 'g.c:9';
+    },
+  });
+  assert.deepEqual(addrs(far), [0, 256]);
 });
 
 test('an entry pc reached again while its call is open is not armed, and says why', () => {
