@@ -1,5 +1,5 @@
 // npm run bench:all [-- --skip NAME,…] [--only NAME,…]
-// Every benchmark of package.json (`bench:*`) in one run, one after the other, so the README's table is measured
+// Every benchmark of package.json (`bench:*`) in one run, one after the other, so docs/benchmarks.md's table is measured
 // in one sitting: each benchmark prints its figures beside its own baselines; this adds the commit, the machine and
 // the load average before and after each, and how long each took. The output is also written to
 // bench-results/all-<time>.log (not committed). bench:parity is left out unless named in --only: it is a

@@ -1,7 +1,7 @@
 // npm run bench:parity -- [redis-server|postgres|…] [--lines N] [--lines-only]
 // npm run bench:parity -- --kernel VMLINUX: kernel functions beside perf probe -k (bench/parityKernel.ts)
 // Every function of every corpus binary placed by ProbeLens (`functions --json` sites) beside `perf probe -D`
-// (perf 6.1, a dry run), every difference listed with its reason category, then the README's table; then line
+// (perf 6.1, a dry run), every difference listed with its reason category, then docs/real-programs.md's table; then line
 // probes: N sampled source lines per C/C++ binary (default 300, half of them lines of inlined functions) beside
 // `perf probe -D FILE:LINE`, with their table.
 // Builds the corpus first if needed (test/helpers/corpus.ts). Not part of .ci/run: a full run takes a while.

@@ -2,7 +2,7 @@
 // Kernel placement beside `perf probe -k VMLINUX -D FUNC` (a dry run: it prints the kprobe definitions it would
 // write, `p:probe/fdget_pos ksys_read+37`, from the vmlinux's DWARF and symbol table), as SYMBOL+OFFSET sets, for a
 // fixed sample of the vmlinux's functions of three kinds chosen by a rule (see sample()); every difference is
-// listed with its reason category, then the README's table.
+// listed with its reason category, then docs/real-programs.md's table.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { openBinary } from '../src/core/binary';

@@ -150,7 +150,7 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
     assert.deepEqual([...lowerBound].sort(), [], 'functions define calls a lower bound before tracing');
     // Entry, clone and inlined sites must have run: the recipe builds with -fipa-cp-clone so that redis's own
     // functions have `.constprop` clones the workload calls. A `.part` cannot run here: it is armed only for a
-    // function with no other site (the README's rule), and every instrumented function with a part has its entry.
+    // function with no other site (docs/cli.md's rule), and every instrumented function with a part has its entry.
     const armedKinds = new Set([...siteKindOf.values()]);
     const withParts = chosen.filter((n) => sitesOf.get(n)!.has('part'));
     const withClones = chosen.filter((n) => sitesOf.get(n)!.has('clone'));

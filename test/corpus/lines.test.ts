@@ -1,6 +1,6 @@
 // Line probes on real programs: for a sample of source lines of each corpus binary (half of them lines whose
 // code is in an inlined copy), the addresses ProbeLens arms are compared with `perf probe -D FILE:LINE`; every
-// difference must fall in a category the README explains (perf refusing a line, perf arming every row of a
+// difference must fall in a category docs/real-programs.md explains (perf refusing a line, perf arming every row of a
 // block), and the lines perf places must mostly agree exactly.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +15,7 @@ const BINARIES: Array<[CorpusName, string]> = [
   ['ninja', 'ninja'],
 ];
 
-/** Differences perf probe 6.1's own behaviour explains (see the README's line-probe table). */
+/** Differences perf probe 6.1's own behaviour explains (see docs/real-programs.md's line-probe table). */
 const EXPLAINED = new Set<LineReason>([
   'perf-refuses-shared-address',
   'perf-refuses-no-symbol',

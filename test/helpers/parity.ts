@@ -160,7 +160,7 @@ export async function perfPlacement(bin: string, names: string[], batch = 64): P
 // --- comparing the two ----------------------------------------------------------------------------------------
 
 export type Reason =
-  | 'perf-at-part' // perf arms a .part.N copy as its own instance; ProbeLens enters it only as the rule in the README says
+  | 'perf-at-part' // perf arms a .part.N copy as its own instance; ProbeLens enters it only as the rule in docs/cli.md says
   | 'perf-at-cold' // perf placed a probe inside a .cold block
   | 'inlined-entry-differs' // the same inlined copy, a different choice of its entry address
   | 'perf-only-inlined' // perf found an inlined copy ProbeLens has no site for
@@ -248,7 +248,7 @@ export function placementViolations(facts: ElfFacts, fns: FunctionJson[]): strin
   // Every function symbol is some function's entry (or one of its other sites): nothing with code goes missing.
   const covered = new Set(fns.flatMap((f) => (f.sites ?? []).map((s) => BigInt(s.address))));
   // Clones (.isra, .constprop) are entered by calls of their own; .part and .cold code is reached from its
-  // function (the README's rule says which .part entries are armed).
+  // function (docs/cli.md's rule says which .part entries are armed).
   // Go's ABI wrappers: of `pkg.F` and `pkg.F.abi0`, one forwards to the other and only the function itself is a site.
   const abiPartnerCovered = (name: string) => {
     const partner = name.endsWith('.abi0') ? name.slice(0, -5) : `${name}.abi0`;

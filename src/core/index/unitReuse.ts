@@ -28,8 +28,8 @@
 // with every address relative to its first and every list offset relative to its first, a key of its own) is looked
 // up, and a unit whose code moved by one amount D and nothing else changed is reused with every address in its
 // result moved by D, after its list bytes and symbol look-ups are checked at their moved places. A unit whose
-// data, or part of whose code, moved apart from the rest is indexed again (docs/architecture.md, README
-// "Benchmarks").
+// data, or part of whose code, moved apart from the rest is indexed again (docs/architecture.md,
+// docs/benchmarks.md).
 // Tests: test/unit/core/index/unitReuse.test.ts, test/unit/core/index/unitShift.test.ts, test/corpus/indexPool.test.ts
 import { createHash, type Hash } from 'node:crypto';
 import type { BinaryImage, OpenBinaryOptions } from '../binary/binaryImage';

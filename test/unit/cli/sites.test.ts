@@ -56,7 +56,7 @@ test("define: a function's sites are the probe points of one event, each naming 
   const all = cli('define', f.path, 'part_ext', '--json');
   assert.equal(all.code, 0, all.err);
   const defs = JSON.parse(all.out) as Array<{ event: string; definition: string }>;
-  // entry + two inlined heads; the .part is reached only through those (see README).
+  // entry + two inlined heads; the .part is reached only through those (see docs/cli.md).
   assert.equal(defs.length, 3);
   assert.equal(new Set(defs.map((d) => d.event)).size, 3, 'each point has its own name, which its hits carry');
   for (const d of defs) assert.ok(d.event.length <= 63);
