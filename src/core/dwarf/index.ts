@@ -69,7 +69,8 @@ export class Dwarf implements Resolver {
   }
   private readonly only: readonly number[] | undefined;
   /** Each unit's code ranges by its root DIE, in units() order (lineTableFor). */
-  private rootRanges?: number[][];
+  /** Every unit's root code ranges, sorted by start: starts, ends, unit indexes, and the largest end up to each. */
+  private rootRanges?: { start: Float64Array; end: Float64Array; unit: Int32Array; maxEnd: Float64Array };
 
   /** True when the object has any DWARF debug info. */
   get present(): boolean {
@@ -299,25 +300,28 @@ export class Dwarf implements Resolver {
   /** The compile units whose root DIE's code ranges hold `pc`, in unit order (the ranges read once, on first use). */
   private unitsHolding(pc: number): Unit[] {
     const us = this.units();
-    this.rootRanges ??= us.map((u) => {
-      if (isTypeUnit(u) || u.stmtList < 0) return [];
-      try {
-        return rangesOf(u, u.root);
-      } catch (e) {
-        if (e instanceof DwarfFormatError) return []; // its pcs are looked for in every table
-        throw e;
-      }
-    });
-    const out: Unit[] = [];
-    for (let i = 0; i < us.length; i++) {
-      const r = this.rootRanges[i];
-      for (let k = 0; k + 1 < r.length; k += 2)
-        if (pc >= r[k] && pc < r[k + 1]) {
-          out.push(us[i]);
-          break;
+    const r = (this.rootRanges ??= sortedRanges(
+      us.map((u) => {
+        if (isTypeUnit(u) || u.stmtList < 0) return [];
+        try {
+          return rangesOf(u, u.root);
+        } catch (e) {
+          if (e instanceof DwarfFormatError) return []; // its pcs are looked for in every table
+          throw e;
         }
+      }),
+    ));
+    // The last range starting at or before pc, then back while an earlier one may still reach past it.
+    let lo = 0;
+    let hi = r.start.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (r.start[mid] <= pc) lo = mid + 1;
+      else hi = mid;
     }
-    return out;
+    const found = new Set<number>();
+    for (let i = lo - 1; i >= 0 && r.maxEnd[i] > pc; i--) if (r.end[i] > pc) found.add(r.unit[i]);
+    return [...found].sort((a, b) => a - b).map((i) => us[i]);
   }
 
   lineAt(pc: number): { file: string; line: number; column: number } | undefined {
@@ -415,4 +419,23 @@ export interface OpenDwarfOptions {
 
 export function openDwarf(src: SectionSource, arch: Arch, opts?: OpenDwarfOptions): Dwarf {
   return new Dwarf(src, arch, opts);
+}
+
+/** Units' [lo, hi) ranges as one list sorted by start, for unitsHolding's binary search. */
+function sortedRanges(perUnit: number[][]): { start: Float64Array; end: Float64Array; unit: Int32Array; maxEnd: Float64Array } {
+  const all: Array<[number, number, number]> = [];
+  perUnit.forEach((r, u) => {
+    for (let k = 0; k + 1 < r.length; k += 2) if (r[k + 1] > r[k]) all.push([r[k], r[k + 1], u]);
+  });
+  all.sort((a, b) => a[0] - b[0] || a[2] - b[2]);
+  const n = all.length;
+  const out = { start: new Float64Array(n), end: new Float64Array(n), unit: new Int32Array(n), maxEnd: new Float64Array(n) };
+  let m = -Infinity;
+  all.forEach(([lo, hi, u], i) => {
+    out.start[i] = lo;
+    out.end[i] = hi;
+    out.unit[i] = u;
+    out.maxEnd[i] = m = Math.max(m, hi);
+  });
+  return out;
 }

@@ -139,6 +139,8 @@ export async function probeableLineAddress(
   return probeableAddress(image, address, ranges);
 }
 
+const linesOf = new WeakMap<object, Map<bigint, string | undefined>>();
+
 /** Where the calls of `f`'s inlined copies begin, holder by holder (see inlinedEntries.ts). */
 export async function provedEntrySites(
   index: BinaryIndex,
@@ -180,9 +182,16 @@ export async function provedEntrySites(
   };
   const noReturn = noReturnTest(index, ctx);
   const noReturnProved = noReturnTest(index, ctx, true);
+  // The entry analysis asks the line of each holder instruction in every round, and holders recur across functions.
+  let lines = linesOf.get(dw);
+  if (!lines) linesOf.set(dw, (lines = new Map()));
+  const known = lines;
   const lineOf = (address: bigint): string | undefined => {
+    if (known.has(address)) return known.get(address);
     const r = dw.lineAt(addressNumber(address));
-    return r && `${r.file}:${r.line}`;
+    const line = r && `${r.file}:${r.line}`;
+    known.set(address, line);
+    return line;
   };
   const ownAddresses = new Set(sites.filter((s) => s.kind !== 'inlined').map((s) => s.address));
   if (f.address !== undefined) ownAddresses.add(f.address);
