@@ -90,49 +90,53 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
     assert.ok(chosen.length >= MIN_FUNCTIONS, `at least ${MIN_FUNCTIONS} functions to compare (${chosen.length} qualify)`);
 
     // 2. The same workload traced: all chosen functions armed at all their sites.
-    const received: Hit[] = [];
     const { index } = await loadIndex(server, { noCache: true });
-    session = await TraceSession.start({
-      target: new LocalTarget(),
-      index,
-      specs: chosen,
-      pid: redis.proc.pid,
-      bufferKb: 16384,
-      onHit: (h) => received.push(h),
-    });
-    const specOf = new Map(session.probes.map((pr) => [pr.event, pr.spec]));
-    // Each armed event is one site of its function (the compiled probe says which), and each hit names it too.
-    const siteKindOf = new Map(session.probes.map((pr) => [pr.event, (pr as { site?: { kind?: string } }).site?.kind]));
-    // Before the workload runs: the functions define says it can count only from below (each one a miss).
-    const lowerBound = new Set(session.probes.filter((pr) => pr.lowerBound).map((pr) => pr.spec));
+    /** The workload of `requests` traced with `specs` armed: what the stream counted between two snapshots. */
+    const traced = async (specs: string[], requests: number) => {
+      const received: Hit[] = [];
+      session = await TraceSession.start({
+        target: new LocalTarget(),
+        index,
+        specs,
+        pid: redis.proc.pid,
+        bufferKb: 16384,
+        onHit: (h) => received.push(h),
+      });
+      const specOf = new Map(session.probes.map((pr) => [pr.event, pr.spec]));
+      // Each armed event is one site of its function (the compiled probe says which), and each hit names it too.
+      const siteKindOf = new Map(session.probes.map((pr) => [pr.event, (pr as { site?: { kind?: string } }).site?.kind]));
+      // Before the workload runs: the functions define says it can count only from below (each one a miss).
+      const lowerBound = new Set(session.probes.filter((pr) => pr.lowerBound).map((pr) => pr.spec));
+      const a = await redis.snapshot();
+      await redis.workload(requests);
+      const b = await redis.snapshot();
+      const expected = delta(a, b);
+      // The stream lags the program: wait until it has delivered everything the kernel counted.
+      for (let last = -1, i = 0; i < 120 && received.length !== last; i++) {
+        last = received.length;
+        await sleep(500);
+      }
+      const summary = await session.stop();
+      session = undefined;
+      assert.equal(summary.lost, 0, `lost ${summary.lost} events: the comparison needs every hit`);
+      const got = new Map<string, number>();
+      const kindsRan = new Set<string>();
+      const clonesRan = new Set<string>();
+      for (const h of received) {
+        const us = Math.round(h.ts * 1e6);
+        if (us <= a.endUs || us >= b.startUs) continue;
+        const spec = specOf.get(h.event) ?? h.probe;
+        got.set(spec, (got.get(spec) ?? 0) + 1);
+        const kind = (h as Hit & { site?: { kind?: string } }).site?.kind ?? siteKindOf.get(h.event);
+        if (kind) kindsRan.add(kind);
+        if (kind === 'clone') clonesRan.add(spec);
+      }
+      return { got, expected, lowerBound, siteKindOf, kindsRan, clonesRan, overflow: a.overflow + b.overflow };
+    };
+    const { got, expected, lowerBound, siteKindOf, kindsRan, clonesRan, overflow } = await traced(chosen, REQUESTS);
     t.diagnostic(
       `${lowerBound.size} of ${chosen.length} functions are counted as a lower bound (entries not all proved): ${[...lowerBound].sort().join(', ')}`,
     );
-    const a = await redis.snapshot();
-    await redis.workload(REQUESTS);
-    const b = await redis.snapshot();
-    const expected = delta(a, b);
-    // The stream lags the program: wait until it has delivered everything the kernel counted.
-    for (let last = -1, i = 0; i < 120 && received.length !== last; i++) {
-      last = received.length;
-      await sleep(500);
-    }
-    const summary = await session.stop();
-    session = undefined;
-    assert.equal(summary.lost, 0, `lost ${summary.lost} events: the comparison needs every hit`);
-
-    const got = new Map<string, number>();
-    const kindsRan = new Set<string>();
-    const clonesRan = new Set<string>();
-    for (const h of received) {
-      const us = Math.round(h.ts * 1e6);
-      if (us <= a.endUs || us >= b.startUs) continue;
-      const spec = specOf.get(h.event) ?? h.probe;
-      got.set(spec, (got.get(spec) ?? 0) + 1);
-      const kind = (h as Hit & { site?: { kind?: string } }).site?.kind ?? siteKindOf.get(h.event);
-      if (kind) kindsRan.add(kind);
-      if (kind === 'clone') clonesRan.add(spec);
-    }
     const short = chosen.filter((n) => UNDESCRIBED_COPIES[n] && (got.get(n) ?? 0) < (expected.get(n) ?? 0));
     for (const n of short)
       t.diagnostic(`${n}: received ${got.get(n) ?? 0} of ${expected.get(n) ?? 0} calls, expected short: ${UNDESCRIBED_COPIES[n]}`);
@@ -144,7 +148,7 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
     const exact = chosen.length - mismatches.length - short.length;
     t.diagnostic(`${exact} of ${chosen.length} functions counted exactly, ${lowerBound.size} of them only as a lower bound`);
     t.diagnostic(`site kinds that ran: ${[...kindsRan].sort().join(', ')}; clone sites that ran: ${[...clonesRan].sort().join(', ')}`);
-    assert.equal(a.overflow + b.overflow, 0, 'the counting runtime had room for every function');
+    assert.equal(overflow, 0, 'the counting runtime had room for every function');
     assert.deepEqual(mismatches.length, 0, `${mismatches.length} function(s) differ:\n  ${mismatches.slice(0, 60).join('\n  ')}`);
     // Issue 15: every traced function's entries proved before the workload ran (a lower bound counts as a miss).
     assert.deepEqual([...lowerBound].sort(), [], 'functions define calls a lower bound before tracing');
@@ -175,6 +179,48 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
     t.diagnostic(report);
     t.diagnostic(`counted exactly: ProbeLens ${exact} (none a lower bound), perf probe ${perfExact.length}, of ${chosen.length}`);
     assert.ok(exact > perfExact.length, `ProbeLens counts more functions exactly (${exact}) than perf probe (${perfExact.length})`);
+
+    // 4. Every other candidate, in batches within the same bounds, each under as few requests as keep its hits
+    // within them (the program counts its own calls at any size): no function the workload calls goes unchecked.
+    const rest = candidates.filter((n) => !chosen.includes(n)).sort((x, y) => called.get(x)! - called.get(y)! || x.localeCompare(y));
+    const over: string[] = [];
+    const off: string[] = [];
+    let restExact = 0;
+    let restLower = 0;
+    let notCalled = 0; // at the batch's fewer requests: nothing to compare
+    let batches = 0;
+    for (let i = 0; i < rest.length;) {
+      const batch: string[] = [];
+      let batchSites = 0;
+      let perRequest = 0;
+      for (; i < rest.length && batchSites + siteCount.get(rest[i])! <= MAX_SITES; i++) {
+        const next = perRequest + called.get(rest[i])! / REQUESTS;
+        if (batch.length > 0 && next > MAX_HITS) break;
+        batch.push(rest[i]);
+        batchSites += siteCount.get(rest[i])!;
+        perRequest = next;
+      }
+      const requests = Math.max(1, Math.min(REQUESTS, Math.floor(MAX_HITS / Math.max(perRequest, 1))));
+      const r = await traced(batch, requests);
+      batches++;
+      assert.equal(r.overflow, 0, 'the counting runtime had room for every function');
+      for (const n of batch) {
+        const g = r.got.get(n) ?? 0;
+        const e = r.expected.get(n) ?? 0;
+        const line = `${n}: received ${g}, the program counted ${e} at ${requests} requests (sites: ${[...sitesOf.get(n)!].join(',')})`;
+        if (g > e) over.push(line);
+        else if (e === 0) notCalled++;
+        else if (r.lowerBound.has(n)) restLower++;
+        else if (g !== e) off.push(line);
+        else restExact++;
+      }
+    }
+    t.diagnostic(
+      `the other ${rest.length} candidates in ${batches} batches: ${restExact} exact, ${restLower} named a lower bound before tracing, ` +
+        `${off.length} short unsaid, ${over.length} over, ${notCalled} not called at the fewer requests`,
+    );
+    assert.deepEqual(over, [], 'no function is counted over its calls');
+    assert.deepEqual(off, [], 'every function not named a lower bound is counted exactly');
   } finally {
     if (session) await session.stop().catch(() => undefined);
     await perfDisarm(perfGroup);

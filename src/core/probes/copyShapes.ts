@@ -83,7 +83,10 @@ export function beginsAgain(
     seen = new Uint8Array(insns.length);
     after.set(k, seen);
     const work = [...probe].filter(([, v]) => v.copy === k).map(([n]) => n);
-    for (const n of work) seen[n] = 1;
+    // A candidate found on a path (not DWARF's entry pc) counts only for what runs after it: alone, it may be the
+    // set-up of the call it runs into across the caller's code (redis's lpEncodeBacklen: `mov $2,%r13d`, the
+    // argument, then another copy's exit hook, then the call), which must not make that call a second one.
+    for (const [n, v] of probe) if (v.copy === k && v.how === 'entry-pc') seen[n] = 1;
     while (work.length) {
       const n = work.pop()!;
       for (const t of succ[n])

@@ -472,6 +472,29 @@ function place(
         if (!r.ok) refusedByKernel(q, insns[r.at].address, 'entry');
         return r.at;
       };
+      // A candidate found on a path that runs with no branch into another of the same copy: both would count every
+      // run. Either it is set-up of the other's call (redis's lpEncodeBacklen in lpPrev: `mov $1,%r15d`, the
+      // argument, then another copy's exit hook, then the call) or the two are two calls, which cannot be told
+      // apart. The later one, where the call surely is under way, is kept; the copy's count is a lower bound.
+      for (const [n, v] of [...probe]) {
+        if (v.how === 'entry-pc') continue;
+        for (let m = n, steps = 0; steps < 64 && succ[m].length === 1 && succ[m][0] !== SINK; steps++) {
+          m = succ[m][0];
+          const w = probe.get(m);
+          if (!w) continue;
+          if (rep(w.copy) === rep(v.copy)) {
+            probe.delete(n);
+            for (const k of [v.copy, ...(v.also ?? [])])
+              notArmed.push({
+                copy: k,
+                address: insns[m].address,
+                reason: `its code at ${hex(insns[n].address)} runs with no branch into its entry ${hex(insns[m].address)}: it is counted there, once, and if it was a call of its own that call goes uncounted`,
+                armed: true,
+              });
+          }
+          break;
+        }
+      }
       const entries = [...probe].flatMap(([n, v]): InlinedEntry[] =>
         [v.copy, ...(v.also ?? [])].map((copy) => ({ address: insns[armAt(n)].address, copy, how: v.how })),
       );

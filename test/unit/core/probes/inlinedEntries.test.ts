@@ -659,3 +659,39 @@ test('a callee proved never to return ends its paths where the entries are other
   const kept = findInlinedEntriesProving(q2, provedA).result;
   assert.equal(!kept.ok && kept.category, 'ambiguous');
 });
+
+test("copy code on a path of its own that runs across the caller's code into the copy's first operation is set-up of one call", () => {
+  // Found in redis built with -finstrument-functions: lpValidateNext's copy of lpEncodeBacklen sets its argument
+  // (`mov $2,%r13d`, on the copy's line), another copy's exit hook runs (the caller's code), then the copy begins
+  // as its entry pc does (`mov 0x28(%rsp),%rsi`): one call, once. Counting both places counted it twice.
+  const X = B + 0x100n;
+  const rel = Number(X - (B + 24n));
+  const code = bytes(
+    ...[0x85, 0xff], //                   0  test %edi,%edi        caller
+    ...[0x74, 0x09], //                   2  je 13                 caller
+    ...[0x48, 0x8b, 0x74, 0x24, 0x28], // 4  mov 0x28(%rsp),%rsi   copy: entry pc (f.c:1)
+    ...[0x83, 0xc0, 0x01], //             9  add $1,%eax           copy (f.c:2)
+    0xc3, //                              12 ret                   caller
+    ...[0x41, 0xbd, 0x02, 0, 0, 0], //    13 mov $2,%r13d          copy: its argument (f.c:2)
+    ...[0xe8, rel & 0xff, (rel >> 8) & 0xff, (rel >> 16) & 0xff, (rel >>> 24) & 0xff], // 19 call X (caller)
+    ...[0x48, 0x8b, 0x74, 0x24, 0x28], // 24 mov 0x28(%rsp),%rsi   copy (f.c:1)
+    ...[0x83, 0xc0, 0x01], //             29 add $1,%eax           copy (f.c:2)
+    0xc3, //                              32 ret                   caller
+  );
+  const lines: Record<number, string> = { 4: 'f.c:1', 9: 'f.c:2', 13: 'f.c:2', 24: 'f.c:1', 29: 'f.c:2' };
+  const r = findInlinedEntries({
+    ...query(code, [
+      [
+        4,
+        [
+          [4, 12],
+          [13, 19],
+          [24, 32],
+        ],
+      ],
+    ]),
+    lineOf: (a: bigint) => lines[Number(a - B)] ?? 'g.c:9',
+  });
+  assert.deepEqual(addrs(r), [4, 13], 'one entry on each path');
+  assert.deepEqual(twoSitesOneCall(query(code, [[4, [[4, 12]]]]), [site(4, 0), site(13, 0)]), []);
+});
