@@ -16,6 +16,7 @@ import { callSites } from '../../src/core/probes/resolve';
 import { TraceSession } from '../../src/core/session/traceSession';
 import { LocalTarget } from '../../src/core/target/local';
 import type { Hit } from '../../src/core/tracefs/hitParser';
+import { batches, EVERY, Tally } from './batches';
 import { corpusProjectOrSkip } from '../helpers/corpus';
 import { elfFacts, perfArm, perfDisarm, perfStat } from '../helpers/parity';
 import { requireTracefs } from '../helpers/tracefs';
@@ -165,6 +166,7 @@ test('instrumented ripgrep searching its tree: received hits equal the programâ€
       sites += sitesOf(n).length;
     }
     t.diagnostic(`${candidates.length} candidate functions; chose ${chosen.length} (${sites} sites, â‰ˆ${hits} hits)`);
+    const firstBatch = new Set(chosen);
     assert.ok(chosen.length >= MIN_FUNCTIONS, `at least ${MIN_FUNCTIONS} functions to compare (${chosen.length} qualify)`);
 
     t.diagnostic(`${secs()}: starting the session`);
@@ -218,7 +220,7 @@ test('instrumented ripgrep searching its tree: received hits equal the programâ€
     // over, and is reported as the miss it is.
     const increments = await entryCounterIncrements(rg);
     const undescribed = new Map<string, bigint[]>();
-    for (const n of chosen) {
+    const undescribedOf = (n: string): bigint[] => {
       const ranges = defs
         .get(n)!
         .flatMap((f) => [
@@ -229,6 +231,10 @@ test('instrumented ripgrep searching its tree: received hits equal the programâ€
         .filter(([pgo]) => nameOf.get(withoutInstantiatingCrate(symbolOfPgoName(pgo))) === n)
         .flatMap(([, at]) => at)
         .filter((a) => !ranges.some(([lo, hi]) => a >= lo && a < hi));
+      return outside;
+    };
+    for (const n of chosen) {
+      const outside = undescribedOf(n);
       if (outside.length > 0) undescribed.set(n, outside);
     }
     const over: string[] = [];
@@ -303,6 +309,62 @@ test('instrumented ripgrep searching its tree: received hits equal the programâ€
     t.diagnostic(`perf probe: ${perfRight.length} of ${chosen.length} exact; otherwise:\n  ${perfOff.slice(0, 30).join('\n  ')}`);
     t.diagnostic(`counted exactly: ProbeLens ${exact} (none over), perf probe ${perfRight.length}, of ${chosen.length}`);
     assert.ok(exact > perfRight.length, `ProbeLens counts more functions exactly (${exact}) than perf probe (${perfRight.length})`);
+
+    // 4. With PROBELENS_CORPUS_EVERY=1, every other candidate in batches within the same bounds, over the runs again.
+    const rest = candidates.filter((n) => !firstBatch.has(n));
+    if (!EVERY) t.diagnostic(`${rest.length} other candidates not traced (PROBELENS_CORPUS_EVERY=1 traces them)`);
+    const tally = new Tally();
+    let refusedRest = 0;
+    let unseenRest = 0;
+    for (const batch of EVERY
+      ? batches(
+          rest,
+          (n) => sitesOf(n).length,
+          (n) => called.get(n)!,
+          MAX_SITES,
+          MAX_HITS,
+        )
+      : []) {
+      const stamps: Hit[] = [];
+      session = await TraceSession.start({
+        target: new LocalTarget(),
+        index,
+        specs: batch,
+        bufferKb: 16384,
+        maxSites: 128,
+        keepGoing: true,
+        onHit: (h) => stamps.push(h),
+      });
+      const no = new Set(session.refused.map((r) => r.spec));
+      const spec = new Map(session.probes.map((pr) => [pr.event, pr.spec]));
+      const bound = new Set(session.probes.filter((pr) => pr.lowerBound).map((pr) => pr.spec));
+      const counted = byName(await workload(rg, CARGO_REGISTRY, dir, `every-${tally.batches}`));
+      for (let last = -1, quiet = 0, i = 0; i < 240 && quiet < 4; i++) {
+        quiet = stamps.length === last ? quiet + 1 : 0;
+        last = stamps.length;
+        await sleep(500);
+      }
+      const done = await session.stop();
+      session = undefined;
+      assert.equal(done.lost, 0, `lost ${done.lost} events: the comparison needs every hit`);
+      const seen = new Map<string, number>();
+      for (const h of stamps) seen.set(spec.get(h.event) ?? h.probe, (seen.get(spec.get(h.event) ?? h.probe) ?? 0) + 1);
+      refusedRest += no.size;
+      // Short where the program's counter runs in code no DWARF describes as the function: the miss it is.
+      const unseen = batch.filter((n) => !no.has(n) && (seen.get(n) ?? 0) < (counted.get(n) ?? 0) && undescribedOf(n).length > 0);
+      unseenRest += unseen.length;
+      tally.add(
+        batch.filter((n) => !no.has(n) && !unseen.includes(n)),
+        seen,
+        counted,
+        bound,
+      );
+    }
+    if (EVERY) {
+      t.diagnostic(`${tally.summary(rest.length)}; ${refusedRest} refused by define, ${unseenRest} short in undescribed code`);
+      assert.deepEqual(tally.over, [], 'no function is counted over its calls');
+      assert.deepEqual(tally.off, [], 'every function not named a lower bound is counted exactly');
+    }
   } finally {
     if (session) await session.stop().catch(() => undefined);
     await perfDisarm(perfGroup);

@@ -16,6 +16,7 @@ import type { Hit } from '../../src/core/tracefs/hitParser';
 import { corpusProjectOrSkip } from '../helpers/corpus';
 import { elfFacts, perfArm, perfDisarm, perfStat, probelensFunctions, SITES_MISSING, type SiteKind } from '../helpers/parity';
 import { requireTracefs } from '../helpers/tracefs';
+import { batches, EVERY, Tally } from './batches';
 import { delta, perfExactness } from './redisCounts';
 import { CountingSqlite } from './sqliteCounts';
 
@@ -199,6 +200,61 @@ test('instrumented SQLite under a SQL workload: received hits equal the programâ
       exact > perfExact.length,
       `ProbeLens counts more functions exactly, proved before tracing (${exact}), than perf probe (${perfExact.length})`,
     );
+
+    // 4. With PROBELENS_CORPUS_EVERY=1, every other candidate in batches within the same bounds, each over the
+    // workload once more (a function whose calls alone pass the hit bound runs alone).
+    const rest = candidates.filter((n) => !chosen.includes(n));
+    if (!EVERY) t.diagnostic(`${rest.length} other candidates not traced (PROBELENS_CORPUS_EVERY=1 traces them)`);
+    const tally = new Tally();
+    const lostIn: string[] = [];
+    for (const batch of EVERY
+      ? batches(
+          rest,
+          (n) => siteCount.get(n)!,
+          (n) => called.get(n)!,
+          MAX_SITES,
+          MAX_HITS,
+        )
+      : []) {
+      const seen = new Map<string, number>();
+      const stamps: Array<[number, string]> = [];
+      session = await TraceSession.start({
+        target: new LocalTarget(),
+        index,
+        specs: batch,
+        pid: sqlite.proc.pid,
+        bufferKb: 16384,
+        maxSites: 128,
+        onHit: (h) => stamps.push([Math.round(h.ts * 1e6), h.event]),
+      });
+      const spec = new Map(session.probes.map((pr) => [pr.event, pr.spec]));
+      const bound = new Set(session.probes.filter((pr) => pr.lowerBound).map((pr) => pr.spec));
+      const a = await sqlite.snapshot();
+      await sqlite.run(workload(dir, 4 + tally.batches + lostIn.length));
+      const b = await sqlite.snapshot();
+      for (let last = -1, i = 0; i < 120 && stamps.length !== last; i++) {
+        last = stamps.length;
+        await sleep(500);
+      }
+      const done = await session.stop();
+      session = undefined;
+      if (done.lost > 0) {
+        lostIn.push(`${batch.length} functions (${done.lost} events lost): ${batch.slice(0, 5).join(', ')}â€¦`);
+        continue;
+      }
+      for (const [us, event] of stamps) {
+        if (us <= a.endUs || us >= b.startUs) continue;
+        const n = spec.get(event) ?? event;
+        seen.set(n, (seen.get(n) ?? 0) + 1);
+      }
+      assert.equal(a.overflow + b.overflow, 0, 'the counting runtime had room for every function');
+      tally.add(batch, seen, delta(a, b), bound);
+    }
+    if (EVERY) {
+      t.diagnostic(`${tally.summary(rest.length)}; batches that lost events (unchecked): ${lostIn.length ? lostIn.join('; ') : 'none'}`);
+      assert.deepEqual(tally.over, [], 'no function is counted over its calls');
+      assert.deepEqual(tally.off, [], 'every function not named a lower bound is counted exactly');
+    }
   } finally {
     if (session) await session.stop().catch(() => undefined);
     await perfDisarm(perfGroup);

@@ -13,6 +13,7 @@ import type { Hit } from '../../src/core/tracefs/hitParser';
 import { corpusProjectOrSkip } from '../helpers/corpus';
 import { elfFacts, perfArm, perfDisarm, perfStat, probelensFunctions, SITES_MISSING, type SiteKind } from '../helpers/parity';
 import { requireTracefs } from '../helpers/tracefs';
+import { batches, Tally } from './batches';
 import { CountingRedis, delta, perfExactness } from './redisCounts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -183,44 +184,17 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
     // 4. Every other candidate, in batches within the same bounds, each under as few requests as keep its hits
     // within them (the program counts its own calls at any size): no function the workload calls goes unchecked.
     const rest = candidates.filter((n) => !chosen.includes(n)).sort((x, y) => called.get(x)! - called.get(y)! || x.localeCompare(y));
-    const over: string[] = [];
-    const off: string[] = [];
-    let restExact = 0;
-    let restLower = 0;
-    let notCalled = 0; // at the batch's fewer requests: nothing to compare
-    let batches = 0;
-    for (let i = 0; i < rest.length;) {
-      const batch: string[] = [];
-      let batchSites = 0;
-      let perRequest = 0;
-      for (; i < rest.length && batchSites + siteCount.get(rest[i])! <= MAX_SITES; i++) {
-        const next = perRequest + called.get(rest[i])! / REQUESTS;
-        if (batch.length > 0 && next > MAX_HITS) break;
-        batch.push(rest[i]);
-        batchSites += siteCount.get(rest[i])!;
-        perRequest = next;
-      }
-      const requests = Math.max(1, Math.min(REQUESTS, Math.floor(MAX_HITS / Math.max(perRequest, 1))));
-      const r = await traced(batch, requests);
-      batches++;
+    const perRequest = (n: string) => called.get(n)! / REQUESTS;
+    const tally = new Tally();
+    for (const batch of batches(rest, (n) => siteCount.get(n)!, perRequest, MAX_SITES, MAX_HITS)) {
+      const each = batch.reduce((sum, n) => sum + perRequest(n), 0);
+      const r = await traced(batch, Math.max(1, Math.min(REQUESTS, Math.floor(MAX_HITS / Math.max(each, 1)))));
       assert.equal(r.overflow, 0, 'the counting runtime had room for every function');
-      for (const n of batch) {
-        const g = r.got.get(n) ?? 0;
-        const e = r.expected.get(n) ?? 0;
-        const line = `${n}: received ${g}, the program counted ${e} at ${requests} requests (sites: ${[...sitesOf.get(n)!].join(',')})`;
-        if (g > e) over.push(line);
-        else if (e === 0) notCalled++;
-        else if (r.lowerBound.has(n)) restLower++;
-        else if (g !== e) off.push(line);
-        else restExact++;
-      }
+      tally.add(batch, r.got, r.expected, r.lowerBound);
     }
-    t.diagnostic(
-      `the other ${rest.length} candidates in ${batches} batches: ${restExact} exact, ${restLower} named a lower bound before tracing, ` +
-        `${off.length} short unsaid, ${over.length} over, ${notCalled} not called at the fewer requests`,
-    );
-    assert.deepEqual(over, [], 'no function is counted over its calls');
-    assert.deepEqual(off, [], 'every function not named a lower bound is counted exactly');
+    t.diagnostic(tally.summary(rest.length));
+    assert.deepEqual(tally.over, [], 'no function is counted over its calls');
+    assert.deepEqual(tally.off, [], 'every function not named a lower bound is counted exactly');
   } finally {
     if (session) await session.stop().catch(() => undefined);
     await perfDisarm(perfGroup);

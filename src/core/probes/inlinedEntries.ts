@@ -482,7 +482,7 @@ function place(
           m = succ[m][0];
           const w = probe.get(m);
           if (!w) continue;
-          if (rep(w.copy) === rep(v.copy)) {
+          if (m !== n && rep(w.copy) === rep(v.copy)) {
             probe.delete(n);
             for (const k of [v.copy, ...(v.also ?? [])])
               notArmed.push({
