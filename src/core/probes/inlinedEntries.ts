@@ -475,7 +475,8 @@ function place(
       // A candidate found on a path that runs with no branch into another of the same copy: both would count every
       // run. Either it is set-up of the other's call (redis's lpEncodeBacklen in lpPrev: `mov $1,%r15d`, the
       // argument, then another copy's exit hook, then the call) or the two are two calls, which cannot be told
-      // apart. The later one, where the call surely is under way, is kept; the copy's count is a lower bound.
+      // apart. The later one, where the call surely is under way, is kept; the copy's count is a lower bound unless
+      // the first only makes constants and moves (sdsHdrSize in _sdsnewlen: `mov $3,%r15d; mov $1,%r13d`).
       for (const [n, v] of [...probe]) {
         if (v.how === 'entry-pc') continue;
         for (let m = n, steps = 0; steps < 64 && succ[m].length === 1 && succ[m][0] !== SINK; steps++) {
@@ -484,13 +485,22 @@ function place(
           if (!w) continue;
           if (m !== n && rep(w.copy) === rep(v.copy)) {
             probe.delete(n);
-            for (const k of [v.copy, ...(v.also ?? [])])
-              notArmed.push({
-                copy: k,
-                address: insns[m].address,
-                reason: `its code at ${hex(insns[n].address)} runs with no branch into its entry ${hex(insns[m].address)}: it is counted there, once, and if it was a call of its own that call goes uncounted`,
-                armed: true,
-              });
+            // Copy code that only makes constants and moves before it leaves is the other call's arguments: exact.
+            let setUpOnly = true;
+            for (
+              let c = n, k = 0;
+              k++ < 64 && inR(c) && rep(copyOf[c]) === rep(v.copy) && setUpOnly && succ[c].length === 1;
+              c = succ[c][0]
+            )
+              setUpOnly = noWork(c) || insns[c].constant === true;
+            if (!setUpOnly)
+              for (const k of [v.copy, ...(v.also ?? [])])
+                notArmed.push({
+                  copy: k,
+                  address: insns[m].address,
+                  reason: `its code at ${hex(insns[n].address)} runs with no branch into its entry ${hex(insns[m].address)}: it is counted there, once, and if it was a call of its own that call goes uncounted`,
+                  armed: true,
+                });
           }
           break;
         }

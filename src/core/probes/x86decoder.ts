@@ -105,6 +105,8 @@ export interface X86FlowInsn {
    * nothing, makes no constant, and writes no memory but the frame's own slots.
    */
   moves?: true;
+  /** A `mov $imm,%reg`: it makes a constant in a register and does nothing else. */
+  constant?: true;
   /** An `lea X(%rip),%reg`: the address X it puts in the register. */
   loadsAddress?: bigint;
 }
@@ -166,6 +168,14 @@ export function decodeX86Flow(code: Uint8Array, address: bigint): Array<X86FlowI
         }
         const step: X86FlowInsn = { address: at, length: insn.length, kind: m === x.Mnemonic.Nop ? 'nop' : 'other' };
         if (m === x.Mnemonic.Nop || (movesOf(x).has(m) && onlyMoves(x, insn))) step.moves = true;
+        if (
+          m === x.Mnemonic.Mov &&
+          insn.opCount === 2 &&
+          insn.op0Kind === x.OpKind.Register &&
+          insn.op1Kind !== x.OpKind.Register &&
+          insn.op1Kind !== x.OpKind.Memory
+        )
+          step.constant = true;
         if (
           m === x.Mnemonic.Lea &&
           insn.op0Kind === x.OpKind.Register &&
