@@ -1,7 +1,8 @@
 // Shapes of a function's inlined copies on the control flow of the code that holds them, which the entry analysis
 // (inlinedEntries.ts) asks about: code that runs again with no entry between, copy code that begins the copy again
 // after the caller's code (an unrolled loop under one DIE), and an entry pc that only runs into another.
-// Tests: test/unit/core/probes/inlinedEntries.test.ts, test/unit/core/probes/inlinedEntries.loops.test.ts
+// Tests: test/unit/core/probes/inlinedEntries.test.ts, test/unit/core/probes/inlinedEntries.placement.test.ts,
+// test/unit/core/probes/inlinedEntries.loops.test.ts
 import { SINK, type Graph } from './inlinedExits';
 
 /** The copies' entry pcs, and the source line of an address (without it, no copy is taken to begin again). */
