@@ -310,6 +310,44 @@ function place(
         reason: `its entry pc ${hex(insns[n].address)} only jumps out of the copy, which does its work elsewhere: the compiler's attribution of the caller's code, not where calls begin (counted where the copy's code is first reached, from below)`,
       });
   }
+  // An entry pc outside its copy's own code ranges is the caller's instruction GCC put the copy's start on. Where
+  // control can go from it both into the copy's code and, within one iteration, past it (SQLite's isDate: the `ja`
+  // of the test that decides whether sqlite3_value_double is called), arming it counts the runs of the caller's
+  // test, not the calls: the copy's calls are counted where its code is first reached, from below (as above). One
+  // its copy's code runs before (two merged tolower copies, the second's entry pc after both) stays the call's.
+  const ownCode = (n: number, ks: ReadonlySet<number>) => {
+    const a = insns[n].address;
+    return q.copies.some((c, k) => ks.has(rep(k)) && c.ranges.some(([lo, hi]) => a >= lo && a < hi));
+  };
+  const decides = (n: number, ks: ReadonlySet<number>): boolean => {
+    let into = false;
+    let past = false;
+    const seen = new Set<number>([n]);
+    const wl = [n];
+    while (wl.length) {
+      const m = wl.pop()!;
+      for (const t of succ[m]) {
+        if (t === SINK || t === n || backEdge(m, t)) past = true;
+        else if (ownCode(t, ks) || (probe.has(t) && ks.has(rep(probe.get(t)!.copy)))) into = true;
+        else if (!seen.has(t)) {
+          seen.add(t);
+          wl.push(t);
+        }
+      }
+    }
+    return into && past;
+  };
+  for (const [n, info] of [...probe]) {
+    const own = new Set([info.copy, ...(info.also ?? [])].map(rep));
+    if (q.copies[info.copy].ranges.length === 0 || ownCode(n, own) || !decides(n, own)) continue;
+    probe.delete(n);
+    for (const k of [info.copy, ...(info.also ?? [])])
+      notArmed.push({
+        copy: k,
+        address: insns[n].address,
+        reason: `its entry pc ${hex(insns[n].address)} is the caller's code, outside the copy's, and control goes from it both into the copy and past it (arming it would count runs that make no call): counted where the copy's code is first reached, from below`,
+      });
+  }
   let dead: ReturnType<typeof deadSetUp> | undefined;
   // Copy code reached with no call open that only moves values and jumps until control leaves the copy: a tail the
   // caller's code jumps into (a register reload on its way back), not the beginning of a call (see tailOnly).
@@ -354,6 +392,9 @@ function place(
     // runs after the call, not in the middle of it.
     // Code between two different copies ends the first one's call.
     const outsideCode = (n: number) => !inR(n) && !probe.has(n);
+    // For a hop of copy l, another copy's set-up is passed as the caller's code is: it begins no call (SQLite's
+    // sqlite3BtreeIntegrityCheck: one get4byte copy's `bswap` comes after the next copy's argument loads).
+    const between = (n: number, l: number) => outsideCode(n) || (inR(n) && setup[n] === 1 && !probe.has(n) && rep(copyOf[n]) !== l);
     const label = (n: number) => (probe.has(n) ? rep(probe.get(n)!.copy) : rep(copyOf[n]));
     const fromBody = new Map<number, Set<number>>();
     const toBody = new Map<number, Set<number>>();
@@ -366,13 +407,13 @@ function place(
     };
     const w1: Array<[number, number]> = [];
     const fwd = (n: number, l: number) => {
-      for (const t of succ[n]) if (t !== SINK && outsideCode(t) && !closing(n, t) && mark(fromBody, t, l)) w1.push([t, l]);
+      for (const t of succ[n]) if (t !== SINK && between(t, l) && !closing(n, t) && mark(fromBody, t, l)) w1.push([t, l]);
     };
     for (let n = 0; n < N; n++) if (body(n)) fwd(n, label(n));
     while (w1.length) fwd(...w1.pop()!);
     const w2: Array<[number, number]> = [];
     const bwd = (n: number, l: number) => {
-      for (const p of pred[n]) if (outsideCode(p) && !closing(p, n) && fromBody.get(p)?.has(l) && mark(toBody, p, l)) w2.push([p, l]);
+      for (const p of pred[n]) if (between(p, l) && !closing(p, n) && fromBody.get(p)?.has(l) && mark(toBody, p, l)) w2.push([p, l]);
     };
     for (let n = 0; n < N; n++) if (body(n) && !probe.has(n) && !restart.has(n)) bwd(n, label(n));
     while (w2.length) bwd(...w2.pop()!);

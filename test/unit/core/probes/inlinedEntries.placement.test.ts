@@ -219,3 +219,95 @@ test("copy code on a path of its own that runs across the caller's code into the
   assert.deepEqual(addrs(r), [4, 13], 'one entry on each path');
   assert.deepEqual(twoSitesOneCall(query(code, [[4, [[4, 12]]]]), [site(4, 0), site(13, 0)]), []);
 });
+
+test("an entry pc on the caller's test that decides whether the copy runs is not armed: the copy is counted where its code begins", () => {
+  // The shape of an over-count found in SQLite (isDate: sqlite3_value_double called only for a number): GCC gave the
+  // copy's DW_AT_entry_pc to the caller's `je` outside the copy's own ranges, so arming it counted every run of the
+  // test (2,405 hits for 1 call).
+  const r = findInlinedEntries(
+    query(
+      bytes(
+        ...[0x85, 0xff], //       0  test %edi,%edi    caller
+        ...[0x74, 0x03], //       2  je 7              caller: the copy's entry pc
+        ...[0x83, 0xc0, 0x01], // 4  add $1,%eax       copy
+        0xc3, //                  7  ret               caller
+      ),
+      [[2, [[4, 7]]]],
+    ),
+  );
+  assert.deepEqual(addrs(r), [4], 'armed where the copy’s code begins, not on the test');
+  assert.ok(r.ok);
+  assert.deepEqual(
+    r.notArmed.map((n) => [n.copy, Number(n.address - B), n.armed]),
+    [[0, 2, undefined]],
+    'its count is a lower bound, and says why',
+  );
+  assert.match(r.notArmed[0].reason, /outside the copy's, and control goes from it both into the copy and past it/);
+  // An entry pc outside the ranges that every run of goes on into the copy, or that its copy's code runs before
+  // (two copies computed together, the second's entry pc after both), stays where calls begin.
+  const straight = findInlinedEntries(
+    query(
+      bytes(
+        ...[0x85, 0xff], //       0  test %edi,%edi    caller
+        ...[0x74, 0x05], //       2  je 9              caller
+        ...[0x89, 0xf8], //       4  mov %edi,%eax     caller: the copy's entry pc
+        ...[0x83, 0xc0, 0x01], // 6  add $1,%eax       copy
+        0xc3, //                  9  ret               caller
+      ),
+      [[4, [[6, 9]]]],
+    ),
+  );
+  assert.deepEqual(addrs(straight), [4]);
+  assert.deepEqual(straight.ok && straight.notArmed, []);
+  const after = findInlinedEntries(
+    query(
+      bytes(
+        ...[0x85, 0xff], //       0  test %edi,%edi    caller
+        ...[0x74, 0x05], //       2  je 9              caller
+        ...[0x83, 0xc0, 0x01], // 4  add $1,%eax       copy
+        ...[0x89, 0xc1], //       7  mov %eax,%ecx     caller: the copy's entry pc, after its code
+        0xc3, //                  9  ret               caller
+      ),
+      [[7, [[4, 7]]]],
+    ),
+  );
+  assert.deepEqual(addrs(after), [7]);
+  assert.deepEqual(after.ok && after.notArmed, []);
+});
+
+test("a copy's last instruction scheduled after the next copy's set-up still belongs to the open call", () => {
+  // The shape of an over-count found in SQLite (two sqlite3Get4byte copies in sqlite3BtreeIntegrityCheck): the first
+  // copy's `bswap` comes after the caller's code and the second copy's argument loads. Taken for a call reached
+  // with none open, it was armed as a duplicated path (2 counts for each call of the first copy).
+  const r = findInlinedEntries(
+    query(
+      bytes(
+        ...[0x83, 0xc0, 0x01], // 0  add $1,%eax       A's entry pc
+        ...[0x89, 0xf9], //       3  mov %edi,%ecx     caller
+        ...[0x89, 0xfa], //       5  mov %edi,%edx     B's set-up
+        ...[0x83, 0xc0, 0x02], // 7  add $2,%eax       A: its last work
+        0x90, //                  10 nop               caller
+        ...[0x83, 0xc2, 0x01], // 11 add $1,%edx       B's entry pc
+        0xc3, //                  14 ret               caller
+      ),
+      [
+        [
+          0,
+          [
+            [0, 3],
+            [7, 10],
+          ],
+        ],
+        [
+          11,
+          [
+            [5, 7],
+            [11, 14],
+          ],
+        ],
+      ],
+    ),
+  );
+  assert.deepEqual(addrs(r), [0, 11], 'each copy once, at its entry pc');
+  assert.deepEqual(r.ok && r.notArmed, []);
+});
