@@ -70,3 +70,16 @@ export class Tally {
     );
   }
 }
+
+/**
+ * Waits until `count()` (the hits received so far) has not grown for `quiet` polls of 500 ms, at most `most` polls:
+ * the stream lags the program, and the session's stop delivers what is left.
+ */
+export async function settle(count: () => number, quiet = 1, most = 120): Promise<void> {
+  for (let last = count(), still = 0, i = 0; i < most && still < quiet; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = count();
+    still = now === last ? still + 1 : 0;
+    last = now;
+  }
+}

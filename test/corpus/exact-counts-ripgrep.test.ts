@@ -16,7 +16,7 @@ import { callSites } from '../../src/core/probes/resolve';
 import { TraceSession } from '../../src/core/session/traceSession';
 import { LocalTarget } from '../../src/core/target/local';
 import type { Hit } from '../../src/core/tracefs/hitParser';
-import { batches, EVERY, Tally } from './batches';
+import { batches, EVERY, settle, Tally } from './batches';
 import { corpusProjectOrSkip } from '../helpers/corpus';
 import { elfFacts, perfArm, perfDisarm, perfStat } from '../helpers/parity';
 import { requireTracefs } from '../helpers/tracefs';
@@ -44,7 +44,6 @@ const pairs = (flat: readonly number[]): bigint[][] => {
   for (let i = 0; i + 1 < flat.length; i += 2) out.push([BigInt(flat[i]), BigInt(flat[i + 1])]);
   return out;
 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const MIN_FUNCTIONS = 300;
 const CARGO_REGISTRY = '/usr/share/cargo/registry';
 // Bounds that keep the stream loss-free and teardown short (â‰ˆ45 ms of kernel time per armed event).
@@ -70,13 +69,17 @@ const RUNS: readonly string[][] = [
   ['--no-ignore', '--hidden', '-c', '-w', 'fn main', '.'],
 ];
 
-/** Runs the workload once; each run's profile goes to `dir/<tag>-N.profraw`. Returns the calls per symbol. */
-async function workload(rg: string, tree: string, dir: string, tag: string): Promise<Map<string, bigint>> {
+/**
+ * Runs the workload once; each run's profile goes to `dir/<tag>-N.profraw`. Returns the calls per symbol. A run may
+ * take 2 min, and 20 Âµs more per hit the probes are expected to take (a batch of one function called millions of times).
+ */
+async function workload(rg: string, tree: string, dir: string, tag: string, hits = 0): Promise<Map<string, bigint>> {
+  const timeout = 120_000 + Math.ceil(hits / 50);
   for (const [i, args] of RUNS.entries()) {
     const env = { ...process.env, LLVM_PROFILE_FILE: join(dir, `${tag}-${i}.profraw`) };
     // No stdin: rg reads it when given no path. Output is counted, not kept. One search thread: the calls a
     // parallel walk makes vary from run to run with the threads' timing, and so would the functions chosen.
-    const child = spawn(rg, ['-j1', ...args], { cwd: tree, env, stdio: ['ignore', 'ignore', 'pipe'], timeout: 120_000 });
+    const child = spawn(rg, ['-j1', ...args], { cwd: tree, env, stdio: ['ignore', 'ignore', 'pipe'], timeout });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
@@ -194,11 +197,7 @@ test('instrumented ripgrep searching its tree: received hits equal the programâ€
     t.diagnostic(`${secs()}: armed, running the workload`);
     const expected = byName(await workload(rg, CARGO_REGISTRY, dir, 'traced'));
     // The stream lags the programs: wait until it has delivered nothing new for two seconds.
-    for (let last = -1, quiet = 0, i = 0; i < 240 && quiet < 4; i++) {
-      quiet = received.length === last ? quiet + 1 : 0;
-      last = received.length;
-      await sleep(500);
-    }
+    await settle(() => received.length, 4, 240);
     const summary = await session.stop();
     session = undefined;
     t.diagnostic(`${secs()}: stopped`);
@@ -338,12 +337,9 @@ test('instrumented ripgrep searching its tree: received hits equal the programâ€
       const no = new Set(session.refused.map((r) => r.spec));
       const spec = new Map(session.probes.map((pr) => [pr.event, pr.spec]));
       const bound = new Set(session.probes.filter((pr) => pr.lowerBound).map((pr) => pr.spec));
-      const counted = byName(await workload(rg, CARGO_REGISTRY, dir, `every-${tally.batches}`));
-      for (let last = -1, quiet = 0, i = 0; i < 240 && quiet < 4; i++) {
-        quiet = stamps.length === last ? quiet + 1 : 0;
-        last = stamps.length;
-        await sleep(500);
-      }
+      const expected = batch.reduce((sum, n) => sum + Number(called.get(n)!), 0);
+      const counted = byName(await workload(rg, CARGO_REGISTRY, dir, `every-${tally.batches}`, expected));
+      await settle(() => stamps.length, 4, 240);
       const done = await session.stop();
       session = undefined;
       assert.equal(done.lost, 0, `lost ${done.lost} events: the comparison needs every hit`);

@@ -16,11 +16,10 @@ import type { Hit } from '../../src/core/tracefs/hitParser';
 import { corpusProjectOrSkip } from '../helpers/corpus';
 import { elfFacts, perfArm, perfDisarm, perfStat, probelensFunctions, SITES_MISSING, type SiteKind } from '../helpers/parity';
 import { requireTracefs } from '../helpers/tracefs';
-import { batches, EVERY, Tally } from './batches';
+import { batches, EVERY, settle, Tally } from './batches';
 import { delta, perfExactness } from './redisCounts';
 import { CountingSqlite } from './sqliteCounts';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const WORKLOAD = readFileSync(join(__dirname, 'workload', 'sqlite-workload.sql'), 'utf8');
 const MIN_FUNCTIONS = 300;
 // Bounds that keep the stream loss-free and teardown short (â‰ˆ45 ms of kernel time per armed event).
@@ -124,10 +123,7 @@ test('instrumented SQLite under a SQL workload: received hits equal the programâ
     const b = await sqlite.snapshot();
     const expected = delta(a, b);
     // The stream lags the program: wait until it has delivered everything the kernel counted.
-    for (let last = -1, i = 0; i < 120 && received.length !== last; i++) {
-      last = received.length;
-      await sleep(500);
-    }
+    await settle(() => received.length);
     const summary = await session.stop();
     session = undefined;
     assert.equal(summary.lost, 0, `lost ${summary.lost} events: the comparison needs every hit`);
@@ -232,10 +228,7 @@ test('instrumented SQLite under a SQL workload: received hits equal the programâ
       const a = await sqlite.snapshot();
       await sqlite.run(workload(dir, 4 + tally.batches + lostIn.length));
       const b = await sqlite.snapshot();
-      for (let last = -1, i = 0; i < 120 && stamps.length !== last; i++) {
-        last = stamps.length;
-        await sleep(500);
-      }
+      await settle(() => stamps.length);
       const done = await session.stop();
       session = undefined;
       if (done.lost > 0) {

@@ -13,7 +13,7 @@ import type { Hit } from '../../src/core/tracefs/hitParser';
 import { corpusProjectOrSkip } from '../helpers/corpus';
 import { elfFacts, perfArm, perfDisarm, perfStat, probelensFunctions, SITES_MISSING, type SiteKind } from '../helpers/parity';
 import { requireTracefs } from '../helpers/tracefs';
-import { batches, Tally } from './batches';
+import { batches, settle, Tally } from './batches';
 import { CountingRedis, delta, perfExactness } from './redisCounts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -113,10 +113,7 @@ test('instrumented redis under redis-benchmark: received hits equal the programâ
       const b = await redis.snapshot();
       const expected = delta(a, b);
       // The stream lags the program: wait until it has delivered everything the kernel counted.
-      for (let last = -1, i = 0; i < 120 && received.length !== last; i++) {
-        last = received.length;
-        await sleep(500);
-      }
+      await settle(() => received.length);
       const summary = await session.stop();
       session = undefined;
       assert.equal(summary.lost, 0, `lost ${summary.lost} events: the comparison needs every hit`);

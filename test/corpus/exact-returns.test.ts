@@ -19,6 +19,7 @@ import { corpusProjectOrSkip } from '../helpers/corpus';
 import { elfFacts } from '../helpers/parity';
 import { requireTracefs } from '../helpers/tracefs';
 import { CountingRedis, delta } from './redisCounts';
+import { settle } from './batches';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const REQUESTS = 200;
@@ -122,10 +123,7 @@ test('instrumented redis: return probes at every site, inlined copies included, 
     await redis.workload(REQUESTS);
     const b = await redis.snapshot();
     const expected = delta(a, b);
-    for (let last = -1, i = 0; i < 120 && received.length !== last; i++) {
-      last = received.length;
-      await sleep(500);
-    }
+    await settle(() => received.length);
     const snap = session.aggregates.snapshot();
     const probeName = session.probeName.bind(session);
     t.diagnostic(`received ${received.length} hits; stopping at ${new Date().toISOString()}`);

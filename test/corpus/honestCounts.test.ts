@@ -18,6 +18,7 @@ import type { Hit } from '../../src/core/tracefs/hitParser';
 import { corpusProjectOrSkip } from '../helpers/corpus';
 import { requireTracefs } from '../helpers/tracefs';
 import { freePort } from './redisCounts';
+import { settle } from './batches';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -87,10 +88,7 @@ test('plain redis: hex_digit_to_int counts every call of a "\\xHH" escape, or ca
     assert.equal(replies, '+OK\r\n'.repeat(lines.length), 'every inline command was parsed and run');
     const calls = 2 * 2 * escapes.length;
     // The stream lags the program: wait until it has delivered what the kernel counted.
-    for (let last = -1, i = 0; i < 60 && received.length !== last; i++) {
-      last = received.length;
-      await sleep(500);
-    }
+    await settle(() => received.length, 1, 60);
     const summary = await session.stop();
     session = undefined;
     assert.equal(summary.lost, 0, 'no hit lost');
