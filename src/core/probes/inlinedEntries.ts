@@ -591,6 +591,38 @@ function place(
           armed: true,
         });
       }
+      // Copy code reached only while another copy's call is open, never in a call of its own copy, is taken to
+      // continue that call (code GCC merged or interleaved between the copies). Where it runs on, through its own
+      // copy's code, into code its own calls run, it may as well be the start of its own call duplicated after the
+      // other's end (SQLite's createCollation: one sqlite3FindCollSeq copy's exit hook runs into the next copy's
+      // entry hook, then jumps into that copy's body): such a call goes uncounted, so the count is a lower bound.
+      const saidOther = new Set<number>();
+      const intoOwnCall = (n: number, k: number): boolean => {
+        const seen = new Set<number>([n]);
+        const wl = [n];
+        while (wl.length) {
+          for (const t of succ[wl.pop()!]) {
+            if (t === SINK || seen.has(t) || probe.has(t) || !inR(t) || label(t) !== k) continue;
+            if (state.get(t)?.has(k)) return true;
+            seen.add(t);
+            wl.push(t);
+          }
+        }
+        return false;
+      };
+      for (let n = 0; n < N; n++) {
+        const s = state.get(n);
+        if (!s || probe.has(n) || !body(n) || s.has(NONE) || s.has(FOREIGN) || s.has(label(n))) continue;
+        const k = label(n);
+        if (saidOther.has(k) || !intoOwnCall(n, k)) continue;
+        saidOther.add(k);
+        notArmed.push({
+          copy: copyOf[n],
+          address: insns[n].address,
+          reason: `its code at ${hex(insns[n].address)} is reached only while a call of another copy is open and runs into its own calls' code: counted as the other call's, and if it begins a call of its own that call goes uncounted`,
+          armed: true,
+        });
+      }
       // A copy whose other code does work has no call made of moves alone: a duplicate of its call would do that work
       // too. A copy whose code is all moves (a function that returns its argument) may: its count is a lower bound.
       const works = new Set<number>();

@@ -311,3 +311,40 @@ test("a copy's last instruction scheduled after the next copy's set-up still bel
   assert.deepEqual(addrs(r), [0, 11], 'each copy once, at its entry pc');
   assert.deepEqual(r.ok && r.notArmed, []);
 });
+
+test("a copy's start duplicated right after another copy's call, joining its own body, makes its count a lower bound", () => {
+  // The shape of an unsaid short count found in SQLite (createCollation: one sqlite3FindCollSeq copy's exit hook runs
+  // into the next copy's entry hook, then jumps into that copy's body). Reached only while the other copy's call is
+  // open, the code is taken to continue that call, so a call begun there goes uncounted: said, not hidden.
+  const r = findInlinedEntries(
+    query(
+      bytes(
+        ...[0x85, 0xff], //       0  test %edi,%edi    caller
+        ...[0x74, 0x07], //       2  je 11             caller
+        ...[0x83, 0xc2, 0x01], // 4  add $1,%edx       B's entry pc
+        ...[0x83, 0xc2, 0x02], // 7  add $2,%edx       B's body
+        0xc3, //                  10 ret               caller
+        ...[0x83, 0xc0, 0x01], // 11 add $1,%eax       A's entry pc
+        ...[0x83, 0xc2, 0x01], // 14 add $1,%edx       B's start again, after A
+        ...[0xeb, 0xf4], //       17 jmp 7             B: into its body
+      ),
+      [
+        [
+          4,
+          [
+            [4, 10],
+            [14, 19],
+          ],
+        ],
+        [11, [[11, 14]]],
+      ],
+    ),
+  );
+  assert.deepEqual(addrs(r), [4, 11]);
+  assert.ok(r.ok);
+  assert.deepEqual(
+    r.notArmed.map((n) => [n.copy, Number(n.address - B), n.armed]),
+    [[0, 14, true]],
+  );
+  assert.match(r.notArmed[0].reason, /reached only while a call of another copy is open/);
+});
