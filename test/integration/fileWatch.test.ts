@@ -260,6 +260,26 @@ function cpuHogs(t: TestContext): void {
   t.after(() => hogs.forEach((h) => h.kill('SIGKILL')));
 }
 
+/**
+ * Another tracer at work beside the session: 200 uprobe events of its own group kept defined, the oldest removed
+ * and a new one added in a loop. A read of uprobe_events that a removal cuts short skips lines (the kernel resumes
+ * by position), so a disarm that read the file once missed its own events (0 disabled, seen here beside a corpus run).
+ */
+function otherTracer(t: TestContext): void {
+  const script = [
+    'T=/sys/kernel/tracing G=plchurn_$$ i=0',
+    'while [ $i -lt 200 ]; do i=$((i + 1)); echo "p:$G/e$i /bin/true:0x$i" >> $T/uprobe_events; done',
+    'while :; do i=$((i + 1)); echo "-:$G/e$((i - 200))" >> $T/uprobe_events; echo "p:$G/e$i /bin/true:0x$i" >> $T/uprobe_events; done',
+  ].join('\n');
+  const churn = spawn('sh', ['-c', script], { stdio: 'ignore' });
+  t.after(() => {
+    churn.kill('SIGKILL');
+    const group = `plchurn_${churn.pid}`;
+    for (const l of readFileSync('/sys/kernel/tracing/uprobe_events', 'utf8').split('\n'))
+      if (l.startsWith(`p:${group}/`)) spawnSync('sh', ['-c', `echo "-:${l.slice(2).split(' ')[0]}" >> /sys/kernel/tracing/uprobe_events`]);
+  });
+}
+
 /** The CLI in a mount namespace where perl cannot run: a target with python3 only (a simulation of one). */
 const WITHOUT_PERL = ['unshare', '-m', '--propagation', 'private', 'sh', '-c', 'mount --bind /dev/null /usr/bin/perl && exec "$@"', 'sh'];
 
@@ -291,18 +311,20 @@ test('in-place overwrite while armed (SSH): never crashes, reported, no hit of t
 });
 
 // A starved agent (niced to 19 beside two busy loops) checks its files seldom, and a write between two checks reached
-// armed probes (10 crashes in 20 such rounds before). With a read lease the writer's open waits for the disarm.
+// armed probes (10 crashes in 20 such rounds before). With a read lease the writer's open waits for the disarm,
+// which finds every event of the file while another tracer adds and removes its own.
 for (const [target, starve] of [
   ['perl', { guard: /a write to it waits until its probes are disabled \(a read lease held by perl\)/ }],
   ['python3 only (perl hidden)', { cli: { wrap: WITHOUT_PERL }, guard: /a read lease held by python3\)/ }],
 ] as const)
   test(
-    `a write waits for the disarm (${target}): a starved agent beside two busy loops, 20 rounds, never a crash or a new build's hit`,
+    `a write waits for the disarm (${target}): a starved agent beside two busy loops and another tracer, 20 rounds, never a crash or a new build's hit`,
     TIMEOUT,
     async (t) => {
       if (!requireTracefs(t)) return;
       const s = build(t);
       cpuHogs(t);
+      otherTracer(t);
       // The new build runs at once, while the change is being noticed: at add_ints+4 it would crash on a probe still armed.
       for (let i = 0; i < 20; i++) await overwriteRound(t, s, [i % 2 ? 'add_ints+4' : 'add_ints a b'], [], true, starve);
     },

@@ -261,7 +261,6 @@ export function describeFileChange(c: FileChange, how: string): string {
   return `${where} was removed while traced (processes still running it are traced); once it is back, ${how}`;
 }
 
-/** The sentence that follows once a changed file's probes are disabled. */
 /** One line for the user: how a probed file is kept from being written while its probes are armed. */
 export function describeGuard(g: FileGuard): string {
   return g.guard === 'lease'
@@ -269,6 +268,7 @@ export function describeGuard(g: FileGuard): string {
     : `${g.path} on ${g.host}: checked for writes every 0.025 s (no perl or python3 there to hold a read lease): a write between two checks can reach its armed probes`;
 }
 
+/** The sentence that follows once a changed file's probes are disabled. */
 export function describeDisabled(c: FileChange): string {
   const n = c.disabled ?? 0;
   return `${c.path} on ${c.host}: ${n} probe event${n === 1 ? '' : 's'} disabled; the new build runs untraced`;

@@ -5,6 +5,7 @@
 // The lease guard (see "The lease guard" below) in the two languages a target may have that can call fcntl(2): perl
 // (essential on Debian and Ubuntu) and python3. Each is started with PATH EVENTS_FILE EVENTS_DIR GROUP AGENT_PID,
 // forks, takes a read lease on PATH in the child, prints the child's pid (or `E why`) and closes its output.
+// On the lease's break it reads EVENTS_FILE again until it holds every event of GROUP (see fw_ours).
 // F_SETLEASE = 1024, F_GETLEASE = 1025, F_RDLCK = 0, F_UNLCK = 2 (Linux). Neither text holds a single quote.
 const LEASE_PERL = String.raw`use strict;
 my ($p, $ue, $ev, $g, $agent) = @ARGV;
@@ -19,13 +20,20 @@ open(STDOUT, ">", "/dev/null"); open(STDERR, ">", "/dev/null"); open(STDIN, "<",
 while (kill(0, $agent)) {
   my $l = fcntl($f, 1025, 0);
   if (defined($l) && $l != 0) {
+    my @want;
+    if (opendir(my $dh, $ev)) { @want = grep { !/^[.]/ && -d "$ev/$_" } readdir($dh); closedir($dh); }
+    my @lines;
+    for my $try (1 .. 50) {
+      @lines = ();
+      if (open(my $u, "<", $ue)) { @lines = grep { m{^[pr]:\Q$g\E/} } <$u>; close($u); }
+      my %have = map { m{^[pr]:[^/ ]+/(\S+) } ? ($1 => 1) : () } @lines;
+      last unless grep { !$have{$_} } @want;
+    }
     my %seen;
-    if (open(my $u, "<", $ue)) {
-      while (my $d = <$u>) {
-        next unless $d =~ m{^[pr]:([^/ ]+)/(\S+) (\S+):};
-        next unless $1 eq $g && $3 eq $p && !$seen{$2}++;
-        if (open(my $e, ">", "$ev/$2/enable")) { print $e "0\n"; close($e); }
-      }
+    for my $d (@lines) {
+      next unless $d =~ m{^[pr]:([^/ ]+)/(\S+) (\S+):};
+      next unless $1 eq $g && $3 eq $p && !$seen{$2}++;
+      if (open(my $e, ">", "$ev/$2/enable")) { print $e "0\n"; close($e); }
     }
     fcntl($f, 1024, 2);
     exit 0;
@@ -62,20 +70,30 @@ def alive():
 while alive():
     try:
         if fcntl.fcntl(f, 1025) != 0:
-            seen = set()
             try:
-                with open(ue) as u:
-                    for d in u:
-                        m = re.match(r"[pr]:([^/ ]+)/(\S+) (\S+):", d)
-                        if m and m.group(1) == g and m.group(3) == p and m.group(2) not in seen:
-                            seen.add(m.group(2))
-                            try:
-                                with open(ev + "/" + m.group(2) + "/enable", "w") as e:
-                                    e.write("0\n")
-                            except OSError:
-                                pass
+                want = [n for n in os.listdir(ev) if os.path.isdir(ev + "/" + n)]
             except OSError:
-                pass
+                want = []
+            lines = []
+            for _ in range(50):
+                try:
+                    with open(ue) as u:
+                        lines = [d for d in u if d.startswith(("p:" + g + "/", "r:" + g + "/"))]
+                except OSError:
+                    lines = []
+                have = set(d.split(" ", 1)[0].split("/", 1)[1] for d in lines)
+                if all(w in have for w in want):
+                    break
+            seen = set()
+            for d in lines:
+                m = re.match(r"[pr]:([^/ ]+)/(\S+) (\S+):", d)
+                if m and m.group(1) == g and m.group(3) == p and m.group(2) not in seen:
+                    seen.add(m.group(2))
+                    try:
+                        with open(ev + "/" + m.group(2) + "/enable", "w") as e:
+                            e.write("0\n")
+                    except OSError:
+                        pass
             fcntl.fcntl(f, 1024, 2)
             os._exit(0)
         select.select([], [], [], 0.5)
@@ -175,13 +193,36 @@ FWU_END
   FWL=
 }
 
+# FWOURS := our group's definition lines. A read of uprobe_events that another tracer's removal cuts short skips
+# lines (the kernel's reader resumes by position: seen here as a disarm that found none of its events), so the file
+# is read again until it holds every event of our group (the instance's events/GROUP directories, which only this
+# agent adds or removes), at most 50 times.
+fw_ours() {
+  fo_want=
+  for fo_e in $(ls "$I/events/$G" 2>/dev/null); do [ -d "$I/events/$G/$fo_e" ] && fo_want="$fo_want $fo_e"; done
+  fo_try=0
+  while [ $fo_try -lt 50 ]; do
+    fo_try=$((fo_try + 1))
+    FWOURS=$(grep "^[pr]:$G/" "$T/uprobe_events" 2>/dev/null)
+    fo_all=1
+    for fo_e in $fo_want; do
+      case "$FWOURS" in *":$G/$fo_e "*) ;; *) fo_all=0; break ;; esac
+    done
+    [ $fo_all = 1 ] && return 0
+  done
+  return 0
+}
+
 # FWP := the files our group's definitions probe (each once, in definition order).
 fw_paths() {
   FWP=
+  fw_ours
   while IFS=': ' read -r kd ge path rest; do
     case "$ge" in "$G"/*) ;; *) continue ;; esac
     case " $FWP " in *" $path "*) ;; *) FWP="$FWP $path" ;; esac
-  done < "$T/uprobe_events"
+  done <<FWOP_END
+$FWOURS
+FWOP_END
 }
 
 # Adds a baseline line for every probed file that has none yet; returns 1 when there was none to add.
@@ -217,6 +258,7 @@ FWB_END
 fw_disable() {
   FWN=0
   seen=' '
+  fw_ours
   while IFS=': ' read -r kd ge path rest; do
     case "$ge" in "$G"/*) ;; *) continue ;; esac
     [ "$path" = "$1" ] || continue
@@ -224,7 +266,9 @@ fw_disable() {
     case "$seen" in *" $ge "*) continue ;; esac
     seen="$seen$ge "
     if [ -f "$I/events/$ge/enable" ]; then echo 0 2>/dev/null > "$I/events/$ge/enable"; FWN=$((FWN + 1)); fi
-  done < "$T/uprobe_events"
+  done <<FWOD_END
+$FWOURS
+FWOD_END
 }
 
 # One check of every watched file ($base, lines "path sig…") against $now (fw_stat's lines); a file that changed
@@ -346,6 +390,7 @@ fw_watch() {
 # Whether enabling event $1 is safe: its file must not have been written over since its baseline.
 fw_ev_ok() {
   [ -n "$FWK" ] || return 0
+  fw_ours
   while IFS=': ' read -r kd ge path rest; do
     [ "$ge" = "$G/$1" ] || continue
     bl=
@@ -360,7 +405,9 @@ FWO_END
     [ "$2" != "$bino" ] && return 0
     fw_same_build "$path"
     return
-  done < "$T/uprobe_events"
+  done <<FWOK_END
+$FWOURS
+FWOK_END
   return 0
 }
 
