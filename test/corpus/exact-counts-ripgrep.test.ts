@@ -337,8 +337,23 @@ test('instrumented ripgrep searching its tree: received hits equal the programâ€
       const no = new Set(session.refused.map((r) => r.spec));
       const spec = new Map(session.probes.map((pr) => [pr.event, pr.spec]));
       const bound = new Set(session.probes.filter((pr) => pr.lowerBound).map((pr) => pr.spec));
-      const expected = batch.reduce((sum, n) => sum + Number(called.get(n)!), 0);
-      const counted = byName(await workload(rg, CARGO_REGISTRY, dir, `every-${tally.batches}`, expected));
+      const expected = batch.reduce((sum, n) => sum + called.get(n)!, 0);
+      let counted: Map<string, number>;
+      try {
+        counted = byName(await workload(rg, CARGO_REGISTRY, dir, `every-${tally.batches}`, expected));
+      } catch (e) {
+        // A run past its limit: name the functions whose hits so far passed their calls in the run that chose them.
+        const far = new Map<string, number>();
+        for (const h of stamps) far.set(spec.get(h.event) ?? h.probe, (far.get(spec.get(h.event) ?? h.probe) ?? 0) + 1);
+        const worst = [...far]
+          .filter(([n, c]) => c > (called.get(n) ?? 0))
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 5);
+        throw new Error(
+          `${(e as Error).message} (batch ${tally.batches + 1}: ${batch.length} functions, â‰ˆ${expected} hits expected; ` +
+            `hits past the chosen run's calls: ${worst.map(([n, c]) => `${n} ${c} > ${called.get(n) ?? 0}`).join('; ') || 'none'})`,
+        );
+      }
       await settle(() => stamps.length, 4, 240);
       const done = await session.stop();
       session = undefined;

@@ -225,7 +225,17 @@ test(
       ),
     ];
     const points = (defs: string[]) => [...new Set(defs.map((d) => d.split(' ')[1].replace(/\+0$/, '')))].sort();
-    const rows = { same: 0, refused: [] as string[], notraceHolder: [] as string[], oursOnly: [] as string[], other: [] as string[] };
+    const rows = {
+      same: 0,
+      refused: [] as string[],
+      notraceHolder: [] as string[],
+      oursOnly: [] as string[],
+      callersTest: [] as string[],
+      other: [] as string[],
+    };
+    // Functions with a copy whose DWARF entry pc is the caller's code before the test that decides whether the copy
+    // runs (perf probe arms it, and counts the caller's runs of the test): we arm where the copy's code begins.
+    const callersTest = new Set<string>();
     const notrace = new Set<string>();
     const perfOf = new Map<string, string[]>();
     const oursOf = new Map<string, string[] | string>();
@@ -233,7 +243,10 @@ test(
       const perf = spawnSync('perf', ['probe', '-m', ko.path, '-D', name], { encoding: 'utf8' });
       perfOf.set(name, perf.status === 0 ? points(perf.stdout.trim().split('\n').filter(Boolean)) : []);
       try {
-        oursOf.set(name, points((await compileProbes([name], index, {})).map((p) => formatDefinition(p.definition))));
+        const probes = await compileProbes([name], index, {});
+        oursOf.set(name, points(probes.map((p) => formatDefinition(p.definition))));
+        if (probes.some((p) => p.warnings.some((w) => /is the caller's code, outside the copy's, and control goes from it both/.test(w))))
+          callersTest.add(name);
       } catch (e) {
         oursOf.set(name, (e as Error).message);
         if (/does not call __fentry__ at its start/.test((e as Error).message)) notrace.add(name);
@@ -256,12 +269,14 @@ test(
       if (oursOnly.length === 0 && perfOnly.every((p) => notrace.has(p.replace(/^af_key:/, '').replace(/\+\d+$/, ''))))
         rows.notraceHolder.push(`${name}: ${perfOnly.join(' ')}`);
       else if (perfOnly.length === 0) rows.oursOnly.push(`${name}: ${oursOnly.join(' ')}`);
+      else if (callersTest.has(name) && oursOnly.length <= perfOnly.length)
+        rows.callersTest.push(`${name}: ours ${oursOnly.join(' ') || '(none: a lower bound)'} where perf arms ${perfOnly.join(' ')}`);
       else rows.other.push(`${name}: ours only ${oursOnly.join(' ')}; perf only ${perfOnly.join(' ')}`);
     }
     t.diagnostic(
-      `${rows.same} of ${names.length} the same; refused by us ${rows.refused.length}, perf's copies in a notrace holder ${rows.notraceHolder.length}, inlined copies we arm and perf does not ${rows.oursOnly.length}, other ${rows.other.length}`,
+      `${rows.same} of ${names.length} the same; refused by us ${rows.refused.length}, perf's copies in a notrace holder ${rows.notraceHolder.length}, inlined copies we arm and perf does not ${rows.oursOnly.length}, entry pcs on the caller's test ${rows.callersTest.length}, other ${rows.other.length}`,
     );
-    for (const r of [...rows.refused, ...rows.notraceHolder, ...rows.oursOnly, ...rows.other]) t.diagnostic(r);
+    for (const r of [...rows.refused, ...rows.notraceHolder, ...rows.oursOnly, ...rows.callersTest, ...rows.other]) t.diagnostic(r);
     assert.deepEqual(rows.other, [], 'every difference has a named reason');
     assert.ok(rows.same >= names.length - 15, `${rows.same} of ${names.length} placed as perf places them`);
     // An inlined function's copies, each at its holder: the same three points perf prints.
