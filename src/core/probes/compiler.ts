@@ -9,7 +9,8 @@ import { ArgError } from './places';
 import { resolvePoint, ResolveError, type ResolvedSite } from './resolve';
 import { findReturnSites } from './returns';
 import { inlinedSiteExits, unavailableNote } from './inlinedReturns';
-import { probeableLineAddress, provedEntrySites } from './entrySites';
+import { instructionRefusal, probeableLineAddress, provedEntrySites } from './entrySites';
+import { refusalSentence } from './inlinedExits';
 import { parseSpec, type ProbeSpec } from './spec';
 import { siteContext, variablesAtSite } from './variables';
 import type { ProbeKind } from '../../shared/hit';
@@ -288,11 +289,14 @@ async function probeablePoints(spec: ProbeSpec, resolved: ResolvedSite[], ctx: C
       said.push(`${hex(r.address)} is not armed: ${at}`);
       say(r, said[said.length - 1]);
     } else {
+      const why = (await instructionRefusal(ctx.index, r.address, ctx.opts.debugDirs)) ?? 'prefix';
       if (offset)
-        throw new ResolveError(
-          `the kernel refuses a uprobe on the instruction at ${hex(r.address)} (a LOCK or segment prefix); ${hex(at)} after it runs as often`,
-        );
-      said.push(`armed at ${hex(at)}, after the instruction at ${hex(r.address)} that the kernel refuses a uprobe on (a LOCK prefix)`);
+        throw new ResolveError(`${refusalSentence(why, `the instruction at ${hex(r.address)}`)}; ${hex(at)} after it runs as often`);
+      said.push(
+        why === 'prefix'
+          ? `armed at ${hex(at)}, after the instruction at ${hex(r.address)} that the kernel refuses a uprobe on (a LOCK prefix)`
+          : `armed at ${hex(at)}, after the instruction at ${hex(r.address)}, which uprobes step wrongly (VEX-encoded)`,
+      );
       say(r, said[said.length - 1]);
       out.push({ ...r, address: at });
     }

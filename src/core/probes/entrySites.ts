@@ -7,7 +7,7 @@ import type { BinaryIndex } from '../index/binaryIndex';
 import type { FunctionSite, IndexedFunction } from '../index/model';
 import { findInlinedEntriesProving, type findInlinedEntries, type InlinedEntryQuery } from './inlinedEntries';
 import { twoSitesOneCall } from './oneCallCheck';
-import { build, kernelRefuses, probeableFrom, Unavailable, type HostRange } from './inlinedExits';
+import { build, kernelRefusal, probeableFrom, refusalSentence, Unavailable, type HostRange } from './inlinedExits';
 import { kernelOf } from './kernelProbes';
 import { entryByDie, noReturnTest } from './inlinedReturns';
 import { siteContext } from './variables';
@@ -102,8 +102,9 @@ function probeableAddress(image: CodeImage, address: bigint, ranges: Array<[bigi
     }
   };
   const first = read(address, 15);
-  if (!first || !kernelRefuses([{ start: address, bytes: first }], address)) return address;
-  const why = `the kernel refuses a uprobe on the instruction at ${hex(address)} (a LOCK or segment prefix)`;
+  const refusal = first && kernelRefusal([{ start: address, bytes: first }], address);
+  if (!refusal) return address;
+  const why = refusalSentence(refusal, `the instruction at ${hex(address)}`);
   if (ranges.length === 0) return `${why}, and its code's extent is not known`;
   try {
     const host = ranges.map(([lo, hi]) => ({ start: lo, bytes: image.functionBytes({ address: lo, size: hi - lo }) }));
@@ -137,6 +138,19 @@ export async function probeableLineAddress(
         ? [[fn.address, fn.address + BigInt(fn.size)] as [bigint, bigint]]
         : [];
   return probeableAddress(image, address, ranges);
+}
+
+/** Why the kernel's uprobes cannot take the instruction at `address` (see kernelRefusal), if they cannot. */
+export async function instructionRefusal(index: BinaryIndex, address: bigint, debugDirs?: string[]): Promise<'prefix' | 'vex' | undefined> {
+  if (index.arch !== 'x86_64' || kernelOf(index)) return undefined;
+  const { image } = (await siteContext(index, debugDirs)).access;
+  let first: Uint8Array;
+  try {
+    first = image.functionBytes({ address, size: 15n });
+  } catch {
+    return undefined;
+  }
+  return kernelRefusal([{ start: address, bytes: first }], address);
 }
 
 const linesOf = new WeakMap<object, Map<bigint, string | undefined>>();
@@ -243,8 +257,9 @@ export async function provedEntrySites(
         seen.add(c.address);
         // A probe the kernel refuses (inlinedExits.ts) would be defined and never fire: not armed, and said.
         const first = index.arch === 'x86_64' ? readData(c.address, 15) : undefined;
-        if (uprobes && first && kernelRefuses([{ start: c.address, bytes: first }], c.address)) {
-          notes.push(`${describe(c)} is not armed: the kernel refuses a uprobe on its first instruction (a LOCK or segment prefix)`);
+        const refusal = uprobes && first ? kernelRefusal([{ start: c.address, bytes: first }], c.address) : undefined;
+        if (refusal) {
+          notes.push(`${describe(c)} is not armed: ${refusalSentence(refusal, 'its first instruction')}`);
           continue;
         }
         // Unproved, an entry pc that is only a jump may be the caller's jump to code it shares with the copy (LLVM

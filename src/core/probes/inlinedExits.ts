@@ -45,7 +45,7 @@ export type ExitsUnavailable =
   | 'undecodable' // bytes that are no instruction, or a jump into the middle of one
   | 'indirect-jump' // a computed jump (switch table, computed goto) whose targets are unknown
   | 'shared-target' // a conditional edge out to code also reached from elsewhere
-  | 'unprobeable' // an exit instruction the kernel refuses to probe (a segment or LOCK prefix)
+  | 'unprobeable' // an exit instruction the kernel refuses to probe (a segment or LOCK prefix) or steps wrongly (VEX)
   | 'entry-outside' // DWARF's entry pc lies after the copy's own code
   | 'reentered' // the copy's entry is reached again while a call of it is open (a loop through its entry)
   | 'unpaired'; // an exit can be reached without passing the copy's entry
@@ -169,14 +169,33 @@ export function build(q: Pick<InlinedExitQuery, 'host' | 'noReturn' | 'readData'
 // such an instruction (GCC pads with `cs nopw`) is defined but never fires, so it must not be chosen.
 const PREFIXES = new Set([0x26, 0x2e, 0x36, 0x3e, 0x64, 0x65, 0x66, 0x67, 0xf0, 0xf2, 0xf3]);
 const REFUSED_PREFIXES = new Set([0x26, 0x2e, 0x36, 0x3e, 0xf0]);
+// VEX (0xc4, 0xc5) and EVEX (0x62 in 64-bit code) instructions the kernel takes a uprobe on but steps wrongly:
+// measured on 6.18, a probe on `vpsrlw $4,%ymm6,%ymm7` crashed ripgrep (SIGILL, SIGSEGV), one on
+// `vpsllq $3,%xmm1,%xmm2` hung the program and one on `vpsrlw $4,%xmm6,%xmm7` made it skip the next instruction.
+const VEX = new Set([0xc4, 0xc5, 0x62]);
 
-/** Whether the instruction at `address` carries a prefix the kernel refuses a uprobe on (see above). */
-export function kernelRefuses(host: readonly HostRange[], address: bigint): boolean {
+/**
+ * Why a uprobe must not sit on the instruction at `address`: `prefix`, the kernel refuses it (see above); `vex`, it
+ * takes it and harms the program; undefined: it may.
+ */
+export function kernelRefusal(host: readonly HostRange[], address: bigint): 'prefix' | 'vex' | undefined {
   const r = host.find((h) => address >= h.start && address < h.start + BigInt(h.bytes.length));
-  if (!r) return false;
-  for (let i = Number(address - r.start); i < r.bytes.length && PREFIXES.has(r.bytes[i]); i++)
-    if (REFUSED_PREFIXES.has(r.bytes[i])) return true;
-  return false;
+  if (!r) return undefined;
+  let i = Number(address - r.start);
+  for (; i < r.bytes.length && PREFIXES.has(r.bytes[i]); i++) if (REFUSED_PREFIXES.has(r.bytes[i])) return 'prefix';
+  return i < r.bytes.length && VEX.has(r.bytes[i]) ? 'vex' : undefined;
+}
+
+/** Whether the kernel refuses a uprobe on the instruction at `address`, or would harm the program with one. */
+export function kernelRefuses(host: readonly HostRange[], address: bigint): boolean {
+  return kernelRefusal(host, address) !== undefined;
+}
+
+/** The sentence for a refusal of `subject` (an instruction). */
+export function refusalSentence(why: 'prefix' | 'vex', subject: string): string {
+  return why === 'prefix'
+    ? `the kernel refuses a uprobe on ${subject} (a LOCK or segment prefix)`
+    : `a uprobe on ${subject} would harm the program (VEX-encoded: the kernel steps it wrongly, and the program skips an instruction, hangs or crashes)`;
 }
 
 /**
@@ -200,12 +219,8 @@ export function probeableFrom(
 }
 
 export function refusedByKernel(q: Pick<InlinedExitQuery, 'host' | 'kprobes'>, address: bigint, what = 'exit instruction'): void {
-  if (!q.kprobes && kernelRefuses(q.host, address))
-    throw new Unavailable(
-      'unprobeable',
-      `the kernel refuses a uprobe on the ${what} at ${hex(address)} (a segment or LOCK prefix)`,
-      address,
-    );
+  const why = q.kprobes ? undefined : kernelRefusal(q.host, address);
+  if (why) throw new Unavailable('unprobeable', refusalSentence(why, `the ${what} at ${hex(address)}`), address);
 }
 
 const MAX_TABLE = 4096;

@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { findInlinedEntries, findInlinedEntriesProving } from '../../../../src/core/probes/inlinedEntries';
+import { kernelRefusal } from '../../../../src/core/probes/inlinedExits';
 import { twoSitesOneCall } from '../../../../src/core/probes/oneCallCheck';
 import { addrs, B, bytes, query, site } from './inlinedEntriesCopies';
 
@@ -132,6 +133,28 @@ test('an entry on a LOCK-prefixed instruction, which the kernel will not probe, 
   // A kprobe takes the locked instruction itself (perf probe arms the kernel's inlined atomic_inc there), both ways.
   for (const c of [code(0x07), code(0x04)])
     assert.deepEqual(addrs(findInlinedEntries({ ...query(c, [[4, [[4, 8]]]]), kprobes: true })), [4]);
+});
+
+test('an entry on a VEX-encoded instruction, which uprobes step wrongly, is armed at the next one it alone reaches', () => {
+  // Found in ripgrep (aho_corasick's Teddy, AVX2): a probe on an inlined copy's first instruction, `vpsrlw
+  // $4,%ymm6,%ymm7`, crashed rg (SIGILL); on 6.18 one on `vpsllq $3,%xmm1,%xmm2` hung a program and one on
+  // `vpsrlw $4,%xmm6,%xmm7` made it skip the next instruction.
+  const code = bytes(
+    ...[0x85, 0xff], //                   0  test %edi,%edi          caller
+    ...[0x74, 0x08], //                   2  je 12                   caller
+    ...[0xc5, 0xc5, 0x71, 0xd6, 0x04], // 4  vpsrlw $4,%ymm6,%ymm7   the copy
+    ...[0x83, 0xc0, 0x01], //             9  add $1,%eax             caller
+    0xc3, //                              12 ret
+  );
+  const r = findInlinedEntries(query(code, [[4, [[4, 9]]]]));
+  assert.deepEqual(addrs(r), [9], 'armed where every run of the VEX instruction goes next, and only it');
+  assert.deepEqual(addrs(findInlinedEntries({ ...query(code, [[4, [[4, 9]]]]), kprobes: true })), [4]);
+  const at = (...b: number[]) => kernelRefusal([{ start: B, bytes: bytes(...b) }], B);
+  assert.equal(at(0xc5, 0xc5, 0x71, 0xd6, 0x04), 'vex');
+  assert.equal(at(0xc4, 0xe3, 0x6d, 0x02, 0xd9, 0x01), 'vex', 'three-byte VEX');
+  assert.equal(at(0x62, 0xf1, 0x7d, 0x48, 0x6f, 0x07), 'vex', 'EVEX');
+  assert.equal(at(0xf0, 0x48, 0xff, 0x00), 'prefix');
+  assert.equal(at(0x66, 0x0f, 0x71, 0xd7, 0x04), undefined, 'the SSE form is stepped right');
 });
 
 test('a callee proved never to return ends its paths where the entries are otherwise unproved, arming no new place', () => {
