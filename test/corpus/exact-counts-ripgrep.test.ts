@@ -344,7 +344,10 @@ test('instrumented ripgrep searching its tree: received hits equal the programâ€
       } catch (e) {
         // A run past its limit: name the functions whose hits so far passed their calls in the run that chose them.
         const far = new Map<string, number>();
-        for (const h of stamps) far.set(spec.get(h.event) ?? h.probe, (far.get(spec.get(h.event) ?? h.probe) ?? 0) + 1);
+        for (const h of stamps) {
+          const n = spec.get(h.event) ?? h.probe;
+          far.set(n, (far.get(n) ?? 0) + 1);
+        }
         const worst = [...far]
           .filter(([n, c]) => c > (called.get(n) ?? 0))
           .sort((a, b) => b[1] - a[1])
