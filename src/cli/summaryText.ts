@@ -91,3 +91,16 @@ export function lostLine(lost: number, aggregated: boolean, canAggregate: boolea
   if (aggregated) return `lost: ${lost} hit${lost === 1 ? '' : 's'} the kernel could not add to its full tables\n`;
   return `lost: ${lost} events (raise --buffer-kb or add --filter${canAggregate ? ', or count them in the kernel: --aggregate' : ''})\n`;
 }
+
+/**
+ * The calls kernel probes missed, one line per probe: the kernel counted them in kprobe_profile but made no record
+ * and no hit of them. They are part of the summary's lost figure.
+ */
+export function missedLines(missed: Readonly<Record<string, number>>): string[] {
+  return Object.entries(missed)
+    .filter(([, n]) => n > 0)
+    .map(
+      ([probe, n]) =>
+        `lost: ${n} call${n === 1 ? '' : 's'} of ${probe} the kernel missed (kprobe_profile: a return probe with every instance in use — raise --maxactive — or a hit inside another probe's handler)\n`,
+    );
+}

@@ -266,8 +266,11 @@ export class Tracing implements vscode.Disposable {
       try {
         const sum = await s.stop();
         r.mismatch = sum.mismatch;
+        // Kernel probes' missed calls are known only at the stop: the final figures take them.
+        if (sum.missed && s.aggregates) r.final = viewOf(r, s);
+        const missed = Object.entries(sum.missed ?? {}).map(([probe, n]) => `${n} of ${probe}`);
         this.ctx.log(
-          `stopped on ${sum.host}: ${Object.values(sum.hits).reduce((a, b) => a + b, 0)} hits, ${sum.lost} lost${sum.mismatch ? `, mismatch ${sum.mismatch} (received + lost differs from the kernel's count)` : ''}`,
+          `stopped on ${sum.host}: ${Object.values(sum.hits).reduce((a, b) => a + b, 0)} hits, ${sum.lost} lost${missed.length ? ` (calls the kernel missed: ${missed.join(', ')}; a return probe with every instance in use, or a hit inside another probe's handler)` : ''}${sum.mismatch ? `, mismatch ${sum.mismatch} (received + lost differs from the kernel's count)` : ''}`,
         );
       } catch (e) {
         this.ctx.log(

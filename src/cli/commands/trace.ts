@@ -14,14 +14,14 @@ import { LocalTarget } from '../../core/target/local';
 import { SshTarget } from '../../core/target/ssh';
 import type { Target } from '../../core/target/target';
 import { TracefsAgent } from '../../core/tracefs/agentClient';
-import { formatDefinition, GROUP_PATTERN } from '../../core/probes/definition';
+import { formatDefinition, GROUP_PATTERN, KRETPROBE_MAXACTIVE_MAX } from '../../core/probes/definition';
 import type { Hit } from '../../shared/hit';
 import { hitToJsonLine, toJson } from '../../shared/hitJson';
 import { formatHitLine } from '../../shared/hitText';
 import { oneValue, parseArgs, positiveNumber, UsageError, type ParsedArgs } from '../args';
 import { streamChoiceFrom, type StreamChoice } from '../../core/session/streamChoice';
 import { indexOptions } from '../limits';
-import { lostLine, probeSummaryLines } from '../summaryText';
+import { lostLine, missedLines, probeSummaryLines } from '../summaryText';
 import type { Io } from './inspect';
 import { compileKernelBtf, kernelSourceLines, parseKallsyms, type RunningKernel } from '../../core/probes/kernelBtf';
 import { parseBtf } from '../../core/binary/btf';
@@ -192,6 +192,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
       count: { kind: 'value' },
       'no-build-id-check': { kind: 'flag' },
       'buffer-kb': { kind: 'value' },
+      maxactive: { kind: 'value' },
       'debug-dir': { kind: 'value', repeat: true },
       heartbeat: { kind: 'value' },
       aggregate: { kind: 'flag' },
@@ -223,6 +224,9 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   const count = positiveNumber(args, 'count', true);
   const pid = positiveNumber(args, 'pid', true);
   const bufferKb = positiveNumber(args, 'buffer-kb', true);
+  const maxactive = positiveNumber(args, 'maxactive', true);
+  if (maxactive !== undefined && maxactive > KRETPROBE_MAXACTIVE_MAX)
+    throw new UsageError(`--maxactive is at most ${KRETPROBE_MAXACTIVE_MAX} (the kernel's limit), got ${maxactive}`);
   const heartbeat = positiveNumber(args, 'heartbeat', true);
   const json = args.flags.has('json');
   const hosts = args.values.get('host') ?? ['local'];
@@ -278,6 +282,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     pid,
     filter: oneValue(args, 'filter'),
     bufferKb,
+    maxactive,
     noBuildIdCheck: args.flags.has('no-build-id-check'),
     debugDirs: args.values.get('debug-dir'),
     heartbeatSeconds: heartbeat,
@@ -386,14 +391,16 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     for (const probe of probes) for (const line of probeSummaryLines(summary, probe)) io.out(line);
     const bounded = new Set(live.flatMap((o) => o.session!.probes.filter((p) => p.lowerBound).map((p) => p.function!)));
     for (const fn of bounded) io.out(`${fn}: a lower bound (calls at inlined copies whose entries or exits are not proved go uncounted)\n`);
-    if (summary.lost)
+    const missed = Object.values(summary.missed ?? nameRecord()).reduce((a, b) => a + b, 0);
+    if (summary.lost > missed)
       io.out(
         lostLine(
-          summary.lost,
+          summary.lost - missed,
           !!summary.aggregated,
           live.every((o) => o.session!.canAggregate),
         ),
       );
+    for (const line of missedLines(summary.missed ?? nameRecord())) io.out(line);
     if (summary.discarded)
       io.out(`discarded: ${summary.discarded} records taken after their binary was written over (they may come from other code)\n`);
     // A string of nearly 4 KiB makes a record the kernel cannot store: the hit is counted but never recorded.

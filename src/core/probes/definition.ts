@@ -3,6 +3,7 @@
 //   p[:[GRP/]EVENT] PATH:OFFSET[(REF_CTR_OFFSET)] [NAME=FETCHARG[:TYPE] …]
 //   r[:[GRP/]EVENT] PATH:OFFSET [NAME=FETCHARG[:TYPE] …]
 //   p[:[GRP/]EVENT] [MODULE:]SYMBOL[+OFFS] [NAME=FETCHARG[:TYPE] …]  (a kernel probe; MODULE: a loadable module's)
+//   r[MAXACTIVE][:[GRP/]EVENT] [MODULE:]SYMBOL [NAME=FETCHARG[:TYPE] …]  (a kernel return probe)
 // Several definitions with one GRP/EVENT are one event with several probe points: the kernel appends a point
 // when its arguments have the same names and types (in the same order) as the event's; the fetches may differ.
 // Everything written here is later checked again by the target-side agent against the same strict shape.
@@ -27,6 +28,26 @@ export interface ProbeDefinition {
   event: string;
   target: ProbeTarget;
   args: FetchArg[];
+  /**
+   * A kernel return probe's instances (`rN:`): how many calls of the function can be open at once before the
+   * kernel misses one. Absent: the kernel's default (on 5.10 one per possible CPU on a non-preemptible kernel).
+   */
+  maxactive?: number;
+}
+
+/** The most instances a kernel return probe may have (the kernel's KRETPROBE_MAXACTIVE_MAX). */
+export const KRETPROBE_MAXACTIVE_MAX = 4096;
+// About 64 bytes of kernel memory each: 65,536 instances over a session's return probes is 4 MiB.
+const KRETPROBE_INSTANCE_BUDGET = 65_536;
+
+/**
+ * The instances each of `returnProbes` kernel return probes gets: the kernel's maximum while the session's total
+ * stays within its budget, else its share of the budget (never below 64). A function that sleeps (a read, a
+ * lock, a wait) can have as many calls open as the system has threads; the kernel's default, sized by CPUs, misses
+ * the rest, and the misses are reported as lost.
+ */
+export function kretprobeMaxactive(returnProbes: number): number {
+  return Math.max(64, Math.min(KRETPROBE_MAXACTIVE_MAX, Math.floor(KRETPROBE_INSTANCE_BUDGET / Math.max(1, returnProbes))));
 }
 
 export class DefinitionError extends Error {
@@ -108,7 +129,14 @@ export function formatDefinition(d: ProbeDefinition): string {
     if (a.type !== undefined && !TYPE.test(a.type)) throw new DefinitionError(`invalid fetch type '${a.type}' for '${a.name}'`);
     return `${a.name}=${a.fetch}${a.type ? `:${a.type}` : ''}`;
   });
-  return [`${d.kind}:${d.group}/${d.event}`, targetText(d), ...args].join(' ');
+  let kind: string = d.kind;
+  if (d.maxactive !== undefined) {
+    if (d.kind !== 'r' || d.target.type !== 'kprobe') throw new DefinitionError('only a kernel return probe takes a maxactive');
+    if (!Number.isInteger(d.maxactive) || d.maxactive < 1 || d.maxactive > KRETPROBE_MAXACTIVE_MAX)
+      throw new DefinitionError(`maxactive ${d.maxactive} is not between 1 and ${KRETPROBE_MAXACTIVE_MAX}`);
+    kind = `r${d.maxactive}`;
+  }
+  return [`${kind}:${d.group}/${d.event}`, targetText(d), ...args].join(' ');
 }
 
 function targetText(d: ProbeDefinition): string {

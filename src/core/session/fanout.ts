@@ -44,7 +44,7 @@ export async function startAll(
  */
 export interface MergedSummary extends Pick<
   SessionSummary,
-  'hits' | 'lost' | 'mismatch' | 'kernelHits' | 'latency' | 'sites' | 'aggregated' | 'keys'
+  'hits' | 'lost' | 'missed' | 'mismatch' | 'kernelHits' | 'latency' | 'sites' | 'aggregated' | 'keys'
 > {
   /** In-kernel aggregation: probe → hits per thread id on each host. */
   pids?: Record<string, Array<{ host: string; pid: number; hits: number }>>;
@@ -87,6 +87,7 @@ export function mergeSummaries(outcomes: Array<{ host: string; summary?: Session
       }
     for (const [k, v] of Object.entries(s.kernelHits)) m.kernelHits[k] = (m.kernelHits[k] ?? 0) + v;
     m.lost += s.lost;
+    for (const [k, v] of Object.entries(s.missed ?? {})) (m.missed ??= nameRecord())[k] = (m.missed[k] ?? 0) + v;
     if (s.discarded) m.discarded = (m.discarded ?? 0) + s.discarded;
     if (s.mismatch) {
       m.mismatch += s.mismatch;

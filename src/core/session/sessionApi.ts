@@ -32,6 +32,11 @@ export interface SessionOptions {
   /** Kernel event filter (events.rst syntax) over argument names and common_pid, applied to every event. */
   filter?: string;
   bufferKb?: number;
+  /**
+   * Instances of each kernel return probe (1–4096, CLI --maxactive): calls of its function open at once beyond
+   * this are missed by the kernel and reported as lost. Default: kretprobeMaxactive (probes/definition.ts).
+   */
+  maxactive?: number;
   noBuildIdCheck?: boolean;
   /** Seconds of client silence after which the agent cleans up by itself (default 3). */
   heartbeatSeconds?: number;
@@ -79,7 +84,13 @@ export interface SessionSummary {
   /** The stream the session used: ring-buffer pages or trace_pipe text (see TraceSession.stream). */
   stream?: StreamKind;
   hits: Record<string, number>;
+  /** Records lost on the way, plus the calls kernel probes missed (`missed`). */
   lost: number;
+  /**
+   * probe → calls its kernel probes missed (kprobe_profile: a return probe with every instance in use, a hit inside
+   * another probe's handler); part of `lost`. Absent when none.
+   */
+  missed?: Record<string, number>;
   /** received + lost − the kernel's count, negated; 0 when they agree (see LossReport.mismatch). */
   mismatch: number;
   kernelHits: Record<string, number>;

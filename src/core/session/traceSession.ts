@@ -11,7 +11,7 @@
 import { compileProbes, lineBaseName, sharePoints, SITE_ARG, type CompiledProbe } from '../probes/compiler';
 import { callerNamer } from './callers';
 import { checkTargetBuild } from './buildCheck';
-import { bindGroup, checkProbePath, eventName } from '../probes/definition';
+import { bindGroup, checkProbePath, eventName, kretprobeMaxactive } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
 import { checkWriters, probedPath, WatchGate, type FileChange } from './fileWatch';
 import { AgentExitedError, offendingToken, TracefsAgent, type StopReport } from '../tracefs/agentClient';
@@ -81,6 +81,8 @@ export class TraceSession {
   private readonly removedKernelHits = new Map<string, number>();
   /** Loss counters zeroed by removals (the kernel resets the buffer), and entries still unread at the reset. */
   private lostAtRemovals = 0;
+  /** Kernel return probes defined so far: their instances share a budget (kretprobeMaxactive). */
+  private kernelReturns = 0;
   /** The hist triggers of an aggregating session, and the timer that reads them. */
   private hist?: HistPlan;
   /** Aggregating: each counted thread's process (`--by pid`). */
@@ -232,7 +234,12 @@ export class TraceSession {
     // probe's swaps the return address for its trampoline, which an entry's caller (`$stack0`) would then read.
     const order = (p: CompiledProbe): number => (p.definition.target.type === 'kprobe' && p.definition.kind === 'r' ? 0 : 1);
     probes = [...probes].sort((a, b) => order(a) - order(b));
-    const bound = probes.map((p) => ({ ...p, group: agent.group, definition: bindGroup(p.definition, agent.group) }));
+    this.kernelReturns += probes.filter((p) => order(p) === 0).length;
+    const maxactive = this.opts.maxactive ?? kretprobeMaxactive(this.kernelReturns);
+    const bound = probes.map((p) => {
+      const definition = bindGroup(p.definition, agent.group);
+      return { ...p, group: agent.group, definition: order(p) === 0 ? { ...definition, maxactive } : definition };
+    });
     this.track(bound);
     const verdicts = await agent.defineAll(bound.map((p) => p.definition));
     const refused: RefusedSpec[] = [];
@@ -581,6 +588,10 @@ export class TraceSession {
       }
       this.state = 'stopped';
       this.finalMismatch = loss.mismatch;
+      let missed = 0;
+      for (const n of loss.missed.values()) missed += n;
+      // The views read lost calls from the aggregates: the kernel's misses are known only now.
+      if (missed) this.aggregates.addLost(missed);
       const sum = this.aggregates.summary();
       return {
         host: this.host,
@@ -591,6 +602,9 @@ export class TraceSession {
         lost: loss.lost,
         mismatch: loss.mismatch,
         kernelHits: this.byProbe(loss.kernelHits),
+        ...(missed
+          ? { missed: this.byProbe(new Map([...loss.missed].map(([ev, n]) => [this.pointsOf.get(ev)?.[0]?.event ?? ev, n]))) }
+          : {}),
         ...(sum.aggregated ? { aggregated: sum.aggregated, pids: sum.pids } : {}),
         ...(sum.keys ? { keys: sum.keys } : {}),
         loss,

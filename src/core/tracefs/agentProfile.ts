@@ -5,7 +5,7 @@
 // Tests: test/unit/core/tracefs/agentProfile.test.ts, test/unit/core/tracefs/agentScript.test.ts, test/integration/agentLoss.test.ts, test/integration/concurrentAccounting.test.ts
 export const AGENT_KERNEL_COUNTS = String.raw`# PROF := the profile lines (one per probe point) of the definitions that name "$1" after their kind ("GROUP/"
 # or "GROUP/EVENT "): uprobe_profile's ("PATH EVENT HITS"), then kprobe_profile's, written the same way ("kernel EVENT
-# HITS"; its count of missed hits is not a hit). A profile names events without their group and lists them in its
+# HITS"; its count of missed hits is not a hit: KMISS holds those). A profile names events without their group and lists them in its
 # definitions file's order, so the two are paired line by line: by one awk where there is one (a few ms for thousands
 # of points), else pasted side by side (paste, grep and sed: ~0.6 s for 4,000 points here, most of it grep's
 # back-reference; never the shell's read, which takes a byte per system call). Other tracers add and remove events at any time,
@@ -14,6 +14,7 @@ export const AGENT_KERNEL_COUNTS = String.raw`# PROF := the profile lines (one p
 # lines of ours are counted too: only this agent adds or removes them, so the most any read finds is all of them.
 read_profile() {
   PROF=''
+  KMISS=''
   if command -v awk >/dev/null 2>&1; then rp_awk=1
   elif command -v paste >/dev/null 2>&1; then rp_awk=0
   else return 1
@@ -30,7 +31,12 @@ read_profile() {
       rp_same='^[pr]:[^/]*/\([^ ]*\) .*| *[^ ]* *\1 '
     fi
     read_profile_of "$1" || return 1
-    [ $rp_kind = kprobe ] && PROF=$(printf '%s\n' "$PROF" | sed -n 's/^ *\([^ ][^ ]*\)  *\([0-9][0-9]*\)  *[0-9][0-9]*$/kernel \1 \2/p')
+    if [ $rp_kind = kprobe ]; then
+      # Misses are calls the kernel never handed to the event (a return probe with every instance in use, a hit
+      # inside another probe's handler): not hits, but calls lost, reported apart ("EVENT MISSES", nonzero only).
+      KMISS=$(printf '%s\n' "$PROF" | sed -n 's/^ *\([^ ][^ ]*\)  *[0-9][0-9]*  *\([1-9][0-9]*\)$/\1 \2/p')
+      PROF=$(printf '%s\n' "$PROF" | sed -n 's/^ *\([^ ][^ ]*\)  *\([0-9][0-9]*\)  *[0-9][0-9]*$/kernel \1 \2/p')
+    fi
     rp_found=0
     if [ -n "$rp_all_kinds" ] && [ -n "$PROF" ]; then rp_all_kinds="$rp_all_kinds
 $PROF"
@@ -121,11 +127,12 @@ CPU_STATS
 }
 
 # One line of uprobe_profile per probe point of ours, as the client reads them: "profile" as read after the cut,
-# "profile-before" as read just before it (PROF0).
+# "profile-before" as read just before it (PROF0); "missed" for each kernel probe point the kernel missed calls of.
 report_stats() {
   cpu_stats STOP
   [ -n "$PROF0" ] && printf '%s\n' "$PROF0" | sed "s/^/$N INFO STOP profile-before /" >&2
   read_profile "$G/" && [ -n "$PROF" ] && printf '%s\n' "$PROF" | sed "s/^/$N INFO STOP profile /" >&2
+  [ -n "$KMISS" ] && printf '%s\n' "$KMISS" | sed "s/^/$N INFO STOP missed /" >&2
   raw_stop_tgids
   return 0
 }

@@ -41,6 +41,11 @@ export interface StopReport {
   tgids?: Map<number, number>;
   /** event → its hist file's lines (entries and totals), read after the cut; only events with hist triggers. */
   hist?: Map<string, string[]>;
+  /**
+   * Kernel probes only: calls the kernel missed per event (kprobe_profile's second column, nonzero only): a
+   * return probe with every instance in use, or a hit inside another probe's handler. Neither hits nor records.
+   */
+  kernelMissed?: Map<string, number>;
 }
 
 /** What removing one event reported: its final uprobe_profile count, and entries still unread at removal. */
@@ -117,7 +122,14 @@ export function parseStop(info: string[]): StopReport {
   let before = false;
   let tgids: Map<number, number> | undefined;
   let hist: Map<string, string[]> | undefined;
+  let missed: Map<string, number> | undefined;
   for (const l of info) {
+    const x = /^missed ([A-Za-z_][A-Za-z0-9_]*) (\d+)$/.exec(l);
+    if (x) {
+      missed ??= new Map();
+      missed.set(x[1], (missed.get(x[1]) ?? 0) + Number(x[2]));
+      continue;
+    }
     const h = /^hist ([A-Za-z_][A-Za-z0-9_]*) (.*)$/.exec(l);
     if (h) {
       hist ??= new Map();
@@ -162,5 +174,6 @@ export function parseStop(info: string[]): StopReport {
     ...(before ? { kernelHitsBefore, pointHitsBefore } : {}),
     ...(tgids ? { tgids } : {}),
     ...(hist ? { hist } : {}),
+    ...(missed ? { kernelMissed: missed } : {}),
   };
 }

@@ -201,10 +201,11 @@ def_pattern() {
   re='^[pr]:'"$G"'/[A-Za-z_][A-Za-z0-9_]{0,62} /[A-Za-z0-9._/+@,=~-]+:0x[0-9a-fA-F]+(%return)?(\(0x[0-9a-fA-F]+\))?( [A-Za-z_][A-Za-z0-9_]{0,62}=[]\A-Za-z0-9_%@$+().:[/-]+)*$'
 }
 
-# A kernel probe: SYMBOL[+OFFS] (MODULE:SYMBOL for a module's), never an absolute address (KASLR); r takes no offset
-# but +0. Written to kprobe_events; fetchargs as for uprobes plus $argN and user-memory reads (+u0(..), ustring).
+# A kernel probe: SYMBOL[+OFFS] (MODULE:SYMBOL for a module's), never an absolute address (KASLR); r (rN: N
+# instances) takes no offset but +0. Written to kprobe_events; fetchargs as for uprobes plus $argN and user-memory
+# reads (+u0(..), ustring).
 kdef_pattern() {
-  re='^([pr]):'"$G"'/[A-Za-z_][A-Za-z0-9_]{0,62} ([A-Za-z0-9_]{1,56}:)?[A-Za-z_][A-Za-z0-9_.]{0,127}(\+[0-9]{1,6})?( [A-Za-z_][A-Za-z0-9_]{0,62}=[]\A-Za-z0-9_%@$+().:[/-]+)*$'
+  re='^(p|r[0-9]{0,4}):'"$G"'/[A-Za-z_][A-Za-z0-9_]{0,62} ([A-Za-z0-9_]{1,56}:)?[A-Za-z_][A-Za-z0-9_.]{0,127}(\+[0-9]{1,6})?( [A-Za-z_][A-Za-z0-9_]{0,62}=[]\A-Za-z0-9_%@$+().:[/-]+)*$'
 }
 
 # One definition per write(): a write carrying several lines stops at the first line the kernel rejects.

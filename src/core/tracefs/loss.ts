@@ -1,12 +1,18 @@
 // What was lost between the kernel and us, from three sources that must agree (never silent):
 // the stream's `CPU:N [LOST M EVENTS]` lines (live), the instance's per-CPU ring-buffer counters at stop
-// (`overrun` in overwrite mode, `dropped events` when overwrite is off) and uprobe_profile's per-event hit totals.
+// (`overrun` in overwrite mode, `dropped events` when overwrite is off) and uprobe_profile's per-event hit totals;
+// and, for kernel probes, the calls the kernel missed before any record was made (kprobe_profile).
 import type { StopReport } from './agentClient';
 import type { ParserStats } from './hitParser';
 
 export interface LossReport {
-  /** Events the kernel recorded as lost: the per-CPU counters when the agent reported them, else the stream's. */
+  /**
+   * Events lost: the per-CPU counters when the agent reported them (else the stream's), plus the calls the kernel
+   * missed (`missed`).
+   */
   lost: number;
+  /** Calls kernel probes missed (kprobe_profile): never recorded nor counted as hits; per event. */
+  missed: Map<string, number>;
   streamLost: number;
   overrun: number;
   dropped: number;
@@ -39,8 +45,12 @@ export function lossReport(parser: ParserStats, stop: StopReport, filtered = fal
   let kernelTotal = 0;
   for (const n of stop.kernelHits.values()) kernelTotal += n;
   const unaccounted = kernelTotal - parser.hits - lost;
+  const missed = stop.kernelMissed ?? new Map<string, number>();
+  let missedTotal = 0;
+  for (const n of missed.values()) missedTotal += n;
   return {
-    lost,
+    lost: lost + missedTotal,
+    missed,
     streamLost: parser.lost,
     overrun,
     dropped,
@@ -101,5 +111,5 @@ export function countsAtCut(stop: StopReport, received: (event: string, point: n
     );
     pointHits.set(r.event, r.at);
   }
-  return { cpus: stop.cpus, kernelHits, pointHits };
+  return { cpus: stop.cpus, kernelHits, pointHits, ...(stop.kernelMissed ? { kernelMissed: stop.kernelMissed } : {}) };
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MergedSummary } from '../../../src/core/session/fanout';
-import { lostLine, probeSummaryLines } from '../../../src/cli/summaryText';
+import { lostLine, missedLines, probeSummaryLines } from '../../../src/cli/summaryText';
 
 const base = (): MergedSummary => ({ hits: {}, lost: 0, mismatch: 0, kernelHits: {}, latency: {}, sites: {}, hosts: { h: { ok: true } } });
 
@@ -74,4 +74,12 @@ test('the loss line offers counting in the kernel only where the targets can, an
   assert.equal(lostLine(5, false, false), 'lost: 5 events (raise --buffer-kb or add --filter)\n');
   assert.equal(lostLine(5, false, true), 'lost: 5 events (raise --buffer-kb or add --filter, or count them in the kernel: --aggregate)\n');
   assert.equal(lostLine(1, true, true), 'lost: 1 hit the kernel could not add to its full tables\n');
+});
+
+test("a kernel probe's missed calls get a loss line each, with the reason and what helps; none missed, no line", () => {
+  const missed = Object.assign(Object.create(null) as Record<string, number>, { 'do_sys_openat2%return': 169, __proto__x: 0 });
+  assert.deepEqual(missedLines(missed), [
+    "lost: 169 calls of do_sys_openat2%return the kernel missed (kprobe_profile: a return probe with every instance in use — raise --maxactive — or a hit inside another probe's handler)\n",
+  ]);
+  assert.deepEqual(missedLines({}), []);
 });

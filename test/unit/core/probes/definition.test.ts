@@ -7,6 +7,8 @@ import {
   DefinitionError,
   GROUP_PATTERN,
   UNBOUND_GROUP,
+  KRETPROBE_MAXACTIVE_MAX,
+  kretprobeMaxactive,
 } from '../../../../src/core/probes/definition';
 
 const group = 'probelens_1234_ab12';
@@ -149,4 +151,28 @@ test("a module's kprobe is written MODULE:SYMBOL[+OFFSET]; a module name that co
   );
   for (const module of ['', 'a b', 'x:y', 'a/b', 'm'.repeat(57)])
     assert.throws(() => formatDefinition({ ...d, target: { type: 'kprobe', symbol: 'f', offset: 0n, module } }), DefinitionError, module);
+});
+
+test('a kernel return probe is written rN: with its instances; the budget sizes them; nothing else takes one', () => {
+  const ret = { kind: 'r' as const, group, event: 'k_ret', args: [{ name: 'ret', fetch: '$retval', type: 's64' }] };
+  const target = { type: 'kprobe' as const, symbol: 'do_sys_openat2', offset: 0n };
+  assert.equal(formatDefinition({ ...ret, target, maxactive: 4096 }), 'r4096:probelens_1234_ab12/k_ret do_sys_openat2 ret=$retval:s64');
+  assert.equal(
+    formatDefinition({ ...ret, target }),
+    'r:probelens_1234_ab12/k_ret do_sys_openat2 ret=$retval:s64',
+    "absent: the kernel's default",
+  );
+  for (const maxactive of [0, 4097, 1.5])
+    assert.throws(() => formatDefinition({ ...ret, target, maxactive }), DefinitionError, String(maxactive));
+  assert.throws(() => formatDefinition({ ...ret, kind: 'p', target, maxactive: 8 }), DefinitionError, 'an entry probe');
+  assert.throws(
+    () => formatDefinition({ ...ret, target: { type: 'uprobe', path: '/bin/x', offset: 0x10n }, maxactive: 8 }),
+    DefinitionError,
+    'a uretprobe has no maxactive',
+  );
+  // The kernel's most for each while a session's total stays within 65,536 instances; then shares, never below 64.
+  assert.equal(kretprobeMaxactive(1), KRETPROBE_MAXACTIVE_MAX);
+  assert.equal(kretprobeMaxactive(16), 4096);
+  assert.equal(kretprobeMaxactive(17), 3855);
+  assert.equal(kretprobeMaxactive(5000), 64);
 });

@@ -65,6 +65,11 @@ test("STOP's reply: the kernel's counts after the cut and, apart, those read jus
   assert.deepEqual(Object.fromEntries(r.kernelHitsBefore!), { hot: 8 });
   assert.deepEqual(Object.fromEntries(r.pointHitsBefore!), { hot: [3, 5] });
   assert.equal(parseStop(['profile   /bin/x hot 4']).kernelHitsBefore, undefined, 'other replies have no "before"');
+  // A kernel probe's missed calls (the agent's "missed EVENT N" lines), apart from its hits.
+  const k = parseStop(['profile kernel openat2_ret 714', 'missed openat2_ret 169']);
+  assert.deepEqual(Object.fromEntries(k.kernelHits), { openat2_ret: 714 });
+  assert.deepEqual(Object.fromEntries(k.kernelMissed!), { openat2_ret: 169 });
+  assert.equal(parseStop(['profile   /bin/x hot 4']).kernelMissed, undefined, 'none missed: no map');
   assert.equal(parseStop(['profile   /bin/x hot 4']).tgids, undefined);
   // The binary stream's STOP: saved_tgids, for the threads of its last pages.
   assert.deepEqual(
