@@ -71,9 +71,7 @@ export async function checkTargetBuild(
           throw new BuildIdMismatchError(
             host,
             notes,
-            module
-              ? `the loaded module's build-id is ${e.details.join(' ') || e.message}, ${index.path} is build ${id.buildId}`
-              : `the running kernel's build-id is ${e.details.join(' ') || e.message}, ${index.path} is build ${id.buildId}`,
+            `the ${module ? 'loaded module' : 'running kernel'}'s build-id is ${foundId(e)}, ${index.path} is build ${id.buildId}`,
             module ? { module } : 'kernel',
           );
         if (module && e instanceof AgentError && e.code === 'ENOENT') throw new ModuleNotLoadedError(host, module, notes);
@@ -92,9 +90,14 @@ export async function checkTargetBuild(
         await agent.checkBuildId(remotePath, id.buildIdOffset, id.buildIdLength, id.buildId);
       } catch (e) {
         if (e instanceof AgentError && e.code === 'EMISMATCH')
-          throw new BuildIdMismatchError(host, remotePath, `build-id ${id.buildId} expected; ${e.details.join(' ') || e.message}`);
+          throw new BuildIdMismatchError(host, remotePath, `its build-id is ${foundId(e)}, ${index.path} is build ${id.buildId}`);
         throw e;
       }
     }
   }
+}
+
+/** The build-id the agent read where the note should be (bytes in hex), or what it found instead. */
+function foundId(e: AgentError): string {
+  return /^[0-9a-f]+$/.test(e.reply) ? e.reply : e.reply ? `unreadable (${e.reply})` : 'absent (the file ends before the note)';
 }

@@ -89,6 +89,8 @@ export class AgentError extends Error {
     readonly code: string,
     message: string,
     readonly details: string[] = [],
+    /** The agent's own text after the code (for BUILDID EMISMATCH, the build-id it read), before any rewording. */
+    readonly reply = '',
   ) {
     super(message);
     this.name = 'AgentError';
@@ -597,7 +599,7 @@ export class TracefsAgent {
       const em = /^(\S+) ?(.*)$/.exec(rest);
       const code = em?.[1] ?? 'EUNKNOWN';
       const msg = em?.[2] ?? rest;
-      head.reject(new AgentError(verb, code, describeAgentError(verb, code, msg, head.info), head.info));
+      head.reject(new AgentError(verb, code, describeAgentError(verb, code, msg, head.info), head.info, msg));
     }
   }
 }
