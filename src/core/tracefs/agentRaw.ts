@@ -19,8 +19,8 @@ export const AGENT_RAW_STREAM = String.raw`# ---- The binary stream: ring-buffer
 # The counters make the live loss exact (a full page has no room for the lost count, only a flag); the time tells
 # the client that every record of that CPU taken before it has been shipped, so it can merge the CPUs in time order.
 # RAW checks all of this on the target before it is used: a marker record written into the instance must come back
-# as whole pages, and a read of an empty buffer must end by itself (older kernels block there: such a target keeps
-# the text stream).
+# as whole pages, and the read must end by itself once the buffer is empty (older kernels, 5.10 among them, block
+# there: such a target keeps the text stream; the check notices in about 0.1 s).
 RAW=0
 RAWPS=0
 RAWCPUS=
@@ -34,18 +34,39 @@ raw_dd_blocks() {
   if dd ibs="$1" obs=65536 < /dev/null > /dev/null 2>&1; then printf 'ibs=%s obs=65536\n' "$1"; else printf 'bs=65536\n'; fi
 }
 
-# Reads every CPU's buffer once, each read bounded by 3 s; a read that had to be ended adds a stray byte "K", so the
-# byte count is no longer whole pages.
+# Reads the buffer of each CPU the marker can be on once: one whose stats count no entry is skipped (where reads of
+# an empty buffer block, each would cost the whole bound: 3 s per CPU on 5.10). A read that had to be ended adds a
+# stray byte "K", so the byte count is no longer whole pages.
 raw_check_reads() {
   for c in $RAWCPUS; do
+    [ "$(raw_entries "$c")" = 0 ] && continue
     dd bs=65536 < "$I/per_cpu/cpu$c/trace_pipe_raw" 2>/dev/null &
     rp=$!
-    ( sleep 3; kill "$rp" ) < /dev/null > /dev/null 2>&1 &
+    ( raw_check_guard "$rp" "$c" ) < /dev/null > /dev/null 2>&1 &
     rk=$!
     wait "$rp" || printf K
     kill "$rk" 2>/dev/null
     wait "$rk" 2>/dev/null
   done
+}
+
+# The entries CPU $1's buffer holds, as its stats say.
+raw_entries() { sed -n 's/^entries: *\([0-9][0-9]*\).*/\1/p' "$I/per_cpu/cpu$1/stats" 2>/dev/null; }
+
+# Ends the check's read $1 of CPU $2 once it is blocked: its buffer empty and the reader asleep in the kernel at two
+# looks 0.05 s apart (a reader that is only starved of CPU is runnable, not asleep), or 0.5 s of an empty buffer
+# where /proc does not show its state; else after 3 s.
+raw_check_guard() {
+  i=0 b=0
+  while [ $i -lt 60 ]; do
+    sleep 0.05 2>/dev/null || { sleep 3; break; }
+    i=$((i + 1))
+    st=$(sed -n 's/.*) \([A-Za-z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null)
+    if [ "$(raw_entries "$2")" = 0 ] && { [ "$st" = S ] || [ -z "$st" ]; }; then b=$((b + 1)); else b=0; fi
+    [ $b -ge 2 ] && [ -n "$st" ] && break
+    [ $b -ge 10 ] && break
+  done
+  kill "$1"
 }
 
 # RAW: use the binary stream (before ARM). Replies with the instance's header_page and header_event as INFO lines
