@@ -391,7 +391,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
     for (const probe of probes) for (const line of probeSummaryLines(summary, probe)) io.out(line);
     const bounded = new Set(live.flatMap((o) => o.session!.probes.filter((p) => p.lowerBound).map((p) => p.function!)));
     for (const fn of bounded) io.out(`${fn}: a lower bound (calls at inlined copies whose entries or exits are not proved go uncounted)\n`);
-    const missed = Object.values(summary.missed ?? nameRecord()).reduce((a, b) => a + b, 0);
+    const missed = Object.values(summary.missed ?? nameRecord<number>()).reduce((a, b) => a + b, 0);
     if (summary.lost > missed)
       io.out(
         lostLine(
@@ -400,7 +400,7 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
           live.every((o) => o.session!.canAggregate),
         ),
       );
-    for (const line of missedLines(summary.missed ?? nameRecord())) io.out(line);
+    for (const line of missedLines(summary.missed ?? nameRecord<number>())) io.out(line);
     if (summary.discarded)
       io.out(`discarded: ${summary.discarded} records taken after their binary was written over (they may come from other code)\n`);
     // A string of nearly 4 KiB makes a record the kernel cannot store: the hit is counted but never recorded.
