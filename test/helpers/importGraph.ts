@@ -98,3 +98,20 @@ export function cycles(g: Graph): string[][] {
   for (const v of [...nodes].sort()) if (!index.has(v)) visit(v);
   return out;
 }
+
+/**
+ * docs/architecture.md's "module | imports" table of the core as data: module → the core modules it imports. A row
+ * may name several modules (`dwarf`, `unwind`); a dash is none.
+ */
+export function documentedCoreImports(markdown: string): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  const start = markdown.indexOf('| module | imports |');
+  if (start < 0) throw new Error('no "| module | imports |" table');
+  for (const line of markdown.slice(start).split('\n').slice(2)) {
+    if (!line.startsWith('|')) break;
+    const [, who, what] = line.split('|').map((c) => c.trim());
+    const names = (cell: string): string[] => [...cell.replace(/\(.*\)/, '').matchAll(/`([a-z]+)`/g)].map((m) => `src/core/${m[1]}`);
+    for (const m of names(who)) out.set(m, new Set(names(what)));
+  }
+  return out;
+}
