@@ -6,6 +6,7 @@ import { batchedOut } from './batchedOut';
 import { UsageError } from './args';
 import { functionsCommand, linesCommand, usdtCommand, varsCommand, type Io } from './commands/inspect';
 import { cleanupCommand, defineCommand, traceCommand } from './commands/trace';
+import { psCommand } from './commands/ps';
 import { nameRecord } from '../shared/names';
 
 const USAGE = `probelens ${PROBELENS_VERSION} — dynamic tracing with uprobes
@@ -23,6 +24,7 @@ usage:
                       [--no-build-id-check] [--buffer-kb N] [--sudo] [--max-sites N] [--disable-site 0xADDR]…
                       [--aggregate] [--by KEY]… [--maxactive N]
   probelens cleanup   [--host …] [--identity FILE] [--known-hosts FILE] [--sudo] [--force GROUP]…
+  probelens ps        BIN [--host …] [--identity FILE] [--known-hosts FILE] [--sudo] [--json]
 
 SPEC is a point and its arguments in one word (quote it): 'add_ints a b', 'deposit%return $retval',
 'calls.c:42 acct->balance', 'sdt:app:request arg1'.
@@ -44,6 +46,7 @@ const COMMANDS: Record<string, (argv: string[], io: Io) => Promise<void | number
   define: defineCommand,
   trace: traceCommand,
   cleanup: cleanupCommand,
+  ps: psCommand,
 });
 
 // A reader that goes away (`probelens functions BIN | head -1`) is no error: output stops, a trace is stopped and

@@ -35,7 +35,7 @@ import { nameRecord } from '../../shared/names';
  */
 export const RUNNING_KERNEL = 'kernel';
 
-const SSH_OPTS = {
+export const SSH_OPTS = {
   host: { kind: 'value', repeat: true },
   identity: { kind: 'value', repeat: true },
   'known-hosts': { kind: 'value' },
@@ -43,7 +43,7 @@ const SSH_OPTS = {
   sudo: { kind: 'flag' },
 } as const;
 
-function connector(args: ParsedArgs, log: (m: string) => void): (host: string) => Promise<Target> {
+export function connector(args: ParsedArgs, log: (m: string) => void): (host: string) => Promise<Target> {
   const sudo = args.flags.has('sudo') || (typeof process.getuid === 'function' && process.getuid() !== 0);
   return async (host) => {
     if (host === 'local') return new LocalTarget({ sudo });
@@ -59,7 +59,7 @@ function connector(args: ParsedArgs, log: (m: string) => void): (host: string) =
   };
 }
 
-const useSudo = (args: ParsedArgs, host: string) =>
+export const useSudo = (args: ParsedArgs, host: string): boolean =>
   args.flags.has('sudo') || (host === 'local' && typeof process.getuid === 'function' && process.getuid() !== 0);
 
 export async function defineCommand(argv: string[], io: Io): Promise<void> {
@@ -319,6 +319,10 @@ export async function traceCommand(argv: string[], io: Io): Promise<number> {
   // Which stream each target ships (see src/core/session/streamChoice.ts), and why it is text where it is.
   for (const o of live) {
     const s = o.session!;
+    // A --pid in a container: which process that is on the target, and the copy of the build its probes sit on.
+    const p = s.process;
+    if (p && (p.nsPid !== p.pid || p.pid !== pid || p.path !== (oneValue(args, 'remote-path') ?? bin)))
+      log(`${o.host}: pid ${pid} is process ${p.pid} there (PID ${p.nsPid} in its own namespace); its build is armed at ${p.path}`);
     log(
       s.stream === 'raw'
         ? `${o.host}: streaming ring-buffer pages (trace_pipe_raw)`

@@ -11,10 +11,11 @@
 import { compileProbes, lineBaseName, sharePoints, SITE_ARG, type CompiledProbe } from '../probes/compiler';
 import { callerNamer } from './callers';
 import { checkTargetBuild } from './buildCheck';
+import { tracedProcess } from './tracedProcess';
 import { bindGroup, checkProbePath, eventName, kretprobeMaxactive } from '../probes/definition';
 import type { ProbeSpec } from '../probes/spec';
 import { checkWriters, probedPath, WatchGate, type FileChange } from './fileWatch';
-import { AgentExitedError, offendingToken, TracefsAgent, type StopReport } from '../tracefs/agentClient';
+import { AgentExitedError, offendingToken, TracefsAgent, type BuildProcess, type StopReport } from '../tracefs/agentClient';
 import { HitParser, type Hit } from '../tracefs/hitParser';
 import { RawStream } from '../tracefs/rawStream';
 import { chooseStream, type StreamKind } from './streamChoice';
@@ -58,6 +59,8 @@ export class TraceSession {
   /** The stream this session reads, once armed, and why it is text when raw was not chosen or not possible. */
   stream?: StreamKind;
   streamNote?: string;
+  /** With `pid`: the process it names (host and own-namespace PIDs) and where its build is armed. */
+  process?: BuildProcess;
   private gate?: WatchGate;
   private traceEnded?: Promise<void>;
   private finalMismatch?: number;
@@ -209,7 +212,7 @@ export class TraceSession {
         if (!opts.index) throw new Error('a session needs an index or runningKernel');
         probes.push(
           ...(await compileProbes([spec], opts.index, {
-            targetPath: opts.remotePath ?? opts.index.path,
+            targetPath: this.process?.path ?? opts.remotePath ?? opts.index.path,
             debugDirs: opts.debugDirs,
             usedEvents: this.usedEvents,
             maxSites,
@@ -384,8 +387,18 @@ export class TraceSession {
     this.streamNote = stream.note;
     // Kernel probes (the index is of a vmlinux or a .ko) are about the running kernel or the loaded module.
     const kernel = compiled.probes.some((p) => p.definition.target.type === 'kprobe');
-    if (opts.index && !opts.noBuildIdCheck) await checkTargetBuild(agent, this.host, opts.index, compiled.probes, remotePath);
-    if (!kernel && opts.index) await checkWriters(agent, this.host, remotePath);
+    // A --pid's process may run its own copy of the build (a container's): its probes go on that copy.
+    let armPath = remotePath;
+    if (opts.pid !== undefined && opts.index && !kernel) {
+      this.process = await tracedProcess(agent, this.host, opts.index, opts.pid);
+      if (this.process && this.process.path !== remotePath) {
+        armPath = this.process.path;
+        this.usedEvents.clear();
+        compiled = await this.compile(opts.specs, caps, opts.maxSites, across);
+      }
+    }
+    if (opts.index && !opts.noBuildIdCheck) await checkTargetBuild(agent, this.host, opts.index, compiled.probes, armPath);
+    if (!kernel && opts.index) await checkWriters(agent, this.host, armPath);
     const watchKey = (await agent.watchFiles()) ? agent.watchKey : null;
     const needsRecompile =
       (!agent.hello.caps.has('ref_ctr') &&
@@ -464,7 +477,7 @@ export class TraceSession {
     const defined = await this.define(compiled.probes);
     this.probes = defined.accepted;
     this.refused = [...compiled.refused, ...defined.refused];
-    if (opts.pid !== undefined) await agent.filterPid(opts.pid);
+    if (opts.pid !== undefined) await agent.filterPid(this.process?.pid ?? opts.pid);
     if (opts.filter) for (const e of eventsOf(this.probes)) await agent.setFilter(e, opts.filter);
     if (opts.aggregate) {
       const plan = (this.hist = planHist(agent.group, this.pointsOf, (p) => this.probeName(p), opts.keys));

@@ -11,6 +11,10 @@
 //   OVERWRITE 0|1                         ring-buffer policy (1, the default, drops oldest and says LOST in the stream)
 //   STATS                                 per-CPU ring-buffer counters now (live loss when overwrite is off)
 //   PID <pid>                             trace only that process's threads (set_event_pid + event-fork)
+//   PROCS <offset> <length> <hex> <name|->  the processes whose executable (or mapped file named <name>) holds the
+//                                         build-id: INFO `proc <pid> <nspid> <path>` each (any namespace)
+//   PIDFILE <pid> <offset> <length> <hex> <name|->  the process <pid> names (host PID, else a namespace's) and its
+//                                         copy: `pid=<host pid> nspid=<n> path=<path>`; ESRCH, ENOTBUILD, EAMBIGUOUS
 //   FILTER <event> <expr>                 the event's filter in the instance
 //   WATCH <key>                           once armed, watch the probed files (see "The file watcher" in the agent):
 //                                         stream markers `probelens_watch GEN.COUNT tick|ok|changed|disabled|
@@ -83,6 +87,16 @@ export interface AgentOptions {
 }
 
 /** A command the agent (or the kernel behind it) refused. `details` holds the INFO lines, e.g. error_log. */
+/** A process that runs a build (PROCS, PIDFILE). */
+export interface BuildProcess {
+  /** Its PID on the target (the host's PID namespace, as the agent sees it). */
+  pid: number;
+  /** Its PID in its own PID namespace (the same where it is the host's). */
+  nsPid: number;
+  /** Where the target arms its copy of the build: its own path, through /proc/PID/root, or a /proc magic link. */
+  path: string;
+}
+
 export class AgentError extends Error {
   constructor(
     readonly verb: string,
@@ -455,6 +469,30 @@ export class TracefsAgent {
   }
 
   /** The processes on the target that have `path` open for writing. */
+  /**
+   * The processes running the build whose `length` build-id bytes at file `offset` are `hex`: their executable, or a
+   * mapped file named `name` (null: executables only). Each with its PID on the target and in its own namespace,
+   * and a path the target can arm its copy by.
+   */
+  async processes(offset: number, length: number, hex: string, name: string | null): Promise<BuildProcess[]> {
+    const r = await this.command('PROCS', `${offset} ${length} ${hex.toLowerCase()} ${name ?? '-'}`);
+    return r.info.flatMap((l) => {
+      const m = /^proc (\d+) (\d+) (\/\S+)$/.exec(l);
+      return m ? [{ pid: Number(m[1]), nsPid: Number(m[2]), path: m[3] }] : [];
+    });
+  }
+
+  /**
+   * The process `pid` names (its PID on the target or, where none there runs the build, in its own namespace) and
+   * where its copy of the build is; AgentError ESRCH, ENOTBUILD or EAMBIGUOUS (reply: the PID, then the candidates).
+   */
+  async processOf(pid: number, offset: number, length: number, hex: string, name: string | null): Promise<BuildProcess> {
+    const r = await this.command('PIDFILE', `${pid} ${offset} ${length} ${hex.toLowerCase()} ${name ?? '-'}`);
+    const m = /(?:^| )pid=(\d+) nspid=(\d+) path=(\/\S+)/.exec(r.text);
+    if (!m) throw new AgentError('PIDFILE', 'EPROTO', `unexpected PIDFILE reply: ${r.text}`);
+    return { pid: Number(m[1]), nsPid: Number(m[2]), path: m[3] };
+  }
+
   async writers(path: string): Promise<Array<{ pid: number; comm: string }>> {
     const r = await this.command('WRITERS', path);
     return r.info.flatMap((l) => {

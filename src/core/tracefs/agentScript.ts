@@ -16,6 +16,7 @@ import { AGENT_RAW_STREAM } from './agentRaw';
 import { AGENT_FILE_WATCHER } from './agentWatcher';
 import { AGENT_WATCHDOG } from './agentWatchdog';
 import { AGENT_GROUPS } from './agentGroups';
+import { AGENT_PROCS } from './agentProcs';
 
 export const AGENT_PROTOCOL_VERSION = 1;
 
@@ -165,6 +166,8 @@ ${AGENT_WATCHDOG}
 ${AGENT_FILE_WATCHER}
 ${AGENT_HIST}
 ${AGENT_RAW_STREAM}
+
+${AGENT_PROCS}
 hello() {
   set -f; set -- $1; set +f
   [ $# -ge 2 ] || { say ERR HELLO EPROTO "usage: HELLO <version> <nonce> [heartbeat-seconds]"; exit 2; }
@@ -448,6 +451,8 @@ while :; do
     *:WRITERS) fw_writers "$rest" ;;
     *:BUILDID) buildid "$rest" ;;
     *:PID) pid_filter "$rest" ;;
+    *:PROCS) procs "$rest" ;;
+    *:PIDFILE) pid_file "$rest" ;;
     *:FILTER) filter "$rest" ;;
     *:BUF) buf "$rest" ;;
     *:OVERWRITE) overwrite "$rest" ;;
