@@ -23,6 +23,8 @@ export interface Hit {
   probe: string;
   kind: ProbeKind;
   pid: number;
+  /** The process's PID in its own PID namespace, where it differs from `pid` (a container's process, `--pid`). */
+  nsPid?: number;
   tid: number;
   comm: string;
   cpu: number;

@@ -50,7 +50,7 @@ export function toJson(value: unknown, indent?: number): string {
 
 /**
  * The contract's hit object:
- * `{host, probe, kind, pid, tid, comm, cpu, ts, args, retval?, latencyNs?, site?, caller?, unavailable?, inferred?, cut?}`.
+ * `{host, probe, kind, pid, tid, comm, cpu, ts, args, nsPid?, retval?, latencyNs?, site?, caller?, unavailable?, inferred?, cut?}`.
  */
 export type HitJson = Omit<Hit, 'event'>;
 
@@ -58,6 +58,7 @@ export function hitToJson(h: Hit): HitJson {
   const args: Record<string, HitValue> = nameRecord();
   for (const [k, v] of Object.entries(h.args)) args[k] = jsonValue(v);
   const o: HitJson = { host: h.host, probe: h.probe, kind: h.kind, pid: h.pid, tid: h.tid, comm: h.comm, cpu: h.cpu, ts: h.ts, args };
+  if (h.nsPid !== undefined) o.nsPid = h.nsPid;
   if (h.retval !== undefined) o.retval = jsonValue(h.retval);
   if (h.latencyNs !== undefined) o.latencyNs = h.latencyNs;
   if (h.site) {
@@ -191,6 +192,7 @@ export function hitToJsonLine(h: Hit): string {
     first = false;
   }
   line += '}';
+  if (h.nsPid !== undefined) line += `,"nsPid":${num(h.nsPid)}`;
   if (h.retval !== undefined) line += `,"retval":${valueText(h.retval)}`;
   if (h.latencyNs !== undefined) line += `,"latencyNs":${num(h.latencyNs)}`;
   if (h.site) line += siteText(h.site);

@@ -129,5 +129,5 @@ export function formatHitLine(h: Hit): string {
   const ret = h.retval !== undefined ? ` → ${formatValue(h.retval)}` : '';
   const lat = h.latencyNs !== undefined ? ` (${formatDuration(h.latencyNs)})` : '';
   const site = h.site && h.site.kind !== 'entry' ? ` [${describeSite(h.site)}]` : '';
-  return `${formatTs(h.ts)} ${escapeText(h.host)} ${escapeText(h.comm)}-${h.pid}/${h.tid} ${escapeText(h.probe)}${args ? ` ${args}` : ''}${ret}${lat}${site}\n`;
+  return `${formatTs(h.ts)} ${escapeText(h.host)} ${escapeText(h.comm)}-${h.pid}${h.nsPid !== undefined ? `[${h.nsPid}]` : ''}/${h.tid} ${escapeText(h.probe)}${args ? ` ${args}` : ''}${ret}${lat}${site}\n`;
 }

@@ -169,7 +169,10 @@ test('ps lists the build on the host and in two containers with both PIDs; trace
   assert.equal(code, 0, cli.stderr());
   const { hits, summary } = parseJsonOutput(cli.stdout());
   assert.equal(hits.length, CALLS.one, `exactly the container's ${CALLS.one} calls: ${cli.stderr()}`);
-  assert.ok(hits.every((h) => h.pid === one.hostPid));
+  assert.ok(
+    hits.every((h) => h.pid === one.hostPid && h.nsPid === 1),
+    'each hit has the host PID and the container PID',
+  );
   assert.deepEqual(
     hits.map((h) => (h.args as Record<string, unknown>).n),
     [...Array(CALLS.one).keys()],
@@ -213,7 +216,7 @@ test('trace --pid by the PID a container gives its process, over SSH too; an amb
   assert.equal((await cli.exit).code, 0, cli.stderr());
   const { hits } = parseJsonOutput(cli.stdout());
   assert.equal(hits.length, CALLS.two, cli.stderr());
-  assert.ok(hits.every((h) => h.pid === two.hostPid));
+  assert.ok(hits.every((h) => h.pid === two.hostPid && h.nsPid === 2));
   assert.match(cli.stderr(), new RegExp(`pid 2 is process ${two.hostPid} there \\(PID 2 in its own namespace\\); its build is armed at `));
   assert.deepEqual(await waitAllClean([group], 10_000), []);
 });

@@ -109,6 +109,7 @@ export function presentHit(hit: Hit, probe: CompiledProbe | undefined, probeName
     args,
     event: probe.event,
   };
+  if (hit.nsPid !== undefined) out.nsPid = hit.nsPid;
   if (hit.retval !== undefined) out.retval = hit.retval;
   if (hit.latencyNs !== undefined) out.latencyNs = hit.latencyNs;
   if (hit.site !== undefined) out.site = hit.site;

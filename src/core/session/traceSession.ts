@@ -423,6 +423,7 @@ export class TraceSession {
       const point = this.pointOf(raw);
       const hit = presentHit(raw, point, point && this.probeName(point));
       if (callerOf && point?.kind === 'entry') hit.caller = callerOf(raw, point);
+      if (this.process && this.process.nsPid !== this.process.pid && hit.pid === this.process.pid) hit.nsPid = this.process.nsPid;
       // Aggregates see what users see; the hidden goroutine pointer only pairs entries with returns.
       const latencyNs = this.aggregates.add(hit, raw.args);
       if (latencyNs !== undefined) hit.latencyNs = latencyNs;

@@ -112,6 +112,7 @@ test('an NDJSON hit line is byte for byte the contract object through toJson, wh
     { ...base, args: { a: 1, b: -2, big: (2n ** 64n) as unknown as number, s: 'x"y\\z\n', arr: [1, 'two', null, [3]], n: null } },
     { ...base, args: { '0': 5, z: 1, a: 2 }, comm: 'name\u2028with\u0085breakers\u007f' },
     { ...base, kind: 'return', retval: -1, latencyNs: 1234 },
+    { ...base, nsPid: 1, kind: 'return', retval: 3 },
     { ...base, kind: 'return', retval: 'ok', latencyNs: 0 },
     { ...base, retval: (2n ** 60n) as unknown as number },
     { ...base, site: { kind: 'inlined', address: '0x40', caller: 'main', file: '/src/a.c', line: 3 } },

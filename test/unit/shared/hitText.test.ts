@@ -101,3 +101,7 @@ test('an inferred value reads ≈, an argument unavailable at the site says why,
     "12.500000 local srv-42/43 handle a≈5 b=7 tag=(unavailable: same_name (o.c:5) entry has no parameter or variable 'tag'\\n(it has: v))\n",
   );
 });
+
+test("the CLI's text line of a container's process shows its PID in its namespace beside the host's", () => {
+  assert.equal(formatHitLine({ ...base, args: {}, nsPid: 1 }), '12.500000 local srv-42[1]/43 handle\n');
+});

@@ -27,6 +27,7 @@ test('every field of the hit is kept (a field added to Hit makes this fixture fa
     probe: 'pl_f_3',
     kind: 'entry',
     pid: 10,
+    nsPid: 2,
     tid: 11,
     comm: '<...>',
     cpu: 1,
