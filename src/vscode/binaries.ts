@@ -239,6 +239,7 @@ export class Binaries implements vscode.Disposable {
         inWorker: true,
         limits: this.ctx.config.indexLimits,
         debugDirs: this.ctx.config.debugDirs,
+        debuginfodUrls: this.ctx.config.debuginfodUrls,
         onlyFile: buildFile,
       });
       const part = index.data.onlyFile !== undefined;
@@ -260,10 +261,20 @@ export class Binaries implements vscode.Disposable {
     const run = async (progress?: vscode.Progress<{ message?: string }>) => {
       const t0 = Date.now();
       this.ctx.log(`loading the whole index of ${path}`);
+      let fetchedShown = 0;
       const { index, fromCache } = await loadIndex(path, {
         inWorker: true,
         limits: this.ctx.config.indexLimits,
         debugDirs: this.ctx.config.debugDirs,
+        debuginfodUrls: this.ctx.config.debuginfodUrls,
+        onDebugFetch: (p) => {
+          // A report per 4 MiB, not per chunk.
+          if (p.bytes && p.bytes < fetchedShown + 4 * 2 ** 20) return;
+          fetchedShown = p.bytes;
+          const mib = (n: number) => (n / 2 ** 20).toFixed(1);
+          progress?.report({ message: `fetching debug info from ${p.url}: ${mib(p.bytes)}${p.total ? ` of ${mib(p.total)}` : ''} MiB` });
+          if (!p.bytes) this.ctx.log(`${path}: no debug file here; fetching it from ${p.url} by its build-id`);
+        },
         onProgress: (message) => {
           progress?.report({ message });
           // How much of a rebuilt binary's DWARF came from the unit cache.

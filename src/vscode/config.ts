@@ -22,6 +22,11 @@ export class Config {
     return nameRecord(Object.entries(m ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string'));
   }
 
+  /** debuginfod servers; undefined: DEBUGINFOD_URLS. */
+  get debuginfodUrls(): string | undefined {
+    return this.cfg.get<string>('debuginfodUrls', '').trim() || undefined;
+  }
+
   get debugDirs(): string[] {
     return this.cfg.get<string[]>('debugDirs', []);
   }

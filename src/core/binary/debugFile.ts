@@ -5,6 +5,7 @@
 import { realpath } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { crc32 } from './crc32';
+import { debuginfodRoot } from './debuginfod';
 import { ElfFile } from './elfFile';
 import { DebugFileMismatchError, isBinaryFormatError } from './errors';
 import { NotRegularFileError, readRegularFile } from './regularFile';
@@ -43,7 +44,8 @@ export interface DebugLookupResult {
 
 export async function findDebugFile(binary: ElfFile, opts: DebugLookupOptions = {}): Promise<DebugLookupResult> {
   const tried: DebugCandidate[] = [];
-  const roots = [...(opts.debugDirs ?? []), ...(opts.noSystemDebugDir ? [] : [SYSTEM_DEBUG_DIR])];
+  // After the system's: the files debuginfod servers gave us (debuginfod.ts), found by build-id as the system's are.
+  const roots = [...(opts.debugDirs ?? []), ...(opts.noSystemDebugDir ? [] : [SYSTEM_DEBUG_DIR, debuginfodRoot()])];
   const buildId = binary.buildId;
   const link = binary.debugLink;
   const self = await realpath(binary.path).catch(() => binary.path);

@@ -1,6 +1,7 @@
 // Loading a binary's index: from the on-disk cache when its identity matches, else built (in a worker thread
 // when asked, so an editor never blocks) and stored.
 // Tests: test/unit/core/index/cacheColumns.test.ts, test/unit/core/index/openFile.test.ts, test/unit/cli/messages.test.ts
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { buildIndex, type BuildOptions } from './build';
 import { BinaryIndex } from './binaryIndex';
@@ -8,6 +9,9 @@ import { cacheKey, indexCacheDir, openCacheEntry, writeCacheEntry } from './cach
 import { encodeContainer, openContainer, releaseContainer } from './container';
 import { readBinaryIdentity } from './identity';
 import { requireRegularFile } from '../binary/regularFile';
+import { findDebugFile } from '../binary/debugFile';
+import { cachedDebugFile, DebuginfodError, debuginfodRoot, debuginfodUrls, fetchDebugFile, type FetchProgress } from '../binary/debuginfod';
+import { ElfFile } from '../binary/elfFile';
 import { runWorkerJob, WorkerJobError } from './worker/client';
 import type { IndexStored } from './worker/messages';
 import {
@@ -27,6 +31,10 @@ export interface LoadOptions {
   noCache?: boolean;
   /** Extra directories searched for separate debug files (before /usr/lib/debug). */
   debugDirs?: string[];
+  /** debuginfod servers to fetch a stripped binary's debug file from (default: DEBUGINFOD_URLS). */
+  debuginfodUrls?: string;
+  /** Called as a debug file is fetched from a debuginfod server (bytes so far). */
+  onDebugFetch?: (p: FetchProgress) => void;
   /**
    * Build in a worker thread, under a time and memory limit scaled to the binary's DWARF (the extension and
    * the CLI); in-process otherwise (tests, benchmarks), without limits.
@@ -55,14 +63,47 @@ export interface LoadedIndex {
 
 function keyFor(path: string, debugDirs: string[] | undefined): string {
   const id = readBinaryIdentity(path);
-  // The build-id names the code; path and debug directories decide where its DWARF was found.
-  return cacheKey({ ...id, path, salt: `format ${INDEX_FORMAT} codec ${CODEC_VERSION}\0${path}\0${(debugDirs ?? []).join('\0')}` });
+  // The build-id names the code; path and debug directories decide where its DWARF was found (a debug file
+  // fetched later from debuginfod too: the index of the stripped file alone is another).
+  const fetched = id.buildId && existsSync(cachedDebugFile(debuginfodRoot(), id.buildId)) ? '\0debuginfod' : '';
+  return cacheKey({
+    ...id,
+    path,
+    salt: `format ${INDEX_FORMAT} codec ${CODEC_VERSION}\0${path}\0${(debugDirs ?? []).join('\0')}${fetched}`,
+  });
+}
+
+/**
+ * A stripped binary whose debug file is nowhere here gets it from the debuginfod servers DEBUGINFOD_URLS names
+ * (`debuginfodUrls` overrides), before the index looks for it; a refusal says each server's answer.
+ */
+async function fetchMissingDebugFile(path: string, opts: LoadOptions): Promise<void> {
+  const urls = debuginfodUrls(opts.debuginfodUrls);
+  if (urls.length === 0) return;
+  const elf = ElfFile.open(path);
+  try {
+    const buildId = elf.buildId;
+    if (elf.hasDebugInfo || !buildId) return;
+    const found = await findDebugFile(elf, { debugDirs: opts.debugDirs, readOnDemand: true });
+    found.debug?.close();
+    if (found.debug) return;
+    opts.onDebugFetch?.({ url: urls[0], bytes: 0 });
+    try {
+      await fetchDebugFile(buildId, urls, debuginfodRoot(), opts.onDebugFetch);
+    } catch (e) {
+      if (!(e instanceof DebuginfodError)) throw e;
+      throw new DebuginfodError(`${path} has no DWARF debug information and no separate debug file was found here; ${e.message}`);
+    }
+  } finally {
+    elf.close();
+  }
 }
 
 export async function loadIndex(binaryPath: string, opts: LoadOptions = {}): Promise<LoadedIndex> {
   const path = resolve(binaryPath);
   // Before anything opens it: a FIFO, device, directory or link loop is refused in one sentence, never waited on.
   requireRegularFile(path);
+  await fetchMissingDebugFile(path, opts);
   const key = opts.noCache ? undefined : keyFor(path, opts.debugDirs);
   if (key) {
     const cached = openEntry(key, opts.cacheDir);
