@@ -26,7 +26,7 @@ async function hostileCopy(t: TestContext, stream: 'raw' | 'text') {
   const tracefs = requireTracefs(t);
   if (!tracefs) return undefined;
   if (stream === 'text' && !readFileSync(join(tracefs, 'README'), 'utf8').includes('\\imm-value')) {
-    missing(t, 'this kernel has no immediate fetchargs (\\imm, Linux 5.13+): records cannot be framed by a secret');
+    missing(t, 'this kernel has no immediate fetchargs (\\imm, Linux 5.4+): records cannot be framed by a secret');
     return undefined;
   }
   const f = await fixtureOrSkip(t, 'hostile');

@@ -168,7 +168,7 @@ async function compileVarAt(
   if ('unavailable' in start) throw new ArgError(`'${a.base}' cannot be fetched at ${where}: ${start.unavailable}`);
   if (start.kind === 'imm' && ctx.opts.immediates === false)
     throw new ArgError(
-      `'${a.base}' is the constant ${start.value} at ${where}, and the target kernel has no immediate fetch arguments (Linux 5.13+ lists \\imm-value in tracefs README)`,
+      `'${a.base}' is the constant ${start.value} at ${where}, and the target kernel has no immediate fetch arguments (Linux 5.4+ lists \\imm-value in tracefs README)`,
     );
   const describe = await describer(ctx);
   let type = describe(await typeOffsetOf(v, site, ctx));

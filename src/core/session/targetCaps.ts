@@ -28,6 +28,6 @@ export function someTargetArmsPerSite(): boolean {
 /** The compiler options that depend on the target's kernel. */
 export function compileOptionsFor(caps: ReadonlySet<string>): Pick<CompileOptions, 'refCtrOffset' | 'immediates'> {
   // The agent lists `ref_ctr` when README documents uprobe reference counters (Linux 4.20+), `imm` for
-  // immediate fetch arguments (Linux 5.13+).
+  // immediate fetch arguments (Linux 5.4+).
   return { refCtrOffset: caps.has('ref_ctr'), immediates: caps.has('imm') };
 }

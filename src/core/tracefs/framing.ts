@@ -1,7 +1,7 @@
 // Record framing by a per-session secret. trace_pipe prints a traced program's text raw: the task name (`comm`,
 // up to 15 bytes) at the start of each record and `string` arguments inside it may hold any byte but NUL, so
 // newlines, `"`, text shaped like another record, another argument or a `CPU:N [LOST M EVENTS]` line. Every
-// definition therefore carries immediate fetchargs (`\imm`, Linux 5.13+: `\imm-value` in tracefs README) whose
+// definition therefore carries immediate fetchargs (`\imm`, Linux 5.4+: `\imm-value` in tracefs README) whose
 // value is a 64-bit secret the traced program never sees (it lives in this process and in root-only tracefs):
 //   open       first, so the header (where the comm is) ends at the first occurrence of the secret;
 //   after[i]   right after every string argument that is not the last, so a string ends only where `" NAME=SECRET`

@@ -84,7 +84,7 @@ test("define: a function's sites are the probe points of one event, each naming 
   assert.match(bad.err, /--disable-site takes a site address/);
 });
 
-test('without immediates (kernels before 5.13) each site is an event of its own, and --max-sites refuses more with the teardown cost', async (t) => {
+test('without immediates (kernels before 5.4) each site is an event of its own, and --max-sites refuses more with the teardown cost', async (t) => {
   const f = await fixtureOrSkip(t, 'sites');
   if (!f) return;
   const { index } = await loadIndex(f.path, { noCache: true });
