@@ -3,13 +3,12 @@
 // PID in the process's own namespace, and where the target arms that process's copy of the build.
 // Tests: test/integration/containers.test.ts
 import { buildIdBytes, mappedName } from '../../core/session/tracedProcess';
-import type { Target } from '../../core/target/target';
-import { TracefsAgent, type BuildProcess } from '../../core/tracefs/agentClient';
+import type { BuildProcess } from '../../core/tracefs/agentClient';
 import { toJson } from '../../shared/hitJson';
 import { nameRecord } from '../../shared/names';
 import { parseArgs, UsageError } from '../args';
 import type { Io } from './inspect';
-import { connector, SSH_OPTS, useSudo } from './trace';
+import { SSH_OPTS, withEachAgent } from './trace';
 
 export async function psCommand(argv: string[], io: Io): Promise<number> {
   const args = parseArgs(argv, nameRecord({ ...SSH_OPTS, json: { kind: 'flag' } }));
@@ -19,27 +18,10 @@ export async function psCommand(argv: string[], io: Io): Promise<number> {
   if (!id) throw new Error(`${bin} has no GNU build-id: the processes running it cannot be told from others'`);
   const json = args.flags.has('json');
   const hosts = args.values.get('host') ?? ['local'];
-  const connect = connector(args, (m) => process.stderr.write(`probelens: ${m}\n`));
   const rows: Array<BuildProcess & { host: string }> = [];
-  let failed = 0;
-  for (const host of hosts) {
-    let target: Target | undefined;
-    try {
-      target = await connect(host);
-      const agent = await TracefsAgent.start(target, { sudo: useSudo(args, host) });
-      try {
-        for (const p of await agent.processes(id.offset, id.length, id.hex, mappedName(bin))) rows.push({ host, ...p });
-      } finally {
-        await agent.stop();
-        await agent.exit;
-      }
-    } catch (e) {
-      failed++;
-      process.stderr.write(`probelens: ${host}: ${e instanceof Error ? e.message : String(e)}\n`);
-    } finally {
-      await target?.close().catch(() => undefined);
-    }
-  }
+  const failed = await withEachAgent(args, hosts, async (agent, host) => {
+    for (const p of await agent.processes(id.offset, id.length, id.hex, mappedName(bin))) rows.push({ host, ...p });
+  });
   if (json) io.out(`${toJson({ buildId: id.hex, processes: rows })}\n`);
   else {
     const table = [['HOST', 'PID', 'NSPID', 'PATH'], ...rows.map((r) => [r.host, String(r.pid), String(r.nsPid), r.path])];

@@ -442,40 +442,57 @@ export async function cleanupCommand(argv: string[], io: Io): Promise<number> {
   const force = args.values.get('force') ?? [];
   for (const g of force) if (!GROUP_PATTERN.test(g)) throw new UsageError(`--force takes a ProbeLens group name (probelens_…), not '${g}'`);
   const hosts = args.values.get('host') ?? ['local'];
+  // The agent's HELLO sweeps every probelens_* group and instance whose owner it can prove dead and names the ones
+  // it cannot judge; STOP removes its own.
+  const failed = await withEachAgent(args, hosts, async (agent, host) => {
+    const { swept, undecided } = agent.hello;
+    const forced: string[] = [];
+    let refused = 0;
+    for (const g of force) {
+      try {
+        await agent.forceRemove(g);
+        forced.push(g);
+      } catch (e) {
+        refused++;
+        process.stderr.write(`probelens: ${host}: not removing ${g}: ${e instanceof Error ? e.message : String(e)}\n`);
+      }
+    }
+    const removed = [...swept, ...forced];
+    io.out(`${host}: ${removed.length ? `removed ${removed.join(', ')}` : 'nothing to clean up'}\n`);
+    for (const u of undecided.filter((x) => !forced.includes(x.group))) {
+      io.out(
+        `${host}: kept ${u.group}: cannot tell whether its owner is alive (${u.why}); run probelens cleanup where its ` +
+          `namespace is visible (the host), or, if you know that session is gone: probelens cleanup --force ${u.group}` +
+          `${host === 'local' ? '' : ` --host ${host}`}\n`,
+      );
+    }
+    return refused;
+  });
+  return failed ? 1 : 0;
+}
+
+/**
+ * Runs `fn` with an agent on each of `hosts` in turn (stopped and waited for afterwards: STOP replies before the
+ * agent has removed its own instance); a host that fails is said on stderr. Returns how many failed, plus what `fn`
+ * counted as failed.
+ */
+export async function withEachAgent(
+  args: ParsedArgs,
+  hosts: readonly string[],
+  fn: (agent: TracefsAgent, host: string) => Promise<number | void>,
+): Promise<number> {
   const connect = connector(args, (m) => process.stderr.write(`probelens: ${m}\n`));
   let failed = 0;
   for (const host of hosts) {
     let target: Target | undefined;
     try {
       target = await connect(host);
-      // The agent's HELLO sweeps every probelens_* group and instance whose owner it can prove dead and names the
-      // ones it cannot judge; STOP removes its own.
       const agent = await TracefsAgent.start(target, { sudo: useSudo(args, host) });
-      const { swept, undecided } = agent.hello;
-      const forced: string[] = [];
       try {
-        for (const g of force) {
-          try {
-            await agent.forceRemove(g);
-            forced.push(g);
-          } catch (e) {
-            failed++;
-            process.stderr.write(`probelens: ${host}: not removing ${g}: ${e instanceof Error ? e.message : String(e)}\n`);
-          }
-        }
+        failed += (await fn(agent, host)) ?? 0;
       } finally {
-        // STOP replies before the agent has removed its own instance: cleaning up means waiting for that too.
         await agent.stop();
         await agent.exit;
-      }
-      const removed = [...swept, ...forced];
-      io.out(`${host}: ${removed.length ? `removed ${removed.join(', ')}` : 'nothing to clean up'}\n`);
-      for (const u of undecided.filter((x) => !forced.includes(x.group))) {
-        io.out(
-          `${host}: kept ${u.group}: cannot tell whether its owner is alive (${u.why}); run probelens cleanup where its ` +
-            `namespace is visible (the host), or, if you know that session is gone: probelens cleanup --force ${u.group}` +
-            `${host === 'local' ? '' : ` --host ${host}`}\n`,
-        );
       }
     } catch (e) {
       failed++;
@@ -484,5 +501,5 @@ export async function cleanupCommand(argv: string[], io: Io): Promise<number> {
       await target?.close().catch(() => undefined);
     }
   }
-  return failed ? 1 : 0;
+  return failed;
 }
