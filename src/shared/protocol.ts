@@ -31,6 +31,9 @@ export interface LatencyHistogram {
   buckets: number[];
   count: number;
   maxNs: number;
+  /** One probe's percentiles, as the CLI summary and the hover have them (absent where probes are summed). */
+  p50Ns?: number;
+  p99Ns?: number;
 }
 
 /** One site's share of a probe's hits: the panel's per-site view. */

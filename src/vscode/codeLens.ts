@@ -10,6 +10,7 @@ import type { Ctx } from './ctx';
 import { BTF_KEY, BTF_WORDS } from './model/kernelTree';
 import { lensesForFunctions, type LensModel, type LiveSpec } from './model/lenses';
 import { latencyForSpecs } from './model/stats';
+import { percentiles } from '../core/session/latency';
 import type { TargetKernels } from './targetKernels';
 import type { Tracing } from './tracing';
 
@@ -123,7 +124,7 @@ export class ProbeCodeLenses implements vscode.CodeLensProvider {
       return {
         state,
         hits: st.hits,
-        p50Ns: lat?.p50,
+        p50Ns: lat && percentiles(lat).p50,
         calls: lat?.count,
         ...(lowerBound ? { lowerBound } : {}),
         ...(kernelSource ? { kernelSource } : {}),

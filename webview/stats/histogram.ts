@@ -4,6 +4,8 @@ import type { LatencyHistogram } from '../../src/shared/protocol';
 import { bucketLabel, formatCount, formatDuration } from '../format';
 
 export function sumHistograms(hs: readonly LatencyHistogram[]): LatencyHistogram {
+  // Percentiles do not add up: one probe keeps its own, a sum of several has none.
+  if (hs.length === 1) return hs[0];
   const buckets: number[] = [];
   let count = 0;
   let maxNs = 0;
@@ -52,7 +54,9 @@ export class HistogramView {
     const range = h ? occupiedRange(h) : null;
     this.title.textContent =
       h && range
-        ? `Latency · ${label} · ${formatCount(h.count)} calls · max ${formatDuration(h.maxNs)}`
+        ? `Latency · ${label} · ${formatCount(h.count)} calls · ${
+            h.p50Ns !== undefined && h.p99Ns !== undefined ? `p50 ${formatDuration(h.p50Ns)} · p99 ${formatDuration(h.p99Ns)} · ` : ''
+          }max ${formatDuration(h.maxNs)}`
         : `Latency · ${label} · no returns yet`;
     this.bars.replaceChildren();
     if (!h || !range) return;

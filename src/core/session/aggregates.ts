@@ -5,7 +5,8 @@
 // goroutine for Go, with a bounded stack per key for recursion) per probe and per site, kept as a log2 histogram for
 // display plus a log-linear one for percentiles. A session that aggregates in the kernel (hist triggers) hands its
 // figures here instead (setKernel), so every view shows the same numbers and can say which path produced them.
-import { log2Bucket, type Hit, type HitValue } from '../../shared/hit';
+import type { Hit, HitValue } from '../../shared/hit';
+import { addCall, copyLatency, emptyLatency, fromLog2, latencySummary, type Latency, type LatencySummary } from './latency';
 import { siteKey, type Site } from '../../shared/site';
 import { KeyCounter, type KeySpec, type KeyTables } from './keys';
 import { nameRecord } from '../../shared/names';
@@ -40,40 +41,17 @@ export interface SourceLine {
   line: number;
 }
 
-export interface LatencyStats {
-  count: number;
-  /** Nanoseconds (the trace clock prints microseconds, so values are multiples of 1000). */
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-  min: number;
-  /** Sum of the latencies (for a mean). */
-  sum: number;
-  /** log2 buckets: `log2[i]` counts latencies in [2^i, 2^(i+1)) ns (`log2[0]` also holds 0). */
-  log2: number[];
-}
-
 /**
  * One site of a probe: its hits, its latest hit (none when the kernel counted them), and the latency of the calls
  * that entered through it.
  */
+export type { Latency, LatencySummary };
+
 export interface SiteAggregate {
   site: Site;
   hits: number;
   last?: Hit;
-  latency?: LatencyStats;
-}
-
-/** A probe's latency as the summary reports it (ns): percentiles, and the log2 buckets the panel and hover draw. */
-export interface LatencySummary {
-  count: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-  /** `log2[i]` counts calls that took [2^i, 2^(i+1)) ns (`log2[0]` also holds 0); no trailing empty buckets. */
-  log2: number[];
+  latency?: Latency;
 }
 
 /** One site of a probe and the hits it took. */
@@ -87,8 +65,10 @@ export interface AggregateSummary {
   hits: Record<string, number>;
   /** probe → its sites that were hit, in the order they first were */
   sites: Record<string, SiteCount[]>;
-  /** probe of a pair's entry → latency of its paired calls */
+  /** probe of a pair's entry → latency of its paired calls, as shown */
   latency: Record<string, LatencySummary>;
+  /** The same latencies in full: what several targets' figures are merged from (see latency.ts). */
+  timings: Record<string, Latency>;
   /** Where the figures were computed: "kernel" when hist triggers counted them (absent: from the streamed hits). */
   aggregated?: 'kernel';
   /** In the kernel path, probe → hits per thread id (the kernel's common_pid), most hits first. */
@@ -119,79 +99,17 @@ export interface AggregateSnapshot {
   /** probe → its last hits, oldest first */
   last: Record<string, Hit[]>;
   /** probe of a pair's entry → latency of its paired calls */
-  latency: Record<string, LatencyStats>;
+  latency: Record<string, Latency>;
   /** Returns with no open entry (probe armed mid-call, dropped by a bound, or lost events). */
   unpairedReturns: number;
   lost: number;
-}
-
-const SUB = 16; // sub-buckets per power of two: percentiles within ~6%
-
-class Histogram {
-  readonly log2 = new Array<number>(64).fill(0);
-  private readonly fine = new Map<number, number>();
-  count = 0;
-  max = 0;
-  sum = 0;
-  min = Number.POSITIVE_INFINITY;
-
-  add(ns: number): void {
-    const v = Math.max(0, Math.round(ns));
-    this.count++;
-    this.sum += v;
-    if (v > this.max) this.max = v;
-    if (v < this.min) this.min = v;
-    this.log2[log2Bucket(v)]++;
-    const key = fineIndex(v);
-    this.fine.set(key, (this.fine.get(key) ?? 0) + 1);
-  }
-
-  quantile(q: number): number {
-    if (this.count === 0) return 0;
-    const rank = Math.ceil(q * this.count);
-    let seen = 0;
-    for (const k of [...this.fine.keys()].sort((a, b) => a - b)) {
-      seen += this.fine.get(k)!;
-      if (seen >= rank) return Math.min(this.max, Math.max(this.min, fineValue(k)));
-    }
-    return this.max;
-  }
-
-  stats(): LatencyStats {
-    return {
-      count: this.count,
-      p50: this.quantile(0.5),
-      p90: this.quantile(0.9),
-      p99: this.quantile(0.99),
-      max: this.max,
-      min: this.count ? this.min : 0,
-      sum: this.sum,
-      log2: [...this.log2],
-    };
-  }
-}
-
-/** Values below SUB get exact buckets; above, each octave is split in SUB equal parts. */
-function fineIndex(v: number): number {
-  if (v < SUB) return v;
-  const e = Math.floor(Math.log2(v));
-  const shift = e - Math.log2(SUB);
-  return (shift + 1) * SUB + Math.floor(v / 2 ** shift) - SUB;
-}
-
-/** Midpoint of a fine bucket. */
-function fineValue(k: number): number {
-  if (k < SUB) return k;
-  const shift = Math.floor(k / SUB) - 1;
-  const lo = (SUB + (k % SUB)) * 2 ** shift;
-  return lo + (2 ** shift - 1) / 2;
 }
 
 interface SiteState {
   site: Site;
   hits: number;
   last: Hit;
-  latency?: Histogram;
+  latency?: Latency;
 }
 
 /** The entry side of a pair: the probe and site its latency is counted under, and the open calls per key. */
@@ -211,7 +129,7 @@ export class Aggregates {
   private readonly siteMemo = new WeakMap<Site, { probe: string; st: SiteState }>();
   private readonly lines = new Map<string, number>();
   private readonly last = new Map<string, Hit[]>();
-  private readonly latency = new Map<string, Histogram>();
+  private readonly latency = new Map<string, Latency>();
   private readonly entryOf = new Map<string, LatencyPair>();
   private readonly exitOf = new Map<string, LatencyPair>();
   /** pair entry event → its open calls */
@@ -301,12 +219,12 @@ export class Aggregates {
     for (const [probe, byKey] of this.sites) {
       sites[probe] = [...byKey.values()].map((st) => {
         const out: SiteAggregate = { site: st.site, hits: st.hits, last: st.last };
-        if (st.latency) out.latency = st.latency.stats();
+        if (st.latency) out.latency = copyLatency(st.latency);
         return out;
       });
     }
     const latency: AggregateSnapshot['latency'] = nameRecord();
-    for (const [probe, h] of this.latency) latency[probe] = h.stats();
+    for (const [probe, h] of this.latency) latency[probe] = copyLatency(h);
     return {
       hits: nameRecord(this.hits),
       sites,
@@ -325,21 +243,14 @@ export class Aggregates {
   summary(): AggregateSummary {
     if (this.kernel) return kernelSummary(this.kernel);
     const latency: Record<string, LatencySummary> = nameRecord();
+    const timings: Record<string, Latency> = nameRecord();
     for (const [probe, h] of this.latency) {
-      let n = h.log2.length;
-      while (n > 0 && h.log2[n - 1] === 0) n--;
-      latency[probe] = {
-        count: h.count,
-        p50: Math.round(h.quantile(0.5)),
-        p90: Math.round(h.quantile(0.9)),
-        p99: Math.round(h.quantile(0.99)),
-        max: h.max,
-        log2: h.log2.slice(0, n),
-      };
+      latency[probe] = latencySummary(h);
+      timings[probe] = copyLatency(h);
     }
     const sites: Record<string, SiteCount[]> = nameRecord();
     for (const [probe, byKey] of this.sites) sites[probe] = [...byKey.values()].map((st) => ({ site: st.site, hits: st.hits }));
-    const out: AggregateSummary = { hits: nameRecord(this.hits), sites, latency };
+    const out: AggregateSummary = { hits: nameRecord(this.hits), sites, latency, timings };
     if (this.byKey.keys.length) out.keys = this.byKey.tables();
     return out;
   }
@@ -394,11 +305,11 @@ export class Aggregates {
     // The trace clock prints microseconds: round away the float noise of the subtraction.
     const ns = Math.max(0, Math.round((hit.ts - start) * 1e9));
     let h = this.latency.get(calls!.probe);
-    if (!h) this.latency.set(calls!.probe, (h = new Histogram()));
-    h.add(ns);
+    if (!h) this.latency.set(calls!.probe, (h = emptyLatency()));
+    addCall(h, ns);
     if (calls!.site) {
       const st = this.siteOf(calls!.probe, calls!.site, hit);
-      (st.latency ??= new Histogram()).add(ns);
+      addCall((st.latency ??= emptyLatency()), ns);
     }
     return ns;
   }
@@ -412,11 +323,7 @@ export class Aggregates {
 function kernelSnapshot(k: KernelFigures): AggregateSnapshot {
   const sum = kernelSummary(k);
   const latency: AggregateSnapshot['latency'] = nameRecord();
-  for (const [probe, l] of Object.entries(sum.latency)) {
-    const lo = l.log2.findIndex((n) => n > 0);
-    const total = l.log2.reduce((s, n, i) => s + n * 2 ** i, 0);
-    latency[probe] = { ...l, log2: [...l.log2], min: lo < 0 ? 0 : 2 ** lo, sum: total };
-  }
+  for (const [probe, l] of Object.entries(sum.timings)) latency[probe] = copyLatency(l);
   const sites: AggregateSnapshot['sites'] = nameRecord();
   for (const [probe, list] of Object.entries(sum.sites)) sites[probe] = list.map((s) => ({ site: s.site, hits: s.hits }));
   return { hits: sum.hits, sites, lines: nameRecord(), last: nameRecord(), latency, unpairedReturns: 0, lost: k.dropped };
@@ -456,22 +363,15 @@ function kernelSummary(k: KernelFigures): AggregateSummary {
   }
   for (const list of Object.values(pids)) list.sort((a, b) => b.hits - a.hits || a.pid - b.pid);
   const latency: Record<string, LatencySummary> = nameRecord();
+  const timings: Record<string, Latency> = nameRecord();
   for (const [probe, buckets] of Object.entries(k.latency)) {
-    let n = buckets.length;
-    while (n > 0 && buckets[n - 1] === 0) n--;
-    const log2 = buckets.slice(0, n);
-    const count = log2.reduce((a, b) => a + b, 0);
+    const l = fromLog2(buckets);
     // No call timed yet: no latency, as when streaming.
-    if (count === 0) continue;
-    const upper = (q: number): number => {
-      const rank = Math.ceil(q * count);
-      let seen = 0;
-      for (let i = 0; i < log2.length; i++) if ((seen += log2[i]) >= rank && log2[i] > 0) return 2 ** (i + 1);
-      return 0;
-    };
-    latency[probe] = { count, p50: upper(0.5), p90: upper(0.9), p99: upper(0.99), max: 2 ** log2.length, log2 };
+    if (l.count === 0) continue;
+    latency[probe] = latencySummary(l);
+    timings[probe] = l;
   }
-  const out: AggregateSummary = { hits, sites, latency, aggregated: 'kernel', pids };
+  const out: AggregateSummary = { hits, sites, latency, timings, aggregated: 'kernel', pids };
   if (k.keys) out.keys = k.keys;
   return out;
 }

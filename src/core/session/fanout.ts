@@ -5,6 +5,7 @@ import { addRows, sortRows } from './keys';
 import type { Target } from '../target/target';
 import { TraceSession, type SessionOptions, type SessionSummary } from './traceSession';
 import { nameRecord } from '../../shared/names';
+import { latencySummary, mergeLatency, type Latency } from './latency';
 
 export interface HostOutcome {
   host: string;
@@ -38,9 +39,9 @@ export async function startAll(
 }
 
 /**
- * The sessions' summaries added up over the hosts: counts, lost, kernel counts, per-site counts and latency buckets
- * add up (`mismatch` too; each host with one has it in `hosts`); a latency's percentiles and max are the worst
- * host's (percentiles do not add up), so with one host this is that host's figures.
+ * The sessions' summaries added up over the hosts: counts, lost, kernel counts and per-site counts add up
+ * (`mismatch` too; each host with one has it in `hosts`); a latency is every host's calls together (latency.ts's one
+ * merge), its percentiles read from them, so with one host this is that host's figures.
  */
 export interface MergedSummary extends Pick<
   SessionSummary,
@@ -68,6 +69,7 @@ export function mergeSummaries(outcomes: Array<{ host: string; summary?: Session
   };
   const severalHosts = outcomes.filter((o) => o.summary).length > 1;
   const siteIndex: Record<string, Map<string, MergedSummary['sites'][string][number]>> = nameRecord();
+  const timings = new Map<string, Latency>();
   for (const o of outcomes) {
     m.hosts[o.host] = o.error ? { ok: false, error: o.error.message } : { ok: true };
     if (o.summary?.stream) m.hosts[o.host].stream = o.summary.stream;
@@ -108,17 +110,8 @@ export function mergeSummaries(outcomes: Array<{ host: string; summary?: Session
         }
       }
     }
-    for (const [k, v] of Object.entries(s.latency)) {
-      const had = m.latency[k];
-      if (!had) {
-        m.latency[k] = { ...v, log2: [...v.log2] };
-        continue;
-      }
-      const log2 = had.log2.slice();
-      v.log2.forEach((n, i) => (log2[i] = (log2[i] ?? 0) + n));
-      const worst = v.p99 > had.p99 ? v : had;
-      m.latency[k] = { count: had.count + v.count, p50: worst.p50, p90: worst.p90, p99: worst.p99, max: Math.max(had.max, v.max), log2 };
-    }
+    for (const [k, v] of Object.entries(s.timings)) timings.set(k, mergeLatency(timings.get(k), v));
   }
+  for (const [k, v] of timings) m.latency[k] = latencySummary(v);
   return m;
 }

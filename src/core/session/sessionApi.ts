@@ -7,7 +7,7 @@ import type { ProbeSpec } from '../probes/spec';
 import type { ExecExit, Target } from '../target/target';
 import type { Hit } from '../tracefs/hitParser';
 import type { LossReport } from '../tracefs/loss';
-import type { AggregateSummary, LatencySummary, SiteCount } from './aggregates';
+import type { AggregateSummary, Latency, LatencySummary, SiteCount } from './aggregates';
 import type { FileChange, FileGuard } from './fileWatch';
 import type { KeySpec } from './keys';
 import type { StreamChoice, StreamKind } from './streamChoice';
@@ -95,6 +95,8 @@ export interface SessionSummary {
   mismatch: number;
   kernelHits: Record<string, number>;
   latency: Record<string, LatencySummary>;
+  /** The same latencies in full: what several hosts' figures are merged from. */
+  timings: Record<string, Latency>;
   /** probe → its sites that were hit and their counts (the same figures as the editor's and the panel's). */
   sites: Record<string, SiteCount[]>;
   /** "kernel" when hist triggers produced the figures (see AggregateSummary). */

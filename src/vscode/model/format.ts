@@ -1,7 +1,7 @@
 // Text for the inline decoration, the hover and the status bar. Fixed formatting (not the UI locale) so what
 // a user reads and what tests assert are the same everywhere: `● 1,204 hits · last a=3 b=-7 · p50 2.1µs`.
 import { BTF_SOURCE, DWARF_SOURCE, NO_INLINED_NOTE } from '../../core/probes/kernelBtf';
-import type { LatencyStats } from '../../core/session/aggregates';
+import { percentiles, type Latency } from '../../core/session/latency';
 import { formatCount, formatDuration, describeSite, formatTs, formatValues } from '../../shared/hitText';
 import type { CountPath, ProbeState, SpecStats } from './stats';
 
@@ -27,7 +27,7 @@ export function decorationText(st: SpecStats | undefined, state: ProbeState, pro
   const parts = [`${state === 'stopped' ? '○' : '●'} ${counted(hits, st)}`];
   const last = st?.lastHits[st.lastHits.length - 1];
   if (last && Object.keys(last.values).length) parts.push(`last ${formatValues(last.values, 24, last.cut)}`);
-  if (st?.latency && st.latency.count > 0) parts.push(`p50 ${formatDuration(st.latency.p50)}`);
+  if (st?.latency && st.latency.count > 0) parts.push(`p50 ${formatDuration(percentiles(st.latency).p50)}`);
   const path = pathOf(st);
   if (path === 'kernel') parts.push('aggregated in the kernel');
   else if (path === 'both') parts.push('aggregated in the kernel (streamed on some targets)');
@@ -83,9 +83,10 @@ export function sparkline(log2: readonly number[]): { bars: string; from: number
   return { bars, from: 2 ** lo, to: 2 ** (hi + 1) };
 }
 
-function latencyLines(l: LatencyStats): string[] {
+function latencyLines(l: Latency): string[] {
+  const p = percentiles(l);
   const out = [
-    `**Latency** (${formatCount(l.count)} calls): p50 ${formatDuration(l.p50)} · p90 ${formatDuration(l.p90)} · p99 ${formatDuration(l.p99)} · max ${formatDuration(l.max)}`,
+    `**Latency** (${formatCount(l.count)} calls): p50 ${formatDuration(p.p50)} · p90 ${formatDuration(p.p90)} · p99 ${formatDuration(p.p99)} · max ${formatDuration(l.max)}`,
   ];
   const sp = sparkline(l.log2);
   if (sp) out.push('', `\`${formatDuration(sp.from)} ${sp.bars} ${formatDuration(sp.to)}\``);

@@ -2,7 +2,8 @@
 // hit counts per host, the last hits' values and the latency of an entry/return pair, as the session's aggregates
 // counted them. Pure data in, pure data out: the decorations, hovers, lenses and tree all read this.
 // Tests: test/unit/vscode/model/siteStats.test.ts, test/unit/vscode/model/format.test.ts, test/unit/core/session/sameFigures.test.ts
-import type { AggregateSnapshot, LatencyStats } from '../../core/session/aggregates';
+import type { AggregateSnapshot } from '../../core/session/aggregates';
+import { mergeLatency, type Latency } from '../../core/session/latency';
 import type { Hit, HitValue } from '../../shared/hit';
 import { siteKey, type Site } from '../../shared/site';
 import { nameRecord } from '../../shared/names';
@@ -38,7 +39,8 @@ export interface SpecStats {
   byHost: Record<string, number>;
   /** newest last */
   lastHits: LastHit[];
-  latency?: LatencyStats;
+  /** Every host's paired calls together (latency.ts's one merge, as the CLI summary and the panel). */
+  latency?: Latency;
   /** Hits per function site (all hosts), in the order the sites were armed: the lens's sum broken down. */
   bySite?: Array<Site & { hits: number }>;
   /**
@@ -85,7 +87,7 @@ export function statsForSpec(spec: string, sessions: readonly SessionView[], kee
       }
       st.lastHits.push(...(s.snapshot.last[probe] ?? []).map((h) => lastHitOf(s.host, h)));
       const lat = s.snapshot.latency[probe];
-      if (lat && (!st.latency || lat.count > st.latency.count)) st.latency = lat;
+      if (lat) st.latency = mergeLatency(st.latency, lat);
     }
   }
   st.bySite = [...sites.values()];
@@ -96,8 +98,8 @@ export function statsForSpec(spec: string, sessions: readonly SessionView[], kee
 }
 
 /** Latency is recorded under the probe of a pair's entry: a "Latency" probe set finds it on either of its specs. */
-export function latencyForSpecs(specs: readonly string[], sessions: readonly SessionView[]): LatencyStats | undefined {
-  let best: LatencyStats | undefined;
+export function latencyForSpecs(specs: readonly string[], sessions: readonly SessionView[]): Latency | undefined {
+  let best: Latency | undefined;
   for (const spec of specs) {
     const l = statsForSpec(spec, sessions).latency;
     if (l && (!best || l.count > best.count)) best = l;

@@ -362,7 +362,7 @@ describe('live panel webview in Chromium', () => {
       stats({
         counts: { add: 1204, sub: 7 },
         latency: {
-          sub: { buckets: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4], count: 7, maxNs: 4000 },
+          sub: { buckets: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4], count: 7, maxNs: 4000, p50Ns: 2100, p99Ns: 3900 },
           add: { buckets: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], count: 1, maxNs: 1_500_000 },
         },
       }),
@@ -381,11 +381,11 @@ describe('live panel webview in Chromium', () => {
     const bars = () =>
       p.page.evaluate(() => [...document.querySelectorAll('.pl-bar')].map((b) => Number((b as HTMLElement).dataset.count)));
     assert.equal((await bars()).length, 11, 'buckets 10..20 across all probes');
-    assert.match(await text(p, '.pl-histogram h3'), /all probes · 8 calls · max 1\.5ms/);
+    assert.match(await text(p, '.pl-histogram h3'), /all probes · 8 calls · max 1\.5ms/, 'no percentiles over several probes');
     await p.page.click('.pl-counts li[data-probe="sub"]');
     await frames(p);
     assert.deepEqual(await bars(), [3, 4]);
-    assert.match(await text(p, '.pl-histogram h3'), /sub · 7 calls · max 4µs/);
+    assert.match(await text(p, '.pl-histogram h3'), /sub · 7 calls · p50 2\.1µs · p99 3\.9µs · max 4µs/);
     assert.equal(((await p.savedState()) as { histogramProbe: string }).histogramProbe, 'sub');
     assert.deepEqual(await p.cspViolations(), []);
     assert.deepEqual(p.errors, []);

@@ -4,6 +4,7 @@ import { mergeSummaries } from '../../../../src/core/session/fanout';
 import type { SessionSummary } from '../../../../src/core/session/traceSession';
 import { describeMismatch } from '../../../../src/cli/commands/trace';
 import { plainData } from '../../../helpers/plain';
+import { addCall, emptyLatency, latencySummary, type Latency } from '../../../../src/core/session/latency';
 
 const summary = (host: string, hits: number, mismatch: number): SessionSummary => ({
   host,
@@ -12,6 +13,7 @@ const summary = (host: string, hits: number, mismatch: number): SessionSummary =
   mismatch,
   kernelHits: { f: hits + 1 + mismatch },
   latency: {},
+  timings: {},
   sites: {},
 });
 
@@ -29,38 +31,45 @@ test("merged summaries: a host whose received + lost differs from the kernel's c
   assert.equal(describeMismatch(-2), 'mismatch: 2 more records received than the kernel counted');
 });
 
-test("merged summaries add up per-site counts and latency buckets over hosts; percentiles are the worst host's", () => {
+test("merged summaries add up per-site counts over hosts, and a latency is every host's calls together", () => {
   const site = (address: string) => ({ kind: 'entry' as const, address, file: '/w/a.c', line: 3 });
-  const one = (host: string, hits: number, p99: number, log2: number[], sites: Array<[string, number]>): SessionSummary => ({
+  const timed = (calls: number[]): Latency => {
+    const l = emptyLatency();
+    for (const ns of calls) addCall(l, ns);
+    return l;
+  };
+  const one = (host: string, hits: number, calls: number[], sites: Array<[string, number]>): SessionSummary => ({
     host,
     hits: { f: hits },
     lost: 0,
     mismatch: 0,
     kernelHits: { f: hits },
-    latency: { f: { count: log2.reduce((a, b) => a + b, 0), p50: p99 / 2, p90: p99, p99, max: p99 * 2, log2 } },
+    latency: { f: latencySummary(timed(calls)) },
+    timings: { f: timed(calls) },
     sites: { f: sites.map(([a, n]) => ({ site: site(a), hits: n })) },
   });
+  // A fast host with many calls and a slow one with a few: the worst host's p50 (40 µs) is not the trace's.
+  const fast = Array.from({ length: 90 }, (_, i) => 1000 + i * 10);
+  const slow = Array.from({ length: 10 }, (_, i) => 40_000 + i * 1000);
   const m = mergeSummaries([
-    { host: 'a', summary: one('a', 5, 900, [0, 2, 3], [['0x10', 5]]) },
+    { host: 'a', summary: one('a', 5, fast, [['0x10', 5]]) },
     {
       host: 'b',
-      summary: one(
-        'b',
-        7,
-        4000,
-        [1, 0, 0, 6],
-        [
-          ['0x20', 3],
-          ['0x10', 4],
-        ],
-      ),
+      summary: one('b', 7, slow, [
+        ['0x20', 3],
+        ['0x10', 4],
+      ]),
     },
   ]);
   assert.deepEqual(plainData(m.sites.f.map((s) => [s.site.address, s.hits])), [
     ['0x10', 9],
     ['0x20', 3],
   ]);
-  assert.deepEqual(plainData(m.latency.f), { count: 12, p50: 2000, p90: 4000, p99: 4000, max: 8000, log2: [1, 2, 3, 6] });
+  assert.deepEqual(plainData(m.latency.f), plainData(latencySummary(timed([...fast, ...slow]))));
+  assert.equal(m.latency.f.count, 100);
+  assert.equal(m.latency.f.max, 49_000);
+  assert.ok(m.latency.f.p50 < 2000, `p50 ${m.latency.f.p50} is the fast host's calls' middle`);
+  assert.ok(m.latency.f.p99 >= 40_000, `p99 ${m.latency.f.p99} among the slow host's calls`);
 });
 
 test('in-kernel figures merge with the path they came by, and each host keeps its own threads', () => {
@@ -71,6 +80,7 @@ test('in-kernel figures merge with the path they came by, and each host keeps it
     mismatch: 0,
     kernelHits: { f: 3 },
     latency: {},
+    timings: {},
     sites: {},
     aggregated: 'kernel',
     pids: { f: [{ pid, hits: 3 }] },

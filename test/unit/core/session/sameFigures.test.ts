@@ -4,12 +4,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Aggregates, type LatencyPair } from '../../../../src/core/session/aggregates';
+import { percentiles } from '../../../../src/core/session/latency';
 import { mergeSummaries } from '../../../../src/core/session/fanout';
 import type { SessionSummary } from '../../../../src/core/session/traceSession';
 import type { Hit } from '../../../../src/shared/hit';
 import type { PanelStats } from '../../../../src/shared/protocol';
 import type { Site } from '../../../../src/shared/site';
-import { statsForSpec, type SessionView } from '../../../../src/vscode/model/stats';
+import { latencyForSpecs, statsForSpec, type SessionView } from '../../../../src/vscode/model/stats';
+import { decorationText, formatDuration, hoverMarkdown } from '../../../../src/vscode/model/format';
 import { PanelFeed } from '../../../../src/vscode/panel/panelFeed';
 import { probeSummaryLines } from '../../../../src/cli/summaryText';
 import { plainData } from '../../../helpers/plain';
@@ -74,6 +76,7 @@ test('the CLI summary, the editor and the panel read one count of one stream: sa
     hits: sum.hits,
     sites: sum.sites,
     latency: sum.latency,
+    timings: sum.timings,
     lost: 0,
     mismatch: 0,
     kernelHits: {},
@@ -123,9 +126,9 @@ test('the CLI summary, the editor and the panel read one count of one stream: sa
   assert.ok(lat.log2.filter((n) => n > 0).length >= 8, 'the stream spans several buckets');
   assert.deepEqual(plainData(cli.latency.both_fn), {
     count: lat.count,
-    p50: Math.round(lat.p50),
-    p90: Math.round(lat.p90),
-    p99: Math.round(lat.p99),
+    p50: Math.round(percentiles(lat).p50),
+    p90: Math.round(percentiles(lat).p90),
+    p99: Math.round(percentiles(lat).p99),
     max: lat.max,
     log2: trimmed(lat.log2),
   });
@@ -143,4 +146,78 @@ test('the CLI summary, the editor and the panel read one count of one stream: sa
     panel.sites.both_fn.reduce((n, s) => n + s.latencySumNs, 0),
     agg.snapshot().latency.both_fn.sum,
   );
+});
+
+test('one probe on two targets with different latencies: the CLI, the hover, the inline text, the lens and the panel show one count, p50, p99 and max', () => {
+  const PAIR: LatencyPair[] = [{ entry: 'both_fn', exit: 'both_fn__return' }];
+  // db1 answers 95 calls in 2–3 µs, db2 5 calls in about 1 ms: the trace's p50 is db1's, its p99 db2's.
+  const target = (host: string, latenciesUs: number[]): Aggregates => {
+    const agg = new Aggregates(new Map(), PAIR);
+    let ts = 1;
+    for (const us of latenciesUs) {
+      const base = { host, pid: 7, tid: 1, comm: 'srv', cpu: 0, args: {}, site: ENTRY };
+      agg.add({ ...base, probe: 'both_fn', event: 'both_fn', kind: 'entry', ts });
+      agg.add({ ...base, probe: 'both_fn__return', event: 'both_fn__return', kind: 'return', ts: ts + us / 1e6, retval: 0 });
+      ts += 1;
+    }
+    return agg;
+  };
+  const fast = target(
+    'db1',
+    Array.from({ length: 95 }, (_, i) => 2 + (i % 10) / 10),
+  );
+  const slow = target(
+    'db2',
+    Array.from({ length: 5 }, (_, i) => 1000 + i * 50),
+  );
+  const summaryOf = (host: string, agg: Aggregates): SessionSummary => {
+    const sum = agg.summary();
+    return { host, hits: sum.hits, sites: sum.sites, latency: sum.latency, timings: sum.timings, lost: 0, mismatch: 0, kernelHits: {} };
+  };
+  const cli = mergeSummaries([
+    { host: 'db1', summary: summaryOf('db1', fast) },
+    { host: 'db2', summary: summaryOf('db2', slow) },
+  ]).latency.both_fn;
+  const cliText = probeSummaryLines(
+    mergeSummaries([
+      { host: 'db1', summary: summaryOf('db1', fast) },
+      { host: 'db2', summary: summaryOf('db2', slow) },
+    ]),
+    'both_fn',
+  ).join('');
+  const views: SessionView[] = [
+    { host: 'db1', events: EVENTS, snapshot: fast.snapshot() },
+    { host: 'db2', events: EVENTS, snapshot: slow.snapshot() },
+  ];
+  const st = statsForSpec('both_fn x', views);
+  const hover = hoverMarkdown('both_fn x', st, 'armed');
+  const inline = decorationText(st, 'armed');
+  // The Latency lens (its probe set's entry and return specs), as codeLens.ts computes it.
+  const lens = latencyForSpecs(['both_fn x', 'both_fn%return'], views)!;
+  const feed = new PanelFeed({ version: 't', flushIntervalMs: 60_000 });
+  feed.watch(fast);
+  feed.watch(slow);
+  let panel: PanelStats | undefined;
+  feed.attach((m) => {
+    if (m.type === 'init') panel = m.stats;
+  });
+  feed.dispose();
+  const ph = panel!.latency.both_fn;
+
+  // The rule: every call of both targets together. Not the worst host's figures, nor those of the host with most calls.
+  assert.equal(cli.count, 100);
+  assert.ok(cli.p50 >= 2000 && cli.p50 < 3100, `p50 ${cli.p50} ns: db1's calls' middle`);
+  assert.ok(cli.p99 >= 1_000_000, `p99 ${cli.p99} ns: among db2's calls`);
+  assert.equal(cli.max, 1_200_000);
+  assert.match(cliText, new RegExp(`p50 ${cli.p50} ns p99 ${cli.p99} ns`));
+  assert.match(cliText, /latency of 100 calls/);
+  const d = formatDuration;
+  assert.ok(
+    hover.includes(`(100 calls): p50 ${d(cli.p50)} · p90 ${d(cli.p90)} · p99 ${d(cli.p99)} · max ${d(cli.max)}`),
+    `the hover's figures are the CLI's:\n${hover}`,
+  );
+  assert.ok(inline.includes(`p50 ${d(cli.p50)}`), inline);
+  const lp = percentiles(lens);
+  assert.deepEqual(plainData([lens.count, Math.round(lp.p50), Math.round(lp.p99), lens.max]), [cli.count, cli.p50, cli.p99, cli.max]);
+  assert.deepEqual(plainData([ph.count, Math.round(ph.p50Ns!), Math.round(ph.p99Ns!), ph.maxNs]), [cli.count, cli.p50, cli.p99, cli.max]);
 });

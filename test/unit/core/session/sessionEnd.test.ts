@@ -28,10 +28,20 @@ test('a host that ended early keeps its counts in the merged summary, and its ca
     mismatch: 0,
     kernelHits: {},
     latency: {},
+    timings: {},
     sites: {},
     error: 'the connection to a was lost',
   };
-  const whole: SessionSummary = { host: 'b', hits: { f: 4 }, lost: 0, mismatch: 0, kernelHits: { f: 4 }, latency: {}, sites: {} };
+  const whole: SessionSummary = {
+    host: 'b',
+    hits: { f: 4 },
+    lost: 0,
+    mismatch: 0,
+    kernelHits: { f: 4 },
+    latency: {},
+    timings: {},
+    sites: {},
+  };
   const m = mergeSummaries([
     { host: 'a', summary: partial, error: new Error(partial.error) },
     { host: 'b', summary: whole },
