@@ -22,6 +22,12 @@ export interface TargetNodeArg {
   kind: 'target';
   targetId: string;
 }
+/** A binary on a target in the Probes view. */
+export interface SessionNodeArg {
+  kind: 'session';
+  targetId: string;
+  binaryKey: string;
+}
 
 // Command ids and their argument types, declared once (vscode-js-debug's habit): a typo is a type error.
 export interface CommandArgs {
@@ -38,6 +44,8 @@ export interface CommandArgs {
   'probelens.selectTargets': [];
   'probelens.removeTarget': [TargetNodeArg];
   'probelens.cleanUpTarget': [TargetNodeArg?];
+  /** From the Probes view (a binary on a target), or the palette (no argument). */
+  'probelens.chooseProcess': [SessionNodeArg?];
   'probelens.enableProbe': [ProbeNodeArg];
   'probelens.disableProbe': [ProbeNodeArg];
   'probelens.removeProbe': [ProbeNodeArg];

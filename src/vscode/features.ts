@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import { TracefsAgent } from '../core/tracefs/agentClient';
 import { registerAggregation } from './aggregation';
+import { registerProcesses } from './processes';
 import { Binaries } from './binaries';
 import { BinaryStatus } from './binaryStatus';
 import { ProbeCodeLenses, SOURCE_LANGUAGES } from './codeLens';
@@ -166,6 +167,7 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
   ctx.push(registerCommand('probelens.disableProbe', (n) => tracing.setEnabled(n.binaryKey, n.spec, false)));
   ctx.push(registerCommand('probelens.removeProbe', (n) => tracing.remove(n.binaryKey, n.spec)));
   registerAggregation(ctx, tracing);
+  registerProcesses(ctx, tracing, targets);
   ctx.push(
     registerCommand('probelens.revealProbe', async (n) => {
       const loc = tracing.location(n.binaryKey, n.spec);

@@ -7,7 +7,7 @@
 // Tests: test/e2e/probeSet.test.ts, test/e2e/sshTarget.test.ts, test/e2e/traceLine.test.ts, test/e2e/kernelLens.test.ts
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
-import { command, type ProbeNodeArg, type TargetNodeArg } from './commands';
+import { command, type ProbeNodeArg, type SessionNodeArg, type TargetNodeArg } from './commands';
 import { formatCount } from './model/format';
 import { BTF_KEY, BTF_WORDS, kernelRow } from './model/kernelTree';
 import type { TargetKernels } from './targetKernels';
@@ -15,17 +15,12 @@ import type { TargetEntry, Targets } from './targets';
 import type { Tracing } from './tracing';
 import { nameRecord } from '../shared/names';
 
-interface SessionNode {
-  kind: 'session';
-  targetId: string;
-  binaryKey: string;
-}
 interface KernelNode {
   kind: 'kernel';
   targetId: string;
 }
 type ProbeNode = ProbeNodeArg & { targetId: string };
-type Node = TargetNodeArg | SessionNode | KernelNode | ProbeNode;
+type Node = TargetNodeArg | SessionNodeArg | KernelNode | ProbeNode;
 
 const STATE_ICON: Record<string, string> = nameRecord({
   armed: 'pass-filled',
@@ -94,10 +89,15 @@ export class ProbesView implements vscode.TreeDataProvider<Node> {
       const state = r ? (r.stale && r.state === 'armed' ? 'stale' : r.state) : 'idle';
       const item = new vscode.TreeItem(basename(node.binaryKey), vscode.TreeItemCollapsibleState.Expanded);
       item.id = `session:${node.targetId}:${node.binaryKey}`;
-      item.description = state + (r?.error ? ` · ${r.error}` : '') + (node.binaryKey === BTF_KEY ? ` · ${BTF_WORDS}` : '');
+      const only = this.tracing.chosenProcess(node.targetId, node.binaryKey);
+      item.description =
+        state +
+        (only ? ` · PID ${only.pid} only${only.nsPid !== only.pid ? ` (${only.nsPid} in its namespace)` : ''}` : '') +
+        (r?.error ? ` · ${r.error}` : '') +
+        (node.binaryKey === BTF_KEY ? ` · ${BTF_WORDS}` : '');
       item.tooltip = `${this.tracing.pathOf(node.binaryKey)}\n${item.description}`;
       item.iconPath = new vscode.ThemeIcon(STATE_ICON[state] ?? 'circle-large-outline');
-      item.contextValue = `session.${state}`;
+      item.contextValue = `session.${state}${node.binaryKey === BTF_KEY ? '.kernel' : ''}`;
       return item;
     }
     if (node.kind === 'kernel') {

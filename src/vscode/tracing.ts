@@ -24,6 +24,7 @@ import { knownCaps, someTargetArmsPerSite } from '../core/session/targetCaps';
 import { isKernelImage, isKernelModule } from '../core/probes/kernel';
 import { siteContext } from '../core/probes/variables';
 import type { Target } from '../core/target/target';
+import type { BuildProcess } from '../core/tracefs/agentClient';
 import type { Hit } from '../core/tracefs/hitParser';
 import type { Binaries } from './binaries';
 import type { Ctx, Scope } from './ctx';
@@ -58,6 +59,8 @@ export class Tracing implements vscode.Disposable {
   /** Specs the user agreed to arm although they have more sites than the limit, with their size. */
   private readonly agreedSites = new Map<string, number>();
   private connections = new Map<string, Promise<Target>>();
+  /** `TARGET\0BINARYKEY` → the one process traced there (chooseProcess). */
+  private readonly processes = new Map<string, BuildProcess>();
   private tracing = false;
   /** Where the workspace defines a running-kernel spec's function (TargetKernels.location). */
   kernelLocation: (spec: string) => SpecLocation | undefined = () => undefined;
@@ -107,6 +110,23 @@ export class Tracing implements vscode.Disposable {
 
   get isTracing(): boolean {
     return this.tracing;
+  }
+
+  /** The process the user chose to trace `key` in on target `targetId` (ProbeLens: Trace Only a Process…). */
+  chosenProcess(targetId: string, key: string): BuildProcess | undefined {
+    return this.processes.get(`${targetId}\0${key}`);
+  }
+
+  /**
+   * Traces `key` on `targetId` in one process only (undefined: in every process of the build at its path): its
+   * probes go on that process's copy of the build, a container's too, filtered by its PID. Re-arms if tracing.
+   */
+  async chooseProcess(targetId: string, key: string, p: BuildProcess | undefined): Promise<void> {
+    if (p) this.processes.set(`${targetId}\0${key}`, p);
+    else this.processes.delete(`${targetId}\0${key}`);
+    this.changed.fire();
+    const t = this.targets.active().find((a) => a.id === targetId);
+    if (this.tracing && t) await this.rearmOn(t, key);
   }
 
   onHit(f: (hit: Hit, run: Run) => void): vscode.Disposable {
@@ -476,7 +496,11 @@ export class Tracing implements vscode.Disposable {
       index && run.target.remotePrefix && this.ctx.workspaceFolder
         ? remoteBinaryPath(run.binary, { localPrefix: this.ctx.workspaceFolder, remotePrefix: run.target.remotePrefix })
         : undefined;
-    this.ctx.log(`arming on ${target.describe()}: ${run.binary}${remotePath ? ` (as ${remotePath})` : ''}: ${specs.join(' | ')}`);
+    // In-kernel counting takes no pid filter: a chosen process applies to the streamed probes.
+    const only = index && run.aggSpec === undefined ? this.chosenProcess(run.target.id, run.binaryKey) : undefined;
+    this.ctx.log(
+      `arming on ${target.describe()}: ${run.binary}${remotePath ? ` (as ${remotePath})` : ''}${only ? ` in process ${only.pid} only` : ''}: ${specs.join(' | ')}`,
+    );
     // A refused spec is set aside with its diagnostic; the others arm (and later edits go into this session).
     const session = await TraceSession.start({
       target,
@@ -486,6 +510,7 @@ export class Tracing implements vscode.Disposable {
       ...(index ? { index } : { runningKernel: true }),
       specs,
       remotePath,
+      ...(only ? { pid: only.pid } : {}),
       keepGoing: true,
       maxSites: allowedSites(specs, this.agreedSites),
       debugDirs: this.ctx.config.debugDirs,
@@ -511,6 +536,10 @@ export class Tracing implements vscode.Disposable {
       run.error = 'no probe could be armed';
       return;
     }
+    if (session.process)
+      this.ctx.log(
+        `${run.target.label}: pid ${session.process.pid} is process ${session.process.nsPid} in its own PID namespace; its build is armed at ${session.process.path}`,
+      );
     run.session = session;
     run.state = 'armed';
     noteArmed(this.ctx, run, session.probes);

@@ -5,8 +5,9 @@
 // locally and over SSH; a PID that names two processes, or a process of another build, is refused before arming.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { CONTAINER, PROGRAM, start, type Running } from '../helpers/containers';
 import { join } from 'node:path';
 import { requireTracefs } from '../helpers/tracefs';
 import { missing } from '../helpers/require';
@@ -15,70 +16,6 @@ import { isolatedEnv, parseJsonOutput, runCli, scratch, sleep, sshFlags, startCl
 
 const TRACING = '/sys/kernel/tracing';
 const CALLS = { host: 29, one: 37, two: 41 };
-
-const PROGRAM = `#include <stdio.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
-__attribute__((noinline)) int work(int n) { __asm__ volatile("" ::: "memory"); return n * 3; }
-int main(int argc, char **argv) {
-  int calls = argc > 1 ? atoi(argv[1]) : 1;
-  /* "fork": the calls are made by a child, PID 2 in a new PID namespace. */
-  if (argc > 2) {
-    pid_t c = fork();
-    if (c > 0) { int st; waitpid(c, &st, 0); return 0; }
-  }
-  printf("pid %d\\n", (int)getpid());
-  fflush(stdout);
-  char go;
-  if (read(0, &go, 1) != 1) return 2;
-  long t = 0;
-  for (int i = 0; i < calls; i++) t += work(i);
-  printf("done %ld\\n", t);
-  fflush(stdout);
-  return 0;
-}
-`;
-
-interface Running {
-  child: ChildProcess;
-  /** The working process's PID on the host. */
-  hostPid: number;
-  /** Its PID as it printed it (in its own namespace). */
-  nsPid: number;
-  /** Every host PID of the build in this run (a forking container's parent too). */
-  all: number[];
-  go(): void;
-  done: Promise<string>;
-}
-
-const childrenOf = (pid: number): number[] => {
-  const f = `/proc/${pid}/task/${pid}/children`;
-  return existsSync(f) ? readFileSync(f, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number) : [];
-};
-
-async function start(argv: string[], depth: number): Promise<Running> {
-  const child = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  const done = new Promise<string>((r) => child.once('close', () => r(out)));
-  const until = Date.now() + 30_000;
-  while (!/^pid \d+$/m.test(out)) {
-    if (Date.now() > until || child.exitCode !== null) throw new Error(`${argv.join(' ')} did not start: ${out}`);
-    await sleep(20);
-  }
-  // The host PIDs down the tree: unshare → its forked child (exec'd into chroot, then the program) → the forked worker.
-  const chain = [child.pid!];
-  for (let i = 0; i < depth; i++) chain.push(childrenOf(chain[chain.length - 1])[0]);
-  return {
-    child,
-    hostPid: chain[chain.length - 1],
-    nsPid: Number(/^pid (\d+)$/m.exec(out)![1]),
-    all: chain.slice(argv[0] === 'unshare' ? 1 : 0),
-    go: () => child.stdin!.end('g'),
-    done,
-  };
-}
 
 /** The build, static (a container's root holds nothing else), and two roots holding copies of it. */
 function setUp(t: TestContext): { bin: string; roots: [string, string] } | undefined {
@@ -105,7 +42,7 @@ function setUp(t: TestContext): { bin: string; roots: [string, string] } | undef
 
 /** The host's run and the two containers (the second's calls made by a forked child, PID 2 there). */
 async function runAll(t: TestContext, bin: string, roots: [string, string]): Promise<{ host: Running; one: Running; two: Running }> {
-  const ns = ['unshare', '--mount', '--pid', '--uts', '--fork', 'chroot'];
+  const ns = CONTAINER;
   const host = await start([bin, String(CALLS.host)], 0);
   const one = await start([...ns, roots[0], '/app', String(CALLS.one)], 1);
   const two = await start([...ns, roots[1], '/app', String(CALLS.two), 'fork'], 2);
