@@ -2,9 +2,11 @@
 // user-mode network forwarding a free 127.0.0.1 port to the VM's sshd. The `vm` tier boots it once (test/run.mjs
 // starts `node --import tsx test/helpers/vm.ts --serve FILE`, which writes the connection to FILE and keeps the VM
 // up until its stdin closes) and hands FILE to every test process in PROBELENS_TEST_VM; a test file run on its own
-// boots a VM for its process, stopped when the process ends.
+// boots a VM for its process, stopped when the process ends. Another kernel line (Debian 11's 5.10) or another
+// number of CPUs is asked for with requireVm(t, { kernel, cpus }): that VM is booted in the test's own process,
+// once per kernel and CPU count, and stopped when the process ends (the tier's server serves the default alone).
 //
-// CLI: node --import tsx test/helpers/vm.ts --serve FILE | --build (build the image, print its figures)
+// CLI: node --import tsx test/helpers/vm.ts --serve FILE | --build [debian12|debian11] (build the image, print its figures)
 import type { TestContext } from 'node:test';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,18 +15,27 @@ import { join } from 'node:path';
 import { fixture, type FixtureName } from './fixtures';
 import { missing } from './require';
 import { atProcessEnd, freePort } from './sshd';
-import { READY_MARK, VmUnavailable, vmDebugKernel, vmDebugModule, vmImage, type VmImage } from './vmImage';
+import { KERNEL_LINES, READY_MARK, VmUnavailable, vmDebugKernel, vmDebugModule, vmImage, type VmImage, type VmKernel } from './vmImage';
 import { openBinary } from '../../src/core/binary';
 import { NT_GNU_BUILD_ID, parseNotes } from '../../src/core/binary/notes';
 
-export { VmUnavailable };
+export { VmUnavailable, type VmKernel };
 
 export const QEMU = 'qemu-system-x86_64';
 /** The fixtures every VM image holds, at the paths they have on this machine. */
 export const VM_FIXTURES: FixtureName[] = ['calls-O2', 'many-O2'];
 
+/** Which VM a test wants: its kernel line (default debian12, 6.1) and its virtual CPUs (default 1). */
+export interface VmOptions {
+  kernel?: VmKernel;
+  cpus?: number;
+}
+
 /** What a test needs to reach the VM; plain data, so the tier's server can hand it to other processes. */
 export interface VmConnection {
+  /** The kernel line it boots, and how many virtual CPUs it has. */
+  kernelLine: VmKernel;
+  cpus: number;
   host: string;
   port: number;
   user: 'root';
@@ -142,21 +153,30 @@ function sshBanner(host: string, port: number): Promise<boolean> {
 
 class PortTaken extends Error {}
 
-/** Boots the image. Throws VmUnavailable without qemu; the VM is killed when this process ends. */
-export async function bootVm(image: VmImage, fixtures: Record<string, string>, timeoutMs = 300_000): Promise<RunningVm> {
+/**
+ * Boots the image with `cpus` virtual CPUs (default 1). Throws VmUnavailable without qemu; the VM is killed when this
+ * process ends.
+ */
+export async function bootVm(
+  image: VmImage,
+  fixtures: Record<string, string>,
+  opts: { cpus?: number; timeoutMs?: number } = {},
+): Promise<RunningVm> {
   if (spawnSync('sh', ['-c', `command -v ${QEMU}`], { stdio: 'ignore' }).status !== 0) {
     throw new VmUnavailable(`${QEMU} is not installed (apt-get install qemu-system-x86)`);
   }
+  const cpus = opts.cpus ?? 1;
+  if (!Number.isInteger(cpus) || cpus < 1) throw new Error(`a VM needs a whole number of CPUs, not ${cpus}`);
   for (let attempt = 1; ; attempt++) {
     try {
-      return await bootOnce(image, fixtures, timeoutMs);
+      return await bootOnce(image, fixtures, opts.timeoutMs ?? 300_000, cpus);
     } catch (e) {
       if (!(e instanceof PortTaken) || attempt >= 5) throw e;
     }
   }
 }
 
-async function bootOnce(image: VmImage, fixtures: Record<string, string>, timeoutMs: number): Promise<RunningVm> {
+async function bootOnce(image: VmImage, fixtures: Record<string, string>, timeoutMs: number, cpus: number): Promise<RunningVm> {
   const host = '127.0.0.1';
   const port = await freePort(host);
   const started = Date.now();
@@ -166,7 +186,7 @@ async function bootOnce(image: VmImage, fixtures: Record<string, string>, timeou
     '-m',
     '768',
     '-smp',
-    '1',
+    String(cpus),
     '-nodefaults',
     '-no-user-config',
     '-display',
@@ -231,7 +251,7 @@ async function bootOnce(image: VmImage, fixtures: Record<string, string>, timeou
   while (!(consoleText.includes(READY_MARK) && (await sshBanner(host, port)))) {
     if (exited || Date.now() > deadline) {
       await stop();
-      const why = `the VM (${image.kernelPackage}) did not come up${exited ? ' (qemu exited)' : ` within ${timeoutMs} ms`}:\n${consoleText}`;
+      const why = `the VM (${image.kernelPackage}, ${cpus} CPUs) did not come up${exited ? ' (qemu exited)' : ` within ${timeoutMs} ms`}:\n${consoleText}`;
       throw exited && /host forwarding rule|Address already in use/.test(consoleText) ? new PortTaken(why) : new Error(why);
     }
     await sleep(200);
@@ -240,6 +260,8 @@ async function bootOnce(image: VmImage, fixtures: Record<string, string>, timeou
   const knownHostsFile = join(dir, 'known_hosts');
   writeFileSync(knownHostsFile, `[${host}]:${port} ${image.hostKey}\n`);
   return {
+    kernelLine: image.kernelLine,
+    cpus,
     host,
     port,
     user: 'root',
@@ -256,13 +278,13 @@ async function bootOnce(image: VmImage, fixtures: Record<string, string>, timeou
   };
 }
 
-/** Builds the fixtures and the image (cached), then boots it. */
-export async function startVm(): Promise<RunningVm> {
+/** Builds the fixtures and the image of `opts.kernel`'s line (cached), then boots it with `opts.cpus`. */
+export async function startVm(opts: VmOptions = {}): Promise<RunningVm> {
   const t0 = Date.now();
   const fixtures: Record<string, string> = {};
   for (const name of VM_FIXTURES) fixtures[name] = (await fixture(name)).path;
-  const image = vmImage(Object.values(fixtures));
-  const vm = await bootVm(image, fixtures);
+  const image = vmImage(Object.values(fixtures), opts.kernel);
+  const vm = await bootVm(image, fixtures, { cpus: opts.cpus });
   vm.timings.imageMs = vm.timings.imageCached ? Date.now() - t0 - vm.timings.bootMs : image.buildMs;
   return vm;
 }
@@ -275,25 +297,41 @@ interface Served {
 
 let own: Promise<Served> | undefined;
 
-function served(): Promise<Served> {
+const started = (opts: VmOptions): Promise<Served> =>
+  startVm(opts).then(
+    (vm) => ({ vm }),
+    (e: Error) => ({ error: e.message, unavailable: e instanceof VmUnavailable }),
+  );
+
+/** VMs other than the tier's, booted in this process: `KERNEL/CPUS` → the VM (or why there is none). */
+const others = new Map<string, Promise<Served>>();
+
+function served(opts: VmOptions = {}): Promise<Served> {
+  const kernel = opts.kernel ?? 'debian12';
+  const cpus = opts.cpus ?? 1;
+  if (!KERNEL_LINES.has(kernel)) throw new Error(`no VM kernel line ${kernel}`);
+  if (kernel !== 'debian12' || cpus !== 1) {
+    const key = `${kernel}/${cpus}`;
+    let got = others.get(key);
+    if (!got) others.set(key, (got = started({ kernel, cpus })));
+    return got;
+  }
   const file = process.env.PROBELENS_TEST_VM;
   if (file) {
     own ??= Promise.resolve(JSON.parse(readFileSync(file, 'utf8')) as Served);
   } else {
-    own ??= startVm().then(
-      (vm) => ({ vm }),
-      (e: Error) => ({ error: e.message, unavailable: e instanceof VmUnavailable }),
-    );
+    own ??= started({});
   }
   return own;
 }
 
 /**
- * The tier's VM, or `undefined` after marking the test skipped when it cannot run here (under CI=true: failed).
- * A VM that should have come up and did not fails the test with qemu's console.
+ * The tier's VM (Debian 12's kernel, one CPU), or with `opts` another kernel line or CPU count booted in this
+ * process; `undefined` after marking the test skipped when it cannot run here (under CI=true: failed). A VM that
+ * should have come up and did not fails the test with qemu's console.
  */
-export async function requireVm(t: TestContext): Promise<VmConnection | undefined> {
-  const s = await served();
+export async function requireVm(t: TestContext, opts?: VmOptions): Promise<VmConnection | undefined> {
+  const s = await served(opts);
   if (s.vm) return s.vm;
   if (s.unavailable) {
     missing(t, s.error!);
@@ -321,7 +359,7 @@ export const requireModuleKo = (t: TestContext, vm: VmConnection, name: string):
   requireDebugFile(
     t,
     vm,
-    (release, version) => vmDebugModule(release, version, name),
+    (release, version, kernel) => vmDebugModule(release, version, name, kernel),
     `/sys/module/${name}/notes/.note.gnu.build-id`,
     `loaded ${name}`,
   );
@@ -338,14 +376,14 @@ export const requireVmlinux = (t: TestContext, vm: VmConnection): Promise<{ path
 async function requireDebugFile(
   t: TestContext,
   vm: VmConnection,
-  fetch: (release: string, version: string) => { path: string; extractMs: number },
+  fetch: (release: string, version: string, kernel: VmKernel) => { path: string; extractMs: number },
   notes: string,
   what: string,
 ): Promise<{ path: string; buildId: string } | undefined> {
   const [pkg, version] = vm.kernelPackage.split(' ');
   let path: string;
   try {
-    const got = fetch(pkg.replace(/^linux-image-/, ''), version);
+    const got = fetch(pkg.replace(/^linux-image-/, ''), version, vm.kernelLine);
     path = got.path;
     if (got.extractMs) t.diagnostic(`downloaded and extracted ${path} in ${got.extractMs} ms`);
   } catch (e) {
@@ -397,16 +435,16 @@ if (require.main === module) {
       () => process.exit(0),
       (e: Error) => (console.error(e), process.exit(1)),
     );
-  } else if (mode === '--build') {
+  } else if (mode === '--build' && (arg === undefined || KERNEL_LINES.has(arg as VmKernel))) {
     const fixtures: string[] = [];
     void (async () => {
       for (const name of VM_FIXTURES) fixtures.push((await fixture(name)).path);
-      const image = vmImage(fixtures);
+      const image = vmImage(fixtures, arg as VmKernel | undefined);
       const size = existsSync(image.initrd) ? readFileSync(image.initrd).length : 0;
       console.log(`${image.dir}: ${image.kernelPackage} ${image.kernelVersion}, initrd ${size} bytes, built in ${image.buildMs} ms`);
     })();
   } else {
-    console.error('usage: node --import tsx test/helpers/vm.ts --serve FILE | --build');
+    console.error(`usage: node --import tsx test/helpers/vm.ts --serve FILE | --build [${[...KERNEL_LINES.keys()].join('|')}]`);
     process.exit(2);
   }
 }

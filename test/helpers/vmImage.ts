@@ -1,10 +1,12 @@
-// The VM test host's image: Debian 12's cloud kernel and an initramfs assembled here from this machine's own
+// The VM test host's image: a Debian cloud kernel (Debian 12's 6.1 by default, Debian 11's 5.10 as the second kernel
+// line: see KERNEL_LINES) and an initramfs assembled here from this machine's own
 // programs — a static busybox (Debian's busybox-static, unpacked, not installed: it conflicts with `busybox`),
 // OpenSSH's sshd and the libraries ldd names, generated host and client keys, the modules (virtio, af_key) the kernel package
 // ships (insmod'ed by /init in dependency order) and the fixture binaries at the paths they have here. The kernel
 // and busybox packages come from `apt-get download` + `dpkg-deb -x` and are kept in the test cache; an image is
 // built once per input hash under ${XDG_CACHE_HOME:-~/.cache}/probelens-test/vm/image-HASH and lands by rename, so
-// processes building side by side never see half an image.
+// processes building side by side never see half an image. Debian 11's packages come from a private apt
+// configuration kept in the cache (vm/apt-debian11/), so this machine's own apt sources are never touched.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -24,7 +26,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 /** The VM cannot be built or booted here (no qemu, no apt lists, no network): a missing prerequisite. */
 export class VmUnavailable extends Error {
@@ -40,11 +42,69 @@ export function vmCacheRoot(): string {
 }
 
 export const SSHD = '/usr/sbin/sshd';
-/**
- * Modules /init loads; their dependencies are found from each module's `depends=` and loaded first. af_key (PF_KEY
- * sockets, with xfrm_algo) is there for the module tests (test/vm/kernelModule.test.ts).
- */
-const MODULES = ['virtio_pci', 'virtio_net', 'af_key'];
+
+/** The kernel lines the VM tier can boot: Debian 12's 6.1 cloud kernel (the default) and Debian 11's 5.10. */
+export type VmKernel = 'debian12' | 'debian11';
+
+interface KernelLine {
+  /** The cloud kernel's `linux-image-…` package names, as an `apt-cache search` pattern. */
+  search: string;
+  /** The same names, with the ABI number N (the newest is taken) as the first group. */
+  name: RegExp;
+  /**
+   * `deb` lines of a private apt configuration in the cache; none: this machine's own apt lists (Debian 12), as the
+   * tier has always used.
+   */
+  sources?: string[];
+  /**
+   * Modules /init loads, unless the kernel has them built in; their dependencies are found from each module's
+   * `depends=` and loaded first. af_key (PF_KEY sockets, with xfrm_algo) is there for the module tests
+   * (test/vm/kernelModule.test.ts), which run on the default line only.
+   */
+  modules: string[];
+  /** The modules whose `.ko` with DWARF the VM tests want from the `-dbg` package, extracted with the vmlinux. */
+  debugModules: string[];
+  /**
+   * The mirror's lists name `-dbg` packages it does not serve (Debian 11's security archive answers 404 for its
+   * newest ones): take the newest kernel whose image and `-dbg` both download (checked with HEAD requests, the choice
+   * kept in the line's apt directory), so the tests' vmlinux is the booted kernel's.
+   */
+  debugMustDownload?: boolean;
+}
+
+const DEBIAN_KEYRING = '/usr/share/keyrings/debian-archive-keyring.gpg';
+
+export const KERNEL_LINES = new Map<VmKernel, KernelLine>([
+  [
+    'debian12',
+    {
+      search: '^linux-image-6\\.1\\.0-[0-9]+-cloud-amd64$',
+      name: /^linux-image-6\.1\.0-(\d+)-cloud-amd64$/,
+      modules: ['virtio_pci', 'virtio_net', 'af_key'],
+      debugModules: ['af_key', 'vsock'],
+    },
+  ],
+  [
+    'debian11',
+    {
+      search: '^linux-image-5\\.10\\.0-[0-9]+-cloud-amd64$',
+      name: /^linux-image-5\.10\.0-(\d+)-cloud-amd64$/,
+      sources: [
+        `deb [signed-by=${DEBIAN_KEYRING}] http://deb.debian.org/debian bullseye main`,
+        `deb [signed-by=${DEBIAN_KEYRING}] http://deb.debian.org/debian-security bullseye-security main`,
+      ],
+      modules: ['virtio_pci', 'virtio_net'],
+      debugModules: [],
+      debugMustDownload: true,
+    },
+  ],
+]);
+
+function kernelLine(kernel: VmKernel): KernelLine {
+  const line = KERNEL_LINES.get(kernel);
+  if (!line) throw new Error(`no VM kernel line ${String(kernel)}`);
+  return line;
+}
 
 function run(cmd: string, args: string[], cwd?: string): string {
   const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', maxBuffer: 64 << 20 });
@@ -53,31 +113,109 @@ function run(cmd: string, args: string[], cwd?: string): string {
   return r.stdout;
 }
 
-/** The newest `linux-image-6.1.0-N-cloud-amd64` the apt lists know. */
-export function newestCloudKernelPackage(): string {
-  const out = run('apt-cache', ['search', '--names-only', '^linux-image-6\\.1\\.0-[0-9]+-cloud-amd64$']);
+/** `-o` options that point apt at the configuration in `dir` alone (its sources, lists and cache; no dpkg status). */
+const aptDirOptions = (dir: string): string[] =>
+  [
+    `Dir::Etc::SourceList=${join(dir, 'sources.list')}`,
+    'Dir::Etc::SourceParts=/nonexistent',
+    `Dir::State::Lists=${join(dir, 'lists')}`,
+    `Dir::Cache=${join(dir, 'cache')}`,
+    'Dir::State::status=/dev/null',
+  ].flatMap((o) => ['-o', o]);
+
+const aptReady = new Map<VmKernel, string[]>();
+
+/**
+ * The apt options for `kernel`'s packages: none for this machine's own lists; for a line with its own sources, those
+ * of its private configuration under the cache (vm/apt-NAME/), whose lists are fetched once, when missing. It is
+ * assembled in a temporary directory and lands by rename, so a process never reads half-fetched lists.
+ */
+export function aptOptions(kernel: VmKernel = 'debian12'): string[] {
+  const line = kernelLine(kernel);
+  if (!line.sources) return [];
+  const known = aptReady.get(kernel);
+  if (known) return known;
+  const dir = join(vmCacheRoot(), `apt-${kernel}`);
+  if (!existsSync(join(dir, 'lists'))) {
+    mkdirSync(vmCacheRoot(), { recursive: true });
+    const tmp = mkdtempSync(join(vmCacheRoot(), '.apt-'));
+    try {
+      writeFileSync(join(tmp, 'sources.list'), line.sources.join('\n') + '\n');
+      for (const d of ['lists/partial', 'cache/archives/partial']) mkdirSync(join(tmp, d), { recursive: true });
+      // As root apt warns that _apt cannot write here and fetches unsandboxed: harmless.
+      run('apt-get', [...aptDirOptions(tmp), 'update', '-q']);
+      const lists = readdirSync(join(tmp, 'lists')).filter((f) => /_Packages(\.\w+)?$/.test(f));
+      if (lists.length < line.sources.length)
+        throw new VmUnavailable(`apt-get update for ${kernel} fetched ${lists.length} of ${line.sources.length} package lists`);
+      try {
+        renameSync(tmp, dir);
+      } catch (e) {
+        if (!existsSync(join(dir, 'lists'))) throw e; // another process fetched them first: use theirs
+      }
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  }
+  const opts = aptDirOptions(dir);
+  aptReady.set(kernel, opts);
+  return opts;
+}
+
+/** The newest cloud kernel package of `kernel`'s line (`linux-image-6.1.0-N-cloud-amd64` by default) the apt lists know. */
+export function newestCloudKernelPackage(kernel: VmKernel = 'debian12'): string {
+  const line = kernelLine(kernel);
+  const out = run('apt-cache', [...aptOptions(kernel), 'search', '--names-only', line.search]);
+  const abi = (n: string): number => Number(line.name.exec(n)![1]);
   const names = out
     .split('\n')
     .map((l) => l.split(' ')[0])
-    .filter((n) => /^linux-image-6\.1\.0-\d+-cloud-amd64$/.test(n))
-    .sort((a, b) => Number(/-(\d+)-cloud/.exec(a)![1]) - Number(/-(\d+)-cloud/.exec(b)![1]));
-  if (names.length === 0) throw new VmUnavailable('apt lists name no linux-image-6.1.0-*-cloud-amd64 (run apt-get update)');
-  return names[names.length - 1];
+    .filter((n) => line.name.test(n))
+    .sort((a, b) => abi(a) - abi(b));
+  if (names.length === 0) throw new VmUnavailable(`apt lists name no package matching ${line.search} (run apt-get update)`);
+  if (!line.debugMustDownload) return names[names.length - 1];
+  const choice = join(vmCacheRoot(), `apt-${kernel}`, 'kernel-choice');
+  const chosen = existsSync(choice) ? readFileSync(choice, 'utf8').trim() : '';
+  if (names.includes(chosen)) return chosen;
+  for (const name of names.reverse()) {
+    if (![name, `${name}-dbg`].every((pkg) => served(packageUri(pkg, kernel)))) continue;
+    writeFileSync(choice, `${name}\n`);
+    return name;
+  }
+  throw new VmUnavailable(`the mirror serves no ${line.search} whose -dbg package downloads too`);
 }
 
-/** `pkg`'s candidate version in the apt lists. */
-export function candidateVersion(pkg: string): string {
-  const m = /^Version: (\S+)$/m.exec(run('apt-cache', ['show', '--no-all-versions', pkg]));
+/** The URI `apt-get download` fetches `pkg`'s candidate from. */
+function packageUri(pkg: string, kernel: VmKernel): string {
+  const out = run('apt-get', [...aptOptions(kernel), 'download', '--print-uris', '-q', pkg]);
+  const m = /^'(\S+)' /m.exec(out);
+  if (!m) throw new VmUnavailable(`apt-get download --print-uris ${pkg} named no URI: ${out.trim()}`);
+  return m[1];
+}
+
+/** Whether a HEAD request for `uri` answers 200 (node's fetch in a child: this module is synchronous). */
+function served(uri: string): boolean {
+  const r = spawnSync(
+    process.execPath,
+    ['-e', "fetch(process.argv[1], { method: 'HEAD' }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(2))", uri],
+    { stdio: 'ignore', timeout: 60_000 },
+  );
+  if (r.status === 2 || r.error) throw new VmUnavailable(`cannot reach ${uri}`);
+  return r.status === 0;
+}
+
+/** `pkg`'s candidate version in the apt lists (`kernel`'s, for a line with its own sources). */
+export function candidateVersion(pkg: string, kernel: VmKernel = 'debian12'): string {
+  const m = /^Version: (\S+)$/m.exec(run('apt-cache', [...aptOptions(kernel), 'show', '--no-all-versions', pkg]));
   if (!m) throw new VmUnavailable(`apt-cache show ${pkg} names no version`);
   return m[1];
 }
 
 /**
- * `pkg`'s candidate version, downloaded and unpacked (not installed) into the cache once:
+ * `pkg`'s candidate version, downloaded (from `kernel`'s apt lists) and unpacked (not installed) into the cache once:
  * returns the directory holding its files.
  */
-export function unpackedPackage(pkg: string): { dir: string; version: string } {
-  const version = candidateVersion(pkg);
+export function unpackedPackage(pkg: string, kernel: VmKernel = 'debian12'): { dir: string; version: string } {
+  const version = candidateVersion(pkg, kernel);
   const root = join(vmCacheRoot(), 'debs');
   const dir = join(root, `${pkg}_${version.replace(/[^\w.+~-]/g, '_')}`);
   if (existsSync(dir)) return { dir, version };
@@ -85,7 +223,7 @@ export function unpackedPackage(pkg: string): { dir: string; version: string } {
   const tmp = mkdtempSync(join(root, '.tmp-'));
   try {
     // As root apt warns that _apt cannot write here and downloads unsandboxed: harmless.
-    run('apt-get', ['download', '-q', `${pkg}=${version}`], tmp);
+    run('apt-get', [...aptOptions(kernel), 'download', '-q', `${pkg}=${version}`], tmp);
     const deb = readdirSync(tmp).find((f) => f.endsWith('.deb'));
     if (!deb) throw new VmUnavailable(`apt-get download ${pkg} left no .deb`);
     run('dpkg-deb', ['-x', join(tmp, deb), join(tmp, 'root')]);
@@ -149,6 +287,18 @@ function modulesOf(kernelRoot: string, release: string): Map<string, string> {
   return map;
 }
 
+/** The modules the kernel has built in (its package's modules.builtin), by name: nothing to load for them. */
+export function builtinModules(kernelRoot: string, release: string): Set<string> {
+  const file = join(kernelRoot, 'lib', 'modules', release, 'modules.builtin');
+  if (!existsSync(file)) return new Set();
+  return new Set(
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l.endsWith('.ko'))
+      .map((l) => basename(l, '.ko').replace(/-/g, '_')),
+  );
+}
+
 // --- the newc cpio archive the kernel unpacks as its initramfs ---
 
 interface Entry {
@@ -196,6 +346,8 @@ export function writeCpio(file: string, entries: Entry[]): void {
 
 export interface VmImage {
   dir: string;
+  /** The kernel line it boots. */
+  kernelLine: VmKernel;
   /** The kernel's bzImage. */
   kernel: string;
   initrd: string;
@@ -273,24 +425,30 @@ function directoriesFor(paths: string[]): Entry[] {
 }
 
 /**
- * Builds (or finds in the cache) the image holding `binaries` (absolute paths, copied to the same paths in the VM,
- * with their libraries).
+ * Builds (or finds in the cache) the image of `kernel`'s newest cloud kernel holding `binaries` (absolute paths,
+ * copied to the same paths in the VM, with their libraries).
  */
-export function vmImage(binaries: string[]): VmImage {
+export function vmImage(binaries: string[], kernel: VmKernel = 'debian12'): VmImage {
   for (const tool of ['apt-cache', 'apt-get', 'dpkg-deb', 'ldd', 'ssh-keygen']) {
     if (spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status !== 0)
       throw new VmUnavailable(`${tool} is not installed`);
   }
   if (!existsSync(SSHD)) throw new VmUnavailable(`${SSHD} is not installed (apt-get install openssh-server)`);
   const started = Date.now();
-  const kernelPackage = newestCloudKernelPackage();
-  const kernel = unpackedPackage(kernelPackage);
+  const line = kernelLine(kernel);
+  const kernelPackage = newestCloudKernelPackage(kernel);
+  const kernelPkg = unpackedPackage(kernelPackage, kernel);
+  // Userland is this machine's whatever the kernel: busybox from its own (Debian 12) lists.
   const busybox = unpackedPackage('busybox-static');
   const release = kernelPackage.replace(/^linux-image-/, '');
-  const vmlinuz = join(kernel.dir, 'boot', `vmlinuz-${release}`);
+  const vmlinuz = join(kernelPkg.dir, 'boot', `vmlinuz-${release}`);
   if (!existsSync(vmlinuz)) throw new VmUnavailable(`${kernelPackage} holds no boot/vmlinuz-${release}`);
-  const modules = modulesOf(kernel.dir, release);
-  const order = moduleLoadOrder(MODULES, modules);
+  const modules = modulesOf(kernelPkg.dir, release);
+  const builtin = builtinModules(kernelPkg.dir, release);
+  const order = moduleLoadOrder(
+    line.modules.filter((m) => !builtin.has(m)),
+    modules,
+  );
 
   // Inputs: path in the image → where its bytes come from (or the bytes).
   const files = new Map<string, { src?: string; data?: Buffer; mode: number }>();
@@ -313,7 +471,7 @@ export function vmImage(binaries: string[]): VmImage {
   files.set('/etc/shadow', { data: Buffer.from('root:*:19000:0:99999:7:::\nsshd:*:19000:0:99999:7:::\n'), mode: 0o600 });
 
   const hash = createHash('sha256');
-  hash.update(`vm-image-v1\0${kernelPackage}\0${kernel.version}\0${busybox.version}\0`);
+  hash.update(`vm-image-v1\0${kernelPackage}\0${kernelPkg.version}\0${busybox.version}\0`);
   hash.update(readFileSync(__filename));
   const sorted = [...files.entries()].sort(([a], [b]) => a.localeCompare(b));
   for (const [path, f] of sorted) {
@@ -324,11 +482,12 @@ export function vmImage(binaries: string[]): VmImage {
   const dir = join(vmCacheRoot(), `image-${id}`);
   const meta = (buildMs: number): VmImage => ({
     dir,
+    kernelLine: kernel,
     kernel: join(dir, 'vmlinuz'),
     initrd: join(dir, 'initrd.cpio'),
     kernelRelease: release,
     kernelPackage,
-    kernelVersion: kernel.version,
+    kernelVersion: kernelPkg.version,
     identityFile: join(dir, 'id_ed25519'),
     hostKey: readFileSync(join(dir, 'ssh_host_ed25519_key.pub'), 'utf8').trim().split(' ').slice(0, 2).join(' '),
     binaries,
@@ -372,26 +531,30 @@ export function initrdSize(image: VmImage): number {
   return statSync(image.initrd).size;
 }
 
-/** The modules whose `.ko` with DWARF the VM tests want from the `-dbg` package (af_key loaded in the VM, vsock not). */
-export const DEBUG_MODULES = ['af_key', 'vsock'];
+/**
+ * The modules whose `.ko` with DWARF the VM tests want from the default line's `-dbg` package (af_key loaded in the
+ * VM, vsock not).
+ */
+export const DEBUG_MODULES = kernelLine('debian12').debugModules;
 
 const debDir = (release: string, version: string) => join(vmCacheRoot(), `kdebug-${release}_${version.replace(/[^\w.+~-]/g, '_')}`);
 const oldVmlinux = (release: string, version: string) =>
   join(vmCacheRoot(), `vmlinux-${release}_${version.replace(/[^\w.+~-]/g, '_')}`, `vmlinux-${release}`);
 
 /**
- * The VM kernel's `vmlinux` with its DWARF: `apt-get download` of exactly `release`/`version`'s `-dbg` package
- * (≈ 283 MB), of which `usr/lib/debug/boot/vmlinux-RELEASE` and the DEBUG_MODULES' `.ko`s are extracted in one pass
+ * The VM kernel's `vmlinux` with its DWARF: `apt-get download` (from `kernel`'s apt lists) of exactly
+ * `release`/`version`'s `-dbg` package (≈ 283 MB), of which `usr/lib/debug/boot/vmlinux-RELEASE` and the line's
+ * debug modules' (DEBUG_MODULES for the default) `.ko`s are extracted in one pass
  * (`dpkg-deb --fsys-tarfile | tar -x`) into the cache, `kdebug-RELEASE_VERSION/` (`vmlinux-RELEASE`,
  * `modules/NAME.ko`); the .deb is removed afterwards. An older cache's `vmlinux-RELEASE_VERSION/` is used as it is.
  * Done once: later calls return the cached file. Throws VmUnavailable when it cannot be had (no apt lists naming
  * it, no network).
  */
-export function vmDebugKernel(release: string, version: string): { path: string; extractMs: number } {
+export function vmDebugKernel(release: string, version: string, kernel: VmKernel = 'debian12'): { path: string; extractMs: number } {
   const path = join(debDir(release, version), `vmlinux-${release}`);
   if (existsSync(path)) return { path, extractMs: 0 };
   if (existsSync(oldVmlinux(release, version))) return { path: oldVmlinux(release, version), extractMs: 0 };
-  const extractMs = extractDebugFiles(release, version, true, DEBUG_MODULES);
+  const extractMs = extractDebugFiles(release, version, true, kernelLine(kernel).debugModules, kernel);
   return { path, extractMs };
 }
 
@@ -400,24 +563,31 @@ export function vmDebugKernel(release: string, version: string): { path: string;
  * (keyed by release, version and module); fetched with the vmlinux when that is not cached either, so a fresh
  * machine downloads the package once.
  */
-export function vmDebugModule(release: string, version: string, name: string): { path: string; extractMs: number } {
+export function vmDebugModule(
+  release: string,
+  version: string,
+  name: string,
+  kernel: VmKernel = 'debian12',
+): { path: string; extractMs: number } {
   const path = join(debDir(release, version), 'modules', `${name}.ko`);
   if (existsSync(path)) return { path, extractMs: 0 };
   const haveVmlinux = existsSync(join(debDir(release, version), `vmlinux-${release}`)) || existsSync(oldVmlinux(release, version));
-  const wanted = [...new Set([...DEBUG_MODULES, name])].filter((m) => !existsSync(join(debDir(release, version), 'modules', `${m}.ko`)));
-  const extractMs = extractDebugFiles(release, version, !haveVmlinux, wanted);
+  const wanted = [...new Set([...kernelLine(kernel).debugModules, name])].filter(
+    (m) => !existsSync(join(debDir(release, version), 'modules', `${m}.ko`)),
+  );
+  const extractMs = extractDebugFiles(release, version, !haveVmlinux, wanted, kernel);
   return { path, extractMs };
 }
 
 /** Downloads the `-dbg` package once and extracts the vmlinux (when asked) and `modules`' `.ko`s into the cache. */
-function extractDebugFiles(release: string, version: string, vmlinux: boolean, modules: string[]): number {
+function extractDebugFiles(release: string, version: string, vmlinux: boolean, modules: string[], kernel: VmKernel): number {
   const started = Date.now();
   const dir = debDir(release, version);
   mkdirSync(join(dir, 'modules'), { recursive: true });
   const tmp = mkdtempSync(join(vmCacheRoot(), '.kdebug-'));
   try {
     const pkg = `linux-image-${release}-dbg`;
-    run('apt-get', ['download', '-q', `${pkg}=${version}`], tmp);
+    run('apt-get', [...aptOptions(kernel), 'download', '-q', `${pkg}=${version}`], tmp);
     const deb = readdirSync(tmp).find((f) => f.endsWith('.deb'));
     if (!deb) throw new VmUnavailable(`apt-get download ${pkg}=${version} left no .deb`);
     const kernelMember = `./usr/lib/debug/boot/vmlinux-${release}`;

@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadIndex } from '../../src/core/index/load';
+import { loadIndex, type LoadedIndex } from '../../src/core/index/load';
 import { isolatedEnv, scratch, startCli, sleep, type CliRun } from '../integration/engine-harness';
 import { missing } from '../helpers/require';
 import { vmCliFlags, vmShell, vmSshArgs, waitVmClean, type VmConnection } from '../helpers/vm';
@@ -55,10 +55,10 @@ const ARM_MS = 300_000;
 
 const CACHE = mkdtempSync(join(tmpdir(), 'pl-kernel-cache-'));
 process.on('exit', () => rmSync(CACHE, { recursive: true, force: true }));
-let warmed: Promise<unknown> | undefined;
+let warmed: Promise<LoadedIndex> | undefined;
 
 /** Indexes the vmlinux once into this process's cache, which every CLI started by kernelEnv reads. */
-export const warmIndex = (vmlinux: string): Promise<unknown> =>
+export const warmIndex = (vmlinux: string): Promise<LoadedIndex> =>
   (warmed ??= loadIndex(vmlinux, { inWorker: true, cacheDir: join(CACHE, 'probelens', 'index') }));
 
 export const kernelEnv = (t: TestContext): NodeJS.ProcessEnv => ({ ...isolatedEnv(t), XDG_CACHE_HOME: CACHE });
