@@ -45,6 +45,16 @@ const pairs = (flat: readonly number[]): bigint[][] => {
   return out;
 };
 const MIN_FUNCTIONS = 300;
+
+/** Hits per function from hits per event: an event's spec, or its probe's name where it has none. */
+function bySpec(perEvent: ReadonlyMap<string, { probe: string; n: number }>, spec: ReadonlyMap<string, string>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [event, { probe, n }] of perEvent) {
+    const name = spec.get(event) ?? probe;
+    out.set(name, (out.get(name) ?? 0) + n);
+  }
+  return out;
+}
 const CARGO_REGISTRY = '/usr/share/cargo/registry';
 // Bounds that keep the stream loss-free and teardown short (â‰ˆ45 ms of kernel time per armed event).
 const MAX_HITS = 200_000;
@@ -315,6 +325,7 @@ test('instrumented ripgrep searching its tree: received hits equal the programâ€
     const tally = new Tally();
     let refusedRest = 0;
     let unseenRest = 0;
+    let heapMost = 0;
     for (const batch of EVERY
       ? batches(
           rest,
@@ -324,7 +335,9 @@ test('instrumented ripgrep searching its tree: received hits equal the programâ€
           MAX_HITS,
         )
       : []) {
-      const stamps: Hit[] = [];
+      // Counts per event, not the hits: a batch brings up to 200,000 of them and the run has about 150 batches.
+      const perEvent = new Map<string, { probe: string; n: number }>();
+      let received = 0;
       session = await TraceSession.start({
         target: new LocalTarget(),
         index,
@@ -332,7 +345,12 @@ test('instrumented ripgrep searching its tree: received hits equal the programâ€
         bufferKb: 16384,
         maxSites: 128,
         keepGoing: true,
-        onHit: (h) => stamps.push(h),
+        onHit: (h) => {
+          received++;
+          const e = perEvent.get(h.event);
+          if (e) e.n++;
+          else perEvent.set(h.event, { probe: h.probe, n: 1 });
+        },
       });
       const no = new Set(session.refused.map((r) => r.spec));
       const spec = new Map(session.probes.map((pr) => [pr.event, pr.spec]));
@@ -343,12 +361,7 @@ test('instrumented ripgrep searching its tree: received hits equal the programâ€
         counted = byName(await workload(rg, CARGO_REGISTRY, dir, `every-${tally.batches}`, expected));
       } catch (e) {
         // A run past its limit: name the functions whose hits so far passed their calls in the run that chose them.
-        const far = new Map<string, number>();
-        for (const h of stamps) {
-          const n = spec.get(h.event) ?? h.probe;
-          far.set(n, (far.get(n) ?? 0) + 1);
-        }
-        const worst = [...far]
+        const worst = [...bySpec(perEvent, spec)]
           .filter(([n, c]) => c > (called.get(n) ?? 0))
           .sort((a, b) => b[1] - a[1])
           .slice(0, 5);
@@ -357,13 +370,13 @@ test('instrumented ripgrep searching its tree: received hits equal the programâ€
             `hits past the chosen run's calls: ${worst.map(([n, c]) => `${n} ${c} > ${called.get(n) ?? 0}`).join('; ') || 'none'})`,
         );
       }
-      await settle(() => stamps.length, 4, 240);
+      await settle(() => received, 4, 240);
       const done = await session.stop();
       session = undefined;
       assert.equal(done.lost, 0, `lost ${done.lost} events: the comparison needs every hit`);
-      const seen = new Map<string, number>();
-      for (const h of stamps) seen.set(spec.get(h.event) ?? h.probe, (seen.get(spec.get(h.event) ?? h.probe) ?? 0) + 1);
+      const seen = bySpec(perEvent, spec);
       refusedRest += no.size;
+      heapMost = Math.max(heapMost, process.memoryUsage().heapUsed);
       // Short where the program's counter runs in code no DWARF describes as the function: the miss it is.
       const unseen = batch.filter((n) => !no.has(n) && (seen.get(n) ?? 0) < (counted.get(n) ?? 0) && undescribedOf(n).length > 0);
       unseenRest += unseen.length;
@@ -375,7 +388,9 @@ test('instrumented ripgrep searching its tree: received hits equal the programâ€
       );
     }
     if (EVERY) {
-      t.diagnostic(`${tally.summary(rest.length)}; ${refusedRest} refused by define, ${unseenRest} short in undescribed code`);
+      t.diagnostic(
+        `${tally.summary(rest.length)}; ${refusedRest} refused by define, ${unseenRest} short in undescribed code; heap at most ${Math.round(heapMost / 2 ** 20)} MiB`,
+      );
       assert.deepEqual(tally.over, [], 'no function is counted over its calls');
       assert.deepEqual(tally.off, [], 'every function not named a lower bound is counted exactly');
     }
