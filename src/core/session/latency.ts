@@ -40,7 +40,8 @@ export function addCall(l: Latency, ns: number): void {
   l.sum += v;
   if (v > l.max) l.max = v;
   if (v < l.min) l.min = v;
-  l.log2[log2Bucket(v)] = (l.log2[log2Bucket(v)] ?? 0) + 1;
+  const b = log2Bucket(v);
+  l.log2[b] = (l.log2[b] ?? 0) + 1;
   const k = fineIndex(v);
   l.fine.set(k, (l.fine.get(k) ?? 0) + 1);
 }
@@ -100,28 +101,36 @@ export function latencySince(now: Latency, base: Latency | undefined): Latency |
 }
 
 /**
- * The latency at or below which a fraction `q` of the calls fall. From the log-linear buckets when every call is in
- * them; otherwise (the kernel timed some) the upper end of the log2 bucket it falls in.
+ * The latencies at or below which the fractions `qs` (ascending) of the calls fall. From the log-linear buckets when
+ * every call is in them; otherwise (the kernel timed some) the upper end of the log2 bucket each falls in.
  */
-export function quantile(l: Latency, q: number): number {
-  if (l.count === 0) return 0;
-  const rank = Math.ceil(q * l.count);
-  let seen = 0;
+function quantiles(l: Latency, qs: readonly number[]): number[] {
+  if (l.count === 0) return qs.map(() => 0);
   let inFine = 0;
   for (const n of l.fine.values()) inFine += n;
-  if (inFine === l.count) {
-    for (const k of [...l.fine.keys()].sort((a, b) => a - b)) {
-      seen += l.fine.get(k)!;
-      if (seen >= rank) return Math.min(l.max, Math.max(l.min, fineValue(k)));
-    }
-    return l.max;
+  const buckets: Array<[number, number]> =
+    inFine === l.count
+      ? [...l.fine].sort((a, b) => a[0] - b[0]).map(([k, n]) => [Math.min(l.max, Math.max(l.min, fineValue(k))), n])
+      : l.log2.flatMap((n, i) => (n > 0 ? [[2 ** (i + 1), n] as [number, number]] : []));
+  const out: number[] = [];
+  let seen = 0;
+  let i = 0;
+  for (const q of qs) {
+    const rank = Math.ceil(q * l.count);
+    while (i < buckets.length && seen + buckets[i][1] < rank) seen += buckets[i++][1];
+    out.push(i < buckets.length ? buckets[i][0] : l.max);
   }
-  for (let i = 0; i < l.log2.length; i++) if ((seen += l.log2[i] ?? 0) >= rank && l.log2[i] > 0) return 2 ** (i + 1);
-  return l.max;
+  return out;
+}
+
+/** The latency at or below which a fraction `q` of the calls fall (see quantiles). */
+export function quantile(l: Latency, q: number): number {
+  return quantiles(l, [q])[0];
 }
 
 export function percentiles(l: Latency): Percentiles {
-  return { p50: quantile(l, 0.5), p90: quantile(l, 0.9), p99: quantile(l, 0.99) };
+  const [p50, p90, p99] = quantiles(l, [0.5, 0.9, 0.99]);
+  return { p50, p90, p99 };
 }
 
 /** The log2 buckets without their trailing empty ones, as the summary and the panel show them. */

@@ -2,7 +2,7 @@
 // paired): summed over every session the panel has shown since it was last cleared, less the figures at that
 // clear (a baseline snapshot, so "clear" never starts a second count). No `vscode` import.
 import type { AggregateSnapshot } from '../../core/session/aggregates';
-import { latencySince, mergeLatency, percentiles, trimmedLog2, type Latency } from '../../core/session/latency';
+import { copyLatency, latencySince, mergeLatency, percentiles, trimmedLog2, type Latency } from '../../core/session/latency';
 import type { Hit } from '../../shared/hit';
 import { formatHitArgs, formatValue } from '../../shared/hitText';
 import { siteKey, type Site } from '../../shared/site';
@@ -36,7 +36,7 @@ export function tally(snapshots: readonly AggregateSnapshot[]): Tally {
       for (const a of sites) {
         const k = siteKey(a.site);
         const row = byKey.get(k);
-        if (!row) byKey.set(k, { site: a.site, hits: a.hits, last: a.last, latency: a.latency && mergeLatency(undefined, a.latency) });
+        if (!row) byKey.set(k, { site: a.site, hits: a.hits, last: a.last, latency: a.latency && copyLatency(a.latency) });
         else {
           row.hits += a.hits;
           if (a.last && (!row.last || a.last.ts >= row.last.ts)) row.last = a.last;
