@@ -3,7 +3,6 @@
 // editor is visible; a single timer redraws live numbers at most a few times a second while hits arrive.
 // Tests: test/e2e/showVersion.test.ts, test/e2e/traceLens.test.ts
 import * as vscode from 'vscode';
-import { TracefsAgent } from '../core/tracefs/agentClient';
 import { registerAggregation } from './aggregation';
 import { registerProcesses } from './processes';
 import { Binaries } from './binaries';
@@ -138,16 +137,7 @@ export function activateFeatures(context: vscode.ExtensionContext): void {
           // The agent's HELLO sweeps every probelens_* group and instance whose owner it can prove gone, and names
           // those it cannot judge (owners in PID namespaces its /proc does not show), which it keeps.
           try {
-            const target = await targets.open(t);
-            let undecided: Array<{ group: string; why: string }> = [];
-            try {
-              const agent = await TracefsAgent.start(target, { sudo: t.sudo });
-              undecided = agent.hello.undecided;
-              await agent.stop();
-              await agent.exit;
-            } finally {
-              await target.close();
-            }
+            const undecided = await targets.withAgent(t, async (agent) => agent.hello.undecided);
             ctx.log(`cleaned up ${t.label}: leftovers of dead ProbeLens sessions removed`);
             for (const u of undecided) ctx.log(`cleaned up ${t.label}: kept ${u.group}: cannot tell whether its owner is alive (${u.why})`);
             void vscode.window.showInformationMessage(

@@ -5,7 +5,7 @@
 import { basename } from 'node:path';
 import * as vscode from 'vscode';
 import { buildIdBytes, mappedName } from '../core/session/tracedProcess';
-import { TracefsAgent, type BuildProcess } from '../core/tracefs/agentClient';
+import type { BuildProcess } from '../core/tracefs/agentClient';
 import { registerCommand, type SessionNodeArg } from './commands';
 import type { Ctx } from './ctx';
 import { BTF_KEY } from './model/kernelTree';
@@ -13,7 +13,7 @@ import type { Targets } from './targets';
 import type { Tracing } from './tracing';
 
 /** One quick-pick row per process, and one for every process of the build at its path. */
-export function processItems(
+function processItems(
   rows: readonly BuildProcess[],
   chosen: BuildProcess | undefined,
   path: string,
@@ -48,20 +48,7 @@ export function registerProcesses(ctx: Ctx, tracing: Tracing, targets: Targets):
       try {
         rows = await vscode.window.withProgress(
           { location: vscode.ProgressLocation.Notification, title: `ProbeLens: processes of ${basename(binary)} on ${t.label}` },
-          async () => {
-            const target = await targets.open(t);
-            try {
-              const agent = await TracefsAgent.start(target, { sudo: t.sudo });
-              try {
-                return await agent.processes(id.offset, id.length, id.hex, mappedName(binary));
-              } finally {
-                await agent.stop();
-                await agent.exit;
-              }
-            } finally {
-              await target.close();
-            }
-          },
+          () => targets.withAgent(t, (agent) => agent.processes(id.offset, id.length, id.hex, mappedName(binary))),
         );
       } catch (e) {
         ctx.log(`processes on ${t.label}: ${(e as Error).message}`);

@@ -12,6 +12,7 @@ import type { UnknownHostInfo } from '../core/ssh/hostKeyPolicy';
 import { LocalTarget } from '../core/target/local';
 import { SshTarget } from '../core/target/ssh';
 import type { Target } from '../core/target/target';
+import { TracefsAgent } from '../core/tracefs/agentClient';
 import type { Ctx } from './ctx';
 import { sshConfigHosts } from './model/sshHosts';
 
@@ -153,6 +154,22 @@ export class Targets implements vscode.Disposable {
       passphrase: (keyFile, attempt) => this.secret(`passphrase:${keyFile}`, `Passphrase for ${keyFile}`, attempt),
       password: (user, host, attempt) => this.secret(`password:${user}@${host}`, `Password for ${user}@${host}`, attempt),
     });
+  }
+
+  /** Runs `fn` with an agent of its own on `t` (a connection of its own too), stopped and disconnected after. */
+  async withAgent<R>(t: TargetEntry, fn: (agent: TracefsAgent) => Promise<R>): Promise<R> {
+    const target = await this.open(t);
+    try {
+      const agent = await TracefsAgent.start(target, { sudo: t.sudo });
+      try {
+        return await fn(agent);
+      } finally {
+        await agent.stop();
+        await agent.exit;
+      }
+    } finally {
+      await target.close();
+    }
   }
 
   private async askUnknownHost(info: UnknownHostInfo): Promise<'accept-and-record' | 'reject'> {

@@ -59,7 +59,7 @@ export class Tracing implements vscode.Disposable {
   /** Specs the user agreed to arm although they have more sites than the limit, with their size. */
   private readonly agreedSites = new Map<string, number>();
   private connections = new Map<string, Promise<Target>>();
-  /** `TARGET\0BINARYKEY` → the one process traced there (chooseProcess). */
+  /** A binary's streaming run on a target (runId) → the one process traced there (chooseProcess). */
   private readonly processes = new Map<string, BuildProcess>();
   private tracing = false;
   /** Where the workspace defines a running-kernel spec's function (TargetKernels.location). */
@@ -114,7 +114,7 @@ export class Tracing implements vscode.Disposable {
 
   /** The process the user chose to trace `key` in on target `targetId` (ProbeLens: Trace Only a Process…). */
   chosenProcess(targetId: string, key: string): BuildProcess | undefined {
-    return this.processes.get(`${targetId}\0${key}`);
+    return this.processes.get(runId(targetId, key));
   }
 
   /**
@@ -122,8 +122,8 @@ export class Tracing implements vscode.Disposable {
    * probes go on that process's copy of the build, a container's too, filtered by its PID. Re-arms if tracing.
    */
   async chooseProcess(targetId: string, key: string, p: BuildProcess | undefined): Promise<void> {
-    if (p) this.processes.set(`${targetId}\0${key}`, p);
-    else this.processes.delete(`${targetId}\0${key}`);
+    if (p) this.processes.set(runId(targetId, key), p);
+    else this.processes.delete(runId(targetId, key));
     this.changed.fire();
     const t = this.targets.active().find((a) => a.id === targetId);
     if (this.tracing && t) await this.rearmOn(t, key);
