@@ -45,6 +45,13 @@ export type { TypeDesc, Member } from './types';
 export { DwarfTypeLimitError } from './types';
 export type { VariableInfo } from './vars';
 
+/** An inlined copy inside a holder subprogram: its DIE, its code ranges and the copy (or the holder) it sits in. */
+export interface InlinedCopyIn {
+  die: number;
+  ranges: number[];
+  parent: number;
+}
+
 export class Dwarf implements Resolver {
   private readonly dw: Sections;
   private unitList: Unit[] | undefined;
@@ -54,7 +61,7 @@ export class Dwarf implements Resolver {
   private typeScopes: Map<number, string> | undefined;
   private readonly lines = new Map<number, LineTable | null>();
   /** inlinedCopiesIn, by holder DIE: a function query asks again for every function with copies in one holder. */
-  private readonly copiesIn = new Map<number, Array<{ die: number; ranges: number[] }>>();
+  private readonly copiesIn = new Map<number, InlinedCopyIn[]>();
   private readonly lineFiles = new Map<number, string[]>();
   readonly types: Types;
 
@@ -176,19 +183,21 @@ export class Dwarf implements Resolver {
    * Every DW_TAG_inlined_subroutine inside the subprogram DIE at `holder`, however deeply nested: its offset and
    * code ranges [lo, hi, lo, hi…].
    */
-  inlinedCopiesIn(holder: number): Array<{ die: number; ranges: number[] }> {
+  inlinedCopiesIn(holder: number): InlinedCopyIn[] {
     let cached = this.copiesIn.get(holder);
     if (!cached) this.copiesIn.set(holder, (cached = this.walkInlinedCopies(holder)));
     return cached;
   }
 
-  private walkInlinedCopies(holder: number): Array<{ die: number; ranges: number[] }> {
+  private walkInlinedCopies(holder: number): InlinedCopyIn[] {
     const u = this.unitOf(holder);
     const r = u.reader(holder);
     const top = nextAbbrev(u, r);
     if (!top || !top.hasChildren) return [];
     skipAttrs(u, r, top);
-    const out: Array<{ die: number; ranges: number[] }> = [];
+    const out: InlinedCopyIn[] = [];
+    // The innermost inlined copy (or the holder) around each depth: an inlined copy's parent.
+    const around: number[] = [holder];
     for (let depth = 1; depth > 0 && r.pos < u.end;) {
       const at = r.pos;
       const a = nextAbbrev(u, r);
@@ -197,8 +206,12 @@ export class Dwarf implements Resolver {
         continue;
       }
       skipAttrs(u, r, a);
-      if (a.tag === K.TAG.inlined_subroutine) out.push({ die: at, ranges: this.codeRangesOf(at) });
-      if (a.hasChildren) depth++;
+      const inlined = a.tag === K.TAG.inlined_subroutine;
+      if (inlined) out.push({ die: at, ranges: this.codeRangesOf(at), parent: around[depth - 1] });
+      if (a.hasChildren) {
+        around[depth] = inlined ? at : around[depth - 1];
+        depth++;
+      }
     }
     return out;
   }

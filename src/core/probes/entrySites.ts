@@ -12,6 +12,8 @@ import { kernelOf } from './kernelProbes';
 import { entryByDie, noReturnTest } from './inlinedReturns';
 import { siteContext } from './variables';
 import { addressBig, addressNumber } from '../dwarf/format';
+import { AT } from '../dwarf/constants';
+import { num } from '../dwarf/unit';
 
 export interface ProvedEntries {
   /** The sites to arm: out-of-line ones as they are, inlined copies at their proved entries. */
@@ -47,6 +49,23 @@ function pairs(flat: readonly number[]): Array<[bigint, bigint]> {
 /** The copy's own code ranges: the site's (fragments of the same call included), else its DIE's. */
 function copyRanges(s: FunctionSite, codeRangesOf: (die: number) => number[]): Array<[bigint, bigint]> {
   return pairs(s.ranges ?? codeRangesOf(s.dieOffset));
+}
+
+/** The source call a copy stands for (the copy or function around it, call file:line:column) and whether DWARF marks its entry. */
+function callOf(
+  dw: Awaited<ReturnType<typeof siteContext>>['access']['dwarf'],
+  s: FunctionSite,
+  parentOf: ReadonlyMap<number, number>,
+): { call?: string; marked?: boolean } {
+  try {
+    const d = dw.dieAt(s.dieOffset);
+    const parent = parentOf.get(s.dieOffset);
+    const line = num(d, AT.call_line);
+    if (parent === undefined || line === undefined) return { marked: d.has(AT.entry_pc) };
+    return { call: `${parent}:${num(d, AT.call_file) ?? 0}:${line}:${num(d, AT.call_column) ?? 0}`, marked: d.has(AT.entry_pc) };
+  } catch {
+    return {};
+  }
 }
 
 /**
@@ -220,16 +239,15 @@ export async function provedEntrySites(
         host.push({ start: address, bytes: image.functionBytes({ address, size: BigInt(hostFlat[i + 1] - hostFlat[i]) }) });
       }
       const mine = new Set(copies.map((c) => c.dieOffset));
-      const others = dw
-        .inlinedCopiesIn(holder)
-        .filter((o) => !mine.has(o.die) && o.ranges.length > 0)
-        .map((o) => pairs(o.ranges));
+      const inHolder = dw.inlinedCopiesIn(holder);
+      const others = inHolder.filter((o) => !mine.has(o.die) && o.ranges.length > 0).map((o) => pairs(o.ranges));
+      const parentOf = new Map(inHolder.map((o) => [o.die, o.parent]));
       q = {
         arch: index.arch,
         kprobes: !uprobes,
         host,
         hostEntry,
-        copies: copies.map((c) => ({ entry: c.address, ranges: copyRanges(c, (d) => dw.codeRangesOf(d)) })),
+        copies: copies.map((c) => ({ entry: c.address, ranges: copyRanges(c, (d) => dw.codeRangesOf(d)), ...callOf(dw, c, parentOf) })),
         noReturn,
         readData,
         lineOf,

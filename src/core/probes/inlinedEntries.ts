@@ -61,7 +61,14 @@ export interface InlinedEntryQuery {
   /** Where that subprogram is entered. */
   hostEntry: bigint;
   /** Every copy of one function inside it: its entry pc and its code ranges [lo, hi). */
-  copies: Array<{ entry: bigint; ranges: Array<[bigint, bigint]> }>;
+  copies: Array<{
+    entry: bigint;
+    ranges: Array<[bigint, bigint]>;
+    /** The source call the copy stands for (its parent DIE, call file:line:column); copies of one call share it. */
+    call?: string;
+    /** DWARF marks where the copy begins (DW_AT_entry_pc): GCC does, LLVM does not. */
+    marked?: boolean;
+  }>;
   noReturn?: InlinedExitQuery['noReturn'];
   readData?: InlinedExitQuery['readData'];
   kprobes?: InlinedExitQuery['kprobes'];
@@ -280,6 +287,32 @@ function place(
     return true;
   };
   const notArmed: NotArmed[] = [];
+  // LLVM marks no entry: one source call's code split over several DIEs (an edge counter both arms of a match jump
+  // to, the `?` error path of two copies of one call) gives a DIE a first address that runs only from the code of
+  // the call's other copies, within the call their entries count. Arming it counts that call twice. Were it a second
+  // call made straight after the first (an unrolled loop with none of the caller's code between), it goes uncounted:
+  // said.
+  for (const [n, info] of [...probe]) {
+    const c = q.copies[info.copy];
+    if (c.call === undefined || c.marked || info.also || pred[n].length === 0) continue;
+    let into: number | undefined;
+    const within = pred[n].every((p) => {
+      const j = copyOf[p];
+      if (j < 0 || dropped.has(j) || rep(j) === rep(info.copy) || q.copies[j].call !== c.call || q.copies[j].marked) return false;
+      into ??= rep(j);
+      return true;
+    });
+    if (!within || into === undefined || ![...probe.values()].some((v) => v !== info && rep(v.copy) === into)) continue;
+    probe.delete(n);
+    merged.push({ copy: info.copy, into, why: 'chained' });
+    for (const m of merged) if (m.into === info.copy) m.into = into;
+    notArmed.push({
+      copy: info.copy,
+      address: insns[n].address,
+      armed: true,
+      reason: `its first address ${hex(insns[n].address)} runs only from the code of other copies of the same call (no entry marked in DWARF): counted as their call, and a second call made there with none of the caller's code between would go uncounted`,
+    });
+  }
   // An entry pc that only jumps out of the copy, in a copy whose other code does work, is no beginning of a call: a
   // call does the copy's work. It is the caller's jump the compiler attributed to the copy (LLVM gives the jump to a
   // shared exit the location of one of the branches it merged). Its copy's calls then begin where its code is first

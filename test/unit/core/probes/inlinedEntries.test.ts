@@ -466,3 +466,36 @@ test('copy code that only moves a value, run both inside a call and outside any,
     assert.equal(!r.ok && r.category, 'ambiguous', `${tail}`);
   }
 });
+
+test("LLVM's split of one call over two DIEs: the second DIE, reached only from the first's code, is no call of its own", () => {
+  // ripgrep's HeapVisitor::visit_class_pre, inlined: both arms of its match jump to one edge counter's increment,
+  // which LLVM describes as a second inlined_subroutine of the same call (visitor.rs:314:18), 4 bytes long.
+  const code = bytes(
+    ...[0x85, 0xff], //       0  test %edi,%edi   caller
+    ...[0x83, 0xc0, 0x01], // 2  add $1,%eax      copy A's first address
+    ...[0x85, 0xf6], //       5  test %esi,%esi   copy A
+    ...[0x74, 0x05], //       7  je 14            copy A: one arm
+    ...[0x83, 0xc0, 0x02], // 9  add $2,%eax      copy A: the other arm
+    ...[0xeb, 0x00], //       12 jmp 14           copy A
+    ...[0x48, 0xff, 0x00], // 14 incq (%rax)      copy B: the shared tail
+    0xc3, //                  17 ret              caller
+  );
+  const copies = (b: { call?: string; marked?: boolean }, a: { call?: string; marked?: boolean } = b): InlinedEntryQuery => {
+    const q = query(code, [
+      [2, [[2, 14]]],
+      [14, [[14, 17]]],
+    ]);
+    Object.assign(q.copies[0], a);
+    Object.assign(q.copies[1], b);
+    return q;
+  };
+  const one = findInlinedEntries(copies({ call: 'holder:1:314:18', marked: false }));
+  assert.deepEqual(addrs(one), [2], 'one call, counted once');
+  assert.ok(one.ok && one.notArmed.some((n) => n.copy === 1 && n.armed && /other copies of the same call/.test(n.reason)), 'and said');
+  // Two source calls (another call line), or copies whose entries DWARF marks (GCC): the rule does not apply.
+  assert.deepEqual(
+    addrs(findInlinedEntries(copies({ call: 'holder:1:315:18', marked: false }, { call: 'holder:1:314:18', marked: false }))),
+    [2, 14],
+  );
+  assert.deepEqual(addrs(findInlinedEntries(copies({ call: 'holder:1:314:18', marked: true }))), [2, 14]);
+});
