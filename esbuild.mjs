@@ -9,7 +9,7 @@
 // iced-x86's, 1.3 MB, which a bundle would carry as 1.75 MB of base64) are files in dist/ read on first use.
 // `--outdir DIR` writes the artefacts elsewhere (test/integration/bundles.test.ts builds into a temporary one).
 import * as esbuild from 'esbuild';
-import { copyFile, mkdir, readFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -57,6 +57,27 @@ const embedFzstdSource = {
   },
 };
 
+// src/core/tracefs/agentSources.ts reads the agent's files (src/core/tracefs/agent/) from the source tree; the
+// bundles embed their text.
+const embedAgentSources = {
+  name: 'embed-agent-sources',
+  setup(build) {
+    build.onResolve({ filter: /[\\/]agentSources$/ }, () => ({ path: 'agent-sources', namespace: 'probelens-embed-agent' }));
+    build.onLoad({ filter: /.*/, namespace: 'probelens-embed-agent' }, async () => {
+      const dir = new URL('./src/core/tracefs/agent/', import.meta.url);
+      const files = (await readdir(dir)).filter((f) => /\.(sh|pl|py)$/.test(f)).sort();
+      const texts = await Promise.all(files.map(async (f) => [f, await readFile(new URL(f, dir), 'utf8')]));
+      return {
+        contents:
+          `const texts = new Map(${JSON.stringify(texts)});` +
+          ' export function agentSource(name) { const t = texts.get(name); if (t === undefined) throw new Error(`no agent file ${name}`); return t; }',
+        loader: 'js',
+        watchDirs: [dir.pathname],
+      };
+    });
+  },
+};
+
 const common = {
   bundle: true,
   sourcemap: production ? false : 'linked',
@@ -70,7 +91,7 @@ const nodeCommon = {
   target: 'node20',
   format: 'cjs',
   external: ['vscode', 'cpu-features', '*.node'],
-  plugins: [demanglerWasmBesideBundle, ownBundlesBeside, embedFzstdSource],
+  plugins: [demanglerWasmBesideBundle, ownBundlesBeside, embedFzstdSource, embedAgentSources],
 };
 
 const builds = [

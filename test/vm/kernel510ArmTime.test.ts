@@ -1,5 +1,5 @@
 // Startup cost per CPU on Debian 11's 5.10 kernel: there a read of an empty per-CPU trace_pipe_raw blocks instead of
-// ending, so the agent's check of the binary stream (agentRaw.ts, raw_check_reads) must read only the CPUs whose
+// ending, so the agent's check of the binary stream (agent/raw.sh, raw_check_reads) must read only the CPUs whose
 // buffers hold entries and end a read blocked on an empty one at once, not after a time limit per CPU (Debian 12's
 // 6.1.192 blocks there too, measured: both keep the text stream, which the diagnostics name). Two 4-vCPU
 // VMs, one of each kernel line, booted side by side in this process: the same probe is armed on each in turn and the

@@ -1,4 +1,4 @@
-// Which stream a session's agent ships: the instance's ring-buffer pages (the binary stream: agentRaw.ts,
+// Which stream a session's agent ships: the instance's ring-buffer pages (the binary stream: agent/raw.sh,
 // rawStream.ts), or its trace_pipe text framed by a secret (hitParser.ts). `auto`, the default, takes the pages
 // wherever the agent's RAW check passes on the target and falls back to text, saying why, where it does not (no
 // trace_pipe_raw, reads that do not end on an empty buffer, no dd); `raw` insists (a target that cannot is an

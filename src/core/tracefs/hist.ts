@@ -1,6 +1,6 @@
 // In-kernel aggregation with hist triggers (the kernel's Documentation/trace/histogram.rst): the trigger texts a
 // session installs on its events, and the reading of a `hist` file's entries. Triggers are data the agent checks
-// against a strict pattern (agentHist.ts); this module only says what they are.
+// against a strict pattern (agent/hist.sh); this module only says what they are.
 //
 // Counts: one trigger per event, `hist:keys=common_pid[,probelens_site]:vals=hitcount`, so the kernel counts hits
 // per thread and, on an event of several probe points, per point. Latency: the entry event keeps the time of the

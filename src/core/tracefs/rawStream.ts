@@ -1,4 +1,4 @@
-// The client's half of the binary stream (see agentRaw.ts): the agent's stdout is a sequence of 64-byte CPU headers
+// The client's half of the binary stream (see agent/raw.sh): the agent's stdout is a sequence of 64-byte CPU headers
 // (`PLRAWCPU`, 8 decimal digits, `LOST`, 12 decimal digits, `NOWT`, 28 right-aligned: the CPU, its loss counters'
 // sum and its clock when its stats were read), whole ring-buffer pages of the CPU named last, and a 64-byte round
 // end (`PLRAWEND` and 56 zeros) after each round. A page's bytes 12-15 are the upper half of its commit word, 0 or

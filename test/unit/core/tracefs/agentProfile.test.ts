@@ -8,7 +8,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AGENT_KERNEL_COUNTS } from '../../../../src/core/tracefs/agentProfile';
+import { composeAgent } from '../../../../src/core/tracefs/agentScript';
+
+const AGENT_KERNEL_COUNTS = composeAgent('profile.sh');
 
 const shells: Array<[string, string[]]> = [
   ['dash', ['dash']],

@@ -7,7 +7,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AGENT_RAW_STREAM } from '../../../../src/core/tracefs/agentRaw';
+import { composeAgent } from '../../../../src/core/tracefs/agentScript';
+
+const AGENT_RAW_STREAM = composeAgent('raw.sh');
 
 const shells: Array<[string, string[]]> = [
   ['dash', ['dash']],

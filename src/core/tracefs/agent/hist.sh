@@ -1,15 +1,11 @@
-// The agent's in-kernel aggregation (see src/core/tracefs/agentScript.ts, into which this block is spliced): hist
-// triggers on the session's own events and on its own synthetic events, read back from their `hist` files, and
-// removed with everything else. Same rules as the rest of the script: fixed POSIX sh text (dash, busybox ash,
-// bash), no dollar-brace and no backquotes, every value checked against a strict pattern and written to tracefs
-// only as the argument of printf '%s\n'.
-//
-// Order matters to the kernel: a trigger must be removed before its event can be, a trigger that reads another's
-// variable (onmatch … $ts0) before the one that defines it, and a synthetic event after every trigger that names
-// it. The agent removes its triggers newest first (the client adds them in dependency order), then its synthetic
-// events, then its group; a dead owner's are removed from what tracefs lists, retried while that makes progress.
-// Tests: test/unit/core/tracefs/agentScript.test.ts, test/integration/aggregateRefusal.test.ts, test/vm/aggregate.test.ts
-export const AGENT_HIST = String.raw`# TRIGS: "<trigger file> <trigger>" lines of ours, newest first; SYNTHS: our synthetic events; HISTEV: the
+# In-kernel aggregation: hist triggers on the session's own events and on its own synthetic events, read back
+# from their `hist` files, and removed with everything else.
+#
+# Order matters to the kernel: a trigger must be removed before its event can be, a trigger that reads another's
+# variable (onmatch … $ts0) before the one that defines it, and a synthetic event after every trigger that names
+# it. The agent removes its triggers newest first (the client adds them in dependency order), then its synthetic
+# events, then its group; a dead owner's are removed from what tracefs lists, retried while that makes progress.
+# TRIGS: "<trigger file> <trigger>" lines of ours, newest first; SYNTHS: our synthetic events; HISTEV: the
 # events (ours, or synthetic ones of ours) whose hist files STOP reads.
 TRIGS=
 SYNTHS=
@@ -45,6 +41,7 @@ trig_file() {
 # Only hist triggers, keyed and valued by field names, with the parameters ProbeLens uses (no name=, which would
 # share another tracer's histogram), and an onmatch action only between events of ours.
 trig_pattern() {
+  # shellcheck disable=SC2016 # a literal $ (a pattern or a program text), not an expansion
   re='^hist:keys=[A-Za-z0-9_.,]{1,200}(:(vals|clock|size|ts0|lat)=[A-Za-z0-9_.,$+-]{1,200})*(:onmatch\('"$G"'\.[A-Za-z_][A-Za-z0-9_]{0,62}\)\.trace\('"$G"'_l[0-9]{1,4}(,[$A-Za-z0-9_]{1,64})*\))?$'
 }
 
@@ -73,6 +70,7 @@ $TRIGS"
 hist_lines() {
   trig_file "$2" || return 0
   hf=$(printf '%s\n' "$TF" | sed 's,/trigger$,/hist,')
+  # shellcheck disable=SC2016 # a literal $ (a pattern or a program text), not an expansion
   grep -E '^# trigger info: hist:[A-Za-z0-9_.,:=$()+-]+ \[[a-z]+\] *$|^\{ [a-z0-9_.:, ~^-]+ \} hitcount: *[0-9]+ *$|^\{ probelens_comm: [][A-Za-z0-9_.:/@+=#%()<>-][][A-Za-z0-9_.:/@+=#%()<> -]* \} hitcount: *[0-9]+ *$|^\{ (probelens_site: *[0-9]+, )?probelens_caller: \[[0-9a-f]+\] [A-Za-z0-9_.]+( \[[A-Za-z0-9_]+\])? *\} hitcount: *[0-9]+ *$|^ *(Hits|Entries|Dropped): *[0-9]+ *$' "$hf" 2>/dev/null \
     | sed "s/^/$N INFO $1 hist $2 /" >&2
 }
@@ -111,6 +109,7 @@ unhist_leftover() {
     left=0
     for f in "$T/instances/$1/events/$1"/*/trigger "$T/instances/$1/events/synthetic/$1"_l*/trigger; do
       [ -f "$f" ] || continue
+      # shellcheck disable=SC2013 # one word per line: names of [A-Za-z0-9_] only
       for t in $(grep '^hist:' "$f" 2>/dev/null | sed 's/ .*//'); do
         printf '%s\n' "!$t" 2>/dev/null >> "$f" || left=1
       done
@@ -118,8 +117,8 @@ unhist_leftover() {
     [ $left = 0 ] && break
   done
   [ -f "$T/synthetic_events" ] || return 0
+  # shellcheck disable=SC2013 # one word per line: names of [A-Za-z0-9_] only
   for s in $(sed -n 's/^\('"$1"'_l[0-9]*\)[[:space:]].*/\1/p' "$T/synthetic_events"); do
     printf '%s\n' "!$s" 2>/dev/null >> "$T/synthetic_events"
   done
 }
-`;

@@ -1,10 +1,7 @@
-// The agent's probe groups and their owners (see src/core/tracefs/agentScript.ts, into which this block is spliced):
-// who owns a group (alive_owner, ns_id, scan_procs, judge), removing a group, its instance and its readers
-// (kill_readers, rmdir_retry, remove_group, remove_leftover), the start-of-session sweep of dead owners' groups and
-// FORCE. Same rules as the rest of the script: fixed POSIX sh text (dash, busybox ash, bash), no `${` and no
-// backquotes.
-// Tests: test/unit/core/tracefs/agentScript.test.ts, test/integration/agent.test.ts, test/integration/agentPidns.test.ts
-export const AGENT_GROUPS = String.raw`alive_owner() {
+# Probe groups and their owners: who owns a group (alive_owner, ns_id, scan_procs, judge), removing a group, its
+# instance and its readers (kill_readers, rmdir_retry, remove_group, remove_leftover), the start-of-session sweep of
+# dead owners' groups, and FORCE.
+alive_owner() {
   kill -0 "$1" 2>/dev/null || return 1
   grep -q probelens-agent "/proc/$1/cmdline" 2>/dev/null
 }
@@ -14,9 +11,11 @@ export const AGENT_GROUPS = String.raw`alive_owner() {
 # /proc/<pid>/ns/pid, which together identify a namespace. A pid means nothing outside its namespace, so an
 # owner is judged from what this agent's /proc shows (see judge).
 ns_id() {
-  set -f; set -- $(stat -L -c '%d %i' "$1" 2>/dev/null); set +f
-  [ $# -eq 2 ] && printf '%x_%x
-' "$1" "$2"
+  set -f
+  # shellcheck disable=SC2046 # split into words on purpose, globbing off
+  set -- $(stat -L -c '%d %i' "$1" 2>/dev/null)
+  set +f
+  [ $# -eq 2 ] && printf '%x_%x\n' "$1" "$2"
 }
 
 # NSMAP: "<pid> <nsdev>_<nsino>" for every visible process whose namespace we may read; NSPIDS: their
@@ -27,6 +26,7 @@ ns_id() {
 scan_procs() {
   NSMAP=
   raw=$(stat -L -c '%n %d %i' /proc/[0-9]*/ns/pid 2>/dev/null | sed -n 's,^/proc/\([0-9]*\)/ns/pid \([0-9]* [0-9]*\)$,\1 \2,p')
+  # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
   [ -n "$raw" ] && NSMAP=$(set -f; printf '%s %x_%x\n' $raw)
   NSPIDS=$(grep -H '^NSpid:' /proc/[0-9]*/status 2>/dev/null)
   ALLVIS=0
@@ -64,6 +64,7 @@ judge() {
 kill_readers() {
   # kill takes pids of our namespace; /proc's are another's when it was mounted by an ancestor namespace.
   [ "$PROCOURS" = 1 ] || return 0
+  # shellcheck disable=SC2013 # one word per line: names of [A-Za-z0-9_] only
   for p in $(grep -lF "instances/$1/trace_pipe" /proc/[0-9]*/cmdline 2>/dev/null | sed -n 's,^/proc/\([0-9]*\)/cmdline$,\1,p'); do
     [ "$p" = "$$" ] || kill "$p" 2>/dev/null
   done
@@ -97,6 +98,7 @@ remove_group_in() {
   # One write removes the whole group (an empty event name matches all of it): ~30x faster than one per event.
   printf '%s\n' "-:$1/" 2>/dev/null >> "$T/$2"
   # kprobe_events lists a return probe with its maxactive (r10:G/E).
+  # shellcheck disable=SC2013 # one word per line: names of [A-Za-z0-9_] only
   for ev in $(sed -n "s/^[pr][0-9]*:$1\/\([A-Za-z0-9_]*\) .*/\1/p" "$T/$2"); do
     # An event of several probe points is listed once per point: the first removal took them all.
     grep -q "^[pr][0-9]*:$1/$ev " "$T/$2" || continue
@@ -148,4 +150,4 @@ force() {
   judge "$1" && { say ERR FORCE EBUSY "its owner is alive ($JWHY)"; return; }
   remove_leftover "$1"
   if [ -d "$T/events/$1" ] || [ -d "$T/instances/$1" ]; then say ERR FORCE EKERNEL "could not remove all of $1"; else say OK FORCE; fi
-}`;
+}

@@ -1,9 +1,6 @@
-// The agent's reading of the kernel's counts (see src/core/tracefs/agentScript.ts, into which this block is
-// spliced): hits per probe point (read_profile, profile_of: uprobe_profile, kprobe_profile) and the per-CPU
-// ring-buffer stats (cpu_stats, report_stats, unread). Same rules as the rest of the script: fixed POSIX sh text
-// (dash, busybox ash, bash), no dollar-brace and no backquotes, every value checked before use.
-// Tests: test/unit/core/tracefs/agentProfile.test.ts, test/unit/core/tracefs/agentScript.test.ts, test/integration/agentLoss.test.ts, test/integration/concurrentAccounting.test.ts
-export const AGENT_KERNEL_COUNTS = String.raw`# PROF := the profile lines (one per probe point) of the definitions that name "$1" after their kind ("GROUP/"
+# The kernel's counts: hits per probe point (read_profile, profile_of: uprobe_profile, kprobe_profile) and the
+# per-CPU ring-buffer stats (cpu_stats, report_stats, unread).
+# PROF := the profile lines (one per probe point) of the definitions that name "$1" after their kind ("GROUP/"
 # or "GROUP/EVENT "): uprobe_profile's ("PATH EVENT HITS"), then kprobe_profile's, written the same way ("kernel EVENT
 # HITS"; its count of missed hits is not a hit: KMISS holds those). A profile names events without their group and lists them in its
 # definitions file's order, so the two are paired line by line: by one awk where there is one (a few ms for thousands
@@ -78,6 +75,7 @@ read_profile_of() {
 # both go; each pair must name the same event (a profile line is "PATH EVENT HITS", a kprobe's "EVENT HITS
 # MISSES"), every definition naming "ours" after its kind must have its pair, and their profile lines are printed
 # once all of that holds.
+# shellcheck disable=SC2016 # a literal $ (a pattern or a program text), not an expansion
 RP_PAIRS='
 BEGIN { col = kind == "kprobe" ? 1 : 2 }
 NR == FNR { d[FNR] = $0; nd = FNR; next }
@@ -106,6 +104,7 @@ profile_of() {
   PN=0
   read_profile "$G/$1 " || return 0
   set -f
+  # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
   set -- $PROF
   set +f
   while [ $# -ge 3 ]; do
@@ -143,10 +142,13 @@ unread() {
   # One cat reads every stats file whole (one read(2) each): the shell's read takes a byte per call, and the kernel
   # builds the text anew at every read, which tears a value that changes meanwhile.
   ur=$(cat "$I"/per_cpu/cpu*/stats 2>/dev/null)
-  set -f; set -- $ur; set +f
+  set -f
+  # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
+  set -- $ur
+  set +f
   ur_p=
   for w do
     if [ "$ur_p" = entries: ]; then case "$w" in '' | *[!0-9]*) ;; *) UNREAD=$((UNREAD + w)) ;; esac; fi
     ur_p=$w
   done
-}`;
+}

@@ -1,8 +1,6 @@
-// The agent's binary stream (see src/core/tracefs/agentScript.ts, into which this block is spliced): the RAW, FMT
-// and TGID commands and the page pump that replaces `cat trace_pipe` when RAW was accepted. Same rules as the rest
-// of the script: fixed POSIX sh text (dash, busybox ash, bash), no dollar-brace and no backquotes, every value checked.
-// Tests: test/unit/core/tracefs/agentScript.test.ts, test/unit/core/tracefs/agentRawPump.test.ts, test/integration/agentRaw.test.ts
-export const AGENT_RAW_STREAM = String.raw`# ---- The binary stream: ring-buffer pages instead of trace_pipe text ----
+# The binary stream: the RAW, FMT and TGID verbs, and the page pump that replaces `cat trace_pipe` once RAW was
+# accepted.
+# ---- The binary stream: ring-buffer pages instead of trace_pipe text ----
 # With RAW accepted, stdout carries the instance's per-CPU trace_pipe_raw pages. One pump (a background loop) owns
 # stdout and reads the CPUs in turn, so nothing is ever interleaved and pipe atomicity is not relied on: for every
 # CPU, every round, it reads its stats file and writes a 64-byte header, "PLRAWCPU", the CPU number as 8 decimal
@@ -76,12 +74,16 @@ raw() {
   hp="$I/events/header_page"
   he="$I/events/header_event"
   [ -f "$he" ] || he="$T/events/header_event"
+  # shellcheck disable=SC2015 # a failure of any check takes the error branch
   [ -f "$I/per_cpu/cpu0/trace_pipe_raw" ] && [ -f "$hp" ] && [ -f "$he" ] && [ -f "$I/trace_marker" ] \
     || { say ERR RAW ENOTSUP "this kernel's instances have no trace_pipe_raw, header_page or trace_marker"; return; }
   command -v dd > /dev/null 2>&1 || { say ERR RAW ENOTSUP "no dd on the target"; return; }
   RAWCPUS=$(for d in "$I"/per_cpu/cpu*; do printf '%s\n' "$d"; done | sed -n 's,.*/cpu\([0-9][0-9]*\)$,\1,p')
   ps=$(sed -n 's/^[[:space:]]*field:[[:space:]]*char data;[[:space:]]*offset:\([0-9]*\);[[:space:]]*size:\([0-9]*\);.*/\1 \2/p' "$hp")
-  set -f; set -- $ps; set +f
+  set -f
+  # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
+  set -- $ps
+  set +f
   [ $# -eq 2 ] || { say ERR RAW ENOTSUP "cannot read the page size from $hp"; return; }
   RAWPS=$(($1 + $2))
   printf '%s\n' probelens_raw_check 2>/dev/null > "$I/trace_marker" || { say ERR RAW ENOTSUP "cannot write trace_marker"; return; }
@@ -94,6 +96,7 @@ raw() {
   RAW=1
   sed "s/^/$N INFO RAW page /" "$hp" >&2
   sed "s/^/$N INFO RAW event /" "$he" >&2
+  # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
   say OK RAW "pagesize=$RAWPS" "cpus=$(printf '%s\n' $RAWCPUS | tr '\n' , | sed 's/,$//')"
 }
 
@@ -109,14 +112,20 @@ raw_pump() {
     # and the shell's read builtin takes a byte per call, which tears values that change meanwhile (the clock always
     # does). cat prints the CPUs in RAWCPUS's (glob) order; each block starts with "entries:".
     st=$(cat "$I"/per_cpu/cpu*/stats 2>/dev/null)
-    rest=$RAWCPUS rows= c= e= lo=0 nt=- p1= p2=
-    set -f; set -- $st; set +f
+    rest=$RAWCPUS rows='' c='' e='' lo=0 nt=- p1='' p2=''
+    set -f
+    # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
+    set -- $st
+    set +f
     for w do
       case "$p1" in
         entries:)
           [ -n "$c" ] && rows="$rows$c $e $lo $nt
 "
-          set -f; set -- $rest; set +f
+          set -f
+          # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
+          set -- $rest
+          set +f
           c=$1 e=$w lo=0 nt=-
           shift; rest=$* ;;
         overrun:) lo=$((lo + w)) ;;
@@ -134,6 +143,7 @@ raw_pump() {
       printf 'PLRAWCPU%08dLOST%012dNOWT%28s' "$c" "$lo" "$nt"
       [ "$e" = 0 ] && continue
       got=1
+      # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
       dd $RAWDD < "$I/per_cpu/cpu$c/trace_pipe_raw" 2>/dev/null
     done <<RAW_ROWS
 $rows
@@ -175,6 +185,7 @@ tgids() {
     found=
     if [ -r "/proc/$t/status" ]; then
       while IFS= read -r l; do
+        # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
         case "$l" in Tgid:*) set -f; set -- $l; set +f; say INFO TGID "$t" "$2"; found=1; break ;; esac
       done < "/proc/$t/status"
     fi
@@ -191,4 +202,3 @@ raw_stop_tgids() {
   { [ "$RAW" = 1 ] || [ -n "$HISTEV" ]; } && [ -f "$T/saved_tgids" ] && sed "s/^/$N INFO STOP tgid /" "$T/saved_tgids" >&2
   return 0
 }
-`;

@@ -1,8 +1,5 @@
-// The agent's heartbeat watchdog (see src/core/tracefs/agentScript.ts, into which this block is spliced): watch,
-// unwatch and client_stopped. Same rules as the rest of the script: fixed POSIX sh text (dash, busybox ash, bash), no
-// `${` and no backquotes.
-// Tests: test/unit/core/tracefs/agentScript.test.ts, test/integration/agentWatchdog.test.ts, test/integration/sessionEndings.test.ts
-export const AGENT_WATCHDOG = String.raw`# The watchdog runs only while the agent waits for the client's next line, and fires $HBS seconds after it began
+# The heartbeat watchdog (watch, unwatch, client_stopped): the agent cleans up when the client goes silent.
+# The watchdog runs only while the agent waits for the client's next line, and fires $HBS seconds after it began
 # waiting. While a command runs there is none: arming a thousand sites can keep the kernel busy for seconds while
 # the client's heartbeats queue unread, and that is not the client going quiet (a watchdog that counted through
 # commands, told "still here" only between steps, fired on busy machines). It is ended with KILL: a shell that
@@ -42,7 +39,10 @@ client_stopped() {
   p=$PPID
   for _ in 1 2 3; do
     read -r st < "/proc/$p/stat" 2>/dev/null || return 1
-    set -f; set -- $st; set +f
+    set -f
+    # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
+    set -- $st
+    set +f
     s=; p=
     while [ $# -gt 0 ]; do
       case "$1" in *")") s=$2; p=$3 ;; esac
@@ -57,4 +57,4 @@ client_stopped() {
 unwatch() {
   [ -n "$WD" ] && kill -KILL "$WD" 2>/dev/null
   WD=
-}`;
+}

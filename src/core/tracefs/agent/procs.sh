@@ -1,9 +1,5 @@
-// The agent's finding of the processes that run a build, in any mount and PID namespace (see
-// src/core/tracefs/agentScript.ts, into which this block is spliced): the PROCS and PIDFILE commands. Same rules as
-// the rest of the script: fixed POSIX sh text (dash, busybox ash, bash), no dollar-brace and no backquotes, every
-// value checked before use.
-// Tests: test/integration/containers.test.ts
-export const AGENT_PROCS = String.raw`# ---- Processes that run a build: PROCS and PIDFILE ----
+# The processes that run a build, in any mount and PID namespace: the PROCS and PIDFILE verbs.
+# ---- Processes that run a build: PROCS and PIDFILE ----
 # A process runs the build when its executable, or a file it maps, holds the build's GNU build-id at the note's
 # offset. Both are read through /proc (the executable's magic link, map_files), so a process in a container, whose
 # files the host may reach by no path of its own, is found as one on the host is. Its PID in its own namespace is the
@@ -21,7 +17,9 @@ bytes_at() {
 proc_path() {
   PM=
   if [ -n "$2" ] && matches '^/[A-Za-z0-9._/+@,=~-]+$' "$2"; then
+    # shellcheck disable=SC3013 # -ef: dash, busybox ash and bash all have it
     if [ "$2" -ef "$3" ]; then PM=$2; return; fi
+    # shellcheck disable=SC3013 # -ef: dash, busybox ash and bash all have it
     if [ "/proc/$1/root$2" -ef "$3" ]; then PM="/proc/$1/root$2"; return; fi
   fi
   PM=$3
@@ -55,14 +53,20 @@ PROC_MAPS
 # NS := process $1's PID in its own PID namespace (itself where the kernel has no NSpid).
 ns_pid() {
   NS=$(sed -n 's/^NSpid:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
-  set -f; set -- $1 $NS; set +f
+  set -f
+  # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
+  set -- $1 $NS
+  set +f
   while [ $# -gt 1 ]; do shift; done
   NS=$1
 }
 
 # Checks PROCS/PIDFILE operands "$1 OFFSET LENGTH HEX NAME" for verb $2; PV_* := them.
 procs_args() {
-  set -f; set -- $1; set +f
+  set -f
+  # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
+  set -- $1
+  set +f
   [ $# -eq 4 ] && matches '^[0-9]{1,12}$' "$1" && matches '^[0-9]{1,2}$' "$2" && matches '^[0-9a-f]{2,128}$' "$3" \
     && matches '^(-|[A-Za-z0-9._+@,=~-]{1,255})$' "$4" || return 1
   PV_OFF=$1 PV_LEN=$2 PV_HEX=$3 PV_NAME=$4
@@ -87,6 +91,7 @@ procs() {
 pid_file() {
   pf=$(printf '%s\n' "$1" | sed 's/ .*//')
   pf_rest=$(printf '%s\n' "$1" | sed 's/^[^ ]* *//')
+  # shellcheck disable=SC2015 # a failure of any check takes the error branch
   matches '^[0-9]{1,10}$' "$pf" && procs_args "$pf_rest" \
     || { say ERR PIDFILE EPROTO "usage: PIDFILE <pid> <offset> <length> <hex> <file name|->"; return; }
   if [ -d "/proc/$pf" ] && proc_match "$pf" "$PV_OFF" "$PV_LEN" "$PV_HEX" "$PV_NAME"; then
@@ -94,7 +99,7 @@ pid_file() {
     say OK PIDFILE "pid=$pf" "nspid=$NS" "path=$PM"
     return
   fi
-  pf_found= pf_n=0 pf_path=
+  pf_found='' pf_n=0 pf_path=''
   for d in /proc/[0-9]*; do
     p=$(printf '%s\n' "$d" | sed 's,^/proc/,,')
     [ "$p" = "$pf" ] && continue
@@ -107,4 +112,3 @@ pid_file() {
   if [ $pf_n -gt 1 ]; then say ERR PIDFILE EAMBIGUOUS "$pf$pf_found"; return; fi
   if [ -d "/proc/$pf" ]; then say ERR PIDFILE ENOTBUILD "$pf"; else say ERR PIDFILE ESRCH "$pf"; fi
 }
-`;

@@ -1,106 +1,7 @@
-// The agent's file watcher (see src/core/tracefs/agentScript.ts, into which this block is spliced): the fw_*
-// functions, the WATCH and WRITERS commands. Same rules as the rest of the script: fixed POSIX sh text (dash, busybox
-// ash, bash), no `${` and no backquotes, every value checked before use.
-// Tests: test/unit/core/tracefs/agentScript.test.ts, test/integration/fileWatch.test.ts, test/integration/agentLiveEdit.test.ts
-// The lease guard (see "The lease guard" below) in the two languages a target may have that can call fcntl(2): perl
-// (essential on Debian and Ubuntu) and python3. Each is started with PATH EVENTS_FILE EVENTS_DIR GROUP AGENT_PID,
-// forks, takes a read lease on PATH in the child, prints the child's pid (or `E why`) and closes its output.
-// On the lease's break it reads EVENTS_FILE again until it holds every event of GROUP (see fw_ours).
-// F_SETLEASE = 1024, F_GETLEASE = 1025, F_RDLCK = 0, F_UNLCK = 2 (Linux). Neither text holds a single quote.
-const LEASE_PERL = String.raw`use strict;
-my ($p, $ue, $ev, $g, $agent) = @ARGV;
-open(my $f, "<", $p) or do { print "E open\n"; exit 0 };
-my $pid = fork();
-defined $pid or do { print "E fork\n"; exit 0 };
-exit 0 if $pid;
-$SIG{IO} = sub {};
-fcntl($f, 1024, 0) or do { print "E $!\n"; exit 0 };
-print "$$\n";
-open(STDOUT, ">", "/dev/null"); open(STDERR, ">", "/dev/null"); open(STDIN, "<", "/dev/null");
-while (kill(0, $agent)) {
-  my $l = fcntl($f, 1025, 0);
-  if (defined($l) && $l != 0) {
-    my @want;
-    if (opendir(my $dh, $ev)) { @want = grep { !/^[.]/ && -d "$ev/$_" } readdir($dh); closedir($dh); }
-    my @lines;
-    for my $try (1 .. 50) {
-      @lines = ();
-      if (open(my $u, "<", $ue)) { @lines = grep { m{^[pr]:\Q$g\E/} } <$u>; close($u); }
-      my %have = map { m{^[pr]:[^/ ]+/(\S+) } ? ($1 => 1) : () } @lines;
-      last unless grep { !$have{$_} } @want;
-    }
-    my %seen;
-    for my $d (@lines) {
-      next unless $d =~ m{^[pr]:([^/ ]+)/(\S+) (\S+):};
-      next unless $1 eq $g && $3 eq $p && !$seen{$2}++;
-      if (open(my $e, ">", "$ev/$2/enable")) { print $e "0\n"; close($e); }
-    }
-    fcntl($f, 1024, 2);
-    exit 0;
-  }
-  select(undef, undef, undef, 0.5);
-}`;
-const LEASE_PYTHON = String.raw`import fcntl, os, re, select, signal, sys
-p, ue, ev, g, agent = sys.argv[1:6]
-try:
-    f = os.open(p, os.O_RDONLY)
-except OSError:
-    print("E open", flush=True)
-    sys.exit(0)
-if os.fork():
-    os._exit(0)
-def woken(*_):
-    raise InterruptedError()
-signal.signal(signal.SIGIO, woken)
-try:
-    fcntl.fcntl(f, 1024, 0)
-except OSError as e:
-    print("E", e.strerror, flush=True)
-    os._exit(0)
-print(os.getpid(), flush=True)
-nul = os.open("/dev/null", os.O_RDWR)
-for fd in (0, 1, 2):
-    os.dup2(nul, fd)
-def alive():
-    try:
-        os.kill(int(agent), 0)
-        return True
-    except OSError:
-        return False
-while alive():
-    try:
-        if fcntl.fcntl(f, 1025) != 0:
-            try:
-                want = [n for n in os.listdir(ev) if os.path.isdir(ev + "/" + n)]
-            except OSError:
-                want = []
-            lines = []
-            for _ in range(50):
-                try:
-                    with open(ue) as u:
-                        lines = [d for d in u if d.startswith(("p:" + g + "/", "r:" + g + "/"))]
-                except OSError:
-                    lines = []
-                have = set(d.split(" ", 1)[0].split("/", 1)[1] for d in lines)
-                if all(w in have for w in want):
-                    break
-            seen = set()
-            for d in lines:
-                m = re.match(r"[pr]:([^/ ]+)/(\S+) (\S+):", d)
-                if m and m.group(1) == g and m.group(3) == p and m.group(2) not in seen:
-                    seen.add(m.group(2))
-                    try:
-                        with open(ev + "/" + m.group(2) + "/enable", "w") as e:
-                            e.write("0\n")
-                    except OSError:
-                        pass
-            fcntl.fcntl(f, 1024, 2)
-            os._exit(0)
-        select.select([], [], [], 0.5)
-    except InterruptedError:
-        pass`;
-
-export const AGENT_FILE_WATCHER = String.raw`# ---- The file watcher: never leave probes on a file that changed under them ----
+# The file watcher (the fw_* functions, the WATCH and WRITERS verbs): never leave probes on a file that changed
+# under them. The lease guards' programs, lease.pl and lease.py, are inlined in place of their quoted marks below
+# (FWLPL, FWLPY), inside the single quotes (so neither holds one).
+# ---- The file watcher: never leave probes on a file that changed under them ----
 # A uprobe sits at a file offset of an inode, and the kernel copies the probed instruction once. A file written
 # over in place (same inode: cp new old) keeps its probes at the old offsets, now inside other instructions: the
 # new program crashes there, and hits would be attributed to the wrong code. While armed, a background loop
@@ -145,8 +46,10 @@ fw_stat() { [ $# -gt 0 ] && stat -L -c '%n %i %s %y %z' "$@" 2>/dev/null; }
 # watcher reports it as before. FWL holds "path pid" lines of the guards; a file with no guard is only polled. Each
 # file's guard is said once (NOTE WATCH guard lease|poll PATH [TOOL]).
 FWL=
-FWLPL='${LEASE_PERL}'
-FWLPY='${LEASE_PYTHON}'
+# shellcheck disable=SC2016 # a literal $ (a pattern or a program text), not an expansion
+FWLPL='@lease.pl@'
+# shellcheck disable=SC2016 # a literal $ (a pattern or a program text), not an expansion
+FWLPY='@lease.py@'
 
 fw_lease_pid() {
   while IFS=' ' read -r lp lpid; do [ "$lp" = "$1" ] && { printf '%s\n' "$lpid"; return 0; }; done <<FWL_END
@@ -199,7 +102,7 @@ FWU_END
 # agent adds or removes), at most 50 times.
 fw_ours() {
   fo_want=
-  for fo_e in $(ls "$I/events/$G" 2>/dev/null); do [ -d "$I/events/$G/$fo_e" ] && fo_want="$fo_want $fo_e"; done
+  for fo_d in "$I/events/$G"/*; do [ -d "$fo_d" ] && fo_want="$fo_want ${fo_d##*/}"; done
   fo_try=0
   while [ $fo_try -lt 50 ]; do
     fo_try=$((fo_try + 1))
@@ -217,7 +120,7 @@ fw_ours() {
 fw_paths() {
   FWP=
   fw_ours
-  while IFS=': ' read -r kd ge path rest; do
+  while IFS=': ' read -r _ ge path rest; do
     case "$ge" in "$G"/*) ;; *) continue ;; esac
     case " $FWP " in *" $path "*) ;; *) FWP="$FWP $path" ;; esac
   done <<FWOP_END
@@ -235,7 +138,10 @@ $FWBASE" in *"
 $path "*) ;; *) new="$new $path" ;; esac
   done
   [ -n "$new" ] || return 1
-  set -f; add=$(fw_stat $new); set +f
+  set -f
+  # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
+  add=$(fw_stat $new)
+  set +f
   [ -n "$add" ] && FWBASE="$FWBASE$add
 "
   return 0
@@ -259,7 +165,7 @@ fw_disable() {
   FWN=0
   seen=' '
   fw_ours
-  while IFS=': ' read -r kd ge path rest; do
+  while IFS=': ' read -r _ ge path rest; do
     case "$ge" in "$G"/*) ;; *) continue ;; esac
     [ "$path" = "$1" ] || continue
     # An event may have several probe points (several definition lines): once each.
@@ -277,7 +183,10 @@ fw_examine() {
   nb=
   while IFS= read -r bl; do
     [ -n "$bl" ] || continue
-    set -f; set -- $bl; set +f
+    set -f
+    # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
+    set -- $bl
+    set +f
     p=$1 bino=$2
     cur=
     while IFS= read -r nl; do case "$nl" in "$p "*) cur=$nl ;; esac; done <<FWN_END
@@ -285,7 +194,10 @@ $now
 FWN_END
     if [ "$cur" = "$bl" ]; then nb="$nb$bl
 "; continue; fi
-    set -f; set -- $cur; set +f
+    set -f
+    # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
+    set -- $cur
+    set +f
     if [ -z "$cur" ]; then
       fw_mark "removed $k $p"; say NOTE WATCH removed "$p"
     elif [ "$2" != "$bino" ]; then
@@ -313,7 +225,10 @@ fw_check() {
   while IFS=' ' read -r p rest; do [ -n "$p" ] && paths="$paths $p"; done <<FWC_END
 $base
 FWC_END
-  set -f; now=$(fw_stat $paths); set +f
+  set -f
+  # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
+  now=$(fw_stat $paths)
+  set +f
   broken=
   for p in $paths; do fw_lease_broken "$p" && broken=1; done
   [ -n "$paths" ] && { [ "$now
@@ -391,7 +306,7 @@ fw_watch() {
 fw_ev_ok() {
   [ -n "$FWK" ] || return 0
   fw_ours
-  while IFS=': ' read -r kd ge path rest; do
+  while IFS=': ' read -r _ ge path rest; do
     [ "$ge" = "$G/$1" ] || continue
     bl=
     while IFS= read -r l; do case "$l" in "$path "*) bl=$l ;; esac; done <<FWO_END
@@ -401,7 +316,10 @@ FWO_END
     fw_lease_broken "$path" && return 1
     cur=$(fw_stat "$path")
     [ -n "$cur" ] && [ "$cur" != "$bl" ] || return 0
-    set -f; set -- $bl; bino=$2; set -- $cur; set +f
+    set -f
+    # shellcheck disable=SC2086 # split into words on purpose (globbing off, or values that hold no glob character)
+    { set -- $bl; bino=$2; set -- $cur; }
+    set +f
     [ "$2" != "$bino" ] && return 0
     fw_same_build "$path"
     return
@@ -427,4 +345,3 @@ fw_writers() {
   done
   say OK WRITERS
 }
-`;
